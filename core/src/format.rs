@@ -1,0 +1,253 @@
+//! The `.blf` file format: a 64-byte header, then the byte image, so that the payload starts
+//! 64-byte aligned and a memory-mapped file can be used without copying. See `docs/FORMAT.md`.
+//!
+//! ```text
+//! offset size field
+//!  0      8   magic  b"BLMLANES"
+//!  8      2   format version, u16 LE (= FORMAT_VERSION)
+//! 10      1   lanes L (8 or 16)
+//! 11      1   word bits W (32 or 64)
+//! 12      4   block count z, u32 LE (>= 1)
+//! 16      8   hash seed, u64 LE
+//! 24      1   hash id (0 = caller-supplied hashes, 1 = XXH64)
+//! 25      1   flags (bit 0: the key count field is known; other bits zero)
+//! 26      6   reserved, zero
+//! 32      8   inserted key count, u64 LE (0 unless flag bit 0)
+//! 40      8   payload length in bytes, u64 LE (= z × L × W / 8)
+//! 48      8   XXH64(payload, seed 0)
+//! 56      8   XXH64(header bytes 0..56, seed 0)
+//! 64      …   payload: the byte image
+//! ```
+
+use crate::layout::Layout;
+use crate::xxh64::xxh64;
+
+/// First eight bytes of every filter file.
+pub const MAGIC: [u8; 8] = *b"BLMLANES";
+/// The format version this crate writes and the newest it reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// Header length; the payload starts here (64-byte aligned).
+pub const HEADER_LEN: usize = 64;
+const FLAG_KEY_COUNT: u8 = 1;
+
+/// Which function turned keys into the 64-bit hashes stored in a filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HashId {
+    /// The caller supplied the hashes; the filter cannot hash keys itself.
+    Prehashed,
+    /// XXH64 of the key bytes with the header's seed.
+    Xxh64,
+}
+
+impl HashId {
+    /// The byte stored in the header.
+    pub const fn code(self) -> u8 {
+        match self {
+            HashId::Prehashed => 0,
+            HashId::Xxh64 => 1,
+        }
+    }
+    /// The hash id for a header byte, if known.
+    pub const fn from_code(code: u8) -> Option<HashId> {
+        match code {
+            0 => Some(HashId::Prehashed),
+            1 => Some(HashId::Xxh64),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the header says about a filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Block shape.
+    pub layout: Layout,
+    /// Number of blocks `z`.
+    pub blocks: u32,
+    /// Seed of the key hash.
+    pub seed: u64,
+    /// Key hash function.
+    pub hash: HashId,
+    /// Number of keys inserted, when known.
+    pub keys: Option<u64>,
+}
+
+impl Header {
+    /// Payload length in bytes: `z × L × W / 8`.
+    pub fn payload_len(&self) -> u64 {
+        u64::from(self.blocks) * self.layout.block_bytes() as u64
+    }
+
+    /// Encodes the header for `payload` (which must be the byte image this header describes).
+    pub fn encode(&self, payload: &[u8]) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        h[10] = self.layout.lanes() as u8;
+        h[11] = self.layout.word_bits() as u8;
+        h[12..16].copy_from_slice(&self.blocks.to_le_bytes());
+        h[16..24].copy_from_slice(&self.seed.to_le_bytes());
+        h[24] = self.hash.code();
+        h[25] = if self.keys.is_some() {
+            FLAG_KEY_COUNT
+        } else {
+            0
+        };
+        h[32..40].copy_from_slice(&self.keys.unwrap_or(0).to_le_bytes());
+        h[40..48].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        h[48..56].copy_from_slice(&xxh64(payload, 0).to_le_bytes());
+        let check = xxh64(&h[..56], 0);
+        h[56..64].copy_from_slice(&check.to_le_bytes());
+        h
+    }
+}
+
+/// Why a byte string is not a valid filter file. Every variant names the field at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormatError {
+    /// The input ends before the header or payload does.
+    Truncated {
+        /// Bytes the file must have.
+        needed: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The first eight bytes are not the magic: not a bloomlanes filter.
+    BadMagic,
+    /// Written by a newer (or unknown) format version.
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u16,
+    },
+    /// The header checksum does not match: the header is corrupt.
+    HeaderChecksum,
+    /// Lanes/word bits are not one of the supported layouts.
+    BadLayout {
+        /// Lanes field.
+        lanes: u8,
+        /// Word bits field.
+        word_bits: u8,
+    },
+    /// Block count zero.
+    ZeroBlocks,
+    /// Unknown hash id byte.
+    UnknownHash(u8),
+    /// Unknown flag bits or non-zero reserved bytes.
+    ReservedBits,
+    /// The payload length field disagrees with `z × L × W / 8`.
+    PayloadLength {
+        /// Length the layout and block count require.
+        expected: u64,
+        /// Length field in the header.
+        found: u64,
+    },
+    /// Bytes follow the payload.
+    TrailingBytes(u64),
+    /// The payload checksum does not match: the bits are corrupt.
+    PayloadChecksum,
+}
+
+impl core::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            FormatError::Truncated { needed, found } => {
+                write!(f, "truncated: needs {needed} bytes, has {found}")
+            }
+            FormatError::BadMagic => write!(f, "not a bloomlanes filter (bad magic at byte 0)"),
+            FormatError::UnsupportedVersion { found } => write!(
+                f,
+                "format version {found} is not supported (this build reads version {FORMAT_VERSION})"
+            ),
+            FormatError::HeaderChecksum => write!(f, "header checksum mismatch (bytes 0..64 are corrupt)"),
+            FormatError::BadLayout { lanes, word_bits } => {
+                write!(f, "unsupported layout {lanes}x{word_bits} (bytes 10..12)")
+            }
+            FormatError::ZeroBlocks => write!(f, "block count is zero (bytes 12..16)"),
+            FormatError::UnknownHash(id) => write!(f, "unknown hash id {id} (byte 24)"),
+            FormatError::ReservedBits => write!(f, "unknown flags or non-zero reserved bytes (bytes 25..32)"),
+            FormatError::PayloadLength { expected, found } => write!(
+                f,
+                "payload length field is {found} but the layout and block count need {expected} (bytes 40..48)"
+            ),
+            FormatError::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the payload"),
+            FormatError::PayloadChecksum => write!(f, "payload checksum mismatch (the filter bits are corrupt)"),
+        }
+    }
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(a)
+}
+
+/// Parses and checks a whole file. On success returns the header and the payload (a borrow of
+/// `file[64..]`, 64-byte aligned if `file` is). Nothing is returned for a file with any fault.
+pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
+    let found = file.len() as u64;
+    if file.len() < HEADER_LEN {
+        if file.len() >= 8 && file[..8] != MAGIC {
+            return Err(FormatError::BadMagic);
+        }
+        return Err(FormatError::Truncated {
+            needed: HEADER_LEN as u64,
+            found,
+        });
+    }
+    if file[..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
+    let version = u16::from_le_bytes([file[8], file[9]]);
+    if xxh64(&file[..56], 0) != le_u64(&file[56..]) {
+        // A newer writer may change the header; report the version before the checksum.
+        if version > FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion { found: version });
+        }
+        return Err(FormatError::HeaderChecksum);
+    }
+    if version != FORMAT_VERSION {
+        return Err(FormatError::UnsupportedVersion { found: version });
+    }
+    let layout = Layout::from_parts(usize::from(file[10]), u32::from(file[11])).ok_or(
+        FormatError::BadLayout {
+            lanes: file[10],
+            word_bits: file[11],
+        },
+    )?;
+    let blocks = u32::from_le_bytes([file[12], file[13], file[14], file[15]]);
+    if blocks == 0 {
+        return Err(FormatError::ZeroBlocks);
+    }
+    let hash = HashId::from_code(file[24]).ok_or(FormatError::UnknownHash(file[24]))?;
+    if file[25] & !FLAG_KEY_COUNT != 0 || file[26..32].iter().any(|&b| b != 0) {
+        return Err(FormatError::ReservedBits);
+    }
+    let keys = (file[25] & FLAG_KEY_COUNT != 0).then(|| le_u64(&file[32..]));
+    let header = Header {
+        layout,
+        blocks,
+        seed: le_u64(&file[16..]),
+        hash,
+        keys,
+    };
+    let expected = header.payload_len();
+    let stated = le_u64(&file[40..]);
+    if stated != expected {
+        return Err(FormatError::PayloadLength {
+            expected,
+            found: stated,
+        });
+    }
+    let needed = HEADER_LEN as u64 + expected;
+    if found < needed {
+        return Err(FormatError::Truncated { needed, found });
+    }
+    if found > needed {
+        return Err(FormatError::TrailingBytes(found - needed));
+    }
+    let payload = &file[HEADER_LEN..];
+    if xxh64(payload, 0) != le_u64(&file[48..]) {
+        return Err(FormatError::PayloadChecksum);
+    }
+    Ok((header, payload))
+}

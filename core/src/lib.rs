@@ -1,0 +1,39 @@
+//! `bloomlanes-core`: the single definition of the bloomlanes filter.
+//!
+//! A filter is `z` blocks; a block is `L` lanes of `W`-bit words (see [`Layout`]); a key with
+//! 64-bit hash `h` selects block `((h >> 32) × z) >> 32` and sets bit
+//! `((lo32(h) × SALTS[i]) mod 2^32) >> (32 − log2 W)` in every lane `i`. Layout `8x32` is the
+//! Parquet split-block Bloom filter, bit for bit. The SIMD, CUDA and Verilog backends all follow
+//! this crate; `docs/FORMAT.md` is the written specification and `golden/vectors.txt` the fixtures.
+//!
+//! Features: `alloc` adds the owning [`Filter`]; `std` (default) implies `alloc`. Without them the
+//! crate needs no allocator: the [`reference`] path works over borrowed words.
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod batch;
+pub mod format;
+pub mod layout;
+pub mod math;
+pub mod parquet;
+pub mod reference;
+pub mod xxh64;
+
+#[cfg(feature = "alloc")]
+mod filter;
+#[cfg(feature = "alloc")]
+pub mod golden;
+
+pub use batch::{BatchError, Keys, Records, Strings};
+#[cfg(feature = "alloc")]
+pub use filter::{Filter, MergeError, Sizing};
+pub use format::{FormatError, HashId, Header};
+pub use layout::{block_index, block_mask, lane_bit, lane_bits, Layout, MAX_BLOCKS, SALTS};
+pub use reference::{FilterMut, FilterRef, ShapeError, Word};
+pub use xxh64::{xxh64, xxh64_u64};
