@@ -169,6 +169,17 @@ impl Filter {
         &mut bytemuck::cast_slice_mut(&mut self.lines)[..n]
     }
 
+    /// A borrowed view of the words, for the bulk backends.
+    pub fn as_view(&self) -> FilterRef<'_, u32> {
+        self.view()
+    }
+
+    /// A mutable borrowed view of the words, for the bulk backends (the key count is not updated;
+    /// see [`Filter::set_key_count`]).
+    pub fn as_view_mut(&mut self) -> FilterMut<'_, u32> {
+        self.view_mut()
+    }
+
     fn view(&self) -> FilterRef<'_, u32> {
         FilterRef::new(self.layout, self.words()).expect("a Filter always has whole blocks")
     }

@@ -130,6 +130,11 @@ impl<'a, W: Word> FilterRef<'a, W> {
         self.blocks
     }
 
+    /// The words (a whole number of blocks).
+    pub fn words(&self) -> &'a [W] {
+        self.words
+    }
+
     /// Whether the key with 64-bit hash `hash` may be present.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
@@ -168,6 +173,21 @@ impl<'a, W: Word> FilterMut<'a, W> {
             blocks,
             words,
         })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Number of blocks `z`.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// The words, mutably (a whole number of blocks).
+    pub fn words_mut(&mut self) -> &mut [W] {
+        self.words
     }
 
     /// A read-only view of the same words.
