@@ -1,1 +1,79 @@
-//! placeholder
+//! `bloomlanes-gpu`: the CUDA backend of bloomlanes.
+//!
+//! Bulk insert and lookup of u64 keys, fixed-width records, variable-length strings and
+//! caller-supplied hashes in a split-block Bloom filter kept in GPU memory. The filter's bytes are
+//! identical to what `bloomlanes-core` builds from the same keys: the kernels are CUDA C generated
+//! from core's constants ([`kernel_source`]) and compiled at run time with NVRTC.
+//!
+//! CUDA is loaded at run time (`cudarc` with dynamic loading): this crate builds and links on
+//! machines without CUDA, and every entry point returns [`GpuError::NoDriver`] there instead of
+//! panicking. NVRTC (`libnvrtc.so.13`) is found on the library search path or through the
+//! [`NVRTC_ENV`] variable (a file or folder, e.g. the `nvidia/cu13/lib` folder of the
+//! `nvidia-cuda-nvrtc` wheel).
+#![warn(missing_docs)]
+
+mod compile;
+mod error;
+mod filter;
+mod kernel;
+mod loader;
+
+pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
+pub use error::GpuError;
+pub use filter::{DeviceBuffer, DeviceKeys, GpuFilter, GpuStream, PinnedBuffer, Timer};
+pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
+pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::CudaContext;
+
+/// What [`probe`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Total device memory in bytes.
+    pub memory_bytes: u64,
+    /// Compute capability `(major, minor)`, e.g. `(9, 0)`.
+    pub compute_capability: (u32, u32),
+}
+
+static CONTEXT: Mutex<Option<Arc<CudaContext>>> = Mutex::new(None);
+
+/// The primary context of device 0, created once.
+pub(crate) fn context() -> Result<Arc<CudaContext>, GpuError> {
+    loader::require_driver()?;
+    let mut g = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = g.as_ref() {
+        return Ok(c.clone());
+    }
+    let count = CudaContext::device_count()
+        .map_err(|e| GpuError::NoDevice(format!("cuInit/cuDeviceGetCount failed: {e}")))?;
+    if count < 1 {
+        return Err(GpuError::NoDevice(
+            "the CUDA driver reports no device".into(),
+        ));
+    }
+    let ctx = CudaContext::new(0)
+        .map_err(|e| GpuError::NoDevice(format!("could not open device 0: {e}")))?;
+    *g = Some(ctx.clone());
+    Ok(ctx)
+}
+
+/// Looks for a CUDA device. Returns [`GpuError::NoDriver`] when `libcuda` is missing and
+/// [`GpuError::NoDevice`] when the driver has no device; never panics.
+pub fn probe() -> Result<DeviceInfo, GpuError> {
+    let ctx = context()?;
+    let err = |op: &'static str| move |e| GpuError::cuda(op, 0, e);
+    let name = ctx.name().map_err(err("cuDeviceGetName"))?;
+    let memory_bytes = ctx.total_mem().map_err(err("cuDeviceTotalMem"))? as u64;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(err("cuDeviceGetAttribute"))?;
+    Ok(DeviceInfo {
+        name,
+        memory_bytes,
+        compute_capability: (major as u32, minor as u32),
+    })
+}

@@ -1,0 +1,177 @@
+//! Run-time compilation of [`kernel_source`](crate::kernel_source) with NVRTC.
+
+use std::ffi::{c_char, CString};
+
+use bloomlanes_core::Layout;
+use cudarc::nvrtc::sys;
+
+use crate::{loader, GpuError};
+
+/// What NVRTC should produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Machine code for one architecture, e.g. `Cubin(90)` for `sm_90` (loads without JIT).
+    Cubin(u32),
+    /// PTX for a virtual architecture, e.g. `Ptx(90)` for `compute_90` (the driver JIT-compiles it).
+    Ptx(u32),
+}
+
+impl Target {
+    fn arch_flag(self) -> String {
+        match self {
+            Target::Cubin(sm) => format!("--gpu-architecture=sm_{sm}"),
+            Target::Ptx(sm) => format!("--gpu-architecture=compute_{sm}"),
+        }
+    }
+}
+
+/// A compiled kernel image.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// What was asked for.
+    pub target: Target,
+    /// CUBIN bytes, or PTX text (NUL-terminated).
+    pub image: Vec<u8>,
+    /// NVRTC's log (warnings).
+    pub log: String,
+}
+
+fn check(what: &'static str, r: sys::nvrtcResult) -> Result<(), GpuError> {
+    if r == sys::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError::NoNvrtc(format!("{what} failed: {r:?}")))
+    }
+}
+
+/// NVRTC's version, `(major, minor)`.
+pub fn nvrtc_version() -> Result<(i32, i32), GpuError> {
+    loader::require_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two valid out-pointers; NVRTC is loaded (checked above).
+    check("nvrtcVersion", unsafe {
+        sys::nvrtcVersion(&mut major, &mut minor)
+    })?;
+    Ok((major, minor))
+}
+
+/// The `sm_XX` numbers this NVRTC can produce machine code for.
+pub fn supported_archs() -> Result<Vec<u32>, GpuError> {
+    loader::require_nvrtc()?;
+    let mut n = 0;
+    // SAFETY: valid out-pointer; NVRTC is loaded.
+    check("nvrtcGetNumSupportedArchs", unsafe {
+        sys::nvrtcGetNumSupportedArchs(&mut n)
+    })?;
+    let mut archs = vec![0i32; n.max(0) as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
+    check("nvrtcGetSupportedArchs", unsafe {
+        sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+    })?;
+    Ok(archs.into_iter().map(|a| a as u32).collect())
+}
+
+/// The best target for a device of compute capability `cc`: CUBIN for its own architecture if
+/// this NVRTC knows it, else PTX for the newest older architecture it knows (JIT by the driver).
+pub fn target_for(cc: (u32, u32)) -> Result<Target, GpuError> {
+    let sm = cc.0 * 10 + cc.1;
+    let archs = supported_archs()?;
+    if archs.contains(&sm) {
+        return Ok(Target::Cubin(sm));
+    }
+    archs
+        .iter()
+        .copied()
+        .filter(|&a| a <= sm)
+        .max()
+        .map(Target::Ptx)
+        .ok_or_else(|| GpuError::NoNvrtc(format!("this NVRTC cannot target sm_{sm}")))
+}
+
+/// Compiles the kernels of `layout` for `target`. Needs NVRTC only, no GPU.
+pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
+    loader::require_nvrtc()?;
+    let src = CString::new(crate::kernel_source(layout)).expect("kernel source has no NUL");
+    let name = CString::new(format!("bloomlanes_{layout}.cu")).expect("no NUL");
+    let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: valid C strings that outlive the call; no headers.
+    check("nvrtcCreateProgram", unsafe {
+        sys::nvrtcCreateProgram(
+            &mut prog,
+            src.as_ptr(),
+            name.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    })?;
+    let opts: Vec<CString> = [
+        target.arch_flag(),
+        "--std=c++17".to_string(),
+        "--extra-device-vectorization".to_string(),
+    ]
+    .into_iter()
+    .map(|o| CString::new(o).expect("no NUL"))
+    .collect();
+    let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: `prog` was created above; `ptrs` points at live C strings.
+    let r = unsafe { sys::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
+    let log = program_log(prog);
+    let out = if r != sys::nvrtcResult::NVRTC_SUCCESS {
+        Err(GpuError::Compile {
+            layout,
+            target: target.arch_flag(),
+            log: format!("{r:?}: {log}"),
+        })
+    } else {
+        image(prog, target).map(|image| Compiled { target, image, log })
+    };
+    // SAFETY: `prog` is valid and destroyed once.
+    unsafe { sys::nvrtcDestroyProgram(&mut prog) };
+    out
+}
+
+fn program_log(prog: sys::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    // SAFETY: `prog` is a live program; valid out-pointer.
+    if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
+        return String::new();
+    }
+    let mut buf = vec![0u8; size.max(1)];
+    // SAFETY: `buf` holds `size` bytes as NVRTC asked.
+    unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char) };
+    String::from_utf8_lossy(&buf)
+        .trim_end_matches('\0')
+        .trim()
+        .to_string()
+}
+
+fn image(prog: sys::nvrtcProgram, target: Target) -> Result<Vec<u8>, GpuError> {
+    let mut size = 0usize;
+    let mut buf;
+    match target {
+        Target::Cubin(_) => {
+            // SAFETY: compiled program, valid out-pointer, buffer of the reported size.
+            unsafe {
+                check("nvrtcGetCUBINSize", sys::nvrtcGetCUBINSize(prog, &mut size))?;
+                buf = vec![0u8; size];
+                check(
+                    "nvrtcGetCUBIN",
+                    sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char),
+                )?;
+            }
+        }
+        Target::Ptx(_) => {
+            // SAFETY: as above, for PTX (NUL-terminated text).
+            unsafe {
+                check("nvrtcGetPTXSize", sys::nvrtcGetPTXSize(prog, &mut size))?;
+                buf = vec![0u8; size];
+                check(
+                    "nvrtcGetPTX",
+                    sys::nvrtcGetPTX(prog, buf.as_mut_ptr() as *mut c_char),
+                )?;
+            }
+        }
+    }
+    Ok(buf)
+}

@@ -1,0 +1,130 @@
+//! Errors of the GPU backend: each says what failed and how much was asked for.
+
+use bloomlanes_core::{BatchError, Layout, MergeError};
+use cudarc::driver::{sys::cudaError_enum, DriverError};
+
+/// Why a GPU operation failed.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// The CUDA driver library (`libcuda`) is not installed: "no CUDA driver found".
+    NoDriver(String),
+    /// The driver loaded but reported no usable device.
+    NoDevice(String),
+    /// NVRTC could not be loaded or used.
+    NoNvrtc(String),
+    /// NVRTC rejected the generated kernel source.
+    Compile {
+        /// The layout whose kernels failed.
+        layout: Layout,
+        /// The architecture flag.
+        target: String,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// Device memory ran out.
+    OutOfMemory {
+        /// What was being allocated.
+        what: &'static str,
+        /// Bytes asked for.
+        requested_bytes: u64,
+        /// Bytes free on the device at the time.
+        free_bytes: u64,
+    },
+    /// Any other CUDA driver error.
+    Cuda {
+        /// The operation, e.g. "cuMemcpyHtoDAsync".
+        op: &'static str,
+        /// Bytes (or keys) involved, 0 if none.
+        bytes: u64,
+        /// The driver's error.
+        message: String,
+    },
+    /// An output slice is too short for the keys.
+    OutputTooShort {
+        /// Elements needed.
+        needed: usize,
+        /// Elements given.
+        found: usize,
+    },
+    /// The keys cannot be hashed by this filter (e.g. raw keys for a prehashed filter).
+    HashMismatch(&'static str),
+    /// A malformed batch.
+    Batch(BatchError),
+    /// Two filters of different shape or seed.
+    Incompatible(MergeError),
+    /// A filter bigger than the format allows.
+    TooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+    },
+}
+
+impl GpuError {
+    pub(crate) fn cuda(op: &'static str, bytes: u64, e: DriverError) -> GpuError {
+        if e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+            let free = cudarc::driver::result::mem_get_info()
+                .map(|(f, _)| f as u64)
+                .unwrap_or(0);
+            return GpuError::OutOfMemory {
+                what: op,
+                requested_bytes: bytes,
+                free_bytes: free,
+            };
+        }
+        GpuError::Cuda {
+            op,
+            bytes,
+            message: format!("{e:?}"),
+        }
+    }
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuError::NoDriver(m) => write!(f, "{m}"),
+            GpuError::NoDevice(m) => write!(f, "no CUDA device: {m}"),
+            GpuError::NoNvrtc(m) => write!(f, "NVRTC unavailable: {m}"),
+            GpuError::Compile {
+                layout,
+                target,
+                log,
+            } => write!(f, "NVRTC failed on the {layout} kernels ({target}): {log}"),
+            GpuError::OutOfMemory {
+                what,
+                requested_bytes,
+                free_bytes,
+            } => write!(
+                f,
+                "out of GPU memory: {what} needs {requested_bytes} bytes, {free_bytes} bytes free"
+            ),
+            GpuError::Cuda { op, bytes, message } => {
+                write!(f, "CUDA error in {op} ({bytes} bytes): {message}")
+            }
+            GpuError::OutputTooShort { needed, found } => {
+                write!(f, "output holds {found} entries, {needed} needed")
+            }
+            GpuError::HashMismatch(m) => write!(f, "{m}"),
+            GpuError::Batch(e) => write!(f, "malformed batch: {e}"),
+            GpuError::Incompatible(e) => write!(f, "{e}"),
+            GpuError::TooLarge { blocks } => {
+                write!(f, "{blocks} blocks is more than a filter may have")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+impl From<MergeError> for GpuError {
+    fn from(e: MergeError) -> Self {
+        GpuError::Incompatible(e)
+    }
+}
+
+impl From<BatchError> for GpuError {
+    fn from(e: BatchError) -> Self {
+        GpuError::Batch(e)
+    }
+}

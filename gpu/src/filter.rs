@@ -1,0 +1,1204 @@
+//! The device-resident filter and its buffers.
+
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut, Range};
+use std::sync::{Arc, Mutex};
+
+use bloomlanes_core::{Filter, HashId, Keys, Layout, MergeError};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+
+use crate::kernel::{names, KEYS_PER_THREAD, THREADS};
+use crate::{compile, context, GpuError, Target};
+
+/// Keys per chunk when streaming host input (a multiple of 64, so bitmap words never straddle).
+const DEFAULT_CHUNK_KEYS: usize = 1 << 22;
+/// Byte cap of one chunk of string data.
+const CHUNK_BYTES: usize = 64 << 20;
+/// Streams (and buffer sets) of the host pipeline: copy in, kernel, copy out all overlap.
+const SLOTS: usize = 3;
+
+/// The compiled kernels of one layout.
+struct Kernels {
+    _module: Arc<CudaModule>,
+    f: HashMap<&'static str, CudaFunction>,
+}
+
+static KERNELS: Mutex<Vec<(Layout, Arc<Kernels>)>> = Mutex::new(Vec::new());
+
+fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kernels>, GpuError> {
+    let mut cache = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(l, _)| *l == layout) {
+        return Ok(k.clone());
+    }
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(|e| GpuError::cuda("cuDeviceGetAttribute", 0, e))?;
+    let target = compile::target_for((major as u32, minor as u32))?;
+    let compiled = compile::compile(layout, target)?;
+    let ptx = match target {
+        Target::Cubin(_) => Ptx::from_binary(compiled.image),
+        Target::Ptx(_) => Ptx::from_src(
+            String::from_utf8_lossy(&compiled.image)
+                .trim_end_matches('\0')
+                .to_string(),
+        ),
+    };
+    let module = ctx
+        .load_module(ptx)
+        .map_err(|e| GpuError::cuda("cuModuleLoadData", 0, e))?;
+    let mut f = HashMap::new();
+    for name in names::ALL {
+        let func = module
+            .load_function(name)
+            .map_err(|e| GpuError::cuda("cuModuleGetFunction", 0, e))?;
+        f.insert(name, func);
+    }
+    let k = Arc::new(Kernels { _module: module, f });
+    cache.push((layout, k.clone()));
+    Ok(k)
+}
+
+fn grid(n: u64, per_block: u64) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(per_block).max(1) as u32, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn check_free(ctx: &CudaContext, what: &'static str, bytes: u64) -> Result<(), GpuError> {
+    let (free, _) = ctx
+        .mem_get_info()
+        .map_err(|e| GpuError::cuda("cuMemGetInfo", 0, e))?;
+    if bytes > free as u64 {
+        return Err(GpuError::OutOfMemory {
+            what,
+            requested_bytes: bytes,
+            free_bytes: free as u64,
+        });
+    }
+    Ok(())
+}
+
+fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    what: &'static str,
+    n: usize,
+) -> Result<CudaSlice<T>, GpuError> {
+    let bytes = (n * std::mem::size_of::<T>()) as u64;
+    check_free(stream.context(), what, bytes)?;
+    stream
+        .alloc_zeros::<T>(n.max(1))
+        .map_err(|e| GpuError::cuda(what, bytes, e))
+}
+
+/// A CUDA stream for the asynchronous calls.
+#[derive(Clone, Debug)]
+pub struct GpuStream {
+    stream: Arc<CudaStream>,
+}
+
+impl GpuStream {
+    /// A new stream on device 0.
+    pub fn new() -> Result<GpuStream, GpuError> {
+        let ctx = context()?;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| GpuError::cuda("cuStreamCreate", 0, e))?;
+        Ok(GpuStream { stream })
+    }
+    /// Waits until every call queued on this stream has finished.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream
+            .synchronize()
+            .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))
+    }
+    /// Starts a timer: record [`Timer::stop`] later on the same stream.
+    pub fn timer(&self) -> Result<Timer, GpuError> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(flags)
+            .map_err(|e| GpuError::cuda("cuEventRecord", 0, e))?;
+        Ok(Timer {
+            start,
+            stream: self.stream.clone(),
+        })
+    }
+}
+
+/// A CUDA-event timer on a stream (device time, not host time).
+#[derive(Debug)]
+pub struct Timer {
+    start: CudaEvent,
+    stream: Arc<CudaStream>,
+}
+
+impl Timer {
+    /// Records the end event, waits for it, and returns the elapsed device time in milliseconds.
+    pub fn stop(self) -> Result<f32, GpuError> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let end = self
+            .stream
+            .record_event(flags)
+            .map_err(|e| GpuError::cuda("cuEventRecord", 0, e))?;
+        end.synchronize()
+            .map_err(|e| GpuError::cuda("cuEventSynchronize", 0, e))?;
+        self.start
+            .elapsed_ms(&end)
+            .map_err(|e| GpuError::cuda("cuEventElapsedTime", 0, e))
+    }
+}
+
+/// A buffer in device memory.
+#[derive(Debug)]
+pub struct DeviceBuffer<T> {
+    slice: CudaSlice<T>,
+    len: usize,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits + Default + Clone> DeviceBuffer<T> {
+    /// `len` zeroed elements.
+    pub fn zeros(len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        let stream = context()?.default_stream();
+        let slice = alloc_zeros::<T>(&stream, "device buffer", len)?;
+        stream
+            .synchronize()
+            .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
+        Ok(DeviceBuffer { slice, len })
+    }
+    /// A copy of `data` on the device.
+    pub fn from_host(data: &[T]) -> Result<DeviceBuffer<T>, GpuError> {
+        let mut b = DeviceBuffer::zeros(data.len())?;
+        if !data.is_empty() {
+            let stream = b.slice.stream().clone();
+            let bytes = std::mem::size_of_val(data) as u64;
+            stream
+                .memcpy_htod(data, &mut b.slice.slice_mut(..data.len()))
+                .map_err(|e| GpuError::cuda("cuMemcpyHtoD", bytes, e))?;
+            stream
+                .synchronize()
+                .map_err(|e| GpuError::cuda("cuStreamSynchronize", bytes, e))?;
+        }
+        Ok(b)
+    }
+    /// The contents, copied to the host.
+    pub fn to_host(&self) -> Result<Vec<T>, GpuError> {
+        let mut v = vec![T::default(); self.len];
+        if self.len > 0 {
+            let stream = self.slice.stream().clone();
+            stream
+                .memcpy_dtoh(&self.slice.slice(..self.len), &mut v[..])
+                .map_err(|e| GpuError::cuda("cuMemcpyDtoH", self.bytes(), e))?;
+            stream
+                .synchronize()
+                .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
+        }
+        Ok(v)
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+}
+
+impl DeviceBuffer<u64> {
+    /// `len` pseudo-random u64 keys generated on the device (SplitMix64 of `seed`, index).
+    pub fn random_u64(len: usize, seed: u64) -> Result<DeviceBuffer<u64>, GpuError> {
+        let mut b = DeviceBuffer::<u64>::zeros(len)?;
+        let ctx = context()?;
+        // The kernel is layout-independent; any layout's module has it.
+        let k = kernels(&ctx, Layout::L8x32)?;
+        let stream = b.slice.stream().clone();
+        let n = len as u64;
+        if n > 0 {
+            let mut l = stream.launch_builder(&k.f[names::FILL_RANDOM]);
+            l.arg(&mut b.slice).arg(&n).arg(&seed);
+            // SAFETY: the kernel writes `n` u64s into a buffer of `len` = `n` elements.
+            unsafe { l.launch(grid(n, u64::from(THREADS))) }
+                .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_fill_random)", n * 8, e))?;
+        }
+        stream
+            .synchronize()
+            .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
+        Ok(b)
+    }
+}
+
+/// Keys already in device memory.
+#[derive(Clone, Copy, Debug)]
+pub enum DeviceKeys<'a> {
+    /// Integer keys, hashed as their 8 little-endian bytes.
+    U64(&'a DeviceBuffer<u64>),
+    /// Caller-supplied 64-bit hashes.
+    Hashes(&'a DeviceBuffer<u64>),
+    /// Fixed-width records laid end to end.
+    Records {
+        /// The record bytes.
+        data: &'a DeviceBuffer<u8>,
+        /// Record width in bytes (at least 1).
+        width: usize,
+    },
+    /// Strings `data[offsets[i]..offsets[i + 1]]`.
+    Strings {
+        /// The string bytes.
+        data: &'a DeviceBuffer<u8>,
+        /// `n + 1` non-decreasing offsets into `data`.
+        offsets: &'a DeviceBuffer<u64>,
+    },
+}
+
+impl DeviceKeys<'_> {
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceKeys::U64(k) | DeviceKeys::Hashes(k) => k.len,
+            DeviceKeys::Records { data, width } => data.len / (*width).max(1),
+            DeviceKeys::Strings { offsets, .. } => offsets.len.saturating_sub(1),
+        }
+    }
+    /// Whether there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Page-locked host memory: the fast path for streaming keys in and results out.
+pub struct PinnedBuffer<T> {
+    ptr: *mut T,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the buffer owns its allocation like a `Vec<T>`; the raw pointer is not shared.
+unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+// SAFETY: shared access only hands out `&[T]`.
+unsafe impl<T: Sync> Sync for PinnedBuffer<T> {}
+
+impl<T: bytemuck::Pod> PinnedBuffer<T> {
+    /// `len` zeroed elements of page-locked host memory.
+    pub fn zeros(len: usize) -> Result<PinnedBuffer<T>, GpuError> {
+        let ctx = context()?;
+        ctx.bind_to_thread()
+            .map_err(|e| GpuError::cuda("cuCtxSetCurrent", 0, e))?;
+        let bytes = len.max(1) * std::mem::size_of::<T>();
+        // SAFETY: plain page-locked allocation (no flags); checked for null below.
+        let ptr = unsafe { cudarc::driver::result::malloc_host(bytes, 0) }
+            .map_err(|e| GpuError::cuda("cuMemHostAlloc", bytes as u64, e))?
+            as *mut T;
+        // SAFETY: `ptr` points at `bytes` writable bytes; zero is a valid `T` (Pod).
+        unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes) };
+        Ok(PinnedBuffer { ptr, len, ctx })
+    }
+    /// A pinned copy of `data`.
+    pub fn from_slice(data: &[T]) -> Result<PinnedBuffer<T>, GpuError> {
+        let mut b = PinnedBuffer::zeros(data.len())?;
+        b.copy_from_slice(data);
+        Ok(b)
+    }
+}
+
+impl<T> Deref for PinnedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialised elements for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T> DerefMut for PinnedBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: `ptr` came from `cuMemHostAlloc` and is freed once; every copy that used it was
+        // synchronised before the call that queued it returned.
+        let _ = unsafe { cudarc::driver::result::free_host(self.ptr as *mut _) };
+    }
+}
+
+impl<T> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// What a pass over keys does.
+enum Op<'o> {
+    Insert,
+    Contains(&'o mut [u8]),
+    Bitmap(&'o mut [u64]),
+}
+
+/// One set of pipeline buffers, used by one stream.
+struct Slot {
+    stream: Arc<CudaStream>,
+    stage: PinnedBuffer<u8>,
+    stage_off: PinnedBuffer<u64>,
+    dev: CudaSlice<u8>,
+    dev_off: CudaSlice<u64>,
+    dev_out: CudaSlice<u8>,
+    out_stage: PinnedBuffer<u8>,
+    /// The chunk whose results sit in `out_stage` once the stream is idle.
+    pending: Option<Range<usize>>,
+}
+
+/// A split-block Bloom filter in GPU memory.
+pub struct GpuFilter {
+    ctx: Arc<CudaContext>,
+    stream: GpuStream,
+    k: Arc<Kernels>,
+    words: CudaSlice<u32>,
+    layout: Layout,
+    blocks: u32,
+    seed: u64,
+    hash: HashId,
+    keys: Option<u64>,
+    chunk_keys: usize,
+}
+
+impl std::fmt::Debug for GpuFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuFilter")
+            .field("layout", &self.layout)
+            .field("blocks", &self.blocks)
+            .field("seed", &self.seed)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuFilter {
+    /// An empty filter of `blocks` blocks (at least 1) on device 0, XXH64 with `seed`.
+    pub fn new(layout: Layout, blocks: u32, seed: u64) -> Result<GpuFilter, GpuError> {
+        Self::with_hash(layout, blocks.max(1), seed, HashId::Xxh64)
+    }
+
+    fn with_hash(
+        layout: Layout,
+        blocks: u32,
+        seed: u64,
+        hash: HashId,
+    ) -> Result<GpuFilter, GpuError> {
+        let ctx = context()?;
+        let bytes = u64::from(blocks) * layout.block_bytes() as u64;
+        // Refuse before compiling anything: the clear error for a filter too big for the device.
+        check_free(&ctx, "filter bits", bytes)?;
+        let k = kernels(&ctx, layout)?;
+        let stream = GpuStream {
+            stream: ctx
+                .new_stream()
+                .map_err(|e| GpuError::cuda("cuStreamCreate", 0, e))?,
+        };
+        let words = alloc_zeros::<u32>(&stream.stream, "filter bits", (bytes / 4) as usize)?;
+        stream.synchronize()?;
+        Ok(GpuFilter {
+            ctx,
+            stream,
+            k,
+            words,
+            layout,
+            blocks,
+            seed,
+            hash,
+            keys: Some(0),
+            chunk_keys: DEFAULT_CHUNK_KEYS,
+        })
+    }
+
+    /// A device copy of a host filter.
+    pub fn upload(filter: &Filter) -> Result<GpuFilter, GpuError> {
+        let mut g = Self::with_hash(
+            filter.layout(),
+            filter.blocks(),
+            filter.seed(),
+            filter.hash_id(),
+        )?;
+        let words = filter.words();
+        let bytes = std::mem::size_of_val(words) as u64;
+        g.stream
+            .stream
+            .memcpy_htod(words, &mut g.words)
+            .map_err(|e| GpuError::cuda("cuMemcpyHtoD", bytes, e))?;
+        g.stream.synchronize()?;
+        g.keys = filter.key_count();
+        Ok(g)
+    }
+
+    /// The filter copied back to the host; its bytes equal what the core builds from the same keys.
+    pub fn download(&self) -> Result<Filter, GpuError> {
+        let mut f = Filter::with_hash(self.layout, self.blocks, self.seed, self.hash);
+        let bytes = self.byte_len();
+        self.stream
+            .stream
+            .memcpy_dtoh(&self.words, f.words_mut())
+            .map_err(|e| GpuError::cuda("cuMemcpyDtoH", bytes, e))?;
+        self.stream.synchronize()?;
+        f.set_key_count(self.keys);
+        Ok(f)
+    }
+
+    /// The block shape.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Number of blocks.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Keys inserted since the filter was empty, if known.
+    pub fn key_count(&self) -> Option<u64> {
+        self.keys
+    }
+    /// Size of the bit array in bytes.
+    pub fn byte_len(&self) -> u64 {
+        u64::from(self.blocks) * self.layout.block_bytes() as u64
+    }
+    /// The filter's own stream (what the synchronous calls use).
+    pub fn stream(&self) -> &GpuStream {
+        &self.stream
+    }
+    /// Keys per chunk when streaming from host memory (rounded up to a multiple of 64).
+    pub fn set_chunk_keys(&mut self, keys: usize) {
+        self.chunk_keys = keys.max(64).next_multiple_of(64);
+    }
+
+    /// Clears every bit (the key count becomes 0).
+    pub fn clear(&mut self) -> Result<(), GpuError> {
+        self.stream
+            .stream
+            .memset_zeros(&mut self.words)
+            .map_err(|e| GpuError::cuda("cuMemsetD8", self.byte_len(), e))?;
+        self.keys = Some(0);
+        self.stream.synchronize()
+    }
+
+    fn check_hash(&self, hashes: bool) -> Result<(), GpuError> {
+        if !hashes && self.hash != HashId::Xxh64 {
+            return Err(GpuError::HashMismatch(
+                "this filter holds caller-supplied hashes; pass Keys::Hashes",
+            ));
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, n: usize) {
+        self.keys = self.keys.map(|k| k.saturating_add(n as u64));
+    }
+
+    // ---- device-resident keys -------------------------------------------------------------
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_device(
+        k: &Kernels,
+        blocks: u32,
+        seed: u64,
+        words: DevWords<'_>,
+        keys: DeviceKeys<'_>,
+        out: DevOut<'_>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let blocks = u64::from(blocks);
+        let (kind, fname, per_block) = match (&keys, &out) {
+            (DeviceKeys::U64(_), DevOut::None) => ("insert", names::INSERT_U64, 1),
+            (DeviceKeys::Hashes(_), DevOut::None) => ("insert", names::INSERT_HASH, 1),
+            (DeviceKeys::Records { .. }, DevOut::None) => ("insert", names::INSERT_RECORDS, 0),
+            (DeviceKeys::Strings { .. }, DevOut::None) => ("insert", names::INSERT_STRINGS, 0),
+            (DeviceKeys::U64(_), DevOut::Bytes(_)) => ("contains", names::CONTAINS_U64, 1),
+            (DeviceKeys::Hashes(_), DevOut::Bytes(_)) => ("contains", names::CONTAINS_HASH, 1),
+            (DeviceKeys::Records { .. }, DevOut::Bytes(_)) => {
+                ("contains", names::CONTAINS_RECORDS, 0)
+            }
+            (DeviceKeys::Strings { .. }, DevOut::Bytes(_)) => {
+                ("contains", names::CONTAINS_STRINGS, 0)
+            }
+            (DeviceKeys::U64(_), DevOut::Bits(_)) => ("bitmap", names::BITMAP_U64, 1),
+            (DeviceKeys::Hashes(_), DevOut::Bits(_)) => ("bitmap", names::BITMAP_HASH, 1),
+            (DeviceKeys::Records { .. }, DevOut::Bits(_)) => ("bitmap", names::BITMAP_RECORDS, 0),
+            (DeviceKeys::Strings { .. }, DevOut::Bits(_)) => ("bitmap", names::BITMAP_STRINGS, 0),
+        };
+        let _ = kind;
+        let per_block = if per_block == 1 {
+            u64::from(THREADS * KEYS_PER_THREAD)
+        } else {
+            u64::from(THREADS)
+        };
+        let f = &k.f[fname];
+        let mut l = stream.launch_builder(f);
+        match words {
+            DevWords::Read(w) => l.arg(w),
+            DevWords::Write(w) => l.arg(w),
+        };
+        l.arg(&blocks);
+        let (width, base);
+        match keys {
+            DeviceKeys::U64(k) | DeviceKeys::Hashes(k) => {
+                l.arg(&k.slice).arg(&n).arg(&seed);
+            }
+            DeviceKeys::Records { data, width: w } => {
+                width = w as u64;
+                l.arg(&data.slice).arg(&width).arg(&n).arg(&seed);
+            }
+            DeviceKeys::Strings { data, offsets } => {
+                base = 0u64;
+                l.arg(&data.slice)
+                    .arg(&offsets.slice)
+                    .arg(&base)
+                    .arg(&n)
+                    .arg(&seed);
+            }
+        }
+        match out {
+            DevOut::None => {}
+            DevOut::Bytes(o) => {
+                l.arg(o);
+            }
+            DevOut::Bits(o) => {
+                l.arg(o);
+            }
+        }
+        // SAFETY: argument list matches the kernel signature; the kernel touches keys `0..n`,
+        // which the buffers hold (checked by the callers), and words inside the filter.
+        unsafe { l.launch(grid(n, per_block)) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel", n, e))?;
+        Ok(())
+    }
+
+    fn check_device_keys(keys: &DeviceKeys<'_>) -> Result<(), GpuError> {
+        match keys {
+            DeviceKeys::Records { width: 0, .. } => Err(GpuError::Batch(
+                bloomlanes_core::BatchError::ZeroWidth,
+            )),
+            DeviceKeys::Records { data, width } if data.len % width != 0 => {
+                Err(GpuError::Batch(bloomlanes_core::BatchError::RaggedRecords {
+                    len: data.len,
+                    width: *width,
+                }))
+            }
+            DeviceKeys::Strings { offsets, .. } if offsets.len == 0 => {
+                Err(GpuError::Batch(bloomlanes_core::BatchError::NoOffsets))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Inserts device-resident keys, queued on `stream` (returns before the kernel finishes).
+    /// Strings offsets must be non-decreasing and within the data (not checked on the device).
+    pub fn insert_device_async(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        Self::check_device_keys(&keys)?;
+        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
+        Self::launch_device(
+            &self.k,
+            self.blocks,
+            self.seed,
+            DevWords::Write(&mut self.words),
+            keys,
+            DevOut::None,
+            &stream.stream,
+        )?;
+        self.count(keys.len());
+        Ok(())
+    }
+
+    /// Inserts device-resident keys and waits.
+    pub fn insert_device(&mut self, keys: DeviceKeys<'_>) -> Result<(), GpuError> {
+        let s = self.stream.clone();
+        self.insert_device_async(keys, &s)?;
+        s.synchronize()
+    }
+
+    /// Looks up device-resident keys into `out` (one byte per key, 1 = maybe present), queued on
+    /// `stream`.
+    pub fn contains_device_async(
+        &self,
+        keys: DeviceKeys<'_>,
+        out: &mut DeviceBuffer<u8>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        Self::check_device_keys(&keys)?;
+        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
+        if out.len < keys.len() {
+            return Err(GpuError::OutputTooShort {
+                needed: keys.len(),
+                found: out.len,
+            });
+        }
+        Self::launch_device(
+            &self.k,
+            self.blocks,
+            self.seed,
+            DevWords::Read(&self.words),
+            keys,
+            DevOut::Bytes(&mut out.slice),
+            &stream.stream,
+        )
+    }
+
+    /// Looks up device-resident keys into `out` and waits.
+    pub fn contains_device(
+        &self,
+        keys: DeviceKeys<'_>,
+        out: &mut DeviceBuffer<u8>,
+    ) -> Result<(), GpuError> {
+        self.contains_device_async(keys, out, &self.stream)?;
+        self.stream.synchronize()
+    }
+
+    /// Looks up device-resident keys into a packed bitmap (bit `i % 64` of word `i / 64`), queued
+    /// on `stream`. Bits past the last key in its word are zero.
+    pub fn contains_bitmap_device_async(
+        &self,
+        keys: DeviceKeys<'_>,
+        out: &mut DeviceBuffer<u64>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        Self::check_device_keys(&keys)?;
+        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
+        let needed = keys.len().div_ceil(64);
+        if out.len < needed {
+            return Err(GpuError::OutputTooShort {
+                needed,
+                found: out.len,
+            });
+        }
+        Self::launch_device(
+            &self.k,
+            self.blocks,
+            self.seed,
+            DevWords::Read(&self.words),
+            keys,
+            DevOut::Bits(&mut out.slice),
+            &stream.stream,
+        )
+    }
+
+    /// The speed-of-light reference for a lookup, for benchmarks: for each key, one random
+    /// 32-byte read from `buf` (whose size sets the working set), the key read and one byte
+    /// written to `out`. Queued on `stream`.
+    pub fn speed_of_light_async(
+        buf: &DeviceBuffer<u64>,
+        keys: &DeviceBuffer<u64>,
+        out: &mut DeviceBuffer<u8>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        let ctx = context()?;
+        let k = kernels(&ctx, Layout::L8x32)?;
+        let n = keys.len as u64;
+        let sectors = (buf.len / 4) as u64;
+        if out.len < keys.len || sectors == 0 {
+            return Err(GpuError::OutputTooShort {
+                needed: keys.len,
+                found: out.len,
+            });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut l = stream.stream.launch_builder(&k.f[names::SPEED_OF_LIGHT]);
+        l.arg(&buf.slice)
+            .arg(&sectors)
+            .arg(&keys.slice)
+            .arg(&n)
+            .arg(&mut out.slice);
+        // SAFETY: reads sectors `< sectors` of `buf`, keys `< n`, writes `out[..n]`.
+        unsafe { l.launch(grid(n, u64::from(THREADS * KEYS_PER_THREAD))) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_speed_of_light)", n, e))?;
+        Ok(())
+    }
+
+    // ---- set operations ---------------------------------------------------------------------
+
+    fn check_compatible(&self, other: &GpuFilter) -> Result<(), GpuError> {
+        if self.layout != other.layout {
+            return Err(MergeError::Layout(self.layout, other.layout).into());
+        }
+        if self.blocks != other.blocks {
+            return Err(MergeError::Blocks(self.blocks, other.blocks).into());
+        }
+        if self.hash != other.hash {
+            return Err(MergeError::Hash(self.hash, other.hash).into());
+        }
+        if self.seed != other.seed {
+            return Err(MergeError::Seed(self.seed, other.seed).into());
+        }
+        Ok(())
+    }
+
+    fn combine(&mut self, other: &GpuFilter, fname: &'static str) -> Result<(), GpuError> {
+        self.check_compatible(other)?;
+        let n = self.byte_len() / 4;
+        let mut l = self.stream.stream.launch_builder(&self.k.f[fname]);
+        l.arg(&mut self.words).arg(&other.words).arg(&n);
+        // SAFETY: both buffers hold `n` words (same layout and block count, checked above).
+        unsafe { l.launch(grid(n, u64::from(THREADS))) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(set operation)", n * 4, e))?;
+        self.keys = None;
+        self.stream.synchronize()
+    }
+
+    /// ORs `other` into `self` on the device: the filter of the union of both key sets.
+    pub fn union_with(&mut self, other: &GpuFilter) -> Result<(), GpuError> {
+        self.combine(other, names::UNION)
+    }
+
+    /// ANDs `other` into `self` on the device (contains every key of the intersection).
+    pub fn intersect_with(&mut self, other: &GpuFilter) -> Result<(), GpuError> {
+        self.combine(other, names::INTERSECT)
+    }
+
+    // ---- host keys ----------------------------------------------------------------------------
+
+    /// Inserts keys from host memory, streamed through pinned buffers in chunks.
+    pub fn insert(&mut self, keys: Keys<'_>) -> Result<(), GpuError> {
+        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
+        self.run_host(keys, Op::Insert)?;
+        self.count(keys.len());
+        Ok(())
+    }
+
+    /// Looks up keys from host memory: `out[i]` = 1 if key `i` may be present, else 0.
+    pub fn contains(&self, keys: Keys<'_>, out: &mut [u8]) -> Result<(), GpuError> {
+        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
+        if out.len() < keys.len() {
+            return Err(GpuError::OutputTooShort {
+                needed: keys.len(),
+                found: out.len(),
+            });
+        }
+        self.run_host(keys, Op::Contains(out))
+    }
+
+    /// Looks up keys from host memory into a packed bitmap: bit `i % 64` of `out[i / 64]`.
+    /// Bits past the last key are cleared.
+    pub fn contains_bitmap(&self, keys: Keys<'_>, out: &mut [u64]) -> Result<(), GpuError> {
+        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
+        let needed = keys.len().div_ceil(64);
+        if out.len() < needed {
+            return Err(GpuError::OutputTooShort {
+                needed,
+                found: out.len(),
+            });
+        }
+        self.run_host(keys, Op::Bitmap(out))
+    }
+
+    fn plan(&self, keys: &Keys<'_>) -> Vec<Range<usize>> {
+        let n = keys.len();
+        let mut v = Vec::new();
+        match keys {
+            Keys::Strings(s) => {
+                let off = s.offsets();
+                let mut a = 0;
+                while a < n {
+                    // Grow in groups of 64 keys up to the key and byte caps (at least one group).
+                    let mut b = (a + 64).min(n);
+                    while b < n && b - a < self.chunk_keys {
+                        let nb = (b + 64).min(n);
+                        if (off[nb] - off[a]) as usize > CHUNK_BYTES {
+                            break;
+                        }
+                        b = nb;
+                    }
+                    v.push(a..b);
+                    a = b;
+                }
+            }
+            _ => {
+                let c = match keys {
+                    Keys::Records(r) => (CHUNK_BYTES / r.width())
+                        .clamp(64, self.chunk_keys)
+                        .next_multiple_of(64),
+                    _ => self.chunk_keys,
+                };
+                let mut a = 0;
+                while a < n {
+                    let b = (a + c).min(n);
+                    v.push(a..b);
+                    a = b;
+                }
+            }
+        }
+        v
+    }
+
+    fn payload<'k>(keys: &Keys<'k>, r: &Range<usize>) -> (&'k [u8], &'k [u64]) {
+        match *keys {
+            Keys::U64(k) | Keys::Hashes(k) => (bytemuck::cast_slice(&k[r.clone()]), &[]),
+            Keys::Records(rec) => (&rec.data()[r.start * rec.width()..r.end * rec.width()], &[]),
+            Keys::Strings(s) => {
+                let off = s.offsets();
+                (
+                    &s.data()[off[r.start] as usize..off[r.end] as usize],
+                    &off[r.start..=r.end],
+                )
+            }
+        }
+    }
+
+    fn run_host(&self, keys: Keys<'_>, mut op: Op<'_>) -> Result<(), GpuError> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let chunks = self.plan(&keys);
+        let mut max_bytes = 0;
+        let mut max_off = 0;
+        let mut max_keys = 0;
+        for c in &chunks {
+            let (d, o) = Self::payload(&keys, c);
+            max_bytes = max_bytes.max(d.len());
+            max_off = max_off.max(o.len());
+            max_keys = max_keys.max(c.len());
+        }
+        let out_bytes = match op {
+            Op::Insert => 0,
+            Op::Contains(_) => max_keys,
+            Op::Bitmap(_) => max_keys.div_ceil(64) * 8,
+        };
+        let nslots = SLOTS.min(chunks.len());
+        let mut slots = Vec::with_capacity(nslots);
+        for _ in 0..nslots {
+            let stream = self
+                .ctx
+                .new_stream()
+                .map_err(|e| GpuError::cuda("cuStreamCreate", 0, e))?;
+            slots.push(Slot {
+                stage: PinnedBuffer::zeros(max_bytes)?,
+                stage_off: PinnedBuffer::zeros(max_off)?,
+                dev: alloc_zeros::<u8>(&stream, "key chunk", max_bytes)?,
+                dev_off: alloc_zeros::<u64>(&stream, "offset chunk", max_off)?,
+                dev_out: alloc_zeros::<u8>(&stream, "result chunk", out_bytes)?,
+                out_stage: PinnedBuffer::zeros(out_bytes)?,
+                pending: None,
+                stream,
+            });
+        }
+        // The worker streams start after everything queued on the filter's stream.
+        let ready = self
+            .stream
+            .stream
+            .record_event(None)
+            .map_err(|e| GpuError::cuda("cuEventRecord", 0, e))?;
+        for s in &slots {
+            s.stream
+                .wait(&ready)
+                .map_err(|e| GpuError::cuda("cuStreamWaitEvent", 0, e))?;
+        }
+        let result = (|| {
+            for (i, c) in chunks.iter().enumerate() {
+                let slot = &mut slots[i % nslots];
+                Self::drain(slot, &mut op)?;
+                let (data, off) = Self::payload(&keys, c);
+                slot.stage[..data.len()].copy_from_slice(data);
+                slot.stage_off[..off.len()].copy_from_slice(off);
+                self.run_chunk(slot, &keys, c, data.len(), off.len(), &op)?;
+            }
+            for slot in slots.iter_mut() {
+                Self::drain(slot, &mut op)?;
+            }
+            Ok(())
+        })();
+        // Never leave queued copies reading freed staging memory, even on an error.
+        for s in &slots {
+            let _ = s.stream.synchronize();
+        }
+        result
+    }
+
+    /// Waits for the slot's stream and hands its finished results to the caller's output.
+    fn drain(slot: &mut Slot, op: &mut Op<'_>) -> Result<(), GpuError> {
+        slot.stream
+            .synchronize()
+            .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
+        if let Some(r) = slot.pending.take() {
+            match op {
+                Op::Insert => {}
+                Op::Contains(out) => out[r.clone()].copy_from_slice(&slot.out_stage[..r.len()]),
+                Op::Bitmap(out) => {
+                    let words = r.len().div_ceil(64);
+                    let src: &[u64] = bytemuck::cast_slice(&slot.out_stage[..words * 8]);
+                    out[r.start / 64..r.start / 64 + words].copy_from_slice(src);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_chunk(
+        &self,
+        slot: &mut Slot,
+        keys: &Keys<'_>,
+        c: &Range<usize>,
+        data_len: usize,
+        off_len: usize,
+        op: &Op<'_>,
+    ) -> Result<(), GpuError> {
+        let stream = slot.stream.clone();
+        let n = c.len() as u64;
+        if data_len > 0 {
+            let (dst, _rec) = slot.dev.device_ptr_mut(&stream);
+            // SAFETY: `dst` holds at least `data_len` bytes; the pinned source stays alive and
+            // untouched until this stream is synchronised in `drain`.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    dst,
+                    &slot.stage[..data_len],
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", data_len as u64, e))?;
+        }
+        if off_len > 0 {
+            let (dst, _rec) = slot.dev_off.device_ptr_mut(&stream);
+            // SAFETY: as above, for the offsets.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    dst,
+                    &slot.stage_off[..off_len],
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", off_len as u64 * 8, e))?;
+        }
+        let blocks = u64::from(self.blocks);
+        let seed = self.seed;
+        let (fname, per_block) = match (keys, op) {
+            (Keys::U64(_), Op::Insert) => (names::INSERT_U64, true),
+            (Keys::Hashes(_), Op::Insert) => (names::INSERT_HASH, true),
+            (Keys::Records(_), Op::Insert) => (names::INSERT_RECORDS, false),
+            (Keys::Strings(_), Op::Insert) => (names::INSERT_STRINGS, false),
+            (Keys::U64(_), Op::Contains(_)) => (names::CONTAINS_U64, true),
+            (Keys::Hashes(_), Op::Contains(_)) => (names::CONTAINS_HASH, true),
+            (Keys::Records(_), Op::Contains(_)) => (names::CONTAINS_RECORDS, false),
+            (Keys::Strings(_), Op::Contains(_)) => (names::CONTAINS_STRINGS, false),
+            (Keys::U64(_), Op::Bitmap(_)) => (names::BITMAP_U64, true),
+            (Keys::Hashes(_), Op::Bitmap(_)) => (names::BITMAP_HASH, true),
+            (Keys::Records(_), Op::Bitmap(_)) => (names::BITMAP_RECORDS, false),
+            (Keys::Strings(_), Op::Bitmap(_)) => (names::BITMAP_STRINGS, false),
+        };
+        let per_block = if per_block {
+            u64::from(THREADS * KEYS_PER_THREAD)
+        } else {
+            u64::from(THREADS)
+        };
+        let width;
+        let base;
+        {
+            let mut l = stream.launch_builder(&self.k.f[fname]);
+            // Inserts from `&self` are safe to run concurrently: the kernel only ORs bits in with
+            // atomics, and `insert` holds `&mut self`.
+            l.arg(&self.words).arg(&blocks);
+            match keys {
+                Keys::U64(_) | Keys::Hashes(_) => {
+                    l.arg(&slot.dev).arg(&n).arg(&seed);
+                }
+                Keys::Records(r) => {
+                    width = r.width() as u64;
+                    l.arg(&slot.dev).arg(&width).arg(&n).arg(&seed);
+                }
+                Keys::Strings(s) => {
+                    base = s.offsets()[c.start];
+                    l.arg(&slot.dev)
+                        .arg(&slot.dev_off)
+                        .arg(&base)
+                        .arg(&n)
+                        .arg(&seed);
+                }
+            }
+            if !matches!(op, Op::Insert) {
+                l.arg(&mut slot.dev_out);
+            }
+            // SAFETY: the argument list matches the kernel; the chunk buffers hold this chunk's
+            // `n` keys (and `n + 1` offsets), and the output holds `n` bytes or `n/64` words.
+            unsafe { l.launch(grid(n, per_block)) }
+                .map_err(|e| GpuError::cuda("cuLaunchKernel", n, e))?;
+        }
+        let out_bytes = match op {
+            Op::Insert => 0,
+            Op::Contains(_) => c.len(),
+            Op::Bitmap(_) => c.len().div_ceil(64) * 8,
+        };
+        if out_bytes > 0 {
+            let (src, _rec) = slot.dev_out.device_ptr(&stream);
+            // SAFETY: `out_stage` is pinned, holds `out_bytes`, and is read only after `drain`
+            // synchronises this stream.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(
+                    &mut slot.out_stage[..out_bytes],
+                    src,
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(|e| GpuError::cuda("cuMemcpyDtoHAsync", out_bytes as u64, e))?;
+        }
+        slot.pending = Some(c.clone());
+        Ok(())
+    }
+
+    // ---- pinned host keys: no staging copy ---------------------------------------------------
+
+    /// Inserts u64 keys already in pinned memory: chunks are copied straight from `keys`, with
+    /// copies and kernels overlapped on several streams.
+    pub fn insert_pinned(&mut self, keys: &PinnedBuffer<u64>) -> Result<(), GpuError> {
+        self.check_hash(false)?;
+        self.run_pinned(keys, None)?;
+        self.count(keys.len());
+        Ok(())
+    }
+
+    /// Looks up u64 keys in pinned memory into a pinned result buffer (one byte per key).
+    pub fn contains_pinned(
+        &self,
+        keys: &PinnedBuffer<u64>,
+        out: &mut PinnedBuffer<u8>,
+    ) -> Result<(), GpuError> {
+        self.check_hash(false)?;
+        if out.len() < keys.len() {
+            return Err(GpuError::OutputTooShort {
+                needed: keys.len(),
+                found: out.len(),
+            });
+        }
+        self.run_pinned(keys, Some(out))
+    }
+
+    fn run_pinned(
+        &self,
+        keys: &PinnedBuffer<u64>,
+        mut out: Option<&mut PinnedBuffer<u8>>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let chunk = self.chunk_keys.min(n);
+        let nchunks = n.div_ceil(chunk);
+        let nslots = SLOTS.min(nchunks);
+        let mut slots = Vec::with_capacity(nslots);
+        for _ in 0..nslots {
+            let stream = self
+                .ctx
+                .new_stream()
+                .map_err(|e| GpuError::cuda("cuStreamCreate", 0, e))?;
+            let dk = alloc_zeros::<u64>(&stream, "key chunk", chunk)?;
+            let dout = alloc_zeros::<u8>(
+                &stream,
+                "result chunk",
+                if out.is_some() { chunk } else { 0 },
+            )?;
+            slots.push((stream, dk, dout));
+        }
+        let ready = self
+            .stream
+            .stream
+            .record_event(None)
+            .map_err(|e| GpuError::cuda("cuEventRecord", 0, e))?;
+        for s in &slots {
+            s.0.wait(&ready)
+                .map_err(|e| GpuError::cuda("cuStreamWaitEvent", 0, e))?;
+        }
+        let blocks = u64::from(self.blocks);
+        let seed = self.seed;
+        let per_block = u64::from(THREADS * KEYS_PER_THREAD);
+        let result = (|| {
+            for i in 0..nchunks {
+                let (stream, dk, dout) = &mut slots[i % nslots];
+                let r = i * chunk..((i + 1) * chunk).min(n);
+                let m = r.len() as u64;
+                {
+                    let (dst, _rec) = dk.device_ptr_mut(stream);
+                    // SAFETY: `dk` holds `chunk` ≥ `m` keys; `keys` is pinned and outlives the
+                    // call, which synchronises every stream before returning.
+                    unsafe {
+                        cudarc::driver::result::memcpy_htod_async(
+                            dst,
+                            &keys[r.clone()],
+                            stream.cu_stream(),
+                        )
+                    }
+                    .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", m * 8, e))?;
+                }
+                let fname = if out.is_some() {
+                    names::CONTAINS_U64
+                } else {
+                    names::INSERT_U64
+                };
+                let mut l = stream.launch_builder(&self.k.f[fname]);
+                l.arg(&self.words).arg(&blocks).arg(&*dk).arg(&m).arg(&seed);
+                if out.is_some() {
+                    l.arg(&mut *dout);
+                }
+                // SAFETY: argument list matches the kernel; `dk` and `dout` hold `m` entries.
+                unsafe { l.launch(grid(m, per_block)) }
+                    .map_err(|e| GpuError::cuda("cuLaunchKernel", m, e))?;
+                if let Some(o) = out.as_deref_mut() {
+                    let (src, _rec) = dout.device_ptr(stream);
+                    // SAFETY: `o` is pinned and holds `n` bytes; the copy finishes before the
+                    // streams are synchronised below, and `o` is borrowed mutably until then.
+                    unsafe {
+                        cudarc::driver::result::memcpy_dtoh_async(
+                            &mut o[r.clone()],
+                            src,
+                            stream.cu_stream(),
+                        )
+                    }
+                    .map_err(|e| GpuError::cuda("cuMemcpyDtoHAsync", m, e))?;
+                }
+            }
+            Ok(())
+        })();
+        let mut sync = Ok(());
+        for s in &slots {
+            if let Err(e) = s.0.synchronize() {
+                sync = Err(GpuError::cuda("cuStreamSynchronize", 0, e));
+            }
+        }
+        result.and(sync)
+    }
+}
+
+enum DevWords<'a> {
+    Read(&'a CudaSlice<u32>),
+    Write(&'a mut CudaSlice<u32>),
+}
+
+enum DevOut<'a> {
+    None,
+    Bytes(&'a mut CudaSlice<u8>),
+    Bits(&'a mut CudaSlice<u64>),
+}

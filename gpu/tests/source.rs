@@ -1,0 +1,57 @@
+//! Tests that need no GPU: the generated source carries core's constants, and NVRTC compiles it.
+
+mod common;
+
+use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+use bloomlanes_core::{Layout, SALTS};
+use bloomlanes_gpu::{compile, kernel_source, Target};
+
+#[test]
+fn source_carries_core_constants() {
+    for layout in Layout::ALL {
+        let s = kernel_source(layout);
+        for (i, salt) in SALTS.iter().take(layout.lanes()).enumerate() {
+            assert!(
+                s.contains(&format!("#define BL_SALT{i} 0x{salt:08x}u")),
+                "{layout}: salt {i}"
+            );
+        }
+        assert!(!s.contains(&format!("BL_SALT{}", layout.lanes())));
+        for (i, p) in [PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5]
+            .iter()
+            .enumerate()
+        {
+            assert!(s.contains(&format!("#define BL_P{} 0x{p:016x}ull", i + 1)));
+        }
+        assert!(s.contains(&format!("#define BL_LANES {}\n", layout.lanes())));
+        assert!(s.contains(&format!("#define BL_WORD_BITS {}\n", layout.word_bits())));
+        assert!(s.contains(&format!("#define BL_LANE_SHIFT {}\n", layout.lane_shift())));
+        assert!(s.contains(&format!("#define BL_BLOCK_U32S {}\n", layout.block_u32s())));
+    }
+}
+
+#[test]
+fn nvrtc_compiles_every_layout() {
+    if !common::nvrtc() {
+        eprintln!("SKIP: nvrtc_compiles_every_layout: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88, or set BLOOMLANES_NVRTC)");
+        return;
+    }
+    let (major, minor) = bloomlanes_gpu::nvrtc_version().unwrap();
+    eprintln!("NVRTC {major}.{minor}");
+    for layout in Layout::ALL {
+        for target in [Target::Cubin(90), Target::Ptx(90)] {
+            let c = compile(layout, target).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!c.image.is_empty(), "{layout} {target:?}");
+            if !c.log.is_empty() {
+                eprintln!("{layout} {target:?}: {}", c.log);
+            }
+            if let Target::Ptx(_) = target {
+                let ptx = String::from_utf8_lossy(&c.image);
+                assert!(ptx.contains(".entry bl_contains_u64"), "{layout}");
+                assert!(ptx.contains(".entry bl_insert_strings"), "{layout}");
+            } else {
+                assert_eq!(&c.image[..4], b"\x7fELF", "{layout}: CUBIN is an ELF image");
+            }
+        }
+    }
+}
