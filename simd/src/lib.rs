@@ -1,1 +1,340 @@
-//! placeholder
+//! `bloomlanes-simd`: the CPU backend of bloomlanes.
+//!
+//! All `k` probes of a key are one vector operation: the lane bit indices come from one vector
+//! multiply of `lo32(hash)` by [`SALTS`](bloomlanes_core::SALTS), the block mask from one
+//! variable shift, and the test (or insert) from one AND-compare (or OR) against the block. Bulk
+//! operations hash a group of keys (integer keys with XXH64 in vector lanes), prefetch their
+//! blocks, and probe them while the next group's blocks are being fetched, so filters far larger
+//! than the caches run at memory-level parallelism. [`Probe::par_contains`] and
+//! [`Probe::par_insert`] use every core (rayon); concurrent inserts into one filter use atomic OR.
+//!
+//! Results are bit-identical to the core's scalar reference for every path, layout and key form.
+//!
+//! # Paths and dispatch
+//! [`SimdPath`] names the implementations: `scalar` (the core reference, key by key),
+//! `portable` (the `wide` crate, compiled for the target's own vector ISA), and on x86_64 `sse2`,
+//! `avx2` and `avx512` (AVX-512F + DQ), chosen at run time. [`active_path`] picks the best one
+//! the CPU supports once per process; the environment variable `BLOOMLANES_SIMD`
+//! (`scalar|portable|sse2|avx2|avx512`) overrides it, and [`Probe::new`] picks one explicitly.
+//!
+//! ```
+//! use bloomlanes_core::{Filter, Keys, Layout};
+//! use bloomlanes_simd::Probe;
+//!
+//! let mut filter = Filter::new(Layout::L8x32, 64, 0);
+//! let (probe, seed) = (Probe::active(), filter.seed());
+//! let keys: Vec<u64> = (0..1000).collect();
+//! probe.insert(filter.as_view_mut(), seed, Keys::U64(&keys));
+//! let mut found = vec![0u8; keys.len()];
+//! probe.contains(filter.as_view(), seed, Keys::U64(&keys), &mut found);
+//! assert!(found.iter().all(|&b| b == 1));
+//! ```
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+use core::fmt;
+use core::str::FromStr;
+use core::sync::atomic::AtomicU32;
+use std::sync::OnceLock;
+
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout};
+use rayon::prelude::*;
+
+mod arch;
+mod bulk;
+mod portable;
+mod scalar;
+
+/// An implementation of the bulk operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SimdPath {
+    /// The core's scalar reference, one key at a time (no batching, no prefetch).
+    Scalar,
+    /// Vector code on the `wide` crate for the compile-time target ISA (NEON, simd128, SSE2).
+    Portable,
+    /// x86_64 SSE2 (every x86_64 CPU).
+    Sse2,
+    /// x86_64 AVX2.
+    Avx2,
+    /// x86_64 AVX-512F + AVX-512DQ.
+    Avx512,
+}
+
+impl SimdPath {
+    /// Every path, slowest first.
+    pub const ALL: [SimdPath; 5] = [
+        SimdPath::Scalar,
+        SimdPath::Portable,
+        SimdPath::Sse2,
+        SimdPath::Avx2,
+        SimdPath::Avx512,
+    ];
+
+    /// Whether this CPU (and this build's target) can run the path.
+    pub fn is_available(self) -> bool {
+        match self {
+            SimdPath::Scalar | SimdPath::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Sse2 => true,
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx2 => arch::x86_64::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx512 => arch::x86_64::has_avx512(),
+            #[cfg(not(target_arch = "x86_64"))]
+            SimdPath::Sse2 | SimdPath::Avx2 | SimdPath::Avx512 => false,
+        }
+    }
+
+    /// The name used by `BLOOMLANES_SIMD` and [`FromStr`]: `"scalar"`, `"portable"`, `"sse2"`,
+    /// `"avx2"` or `"avx512"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdPath::Scalar => "scalar",
+            SimdPath::Portable => "portable",
+            SimdPath::Sse2 => "sse2",
+            SimdPath::Avx2 => "avx2",
+            SimdPath::Avx512 => "avx512",
+        }
+    }
+
+    /// The dispatch table, if the path can run here.
+    fn fns(self) -> Option<&'static Fns> {
+        if !self.is_available() {
+            return None;
+        }
+        match self {
+            SimdPath::Scalar => Some(&scalar::FNS),
+            SimdPath::Portable => Some(&portable::FNS),
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Sse2 => Some(&arch::x86_64::sse2::FNS),
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx2 => Some(&arch::x86_64::avx2::FNS),
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx512 => Some(&arch::x86_64::avx512::FNS),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SimdPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A path name that [`SimdPath::from_str`] does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPath(pub String);
+
+impl fmt::Display for UnknownPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown SIMD path {:?} (expected scalar, portable, sse2, avx2 or avx512)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownPath {}
+
+impl FromStr for SimdPath {
+    type Err = UnknownPath;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SimdPath::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownPath(s.to_string()))
+    }
+}
+
+/// Every path this CPU can run, slowest first.
+pub fn available_paths() -> Vec<SimdPath> {
+    SimdPath::ALL
+        .into_iter()
+        .filter(|p| p.is_available())
+        .collect()
+}
+
+/// The fastest path this CPU can run.
+fn best_path() -> SimdPath {
+    *available_paths()
+        .last()
+        .expect("the scalar path is always available")
+}
+
+/// The path used by [`Probe::active`], resolved once per process: `BLOOMLANES_SIMD` if it is set
+/// to an available path, else the fastest available one. A bad or unavailable value is reported
+/// on stderr once and ignored (never a panic).
+pub fn active_path() -> SimdPath {
+    static ACTIVE: OnceLock<SimdPath> = OnceLock::new();
+    *ACTIVE.get_or_init(|| {
+        let best = best_path();
+        match std::env::var("BLOOMLANES_SIMD") {
+            Err(_) => best,
+            Ok(v) if v.trim().is_empty() => best,
+            Ok(v) => match v.parse::<SimdPath>() {
+                Ok(p) if p.is_available() => p,
+                Ok(p) => {
+                    eprintln!(
+                        "bloomlanes-simd: BLOOMLANES_SIMD={p} is not available on this CPU; using {best}"
+                    );
+                    best
+                }
+                Err(e) => {
+                    eprintln!("bloomlanes-simd: BLOOMLANES_SIMD: {e}; using {best}");
+                    best
+                }
+            },
+        }
+    })
+}
+
+/// One path's entry points (the dispatch table). Each is `unsafe` only because the x86 ones are
+/// `#[target_feature]` functions: calling them requires that the CPU has the features, which a
+/// table reached through [`SimdPath::fns`] guarantees.
+pub(crate) struct Fns {
+    pub(crate) contains_bytes: unsafe fn(Layout, u32, &[u32], u64, Keys<'_>, &mut [u8]),
+    pub(crate) contains_bitmap: unsafe fn(Layout, u32, &[u32], u64, Keys<'_>, &mut [u64]),
+    pub(crate) insert: unsafe fn(Layout, u32, &mut [u32], u64, Keys<'_>),
+    pub(crate) insert_atomic: unsafe fn(Layout, u32, &[AtomicU32], u64, Keys<'_>),
+}
+
+/// Keys per task of the parallel operations (a multiple of 64, so bitmap words never straddle).
+const PAR_CHUNK: usize = 16 * 1024;
+
+/// Views exclusively borrowed words as atomics, for concurrent OR from many threads.
+fn as_atomic(words: &mut [u32]) -> &[AtomicU32] {
+    // SAFETY: `AtomicU32` has the same size and alignment as `u32` (documented guarantee), so
+    // the pointer and length describe a valid `[AtomicU32]`. The `&mut` borrow guarantees that no
+    // one else reads or writes the words non-atomically while the returned shared borrow (which
+    // has the same lifetime) lives; all access through it is atomic.
+    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
+}
+
+/// The bulk operations of one [`SimdPath`].
+///
+/// Every operation gives the same answers, and leaves the same filter words, as the core's
+/// scalar reference ([`FilterRef::contains_hash`], [`FilterMut::insert_hash`]) with the key
+/// hashes of [`Keys::hash`].
+#[derive(Clone, Copy)]
+pub struct Probe {
+    path: SimdPath,
+    fns: &'static Fns,
+}
+
+impl fmt::Debug for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Probe").field("path", &self.path).finish()
+    }
+}
+
+impl Probe {
+    /// The operations of `path`, or `None` if this CPU (or target) lacks it.
+    pub fn new(path: SimdPath) -> Option<Probe> {
+        path.fns().map(|fns| Probe { path, fns })
+    }
+
+    /// The operations of [`active_path`].
+    pub fn active() -> Probe {
+        Probe::new(active_path()).expect("active_path is always available")
+    }
+
+    /// The path in use.
+    pub fn path(&self) -> SimdPath {
+        self.path
+    }
+
+    /// Looks up every key: `out[i]` is 1 if key `i` may be present, else 0.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len()`.
+    pub fn contains(&self, filter: FilterRef<'_, u32>, seed: u64, keys: Keys<'_>, out: &mut [u8]) {
+        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
+        // `filter` holds whole blocks (FilterRef invariant).
+        unsafe {
+            (self.fns.contains_bytes)(
+                filter.layout(),
+                filter.blocks(),
+                filter.words(),
+                seed,
+                keys,
+                out,
+            )
+        }
+    }
+
+    /// Looks up every key into a bitmap: bit `i % 64` of `out[i / 64]` is set if key `i` may be
+    /// present. Bits past the last key are cleared.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len().div_ceil(64)`.
+    pub fn contains_bitmap(
+        &self,
+        filter: FilterRef<'_, u32>,
+        seed: u64,
+        keys: Keys<'_>,
+        out: &mut [u64],
+    ) {
+        assert_eq!(
+            out.len(),
+            keys.len().div_ceil(64),
+            "one output word per 64 keys"
+        );
+        // SAFETY: as in `contains`.
+        unsafe {
+            (self.fns.contains_bitmap)(
+                filter.layout(),
+                filter.blocks(),
+                filter.words(),
+                seed,
+                keys,
+                out,
+            )
+        }
+    }
+
+    /// Inserts every key.
+    pub fn insert(&self, mut filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
+        let (layout, blocks) = (filter.layout(), filter.blocks());
+        // SAFETY: as in `contains`; the words are exclusively borrowed through `filter`.
+        unsafe { (self.fns.insert)(layout, blocks, filter.words_mut(), seed, keys) }
+    }
+
+    /// [`Probe::contains`] on every core (rayon's global pool), in chunks of 16 Ki keys.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len()`.
+    pub fn par_contains(
+        &self,
+        filter: FilterRef<'_, u32>,
+        seed: u64,
+        keys: Keys<'_>,
+        out: &mut [u8],
+    ) {
+        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        out.par_chunks_mut(PAR_CHUNK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let start = c * PAR_CHUNK;
+                self.contains(filter, seed, keys.slice(start..start + out.len()), out);
+            });
+    }
+
+    /// [`Probe::insert`] on every core (rayon's global pool): all threads OR into the one
+    /// filter with atomic `fetch_or`, so no bit is lost and the words end up exactly as after a
+    /// sequential insert of the same keys.
+    pub fn par_insert(&self, mut filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
+        let (layout, blocks) = (filter.layout(), filter.blocks());
+        let words = as_atomic(filter.words_mut());
+        let n = keys.len();
+        (0..n.div_ceil(PAR_CHUNK)).into_par_iter().for_each(|c| {
+            let range = c * PAR_CHUNK..((c + 1) * PAR_CHUNK).min(n);
+            // SAFETY: as in `contains`; `words` is the whole filter, accessed only atomically.
+            unsafe { (self.fns.insert_atomic)(layout, blocks, words, seed, keys.slice(range)) }
+        });
+    }
+}

@@ -1,0 +1,96 @@
+//! The scalar path: the core's reference, one key at a time, no batching and no prefetch. It is
+//! both a fallback and the baseline that the benchmarks compare the vector paths with.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use bloomlanes_core::{block_index, block_mask, FilterMut, FilterRef, Keys, Layout};
+
+fn view(layout: Layout, words: &[u32]) -> FilterRef<'_, u32> {
+    FilterRef::new(layout, words).expect("the caller passes the words of a valid filter")
+}
+
+/// Lookup, one byte per key.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn contains_bytes(
+    layout: Layout,
+    _blocks: u32,
+    words: &[u32],
+    seed: u64,
+    keys: Keys<'_>,
+    out: &mut [u8],
+) {
+    let f = view(layout, words);
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from(f.contains_hash(keys.hash(i, seed)));
+    }
+}
+
+/// Lookup, one bit per key.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn contains_bitmap(
+    layout: Layout,
+    _blocks: u32,
+    words: &[u32],
+    seed: u64,
+    keys: Keys<'_>,
+    out: &mut [u64],
+) {
+    let f = view(layout, words);
+    out.fill(0);
+    for i in 0..keys.len() {
+        out[i / 64] |= u64::from(f.contains_hash(keys.hash(i, seed))) << (i % 64);
+    }
+}
+
+/// Insert into exclusively borrowed words.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn insert(
+    layout: Layout,
+    _blocks: u32,
+    words: &mut [u32],
+    seed: u64,
+    keys: Keys<'_>,
+) {
+    let mut f = FilterMut::new(layout, words).expect("the caller passes a valid filter");
+    for i in 0..keys.len() {
+        f.insert_hash(keys.hash(i, seed));
+    }
+}
+
+/// Insert into shared words by atomic OR of the core's block mask.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn insert_atomic(
+    layout: Layout,
+    blocks: u32,
+    words: &[AtomicU32],
+    seed: u64,
+    keys: Keys<'_>,
+) {
+    let per = layout.block_u32s();
+    for i in 0..keys.len() {
+        let h = keys.hash(i, seed);
+        let off = block_index(h, blocks) as usize * per;
+        let mask = block_mask(layout, h);
+        for (a, &m) in words[off..off + per].iter().zip(&mask[..per]) {
+            if m != 0 {
+                a.fetch_or(m, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The dispatch table of the scalar path.
+pub(crate) const FNS: crate::Fns = crate::Fns {
+    contains_bytes,
+    contains_bitmap,
+    insert,
+    insert_atomic,
+};

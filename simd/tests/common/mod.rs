@@ -1,0 +1,116 @@
+//! Shared helpers of the integration tests.
+#![allow(dead_code)]
+
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Records, Strings};
+use bloomlanes_simd::{available_paths, Probe, SimdPath};
+
+/// Every path this CPU runs; paths it cannot run are named on stderr (skipped, not failed).
+pub fn paths() -> Vec<Probe> {
+    static SAY: std::sync::Once = std::sync::Once::new();
+    SAY.call_once(|| {
+        for p in SimdPath::ALL {
+            if !p.is_available() {
+                eprintln!(
+                    "SKIPPED: SIMD path `{p}` is not available on this CPU; its tests did not run"
+                );
+            }
+        }
+    });
+    available_paths()
+        .into_iter()
+        .map(|p| Probe::new(p).expect("available"))
+        .collect()
+}
+
+/// The four key forms.
+#[derive(Clone, Copy, Debug)]
+pub enum Form {
+    U64,
+    Hashes,
+    Records(usize),
+    Strings,
+}
+
+/// Owned storage for a batch of one form, built from `keys`; byte forms start one byte into
+/// their buffer so that nothing is aligned.
+pub struct Batch {
+    form: Form,
+    ints: Vec<u64>,
+    bytes: Vec<u8>,
+    offsets: Vec<u64>,
+}
+
+impl Batch {
+    pub fn new(form: Form, keys: &[u64]) -> Batch {
+        let mut bytes = vec![0xa5u8];
+        let mut offsets = vec![0u64];
+        match form {
+            Form::U64 | Form::Hashes => {}
+            Form::Records(w) => {
+                for &k in keys {
+                    for j in 0..w {
+                        bytes.push((k >> (8 * (j % 8))) as u8 ^ (j / 8) as u8);
+                    }
+                }
+            }
+            Form::Strings => {
+                for &k in keys {
+                    let len = (k % 41) as usize;
+                    for j in 0..len {
+                        bytes.push((k >> (8 * (j % 8))) as u8 ^ j as u8);
+                    }
+                    offsets.push((bytes.len() - 1) as u64);
+                }
+            }
+        }
+        Batch {
+            form,
+            ints: keys.to_vec(),
+            bytes,
+            offsets,
+        }
+    }
+
+    pub fn keys(&self) -> Keys<'_> {
+        match self.form {
+            Form::U64 => Keys::U64(&self.ints),
+            Form::Hashes => Keys::Hashes(&self.ints),
+            Form::Records(w) => Keys::Records(Records::new(&self.bytes[1..], w).unwrap()),
+            Form::Strings => Keys::Strings(Strings::new(&self.bytes[1..], &self.offsets).unwrap()),
+        }
+    }
+}
+
+/// The reference insert of `keys`.
+pub fn ref_insert(layout: Layout, words: &mut [u32], seed: u64, keys: Keys<'_>) {
+    let mut f = FilterMut::new(layout, words).unwrap();
+    for i in 0..keys.len() {
+        f.insert_hash(keys.hash(i, seed));
+    }
+}
+
+/// The reference lookup of `keys`.
+pub fn ref_contains(layout: Layout, words: &[u32], seed: u64, keys: Keys<'_>) -> Vec<u8> {
+    let f = FilterRef::new(layout, words).unwrap();
+    (0..keys.len())
+        .map(|i| u8::from(f.contains_hash(keys.hash(i, seed))))
+        .collect()
+}
+
+/// Bytes → packed bitmap.
+pub fn pack(bytes: &[u8]) -> Vec<u64> {
+    let mut out = vec![0u64; bytes.len().div_ceil(64)];
+    for (i, &b) in bytes.iter().enumerate() {
+        out[i / 64] |= u64::from(b) << (i % 64);
+    }
+    out
+}
+
+/// A small deterministic generator (splitmix64).
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,185 @@
+//! Every available path against the core's scalar reference: all layouts, all key forms,
+//! random and adversarial keys, odd block counts, batch lengths that are not multiples of the
+//! vector width or group size, empty batches, unaligned keys and unaligned filter words.
+
+mod common;
+
+use bloomlanes_core::{FilterMut, FilterRef, Layout};
+use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
+use proptest::prelude::*;
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop::sample::select(Layout::ALL.to_vec())
+}
+
+fn blocks() -> impl Strategy<Value = u32> {
+    prop_oneof![Just(1u32), Just(2), Just(3), Just(7), Just(16), 1u32..300]
+}
+
+fn key() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => any::<u64>(),
+        1 => Just(0u64),
+        1 => Just(u64::MAX),
+        1 => 0u64..4,
+        1 => Just(1u64 << 63),
+        1 => Just(0xffff_ffffu64),
+    ]
+}
+
+fn form() -> impl Strategy<Value = Form> {
+    prop_oneof![
+        Just(Form::U64),
+        Just(Form::Hashes),
+        (1usize..40).prop_map(Form::Records),
+        Just(Form::Records(13)),
+        Just(Form::Strings),
+    ]
+}
+
+/// Runs the whole comparison for one case.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    layout: Layout,
+    blocks: u32,
+    seed: u64,
+    form: Form,
+    inserted: &[u64],
+    probed: &[u64],
+    word_offset: usize,
+    fill_seed: u64,
+) -> Result<(), TestCaseError> {
+    let per = layout.block_u32s();
+    let len = blocks as usize * per;
+    // Some bits set at random so that lookups see hits and misses; the view starts
+    // `word_offset` words into its storage so the words are not vector-aligned.
+    let mut state = fill_seed;
+    let mut base = vec![0u32; len + word_offset];
+    for w in &mut base[word_offset..] {
+        *w = (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32;
+    }
+    let ins = Batch::new(form, inserted);
+    let prb = Batch::new(form, probed);
+
+    let mut want = base.clone();
+    ref_insert(layout, &mut want[word_offset..], seed, ins.keys());
+    let want_hits = ref_contains(layout, &want[word_offset..], seed, prb.keys());
+    let want_ins_hits = ref_contains(layout, &want[word_offset..], seed, ins.keys());
+    prop_assert!(want_ins_hits.iter().all(|&b| b == 1));
+
+    for probe in paths() {
+        let p = probe.path();
+        // sequential insert
+        let mut got = base.clone();
+        probe.insert(
+            FilterMut::new(layout, &mut got[word_offset..]).unwrap(),
+            seed,
+            ins.keys(),
+        );
+        prop_assert_eq!(&got, &want, "insert words differ on {}", p);
+        // parallel (atomic) insert
+        let mut got = base.clone();
+        probe.par_insert(
+            FilterMut::new(layout, &mut got[word_offset..]).unwrap(),
+            seed,
+            ins.keys(),
+        );
+        prop_assert_eq!(&got, &want, "par_insert words differ on {}", p);
+
+        let view = FilterRef::new(layout, &want[word_offset..]).unwrap();
+        let mut hits = vec![7u8; probed.len()];
+        probe.contains(view, seed, prb.keys(), &mut hits);
+        prop_assert_eq!(&hits, &want_hits, "contains differs on {}", p);
+        let mut hits = vec![7u8; probed.len()];
+        probe.par_contains(view, seed, prb.keys(), &mut hits);
+        prop_assert_eq!(&hits, &want_hits, "par_contains differs on {}", p);
+        let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
+        probe.contains_bitmap(view, seed, prb.keys(), &mut bits);
+        prop_assert_eq!(&bits, &pack(&want_hits), "contains_bitmap differs on {}", p);
+        let mut hits = vec![7u8; inserted.len()];
+        probe.contains(view, seed, ins.keys(), &mut hits);
+        prop_assert!(
+            hits.iter().all(|&b| b == 1),
+            "inserted key missing on {}",
+            p
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(192))]
+
+    #[test]
+    fn every_path_matches_the_reference(
+        layout in layout(),
+        blocks in blocks(),
+        seed in prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()],
+        form in form(),
+        inserted in prop::collection::vec(key(), 0..200),
+        extra in prop::collection::vec(key(), 0..200),
+        word_offset in 0usize..3,
+        fill_seed in any::<u64>(),
+    ) {
+        let mut probed = extra;
+        // mix some inserted keys (present) among the others
+        probed.extend(inserted.iter().step_by(3).copied());
+        check(layout, blocks, seed, form, &inserted, &probed, word_offset, fill_seed)?;
+    }
+
+    #[test]
+    fn repeated_keys(
+        layout in layout(),
+        blocks in blocks(),
+        k in key(),
+        n in 0usize..100,
+        form in form(),
+    ) {
+        let keys = vec![k; n];
+        check(layout, blocks, 42, form, &keys, &keys, 1, 9)?;
+    }
+}
+
+/// Every batch length from 0 to 200 on every layout (the group and vector-width tails).
+#[test]
+fn every_length_0_to_200() {
+    let mut state = 1;
+    let keys: Vec<u64> = (0..200).map(|_| splitmix(&mut state)).collect();
+    for layout in Layout::ALL {
+        for n in 0..=200 {
+            let blocks = 1 + (n as u32 % 13);
+            check(
+                layout,
+                blocks,
+                n as u64,
+                Form::U64,
+                &keys[..n],
+                &keys[n / 2..],
+                0,
+                n as u64,
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Batches longer than one parallel chunk (16 Ki keys), with a ragged last chunk.
+#[test]
+fn large_batches_cross_parallel_chunks() {
+    let mut state = 7;
+    let keys: Vec<u64> = (0..40_003).map(|_| splitmix(&mut state)).collect();
+    for layout in Layout::ALL {
+        check(layout, 1001, 5, Form::U64, &keys[..20_011], &keys, 0, 3).unwrap();
+    }
+    check(
+        Layout::L8x32,
+        4099,
+        5,
+        Form::Records(13),
+        &keys[..17_000],
+        &keys,
+        1,
+        3,
+    )
+    .unwrap();
+}
