@@ -1,0 +1,208 @@
+//! Cross-checking backends: the same keys through every backend present, compared bit for bit
+//! (the filter words) and answer for answer against the scalar reference.
+
+use bloomlanes_core::{Filter, Keys, Layout};
+
+use crate::backend::{self, Backend, Scalar};
+use crate::bench::{sample_keys, SplitMix64};
+use crate::error::Result;
+use crate::input::KeySet;
+use crate::ops::{contains_with, insert_with, FilterBuilder};
+
+/// The first place where a backend disagrees with the reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Difference {
+    /// A filter word differs.
+    Bits {
+        /// Index of the 32-bit word in the byte image.
+        word: usize,
+        /// Its block.
+        block: usize,
+        /// Its lane in the block.
+        lane: usize,
+        /// The reference's word.
+        expected: u32,
+        /// The backend's word.
+        found: u32,
+    },
+    /// An answer differs.
+    Answer {
+        /// Which query set (`inserted` or `absent`).
+        set: &'static str,
+        /// Index of the key in that set.
+        index: usize,
+        /// The key, written for people.
+        key: String,
+        /// The reference's answer.
+        expected: bool,
+        /// The backend's answer.
+        found: bool,
+    },
+    /// The backend failed outright.
+    Failed(String),
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Difference::Bits {
+                word,
+                block,
+                lane,
+                expected,
+                found,
+            } => write!(
+                f,
+                "bits differ first at word {word} (block {block}, lane {lane}): expected {expected:#010x}, found {found:#010x}"
+            ),
+            Difference::Answer {
+                set,
+                index,
+                key,
+                expected,
+                found,
+            } => write!(
+                f,
+                "answers differ first at {set} key #{index} ({key}): expected {expected}, found {found}"
+            ),
+            Difference::Failed(m) => write!(f, "failed: {m}"),
+        }
+    }
+}
+
+/// One backend on one layout.
+#[derive(Clone, Debug)]
+pub struct VerifyRow {
+    /// Layout.
+    pub layout: Layout,
+    /// Backend name.
+    pub backend: String,
+    /// Keys inserted.
+    pub keys: usize,
+    /// Keys probed.
+    pub probes: usize,
+    /// `None` when bits and answers are identical to the reference.
+    pub difference: Option<Difference>,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// One row per layout and backend.
+    pub rows: Vec<VerifyRow>,
+    /// Backends not present, and why.
+    pub absent: Vec<(String, String)>,
+}
+
+impl VerifyReport {
+    /// Whether every backend agreed with the reference everywhere.
+    pub fn ok(&self) -> bool {
+        self.rows.iter().all(|r| r.difference.is_none())
+    }
+}
+
+/// The sample key set `verify` uses when given no input.
+pub fn sample_keyset(n: usize) -> KeySet {
+    KeySet::from_u64(sample_keys(n))
+}
+
+fn first_bit_difference(layout: Layout, a: &Filter, b: &Filter) -> Option<Difference> {
+    let (wa, wb) = (a.words(), b.words());
+    let i = wa.iter().zip(wb).position(|(x, y)| x != y)?;
+    let per_block = layout.block_u32s();
+    Some(Difference::Bits {
+        word: i,
+        block: i / per_block,
+        lane: (i % per_block) * 32 / layout.word_bits() as usize,
+        expected: wa[i],
+        found: wb[i],
+    })
+}
+
+fn first_answer_difference(
+    set: &'static str,
+    display: &dyn Fn(usize) -> String,
+    a: &[u8],
+    b: &[u8],
+) -> Option<Difference> {
+    let i = a.iter().zip(b).position(|(x, y)| x != y)?;
+    Some(Difference::Answer {
+        set,
+        index: i,
+        key: display(i),
+        expected: a[i] != 0,
+        found: b[i] != 0,
+    })
+}
+
+fn run_one(
+    engine: &dyn Backend,
+    empty: &Filter,
+    keys: &KeySet,
+    absent: &[u64],
+) -> Result<(Filter, Vec<u8>, Vec<u8>)> {
+    let mut f = empty.clone();
+    insert_with(engine, &mut f, keys.keys(), false)?;
+    let (a, _) = contains_with(engine, f.as_view(), f.seed(), keys.keys(), false)?;
+    let (b, _) = contains_with(engine, f.as_view(), f.seed(), Keys::U64(absent), false)?;
+    Ok((f, a, b))
+}
+
+/// Builds a filter of `keys` for each layout with every backend present, probes the keys and an
+/// equal number of absent sample keys, and compares everything with the scalar reference.
+pub fn run(keys: &KeySet, layouts: &[Layout], fpp: f64, seed: u64) -> Result<VerifyReport> {
+    let absent: Vec<u64> = SplitMix64::new(0xdead_beef_0bad_cafe)
+        .take(keys.len().max(1))
+        .collect();
+    let engines = backend::available();
+    let mut rows = Vec::new();
+    for &layout in layouts {
+        let empty = FilterBuilder::new()
+            .fpp(fpp)
+            .layout(Some(layout))
+            .seed(seed)
+            .empty(keys.len() as u64)?;
+        let (rf, ra, rb) = run_one(&Scalar, &empty, keys, &absent)?;
+        // The scalar backend must also agree with the core filter's own insert path.
+        let mut core_f = empty.clone();
+        for i in 0..keys.len() {
+            core_f.insert_hash(keys.keys().hash(i, seed));
+        }
+        let core_diff = first_bit_difference(layout, &core_f, &rf);
+        for engine in &engines {
+            let difference = match run_one(&**engine, &empty, keys, &absent) {
+                Err(e) => Some(Difference::Failed(e.to_string())),
+                Ok((f, a, b)) => first_bit_difference(layout, &rf, &f)
+                    .or_else(|| first_answer_difference("inserted", &|i| keys.display(i), &ra, &a))
+                    .or_else(|| {
+                        first_answer_difference("absent", &|i| absent[i].to_string(), &rb, &b)
+                    })
+                    .or_else(|| {
+                        a.iter().position(|&x| x == 0).map(|i| Difference::Answer {
+                            set: "inserted",
+                            index: i,
+                            key: keys.display(i),
+                            expected: true,
+                            found: false,
+                        })
+                    }),
+            };
+            let difference = if engine.name() == "scalar" {
+                difference.or_else(|| core_diff.clone())
+            } else {
+                difference
+            };
+            rows.push(VerifyRow {
+                layout,
+                backend: engine.name(),
+                keys: keys.len(),
+                probes: keys.len() + absent.len(),
+                difference,
+            });
+        }
+    }
+    Ok(VerifyReport {
+        rows,
+        absent: backend::absent(),
+    })
+}
