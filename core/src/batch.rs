@@ -78,7 +78,7 @@ impl<'a> Records<'a> {
         if width == 0 {
             return Err(BatchError::ZeroWidth);
         }
-        if data.len() % width != 0 {
+        if !data.len().is_multiple_of(width) {
             return Err(BatchError::RaggedRecords {
                 len: data.len(),
                 width,

@@ -80,7 +80,7 @@ pub fn block_count<W: Word>(layout: Layout, words: &[W]) -> Result<u32, ShapeErr
     if words.is_empty() {
         return Err(ShapeError::Empty);
     }
-    if words.len() % per_block != 0 {
+    if !words.len().is_multiple_of(per_block) {
         return Err(ShapeError::NotWholeBlocks {
             words: words.len(),
             words_per_block: per_block,

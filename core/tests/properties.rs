@@ -1,0 +1,92 @@
+//! Property tests of the reference path: no false negatives, storage width does not matter.
+use bloomlanes_core::{FilterMut, FilterRef, Layout, ShapeError};
+use proptest::prelude::*;
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop::sample::select(Layout::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn no_false_negatives(
+        layout in layout(),
+        blocks in 1u32..40,
+        seed: u64,
+        keys in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..24), 0..300),
+    ) {
+        let mut words = vec![0u32; blocks as usize * layout.block_u32s()];
+        let mut f = FilterMut::new(layout, &mut words).unwrap();
+        for k in &keys {
+            f.insert(k, seed);
+        }
+        let view = f.as_ref();
+        for k in &keys {
+            prop_assert!(view.contains(k, seed));
+        }
+    }
+
+    #[test]
+    fn u64_storage_gives_the_same_image(
+        layout in layout(),
+        blocks in 1u32..20,
+        hashes in prop::collection::vec(any::<u64>(), 0..200),
+        probes in prop::collection::vec(any::<u64>(), 0..200),
+    ) {
+        let mut narrow = vec![0u32; blocks as usize * layout.block_u32s()];
+        let mut wide = vec![0u64; blocks as usize * layout.block_u32s() / 2];
+        {
+            let mut a = FilterMut::new(layout, &mut narrow).unwrap();
+            let mut b = FilterMut::new(layout, &mut wide).unwrap();
+            for &h in &hashes {
+                a.insert_hash(h);
+                b.insert_hash(h);
+            }
+        }
+        let image_narrow: Vec<u8> = narrow.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let image_wide: Vec<u8> = wide.iter().flat_map(|w| w.to_le_bytes()).collect();
+        prop_assert_eq!(&image_narrow, &image_wide);
+        let a = FilterRef::new(layout, &narrow).unwrap();
+        let b = FilterRef::new(layout, &wide).unwrap();
+        for &p in &probes {
+            prop_assert_eq!(a.contains_hash(p), b.contains_hash(p));
+        }
+    }
+
+    #[test]
+    fn one_key_sets_exactly_one_bit_per_lane(layout in layout(), blocks in 1u32..50, hash: u64) {
+        let mut words = vec![0u32; blocks as usize * layout.block_u32s()];
+        FilterMut::new(layout, &mut words).unwrap().insert_hash(hash);
+        let set: u32 = words.iter().map(|w| w.count_ones()).sum();
+        prop_assert_eq!(set as usize, layout.lanes());
+        let block = bloomlanes_core::block_index(hash, blocks) as usize;
+        let per = layout.block_u32s();
+        prop_assert!(words[block * per..(block + 1) * per].iter().any(|&w| w != 0));
+        let mask = bloomlanes_core::block_mask(layout, hash);
+        prop_assert_eq!(&words[block * per..(block + 1) * per], &mask[..per]);
+    }
+}
+
+#[test]
+fn shapes_are_checked() {
+    let empty: [u32; 0] = [];
+    assert_eq!(
+        FilterRef::new(Layout::L8x32, &empty[..]).unwrap_err(),
+        ShapeError::Empty
+    );
+    let odd = [0u32; 9];
+    assert!(matches!(
+        FilterRef::new(Layout::L8x32, &odd[..]),
+        Err(ShapeError::NotWholeBlocks {
+            words: 9,
+            words_per_block: 8
+        })
+    ));
+    assert_eq!(
+        FilterRef::new(Layout::L16x64, &[0u64; 32][..])
+            .unwrap()
+            .blocks(),
+        2
+    );
+}
