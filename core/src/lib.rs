@@ -7,7 +7,7 @@
 //! this crate; `docs/FORMAT.md` is the written specification and `golden/vectors.txt` the fixtures.
 //!
 //! Features: `alloc` adds the owning [`Filter`]; `std` (default) implies `alloc`. Without them the
-//! crate needs no allocator: the [`reference`] path works over borrowed words.
+//! crate needs no allocator: the [`mod@reference`] path works over borrowed words.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
