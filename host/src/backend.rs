@@ -5,7 +5,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::sync::OnceLock;
+
 use bloomlanes_core::{Filter, FilterRef, Keys};
+use bloomlanes_gpu::{GpuError, GpuFilter};
+use bloomlanes_simd::{Probe, SimdPath};
 
 use crate::error::{Error, Result};
 
@@ -142,71 +146,190 @@ impl Backend for Scalar {
     }
 }
 
-/// Whether the SIMD backend is compiled into this build.
-pub fn simd_built() -> bool {
-    false
+/// A SIMD path of `bloomlanes-simd`, on one core or on every core.
+#[derive(Clone, Copy, Debug)]
+pub struct Simd {
+    probe: Probe,
+    parallel: bool,
 }
 
-/// Whether the GPU backend is compiled into this build.
-pub fn gpu_built() -> bool {
-    false
+impl Simd {
+    /// The best path of this CPU (or `BLOOMLANES_SIMD`), on every core.
+    pub fn active() -> Simd {
+        Simd {
+            probe: Probe::active(),
+            parallel: true,
+        }
+    }
+
+    /// A given path, if this CPU has it; `parallel` spreads batches over every core.
+    pub fn new(path: SimdPath, parallel: bool) -> Option<Simd> {
+        Probe::new(path).map(|probe| Simd { probe, parallel })
+    }
+}
+
+struct SimdQuerier<'a> {
+    simd: Simd,
+    view: FilterRef<'a, u32>,
+    seed: u64,
+}
+
+impl Querier for SimdQuerier<'_> {
+    fn contains(&mut self, keys: Keys<'_>, out: &mut [u8]) -> Result<()> {
+        check_out(&keys, out)?;
+        if self.simd.parallel {
+            self.simd
+                .probe
+                .par_contains(self.view, self.seed, keys, out);
+        } else {
+            self.simd.probe.contains(self.view, self.seed, keys, out);
+        }
+        Ok(())
+    }
+}
+
+impl Backend for Simd {
+    fn name(&self) -> String {
+        let path = self.probe.path().name();
+        if self.parallel {
+            format!("simd-{path} (all cores)")
+        } else {
+            format!("simd-{path}")
+        }
+    }
+
+    fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
+        let seed = filter.seed();
+        if self.parallel {
+            self.probe.par_insert(filter.as_view_mut(), seed, keys);
+        } else {
+            self.probe.insert(filter.as_view_mut(), seed, keys);
+        }
+        add_count(filter, keys.len());
+        Ok(())
+    }
+
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>> {
+        Ok(Box::new(SimdQuerier {
+            simd: *self,
+            view,
+            seed,
+        }))
+    }
+}
+
+/// The CUDA backend of `bloomlanes-gpu` (device 0).
+#[derive(Clone, Debug)]
+pub struct Gpu {
+    device: String,
+}
+
+fn gpu_err(e: GpuError) -> Error {
+    Error::Backend(format!("GPU: {e}"))
+}
+
+struct GpuQuerier {
+    filter: GpuFilter,
+}
+
+impl Querier for GpuQuerier {
+    fn contains(&mut self, keys: Keys<'_>, out: &mut [u8]) -> Result<()> {
+        check_out(&keys, out)?;
+        self.filter.contains(keys, out).map_err(gpu_err)
+    }
+}
+
+impl Gpu {
+    /// The GPU, if one is usable here (else why not).
+    pub fn open() -> std::result::Result<Gpu, String> {
+        static PROBE: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+        PROBE
+            .get_or_init(|| match bloomlanes_gpu::probe() {
+                Ok(info) => Ok(info.name),
+                Err(e) => Err(e.to_string()),
+            })
+            .clone()
+            .map(|device| Gpu { device })
+    }
+}
+
+impl Backend for Gpu {
+    fn name(&self) -> String {
+        format!("gpu ({})", self.device)
+    }
+
+    fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
+        let mut g = GpuFilter::upload(filter).map_err(gpu_err)?;
+        g.insert(keys).map_err(gpu_err)?;
+        *filter = g.download().map_err(gpu_err)?;
+        Ok(())
+    }
+
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>> {
+        let mut host = Filter::new(view.layout(), view.blocks(), seed);
+        host.words_mut().copy_from_slice(view.words());
+        let filter = GpuFilter::upload(&host).map_err(gpu_err)?;
+        Ok(Box::new(GpuQuerier { filter }))
+    }
+
+    fn batch_size(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Why no GPU can be used here, or `None` when one can.
 pub fn gpu_unavailable() -> Option<String> {
-    Some("the GPU backend (bloomlanes-gpu) is not built yet in this version".into())
+    Gpu::open().err()
 }
 
-/// Smallest batch for which `auto` moves work to a GPU (below it, launch costs dominate).
+/// Smallest batch for which `auto` moves work to a GPU (below it, set-up costs dominate).
 pub const GPU_AUTO_MIN_KEYS: usize = 1 << 20;
 
 /// The backend for `choice`, for a job of about `keys` keys.
 pub fn select(choice: BackendChoice, keys: usize) -> Result<Box<dyn Backend>> {
     match choice {
         BackendChoice::Scalar => Ok(Box::new(Scalar)),
-        BackendChoice::Simd => {
-            if !simd_built() {
-                return Err(Error::Backend(
-                    "--backend simd: the SIMD backend (bloomlanes-simd) is not built yet in this version; \
-                     use --backend scalar"
-                        .into(),
-                ));
-            }
-            Ok(Box::new(Scalar))
-        }
-        BackendChoice::Gpu => match gpu_unavailable() {
-            Some(why) => Err(Error::Backend(format!(
-                "--backend gpu: no usable GPU: {why}; use --backend auto, simd or scalar"
+        BackendChoice::Simd => Ok(Box::new(Simd::active())),
+        BackendChoice::Gpu => match Gpu::open() {
+            Ok(g) => Ok(Box::new(g)),
+            Err(why) => Err(Error::Backend(format!(
+                "--backend gpu: no usable GPU on this machine ({why}); use --backend auto, simd or scalar"
             ))),
-            None => Ok(Box::new(Scalar)),
         },
         BackendChoice::Auto => {
-            if keys >= GPU_AUTO_MIN_KEYS && gpu_unavailable().is_none() {
-                return select(BackendChoice::Gpu, keys);
+            if keys >= GPU_AUTO_MIN_KEYS {
+                if let Ok(g) = Gpu::open() {
+                    return Ok(Box::new(g));
+                }
             }
-            if simd_built() {
-                return select(BackendChoice::Simd, keys);
-            }
-            Ok(Box::new(Scalar))
+            Ok(Box::new(Simd::active()))
         }
     }
 }
 
-/// Every backend present on this machine, scalar first: each SIMD path the CPU supports, then
-/// the GPU when there is one. Used by `verify` and `bench`.
+/// Every backend present on this machine, scalar first: each SIMD path the CPU supports (one
+/// core), the best SIMD path on every core, then the GPU when there is one. Used by `verify`
+/// and `bench`.
 pub fn available() -> Vec<Box<dyn Backend>> {
-    vec![Box::new(Scalar)]
+    let mut v: Vec<Box<dyn Backend>> = vec![Box::new(Scalar)];
+    for path in bloomlanes_simd::available_paths() {
+        if path == SimdPath::Scalar {
+            continue;
+        }
+        if let Some(s) = Simd::new(path, false) {
+            v.push(Box::new(s));
+        }
+    }
+    v.push(Box::new(Simd::active()));
+    if let Ok(g) = Gpu::open() {
+        v.push(Box::new(g));
+    }
+    v
 }
 
-/// Backends that were asked about but are absent, with the reason (for reports).
+/// Backends that are absent here, with the reason (for reports).
 pub fn absent() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    if !simd_built() {
-        out.push((
-            "simd".into(),
-            "bloomlanes-simd is not built yet in this version".into(),
-        ));
-    }
     if let Some(why) = gpu_unavailable() {
         out.push(("gpu".into(), why));
     }
