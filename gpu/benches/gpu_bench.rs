@@ -1,1 +1,215 @@
-fn main() {}
+//! GPU benchmark: lookups and inserts per second for several filter sizes with keys already on the
+//! device, the speed-of-light lookup kernel and the pinned host-to-device copy rate in the same
+//! run, and end to end from pinned host memory. Device time from CUDA events; median of reps.
+//!
+//! Configuration (arguments `KEY=VALUE` or environment variables `BENCH_KEY`):
+//! - `SIZES` filter sizes, default `1M,256M,2G,8G` (suffixes K, M, G are powers of two)
+//! - `KEYS_LOG2` device-resident keys, default 30
+//! - `E2E_KEYS_LOG2` keys streamed from pinned host memory, default 28
+//! - `LAYOUTS` default `8x32,8x64,16x32,16x64`
+//! - `REPS` default 5
+//! - `CHUNK_LOG2` keys per streamed chunk, default 22
+
+use std::time::Instant;
+
+use bloomlanes_core::Layout;
+use bloomlanes_gpu::{
+    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, PinnedBuffer,
+};
+
+fn setting(args: &[String], key: &str, default: &str) -> String {
+    for a in args {
+        if let Some(v) = a.strip_prefix(&format!("{key}=")) {
+            return v.to_string();
+        }
+    }
+    std::env::var(format!("BENCH_{key}")).unwrap_or_else(|_| default.to_string())
+}
+
+fn parse_size(s: &str) -> u64 {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last() {
+        Some('K') | Some('k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') | Some('m') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') | Some('g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().expect("size") * mul
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Median device milliseconds of `reps` runs of `f` on `stream`, with `before` run untimed first.
+fn time_ms(
+    reps: usize,
+    stream: &GpuStream,
+    mut before: impl FnMut() -> Result<(), GpuError>,
+    mut f: impl FnMut() -> Result<(), GpuError>,
+) -> Result<f64, GpuError> {
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        before()?;
+        stream.synchronize()?;
+        let t = stream.timer()?;
+        f()?;
+        v.push(f64::from(t.stop()?));
+    }
+    Ok(median(v))
+}
+
+fn main() -> Result<(), GpuError> {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a.contains('=')).collect();
+    let sizes: Vec<u64> = setting(&args, "SIZES", "1M,256M,2G,8G")
+        .split(',')
+        .map(parse_size)
+        .collect();
+    let keys_log2: u32 = setting(&args, "KEYS_LOG2", "30").parse().unwrap();
+    let e2e_log2: u32 = setting(&args, "E2E_KEYS_LOG2", "28").parse().unwrap();
+    let reps: usize = setting(&args, "REPS", "5").parse().unwrap();
+    let chunk_log2: u32 = setting(&args, "CHUNK_LOG2", "22").parse().unwrap();
+    let layouts: Vec<Layout> = setting(&args, "LAYOUTS", "8x32,8x64,16x32,16x64")
+        .split(',')
+        .map(|n| Layout::from_name(n.trim()).expect("layout"))
+        .collect();
+
+    let dev = match probe() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("SKIP: gpu_bench: {e}");
+            return Ok(());
+        }
+    };
+    if let Err(e) = bloomlanes_gpu::require_nvrtc() {
+        println!("SKIP: gpu_bench: {e}");
+        return Ok(());
+    }
+    let (nv_major, nv_minor) = bloomlanes_gpu::nvrtc_version()?;
+    println!(
+        "device: {} ({} GiB, sm_{}{}), NVRTC {nv_major}.{nv_minor}",
+        dev.name,
+        dev.memory_bytes >> 30,
+        dev.compute_capability.0,
+        dev.compute_capability.1
+    );
+    let n = 1usize << keys_log2;
+    println!(
+        "keys on device: 2^{keys_log2} random u64; reps {reps}, median; G/s = 10^9 keys per second\n"
+    );
+    let keys = DeviceBuffer::random_u64(n, 0x5eed)?;
+    let mut out = DeviceBuffer::<u8>::zeros(n)?;
+    let stream = GpuStream::new()?;
+
+    println!(
+        "| filter | layout | insert G/s | lookup G/s | speed of light G/s | lookup / SoL |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut sol_by_size = Vec::new();
+    for &size in &sizes {
+        // Speed of light: one random 32-byte read from a buffer of the same size per key.
+        let sol = {
+            let buf = DeviceBuffer::<u64>::zeros((size / 8) as usize)?;
+            let ms = time_ms(
+                reps,
+                &stream,
+                || Ok(()),
+                || GpuFilter::speed_of_light_async(&buf, &keys, &mut out, &stream),
+            )?;
+            n as f64 / ms / 1e6
+        };
+        sol_by_size.push((size, sol));
+        for &layout in &layouts {
+            let blocks = (size / layout.block_bytes() as u64) as u32;
+            let mut g = GpuFilter::new(layout, blocks, 7)?;
+            let gs = g.stream().clone();
+            let mut v = Vec::new();
+            for _ in 0..reps {
+                g.clear()?;
+                let t = gs.timer()?;
+                g.insert_device_async(DeviceKeys::U64(&keys), &gs)?;
+                v.push(f64::from(t.stop()?));
+            }
+            let ins = n as f64 / median(v) / 1e6;
+            let ms = time_ms(
+                reps,
+                &gs,
+                || Ok(()),
+                || g.contains_device_async(DeviceKeys::U64(&keys), &mut out, &gs),
+            )?;
+            let look = n as f64 / ms / 1e6;
+            // Sanity: every inserted key is found.
+            let sample = out.to_host()?;
+            assert!(sample.iter().take(1 << 20).all(|&b| b == 1), "lookup missed an inserted key");
+            println!(
+                "| {} | {layout} | {ins:.2} | {look:.2} | {sol:.2} | {:.3} |",
+                human(size),
+                look / sol
+            );
+        }
+    }
+
+    // End to end from pinned host memory.
+    let m = 1usize << e2e_log2;
+    println!("\nend to end from pinned host memory: 2^{e2e_log2} u64 keys, chunks of 2^{chunk_log2}, 3 streams");
+    let mut host_keys = PinnedBuffer::<u64>::zeros(m)?;
+    {
+        let dk = DeviceBuffer::random_u64(m, 0xe2e)?;
+        let v = dk.to_host()?;
+        host_keys.copy_from_slice(&v);
+    }
+    let mut host_out = PinnedBuffer::<u8>::zeros(m)?;
+    let mut dev_keys = DeviceBuffer::<u64>::zeros(m)?;
+    let h2d_ms = time_ms(reps, &stream, || Ok(()), || {
+        dev_keys.copy_from_pinned(&host_keys, &stream)
+    })?;
+    let h2d_gbs = (m * 8) as f64 / h2d_ms / 1e6;
+    let h2d_keys = m as f64 / h2d_ms / 1e6;
+    println!("H2D pinned copy: {h2d_gbs:.1} GB/s = {h2d_keys:.2} G keys/s\n");
+    drop(dev_keys);
+    println!("| filter | layout | op | G keys/s | GB/s of keys | / H2D rate |");
+    println!("|---|---|---|---|---|---|");
+    for &size in sizes.iter().filter(|&&s| s == 2 << 30 || sizes.len() == 1) {
+        for &layout in &layouts {
+            let blocks = (size / layout.block_bytes() as u64) as u32;
+            let mut g = GpuFilter::new(layout, blocks, 7)?;
+            g.set_chunk_keys(1 << chunk_log2);
+            let mut t = Vec::new();
+            for _ in 0..reps {
+                g.clear()?;
+                let s = Instant::now();
+                g.insert_pinned(&host_keys)?;
+                t.push(s.elapsed().as_secs_f64());
+            }
+            let ins = m as f64 / median(t) / 1e9;
+            let mut t = Vec::new();
+            for _ in 0..reps {
+                let s = Instant::now();
+                g.contains_pinned(&host_keys, &mut host_out)?;
+                t.push(s.elapsed().as_secs_f64());
+            }
+            assert!(host_out.iter().all(|&b| b == 1), "end-to-end lookup missed a key");
+            let look = m as f64 / median(t) / 1e9;
+            for (op, r) in [("insert", ins), ("lookup", look)] {
+                println!(
+                    "| {} | {layout} | {op} | {r:.2} | {:.1} | {:.3} |",
+                    human(size),
+                    r * 8.0,
+                    r / h2d_keys
+                );
+            }
+        }
+    }
+    Ok(())
+}

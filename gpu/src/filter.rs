@@ -203,6 +203,28 @@ impl<T: DeviceRepr + ValidAsZeroBits + Default + Clone> DeviceBuffer<T> {
 }
 
 impl<T> DeviceBuffer<T> {
+    /// Copies `src[..self.len()]` (page-locked host memory) into this buffer on `stream` and
+    /// waits (a [`Timer`] started on `stream` before the call measures the copy alone).
+    pub fn copy_from_pinned(
+        &mut self,
+        src: &PinnedBuffer<T>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        let n = self.len.min(src.len());
+        if n == 0 {
+            return Ok(());
+        }
+        let bytes = (n * std::mem::size_of::<T>()) as u64;
+        let (dst, _rec) = self.slice.device_ptr_mut(&stream.stream);
+        // SAFETY: `dst` holds `len` ≥ `n` elements; the source is pinned host memory of `n`
+        // elements, borrowed until the stream is synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(dst, &src[..n], stream.stream.cu_stream())
+        }
+        .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", bytes, e))?;
+        stream.synchronize()
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len

@@ -33,7 +33,7 @@ fn source_carries_core_constants() {
 #[test]
 fn nvrtc_compiles_every_layout() {
     if !common::nvrtc() {
-        eprintln!("SKIP: nvrtc_compiles_every_layout: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88, or set BLOOMLANES_NVRTC)");
+        common::skip("nvrtc_compiles_every_layout: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88, or set BLOOMLANES_NVRTC)");
         return;
     }
     let (major, minor) = bloomlanes_gpu::nvrtc_version().unwrap();

@@ -1,0 +1,223 @@
+//! GPU tests: byte-identical filters and answers versus the core, for every layout and key form.
+//! Without a GPU every test prints a SKIP line and passes.
+
+mod common;
+
+use bloomlanes_core::golden::filter_vectors;
+use bloomlanes_core::{Filter, Keys, Layout, Records, Strings};
+use bloomlanes_gpu::{
+    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, PinnedBuffer,
+};
+use rand::{Rng, SeedableRng};
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+fn core_answers(f: &Filter, keys: Keys<'_>) -> Vec<u8> {
+    (0..keys.len())
+        .map(|i| f.contains_hash(keys.hash(i, f.seed())) as u8)
+        .collect()
+}
+
+fn core_insert(f: &mut Filter, keys: Keys<'_>) {
+    for i in 0..keys.len() {
+        f.insert_hash(keys.hash(i, f.seed()));
+    }
+}
+
+fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
+    let want = core_answers(f, keys);
+    let mut got = vec![7u8; keys.len()];
+    g.contains(keys, &mut got).unwrap();
+    assert_eq!(got, want, "{what}: byte answers");
+    let mut bits = vec![u64::MAX; keys.len().div_ceil(64)];
+    g.contains_bitmap(keys, &mut bits).unwrap();
+    for (i, &w) in want.iter().enumerate() {
+        assert_eq!((bits[i / 64] >> (i % 64)) & 1, u64::from(w), "{what}: bit {i}");
+    }
+    if keys.len() % 64 != 0 {
+        assert_eq!(bits[keys.len() / 64] >> (keys.len() % 64), 0, "{what}: tail bits");
+    }
+}
+
+#[test]
+fn probe_never_panics() {
+    match probe() {
+        Ok(d) => eprintln!("device: {d:?}"),
+        Err(e) => common::skip(&format!("probe_never_panics: {e}")),
+    }
+}
+
+#[test]
+fn u64_keys_every_layout_bit_identical() {
+    if !common::gpu("u64_keys_every_layout_bit_identical") {
+        return;
+    }
+    let mut r = rng(1);
+    for layout in Layout::ALL {
+        for blocks in [1u32, 3, 1000, 65_537] {
+            let seed = r.gen::<u64>();
+            let mut f = Filter::new(layout, blocks, seed);
+            let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+            // Several batches in a row, with empty and odd lengths; small chunks force the pipeline.
+            g.set_chunk_keys(1000);
+            for len in [0usize, 1, 63, 64, 65, 4097, 20_011] {
+                let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
+                g.insert(Keys::U64(&keys)).unwrap();
+                core_insert(&mut f, Keys::U64(&keys));
+            }
+            let d = g.download().unwrap();
+            assert_eq!(d.to_image(), f.to_image(), "{layout} {blocks}");
+            assert_eq!(d, f, "{layout} {blocks}: header and key count");
+            let present: Vec<u64> = (0..3000).map(|_| r.gen()).collect();
+            g.insert(Keys::U64(&present)).unwrap();
+            core_insert(&mut f, Keys::U64(&present));
+            let absent: Vec<u64> = (0..5001).map(|_| r.gen()).collect();
+            check_lookups(&g, &f, Keys::U64(&present), "present");
+            check_lookups(&g, &f, Keys::U64(&absent), "absent");
+            check_lookups(&g, &f, Keys::U64(&[]), "empty");
+            assert!(core_answers(&f, Keys::U64(&present)).iter().all(|&a| a == 1));
+        }
+    }
+}
+
+#[test]
+fn all_key_forms_match_core() {
+    if !common::gpu("all_key_forms_match_core") {
+        return;
+    }
+    let mut r = rng(2);
+    for layout in Layout::ALL {
+        let blocks = 777;
+        let seed = 42;
+        let mut f = Filter::new(layout, blocks, seed);
+        let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+        g.set_chunk_keys(128);
+        // Hashes.
+        let hashes: Vec<u64> = (0..1001).map(|_| r.gen()).collect();
+        // 13-byte records (IPv4 5-tuples).
+        let rec: Vec<u8> = (0..13 * 999).map(|_| r.gen()).collect();
+        let records = Keys::Records(Records::new(&rec, 13).unwrap());
+        // Strings of every length 0..=80 (every XXH64 path).
+        let mut data = Vec::new();
+        let mut offsets = vec![0u64];
+        for i in 0..1500 {
+            let len = i % 81;
+            data.extend((0..len).map(|_| r.gen::<u8>()));
+            offsets.push(data.len() as u64);
+        }
+        let strings = Keys::Strings(Strings::new(&data, &offsets).unwrap());
+        for keys in [Keys::Hashes(&hashes), records, strings] {
+            g.insert(keys.slice(0..keys.len() / 2)).unwrap();
+            core_insert(&mut f, keys.slice(0..keys.len() / 2));
+        }
+        assert_eq!(g.download().unwrap().to_image(), f.to_image(), "{layout}");
+        for keys in [Keys::Hashes(&hashes), records, strings] {
+            check_lookups(&g, &f, keys, &format!("{layout} {keys:?}").chars().take(40).collect::<String>());
+        }
+        // The same keys from device memory.
+        let mut g2 = GpuFilter::new(layout, blocks, seed).unwrap();
+        let dh = DeviceBuffer::from_host(&hashes[..500]).unwrap();
+        let dr = DeviceBuffer::from_host(&rec[..13 * 499]).unwrap();
+        let half = offsets.len() / 2;
+        let dd = DeviceBuffer::from_host(&data[..offsets[half - 1] as usize]).unwrap();
+        let doff = DeviceBuffer::from_host(&offsets[..half]).unwrap();
+        g2.insert_device(DeviceKeys::Hashes(&dh)).unwrap();
+        g2.insert_device(DeviceKeys::Records { data: &dr, width: 13 }).unwrap();
+        g2.insert_device(DeviceKeys::Strings { data: &dd, offsets: &doff }).unwrap();
+        assert_eq!(g2.download().unwrap().to_image(), f.to_image(), "{layout} device keys");
+        let mut out = DeviceBuffer::<u8>::zeros(1001).unwrap();
+        let all = DeviceBuffer::from_host(&hashes).unwrap();
+        g2.contains_device(DeviceKeys::Hashes(&all), &mut out).unwrap();
+        assert_eq!(out.to_host().unwrap(), core_answers(&f, Keys::Hashes(&hashes)));
+    }
+}
+
+#[test]
+fn golden_vectors() {
+    if !common::gpu("golden_vectors") {
+        return;
+    }
+    let vectors = filter_vectors();
+    assert!(!vectors.is_empty());
+    for v in vectors {
+        let mut g = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
+        let keys: Vec<u64> = (0..v.keys).collect();
+        g.insert(Keys::U64(&keys)).unwrap();
+        assert_eq!(g.download().unwrap().to_image(), v.image, "{} {}", v.layout, v.blocks);
+    }
+}
+
+#[test]
+fn upload_union_intersect_and_device_paths() {
+    if !common::gpu("upload_union_intersect_and_device_paths") {
+        return;
+    }
+    let mut r = rng(3);
+    for layout in Layout::ALL {
+        let (blocks, seed) = (4099, 9);
+        let a: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
+        let b: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
+        let mut fa = Filter::new(layout, blocks, seed);
+        let mut fb = Filter::new(layout, blocks, seed);
+        core_insert(&mut fa, Keys::U64(&a));
+        core_insert(&mut fb, Keys::U64(&b));
+        let mut ga = GpuFilter::upload(&fa).unwrap();
+        assert_eq!(ga.download().unwrap(), fa);
+        // Device-resident keys, async on a separate stream.
+        let mut gb = GpuFilter::new(layout, blocks, seed).unwrap();
+        let db = DeviceBuffer::from_host(&b).unwrap();
+        let s = GpuStream::new().unwrap();
+        gb.insert_device_async(DeviceKeys::U64(&db), &s).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(gb.download().unwrap().to_image(), fb.to_image());
+        let mut bits = DeviceBuffer::<u64>::zeros(b.len().div_ceil(64)).unwrap();
+        gb.contains_bitmap_device_async(DeviceKeys::U64(&db), &mut bits, &s).unwrap();
+        s.synchronize().unwrap();
+        assert!(bits.to_host().unwrap().iter().all(|&w| w == u64::MAX) || b.len() % 64 != 0);
+        // Pinned fast path.
+        let pk = PinnedBuffer::from_slice(&a).unwrap();
+        let mut pout = PinnedBuffer::<u8>::zeros(a.len()).unwrap();
+        ga.set_chunk_keys(4096);
+        ga.contains_pinned(&pk, &mut pout).unwrap();
+        assert!(pout.iter().all(|&x| x == 1));
+        let mut gp = GpuFilter::new(layout, blocks, seed).unwrap();
+        gp.set_chunk_keys(4096);
+        gp.insert_pinned(&pk).unwrap();
+        assert_eq!(gp.download().unwrap().to_image(), fa.to_image());
+        // Union and intersection.
+        let mut fu = fa.clone();
+        fu.union_with(&fb).unwrap();
+        let mut fi = fa.clone();
+        fi.intersect_with(&fb).unwrap();
+        let mut gi = GpuFilter::upload(&fa).unwrap();
+        ga.union_with(&gb).unwrap();
+        gi.intersect_with(&gb).unwrap();
+        assert_eq!(ga.download().unwrap(), fu);
+        assert_eq!(gi.download().unwrap(), fi);
+        let other = GpuFilter::new(layout, blocks + 1, seed).unwrap();
+        assert!(matches!(ga.union_with(&other), Err(GpuError::Incompatible(_))));
+    }
+}
+
+#[test]
+fn too_large_for_the_device_is_a_clear_error() {
+    if !common::gpu("too_large_for_the_device_is_a_clear_error") {
+        return;
+    }
+    // 2^32 − 1 blocks of 128 bytes: 512 GiB.
+    match GpuFilter::new(Layout::L16x64, u32::MAX, 0) {
+        Err(GpuError::OutOfMemory {
+            requested_bytes,
+            free_bytes,
+            ..
+        }) => {
+            assert_eq!(requested_bytes, u64::from(u32::MAX) * 128);
+            assert!(free_bytes < requested_bytes);
+            let msg = GpuFilter::new(Layout::L16x64, u32::MAX, 0).unwrap_err().to_string();
+            assert!(msg.contains("out of GPU memory"), "{msg}");
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+}
