@@ -133,15 +133,38 @@ pub fn run(cfg: &BenchConfig, show_progress: bool) -> Result<BenchReport> {
     let mut reference: Option<(Filter, Vec<u8>)> = None;
     let mut rows = Vec::new();
     for engine in &engines {
+        // Best of up to three passes (fewer when a pass is slow), after the first warmed caches.
         let mut filter = empty.clone();
-        let t_insert = insert_with(&**engine, &mut filter, Keys::U64(&keys), show_progress)?;
-        let (answers, t_query) = contains_with(
-            &**engine,
-            filter.as_view(),
-            filter.seed(),
-            Keys::U64(&queries),
-            show_progress,
-        )?;
+        let mut t_insert = f64::INFINITY;
+        let mut spent = 0.0;
+        for _ in 0..3 {
+            let mut f = empty.clone();
+            let t = insert_with(&**engine, &mut f, Keys::U64(&keys), show_progress)?;
+            t_insert = t_insert.min(t);
+            spent += t;
+            filter = f;
+            if spent > 1.0 {
+                break;
+            }
+        }
+        let mut t_query = f64::INFINITY;
+        let mut answers = Vec::new();
+        spent = 0.0;
+        for _ in 0..3 {
+            let (a, t) = contains_with(
+                &**engine,
+                filter.as_view(),
+                filter.seed(),
+                Keys::U64(&queries),
+                show_progress,
+            )?;
+            t_query = t_query.min(t);
+            spent += t;
+            answers = a;
+            if spent > 1.0 {
+                break;
+            }
+        }
         let false_negatives = answers
             .iter()
             .step_by(2)
