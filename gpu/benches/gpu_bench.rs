@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use bloomlanes_core::Layout;
 use bloomlanes_gpu::{
-    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, PinnedBuffer,
+    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
 
 fn setting(args: &[String], key: &str, default: &str) -> String {
@@ -71,7 +71,10 @@ fn time_ms(
 }
 
 fn main() -> Result<(), GpuError> {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a.contains('=')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a.contains('='))
+        .collect();
     let sizes: Vec<u64> = setting(&args, "SIZES", "1M,256M,2G,8G")
         .split(',')
         .map(parse_size)
@@ -113,9 +116,9 @@ fn main() -> Result<(), GpuError> {
     let stream = GpuStream::new()?;
 
     println!(
-        "| filter | layout | insert G/s | lookup G/s | speed of light G/s | lookup / SoL |"
+        "| filter | layout | insert G/s (atomics) | insert G/s (bulk reduce) | lookup G/s | speed of light G/s | lookup / SoL |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     let mut sol_by_size = Vec::new();
     for &size in &sizes {
         // Speed of light: one random 32-byte read from a buffer of the same size per key.
@@ -134,14 +137,21 @@ fn main() -> Result<(), GpuError> {
             let blocks = (size / layout.block_bytes() as u64) as u32;
             let mut g = GpuFilter::new(layout, blocks, 7)?;
             let gs = g.stream().clone();
-            let mut v = Vec::new();
-            for _ in 0..reps {
-                g.clear()?;
-                let t = gs.timer()?;
-                g.insert_device_async(DeviceKeys::U64(&keys), &gs)?;
-                v.push(f64::from(t.stop()?));
+            let mut ins = [0.0; 2];
+            for (slot, kernel) in [InsertKernel::BulkReduce, InsertKernel::Atomic]
+                .into_iter()
+                .enumerate()
+            {
+                g.set_insert_kernel(kernel);
+                let mut v = Vec::new();
+                for _ in 0..reps {
+                    g.clear()?;
+                    let t = gs.timer()?;
+                    g.insert_device_async(DeviceKeys::U64(&keys), &gs)?;
+                    v.push(f64::from(t.stop()?));
+                }
+                ins[1 - slot] = n as f64 / median(v) / 1e6;
             }
-            let ins = n as f64 / median(v) / 1e6;
             let ms = time_ms(
                 reps,
                 &gs,
@@ -151,10 +161,15 @@ fn main() -> Result<(), GpuError> {
             let look = n as f64 / ms / 1e6;
             // Sanity: every inserted key is found.
             let sample = out.to_host()?;
-            assert!(sample.iter().take(1 << 20).all(|&b| b == 1), "lookup missed an inserted key");
+            assert!(
+                sample.iter().take(1 << 20).all(|&b| b == 1),
+                "lookup missed an inserted key"
+            );
             println!(
-                "| {} | {layout} | {ins:.2} | {look:.2} | {sol:.2} | {:.3} |",
+                "| {} | {layout} | {:.2} | {:.2} | {look:.2} | {sol:.2} | {:.3} |",
                 human(size),
+                ins[0],
+                ins[1],
                 look / sol
             );
         }
@@ -171,9 +186,12 @@ fn main() -> Result<(), GpuError> {
     }
     let mut host_out = PinnedBuffer::<u8>::zeros(m)?;
     let mut dev_keys = DeviceBuffer::<u64>::zeros(m)?;
-    let h2d_ms = time_ms(reps, &stream, || Ok(()), || {
-        dev_keys.copy_from_pinned(&host_keys, &stream)
-    })?;
+    let h2d_ms = time_ms(
+        reps,
+        &stream,
+        || Ok(()),
+        || dev_keys.copy_from_pinned(&host_keys, &stream),
+    )?;
     let h2d_gbs = (m * 8) as f64 / h2d_ms / 1e6;
     let h2d_keys = m as f64 / h2d_ms / 1e6;
     println!("H2D pinned copy: {h2d_gbs:.1} GB/s = {h2d_keys:.2} G keys/s\n");
@@ -185,6 +203,9 @@ fn main() -> Result<(), GpuError> {
             let blocks = (size / layout.block_bytes() as u64) as u32;
             let mut g = GpuFilter::new(layout, blocks, 7)?;
             g.set_chunk_keys(1 << chunk_log2);
+            if setting(&args, "E2E_INSERT", "atomic") == "bulk" {
+                g.set_insert_kernel(InsertKernel::BulkReduce);
+            }
             let mut t = Vec::new();
             for _ in 0..reps {
                 g.clear()?;
@@ -199,7 +220,10 @@ fn main() -> Result<(), GpuError> {
                 g.contains_pinned(&host_keys, &mut host_out)?;
                 t.push(s.elapsed().as_secs_f64());
             }
-            assert!(host_out.iter().all(|&b| b == 1), "end-to-end lookup missed a key");
+            assert!(
+                host_out.iter().all(|&b| b == 1),
+                "end-to-end lookup missed a key"
+            );
             let look = m as f64 / median(t) / 1e9;
             for (op, r) in [("insert", ins), ("lookup", look)] {
                 println!(

@@ -367,6 +367,16 @@ impl<T> std::fmt::Debug for PinnedBuffer<T> {
     }
 }
 
+/// How inserts of u64 keys and hashes set bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertKernel {
+    /// One atomic OR per 64-bit word of the block (two 32-bit lanes share one).
+    Atomic,
+    /// One TMA bulk reduction (`cp.reduce.async.bulk … .or.b64`) of the whole block mask per key,
+    /// staged in shared memory (sm_90+; falls back to atomics on older devices).
+    BulkReduce,
+}
+
 /// What a pass over keys does.
 enum Op<'o> {
     Insert,
@@ -399,6 +409,7 @@ pub struct GpuFilter {
     hash: HashId,
     keys: Option<u64>,
     chunk_keys: usize,
+    insert_kernel: InsertKernel,
 }
 
 impl std::fmt::Debug for GpuFilter {
@@ -447,6 +458,7 @@ impl GpuFilter {
             hash,
             keys: Some(0),
             chunk_keys: DEFAULT_CHUNK_KEYS,
+            insert_kernel: InsertKernel::Atomic,
         })
     }
 
@@ -511,6 +523,20 @@ impl GpuFilter {
         self.chunk_keys = keys.max(64).next_multiple_of(64);
     }
 
+    /// Chooses the insert kernel for u64 keys and hashes (results are identical).
+    pub fn set_insert_kernel(&mut self, kernel: InsertKernel) {
+        self.insert_kernel = kernel;
+    }
+
+    fn insert_name(&self, hashes: bool) -> &'static str {
+        match (self.insert_kernel, hashes) {
+            (InsertKernel::Atomic, false) => names::INSERT_U64,
+            (InsertKernel::Atomic, true) => names::INSERT_HASH,
+            (InsertKernel::BulkReduce, false) => names::INSERT_U64_BULK,
+            (InsertKernel::BulkReduce, true) => names::INSERT_HASH_BULK,
+        }
+    }
+
     /// Clears every bit (the key count becomes 0).
     pub fn clear(&mut self) -> Result<(), GpuError> {
         self.stream
@@ -545,6 +571,7 @@ impl GpuFilter {
         keys: DeviceKeys<'_>,
         out: DevOut<'_>,
         stream: &Arc<CudaStream>,
+        insert_name: Option<&'static str>,
     ) -> Result<(), GpuError> {
         let n = keys.len() as u64;
         if n == 0 {
@@ -569,7 +596,10 @@ impl GpuFilter {
             (DeviceKeys::Records { .. }, DevOut::Bits(_)) => ("bitmap", names::BITMAP_RECORDS, 0),
             (DeviceKeys::Strings { .. }, DevOut::Bits(_)) => ("bitmap", names::BITMAP_STRINGS, 0),
         };
-        let _ = kind;
+        let fname = match (kind, &keys, insert_name) {
+            ("insert", DeviceKeys::U64(_) | DeviceKeys::Hashes(_), Some(name)) => name,
+            _ => fname,
+        };
         let per_block = if per_block == 1 {
             u64::from(THREADS * KEYS_PER_THREAD)
         } else {
@@ -618,15 +648,15 @@ impl GpuFilter {
 
     fn check_device_keys(keys: &DeviceKeys<'_>) -> Result<(), GpuError> {
         match keys {
-            DeviceKeys::Records { width: 0, .. } => Err(GpuError::Batch(
-                bloomlanes_core::BatchError::ZeroWidth,
-            )),
-            DeviceKeys::Records { data, width } if data.len % width != 0 => {
-                Err(GpuError::Batch(bloomlanes_core::BatchError::RaggedRecords {
+            DeviceKeys::Records { width: 0, .. } => {
+                Err(GpuError::Batch(bloomlanes_core::BatchError::ZeroWidth))
+            }
+            DeviceKeys::Records { data, width } if data.len % width != 0 => Err(GpuError::Batch(
+                bloomlanes_core::BatchError::RaggedRecords {
                     len: data.len,
                     width: *width,
-                }))
-            }
+                },
+            )),
             DeviceKeys::Strings { offsets, .. } if offsets.len == 0 => {
                 Err(GpuError::Batch(bloomlanes_core::BatchError::NoOffsets))
             }
@@ -643,6 +673,7 @@ impl GpuFilter {
     ) -> Result<(), GpuError> {
         Self::check_device_keys(&keys)?;
         self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
+        let name = self.insert_name(matches!(keys, DeviceKeys::Hashes(_)));
         Self::launch_device(
             &self.k,
             self.blocks,
@@ -651,6 +682,7 @@ impl GpuFilter {
             keys,
             DevOut::None,
             &stream.stream,
+            Some(name),
         )?;
         self.count(keys.len());
         Ok(())
@@ -687,6 +719,7 @@ impl GpuFilter {
             keys,
             DevOut::Bytes(&mut out.slice),
             &stream.stream,
+            None,
         )
     }
 
@@ -725,6 +758,7 @@ impl GpuFilter {
             keys,
             DevOut::Bits(&mut out.slice),
             &stream.stream,
+            None,
         )
     }
 
@@ -1020,8 +1054,8 @@ impl GpuFilter {
         let blocks = u64::from(self.blocks);
         let seed = self.seed;
         let (fname, per_block) = match (keys, op) {
-            (Keys::U64(_), Op::Insert) => (names::INSERT_U64, true),
-            (Keys::Hashes(_), Op::Insert) => (names::INSERT_HASH, true),
+            (Keys::U64(_), Op::Insert) => (self.insert_name(false), true),
+            (Keys::Hashes(_), Op::Insert) => (self.insert_name(true), true),
             (Keys::Records(_), Op::Insert) => (names::INSERT_RECORDS, false),
             (Keys::Strings(_), Op::Insert) => (names::INSERT_STRINGS, false),
             (Keys::U64(_), Op::Contains(_)) => (names::CONTAINS_U64, true),
@@ -1178,7 +1212,7 @@ impl GpuFilter {
                 let fname = if out.is_some() {
                     names::CONTAINS_U64
                 } else {
-                    names::INSERT_U64
+                    self.insert_name(false)
                 };
                 let mut l = stream.launch_builder(&self.k.f[fname]);
                 l.arg(&self.words).arg(&blocks).arg(&*dk).arg(&m).arg(&seed);

@@ -32,7 +32,11 @@ pub(crate) mod names {
     pub const INTERSECT: &str = "bl_intersect";
     pub const FILL_RANDOM: &str = "bl_fill_random";
     pub const SPEED_OF_LIGHT: &str = "bl_speed_of_light";
-    pub const ALL: [&str; 16] = [
+    pub const INSERT_U64_BULK: &str = "bl_insert_u64_bulk";
+    pub const INSERT_HASH_BULK: &str = "bl_insert_hash_bulk";
+    pub const ALL: [&str; 18] = [
+        INSERT_U64_BULK,
+        INSERT_HASH_BULK,
         INSERT_U64,
         INSERT_HASH,
         INSERT_RECORDS,
@@ -88,6 +92,22 @@ pub fn kernel_source(layout: Layout) -> String {
     s.push_str("__device__ __forceinline__ void bl_bits(u32 lo, u32 b[BL_LANES]) {\n");
     for i in 0..lanes {
         let _ = writeln!(s, "  b[{i}] = (lo * BL_SALT{i}) >> BL_LANE_SHIFT;");
+    }
+    s.push_str("}\n");
+
+    // The block mask as u32 words of the byte image (for the bulk-reduce insert).
+    s.push_str("__device__ __forceinline__ void bl_mask(u32 lo, u32 m[BL_BLOCK_U32S]) {\n  u32 b[BL_LANES]; bl_bits(lo, b);\n");
+    for i in 0..lanes {
+        if word_bits == 32 {
+            let _ = writeln!(s, "  m[{i}] = 1u << b[{i}];");
+        } else {
+            let _ = writeln!(
+                s,
+                "  m[{}] = b[{i}] < 32 ? 1u << b[{i}] : 0u; m[{}] = b[{i}] >= 32 ? 1u << (b[{i}] - 32) : 0u;",
+                2 * i,
+                2 * i + 1
+            );
+        }
     }
     s.push_str("}\n");
 
@@ -242,8 +262,48 @@ __device__ __forceinline__ void bl_bitmap_keys(const u32* __restrict__ words, u6
     u64 i = base + j * BL_THREADS;
     bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
     u32 m = __ballot_sync(0xffffffffu, r);
-    if ((threadIdx.x & 31) == 0 && i < n) bits[i >> 5] = m;
+    if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
   }
+}
+// Insert by TMA bulk reduction (sm_90+): the block mask is staged in shared memory and ORed into
+// the filter with one cp.reduce.async.bulk per key instead of one atomic per lane word.
+template <int MODE>
+__device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64 blocks,
+    const u64* __restrict__ keys, u64 n, u64 seed) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ __align__(128) u32 sm[BL_THREADS * BL_BLOCK_U32S];
+  u32* my = sm + threadIdx.x * BL_BLOCK_U32S;
+  u32 saddr = (u32)__cvta_generic_to_shared(my);
+  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
+  u64 k[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    if (i < n) {
+      u64 h = bl_key_hash(k[j], seed, MODE);
+      u64 blk = ((h >> 32) * blocks) >> 32;
+      u32 m[BL_BLOCK_U32S]; bl_mask((u32)h, m);
+      if (j > 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      #pragma unroll
+      for (int t = 0; t < BL_BLOCK_U32S; t += 4) *(uint4*)(my + t) = make_uint4(m[t], m[t + 1], m[t + 2], m[t + 3]);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.or.b64 [%0], [%1], %2;"
+                   :: "l"(words + blk * BL_BLOCK_U32S), "r"(saddr), "n"(BL_BLOCK_U32S * 4) : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+  bl_insert_keys<MODE>(words, blocks, keys, n, seed);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys_bulk<0>(words, blocks, keys, n, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys_bulk<1>(words, blocks, keys, n, seed);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
   bl_insert_keys<0>(words, blocks, keys, n, seed);
@@ -292,13 +352,13 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
   bool r = i < n ? bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed)) : false;
   u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && i < n) bits[i >> 5] = m;
+  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
   bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed)) : false;
   u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && i < n) bits[i >> 5] = m;
+  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_union(u32* a, const u32* b, u64 n) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;

@@ -20,7 +20,9 @@ mod loader;
 
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
 pub use error::GpuError;
-pub use filter::{DeviceBuffer, DeviceKeys, GpuFilter, GpuStream, PinnedBuffer, Timer};
+pub use filter::{
+    DeviceBuffer, DeviceKeys, GpuFilter, GpuStream, InsertKernel, PinnedBuffer, Timer,
+};
 pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 

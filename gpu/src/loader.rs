@@ -91,9 +91,8 @@ pub fn preload_nvrtc(path: &Path) -> Result<(), GpuError> {
     let mut keep = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
     for f in files {
         // SAFETY: loading NVRTC runs its initialisers only; it is a plain C library.
-        let lib = unsafe { libloading::Library::new(&f) }.map_err(|e| {
-            GpuError::NoNvrtc(format!("could not load {}: {e}", f.display()))
-        })?;
+        let lib = unsafe { libloading::Library::new(&f) }
+            .map_err(|e| GpuError::NoNvrtc(format!("could not load {}: {e}", f.display())))?;
         keep.push(lib);
     }
     Ok(())

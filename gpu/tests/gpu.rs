@@ -6,7 +6,7 @@ mod common;
 use bloomlanes_core::golden::filter_vectors;
 use bloomlanes_core::{Filter, Keys, Layout, Records, Strings};
 use bloomlanes_gpu::{
-    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, PinnedBuffer,
+    probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
 use rand::{Rng, SeedableRng};
 
@@ -34,10 +34,18 @@ fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
     let mut bits = vec![u64::MAX; keys.len().div_ceil(64)];
     g.contains_bitmap(keys, &mut bits).unwrap();
     for (i, &w) in want.iter().enumerate() {
-        assert_eq!((bits[i / 64] >> (i % 64)) & 1, u64::from(w), "{what}: bit {i}");
+        assert_eq!(
+            (bits[i / 64] >> (i % 64)) & 1,
+            u64::from(w),
+            "{what}: bit {i}"
+        );
     }
     if keys.len() % 64 != 0 {
-        assert_eq!(bits[keys.len() / 64] >> (keys.len() % 64), 0, "{what}: tail bits");
+        assert_eq!(
+            bits[keys.len() / 64] >> (keys.len() % 64),
+            0,
+            "{what}: tail bits"
+        );
     }
 }
 
@@ -55,11 +63,15 @@ fn u64_keys_every_layout_bit_identical() {
         return;
     }
     let mut r = rng(1);
-    for layout in Layout::ALL {
+    for (layout, kernel) in Layout::ALL
+        .into_iter()
+        .flat_map(|l| [(l, InsertKernel::Atomic), (l, InsertKernel::BulkReduce)])
+    {
         for blocks in [1u32, 3, 1000, 65_537] {
             let seed = r.gen::<u64>();
             let mut f = Filter::new(layout, blocks, seed);
             let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+            g.set_insert_kernel(kernel);
             // Several batches in a row, with empty and odd lengths; small chunks force the pipeline.
             g.set_chunk_keys(1000);
             for len in [0usize, 1, 63, 64, 65, 4097, 20_011] {
@@ -68,7 +80,7 @@ fn u64_keys_every_layout_bit_identical() {
                 core_insert(&mut f, Keys::U64(&keys));
             }
             let d = g.download().unwrap();
-            assert_eq!(d.to_image(), f.to_image(), "{layout} {blocks}");
+            assert_eq!(d.to_image(), f.to_image(), "{layout} {blocks} {kernel:?}");
             assert_eq!(d, f, "{layout} {blocks}: header and key count");
             let present: Vec<u64> = (0..3000).map(|_| r.gen()).collect();
             g.insert(Keys::U64(&present)).unwrap();
@@ -77,7 +89,9 @@ fn u64_keys_every_layout_bit_identical() {
             check_lookups(&g, &f, Keys::U64(&present), "present");
             check_lookups(&g, &f, Keys::U64(&absent), "absent");
             check_lookups(&g, &f, Keys::U64(&[]), "empty");
-            assert!(core_answers(&f, Keys::U64(&present)).iter().all(|&a| a == 1));
+            assert!(core_answers(&f, Keys::U64(&present))
+                .iter()
+                .all(|&a| a == 1));
         }
     }
 }
@@ -114,7 +128,15 @@ fn all_key_forms_match_core() {
         }
         assert_eq!(g.download().unwrap().to_image(), f.to_image(), "{layout}");
         for keys in [Keys::Hashes(&hashes), records, strings] {
-            check_lookups(&g, &f, keys, &format!("{layout} {keys:?}").chars().take(40).collect::<String>());
+            check_lookups(
+                &g,
+                &f,
+                keys,
+                &format!("{layout} {keys:?}")
+                    .chars()
+                    .take(40)
+                    .collect::<String>(),
+            );
         }
         // The same keys from device memory.
         let mut g2 = GpuFilter::new(layout, blocks, seed).unwrap();
@@ -124,13 +146,29 @@ fn all_key_forms_match_core() {
         let dd = DeviceBuffer::from_host(&data[..offsets[half - 1] as usize]).unwrap();
         let doff = DeviceBuffer::from_host(&offsets[..half]).unwrap();
         g2.insert_device(DeviceKeys::Hashes(&dh)).unwrap();
-        g2.insert_device(DeviceKeys::Records { data: &dr, width: 13 }).unwrap();
-        g2.insert_device(DeviceKeys::Strings { data: &dd, offsets: &doff }).unwrap();
-        assert_eq!(g2.download().unwrap().to_image(), f.to_image(), "{layout} device keys");
+        g2.insert_device(DeviceKeys::Records {
+            data: &dr,
+            width: 13,
+        })
+        .unwrap();
+        g2.insert_device(DeviceKeys::Strings {
+            data: &dd,
+            offsets: &doff,
+        })
+        .unwrap();
+        assert_eq!(
+            g2.download().unwrap().to_image(),
+            f.to_image(),
+            "{layout} device keys"
+        );
         let mut out = DeviceBuffer::<u8>::zeros(1001).unwrap();
         let all = DeviceBuffer::from_host(&hashes).unwrap();
-        g2.contains_device(DeviceKeys::Hashes(&all), &mut out).unwrap();
-        assert_eq!(out.to_host().unwrap(), core_answers(&f, Keys::Hashes(&hashes)));
+        g2.contains_device(DeviceKeys::Hashes(&all), &mut out)
+            .unwrap();
+        assert_eq!(
+            out.to_host().unwrap(),
+            core_answers(&f, Keys::Hashes(&hashes))
+        );
     }
 }
 
@@ -142,10 +180,30 @@ fn golden_vectors() {
     let vectors = filter_vectors();
     assert!(!vectors.is_empty());
     for v in vectors {
-        let mut g = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
-        let keys: Vec<u64> = (0..v.keys).collect();
-        g.insert(Keys::U64(&keys)).unwrap();
-        assert_eq!(g.download().unwrap().to_image(), v.image, "{} {}", v.layout, v.blocks);
+        for kernel in [InsertKernel::Atomic, InsertKernel::BulkReduce] {
+            let mut g = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
+            g.set_insert_kernel(kernel);
+            let keys: Vec<u64> = (0..v.keys).collect();
+            g.insert(Keys::U64(&keys)).unwrap();
+            assert_eq!(
+                g.download().unwrap().to_image(),
+                v.image,
+                "{} {}",
+                v.layout,
+                v.blocks
+            );
+            let dk = DeviceBuffer::from_host(&keys).unwrap();
+            let mut g2 = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
+            g2.set_insert_kernel(kernel);
+            g2.insert_device(DeviceKeys::U64(&dk)).unwrap();
+            assert_eq!(
+                g2.download().unwrap().to_image(),
+                v.image,
+                "{} {}",
+                v.layout,
+                v.blocks
+            );
+        }
     }
 }
 
@@ -173,7 +231,8 @@ fn upload_union_intersect_and_device_paths() {
         s.synchronize().unwrap();
         assert_eq!(gb.download().unwrap().to_image(), fb.to_image());
         let mut bits = DeviceBuffer::<u64>::zeros(b.len().div_ceil(64)).unwrap();
-        gb.contains_bitmap_device_async(DeviceKeys::U64(&db), &mut bits, &s).unwrap();
+        gb.contains_bitmap_device_async(DeviceKeys::U64(&db), &mut bits, &s)
+            .unwrap();
         s.synchronize().unwrap();
         assert!(bits.to_host().unwrap().iter().all(|&w| w == u64::MAX) || b.len() % 64 != 0);
         // Pinned fast path.
@@ -197,7 +256,10 @@ fn upload_union_intersect_and_device_paths() {
         assert_eq!(ga.download().unwrap(), fu);
         assert_eq!(gi.download().unwrap(), fi);
         let other = GpuFilter::new(layout, blocks + 1, seed).unwrap();
-        assert!(matches!(ga.union_with(&other), Err(GpuError::Incompatible(_))));
+        assert!(matches!(
+            ga.union_with(&other),
+            Err(GpuError::Incompatible(_))
+        ));
     }
 }
 
@@ -215,7 +277,9 @@ fn too_large_for_the_device_is_a_clear_error() {
         }) => {
             assert_eq!(requested_bytes, u64::from(u32::MAX) * 128);
             assert!(free_bytes < requested_bytes);
-            let msg = GpuFilter::new(Layout::L16x64, u32::MAX, 0).unwrap_err().to_string();
+            let msg = GpuFilter::new(Layout::L16x64, u32::MAX, 0)
+                .unwrap_err()
+                .to_string();
             assert!(msg.contains("out of GPU memory"), "{msg}");
         }
         other => panic!("expected OutOfMemory, got {other:?}"),
