@@ -6,7 +6,7 @@
 //! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`].
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them atomically.
 //! - [`ops`] queries, inspects ([`ops::stats`]) and merges; [`parquet_io`] imports and exports
-//!   the Parquet split-block form; [`verify`] cross-checks backends; [`bench`] is the demo.
+//!   the Parquet split-block form; [`verify`] cross-checks backends; [`mod@bench`] is the demo.
 //!
 //! ```
 //! use bloomlanes_host::{BackendChoice, FilterBuilder, KeySet};

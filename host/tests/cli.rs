@@ -37,9 +37,9 @@ fn build_query_stats_from_text_lines() {
         .lines()
         .map(str::to_string)
         .collect();
-    for i in 0..5000 {
+    for (i, key) in found.iter().take(5000).enumerate() {
         assert_eq!(
-            found[i],
+            *key,
             format!("user{i}"),
             "matching keys print in input order"
         );

@@ -72,7 +72,7 @@ fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
 
 fn pcapng_block(kind: u32, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
-    while body.len() % 4 != 0 {
+    while !body.len().is_multiple_of(4) {
         body.push(0);
     }
     let len = (body.len() + 12) as u32;
