@@ -373,7 +373,8 @@ pub enum InsertKernel {
     /// One atomic OR per 64-bit word of the block (two 32-bit lanes share one).
     Atomic,
     /// One TMA bulk reduction (`cp.reduce.async.bulk … .or.b64`) of the whole block mask per key,
-    /// staged in shared memory (sm_90+; falls back to atomics on older devices).
+    /// staged in shared memory (sm_90+; falls back to atomics on older devices). The default:
+    /// faster than atomics for every layout and size measured on an H100.
     BulkReduce,
 }
 
@@ -458,7 +459,7 @@ impl GpuFilter {
             hash,
             keys: Some(0),
             chunk_keys: DEFAULT_CHUNK_KEYS,
-            insert_kernel: InsertKernel::Atomic,
+            insert_kernel: InsertKernel::BulkReduce,
         })
     }
 

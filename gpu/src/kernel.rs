@@ -77,6 +77,10 @@ pub fn kernel_source(layout: Layout) -> String {
     let _ = writeln!(s, "#define BL_BLOCK_VEC4 {}", block_u32s / 4);
     let _ = writeln!(s, "#define BL_THREADS {THREADS}");
     let _ = writeln!(s, "#define BL_KPT {KEYS_PER_THREAD}");
+    // Shared-memory staging slots per thread for the bulk-reduce insert: 32 KiB per CTA.
+    let slots =
+        (32 * 1024 / (THREADS as usize * layout.block_bytes())).clamp(1, KEYS_PER_THREAD as usize);
+    let _ = writeln!(s, "#define BL_SLOTS {slots}");
     for (i, p) in [PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5]
         .iter()
         .enumerate()
@@ -271,9 +275,7 @@ template <int MODE>
 __device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ __align__(128) u32 sm[BL_THREADS * BL_BLOCK_U32S];
-  u32* my = sm + threadIdx.x * BL_BLOCK_U32S;
-  u32 saddr = (u32)__cvta_generic_to_shared(my);
+  __shared__ __align__(128) u32 sm[BL_THREADS * BL_SLOTS * BL_BLOCK_U32S];
   u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
   u64 k[BL_KPT];
   #pragma unroll
@@ -281,11 +283,14 @@ __device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
     u64 i = base + j * BL_THREADS;
+    u32* my = sm + (threadIdx.x * BL_SLOTS + (j % BL_SLOTS)) * BL_BLOCK_U32S;
+    u32 saddr = (u32)__cvta_generic_to_shared(my);
     if (i < n) {
       u64 h = bl_key_hash(k[j], seed, MODE);
       u64 blk = ((h >> 32) * blocks) >> 32;
       u32 m[BL_BLOCK_U32S]; bl_mask((u32)h, m);
-      if (j > 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      // Before reusing a slot, the bulk op that read it must be done reading.
+      if (j >= BL_SLOTS) asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(BL_SLOTS - 1) : "memory");
       #pragma unroll
       for (int t = 0; t < BL_BLOCK_U32S; t += 4) *(uint4*)(my + t) = make_uint4(m[t], m[t + 1], m[t + 2], m[t + 3]);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

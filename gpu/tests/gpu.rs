@@ -40,7 +40,7 @@ fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
             "{what}: bit {i}"
         );
     }
-    if keys.len() % 64 != 0 {
+    if !keys.len().is_multiple_of(64) {
         assert_eq!(
             bits[keys.len() / 64] >> (keys.len() % 64),
             0,
@@ -142,9 +142,9 @@ fn all_key_forms_match_core() {
         let mut g2 = GpuFilter::new(layout, blocks, seed).unwrap();
         let dh = DeviceBuffer::from_host(&hashes[..500]).unwrap();
         let dr = DeviceBuffer::from_host(&rec[..13 * 499]).unwrap();
-        let half = offsets.len() / 2;
-        let dd = DeviceBuffer::from_host(&data[..offsets[half - 1] as usize]).unwrap();
-        let doff = DeviceBuffer::from_host(&offsets[..half]).unwrap();
+        let half = (offsets.len() - 1) / 2; // the keys the host path inserted
+        let dd = DeviceBuffer::from_host(&data[..offsets[half] as usize]).unwrap();
+        let doff = DeviceBuffer::from_host(&offsets[..=half]).unwrap();
         g2.insert_device(DeviceKeys::Hashes(&dh)).unwrap();
         g2.insert_device(DeviceKeys::Records {
             data: &dr,
@@ -234,7 +234,9 @@ fn upload_union_intersect_and_device_paths() {
         gb.contains_bitmap_device_async(DeviceKeys::U64(&db), &mut bits, &s)
             .unwrap();
         s.synchronize().unwrap();
-        assert!(bits.to_host().unwrap().iter().all(|&w| w == u64::MAX) || b.len() % 64 != 0);
+        assert!(
+            bits.to_host().unwrap().iter().all(|&w| w == u64::MAX) || !b.len().is_multiple_of(64)
+        );
         // Pinned fast path.
         let pk = PinnedBuffer::from_slice(&a).unwrap();
         let mut pout = PinnedBuffer::<u8>::zeros(a.len()).unwrap();
