@@ -342,6 +342,9 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("bloomlanes: error: {e}");
+            if ctx.json {
+                let _ = emit(&json!({"error": e.to_string(), "exit_code": e.exit_code()}));
+            }
             ExitCode::from(e.exit_code() as u8)
         }
     }
@@ -569,7 +572,11 @@ fn stats(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
         format!("fill ratio:         {:.4}", s.fill_ratio),
         format!("estimated keys:     {}", opt(s.estimated_keys, 0)),
         format!("expected fpr:       {:.3e}", s.expected_fpr),
-        format!("bits per key:       {}", opt(s.bits_per_key, 2)),
+        format!(
+            "bits per key:       {}",
+            s.bits_per_key
+                .map_or("n/a (no keys)".to_string(), |b| format!("{b:.2}"))
+        ),
         format!(
             "parquet compatible: {}",
             if s.parquet_compatible { "yes" } else { "no" }

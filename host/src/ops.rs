@@ -112,7 +112,29 @@ impl FilterBuilder {
     /// An empty filter sized for `keys` keys (or the capacity).
     pub fn empty(&self, keys: u64) -> Result<Filter> {
         let n = self.capacity.unwrap_or(keys).max(1);
-        Filter::for_keys(n, self.sizing, self.layout, self.seed).map_err(sizing_error)
+        let (layout, blocks) = match (self.sizing, self.layout) {
+            (Sizing::FalsePositiveRate(r), None) => math::auto_size(n, r),
+            (Sizing::FalsePositiveRate(r), Some(l)) => {
+                math::blocks_for_rate(l, n, r).map(|b| (l, b))
+            }
+            (Sizing::BitsPerKey(b), l) => {
+                let l = l.unwrap_or(Layout::L8x32);
+                math::blocks_for_bits_per_key(l, n, b).map(|z| (l, z))
+            }
+        }
+        .map_err(sizing_error)?;
+        // Refuse a filter that cannot be allocated with an error rather than an abort.
+        let bytes = u64::from(blocks) * layout.block_bytes() as u64;
+        let mut probe: Vec<u8> = Vec::new();
+        let fits = usize::try_from(bytes).is_ok_and(|b| probe.try_reserve_exact(b).is_ok());
+        drop(probe);
+        if !fits {
+            return Err(Error::Failed(format!(
+                "a filter for {n} keys needs {bytes} bytes ({blocks} blocks of layout {layout}), \
+                 more memory than this machine can allocate; lower --capacity or raise --fpp"
+            )));
+        }
+        Ok(Filter::new(layout, blocks, self.seed))
     }
 
     /// Builds a filter holding `keys`.

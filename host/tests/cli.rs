@@ -342,6 +342,28 @@ fn failed_build_keeps_the_old_file() {
         ["bad.u64", "f.blf", "k.txt"],
         "no temporary file left"
     );
+    // A filter too large to allocate is an error, not an abort.
+    let e = fails(
+        &[
+            "build",
+            s(&keys),
+            "-o",
+            s(&f),
+            "--capacity",
+            "100000000000",
+            "--fpp",
+            "1e-7",
+        ],
+        1,
+    );
+    assert!(e.contains("bytes") && e.contains("--capacity"), "{e}");
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+    // With --json the error is also a JSON object on standard output.
+    let o = bl().args(["--json", "stats", s(&bad)]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["exit_code"], 1);
+    assert!(v["error"].as_str().unwrap().contains("bad.u64"));
     // Writing into a directory that does not exist fails without a panic.
     let e = fails(
         &["build", s(&keys), "-o", s(&at(&d, "no/such/dir/f.blf"))],
