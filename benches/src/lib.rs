@@ -1,1 +1,1 @@
-//! placeholder
+//! Criterion benchmarks of bloomlanes live in `benches/`; this library is empty.

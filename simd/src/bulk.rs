@@ -44,9 +44,9 @@ pub(crate) trait Kernel {
 
 /// Where the results of a group go.
 pub(crate) trait Sink {
-    /// Bit `i` of `hits` is the answer for key `start + i`, `i < n`. `start` is a multiple of
+    /// `hits[i]` (0 or 1) is the answer for key `start + i`, `i < n`. `start` is a multiple of
     /// [`GROUP`].
-    fn put(&mut self, start: usize, n: usize, hits: u32);
+    fn put(&mut self, start: usize, n: usize, hits: &[u8; GROUP]);
 }
 
 /// One byte (0 or 1) per key.
@@ -54,11 +54,8 @@ pub(crate) struct Bytes<'a>(pub(crate) &'a mut [u8]);
 
 impl Sink for Bytes<'_> {
     #[inline(always)]
-    fn put(&mut self, start: usize, n: usize, hits: u32) {
-        let out = &mut self.0[start..start + n];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = (hits >> i & 1) as u8;
-        }
+    fn put(&mut self, start: usize, n: usize, hits: &[u8; GROUP]) {
+        self.0[start..start + n].copy_from_slice(&hits[..n]);
     }
 }
 
@@ -67,13 +64,17 @@ pub(crate) struct Bitmap<'a>(pub(crate) &'a mut [u64]);
 
 impl Sink for Bitmap<'_> {
     #[inline(always)]
-    fn put(&mut self, start: usize, _n: usize, hits: u32) {
+    fn put(&mut self, start: usize, n: usize, hits: &[u8; GROUP]) {
+        let mut bits = 0u64;
+        for (i, &h) in hits[..n].iter().enumerate() {
+            bits |= u64::from(h) << i;
+        }
         // GROUP is 32: a group fills the low or the high half of one word, low half first.
         let word = &mut self.0[start / 64];
         if start.is_multiple_of(64) {
-            *word = u64::from(hits);
+            *word = bits;
         } else {
-            *word |= u64::from(hits) << 32;
+            *word |= bits << 32;
         }
     }
 }
@@ -91,25 +92,65 @@ impl Group {
     };
 }
 
-/// Prefetches every cache line of `bytes` bytes at `p` into L1.
+/// Filters up to this size are left to the hardware: they live in L2, where a software prefetch
+/// costs more issue slots than the latency it hides.
+const PREFETCH_MIN_BYTES: usize = 512 << 10;
+
+/// Prefetches the cache line at `p` into L1.
 #[inline(always)]
-fn prefetch(p: *const u32, bytes: usize) {
+fn prefetch_line(p: *const u32) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let first = p as usize & !63;
-        let last = (p as usize + bytes - 1) & !63;
-        let mut line = first;
-        while line <= last {
-            // SAFETY: a prefetch is a hint; it never faults and needs no more than SSE, which
-            // every x86_64 CPU has. The address lies within the filter's words.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
-            line += 64;
+    // SAFETY: a prefetch is a hint; it never faults and needs no more than SSE, which every
+    // x86_64 CPU has.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// How to prefetch a block: not at all, its `lines` whole cache lines (the block is aligned to
+/// its size or to 64 bytes), or every line its bytes touch (unaligned storage).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prefetch {
+    Off,
+    Aligned,
+    Unaligned,
+}
+
+impl Prefetch {
+    fn choose(layout: Layout, blocks: u32, words: *const u32) -> Prefetch {
+        let bytes = layout.block_bytes();
+        if blocks as usize * bytes <= PREFETCH_MIN_BYTES {
+            Prefetch::Off
+        } else if (words as usize).is_multiple_of(bytes.min(64)) {
+            Prefetch::Aligned
+        } else {
+            Prefetch::Unaligned
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (p, bytes);
+
+    /// Prefetches the block at `p` (`wrapping_add` keeps the address arithmetic free of UB even
+    /// in principle; the block is in bounds anyway).
+    #[inline(always)]
+    fn block(self, layout: Layout, p: *const u32) {
+        let bytes = layout.block_bytes();
+        match self {
+            Prefetch::Off => {}
+            Prefetch::Aligned => {
+                prefetch_line(p);
+                if bytes > 64 {
+                    prefetch_line(p.wrapping_add(16));
+                }
+            }
+            Prefetch::Unaligned => {
+                prefetch_line(p);
+                prefetch_line(p.wrapping_add(bytes / 4 - 1));
+                if bytes > 64 {
+                    prefetch_line(p.wrapping_add(16));
+                }
+            }
+        }
     }
 }
 
@@ -129,6 +170,7 @@ unsafe fn fill<K: Kernel>(
     start: usize,
     n: usize,
     g: &mut Group,
+    pf: Prefetch,
 ) {
     let hashes = &mut g.hashes[..n];
     match keys {
@@ -144,8 +186,7 @@ unsafe fn fill<K: Kernel>(
     for i in 0..n {
         let off = block_index(g.hashes[i], blocks) as usize * layout.block_u32s();
         g.offsets[i] = off;
-        // `wrapping_add` keeps this free of UB even in thought; off is in bounds anyway.
-        prefetch(words.wrapping_add(off), layout.block_bytes());
+        pf.block(layout, words.wrapping_add(off));
     }
 }
 
@@ -162,18 +203,33 @@ unsafe fn drive<K: Kernel>(
     seed: u64,
     keys: Keys<'_>,
     mut probe: impl FnMut(usize, u64) -> bool,
-    mut put: impl FnMut(usize, usize, u32),
+    mut put: impl FnMut(usize, usize, &[u8; GROUP]),
 ) {
     let n = keys.len();
     if n == 0 {
         return;
     }
-    let mut cur = Group::EMPTY;
-    let mut next = Group::EMPTY;
+    let pf = Prefetch::choose(layout, blocks, words);
+    // Two groups used in turn (indexing instead of swapping avoids copying them).
+    let mut groups = [Group::EMPTY, Group::EMPTY];
+    let mut cur = 0;
     let mut start = 0;
     let mut len = n.min(GROUP);
     // SAFETY: forwarded from the caller.
-    unsafe { fill::<K>(layout, blocks, words, seed, &keys, 0, len, &mut cur) };
+    unsafe {
+        fill::<K>(
+            layout,
+            blocks,
+            words,
+            seed,
+            &keys,
+            0,
+            len,
+            &mut groups[0],
+            pf,
+        )
+    };
+    let mut hits = [0u8; GROUP];
     loop {
         let next_start = start + len;
         let next_len = (n - next_start).min(GROUP);
@@ -181,19 +237,27 @@ unsafe fn drive<K: Kernel>(
             // SAFETY: forwarded from the caller.
             unsafe {
                 fill::<K>(
-                    layout, blocks, words, seed, &keys, next_start, next_len, &mut next,
+                    layout,
+                    blocks,
+                    words,
+                    seed,
+                    &keys,
+                    next_start,
+                    next_len,
+                    &mut groups[cur ^ 1],
+                    pf,
                 )
             };
         }
-        let mut hits = 0u32;
-        for i in 0..len {
-            hits |= u32::from(probe(cur.offsets[i], cur.hashes[i])) << i;
+        let g = &groups[cur];
+        for ((h, &off), &hash) in hits[..len].iter_mut().zip(&g.offsets).zip(&g.hashes) {
+            *h = u8::from(probe(off, hash));
         }
-        put(start, len, hits);
+        put(start, len, &hits);
         if next_len == 0 {
             return;
         }
-        core::mem::swap(&mut cur, &mut next);
+        cur ^= 1;
         start = next_start;
         len = next_len;
     }

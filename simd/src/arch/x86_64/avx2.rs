@@ -189,3 +189,25 @@ pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
 }
 
 crate::bulk::entry_points!(Avx2, "avx2");
+
+/// XXH64 of `u64` keys, 4 at a time in AVX2 lanes whatever [`super::VECTOR_HASH_AVX2`] says (for
+/// the benchmark that decides it).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn hash_u64_vector(keys: &[u64], seed: u64, out: &mut [u64]) {
+    let n = keys.len().min(out.len());
+    let mut i = 0;
+    // SAFETY: AVX2 is available (contract); each step reads and writes 4 u64 below `n`.
+    unsafe {
+        while i + 4 <= n {
+            let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
+            _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
+            i += 4;
+        }
+    }
+    for (o, &k) in out[i..n].iter_mut().zip(&keys[i..n]) {
+        *o = xxh64_u64(k, seed);
+    }
+}
