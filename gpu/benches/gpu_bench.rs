@@ -9,6 +9,7 @@
 //! - `LAYOUTS` default `8x32,8x64,16x32,16x64`
 //! - `REPS` default 5
 //! - `CHUNK_LOG2` keys per streamed chunk, default 22
+//! - `E2E_INSERT` insert kernel end to end: `bulk` (default) or `atomic`
 
 use std::time::Instant;
 
@@ -203,8 +204,8 @@ fn main() -> Result<(), GpuError> {
             let blocks = (size / layout.block_bytes() as u64) as u32;
             let mut g = GpuFilter::new(layout, blocks, 7)?;
             g.set_chunk_keys(1 << chunk_log2);
-            if setting(&args, "E2E_INSERT", "atomic") == "bulk" {
-                g.set_insert_kernel(InsertKernel::BulkReduce);
+            if setting(&args, "E2E_INSERT", "bulk") == "atomic" {
+                g.set_insert_kernel(InsertKernel::Atomic);
             }
             let mut t = Vec::new();
             for _ in 0..reps {
