@@ -1,1 +1,357 @@
-//! placeholder
+//! `bloomlanes-hdl`: a Verilog generator for the bloomlanes split-block Bloom filter.
+//!
+//! [`generate`] turns an [`HdlConfig`] (layout, block count, key width, seed, number of lookup
+//! ports) into synthesizable Verilog-2005 and a self-checking test bench. The design is
+//! *parallel-partitioned*: lane `i` of every block lives in its own 1-bit-wide memory bank of
+//! `z × W` entries (address `block × W + bit`), so an insert is a plain write of 1 into every bank
+//! and a lookup reads one bit from every bank in the same cycle and ANDs them. Every constant
+//! (salts, XXH64 primes, shifts, widths) is taken from [`bloomlanes_core`].
+//!
+//! * [`write_bank_files`] writes a software [`Filter`] as one `$readmemh` file per bank, so a
+//!   filter built on the CPU or GPU runs in the FPGA image;
+//! * [`export`] writes the RTL, the test bench, the bank files and a resource report (Yosys, when
+//!   installed) into one folder;
+//! * [`simulate_lookups`] runs the generated RTL in Icarus Verilog or Verilator with banks loaded
+//!   from files and returns the answers, which must equal the software filter's.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use bloomlanes_core::{Filter, Layout};
+
+mod bench;
+mod hash;
+pub mod report;
+pub mod sim;
+mod verilog;
+
+pub use report::{export, ExportSummary, SynthFigures};
+pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
+
+/// Largest number of entries of one bank (`z × W`): 2^24 bits, far more than any FPGA's block RAM
+/// per bank; it keeps addresses, bank files and simulations sane.
+pub const MAX_BANK_ENTRIES: u64 = 1 << 24;
+/// Largest key width in bytes for [`KeyMode::Bytes`] (the hash is unrolled per byte width).
+pub const MAX_KEY_BYTES: usize = 256;
+/// Largest number of stream ports ([`HdlConfig::lookup_ports`]).
+pub const MAX_PORTS: usize = 8;
+
+/// What a stream port carries as its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyMode {
+    /// Fixed-width keys of this many bytes, hashed on chip by a fully pipelined XXH64 unrolled for
+    /// the width (byte `i` of the key is bits `8i+7..8i` of the key input, little-endian like
+    /// [`bloomlanes_core::xxh64`] reads it).
+    Bytes(usize),
+    /// The input is the 64-bit XXH64 hash itself (computed by the host).
+    Prehashed,
+}
+
+impl KeyMode {
+    /// Width of the key input in bits.
+    pub fn key_bits(self) -> u32 {
+        match self {
+            KeyMode::Bytes(n) => 8 * n as u32,
+            KeyMode::Prehashed => 64,
+        }
+    }
+}
+
+impl fmt::Display for KeyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyMode::Bytes(n) => write!(f, "{n}-byte keys"),
+            KeyMode::Prehashed => f.write_str("prehashed"),
+        }
+    }
+}
+
+/// A hint to synthesis about which memory resource the banks should use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum RamStyle {
+    /// No attribute: the synthesis tool chooses (small banks often become LUT RAM).
+    #[default]
+    Auto,
+    /// `(* ram_style = "block" *)`: block RAM even for small banks.
+    Block,
+    /// `(* ram_style = "distributed" *)`: LUT RAM.
+    Distributed,
+}
+
+/// Everything the generator needs to know.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HdlConfig {
+    /// Block shape (lanes × word bits); one bank per lane.
+    pub layout: Layout,
+    /// Number of blocks `z` (any value from 1; each bank has `z × W` entries).
+    pub blocks: u32,
+    /// Key input: fixed-width bytes hashed on chip, or prehashed.
+    pub key: KeyMode,
+    /// XXH64 seed (a constant of the generated hash pipeline).
+    pub seed: u64,
+    /// Number of stream ports (1 to [`MAX_PORTS`]). Port 0 takes inserts, lookups and clears;
+    /// ports 1.. take lookups only. Port 0 uses port A of the dual-port banks, port 1 port B of
+    /// the same banks; each further port adds one replica of every bank (written by port 0's
+    /// inserts on its port A, read on its port B), so `max(1, lookup_ports − 1)` replicas.
+    pub lookup_ports: usize,
+    /// Width of the tag that travels with every operation (1 to 32 bits).
+    pub tag_bits: u32,
+    /// Memory resource hint for the banks.
+    pub ram_style: RamStyle,
+    /// Name of the top module (a Verilog identifier); the other modules are prefixed with it.
+    pub top_name: String,
+}
+
+impl HdlConfig {
+    /// A configuration with one port, 8-bit tags, automatic RAM style and top module `bloomlanes`.
+    pub fn new(layout: Layout, blocks: u32, key: KeyMode, seed: u64) -> HdlConfig {
+        HdlConfig {
+            layout,
+            blocks,
+            key,
+            seed,
+            lookup_ports: 1,
+            tag_bits: 8,
+            ram_style: RamStyle::Auto,
+            top_name: "bloomlanes".to_string(),
+        }
+    }
+
+    /// The configuration that matches `filter` (its layout, blocks and seed).
+    pub fn for_filter(filter: &Filter, key: KeyMode) -> HdlConfig {
+        HdlConfig::new(filter.layout(), filter.blocks(), key, filter.seed())
+    }
+
+    /// Number of replicas of every bank: `max(1, lookup_ports − 1)`.
+    pub fn replicas(&self) -> usize {
+        self.lookup_ports.saturating_sub(1).max(1)
+    }
+
+    /// Entries (bits) of one bank: `z × W`.
+    pub fn bank_entries(&self) -> u64 {
+        u64::from(self.blocks) * u64::from(self.layout.word_bits())
+    }
+
+    /// Checks the configuration; every generator entry point calls this first.
+    pub fn validate(&self) -> Result<(), HdlError> {
+        let bad = |m: String| Err(HdlError::InvalidConfig(m));
+        if self.blocks == 0 {
+            return bad("blocks must be at least 1".into());
+        }
+        if self.bank_entries() > MAX_BANK_ENTRIES {
+            return bad(format!(
+                "{} blocks of {} give banks of {} entries; at most {} entries per bank are supported",
+                self.blocks,
+                self.layout,
+                self.bank_entries(),
+                MAX_BANK_ENTRIES
+            ));
+        }
+        if let KeyMode::Bytes(n) = self.key {
+            if n == 0 || n > MAX_KEY_BYTES {
+                return bad(format!(
+                    "key width must be 1 to {MAX_KEY_BYTES} bytes, not {n}"
+                ));
+            }
+        }
+        if self.lookup_ports == 0 || self.lookup_ports > MAX_PORTS {
+            return bad(format!(
+                "lookup_ports must be 1 to {MAX_PORTS}, not {}",
+                self.lookup_ports
+            ));
+        }
+        if self.tag_bits == 0 || self.tag_bits > 32 {
+            return bad(format!("tag_bits must be 1 to 32, not {}", self.tag_bits));
+        }
+        let name = self.top_name.as_bytes();
+        let ident_ok = !name.is_empty()
+            && name.len() <= 64
+            && (name[0].is_ascii_alphabetic() || name[0] == b'_')
+            && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+        if !ident_ok {
+            return bad(format!(
+                "top_name {:?} is not a plain Verilog identifier (letters, digits, _; at most 64)",
+                self.top_name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that `filter` has this configuration's layout, block count and seed.
+    pub fn check_filter(&self, filter: &Filter) -> Result<(), HdlError> {
+        if filter.layout() != self.layout
+            || filter.blocks() != self.blocks
+            || filter.seed() != self.seed
+        {
+            return Err(HdlError::Mismatch(format!(
+                "filter is {} × {} blocks, seed {}; the configuration is {} × {} blocks, seed {}",
+                filter.layout(),
+                filter.blocks(),
+                filter.seed(),
+                self.layout,
+                self.blocks,
+                self.seed
+            )));
+        }
+        if filter.hash_id() != bloomlanes_core::HashId::Xxh64 {
+            return Err(HdlError::Mismatch(format!(
+                "filter uses hash {:?}; the hardware computes XXH64",
+                filter.hash_id()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Why generation, export or simulation failed.
+#[derive(Debug)]
+pub enum HdlError {
+    /// The configuration cannot be generated (the message says why).
+    InvalidConfig(String),
+    /// A filter or query does not fit the configuration.
+    Mismatch(String),
+    /// Reading or writing files failed.
+    Io(std::io::Error),
+    /// No simulator (Icarus Verilog or Verilator) on `PATH`.
+    NoSimulator,
+    /// A simulator or synthesis tool failed or answered something unexpected.
+    Tool {
+        /// The tool (`iverilog`, `verilator`, `yosys`, ...).
+        tool: String,
+        /// What went wrong, with the tail of its output.
+        message: String,
+    },
+}
+
+impl fmt::Display for HdlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HdlError::InvalidConfig(m) => write!(f, "invalid HDL configuration: {m}"),
+            HdlError::Mismatch(m) => write!(f, "mismatch: {m}"),
+            HdlError::Io(e) => write!(f, "I/O error: {e}"),
+            HdlError::NoSimulator => {
+                f.write_str("no Verilog simulator found (install iverilog or verilator)")
+            }
+            HdlError::Tool { tool, message } => write!(f, "{tool} failed: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for HdlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HdlError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for HdlError {
+    fn from(e: std::io::Error) -> Self {
+        HdlError::Io(e)
+    }
+}
+
+/// Operation codes of port 0's `s0_op` input.
+pub mod op {
+    /// Lookup: answers whether the key may be present.
+    pub const LOOKUP: u8 = 0;
+    /// Insert: sets the key's bit in every bank (answers 0).
+    pub const INSERT: u8 = 1;
+    /// Clear: zeroes every bank; `busy` is high until done (answers 0).
+    pub const CLEAR: u8 = 2;
+    /// No operation (answers 0).
+    pub const NOP: u8 = 3;
+}
+
+/// The generated design.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Design {
+    /// Verilog-2005 source of all modules; the top module comes first.
+    pub rtl: String,
+    /// A Verilog test bench (module `<top>_tb`) that drives stimulus files with random
+    /// backpressure and logs every handshake (see [`sim`]).
+    pub testbench: String,
+    /// A C++ harness for Verilator that does the same as [`Design::testbench`].
+    pub cpp_harness: String,
+    /// Name of the top module.
+    pub top_name: String,
+    /// Cycles from the clock cycle an operation is accepted (`valid && ready`) to the cycle its
+    /// answer is first offered (`m_valid`).
+    pub latency_cycles: u32,
+    /// Pipeline stages of the hash (0 when prehashed).
+    pub hash_stages: u32,
+    /// Address width of a bank.
+    pub addr_bits: u32,
+    /// Depth of each port's answer FIFO (the skid buffer that keeps II = 1 under backpressure).
+    pub fifo_depth: u32,
+    /// File names (relative to the simulator's or synthesizer's working folder) that
+    /// `$readmemh` reads when parameter `LOAD_BANKS` is 1, one per lane.
+    pub bank_files: Vec<String>,
+}
+
+/// Generates the RTL and test benches for `cfg`.
+pub fn generate(cfg: &HdlConfig) -> Result<Design, HdlError> {
+    cfg.validate()?;
+    Ok(verilog::generate(cfg))
+}
+
+/// The file name of lane `lane`'s bank for top module `top`.
+pub fn bank_file_name(top: &str, lane: usize) -> String {
+    format!("{top}_bank{lane:02}.hex")
+}
+
+/// The bits of lane `lane`'s bank of `filter`: entry `block × W + bit` is bit `bit` of lane
+/// `lane` of block `block`.
+pub fn bank_bits(filter: &Filter, lane: usize) -> Vec<bool> {
+    let layout = filter.layout();
+    let w = layout.word_bits() as usize;
+    let words = filter.words();
+    let mut out = Vec::with_capacity(filter.blocks() as usize * w);
+    for block in 0..filter.blocks() as usize {
+        for bit in 0..w {
+            let global = block * layout.block_bits() + lane * w + bit;
+            out.push(words[global / 32] >> (global % 32) & 1 == 1);
+        }
+    }
+    out
+}
+
+/// Writes `filter` as one `$readmemh` file per bank (lane) into `dir`, named like
+/// [`bank_file_name`] for top module `bloomlanes`; returns the paths. Use
+/// [`write_bank_files_for`] for another top module name.
+pub fn write_bank_files(filter: &Filter, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    write_bank_files_for(filter, dir, "bloomlanes")
+}
+
+/// Like [`write_bank_files`], for top module `top`.
+pub fn write_bank_files_for(filter: &Filter, dir: &Path, top: &str) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut paths = Vec::new();
+    for lane in 0..filter.layout().lanes() {
+        let bits = bank_bits(filter, lane);
+        let mut text = String::with_capacity(bits.len() * 2 + 64);
+        text.push_str(&format!(
+            "// bloomlanes bank {lane}: {} blocks x {} bits, entry = block*W + bit\n",
+            filter.blocks(),
+            filter.layout().word_bits()
+        ));
+        for b in bits {
+            text.push(if b { '1' } else { '0' });
+            text.push('\n');
+        }
+        let path = dir.join(bank_file_name(top, lane));
+        std::fs::write(&path, text)?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Writes zero-filled bank files (an empty filter) for `cfg` into `dir`.
+pub fn write_empty_bank_files(cfg: &HdlConfig, dir: &Path) -> Result<Vec<PathBuf>, HdlError> {
+    cfg.validate()?;
+    let filter = Filter::new(cfg.layout, cfg.blocks, cfg.seed);
+    Ok(write_bank_files_for(&filter, dir, &cfg.top_name)?)
+}

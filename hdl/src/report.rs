@@ -1,0 +1,348 @@
+//! Export (RTL, benches, bank files and report in one folder) and synthesis figures.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use bloomlanes_core::Filter;
+
+use crate::sim::on_path;
+use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode};
+
+/// Bits of one UltraScale+ RAMB36E2 counted by the analytical minimum (36 Kib, parity included).
+pub const RAMB36_BITS: u64 = 36 * 1024;
+/// Bits a RAMB36E2 holds 1 bit wide (32K × 1: parity bits exist only in ×9/×18/×36/×72 modes).
+pub const RAMB36_X1_BITS: u64 = 32 * 1024;
+/// Entries of one iCE40 SB_RAM40_4K at its narrowest (2048 × 2).
+pub const ICE40_BRAM_X1_ENTRIES: u64 = 2048;
+/// Block RAMs of an iCE40 HX8K.
+pub const ICE40_HX8K_BRAMS: u64 = 32;
+
+/// Resource figures from Yosys (and nextpnr for iCE40).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SynthFigures {
+    /// LUTs (LUT1..LUT6) after `synth_xilinx -family xcup`.
+    pub lut: u64,
+    /// Flip-flops (FD*).
+    pub ff: u64,
+    /// RAMB36E2 cells.
+    pub ramb36: u64,
+    /// RAMB18E2 cells.
+    pub ramb18: u64,
+    /// LUT RAM cells (RAM32M, RAM64X1D, RAM256X1D, ...).
+    pub lutram: u64,
+    /// DSP48E2 cells.
+    pub dsp: u64,
+    /// CARRY8 cells.
+    pub carry: u64,
+    /// Analytical minimum in 36 Kib blocks: replicas × L × ceil(z × W / 36 Kib).
+    pub bram_min: u64,
+    /// Seconds Yosys took for the UltraScale+ run.
+    pub xcup_seconds: f64,
+    /// iCE40 HX8K results, when the configuration is small enough and the tools are installed.
+    pub ice40: Option<Ice40Figures>,
+}
+
+impl SynthFigures {
+    /// Block RAM used, in RAMB36 equivalents (a RAMB18 counts one half).
+    pub fn bram36_equiv(&self) -> f64 {
+        self.ramb36 as f64 + self.ramb18 as f64 / 2.0
+    }
+}
+
+/// `synth_ice40` + `nextpnr-ice40` figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ice40Figures {
+    /// Logic cells (SB_LUT4).
+    pub luts: u64,
+    /// Flip-flops (SB_DFF*).
+    pub ffs: u64,
+    /// SB_RAM40_4K cells.
+    pub brams: u64,
+    /// Fmax of `clk` that nextpnr reported, in MHz (`None` if place and route failed).
+    pub fmax_mhz: Option<f64>,
+    /// The nextpnr command line.
+    pub command: String,
+    /// A note (failure reason), if any.
+    pub note: Option<String>,
+}
+
+/// What [`export`] wrote.
+#[derive(Clone, Debug)]
+pub struct ExportSummary {
+    /// The generated design.
+    pub design: Design,
+    /// Every file written.
+    pub files: Vec<PathBuf>,
+    /// The report (`<top>_report.md`).
+    pub report: PathBuf,
+    /// Synthesis figures, if synthesis was asked for and Yosys is installed.
+    pub synth: Option<SynthFigures>,
+    /// Why synthesis was skipped, if it was.
+    pub synth_skipped: Option<String>,
+}
+
+/// The analytical minimum of UltraScale+ block RAMs for the banks: replicas × L × ceil(z × W / 36 Kib).
+pub fn bram_minimum(cfg: &HdlConfig) -> u64 {
+    cfg.replicas() as u64 * cfg.layout.lanes() as u64 * cfg.bank_entries().div_ceil(RAMB36_BITS)
+}
+
+/// Whether the iCE40 HX8K run is attempted: prehashed (the XXH64 multipliers do not fit its
+/// LUTs) and the banks fit its 32 block RAMs.
+pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
+    cfg.key == KeyMode::Prehashed
+        && cfg.replicas() as u64
+            * cfg.layout.lanes() as u64
+            * cfg.bank_entries().div_ceil(ICE40_BRAM_X1_ENTRIES)
+            <= ICE40_HX8K_BRAMS
+}
+
+fn tool_err(tool: &str, msg: impl Into<String>) -> HdlError {
+    HdlError::Tool {
+        tool: tool.to_string(),
+        message: msg.into(),
+    }
+}
+
+fn run(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
+    let out = cmd
+        .output()
+        .map_err(|e| tool_err(tool, format!("cannot start: {e}")))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let tail: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(tool_err(tool, format!("{}: {tail}", out.status)));
+    }
+    Ok(text)
+}
+
+/// Cell counts from a Yosys `stat` listing (the last one, i.e. the top module's or the whole
+/// design's).
+pub fn parse_stat(text: &str) -> Vec<(String, u64)> {
+    let mut cells = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 2 {
+            if let Ok(n) = f[1].parse::<u64>() {
+                if f[0].chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+                    if f[0] == "Number" {
+                        continue;
+                    }
+                    cells.push((f[0].to_string(), n));
+                }
+            }
+        }
+    }
+    cells
+}
+
+fn sum(cells: &[(String, u64)], pred: impl Fn(&str) -> bool) -> u64 {
+    cells.iter().filter(|(n, _)| pred(n)).map(|(_, c)| c).sum()
+}
+
+/// Runs `synth_xilinx -family xcup` (and, if feasible, `synth_ice40` + `nextpnr-ice40 --hx8k`)
+/// on `<top>.v` in `dir`.
+pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthFigures, HdlError> {
+    let top = &design.top_name;
+    let t0 = Instant::now();
+    let script = format!(
+        "read_verilog {top}.v\nsynth_xilinx -family xcup -top {top}\ntee -o {top}_xcup_stat.txt stat\n"
+    );
+    std::fs::write(dir.join(format!("{top}_xcup.ys")), &script)?;
+    run(
+        Command::new("yosys")
+            .current_dir(dir)
+            .args(["-q", "-l"])
+            .arg(format!("{top}_xcup.log"))
+            .arg("-s")
+            .arg(format!("{top}_xcup.ys")),
+        "yosys",
+    )?;
+    let stat = std::fs::read_to_string(dir.join(format!("{top}_xcup_stat.txt")))?;
+    // The flattened top is the last module listed.
+    let cells = parse_stat(&stat);
+    let mut f = SynthFigures {
+        lut: sum(&cells, |n| n.starts_with("LUT")),
+        ff: sum(&cells, |n| n.starts_with("FD")),
+        ramb36: sum(&cells, |n| n.starts_with("RAMB36")),
+        ramb18: sum(&cells, |n| n.starts_with("RAMB18")),
+        lutram: sum(&cells, |n| n.starts_with("RAM") && !n.starts_with("RAMB")),
+        dsp: sum(&cells, |n| n.starts_with("DSP")),
+        carry: sum(&cells, |n| n.starts_with("CARRY")),
+        bram_min: bram_minimum(cfg),
+        xcup_seconds: t0.elapsed().as_secs_f64(),
+        ice40: None,
+    };
+    if ice40_feasible(cfg) && on_path("nextpnr-ice40") {
+        f.ice40 = Some(ice40(design, dir)?);
+    }
+    Ok(f)
+}
+
+fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
+    let top = &design.top_name;
+    let script = format!(
+        "read_verilog {top}.v\nsynth_ice40 -top {top} -json {top}_ice40.json\ntee -o {top}_ice40_stat.txt stat\n"
+    );
+    std::fs::write(dir.join(format!("{top}_ice40.ys")), &script)?;
+    run(
+        Command::new("yosys")
+            .current_dir(dir)
+            .args(["-q", "-l"])
+            .arg(format!("{top}_ice40.log"))
+            .arg("-s")
+            .arg(format!("{top}_ice40.ys")),
+        "yosys",
+    )?;
+    let cells = parse_stat(&std::fs::read_to_string(dir.join(format!("{top}_ice40_stat.txt")))?);
+    let args = [
+        "--hx8k",
+        "--package",
+        "ct256",
+        "--json",
+        &format!("{top}_ice40.json"),
+        "--pcf-allow-unconstrained",
+        "--freq",
+        "12",
+        "--seed",
+        "1",
+        "--log",
+        &format!("{top}_nextpnr.log"),
+    ];
+    let command = format!("nextpnr-ice40 {}", args.join(" "));
+    let mut fig = Ice40Figures {
+        luts: sum(&cells, |n| n == "SB_LUT4"),
+        ffs: sum(&cells, |n| n.starts_with("SB_DFF")),
+        brams: sum(&cells, |n| n.starts_with("SB_RAM40")),
+        fmax_mhz: None,
+        command,
+        note: None,
+    };
+    match run(Command::new("nextpnr-ice40").current_dir(dir).args(args), "nextpnr-ice40") {
+        Ok(text) => {
+            fig.fmax_mhz = text
+                .lines()
+                .filter(|l| l.contains("Max frequency for clock"))
+                .filter_map(|l| {
+                    let after = l.split("':").nth(1)?;
+                    after.split_whitespace().next()?.parse::<f64>().ok()
+                })
+                .last();
+            if fig.fmax_mhz.is_none() {
+                fig.note = Some("nextpnr reported no Fmax".into());
+            }
+        }
+        Err(e) => fig.note = Some(e.to_string()),
+    }
+    Ok(fig)
+}
+
+/// Writes into `dir`: the RTL (`<top>.v`), the Verilog test bench (`<top>_tb.v`), the Verilator
+/// harness (`<top>_harness.cpp`), one bank file per lane (from `filter`, or empty), and a report
+/// (`<top>_report.md`) with the configuration, latency, read-after-write rule and, when `synth`
+/// is set and Yosys is installed, the UltraScale+ resources against the block RAM minimum and the
+/// iCE40 Fmax for small configurations.
+pub fn export(cfg: &HdlConfig, filter: Option<&Filter>, dir: &Path, synth: bool) -> Result<ExportSummary, HdlError> {
+    let design = generate(cfg)?;
+    std::fs::create_dir_all(dir)?;
+    let top = design.top_name.clone();
+    let mut files = Vec::new();
+    for (name, text) in [
+        (format!("{top}.v"), &design.rtl),
+        (format!("{top}_tb.v"), &design.testbench),
+        (format!("{top}_harness.cpp"), &design.cpp_harness),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text)?;
+        files.push(p);
+    }
+    let banks = match filter {
+        Some(f) => {
+            cfg.check_filter(f)?;
+            write_bank_files_for(f, dir, &top)?
+        }
+        None => write_bank_files_for(&Filter::new(cfg.layout, cfg.blocks, cfg.seed), dir, &top)?,
+    };
+    files.extend(banks);
+    let (synth_fig, skipped) = if !synth {
+        (None, Some("not requested".to_string()))
+    } else if !on_path("yosys") {
+        (None, Some("yosys is not installed".to_string()))
+    } else {
+        (Some(synthesize(cfg, &design, dir)?), None)
+    };
+    let report = dir.join(format!("{top}_report.md"));
+    std::fs::write(&report, report_text(cfg, &design, synth_fig.as_ref(), skipped.as_deref()))?;
+    files.push(report.clone());
+    Ok(ExportSummary {
+        design,
+        files,
+        report,
+        synth: synth_fig,
+        synth_skipped: skipped,
+    })
+}
+
+/// A one-line description of a configuration, e.g. `8x32 z=1000 8-byte keys, 2 ports`.
+pub fn describe(cfg: &HdlConfig) -> String {
+    format!(
+        "{} z={} {}, {} port{}",
+        cfg.layout,
+        cfg.blocks,
+        cfg.key,
+        cfg.lookup_ports,
+        if cfg.lookup_ports == 1 { "" } else { "s" }
+    )
+}
+
+/// The Markdown report of one configuration.
+pub fn report_text(cfg: &HdlConfig, design: &Design, synth: Option<&SynthFigures>, skipped: Option<&str>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# {}: {}\n", design.top_name, describe(cfg));
+    let _ = writeln!(
+        s,
+        "- Banks: {} lanes × {} replica(s), each {} × 1 bit ({} address bits).",
+        cfg.layout.lanes(),
+        cfg.replicas(),
+        cfg.bank_entries(),
+        design.addr_bits
+    );
+    let _ = writeln!(
+        s,
+        "- Latency: {} cycles (accept → answer offered); {} hash stage(s); II = 1 per port; answer FIFO {} entries.",
+        design.latency_cycles, design.hash_stages, design.fifo_depth
+    );
+    s.push_str(
+        "- Read-after-write: none on port 0 (in order); on ports 1.. a lookup sees an insert accepted in an earlier cycle.\n",
+    );
+    match (synth, skipped) {
+        (Some(f), _) => {
+            let _ = writeln!(
+                s,
+                "\n## Yosys `synth_xilinx -family xcup`\n\n| LUT | FF | RAMB36 | RAMB18 | LUTRAM | DSP | CARRY8 | BRAM (36K eq.) | minimum | \n|---|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                f.lut, f.ff, f.ramb36, f.ramb18, f.lutram, f.dsp, f.carry, f.bram36_equiv(), f.bram_min
+            );
+            if let Some(i) = &f.ice40 {
+                let _ = writeln!(
+                    s,
+                    "\n## iCE40 HX8K (`synth_ice40`, `{}`)\n\n| SB_LUT4 | SB_DFF* | SB_RAM40_4K | Fmax (MHz) |\n|---|---|---|---|\n| {} | {} | {} | {} |",
+                    i.command,
+                    i.luts,
+                    i.ffs,
+                    i.brams,
+                    i.fmax_mhz.map_or("-".to_string(), |x| format!("{x:.2}"))
+                );
+                if let Some(n) = &i.note {
+                    let _ = writeln!(s, "\nNote: {n}");
+                }
+            }
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(s, "\nSynthesis skipped: {why}.");
+        }
+        (None, None) => {}
+    }
+    s
+}

@@ -1,0 +1,47 @@
+//! Random inserts, lookups and clears with random backpressure, every answer checked against
+//! bloomlanes-core, in Verilator (full matrix) and Icarus Verilog (a subset: it is slower).
+mod common;
+
+use bloomlanes_core::Layout;
+use bloomlanes_hdl::sim::{BenchParams, Simulator};
+use bloomlanes_hdl::KeyMode;
+use common::*;
+
+const OPS: usize = 100_000;
+
+fn params(seed: u32) -> BenchParams {
+    BenchParams { fast_ops: 2_000, valid_pct: 70, ready_pct: 60, seed }
+}
+
+fn matrix() -> Vec<bloomlanes_hdl::HdlConfig> {
+    vec![
+        cfg(Layout::L8x32, 7, KeyMode::Bytes(8), 1),
+        cfg(Layout::L8x64, 13, KeyMode::Bytes(13), 2),
+        cfg(Layout::L16x32, 100, KeyMode::Prehashed, 3),
+        cfg(Layout::L16x64, 1, KeyMode::Bytes(13), 1),
+        cfg(Layout::L8x32, 1000, KeyMode::Bytes(8), 2),
+        cfg(Layout::L16x64, 5, KeyMode::Bytes(40), 1),
+    ]
+}
+
+#[test]
+fn verilator_matches_core() {
+    if !have(Simulator::Verilator, "verilator_matches_core") {
+        return;
+    }
+    for (i, c) in matrix().iter().enumerate() {
+        let ops = random_ops(c, OPS, OPS / 4, 2_000, 100 + i as u64);
+        run_and_check(c, Simulator::Verilator, None, &ops, params(7 + i as u32));
+    }
+}
+
+#[test]
+fn icarus_matches_core() {
+    if !have(Simulator::Icarus, "icarus_matches_core") {
+        return;
+    }
+    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| [0usize, 2].contains(i)) {
+        let ops = random_ops(c, OPS, OPS / 10, 2_000, 200 + i as u64);
+        run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32));
+    }
+}
