@@ -156,6 +156,14 @@ impl KeySet {
         }
     }
 
+    /// The bytes that are hashed for key `i` (an integer key: its 8 little-endian bytes).
+    pub fn key_bytes(&self, i: usize) -> Vec<u8> {
+        match &self.repr {
+            Repr::U64(k) => k[i].to_le_bytes().to_vec(),
+            _ => self.bytes(i).to_vec(),
+        }
+    }
+
     fn bytes(&self, i: usize) -> &[u8] {
         match self.keys() {
             Keys::Records(r) => r.get(i),

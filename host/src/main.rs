@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bloomlanes_hdl::{HdlConfig, KeyMode};
 use bloomlanes_host::bench::{self, BenchConfig};
 use bloomlanes_host::core::{Filter, Layout};
 use bloomlanes_host::input::{read_inputs, InputSummary};
@@ -270,9 +271,14 @@ struct ExportArgs {
     /// Write HDL bank files and the generated RTL into this directory.
     #[arg(long, value_name = "DIR")]
     hdl: Option<PathBuf>,
-    /// With --hdl: also run synthesis when a toolchain is installed.
+    /// With --hdl: also run synthesis (Yosys) when it is installed, and add its figures to the report.
     #[arg(long, requires = "hdl")]
     synth: bool,
+    /// With --hdl: the RTL hashes fixed-width keys of this many bytes on chip (e.g. 8 for u64
+    /// keys, 13 for IPv4 5-tuples, 37 for IPv6); without it, the ports take 64-bit hashes
+    /// computed by the host.
+    #[arg(long, requires = "hdl", value_name = "N")]
+    key_bytes: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -293,6 +299,10 @@ struct VerifyArgs {
     /// Hash seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
+    /// simulator is installed (0 skips it).
+    #[arg(long, default_value_t = 64)]
+    hdl_keys: usize,
 }
 
 #[derive(Args, Debug)]
@@ -688,13 +698,92 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
         }
     }
     if let Some(dir) = &a.hdl {
-        let _ = (dir, a.synth);
-        return Err(Error::Backend(
-            "export --hdl: the HDL backend (bloomlanes-hdl) is not built yet in this version"
-                .into(),
-        ));
+        let key = match a.key_bytes {
+            Some(n) => KeyMode::Bytes(n),
+            None => KeyMode::Prehashed,
+        };
+        let cfg = HdlConfig::for_filter(&filter, key);
+        let summary = export_hdl(&cfg, &filter, dir, a.synth)?;
+        let files: Vec<String> = summary
+            .files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        if ctx.json {
+            emit(&json!({
+                "output": dir.display().to_string(),
+                "form": "hdl",
+                "key": key.to_string(),
+                "files": files,
+                "report": summary.report.display().to_string(),
+                "synth": summary.synth.as_ref().map(|f| json!({
+                    "lut": f.lut, "ff": f.ff, "ramb36": f.ramb36, "ramb18": f.ramb18,
+                    "lutram": f.lutram, "dsp": f.dsp,
+                })),
+                "synth_skipped": summary.synth_skipped,
+            }))?;
+        } else {
+            let mut lines = vec![format!(
+                "wrote the RTL and {} bank files of {} ({}, {}) to {}:",
+                filter.layout().lanes(),
+                a.filter.display(),
+                filter.layout(),
+                key,
+                dir.display()
+            )];
+            lines.extend(files.iter().map(|f| format!("  {f}")));
+            if let Some(f) = &summary.synth {
+                lines.push(format!(
+                    "synthesis: {} LUTs, {} FFs, {} RAMB36 + {} RAMB18, {} LUT RAM, {} DSP",
+                    f.lut, f.ff, f.ramb36, f.ramb18, f.lutram, f.dsp
+                ));
+            }
+            if let (true, Some(why)) = (a.synth, &summary.synth_skipped) {
+                lines.push(format!("synthesis skipped: {why}"));
+            }
+            say(&lines.join("\n"))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Exports the HDL files; a folder that does not exist yet is filled beside it and renamed into
+/// place, so a failure leaves nothing behind.
+fn export_hdl(
+    cfg: &HdlConfig,
+    filter: &Filter,
+    dir: &std::path::Path,
+    synth: bool,
+) -> Result<bloomlanes_hdl::ExportSummary> {
+    let hdl_err = |e: bloomlanes_hdl::HdlError| Error::Failed(format!("export --hdl: {e}"));
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(Error::input(dir, None, "exists and is not a directory"));
+        }
+        return bloomlanes_hdl::export(cfg, Some(filter), dir, synth).map_err(hdl_err);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".bloomlanes-hdl-")
+        .tempdir_in(parent)
+        .map_err(|e| Error::io(dir, "create a temporary folder beside", e))?;
+    let mut summary =
+        bloomlanes_hdl::export(cfg, Some(filter), tmp.path(), synth).map_err(hdl_err)?;
+    let staged = tmp.keep();
+    std::fs::rename(&staged, dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Error::io(dir, "rename the finished folder to", e)
+    })?;
+    let relocate = |p: &std::path::Path| match p.strip_prefix(&staged) {
+        Ok(rest) => dir.join(rest),
+        Err(_) => p.to_path_buf(),
+    };
+    summary.files = summary.files.iter().map(|p| relocate(p)).collect();
+    summary.report = relocate(&summary.report);
+    Ok(summary)
 }
 
 fn parse_layouts(s: &str) -> Result<Vec<Layout>> {
@@ -716,7 +805,7 @@ fn verify_cmd(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     } else {
         read_inputs(&a.inputs, &a.input.options())?.0
     };
-    let report = verify::run(&keys, &layouts, a.fpp, a.seed)?;
+    let report = verify::run(&keys, &layouts, a.fpp, a.seed, a.hdl_keys)?;
     if ctx.json {
         emit(&json!({
             "ok": report.ok(),
@@ -737,12 +826,20 @@ fn verify_cmd(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
             keys.len(),
             keys.len() * 2
         )];
+        let mut last = None;
         for r in &report.rows {
+            if last != Some(r.layout) && last.is_some() {
+                lines.push(String::new());
+            }
+            last = Some(r.layout);
             lines.push(format!(
-                "  {:<6} {:<24} {}",
+                "  {:<6} {:<30} {}",
                 r.layout.name(),
                 r.backend,
                 match &r.difference {
+                    None if r.backend.starts_with("hdl-sim") => {
+                        format!("identical answers ({} lookups simulated)", r.probes)
+                    }
                     None => "identical bits and answers".to_string(),
                     Some(d) => format!("DIFFERENT: {d}"),
                 }

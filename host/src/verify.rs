@@ -2,6 +2,7 @@
 //! (the filter words) and answer for answer against the scalar reference.
 
 use bloomlanes_core::{Filter, Keys, Layout};
+use bloomlanes_hdl::{HdlConfig, KeyMode};
 
 use crate::backend::{self, Backend, Scalar};
 use crate::bench::{sample_keys, SplitMix64};
@@ -148,9 +149,53 @@ fn run_one(
     Ok((f, a, b))
 }
 
+/// Looks up to `n` inserted and `n` absent keys up in a simulation of the generated RTL with the
+/// reference filter's banks; `None` when no simulator is installed.
+fn simulate(
+    reference: &Filter,
+    keys: &KeySet,
+    absent: &[u64],
+    ra: &[u8],
+    rb: &[u8],
+    n: usize,
+) -> Option<(String, usize, Option<Difference>)> {
+    let sim = bloomlanes_hdl::simulator_available()?;
+    let name = format!("hdl-sim ({})", sim.name());
+    let ni = n.min(keys.len());
+    let na = n.min(absent.len());
+    let mut probe: Vec<Vec<u8>> = (0..ni).map(|i| keys.key_bytes(i)).collect();
+    probe.extend(absent[..na].iter().map(|k| k.to_le_bytes().to_vec()));
+    let cfg = HdlConfig::for_filter(reference, KeyMode::Prehashed);
+    let diff = match bloomlanes_hdl::simulate_lookups(&cfg, reference, &probe) {
+        Err(e) => Some(Difference::Failed(e.to_string())),
+        Ok(hw) => {
+            let hw: Vec<u8> = hw.into_iter().map(u8::from).collect();
+            first_answer_difference("inserted", &|i| keys.display(i), &ra[..ni], &hw[..ni]).or_else(
+                || {
+                    first_answer_difference(
+                        "absent",
+                        &|i| absent[i].to_string(),
+                        &rb[..na],
+                        &hw[ni..],
+                    )
+                },
+            )
+        }
+    };
+    Some((name, ni + na, diff))
+}
+
 /// Builds a filter of `keys` for each layout with every backend present, probes the keys and an
-/// equal number of absent sample keys, and compares everything with the scalar reference.
-pub fn run(keys: &KeySet, layouts: &[Layout], fpp: f64, seed: u64) -> Result<VerifyReport> {
+/// equal number of absent sample keys, and compares everything with the scalar reference. When a
+/// Verilog simulator is installed, `hdl_keys` inserted and `hdl_keys` absent keys are also looked
+/// up in a simulation of the generated RTL loaded with the reference filter's bank files.
+pub fn run(
+    keys: &KeySet,
+    layouts: &[Layout],
+    fpp: f64,
+    seed: u64,
+    hdl_keys: usize,
+) -> Result<VerifyReport> {
     let absent: Vec<u64> = SplitMix64::new(0xdead_beef_0bad_cafe)
         .take(keys.len().max(1))
         .collect();
@@ -200,9 +245,29 @@ pub fn run(keys: &KeySet, layouts: &[Layout], fpp: f64, seed: u64) -> Result<Ver
                 difference,
             });
         }
+        if hdl_keys > 0 {
+            if let Some((backend, probes, difference)) =
+                simulate(&rf, keys, &absent, &ra, &rb, hdl_keys)
+            {
+                rows.push(VerifyRow {
+                    layout,
+                    backend,
+                    keys: keys.len(),
+                    probes,
+                    difference,
+                });
+            }
+        }
+    }
+    let mut absent_backends = backend::absent();
+    if hdl_keys > 0 && bloomlanes_hdl::simulator_available().is_none() {
+        absent_backends.push((
+            "hdl-sim".into(),
+            "no Verilog simulator (iverilog or verilator) installed".into(),
+        ));
     }
     Ok(VerifyReport {
         rows,
-        absent: backend::absent(),
+        absent: absent_backends,
     })
 }

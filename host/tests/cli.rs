@@ -497,6 +497,20 @@ fn verify_agrees_on_sample_and_file_keys() {
         "scalar plus at least one SIMD path: {rows:?}"
     );
     assert!(rows.iter().all(|r| r["identical"] == true));
+    let simulated = rows.iter().any(|r| {
+        r["backend"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("hdl-sim"))
+    });
+    let no_sim = v["absent_backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["backend"] == "hdl-sim");
+    assert!(
+        simulated != no_sim,
+        "the RTL simulation ran, or its absence is reported"
+    );
     fails(&["verify", "--layout", "3x3"], 2);
 }
 

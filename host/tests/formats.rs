@@ -7,6 +7,7 @@ mod common;
 use std::fs::File;
 use std::sync::Arc;
 
+use common::files as dir_files;
 use common::*;
 use parquet::bloom_filter::Sbbf;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
@@ -366,4 +367,42 @@ fn parquet_bad_inputs() {
     let e = fails(&["export", s(&f), "--parquet", s(&at(&d, "x.sbbf"))], 1);
     assert!(e.contains("8x32"), "{e}");
     assert!(!at(&d, "x.sbbf").exists());
+}
+
+// ---- HDL export -------------------------------------------------------------------------------
+
+#[test]
+fn hdl_export_writes_rtl_and_banks() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 500));
+    let f = at(&d, "f.blf");
+    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
+        .assert()
+        .success();
+    let rtl = at(&d, "rtl");
+    let v = json(&["export", s(&f), "--hdl", s(&rtl), "--key-bytes", "2"]);
+    assert_eq!(v["form"], "hdl");
+    let files: Vec<String> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    for f in &files {
+        assert!(std::path::Path::new(f).is_file(), "{f} was written");
+        assert!(f.starts_with(s(&rtl)), "{f} is in the requested folder");
+    }
+    let banks = files.iter().filter(|f| f.ends_with(".hex")).count();
+    assert_eq!(banks, 8, "one bank file per lane: {files:?}");
+    assert!(files.iter().any(|f| f.ends_with(".v")));
+    assert!(!files.is_empty() && rtl.join("bloomlanes.v").is_file());
+    // A bad configuration fails and leaves no folder behind.
+    let bad = at(&d, "bad");
+    let e = fails(
+        &["export", s(&f), "--hdl", s(&bad), "--key-bytes", "999"],
+        1,
+    );
+    assert!(e.contains("key width"), "{e}");
+    assert!(!bad.exists());
+    assert_eq!(dir_files(&d), ["f.blf", "k.txt", "rtl"]);
 }
