@@ -32,9 +32,10 @@ Keys hash alike across formats: a text line, a CSV field and a Parquet BYTE_ARRA
 same bytes are one key; a binary u64, a decimal line and a Parquet INT64 value with the same number \
 are one key.";
 
-/// Split-block Bloom filters on CPUs (scalar, SIMD), GPUs and FPGAs.
+/// Split-block Bloom filters on CPUs (scalar, SIMD), GPUs and FPGAs: build, query, inspect,
+/// merge, verify, import/export and benchmark them. Start with `bloomlanes bench`.
 #[derive(Parser, Debug)]
-#[command(name = "bloomlanes", version, about, long_about = None)]
+#[command(name = "bloomlanes", version)]
 struct Cli {
     /// Machine-readable JSON output on standard output.
     #[arg(long, global = true)]
