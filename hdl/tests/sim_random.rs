@@ -40,7 +40,7 @@ fn icarus_matches_core() {
     if !have(Simulator::Icarus, "icarus_matches_core") {
         return;
     }
-    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| [0usize, 2].contains(i)) {
+    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| [0usize, 1, 2].contains(i)) {
         let ops = random_ops(c, OPS, OPS / 10, 2_000, 200 + i as u64);
         run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32));
     }

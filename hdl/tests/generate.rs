@@ -1,0 +1,255 @@
+//! Generated text: constants come from core, Verilator lint is clean, Icarus and Yosys accept it,
+//! bad configurations are errors.
+mod common;
+
+use std::process::Command;
+
+use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+use bloomlanes_core::{Filter, Layout, SALTS};
+use bloomlanes_hdl::sim::{self, on_path, BenchParams, Simulator};
+use bloomlanes_hdl::{bank_bits, export, generate, write_bank_files, HdlConfig, KeyMode};
+use common::*;
+
+fn lint_matrix() -> Vec<HdlConfig> {
+    let mut v = Vec::new();
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        for (blocks, key, ports) in [
+            (1, KeyMode::Prehashed, 1),
+            (7, KeyMode::Bytes(8), 2),
+            (1000, KeyMode::Bytes(13), 3),
+            (3, KeyMode::Bytes(1), 1),
+            (123, KeyMode::Bytes(64 + i), 2),
+        ] {
+            v.push(cfg(layout, blocks, key, ports));
+        }
+    }
+    v
+}
+
+/// `localparam [..] NAME = <width>'h<hex>;` values of the text.
+fn localparam(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let rest = l.strip_prefix("localparam ")?;
+        let rest = rest.split_once("] ")?.1;
+        let (n, val) = rest.split_once(" = ")?;
+        if n != name {
+            return None;
+        }
+        let val = val.trim_end_matches(';');
+        let (_, hex) = val.split_once("'h")?;
+        u64::from_str_radix(hex, 16).ok()
+    })
+}
+
+#[test]
+fn constants_come_from_core() {
+    for c in lint_matrix() {
+        let d = generate(&c).unwrap();
+        for lane in 0..c.layout.lanes() {
+            assert_eq!(
+                localparam(&d.rtl, &format!("SALT_{lane}")),
+                Some(u64::from(SALTS[lane])),
+                "{} SALT_{lane}",
+                c.top_name
+            );
+        }
+        assert_eq!(localparam(&d.rtl, &format!("SALT_{}", c.layout.lanes())), None);
+        let bits = c.layout.bit_index_bits();
+        assert!(d.rtl.contains(&format!("[31:{}]", 32 - bits)), "lane bit slice");
+        assert!(d.rtl.contains(&format!(">> {}", c.layout.lane_shift())), "shift documented");
+        if let KeyMode::Bytes(n) = c.key {
+            for (name, want) in [
+                ("PRIME64_1", PRIME64_1),
+                ("PRIME64_2", PRIME64_2),
+                ("PRIME64_3", PRIME64_3),
+                ("PRIME64_4", PRIME64_4),
+                ("PRIME64_5", PRIME64_5),
+            ] {
+                if let Some(v) = localparam(&d.rtl, name) {
+                    assert_eq!(v, want, "{name}");
+                }
+            }
+            assert_eq!(localparam(&d.rtl, "PRIME64_1"), Some(PRIME64_1));
+            assert_eq!(localparam(&d.rtl, "PRIME64_2"), Some(PRIME64_2));
+            assert_eq!(localparam(&d.rtl, "PRIME64_3"), Some(PRIME64_3));
+            if n < 32 {
+                assert_eq!(
+                    localparam(&d.rtl, "XXH_H0"),
+                    Some(c.seed.wrapping_add(PRIME64_5).wrapping_add(n as u64))
+                );
+            } else {
+                assert_eq!(
+                    localparam(&d.rtl, "XXH_V1"),
+                    Some(c.seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2))
+                );
+                assert_eq!(localparam(&d.rtl, "XXH_V4"), Some(c.seed.wrapping_sub(PRIME64_1)));
+            }
+        }
+        if c.blocks > 1 {
+            assert!(d.rtl.contains(&format!("localparam [31:0] BLOCKS = 32'd{};", c.blocks)));
+        }
+        assert!(d.rtl.contains("`default_nettype none"));
+        assert!(d.rtl.contains(&format!("Latency: {} cycles", d.latency_cycles)));
+        assert!(d.rtl.contains("Read-after-write"));
+    }
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().expect("start tool");
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), s)
+}
+
+#[test]
+fn verilator_lint_is_clean() {
+    if !on_path("verilator") {
+        eprintln!("SKIP: verilator_lint_is_clean: verilator is not installed");
+        return;
+    }
+    let dir = sim::fresh_dir("lint").unwrap();
+    for c in lint_matrix() {
+        let d = generate(&c).unwrap();
+        let f = dir.join(format!("{}.v", d.top_name));
+        std::fs::write(&f, &d.rtl).unwrap();
+        let (ok, out) = run(Command::new("verilator").args(["--lint-only", "-Wall"]).arg(&f));
+        assert!(ok && !out.contains("%Warning"), "{}:\n{out}", c.top_name);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn icarus_and_yosys_accept_the_text() {
+    let dir = sim::fresh_dir("parse").unwrap();
+    let icarus = on_path("iverilog");
+    let yosys = on_path("yosys");
+    if !icarus {
+        eprintln!("SKIP: icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed");
+    }
+    if !yosys {
+        eprintln!("SKIP: icarus_and_yosys_accept_the_text (yosys part): yosys is not installed");
+    }
+    for c in lint_matrix() {
+        let d = generate(&c).unwrap();
+        let top = &d.top_name;
+        std::fs::write(dir.join(format!("{top}.v")), &d.rtl).unwrap();
+        std::fs::write(dir.join(format!("{top}_tb.v")), &d.testbench).unwrap();
+        if icarus {
+            let (ok, out) = run(Command::new("iverilog")
+                .current_dir(&dir)
+                .args(["-g2005", "-o", "/dev/null"])
+                .arg(format!("{top}.v"))
+                .arg(format!("{top}_tb.v")));
+            assert!(ok, "{top}:\n{out}");
+        }
+        if yosys {
+            let (ok, out) = run(Command::new("yosys").current_dir(&dir).args([
+                "-q",
+                "-p",
+                &format!("read_verilog {top}.v; hierarchy -check -top {top}; proc; check -assert"),
+            ]));
+            assert!(ok, "{top}:\n{out}");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_configurations_are_errors() {
+    let base = HdlConfig::new(Layout::L8x32, 10, KeyMode::Bytes(8), 0);
+    let cases: Vec<Box<dyn Fn(&mut HdlConfig)>> = vec![
+        Box::new(|c| c.blocks = 0),
+        Box::new(|c| c.blocks = u32::MAX),
+        Box::new(|c| c.key = KeyMode::Bytes(0)),
+        Box::new(|c| c.key = KeyMode::Bytes(10_000)),
+        Box::new(|c| c.lookup_ports = 0),
+        Box::new(|c| c.lookup_ports = 99),
+        Box::new(|c| c.tag_bits = 0),
+        Box::new(|c| c.tag_bits = 33),
+        Box::new(|c| c.top_name = "9bad".into()),
+        Box::new(|c| c.top_name = "a b".into()),
+        Box::new(|c| c.top_name = String::new()),
+    ];
+    for (i, f) in cases.iter().enumerate() {
+        let mut c = base.clone();
+        f(&mut c);
+        let e = generate(&c).expect_err(&format!("case {i} must fail"));
+        assert!(!e.to_string().is_empty());
+        let dir = std::env::temp_dir().join("bloomlanes-hdl-never-written");
+        assert!(export(&c, None, &dir, false).is_err());
+    }
+    assert!(generate(&base).is_ok());
+}
+
+#[test]
+fn bank_files_hold_the_lanes() {
+    let mut f = Filter::new(Layout::L16x64, 9, 1);
+    for i in 0..200u64 {
+        f.insert_u64(i);
+    }
+    let dir = sim::fresh_dir("banks").unwrap();
+    let paths = write_bank_files(&f, &dir).unwrap();
+    assert_eq!(paths.len(), 16);
+    let words = f.words();
+    for (lane, p) in paths.iter().enumerate() {
+        let text = std::fs::read_to_string(p).unwrap();
+        let digits: Vec<bool> = text
+            .lines()
+            .filter(|l| !l.starts_with("//"))
+            .map(|l| l == "1")
+            .collect();
+        assert_eq!(digits, bank_bits(&f, lane));
+        assert_eq!(digits.len(), 9 * 64);
+        for block in 0..9 {
+            for bit in 0..64 {
+                let g = block * 1024 + lane * 64 + bit;
+                assert_eq!(digits[block * 64 + bit], words[g / 32] >> (g % 32) & 1 == 1);
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn checker_catches_wrong_answers() {
+    // The comparison itself must be able to fail.
+    let Some(sim_kind) = [Simulator::Verilator, Simulator::Icarus].into_iter().find(|s| s.is_available())
+    else {
+        eprintln!("SKIP: checker_catches_wrong_answers: no simulator installed");
+        return;
+    };
+    let c = cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+    let ops = random_ops(&c, 3000, 0, 100, 5);
+    let log = sim::run_ops(&c, sim_kind, None, &ops, BenchParams::default()).unwrap();
+    let empty = Filter::new(c.layout, c.blocks, c.seed);
+    assert!(sim::check(&c, &empty, &ops, &log).is_ok());
+    // Against a start filter that already holds every key looked up, the hardware (which
+    // started empty) must disagree.
+    let mut full = empty.clone();
+    for o in &ops[0] {
+        full.insert_hash(sim::key_hash(&c, &o.key));
+    }
+    assert!(sim::check(&c, &full, &ops, &log).is_err());
+    let mut bad = log.clone();
+    let last = bad.answers[0].iter().rposition(|a| a.2).unwrap();
+    bad.answers[0][last].2 = false;
+    assert!(sim::check(&c, &empty, &ops, &bad).is_err());
+}
+
+#[test]
+fn export_writes_everything() {
+    let dir = sim::fresh_dir("export").unwrap();
+    let mut f = Filter::new(Layout::L8x32, 20, 0);
+    f.insert(b"hello");
+    let c = HdlConfig::for_filter(&f, KeyMode::Bytes(5));
+    let s = export(&c, Some(&f), &dir, false).unwrap();
+    assert_eq!(s.files.len(), 3 + 8 + 1);
+    for p in &s.files {
+        assert!(p.is_file(), "{}", p.display());
+    }
+    let report = std::fs::read_to_string(&s.report).unwrap();
+    assert!(report.contains("Latency"));
+    assert!(s.synth.is_none());
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,99 @@
+//! Banks loaded from files written from a software filter answer exactly like that filter.
+mod common;
+
+use bloomlanes_core::{Filter, Layout};
+use bloomlanes_hdl::sim::{self, BenchParams, Key, Op, Simulator};
+use bloomlanes_hdl::{op, simulate_lookup_hashes, simulate_lookups, HdlConfig, KeyMode};
+use common::*;
+
+fn filled(c: &HdlConfig, keys: usize, rng: &mut Rng) -> (Filter, Vec<Key>) {
+    let mut f = Filter::new(c.layout, c.blocks, c.seed);
+    let mut inserted = Vec::new();
+    for _ in 0..keys {
+        let k = random_key(c, rng);
+        f.insert_hash(sim::key_hash(c, &k));
+        inserted.push(k);
+    }
+    (f, inserted)
+}
+
+fn loaded_lookups(sim_kind: Simulator, c: &HdlConfig, keys: usize, queries: usize, seed: u64) {
+    let mut rng = Rng(seed);
+    let (f, inserted) = filled(c, keys, &mut rng);
+    let mut ops: Vec<Vec<Op>> = vec![Vec::new(); c.lookup_ports];
+    for i in 0..queries {
+        let key = if i % 2 == 0 {
+            inserted[rng.below(inserted.len() as u64) as usize].clone()
+        } else {
+            random_key(c, &mut rng)
+        };
+        ops[i % c.lookup_ports].push(Op { code: op::LOOKUP, tag: i as u32, key });
+    }
+    let params = BenchParams { fast_ops: 500, valid_pct: 80, ready_pct: 70, seed: seed as u32 };
+    let stats = run_and_check(c, sim_kind, Some(&f), &ops, params);
+    // Every inserted key that was asked for must hit.
+    assert!(stats.hits as usize >= queries / 2, "{}: too few hits", c.top_name);
+}
+
+fn configs() -> Vec<HdlConfig> {
+    vec![
+        cfg(Layout::L8x32, 1000, KeyMode::Bytes(8), 2),
+        cfg(Layout::L16x64, 37, KeyMode::Bytes(13), 1),
+        cfg(Layout::L8x64, 3, KeyMode::Prehashed, 3),
+        cfg(Layout::L16x32, 11, KeyMode::Prehashed, 1),
+    ]
+}
+
+#[test]
+fn verilator_loaded_banks_match_software_filter() {
+    if !have(Simulator::Verilator, "verilator_loaded_banks_match_software_filter") {
+        return;
+    }
+    for (i, c) in configs().iter().enumerate() {
+        let keys = (c.blocks as usize * 20).min(20_000);
+        loaded_lookups(Simulator::Verilator, c, keys, 20_000, 300 + i as u64);
+    }
+}
+
+#[test]
+fn icarus_loaded_banks_match_software_filter() {
+    if !have(Simulator::Icarus, "icarus_loaded_banks_match_software_filter") {
+        return;
+    }
+    for (i, c) in configs().iter().enumerate() {
+        let keys = (c.blocks as usize * 20).min(20_000);
+        loaded_lookups(Simulator::Icarus, c, keys, 10_000, 400 + i as u64);
+    }
+}
+
+#[test]
+fn public_simulate_lookups_agrees_with_filter() {
+    if bloomlanes_hdl::simulator_available().is_none() {
+        eprintln!("SKIP: public_simulate_lookups_agrees_with_filter: no simulator installed");
+        return;
+    }
+    let mut rng = Rng(9);
+    // Byte keys hashed on chip.
+    let mut f = Filter::new(Layout::L8x32, 50, 3);
+    let keys: Vec<Vec<u8>> = (0..2000).map(|i: u64| (i * 7919).to_le_bytes().to_vec()).collect();
+    for k in &keys[..700] {
+        f.insert(k);
+    }
+    let mut c = HdlConfig::for_filter(&f, KeyMode::Bytes(8));
+    c.lookup_ports = 2;
+    let got = simulate_lookups(&c, &f, &keys).expect("simulate");
+    let want: Vec<bool> = keys.iter().map(|k| f.contains(k)).collect();
+    assert_eq!(got, want);
+    assert!(got[..700].iter().all(|&b| b));
+    // The same filter through a prehashed design, keys hashed on the host.
+    let c2 = HdlConfig::for_filter(&f, KeyMode::Prehashed);
+    assert_eq!(simulate_lookups(&c2, &f, &keys).expect("simulate"), want);
+    let hashes: Vec<u64> = (0..500).map(|_| rng.next()).collect();
+    let got = simulate_lookup_hashes(&c2, &f, &hashes).expect("simulate");
+    let want: Vec<bool> = hashes.iter().map(|&h| f.contains_hash(h)).collect();
+    assert_eq!(got, want);
+    // Mismatched filter and configuration.
+    let other = Filter::new(Layout::L8x32, 51, 3);
+    assert!(simulate_lookups(&c, &other, &keys).is_err());
+    assert!(simulate_lookup_hashes(&c, &f, &hashes).is_err());
+}
