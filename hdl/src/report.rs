@@ -118,11 +118,12 @@ fn run(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
     Ok(text)
 }
 
-/// Cell counts from a Yosys `stat` listing (the last one, i.e. the top module's or the whole
-/// design's).
+/// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).
 pub fn parse_stat(text: &str) -> Vec<(String, u64)> {
+    // With hierarchy kept, the totals are in the last section, "=== design hierarchy ===".
+    let start = text.rfind("=== design hierarchy ===").or_else(|| text.rfind("=== ")).unwrap_or(0);
     let mut cells = Vec::new();
-    for line in text.lines() {
+    for line in text[start..].lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 2 {
             if let Ok(n) = f[1].parse::<u64>() {

@@ -47,8 +47,9 @@ pub(crate) fn geo(cfg: &HdlConfig, plan: Option<&Plan>) -> Geo {
     let block_bits = ceil_log2(u64::from(cfg.blocks));
     let aw = block_bits + bit_bits;
     let hash_stages = plan.map_or(0, |p| p.stages.len() as u32);
-    // accept -> hash stages -> index/address register -> bank read -> FIFO write -> m_valid.
-    let latency = hash_stages + 3;
+    // accept -> input register -> hash stages -> address register -> bank read -> FIFO write
+    // -> m_valid.
+    let latency = hash_stages + 4;
     let fifo_bits = ceil_log2(u64::from(latency) + 2).max(1);
     let kw = cfg.key.key_bits();
     Geo {
@@ -143,7 +144,7 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 //   every operation in flight) could overflow; with m<p>_ready high it never drops.
 // Latency: {lat} cycles from the cycle an operation is accepted (s<p>_valid && s<p>_ready) to the
 //   first cycle its answer is offered (m<p>_valid); the bank read/write happens {mem} cycles
-//   after acceptance ({hs} hash stage(s), 1 address stage).
+//   after acceptance (input register, {hs} hash stage(s), address register).
 // Read-after-write: on port 0 there is no restriction: operations are applied in order, so a
 //   lookup accepted in any cycle after an insert sees it (no forwarding needed: both pass the
 //   same pipeline and the banks are written before the next read). A lookup on port p >= 1 sees
@@ -171,9 +172,9 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         replicas = g.replicas,
         fd = g.fifo_depth,
         lat = g.latency,
-        mem = g.hash_stages + 1,
+        mem = g.hash_stages + 2,
         hs = g.hash_stages,
-        clr = u64::from(g.hash_stages) + 2 + g.depth,
+        clr = u64::from(g.hash_stages) + 3 + g.depth,
         file0 = bank_file_name(top, 0),
     );
     v.push('\n');
@@ -337,7 +338,7 @@ fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, plan: Option<&Plan>) {
     let (kw, tw, aw, l) = (g.kw, g.tw, g.aw, g.lanes);
     let _ = writeln!(
         v,
-        "// Hash and index pipeline of one port: {} hash stage(s), then the address register.
+        "// Hash and index pipeline of one port: input register, {} hash stage(s), address register.
 module {t}_front (
     input  wire clk,
     input  wire rst,
@@ -404,21 +405,28 @@ module {t}_front (
             "    function [63:0] rotl64;\n        input [63:0] x;\n        input integer r;\n        rotl64 = (x << r) | (x >> (64 - r));\n    endfunction\n",
         );
     }
+    // Input register: the hash and index logic starts from flip-flops, whatever drives the ports.
+    let _ = writeln!(
+        v,
+        "    reg in_valid;\n    reg [1:0] in_op;\n    reg [{}:0] in_tag;\n    reg [{}:0] in_key;\n    always @(posedge clk) begin\n        if (rst) in_valid <= 1'b0;\n        else in_valid <= i_valid;\n        in_op <= i_op;\n        in_tag <= i_tag;\n        in_key <= i_key;\n    end",
+        tw - 1,
+        kw - 1
+    );
     // Pipeline.
     let final_h = if let Some(plan) = plan {
         let live = hash::live_vars(plan);
         for (name, width, off) in &plan.inputs {
             let _ = writeln!(
                 v,
-                "    wire [{}:0] s0_{name} = i_key[{}:{}];",
+                "    wire [{}:0] s0_{name} = in_key[{}:{}];",
                 width - 1,
                 off + width - 1,
                 off
             );
         }
-        let mut prev_valid = "i_valid".to_string();
-        let mut prev_op = "i_op".to_string();
-        let mut prev_tag = "i_tag".to_string();
+        let mut prev_valid = "in_valid".to_string();
+        let mut prev_op = "in_op".to_string();
+        let mut prev_tag = "in_tag".to_string();
         for (si, stage) in plan.stages.iter().enumerate() {
             let s = si + 1;
             let _ = writeln!(
@@ -453,8 +461,8 @@ module {t}_front (
         );
         (prev_valid, prev_op, prev_tag)
     } else {
-        v.push_str("    wire [63:0] hx = i_key;\n");
-        ("i_valid".to_string(), "i_op".to_string(), "i_tag".to_string())
+        v.push_str("    wire [63:0] hx = in_key;\n");
+        ("in_valid".to_string(), "in_op".to_string(), "in_tag".to_string())
     };
     let (pv, po, pt) = final_h;
     // Index stage.
