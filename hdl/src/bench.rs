@@ -57,7 +57,11 @@ module {t}_tb;
             kw1 = kw - 1
         );
     }
-    let mut conns = vec![".clk(clk)".to_string(), ".rst(rst)".to_string(), ".busy(busy)".to_string()];
+    let mut conns = vec![
+        ".clk(clk)".to_string(),
+        ".rst(rst)".to_string(),
+        ".busy(busy)".to_string(),
+    ];
     for q in 0..p {
         conns.push(format!(".s{q}_valid(s{q}_valid)"));
         conns.push(format!(".s{q}_ready(s{q}_ready)"));
@@ -76,7 +80,9 @@ module {t}_tb;
         "    {t} #(.LOAD_BANKS(LOAD_BANKS)) dut (\n        {}\n    );",
         conns.join(",\n        ")
     );
-    v.push_str("    initial begin\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n");
+    v.push_str(
+        "    initial begin\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n",
+    );
     for q in 0..p {
         let _ = writeln!(
             v,

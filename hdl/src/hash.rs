@@ -243,7 +243,10 @@ mod tests {
         consts.insert("PRIME64_3", PRIME64_3);
         consts.insert("PRIME64_4", PRIME64_4);
         consts.insert("PRIME64_5", PRIME64_5);
-        consts.insert("XXH_V1", seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2));
+        consts.insert(
+            "XXH_V1",
+            seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2),
+        );
         consts.insert("XXH_V2", seed.wrapping_add(PRIME64_2));
         consts.insert("XXH_V3", seed);
         consts.insert("XXH_V4", seed.wrapping_sub(PRIME64_1));

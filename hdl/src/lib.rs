@@ -43,7 +43,7 @@ pub const MAX_PORTS: usize = 8;
 pub enum KeyMode {
     /// Fixed-width keys of this many bytes, hashed on chip by a fully pipelined XXH64 unrolled for
     /// the width (byte `i` of the key is bits `8i+7..8i` of the key input, little-endian like
-    /// [`bloomlanes_core::xxh64`] reads it).
+    /// [`bloomlanes_core::xxh64()`] reads it).
     Bytes(usize),
     /// The input is the 64-bit XXH64 hash itself (computed by the host).
     Prehashed,
@@ -327,7 +327,11 @@ pub fn write_bank_files(filter: &Filter, dir: &Path) -> std::io::Result<Vec<Path
 }
 
 /// Like [`write_bank_files`], for top module `top`.
-pub fn write_bank_files_for(filter: &Filter, dir: &Path, top: &str) -> std::io::Result<Vec<PathBuf>> {
+pub fn write_bank_files_for(
+    filter: &Filter,
+    dir: &Path,
+    top: &str,
+) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut paths = Vec::new();
     for lane in 0..filter.layout().lanes() {

@@ -88,10 +88,12 @@ pub fn bram_minimum(cfg: &HdlConfig) -> u64 {
     cfg.replicas() as u64 * cfg.layout.lanes() as u64 * cfg.bank_entries().div_ceil(RAMB36_BITS)
 }
 
-/// Whether the iCE40 HX8K run is attempted: prehashed (the XXH64 multipliers do not fit its
-/// LUTs) and the banks fit its 32 block RAMs.
+/// Whether the iCE40 HX8K run is attempted: prehashed with 8 lanes (the multipliers are built
+/// from LUTs there: XXH64's 64-bit ones, or 16 salt multiplies, do not fit its 7680 cells) and
+/// the banks fit its 32 block RAMs.
 pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
     cfg.key == KeyMode::Prehashed
+        && cfg.layout.lanes() == 8
         && cfg.replicas() as u64
             * cfg.layout.lanes() as u64
             * cfg.bank_entries().div_ceil(ICE40_BRAM_X1_ENTRIES)
@@ -112,7 +114,14 @@ fn run(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
-        let tail: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = text
+            .chars()
+            .rev()
+            .take(2000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         return Err(tool_err(tool, format!("{}: {tail}", out.status)));
     }
     Ok(text)
@@ -121,13 +130,19 @@ fn run(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
 /// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).
 pub fn parse_stat(text: &str) -> Vec<(String, u64)> {
     // With hierarchy kept, the totals are in the last section, "=== design hierarchy ===".
-    let start = text.rfind("=== design hierarchy ===").or_else(|| text.rfind("=== ")).unwrap_or(0);
+    let start = text
+        .rfind("=== design hierarchy ===")
+        .or_else(|| text.rfind("=== "))
+        .unwrap_or(0);
     let mut cells = Vec::new();
     for line in text[start..].lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 2 {
             if let Ok(n) = f[1].parse::<u64>() {
-                if f[0].chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+                if f[0]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+                {
                     if f[0] == "Number" {
                         continue;
                     }
@@ -197,7 +212,9 @@ fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
             .arg(format!("{top}_ice40.ys")),
         "yosys",
     )?;
-    let cells = parse_stat(&std::fs::read_to_string(dir.join(format!("{top}_ice40_stat.txt")))?);
+    let cells = parse_stat(&std::fs::read_to_string(
+        dir.join(format!("{top}_ice40_stat.txt")),
+    )?);
     let args = [
         "--hx8k",
         "--package",
@@ -221,21 +238,33 @@ fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
         command,
         note: None,
     };
-    match run(Command::new("nextpnr-ice40").current_dir(dir).args(args), "nextpnr-ice40") {
+    match run(
+        Command::new("nextpnr-ice40").current_dir(dir).args(args),
+        "nextpnr-ice40",
+    ) {
         Ok(text) => {
             fig.fmax_mhz = text
                 .lines()
+                .rev()
                 .filter(|l| l.contains("Max frequency for clock"))
                 .filter_map(|l| {
                     let after = l.split("':").nth(1)?;
                     after.split_whitespace().next()?.parse::<f64>().ok()
                 })
-                .last();
+                .next();
             if fig.fmax_mhz.is_none() {
                 fig.note = Some("nextpnr reported no Fmax".into());
             }
         }
-        Err(e) => fig.note = Some(e.to_string()),
+        Err(e) => {
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("ERROR"))
+                .unwrap_or("failed");
+            fig.note = Some(format!("nextpnr-ice40: {line}"));
+        }
     }
     Ok(fig)
 }
@@ -245,7 +274,12 @@ fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
 /// (`<top>_report.md`) with the configuration, latency, read-after-write rule and, when `synth`
 /// is set and Yosys is installed, the UltraScale+ resources against the block RAM minimum and the
 /// iCE40 Fmax for small configurations.
-pub fn export(cfg: &HdlConfig, filter: Option<&Filter>, dir: &Path, synth: bool) -> Result<ExportSummary, HdlError> {
+pub fn export(
+    cfg: &HdlConfig,
+    filter: Option<&Filter>,
+    dir: &Path,
+    synth: bool,
+) -> Result<ExportSummary, HdlError> {
     let design = generate(cfg)?;
     std::fs::create_dir_all(dir)?;
     let top = design.top_name.clone();
@@ -275,7 +309,10 @@ pub fn export(cfg: &HdlConfig, filter: Option<&Filter>, dir: &Path, synth: bool)
         (Some(synthesize(cfg, &design, dir)?), None)
     };
     let report = dir.join(format!("{top}_report.md"));
-    std::fs::write(&report, report_text(cfg, &design, synth_fig.as_ref(), skipped.as_deref()))?;
+    std::fs::write(
+        &report,
+        report_text(cfg, &design, synth_fig.as_ref(), skipped.as_deref()),
+    )?;
     files.push(report.clone());
     Ok(ExportSummary {
         design,
@@ -299,7 +336,12 @@ pub fn describe(cfg: &HdlConfig) -> String {
 }
 
 /// The Markdown report of one configuration.
-pub fn report_text(cfg: &HdlConfig, design: &Design, synth: Option<&SynthFigures>, skipped: Option<&str>) -> String {
+pub fn report_text(
+    cfg: &HdlConfig,
+    design: &Design,
+    synth: Option<&SynthFigures>,
+    skipped: Option<&str>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}: {}\n", design.top_name, describe(cfg));
     let _ = writeln!(

@@ -30,7 +30,9 @@ impl Simulator {
     pub fn is_available(self) -> bool {
         match self {
             Simulator::Icarus => on_path("iverilog") && on_path("vvp"),
-            Simulator::Verilator => on_path("verilator") && on_path("make") && (on_path("g++") || on_path("c++")),
+            Simulator::Verilator => {
+                on_path("verilator") && on_path("make") && (on_path("g++") || on_path("c++"))
+            }
         }
     }
 
@@ -200,7 +202,14 @@ fn run_cmd(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
-        let tail: String = text.chars().rev().take(3000).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = text
+            .chars()
+            .rev()
+            .take(3000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         return Err(tool_err(tool, format!("{}: {tail}", out.status)));
     }
     Ok(text)
@@ -224,10 +233,21 @@ pub fn write_run_files(
         )));
     }
     std::fs::write(dir.join(format!("{}.v", design.top_name)), &design.rtl)?;
-    std::fs::write(dir.join(format!("{}_tb.v", design.top_name)), &design.testbench)?;
-    std::fs::write(dir.join(format!("{}_harness.cpp", design.top_name)), &design.cpp_harness)?;
+    std::fs::write(
+        dir.join(format!("{}_tb.v", design.top_name)),
+        &design.testbench,
+    )?;
+    std::fs::write(
+        dir.join(format!("{}_harness.cpp", design.top_name)),
+        &design.cpp_harness,
+    )?;
     let mut c = String::new();
-    for x in [params.fast_ops, params.valid_pct, params.ready_pct, params.seed.max(1)] {
+    for x in [
+        params.fast_ops,
+        params.valid_pct,
+        params.ready_pct,
+        params.seed.max(1),
+    ] {
         let _ = writeln!(c, "{x:08x}");
     }
     for port_ops in ops {
@@ -283,7 +303,10 @@ pub fn run_ops_in(
                     .arg(format!("{top}_tb.v")),
                 "iverilog",
             )?;
-            run_cmd(Command::new("vvp").current_dir(dir).args(["-n", "sim.vvp"]), "vvp")?;
+            run_cmd(
+                Command::new("vvp").current_dir(dir).args(["-n", "sim.vvp"]),
+                "vvp",
+            )?;
         }
         Simulator::Verilator => {
             run_cmd(
@@ -297,7 +320,10 @@ pub fn run_ops_in(
                     .arg(format!("{top}_harness.cpp")),
                 "verilator",
             )?;
-            run_cmd(Command::new(dir.join("obj").join("vsim")).current_dir(dir), "vsim")?;
+            run_cmd(
+                Command::new(dir.join("obj").join("vsim")).current_dir(dir),
+                "vsim",
+            )?;
         }
     }
     let text = std::fs::read_to_string(dir.join("bench_log.txt"))?;
@@ -351,7 +377,10 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
                     "1" => true,
                     _ => return Err(bad(line)),
                 };
-                log.answers.get_mut(p).ok_or_else(|| bad(line))?.push((c, tag, hit));
+                log.answers
+                    .get_mut(p)
+                    .ok_or_else(|| bad(line))?
+                    .push((c, tag, hit));
             }
             [] => {}
             _ => return Err(bad(line)),
@@ -377,7 +406,11 @@ pub fn check(
     ops: &[Vec<Op>],
     log: &SimLog,
 ) -> Result<(CheckStats, Vec<Vec<bool>>), String> {
-    let tag_mask = if cfg.tag_bits >= 32 { u32::MAX } else { (1u32 << cfg.tag_bits) - 1 };
+    let tag_mask = if cfg.tag_bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << cfg.tag_bits) - 1
+    };
     let mut events: Vec<(u64, bool, usize, usize)> = Vec::new();
     for (p, port_ops) in ops.iter().enumerate() {
         let acc = &log.accepted[p];
@@ -430,7 +463,9 @@ pub fn check(
                 ));
             }
             if cyc <= acc {
-                return Err(format!("port {p} op {i}: answered in cycle {cyc}, accepted in {acc}"));
+                return Err(format!(
+                    "port {p} op {i}: answered in cycle {cyc}, accepted in {acc}"
+                ));
             }
             stats.min_latency = stats.min_latency.min(cyc - acc);
             stats.max_latency = stats.max_latency.max(cyc - acc);
@@ -470,7 +505,11 @@ fn lookups_in(cfg: &HdlConfig, filter: &Filter, keys: Vec<Key>) -> Result<Vec<bo
 /// ports). With [`KeyMode::Prehashed`] the keys are hashed on the host with `filter`'s seed.
 /// Fails with [`HdlError::NoSimulator`] when none is installed, and with a tool error if any
 /// answer differs from the software filter's (they are compared before returning).
-pub fn simulate_lookups(cfg: &HdlConfig, filter: &Filter, keys: &[Vec<u8>]) -> Result<Vec<bool>, HdlError> {
+pub fn simulate_lookups(
+    cfg: &HdlConfig,
+    filter: &Filter,
+    keys: &[Vec<u8>],
+) -> Result<Vec<bool>, HdlError> {
     let keys = keys
         .iter()
         .map(|k| match cfg.key {
@@ -486,7 +525,11 @@ pub fn simulate_lookups(cfg: &HdlConfig, filter: &Filter, keys: &[Vec<u8>]) -> R
 }
 
 /// Like [`simulate_lookups`] with 64-bit hashes; the design must be [`KeyMode::Prehashed`].
-pub fn simulate_lookup_hashes(cfg: &HdlConfig, filter: &Filter, hashes: &[u64]) -> Result<Vec<bool>, HdlError> {
+pub fn simulate_lookup_hashes(
+    cfg: &HdlConfig,
+    filter: &Filter,
+    hashes: &[u64],
+) -> Result<Vec<bool>, HdlError> {
     if cfg.key != KeyMode::Prehashed {
         return Err(HdlError::Mismatch(format!(
             "hashes given to a design with {}; use KeyMode::Prehashed",

@@ -230,7 +230,11 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
             tw - 1,
             l as u32 * aw - 1
         );
-        let op_in = if p == 0 { "s0_op".to_string() } else { "OP_LOOKUP".to_string() };
+        let op_in = if p == 0 {
+            "s0_op".to_string()
+        } else {
+            "OP_LOOKUP".to_string()
+        };
         let _ = writeln!(
             v,
             "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag(s{p}_tag), .i_key(s{p}_key),\n        .o_valid(f{p}_valid), .o_op(f{p}_op), .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );"
@@ -358,9 +362,8 @@ module {t}_front (
         l as u32 * aw - 1
     );
     // Constants, all from bloomlanes-core (only those the pipeline uses, for a clean lint).
-    let uses = |name: &str| {
-        plan.is_some_and(|p| p.stages.iter().flatten().any(|a| a.expr.contains(name)))
-    };
+    let uses =
+        |name: &str| plan.is_some_and(|p| p.stages.iter().flatten().any(|a| a.expr.contains(name)));
     for (name, val) in [
         ("PRIME64_1", PRIME64_1),
         ("PRIME64_2", PRIME64_2),
@@ -388,8 +391,8 @@ module {t}_front (
             }
         }
     }
-    for lane in 0..l {
-        let _ = writeln!(v, "    localparam [31:0] SALT_{lane} = 32'h{:08x};", SALTS[lane]);
+    for (lane, salt) in SALTS.iter().enumerate().take(l) {
+        let _ = writeln!(v, "    localparam [31:0] SALT_{lane} = 32'h{salt:08x};");
     }
     if g.block_bits > 0 {
         let _ = writeln!(v, "    localparam [31:0] BLOCKS = 32'd{};", g.z);
@@ -462,7 +465,11 @@ module {t}_front (
         (prev_valid, prev_op, prev_tag)
     } else {
         v.push_str("    wire [63:0] hx = in_key;\n");
-        ("in_valid".to_string(), "in_op".to_string(), "in_tag".to_string())
+        (
+            "in_valid".to_string(),
+            "in_op".to_string(),
+            "in_tag".to_string(),
+        )
     };
     let (pv, po, pt) = final_h;
     // Index stage.
@@ -488,11 +495,7 @@ module {t}_front (
         let _ = writeln!(v, "    wire [31:0] lp{lane} = hx[31:0] * SALT_{lane};");
         unused.push(format!("lp{lane}[{}:0]", 31 - bits));
     }
-    let _ = writeln!(
-        v,
-        "    wire unused_ok = &{{1'b0, {}}};",
-        unused.join(", ")
-    );
+    let _ = writeln!(v, "    wire unused_ok = &{{1'b0, {}}};", unused.join(", "));
     let addrs: Vec<String> = (0..l)
         .rev()
         .map(|lane| {

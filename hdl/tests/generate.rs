@@ -46,18 +46,27 @@ fn localparam(text: &str, name: &str) -> Option<u64> {
 fn constants_come_from_core() {
     for c in lint_matrix() {
         let d = generate(&c).unwrap();
-        for lane in 0..c.layout.lanes() {
+        for (lane, salt) in SALTS.iter().enumerate().take(c.layout.lanes()) {
             assert_eq!(
                 localparam(&d.rtl, &format!("SALT_{lane}")),
-                Some(u64::from(SALTS[lane])),
+                Some(u64::from(*salt)),
                 "{} SALT_{lane}",
                 c.top_name
             );
         }
-        assert_eq!(localparam(&d.rtl, &format!("SALT_{}", c.layout.lanes())), None);
+        assert_eq!(
+            localparam(&d.rtl, &format!("SALT_{}", c.layout.lanes())),
+            None
+        );
         let bits = c.layout.bit_index_bits();
-        assert!(d.rtl.contains(&format!("[31:{}]", 32 - bits)), "lane bit slice");
-        assert!(d.rtl.contains(&format!(">> {}", c.layout.lane_shift())), "shift documented");
+        assert!(
+            d.rtl.contains(&format!("[31:{}]", 32 - bits)),
+            "lane bit slice"
+        );
+        assert!(
+            d.rtl.contains(&format!(">> {}", c.layout.lane_shift())),
+            "shift documented"
+        );
         if let KeyMode::Bytes(n) = c.key {
             for (name, want) in [
                 ("PRIME64_1", PRIME64_1),
@@ -83,14 +92,21 @@ fn constants_come_from_core() {
                     localparam(&d.rtl, "XXH_V1"),
                     Some(c.seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2))
                 );
-                assert_eq!(localparam(&d.rtl, "XXH_V4"), Some(c.seed.wrapping_sub(PRIME64_1)));
+                assert_eq!(
+                    localparam(&d.rtl, "XXH_V4"),
+                    Some(c.seed.wrapping_sub(PRIME64_1))
+                );
             }
         }
         if c.blocks > 1 {
-            assert!(d.rtl.contains(&format!("localparam [31:0] BLOCKS = 32'd{};", c.blocks)));
+            assert!(d
+                .rtl
+                .contains(&format!("localparam [31:0] BLOCKS = 32'd{};", c.blocks)));
         }
         assert!(d.rtl.contains("`default_nettype none"));
-        assert!(d.rtl.contains(&format!("Latency: {} cycles", d.latency_cycles)));
+        assert!(d
+            .rtl
+            .contains(&format!("Latency: {} cycles", d.latency_cycles)));
         assert!(d.rtl.contains("Read-after-write"));
     }
 }
@@ -113,7 +129,9 @@ fn verilator_lint_is_clean() {
         let d = generate(&c).unwrap();
         let f = dir.join(format!("{}.v", d.top_name));
         std::fs::write(&f, &d.rtl).unwrap();
-        let (ok, out) = run(Command::new("verilator").args(["--lint-only", "-Wall"]).arg(&f));
+        let (ok, out) = run(Command::new("verilator")
+            .args(["--lint-only", "-Wall"])
+            .arg(&f));
         assert!(ok && !out.contains("%Warning"), "{}:\n{out}", c.top_name);
     }
     std::fs::remove_dir_all(dir).ok();
@@ -125,7 +143,9 @@ fn icarus_and_yosys_accept_the_text() {
     let icarus = on_path("iverilog");
     let yosys = on_path("yosys");
     if !icarus {
-        eprintln!("SKIP: icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed");
+        eprintln!(
+            "SKIP: icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed"
+        );
     }
     if !yosys {
         eprintln!("SKIP: icarus_and_yosys_accept_the_text (yosys part): yosys is not installed");
@@ -158,7 +178,8 @@ fn icarus_and_yosys_accept_the_text() {
 #[test]
 fn bad_configurations_are_errors() {
     let base = HdlConfig::new(Layout::L8x32, 10, KeyMode::Bytes(8), 0);
-    let cases: Vec<Box<dyn Fn(&mut HdlConfig)>> = vec![
+    type Mutation = Box<dyn Fn(&mut HdlConfig)>;
+    let cases: Vec<Mutation> = vec![
         Box::new(|c| c.blocks = 0),
         Box::new(|c| c.blocks = u32::MAX),
         Box::new(|c| c.key = KeyMode::Bytes(0)),
@@ -214,7 +235,9 @@ fn bank_files_hold_the_lanes() {
 #[test]
 fn checker_catches_wrong_answers() {
     // The comparison itself must be able to fail.
-    let Some(sim_kind) = [Simulator::Verilator, Simulator::Icarus].into_iter().find(|s| s.is_available())
+    let Some(sim_kind) = [Simulator::Verilator, Simulator::Icarus]
+        .into_iter()
+        .find(|s| s.is_available())
     else {
         eprintln!("SKIP: checker_catches_wrong_answers: no simulator installed");
         return;

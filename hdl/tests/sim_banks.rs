@@ -27,12 +27,25 @@ fn loaded_lookups(sim_kind: Simulator, c: &HdlConfig, keys: usize, queries: usiz
         } else {
             random_key(c, &mut rng)
         };
-        ops[i % c.lookup_ports].push(Op { code: op::LOOKUP, tag: i as u32, key });
+        ops[i % c.lookup_ports].push(Op {
+            code: op::LOOKUP,
+            tag: i as u32,
+            key,
+        });
     }
-    let params = BenchParams { fast_ops: 500, valid_pct: 80, ready_pct: 70, seed: seed as u32 };
+    let params = BenchParams {
+        fast_ops: 500,
+        valid_pct: 80,
+        ready_pct: 70,
+        seed: seed as u32,
+    };
     let stats = run_and_check(c, sim_kind, Some(&f), &ops, params);
     // Every inserted key that was asked for must hit.
-    assert!(stats.hits as usize >= queries / 2, "{}: too few hits", c.top_name);
+    assert!(
+        stats.hits as usize >= queries / 2,
+        "{}: too few hits",
+        c.top_name
+    );
 }
 
 fn configs() -> Vec<HdlConfig> {
@@ -46,7 +59,10 @@ fn configs() -> Vec<HdlConfig> {
 
 #[test]
 fn verilator_loaded_banks_match_software_filter() {
-    if !have(Simulator::Verilator, "verilator_loaded_banks_match_software_filter") {
+    if !have(
+        Simulator::Verilator,
+        "verilator_loaded_banks_match_software_filter",
+    ) {
         return;
     }
     for (i, c) in configs().iter().enumerate() {
@@ -57,7 +73,10 @@ fn verilator_loaded_banks_match_software_filter() {
 
 #[test]
 fn icarus_loaded_banks_match_software_filter() {
-    if !have(Simulator::Icarus, "icarus_loaded_banks_match_software_filter") {
+    if !have(
+        Simulator::Icarus,
+        "icarus_loaded_banks_match_software_filter",
+    ) {
         return;
     }
     for (i, c) in configs().iter().enumerate() {
@@ -75,7 +94,9 @@ fn public_simulate_lookups_agrees_with_filter() {
     let mut rng = Rng(9);
     // Byte keys hashed on chip.
     let mut f = Filter::new(Layout::L8x32, 50, 3);
-    let keys: Vec<Vec<u8>> = (0..2000).map(|i: u64| (i * 7919).to_le_bytes().to_vec()).collect();
+    let keys: Vec<Vec<u8>> = (0..2000)
+        .map(|i: u64| (i * 7919).to_le_bytes().to_vec())
+        .collect();
     for k in &keys[..700] {
         f.insert(k);
     }

@@ -10,7 +10,12 @@ use common::*;
 const OPS: usize = 100_000;
 
 fn params(seed: u32) -> BenchParams {
-    BenchParams { fast_ops: 2_000, valid_pct: 70, ready_pct: 60, seed }
+    BenchParams {
+        fast_ops: 2_000,
+        valid_pct: 70,
+        ready_pct: 60,
+        seed,
+    }
 }
 
 fn matrix() -> Vec<bloomlanes_hdl::HdlConfig> {
@@ -40,7 +45,11 @@ fn icarus_matches_core() {
     if !have(Simulator::Icarus, "icarus_matches_core") {
         return;
     }
-    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| [0usize, 1, 2].contains(i)) {
+    for (i, c) in matrix()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| [0usize, 1, 2].contains(i))
+    {
         let ops = random_ops(c, OPS, OPS / 10, 2_000, 200 + i as u64);
         run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32));
     }

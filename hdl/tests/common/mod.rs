@@ -46,7 +46,13 @@ pub fn random_key(cfg: &HdlConfig, rng: &mut Rng) -> Key {
 
 /// `port0` operations on port 0 (inserts, lookups, a few clears after the first `fast`), and
 /// `others` lookups on every other port; lookups ask for inserted keys half of the time.
-pub fn random_ops(cfg: &HdlConfig, port0: usize, others: usize, fast: usize, seed: u64) -> Vec<Vec<Op>> {
+pub fn random_ops(
+    cfg: &HdlConfig,
+    port0: usize,
+    others: usize,
+    fast: usize,
+    seed: u64,
+) -> Vec<Vec<Op>> {
     let mut rng = Rng(seed);
     let mut pool: Vec<Key> = Vec::new();
     let clear_cost = cfg.bank_entries() + 20;
@@ -64,29 +70,53 @@ pub fn random_ops(cfg: &HdlConfig, port0: usize, others: usize, fast: usize, see
         let tag = rng.next() as u32;
         let o = if i > fast && rng.below(clear_every) == 0 {
             pool.clear();
-            Op { code: op::CLEAR, tag, key: random_key(cfg, &mut rng) }
+            Op {
+                code: op::CLEAR,
+                tag,
+                key: random_key(cfg, &mut rng),
+            }
         } else if rng.below(100) < 45 {
             let k = random_key(cfg, &mut rng);
             pool.push(k.clone());
-            Op { code: op::INSERT, tag, key: k }
+            Op {
+                code: op::INSERT,
+                tag,
+                key: k,
+            }
         } else if rng.below(200) == 0 {
-            Op { code: op::NOP, tag, key: random_key(cfg, &mut rng) }
+            Op {
+                code: op::NOP,
+                tag,
+                key: random_key(cfg, &mut rng),
+            }
         } else {
-            Op { code: op::LOOKUP, tag, key: lookup(&mut rng, &pool) }
+            Op {
+                code: op::LOOKUP,
+                tag,
+                key: lookup(&mut rng, &pool),
+            }
         };
         ops[0].push(o);
         // Other ports: lookups spread over the same period.
         for port in ops.iter_mut().skip(1) {
             if port.len() < others * (i + 1) / port0.max(1) {
                 let tag = rng.next() as u32;
-                port.push(Op { code: op::LOOKUP, tag, key: lookup(&mut rng, &pool) });
+                port.push(Op {
+                    code: op::LOOKUP,
+                    tag,
+                    key: lookup(&mut rng, &pool),
+                });
             }
         }
     }
     for port in ops.iter_mut().skip(1) {
         while port.len() < others {
             let tag = rng.next() as u32;
-            port.push(Op { code: op::LOOKUP, tag, key: random_key(cfg, &mut rng) });
+            port.push(Op {
+                code: op::LOOKUP,
+                tag,
+                key: random_key(cfg, &mut rng),
+            });
         }
     }
     ops
@@ -134,8 +164,8 @@ pub fn run_and_check(
                 cfg.top_name
             );
             // With m_ready high, every answer comes exactly `latency` cycles after its accept.
-            for i in 0..n {
-                assert_eq!(log.answers[p][i].0 - acc[i], u64::from(design.latency_cycles));
+            for (answer, accepted) in log.answers[p].iter().zip(acc).take(n) {
+                assert_eq!(answer.0 - accepted, u64::from(design.latency_cycles));
             }
         }
     }
