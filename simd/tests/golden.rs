@@ -6,6 +6,7 @@ use bloomlanes_core::golden::filter_vectors;
 use bloomlanes_core::{Filter, Keys};
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn golden_filters() {
     let vectors = filter_vectors();
     assert!(!vectors.is_empty());
