@@ -10,6 +10,9 @@
 //! - `REPS` default 5
 //! - `CHUNK_LOG2` keys per streamed chunk, default 22
 //! - `E2E_INSERT` insert kernel end to end: `bulk` (default) or `atomic`
+//! - `SCRATCH_LOG2` scratch cap of the partitioned insert in hashes, default 28 (2 GiB)
+//! - `PART_SWEEP` partition sizes tried for 8x32 at filters past L2, default `4M,8M,16M,24M,32M`
+//!   (empty to skip)
 
 use std::time::Instant;
 
@@ -17,6 +20,9 @@ use bloomlanes_core::Layout;
 use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
+
+/// Seed of the device-resident keys.
+const KEY_SEED: u64 = 0x5eed;
 
 fn setting(args: &[String], key: &str, default: &str) -> String {
     for a in args {
@@ -71,6 +77,106 @@ fn time_ms(
     Ok(median(v))
 }
 
+/// The partitioned insert of 8x32 filters past L2 in detail: the time of its phases for one
+/// scratch-sized chunk (partition = histogram + scan + scatter; insert of the grouped hashes)
+/// against the bulk-reduce insert of the same keys, then the whole insert of every key for
+/// several partition sizes.
+fn partition_details(
+    sizes: &[u64],
+    keys: &DeviceBuffer<u64>,
+    reps: usize,
+    sweep: &[u64],
+    scratch_log2: u32,
+) -> Result<(), GpuError> {
+    let layout = Layout::L8x32;
+    let n = keys.len();
+    let l2 = GpuFilter::new(layout, 1, 7)?.l2_bytes();
+    let big: Vec<u64> = sizes.iter().copied().filter(|&s| s > l2).collect();
+    if big.is_empty() || n == 0 {
+        return Ok(());
+    }
+    let m = n.min(1 << scratch_log2);
+    println!(
+        "\npartitioned insert, {layout}, phases for the first 2^{} keys (one scratch chunk); device ms, median of {reps}\n",
+        m.trailing_zeros()
+    );
+    println!("| filter | partitions | partition ms | insert grouped ms | total ms | G/s | bulk reduce insert ms | bulk reduce G/s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    // The first m keys of `keys` (key i depends only on the seed and i).
+    let first = DeviceBuffer::random_u64(m, KEY_SEED)?;
+    let mut grouped = DeviceBuffer::<u64>::zeros(m)?;
+    for &size in &big {
+        let blocks = (size / layout.block_bytes() as u64) as u32;
+        let mut g = GpuFilter::new(layout, blocks, 7)?;
+        let gs = g.stream().clone();
+        let part_ms = time_ms(
+            reps,
+            &gs,
+            || Ok(()),
+            || g.partition_device_async(DeviceKeys::U64(&first), &mut grouped, &gs),
+        )?;
+        let ins = |g: &mut GpuFilter, k: DeviceKeys<'_>| -> Result<f64, GpuError> {
+            let mut v = Vec::new();
+            for _ in 0..reps {
+                g.clear()?;
+                let t = gs.timer()?;
+                g.insert_device_async(k, &gs)?;
+                v.push(f64::from(t.stop()?));
+            }
+            Ok(median(v))
+        };
+        g.set_insert_kernel(InsertKernel::BulkReduce);
+        let grouped_ms = ins(&mut g, DeviceKeys::Hashes(&grouped))?;
+        let direct_ms = ins(&mut g, DeviceKeys::U64(&first))?;
+        let total = part_ms + grouped_ms;
+        println!(
+            "| {} | {} | {part_ms:.2} | {grouped_ms:.2} | {total:.2} | {:.2} | {direct_ms:.2} | {:.2} |",
+            human(size),
+            g.partitions(),
+            m as f64 / total / 1e6,
+            m as f64 / direct_ms / 1e6,
+        );
+    }
+    drop(grouped);
+    drop(first);
+    if sweep.is_empty() {
+        return Ok(());
+    }
+    println!(
+        "\npartitioned insert, {layout}, all 2^{} keys, by partition size: G/s (partitions)\n",
+        n.trailing_zeros()
+    );
+    let head: Vec<String> = sweep.iter().map(|&p| human(p)).collect();
+    println!("| filter | {} |", head.join(" | "));
+    println!("|---|{}", "---|".repeat(sweep.len()));
+    for &size in &big {
+        let blocks = (size / layout.block_bytes() as u64) as u32;
+        let mut g = GpuFilter::new(layout, blocks, 7)?;
+        g.set_insert_kernel(InsertKernel::Partitioned);
+        g.set_scratch_keys(1 << scratch_log2);
+        let gs = g.stream().clone();
+        let mut cells = Vec::new();
+        for &p in sweep {
+            g.set_partition_bytes(p);
+            g.insert_device(DeviceKeys::U64(keys))?;
+            let mut v = Vec::new();
+            for _ in 0..reps {
+                g.clear()?;
+                let t = gs.timer()?;
+                g.insert_device_async(DeviceKeys::U64(keys), &gs)?;
+                v.push(f64::from(t.stop()?));
+            }
+            cells.push(format!(
+                "{:.2} ({})",
+                n as f64 / median(v) / 1e6,
+                g.partitions()
+            ));
+        }
+        println!("| {} | {} |", human(size), cells.join(" | "));
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), GpuError> {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -84,6 +190,12 @@ fn main() -> Result<(), GpuError> {
     let e2e_log2: u32 = setting(&args, "E2E_KEYS_LOG2", "28").parse().unwrap();
     let reps: usize = setting(&args, "REPS", "5").parse().unwrap();
     let chunk_log2: u32 = setting(&args, "CHUNK_LOG2", "22").parse().unwrap();
+    let scratch_log2: u32 = setting(&args, "SCRATCH_LOG2", "28").parse().unwrap();
+    let sweep: Vec<u64> = setting(&args, "PART_SWEEP", "4M,8M,16M,24M,32M")
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_size)
+        .collect();
     let layouts: Vec<Layout> = setting(&args, "LAYOUTS", "8x32,8x64,16x32,16x64")
         .split(',')
         .map(|n| Layout::from_name(n.trim()).expect("layout"))
@@ -112,14 +224,14 @@ fn main() -> Result<(), GpuError> {
     println!(
         "keys on device: 2^{keys_log2} random u64; reps {reps}, median; G/s = 10^9 keys per second\n"
     );
-    let keys = DeviceBuffer::random_u64(n, 0x5eed)?;
+    let keys = DeviceBuffer::random_u64(n, KEY_SEED)?;
     let mut out = DeviceBuffer::<u8>::zeros(n)?;
     let stream = GpuStream::new()?;
 
     println!(
-        "| filter | layout | insert G/s (atomics) | insert G/s (bulk reduce) | lookup G/s | speed of light G/s | lookup / SoL |"
+        "| filter | layout | insert G/s (atomics) | insert G/s (bulk reduce) | insert G/s (partitioned) | partitions | auto picks | lookup G/s | speed of light G/s | lookup / SoL |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut sol_by_size = Vec::new();
     for &size in &sizes {
         // Speed of light: one random 32-byte read from a buffer of the same size per key.
@@ -138,12 +250,24 @@ fn main() -> Result<(), GpuError> {
             let blocks = (size / layout.block_bytes() as u64) as u32;
             let mut g = GpuFilter::new(layout, blocks, 7)?;
             let gs = g.stream().clone();
-            let mut ins = [0.0; 2];
-            for (slot, kernel) in [InsertKernel::BulkReduce, InsertKernel::Atomic]
-                .into_iter()
-                .enumerate()
-            {
+            g.set_scratch_keys(1 << scratch_log2);
+            let auto = if g.partitioned_for(n) {
+                "partitioned"
+            } else {
+                "bulk reduce"
+            };
+            // [atomics, bulk reduce, partitioned]; the partitioned insert allocates its scratch
+            // buffer on first use, so it runs once untimed first.
+            let mut ins = [0.0; 3];
+            for (slot, kernel) in [
+                (1, InsertKernel::BulkReduce),
+                (0, InsertKernel::Atomic),
+                (2, InsertKernel::Partitioned),
+            ] {
                 g.set_insert_kernel(kernel);
+                if kernel == InsertKernel::Partitioned {
+                    g.insert_device(DeviceKeys::U64(&keys))?;
+                }
                 let mut v = Vec::new();
                 for _ in 0..reps {
                     g.clear()?;
@@ -151,8 +275,10 @@ fn main() -> Result<(), GpuError> {
                     g.insert_device_async(DeviceKeys::U64(&keys), &gs)?;
                     v.push(f64::from(t.stop()?));
                 }
-                ins[1 - slot] = n as f64 / median(v) / 1e6;
+                ins[slot] = n as f64 / median(v) / 1e6;
             }
+            let parts = g.partitions();
+            g.release_scratch();
             let ms = time_ms(
                 reps,
                 &gs,
@@ -167,14 +293,16 @@ fn main() -> Result<(), GpuError> {
                 "lookup missed an inserted key"
             );
             println!(
-                "| {} | {layout} | {:.2} | {:.2} | {look:.2} | {sol:.2} | {:.3} |",
+                "| {} | {layout} | {:.2} | {:.2} | {:.2} | {parts} | {auto} | {look:.2} | {sol:.2} | {:.3} |",
                 human(size),
                 ins[0],
                 ins[1],
+                ins[2],
                 look / sol
             );
         }
     }
+    partition_details(&sizes, &keys, reps, &sweep, scratch_log2)?;
 
     // End to end from pinned host memory.
     let m = 1usize << e2e_log2;

@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use crate::kernel::{names, KEYS_PER_THREAD, THREADS};
+use crate::kernel::{names, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, THREADS};
 use crate::{compile, context, GpuError, Target};
 
 /// Keys per chunk when streaming host input (a multiple of 64, so bitmap words never straddle).
@@ -20,6 +20,18 @@ const DEFAULT_CHUNK_KEYS: usize = 1 << 22;
 const CHUNK_BYTES: usize = 64 << 20;
 /// Streams (and buffer sets) of the host pipeline: copy in, kernel, copy out all overlap.
 const SLOTS: usize = 3;
+/// Default cap of the partitioned insert's scratch buffer, in hashes (2^28 = 2 GiB).
+const DEFAULT_SCRATCH_KEYS: usize = 1 << 28;
+/// The smallest scratch buffer worth partitioning with when memory is short.
+const MIN_SCRATCH_KEYS: usize = 1 << 20;
+/// [`InsertKernel::Auto`] partitions batches of at least this many keys (and at least one key
+/// per 4 blocks), into filters larger than half the L2 cache.
+const AUTO_MIN_KEYS: usize = 1 << 22;
+/// Partition size when the device does not report its L2 size.
+const FALLBACK_PARTITION_BYTES: u64 = 16 << 20;
+
+const _: () = assert!(MAX_PARTITIONS.is_multiple_of(THREADS) && MAX_PARTITIONS < 1 << 16);
+const _: () = assert!(THREADS * SCATTER_KEYS_PER_THREAD <= 1 << 16);
 
 /// The compiled kernels of one layout.
 struct Kernels {
@@ -367,15 +379,36 @@ impl<T> std::fmt::Debug for PinnedBuffer<T> {
     }
 }
 
-/// How inserts of u64 keys and hashes set bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How inserts of u64 keys and hashes set bits. Every choice gives the same filter bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum InsertKernel {
     /// One atomic OR per 64-bit word of the block (two 32-bit lanes share one).
     Atomic,
     /// One TMA bulk reduction (`cp.reduce.async.bulk … .or.b64`) of the whole block mask per key,
-    /// staged in shared memory (sm_90+; falls back to atomics on older devices). The default:
-    /// faster than atomics for every layout and size measured on an H100.
+    /// staged in shared memory (sm_90+; falls back to atomics on older devices). Faster than
+    /// atomics for every layout and size measured on an H100.
     BulkReduce,
+    /// Device-resident batches are first grouped by filter region, then inserted: one pass
+    /// hashes the keys and counts them per partition (a contiguous range of blocks of at most
+    /// [`GpuFilter::partition_bytes`], sized to a third of the L2 cache), a scan turns the counts
+    /// into offsets, a scatter pass writes the 64-bit hashes grouped by partition into a scratch
+    /// buffer (grouped per CTA in shared memory so writes coalesce), and one bulk-reduce insert
+    /// runs over the grouped hashes. CTAs run roughly in order, so the blocks being updated at any
+    /// moment fit in L2 and the read-modify-writes hit L2 instead of DRAM.
+    ///
+    /// The scratch buffer holds at most [`GpuFilter::set_scratch_keys`] hashes (2^28 = 2 GiB by
+    /// default; larger batches go through in chunks), is allocated on first use and kept until
+    /// [`GpuFilter::release_scratch`] or the filter is dropped. If it cannot be allocated the
+    /// insert fails with [`GpuError::OutOfMemory`] (no bits are set). Inserts from host memory
+    /// (`insert`, `insert_pinned`), which are bound by the host-to-device copy, use the
+    /// bulk-reduce kernel instead.
+    Partitioned,
+    /// The default: [`InsertKernel::Partitioned`] for device-resident batches of at least 2^22
+    /// keys and at least one key per 4 blocks into filters larger than half the L2 cache, else
+    /// [`InsertKernel::BulkReduce`]. If the scratch buffer cannot be allocated, it falls back to
+    /// the bulk-reduce kernel instead of failing.
+    #[default]
+    Auto,
 }
 
 /// What a pass over keys does.
@@ -411,6 +444,23 @@ pub struct GpuFilter {
     keys: Option<u64>,
     chunk_keys: usize,
     insert_kernel: InsertKernel,
+    /// Streaming multiprocessors (grid size of the grid-stride histogram pass).
+    sms: u32,
+    /// L2 cache bytes (0 if unknown).
+    l2_bytes: u64,
+    /// Partition size of the partitioned insert; `None` = from the L2 size.
+    partition_bytes: Option<u64>,
+    /// Cap of the partitioned insert's scratch buffer, in hashes.
+    scratch_keys: usize,
+    /// Scratch of the partitioned insert: grouped hashes, per-partition counts and cursors.
+    scratch: Option<Scratch>,
+}
+
+/// The partitioned insert's device buffers.
+struct Scratch {
+    hashes: CudaSlice<u64>,
+    counts: CudaSlice<u32>,
+    cursor: CudaSlice<u32>,
 }
 
 impl std::fmt::Debug for GpuFilter {
@@ -448,6 +498,10 @@ impl GpuFilter {
         };
         let words = alloc_zeros::<u32>(&stream.stream, "filter bits", (bytes / 4) as usize)?;
         stream.synchronize()?;
+        let attr = |a| ctx.attribute(a).map(|v| v.max(0) as u64).unwrap_or(0);
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let sms = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).clamp(1, 1 << 16) as u32;
+        let l2_bytes = attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
         Ok(GpuFilter {
             ctx,
             stream,
@@ -459,7 +513,12 @@ impl GpuFilter {
             hash,
             keys: Some(0),
             chunk_keys: DEFAULT_CHUNK_KEYS,
-            insert_kernel: InsertKernel::BulkReduce,
+            insert_kernel: InsertKernel::Auto,
+            sms,
+            l2_bytes,
+            partition_bytes: None,
+            scratch_keys: DEFAULT_SCRATCH_KEYS,
+            scratch: None,
         })
     }
 
@@ -524,18 +583,282 @@ impl GpuFilter {
         self.chunk_keys = keys.max(64).next_multiple_of(64);
     }
 
-    /// Chooses the insert kernel for u64 keys and hashes (results are identical).
+    /// Chooses the insert kernel for u64 keys and hashes (results are identical); the default is
+    /// [`InsertKernel::Auto`].
     pub fn set_insert_kernel(&mut self, kernel: InsertKernel) {
         self.insert_kernel = kernel;
     }
 
+    /// The insert kernel chosen with [`GpuFilter::set_insert_kernel`].
+    pub fn insert_kernel(&self) -> InsertKernel {
+        self.insert_kernel
+    }
+
+    /// Sets the partitioned insert's target partition size in bytes (0 = automatic: a third of
+    /// the device's L2 cache, at most 24 MiB). At most 2048 partitions are used, so partitions of
+    /// very large filters may be bigger.
+    pub fn set_partition_bytes(&mut self, bytes: u64) {
+        self.partition_bytes = (bytes > 0).then_some(bytes);
+    }
+
+    /// The partitioned insert's target partition size in bytes.
+    pub fn partition_bytes(&self) -> u64 {
+        self.partition_bytes.unwrap_or(if self.l2_bytes == 0 {
+            FALLBACK_PARTITION_BYTES
+        } else {
+            (self.l2_bytes / 3).clamp(1 << 20, 24 << 20)
+        })
+    }
+
+    /// Number of partitions the partitioned insert splits this filter into (1 to 2048).
+    pub fn partitions(&self) -> u32 {
+        self.byte_len()
+            .div_ceil(self.partition_bytes())
+            .clamp(1, u64::from(MAX_PARTITIONS)) as u32
+    }
+
+    /// Caps the partitioned insert's scratch buffer at `keys` hashes (8 bytes each; at least 64).
+    /// Larger batches are partitioned and inserted in chunks of at most this many keys. A buffer
+    /// already allocated larger is kept (see [`GpuFilter::release_scratch`]).
+    pub fn set_scratch_keys(&mut self, keys: usize) {
+        self.scratch_keys = keys.clamp(64, u32::MAX as usize);
+    }
+
+    /// Frees the partitioned insert's scratch buffer (it is allocated again when needed).
+    pub fn release_scratch(&mut self) {
+        self.scratch = None;
+    }
+
+    /// The L2 cache size the device reports, in bytes (0 if unknown).
+    pub fn l2_bytes(&self) -> u64 {
+        self.l2_bytes
+    }
+
+    /// Whether a device-resident insert of `keys` u64 keys or hashes takes the partitioned path
+    /// with the current [`InsertKernel`] (see [`InsertKernel::Auto`] for the rule).
+    pub fn partitioned_for(&self, keys: usize) -> bool {
+        match self.insert_kernel {
+            InsertKernel::Partitioned => true,
+            InsertKernel::Auto => {
+                let l2 = if self.l2_bytes == 0 {
+                    2 * FALLBACK_PARTITION_BYTES
+                } else {
+                    self.l2_bytes
+                };
+                self.byte_len() > l2 / 2
+                    && keys >= AUTO_MIN_KEYS
+                    && keys as u64 * 4 >= u64::from(self.blocks)
+            }
+            InsertKernel::Atomic | InsertKernel::BulkReduce => false,
+        }
+    }
+
+    /// The direct (unpartitioned) insert kernel.
     fn insert_name(&self, hashes: bool) -> &'static str {
         match (self.insert_kernel, hashes) {
             (InsertKernel::Atomic, false) => names::INSERT_U64,
             (InsertKernel::Atomic, true) => names::INSERT_HASH,
-            (InsertKernel::BulkReduce, false) => names::INSERT_U64_BULK,
-            (InsertKernel::BulkReduce, true) => names::INSERT_HASH_BULK,
+            (_, false) => names::INSERT_U64_BULK,
+            (_, true) => names::INSERT_HASH_BULK,
         }
+    }
+
+    /// Makes sure the scratch buffer holds `min(n, cap)` hashes (reusing a big enough one) and
+    /// returns its capacity; while the device is short of memory the request is halved, down to
+    /// `MIN_SCRATCH_KEYS` (or `n` if smaller), before giving up with [`GpuError::OutOfMemory`].
+    fn ensure_scratch(&mut self, n: usize) -> Result<usize, GpuError> {
+        let want = n.min(self.scratch_keys).max(1);
+        if let Some(s) = &self.scratch {
+            if s.hashes.len() >= want {
+                return Ok(s.hashes.len());
+            }
+        }
+        self.scratch = None;
+        let stream = self.stream.stream.clone();
+        let counts = alloc_zeros::<u32>(&stream, "partition counts", MAX_PARTITIONS as usize)?;
+        let cursor = alloc_zeros::<u32>(&stream, "partition cursors", MAX_PARTITIONS as usize)?;
+        let mut len = want;
+        let hashes = loop {
+            match alloc_zeros::<u64>(&stream, "partitioned insert scratch", len) {
+                Ok(h) => break h,
+                Err(GpuError::OutOfMemory { .. }) if len > MIN_SCRATCH_KEYS.min(want) => {
+                    len = (len / 2).max(MIN_SCRATCH_KEYS.min(want));
+                }
+                Err(GpuError::OutOfMemory { free_bytes, .. }) => {
+                    return Err(GpuError::OutOfMemory {
+                        what: "partitioned insert scratch",
+                        requested_bytes: want as u64 * 8,
+                        free_bytes,
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        self.scratch = Some(Scratch {
+            hashes,
+            counts,
+            cursor,
+        });
+        Ok(len)
+    }
+
+    /// Passes 1–3 of the partitioned insert for keys `0..m` of `keys`: their hashes, grouped by
+    /// partition, into `out[..m]`. Queued on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    fn partition_chunk(
+        k: &Kernels,
+        sms: u32,
+        seed: u64,
+        parts: u32,
+        keys: &cudarc::driver::CudaView<'_, u64>,
+        mode: i32,
+        counts: &mut CudaSlice<u32>,
+        cursor: &mut CudaSlice<u32>,
+        out: &mut CudaSlice<u64>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), GpuError> {
+        let m = keys.len() as u64;
+        if m == 0 {
+            return Ok(());
+        }
+        stream
+            .memset_zeros(counts)
+            .map_err(|e| GpuError::cuda("cuMemsetD8Async(partition counts)", 0, e))?;
+        let per = u64::from(THREADS * KEYS_PER_THREAD);
+        let mut cfg = grid(m, per);
+        cfg.grid_dim.0 = cfg.grid_dim.0.min(sms.saturating_mul(8)).max(1);
+        let mut l = stream.launch_builder(&k.f[names::PART_HIST]);
+        l.arg(keys)
+            .arg(&m)
+            .arg(&seed)
+            .arg(&mode)
+            .arg(&parts)
+            .arg(&mut *counts);
+        // SAFETY: argument list matches `bl_part_hist`; it reads keys `0..m` of the view and
+        // counts into `parts` ≤ MAX_PARTITIONS words of `counts` (MAX_PARTITIONS long).
+        unsafe { l.launch(cfg) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_hist)", m, e))?;
+        let mut l = stream.launch_builder(&k.f[names::PART_SCAN]);
+        l.arg(&*counts).arg(&parts).arg(&mut *cursor);
+        // SAFETY: one CTA reads and writes `parts` ≤ MAX_PARTITIONS words of the two buffers.
+        unsafe { l.launch(grid(1, 1)) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scan)", 0, e))?;
+        let mut l = stream.launch_builder(&k.f[names::PART_SCATTER]);
+        l.arg(keys)
+            .arg(&m)
+            .arg(&seed)
+            .arg(&mode)
+            .arg(&parts)
+            .arg(&mut *cursor)
+            .arg(out);
+        // SAFETY: argument list matches `bl_part_scatter`; it reads keys `0..m` and writes each
+        // of them once to `out[..m]` (the cursors start at the exclusive prefix sums of the
+        // counts of these same keys), and `out` holds at least `m` hashes (checked by callers).
+        unsafe { l.launch(grid(m, u64::from(THREADS * SCATTER_KEYS_PER_THREAD))) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scatter)", m, e))?;
+        Ok(())
+    }
+
+    /// The partitioned insert of device-resident u64 keys or hashes, queued on `stream`.
+    fn insert_partitioned(
+        &mut self,
+        keys: &DeviceBuffer<u64>,
+        hashes: bool,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len;
+        if n == 0 {
+            return Ok(());
+        }
+        let chunk = self.ensure_scratch(n)?.min(self.scratch_keys);
+        let parts = self.partitions();
+        let blocks = u64::from(self.blocks);
+        let seed = self.seed;
+        let mode: i32 = if hashes { 1 } else { 0 };
+        let scratch = self.scratch.as_mut().expect("scratch allocated above");
+        let mut a = 0;
+        while a < n {
+            let b = (a + chunk).min(n);
+            let m = (b - a) as u64;
+            let view = keys.slice.slice(a..b);
+            Self::partition_chunk(
+                &self.k,
+                self.sms,
+                seed,
+                parts,
+                &view,
+                mode,
+                &mut scratch.counts,
+                &mut scratch.cursor,
+                &mut scratch.hashes,
+                stream,
+            )?;
+            let mut l = stream.launch_builder(&self.k.f[names::INSERT_HASH_BULK]);
+            l.arg(&mut self.words)
+                .arg(&blocks)
+                .arg(&scratch.hashes)
+                .arg(&m)
+                .arg(&seed);
+            // SAFETY: argument list matches `bl_insert_hash_bulk`; it reads the `m` grouped
+            // hashes the scatter pass just wrote and ORs bits into blocks `< blocks`.
+            unsafe { l.launch(grid(m, u64::from(THREADS * KEYS_PER_THREAD))) }
+                .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_insert_hash_bulk)", m, e))?;
+            a = b;
+        }
+        Ok(())
+    }
+
+    /// Writes the hashes of device-resident u64 keys (or the hashes themselves, for
+    /// [`DeviceKeys::Hashes`]) into `out`, grouped by the partition of the filter they fall in:
+    /// the first three passes of [`InsertKernel::Partitioned`]. Inserting `out` as
+    /// [`DeviceKeys::Hashes`] then sets the same bits as inserting `keys`. Queued on `stream`.
+    /// Records and strings are refused with [`GpuError::HashMismatch`]; batches must hold fewer
+    /// than 2^32 keys.
+    pub fn partition_device_async(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        out: &mut DeviceBuffer<u64>,
+        stream: &GpuStream,
+    ) -> Result<(), GpuError> {
+        let (k, mode) = match keys {
+            DeviceKeys::U64(k) => (k, 0i32),
+            DeviceKeys::Hashes(k) => (k, 1i32),
+            _ => {
+                return Err(GpuError::HashMismatch(
+                    "partitioning takes u64 keys or hashes",
+                ))
+            }
+        };
+        self.check_hash(mode == 1)?;
+        if out.len < k.len {
+            return Err(GpuError::OutputTooShort {
+                needed: k.len,
+                found: out.len,
+            });
+        }
+        if k.len >= u32::MAX as usize {
+            return Err(GpuError::Cuda {
+                op: "partition_device_async",
+                bytes: k.len as u64 * 8,
+                message: "a batch to partition must hold fewer than 2^32 keys".into(),
+            });
+        }
+        self.ensure_scratch(1)?;
+        let parts = self.partitions();
+        let scratch = self.scratch.as_mut().expect("scratch allocated above");
+        let view = k.slice.slice(0..k.len);
+        Self::partition_chunk(
+            &self.k,
+            self.sms,
+            self.seed,
+            parts,
+            &view,
+            mode,
+            &mut scratch.counts,
+            &mut scratch.cursor,
+            &mut out.slice,
+            &stream.stream,
+        )
     }
 
     /// Clears every bit (the key count becomes 0).
@@ -673,8 +996,23 @@ impl GpuFilter {
         stream: &GpuStream,
     ) -> Result<(), GpuError> {
         Self::check_device_keys(&keys)?;
-        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
-        let name = self.insert_name(matches!(keys, DeviceKeys::Hashes(_)));
+        let hashes = matches!(keys, DeviceKeys::Hashes(_));
+        self.check_hash(hashes)?;
+        if let DeviceKeys::U64(k) | DeviceKeys::Hashes(k) = keys {
+            if self.partitioned_for(k.len) {
+                match self.insert_partitioned(k, hashes, &stream.stream) {
+                    Ok(()) => {
+                        self.count(k.len);
+                        return Ok(());
+                    }
+                    // Nothing was queued: the scratch buffer is allocated before any launch.
+                    Err(GpuError::OutOfMemory { .. })
+                        if self.insert_kernel == InsertKernel::Auto => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let name = self.insert_name(hashes);
         Self::launch_device(
             &self.k,
             self.blocks,

@@ -5,6 +5,10 @@
 //! identical to what `bloomlanes-core` builds from the same keys: the kernels are CUDA C generated
 //! from core's constants ([`kernel_source`]) and compiled at run time with NVRTC.
 //!
+//! Inserts of device-resident batches into filters larger than the L2 cache are partitioned by
+//! default ([`InsertKernel::Auto`], [`InsertKernel::Partitioned`]): the hashes are grouped by
+//! filter region first so that the read-modify-writes of the filter hit L2.
+//!
 //! CUDA is loaded at run time (`cudarc` with dynamic loading): this crate builds and links on
 //! machines without CUDA, and every entry point returns [`GpuError::NoDriver`] there instead of
 //! panicking. NVRTC (`libnvrtc.so.13`) is found on the library search path or through the

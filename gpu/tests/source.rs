@@ -49,6 +49,12 @@ fn nvrtc_compiles_every_layout() {
                 let ptx = String::from_utf8_lossy(&c.image);
                 assert!(ptx.contains(".entry bl_contains_u64"), "{layout}");
                 assert!(ptx.contains(".entry bl_insert_strings"), "{layout}");
+                for entry in ["bl_part_hist", "bl_part_scan", "bl_part_scatter"] {
+                    assert!(
+                        ptx.contains(&format!(".entry {entry}")),
+                        "{layout}: {entry}"
+                    );
+                }
             } else {
                 assert_eq!(&c.image[..4], b"\x7fELF", "{layout}: CUBIN is an ELF image");
             }
