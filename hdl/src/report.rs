@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use bloomlanes_core::Filter;
 
-use crate::sim::on_path;
+use crate::sim::{on_path, run_cmd as run};
 use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode};
 
 /// Bits of one UltraScale+ RAMB36E2 counted by the analytical minimum (36 Kib, parity included).
@@ -98,33 +98,6 @@ pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
             * cfg.layout.lanes() as u64
             * cfg.bank_entries().div_ceil(ICE40_BRAM_X1_ENTRIES)
             <= ICE40_HX8K_BRAMS
-}
-
-fn tool_err(tool: &str, msg: impl Into<String>) -> HdlError {
-    HdlError::Tool {
-        tool: tool.to_string(),
-        message: msg.into(),
-    }
-}
-
-fn run(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
-    let out = cmd
-        .output()
-        .map_err(|e| tool_err(tool, format!("cannot start: {e}")))?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if !out.status.success() {
-        let tail: String = text
-            .chars()
-            .rev()
-            .take(2000)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        return Err(tool_err(tool, format!("{}: {tail}", out.status)));
-    }
-    Ok(text)
 }
 
 /// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).

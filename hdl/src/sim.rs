@@ -195,7 +195,8 @@ fn tool_err(tool: &str, msg: impl Into<String>) -> HdlError {
     }
 }
 
-fn run_cmd(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
+/// Runs an external tool; on failure the error carries the last 3000 characters of its output.
+pub(crate) fn run_cmd(cmd: &mut Command, tool: &str) -> Result<String, HdlError> {
     let out = cmd
         .output()
         .map_err(|e| tool_err(tool, format!("cannot start: {e}")))?;
