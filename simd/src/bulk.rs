@@ -425,7 +425,98 @@ pub(crate) unsafe fn insert_atomic<K: Kernel>(
     unsafe { per_layout!(layout, insert_atomic_l::<K>(blocks, words, seed, keys)) }
 }
 
-/// Defines the four entry points of one kernel, each compiled with `$feature` (memchr style:
+/// Hashes every key of `keys` into `out` (`out.len() == keys.len()`), integer keys in the
+/// kernel's lanes.
+///
+/// # Safety
+/// The CPU supports `K`.
+#[inline(always)]
+pub(crate) unsafe fn hash<K: Kernel>(keys: Keys<'_>, seed: u64, out: &mut [u64]) {
+    assert_eq!(out.len(), keys.len());
+    match keys {
+        // SAFETY: the caller guarantees the CPU supports K.
+        Keys::U64(k) => unsafe { K::hash_u64(k, seed, out) },
+        Keys::Hashes(h) => out.copy_from_slice(h),
+        _ => {
+            for (i, h) in out.iter_mut().enumerate() {
+                *h = keys.hash(i, seed);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn insert_hashes_l<K: Kernel, const L: u8>(
+    blocks: u32,
+    first: u32,
+    words: &mut [u32],
+    hashes: &[u64],
+) {
+    let layout = layout_of(L);
+    let per = layout.block_u32s();
+    let sub = (words.len() / per) as u32;
+    let w = words.as_mut_ptr();
+    let pf = Prefetch::choose(layout, sub, w);
+    // A ring of the in-range hashes and their block offsets: each group of GROUP hashes is
+    // compacted into it (branch-free: the range test is unpredictable when scanning a shared
+    // batch) and its blocks prefetched; entries are inserted once RING_LAG newer ones follow
+    // them. With no hashing between the prefetch and the insert, a distance of one group would
+    // be shorter than a memory latency.
+    let mut ring_h = [0u64; RING];
+    let mut ring_off = [0usize; RING];
+    let (mut head, mut tail) = (0usize, 0usize);
+    for chunk in hashes.chunks(GROUP) {
+        let from = head;
+        for &h in chunk {
+            let b = block_index(h, blocks).wrapping_sub(first);
+            ring_h[head % RING] = h;
+            ring_off[head % RING] = b as usize * per;
+            head += usize::from(b < sub);
+        }
+        for i in from..head {
+            pf.block(layout, w.wrapping_add(ring_off[i % RING]));
+        }
+        while head - tail > RING_LAG {
+            // SAFETY: `ring_off` entries below `head` are `b × per` for a block `b < sub` of
+            // `words`, so the block lies in `words`, which is exclusively ours; the CPU supports
+            // K (caller).
+            unsafe { K::insert(layout, w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
+            tail += 1;
+        }
+    }
+    while tail < head {
+        // SAFETY: as above.
+        unsafe { K::insert(layout, w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
+        tail += 1;
+    }
+}
+
+/// Entries of the prefetch ring of [`insert_hashes`] (a power of two).
+const RING: usize = 256;
+/// How many newer in-range hashes follow one in the ring before it is inserted
+/// (`RING_LAG + GROUP <= RING`).
+const RING_LAG: usize = 128;
+
+/// Inserts into the block range `first .. first + words.len() / layout.block_u32s()` of a filter
+/// of `blocks` blocks (`words` holds exactly those blocks) every hash of `hashes` whose block
+/// falls in that range; the others are skipped.
+///
+/// # Safety
+/// The CPU supports `K`.
+#[inline(always)]
+pub(crate) unsafe fn insert_hashes<K: Kernel>(
+    layout: Layout,
+    blocks: u32,
+    first: u32,
+    words: &mut [u32],
+    hashes: &[u64],
+) {
+    assert!(words.len().is_multiple_of(layout.block_u32s()));
+    // SAFETY: forwarded from the caller; the kernel only touches blocks inside `words`.
+    unsafe { per_layout!(layout, insert_hashes_l::<K>(blocks, first, words, hashes)) }
+}
+
+/// Defines the entry points of one kernel, each compiled with `$feature` (memchr style:
 /// the generic code above is inlined into these functions and so uses the ISA's instructions).
 macro_rules! entry_points {
     ($kernel:ty $(, $feature:literal)?) => {
@@ -503,12 +594,40 @@ macro_rules! entry_points {
             unsafe { crate::bulk::insert_atomic::<$kernel>(layout, blocks, words, seed, keys) }
         }
 
+        /// Hashes every key into `out`.
+        ///
+        /// # Safety
+        /// The CPU supports this module's instruction set.
+        $(#[target_feature(enable = $feature)])?
+        pub(crate) unsafe fn hash(keys: bloomlanes_core::Keys<'_>, seed: u64, out: &mut [u64]) {
+            // SAFETY: the caller guarantees the instruction set.
+            unsafe { crate::bulk::hash::<$kernel>(keys, seed, out) }
+        }
+
+        /// Inserts the hashes whose block lies in the block range that `words` holds.
+        ///
+        /// # Safety
+        /// The CPU supports this module's instruction set.
+        $(#[target_feature(enable = $feature)])?
+        pub(crate) unsafe fn insert_hashes(
+            layout: bloomlanes_core::Layout,
+            blocks: u32,
+            first: u32,
+            words: &mut [u32],
+            hashes: &[u64],
+        ) {
+            // SAFETY: the caller guarantees the instruction set.
+            unsafe { crate::bulk::insert_hashes::<$kernel>(layout, blocks, first, words, hashes) }
+        }
+
         /// The dispatch table of this module.
         pub(crate) const FNS: crate::Fns = crate::Fns {
             contains_bytes,
             contains_bitmap,
             insert,
             insert_atomic,
+            hash,
+            insert_hashes,
         };
     };
 }

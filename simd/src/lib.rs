@@ -6,7 +6,8 @@
 //! operations hash a group of keys (integer keys with XXH64 in vector lanes), prefetch their
 //! blocks, and probe them while the next group's blocks are being fetched, so filters far larger
 //! than the caches run at memory-level parallelism. [`Probe::par_contains`] and
-//! [`Probe::par_insert`] use every core (rayon); concurrent inserts into one filter use atomic OR.
+//! [`Probe::par_insert`] use every core (rayon), the latter by giving each thread its own block
+//! range (no atomics); [`SharedFilter`] takes inserts from many threads at once with atomic OR.
 //!
 //! Results are bit-identical to the core's scalar reference for every path, layout and key form.
 //!
@@ -38,7 +39,7 @@ use core::str::FromStr;
 use core::sync::atomic::AtomicU32;
 use std::sync::OnceLock;
 
-use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout};
+use bloomlanes_core::{block_index, FilterMut, FilterRef, Keys, Layout};
 use rayon::prelude::*;
 
 mod arch;
@@ -200,6 +201,8 @@ pub(crate) struct Fns {
     pub(crate) contains_bitmap: unsafe fn(Layout, u32, &[u32], u64, Keys<'_>, &mut [u64]),
     pub(crate) insert: unsafe fn(Layout, u32, &mut [u32], u64, Keys<'_>),
     pub(crate) insert_atomic: unsafe fn(Layout, u32, &[AtomicU32], u64, Keys<'_>),
+    pub(crate) hash: unsafe fn(Keys<'_>, u64, &mut [u64]),
+    pub(crate) insert_hashes: unsafe fn(Layout, u32, u32, &mut [u32], &[u64]),
 }
 
 /// Keys per task of the parallel operations (a multiple of 64, so bitmap words never straddle).
@@ -324,18 +327,230 @@ impl Probe {
             });
     }
 
-    /// [`Probe::insert`] on every core (rayon's global pool): all threads OR into the one
-    /// filter with atomic `fetch_or`, so no bit is lost and the words end up exactly as after a
+    /// [`Probe::insert`] on every core (rayon's current pool), leaving exactly the words of a
     /// sequential insert of the same keys.
-    pub fn par_insert(&self, mut filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
-        let (layout, blocks) = (filter.layout(), filter.blocks());
-        let words = as_atomic(filter.words_mut());
+    ///
+    /// No atomics: the filter is exclusively borrowed, so its blocks are split into disjoint
+    /// ranges (a few per thread) and each range's task inserts, with the plain vector kernel,
+    /// the hashes that fall into it (see [`Probe::par_insert_ranges`]; one range per thread up to
+    /// 4 threads, 4 per thread beyond). Filters of at most
+    /// [`PAR_INSERT_MIN_BYTES`], batches under [`PAR_INSERT_MIN_KEYS`] keys and one-thread pools
+    /// take the single-thread [`Probe::insert`], which is faster there.
+    pub fn par_insert(&self, filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
+        let threads = rayon::current_num_threads();
+        let bytes = filter.blocks() as usize * filter.layout().block_bytes();
+        if threads <= 1 || bytes <= PAR_INSERT_MIN_BYTES || keys.len() < PAR_INSERT_MIN_KEYS {
+            self.insert(filter, seed, keys);
+        } else if threads <= SCAN_MAX_RANGES {
+            self.par_insert_ranges(filter, seed, keys, threads);
+        } else {
+            self.par_insert_ranges(filter, seed, keys, threads * RANGES_PER_THREAD);
+        }
+    }
+
+    /// [`Probe::par_insert`] with exactly `ranges` block ranges (at least 1) and no single-thread
+    /// fallback, for tests and tuning.
+    ///
+    /// The keys are taken in chunks of [`PAR_INSERT_CHUNK`] and each chunk is hashed in parallel
+    /// tasks. Each range owns `ceil(blocks / ranges)` consecutive blocks (trailing ranges may be
+    /// empty) and its task inserts, with the plain (non-atomic) vector kernel, the chunk's
+    /// hashes that fall into them: with up to 4 ranges it scans all the chunk's hashes, with more
+    /// the hashing tasks first sort their hashes into one bucket per range. The words end up
+    /// exactly as after [`Probe::insert`] (OR does not depend on the order).
+    pub fn par_insert_ranges(
+        &self,
+        mut filter: FilterMut<'_, u32>,
+        seed: u64,
+        keys: Keys<'_>,
+        ranges: usize,
+    ) {
         let n = keys.len();
-        (0..n.div_ceil(PAR_CHUNK)).into_par_iter().for_each(|c| {
-            let range = c * PAR_CHUNK..((c + 1) * PAR_CHUNK).min(n);
-            // SAFETY: as in `contains`; `words` is the whole filter, accessed only atomically.
-            unsafe { (self.fns.insert_atomic)(layout, blocks, words, seed, keys.slice(range)) }
-        });
+        if n == 0 {
+            return;
+        }
+        let (layout, blocks) = (filter.layout(), filter.blocks());
+        let per = layout.block_u32s();
+        let ranges = ranges.clamp(1, (blocks as usize).max(1) * 64);
+        let bpr = (blocks as usize).div_ceil(ranges).max(1);
+        // The ranges' words, disjoint, in block order.
+        let mut parts: Vec<(u32, &mut [u32])> = Vec::with_capacity(ranges);
+        let mut rest = filter.words_mut();
+        for r in 0..ranges {
+            let take = (bpr * per).min(rest.len());
+            let (a, b) = rest.split_at_mut(take);
+            parts.push(((r * bpr).min(blocks as usize) as u32, a));
+            rest = b;
+        }
+        if ranges <= SCAN_MAX_RANGES {
+            // Few ranges: hash the chunk into one buffer and let every range's task scan it all
+            // (a streaming read from the caches is cheaper than sorting the hashes by range).
+            let mut buf = vec![0u64; n.min(PAR_INSERT_CHUNK)];
+            let mut start = 0;
+            while start < n {
+                let chunk = keys.slice(start..(start + PAR_INSERT_CHUNK).min(n));
+                let len = chunk.len();
+                let buf = &mut buf[..len];
+                buf.par_chunks_mut(PAR_HASH_TASK)
+                    .enumerate()
+                    .for_each(|(t, out)| {
+                        let lo = t * PAR_HASH_TASK;
+                        // SAFETY: `self.fns` belongs to an available path.
+                        unsafe { (self.fns.hash)(chunk.slice(lo..lo + out.len()), seed, out) };
+                    });
+                let buf = &*buf;
+                parts.par_iter_mut().for_each(|(first, words)| {
+                    // SAFETY: as below.
+                    unsafe { (self.fns.insert_hashes)(layout, blocks, *first, words, buf) };
+                });
+                start += len;
+            }
+            return;
+        }
+        // Many ranges: each hashing task sorts its hashes into one bucket per range, so that each
+        // range's task reads only its own hashes. The range of block `b` is `b / bpr`, computed
+        // as `(b × (⌊(2^64 − 1) / bpr⌋ + 1)) >> 64` (exact for `b, bpr < 2^32`, `bpr > 1`).
+        let recip = (u64::MAX / bpr as u64).wrapping_add(1); // unused when bpr == 1
+        let range_of = move |b: u32| -> usize {
+            if bpr == 1 {
+                b as usize
+            } else {
+                ((u128::from(b) * u128::from(recip)) >> 64) as usize
+            }
+        };
+        let tasks = n.min(PAR_INSERT_CHUNK).div_ceil(PAR_HASH_TASK);
+        let mut buckets: Vec<Vec<Vec<u64>>> =
+            (0..tasks).map(|_| vec![Vec::new(); ranges]).collect();
+        let mut start = 0;
+        while start < n {
+            let chunk = keys.slice(start..(start + PAR_INSERT_CHUNK).min(n));
+            let len = chunk.len();
+            buckets.par_iter_mut().enumerate().for_each(|(t, bk)| {
+                bk.iter_mut().for_each(Vec::clear);
+                let lo = (t * PAR_HASH_TASK).min(len);
+                let hi = ((t + 1) * PAR_HASH_TASK).min(len);
+                let mut buf = [0u64; 256];
+                let mut i = lo;
+                while i < hi {
+                    let m = (hi - i).min(buf.len());
+                    // SAFETY: `self.fns` belongs to an available path.
+                    unsafe { (self.fns.hash)(chunk.slice(i..i + m), seed, &mut buf[..m]) };
+                    for &h in &buf[..m] {
+                        bk[range_of(block_index(h, blocks))].push(h);
+                    }
+                    i += m;
+                }
+            });
+            let buckets = &buckets;
+            parts
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(r, (first, words))| {
+                    for bk in buckets {
+                        // SAFETY: `self.fns` belongs to an available path; `words` holds whole
+                        // blocks `first ..` of this filter, exclusively ours.
+                        unsafe { (self.fns.insert_hashes)(layout, blocks, *first, words, &bk[r]) };
+                    }
+                });
+            start += len;
+        }
+    }
+}
+
+/// Filters up to this many bytes are filled by [`Probe::par_insert`] on one thread: they sit in
+/// the L2 cache, where one core inserts about as fast as the partitioned parallel insert
+/// (measured on a 2-core Zen 3; see `BENCH_RESULTS.md`).
+pub const PAR_INSERT_MIN_BYTES: usize = 1 << 20;
+
+/// Batches shorter than this are inserted by [`Probe::par_insert`] on one thread (the parallel
+/// set-up would dominate).
+pub const PAR_INSERT_MIN_KEYS: usize = 1 << 15;
+
+/// Keys per chunk of [`Probe::par_insert_ranges`]: their hashes (8 bytes each) stay in the caches
+/// between the hashing and the inserting pass.
+pub const PAR_INSERT_CHUNK: usize = 1 << 16;
+
+/// Keys hashed per task of [`Probe::par_insert_ranges`].
+const PAR_HASH_TASK: usize = 16 * 1024;
+
+/// Block ranges per thread in [`Probe::par_insert`] when the hashes are sorted by range (more
+/// than one evens out the load when a core is busy elsewhere).
+const RANGES_PER_THREAD: usize = 4;
+
+/// Up to this many ranges, every range's task scans the whole hash buffer of a chunk; above,
+/// the hashes are sorted into per-range buckets first. Measured on 2 cores: with 2 ranges the
+/// scan was ≈ 1.7× faster than sorting at 1 MiB, with 16 threads and ranges sorting was 2–4×
+/// faster (the scan reads every hash once per range).
+const SCAN_MAX_RANGES: usize = 4;
+
+/// A filter that many threads insert into at once (it is `Sync`): every word is updated with an
+/// atomic OR, skipped when the bits are already set, so no bit is lost to a concurrent writer.
+///
+/// For one batch, [`Probe::par_insert`] (which partitions the blocks instead) is much faster;
+/// this is for inserts that arrive from independent threads.
+///
+/// ```
+/// use bloomlanes_core::{Filter, Keys, Layout};
+/// use bloomlanes_simd::{Probe, SharedFilter};
+///
+/// let mut filter = Filter::new(Layout::L8x32, 64, 0);
+/// let mut view = filter.as_view_mut();
+/// let shared = SharedFilter::new(Probe::active(), &mut view);
+/// std::thread::scope(|s| {
+///     for t in 0..4u64 {
+///         let shared = &shared;
+///         s.spawn(move || {
+///             let keys: Vec<u64> = (t * 100..t * 100 + 100).collect();
+///             shared.insert(0, Keys::U64(&keys));
+///         });
+///     }
+/// });
+/// assert!((0..400).all(|k| filter.contains_u64(k)));
+/// ```
+pub struct SharedFilter<'a> {
+    probe: Probe,
+    layout: Layout,
+    blocks: u32,
+    words: &'a [AtomicU32],
+}
+
+impl fmt::Debug for SharedFilter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedFilter")
+            .field("path", &self.probe.path)
+            .field("layout", &self.layout)
+            .field("blocks", &self.blocks)
+            .finish()
+    }
+}
+
+impl<'a> SharedFilter<'a> {
+    /// Shares the words of `filter` (exclusively borrowed for `'a`) for concurrent inserts with
+    /// `probe`'s kernels.
+    pub fn new(probe: Probe, filter: &'a mut FilterMut<'_, u32>) -> SharedFilter<'a> {
+        let (layout, blocks) = (filter.layout(), filter.blocks());
+        SharedFilter {
+            probe,
+            layout,
+            blocks,
+            words: as_atomic(filter.words_mut()),
+        }
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Number of blocks.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Inserts every key, concurrently with any other thread's `insert` on the same filter.
+    pub fn insert(&self, seed: u64, keys: Keys<'_>) {
+        // SAFETY: `self.probe.fns` belongs to an available path; `words` is the whole filter
+        // (`blocks` whole blocks), accessed only atomically while shared.
+        unsafe { (self.probe.fns.insert_atomic)(self.layout, self.blocks, self.words, seed, keys) }
     }
 }
 

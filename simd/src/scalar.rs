@@ -87,10 +87,47 @@ pub(crate) unsafe fn insert_atomic(
     }
 }
 
+/// Hashes every key into `out`.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn hash(keys: Keys<'_>, seed: u64, out: &mut [u64]) {
+    assert_eq!(out.len(), keys.len());
+    for (i, h) in out.iter_mut().enumerate() {
+        *h = keys.hash(i, seed);
+    }
+}
+
+/// Inserts the hashes whose block lies in the block range `first ..` that `words` holds.
+///
+/// # Safety
+/// None (safe code; `unsafe` only to share the dispatch table's type).
+pub(crate) unsafe fn insert_hashes(
+    layout: Layout,
+    blocks: u32,
+    first: u32,
+    words: &mut [u32],
+    hashes: &[u64],
+) {
+    let per = layout.block_u32s();
+    let sub = words.len() / per;
+    for &h in hashes {
+        let b = block_index(h, blocks).wrapping_sub(first) as usize;
+        if b < sub {
+            let mask = block_mask(layout, h);
+            for (w, &m) in words[b * per..(b + 1) * per].iter_mut().zip(&mask[..per]) {
+                *w |= m;
+            }
+        }
+    }
+}
+
 /// The dispatch table of the scalar path.
 pub(crate) const FNS: crate::Fns = crate::Fns {
     contains_bytes,
     contains_bitmap,
     insert,
     insert_atomic,
+    hash,
+    insert_hashes,
 };

@@ -5,10 +5,11 @@ mod common;
 use std::sync::atomic::AtomicU32;
 
 use bloomlanes_core::{Filter, Keys, Layout};
+use bloomlanes_simd::SharedFilter;
 use common::splitmix;
 
 #[test]
-fn par_insert_from_many_threads_loses_no_bit() {
+fn shared_filter_inserts_from_many_threads_lose_no_bit() {
     let mut state = 11;
     let n = if cfg!(miri) { 300 } else { 300_000 };
     let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut state)).collect();
@@ -21,12 +22,23 @@ fn par_insert_from_many_threads_loses_no_bit() {
         }
         for probe in common::paths() {
             let mut f = Filter::new(layout, 257, 3);
-            // A pool with more threads than this machine's cores forces real interleaving.
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(8)
-                .build()
-                .unwrap();
-            pool.install(|| probe.par_insert(f.as_view_mut(), 3, Keys::U64(&keys)));
+            {
+                let mut view = f.as_view_mut();
+                let shared = SharedFilter::new(probe, &mut view);
+                // More threads than this machine's cores, each with interleaved small batches,
+                // force real interleaving of the atomic ORs.
+                let threads = 8;
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let (shared, keys) = (&shared, &keys);
+                        s.spawn(move || {
+                            for batch in keys.chunks(97).skip(t).step_by(threads) {
+                                shared.insert(3, Keys::U64(batch));
+                            }
+                        });
+                    }
+                });
+            }
             assert_eq!(f.words(), want.words(), "{layout} on {}", probe.path());
             let mut hits = vec![0u8; keys.len()];
             probe.par_contains(f.as_view(), 3, Keys::U64(&keys), &mut hits);
@@ -35,9 +47,7 @@ fn par_insert_from_many_threads_loses_no_bit() {
     }
 }
 
-/// Plain threads (not rayon) calling `par_insert` into disjoint key sets of one filter at the
-/// same time cannot share one `FilterMut`; this checks the documented guarantee instead: the
-/// atomic view used by `par_insert` has the layout of `u32`.
+/// The atomic view used by [`SharedFilter`] relies on `AtomicU32` having the layout of `u32`.
 #[test]
 fn atomic_u32_has_the_layout_of_u32() {
     assert_eq!(std::mem::size_of::<AtomicU32>(), std::mem::size_of::<u32>());
