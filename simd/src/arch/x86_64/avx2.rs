@@ -129,17 +129,31 @@ impl Kernel for Avx2 {
     #[inline(always)]
     unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
         debug_assert_eq!(keys.len(), out.len());
+        let n = keys.len().min(out.len());
+        let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut i = 0;
-        // SAFETY: AVX2 is available; each iteration reads and writes 4 u64 at `i`, and
-        // `i + 4 <= len` for both slices (they have the same length).
-        unsafe {
-            if crate::arch::x86_64::VECTOR_HASH_AVX2 {
-                while i + 4 <= keys.len() {
-                    let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
-                    _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
-                    i += 4;
+        if crate::arch::x86_64::HYBRID_HASH_AVX2 {
+            // 4 keys in vector lanes and the next 4 with scalar `imul`, interleaved: the two
+            // use different execution units, so their multiplies overlap.
+            while i + 8 <= n {
+                // SAFETY: AVX2 is available; 4 u64 are read at `i` and `i + 8 <= n`.
+                let v =
+                    unsafe { xxh64_u64x4(_mm256_loadu_si256(keys.as_ptr().add(i).cast()), seed) };
+                for (o, &k) in out[i + 4..i + 8].iter_mut().zip(&keys[i + 4..i + 8]) {
+                    *o = xxh64_u64(k, seed);
                 }
+                // SAFETY: AVX2 is available; 4 u64 are written at `i` and `i + 8 <= n`.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), v) };
+                i += 8;
             }
+        }
+        while i + 4 <= n {
+            // SAFETY: AVX2 is available; 4 u64 are read and written at `i`, `i + 4 <= n`.
+            unsafe {
+                let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
+                _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
+            }
+            i += 4;
         }
         for (o, &k) in out[i..].iter_mut().zip(&keys[i..]) {
             *o = xxh64_u64(k, seed);
@@ -190,7 +204,7 @@ pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
 
 crate::bulk::entry_points!(Avx2, "avx2");
 
-/// XXH64 of `u64` keys, 4 at a time in AVX2 lanes whatever [`super::VECTOR_HASH_AVX2`] says (for
+/// XXH64 of `u64` keys, 4 at a time in AVX2 lanes only, whatever [`super::HYBRID_HASH_AVX2`] says (for
 /// the benchmark that decides it).
 ///
 /// # Safety
