@@ -431,6 +431,23 @@ struct Slot {
     pending: Option<Range<usize>>,
 }
 
+impl Slot {
+    /// Whether every buffer holds a chunk of `bytes` key bytes, `offs` offsets and `out` result bytes.
+    fn fits(&self, bytes: usize, offs: usize, out: usize) -> bool {
+        self.stage.len() >= bytes
+            && self.dev.len() >= bytes
+            && self.stage_off.len() >= offs
+            && self.dev_off.len() >= offs
+            && self.out_stage.len() >= out
+            && self.dev_out.len() >= out
+    }
+}
+
+/// Staging slots kept between host-memory calls. Page-locked buffers and streams are expensive to
+/// create (a `cuMemHostAlloc` of tens of MiB costs milliseconds), so a process makes them once and
+/// reuses them; all belong to the one device-0 context of [`context`].
+static SLOT_POOL: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+
 /// A split-block Bloom filter in GPU memory.
 pub struct GpuFilter {
     ctx: Arc<CudaContext>,
@@ -1286,7 +1303,19 @@ impl GpuFilter {
         };
         let nslots = SLOTS.min(chunks.len());
         let mut slots = Vec::with_capacity(nslots);
-        for _ in 0..nslots {
+        {
+            let mut pool = SLOT_POOL.lock().unwrap_or_else(|e| e.into_inner());
+            while slots.len() < nslots {
+                match pool
+                    .iter()
+                    .position(|s| s.fits(max_bytes, max_off, out_bytes))
+                {
+                    Some(i) => slots.push(pool.swap_remove(i)),
+                    None => break,
+                }
+            }
+        }
+        while slots.len() < nslots {
             let stream = self
                 .ctx
                 .new_stream()
@@ -1327,9 +1356,17 @@ impl GpuFilter {
             }
             Ok(())
         })();
-        // Never leave queued copies reading freed staging memory, even on an error.
-        for s in &slots {
-            let _ = s.stream.synchronize();
+        // Never leave queued copies reading staging memory that is freed or handed out again,
+        // even on an error; slots whose stream did not drain are dropped, not reused.
+        let mut pool = SLOT_POOL.lock().unwrap_or_else(|e| e.into_inner());
+        for mut slot in slots {
+            if slot.stream.synchronize().is_ok() {
+                slot.pending = None;
+                if pool.len() >= 2 * SLOTS {
+                    pool.remove(0); // the oldest goes: the pool follows the recent chunk sizes
+                }
+                pool.push(slot);
+            }
         }
         result
     }
