@@ -146,9 +146,9 @@ impl Backend for Scalar {
     }
 }
 
-/// A SIMD path of `bloomlanes-simd`, probing on one core or on every core. Inserts always run on
-/// one core: the all-core insert ORs words atomically, which measured an order of magnitude
-/// slower than the plain single-core insert on the project's 2-core machines.
+/// A SIMD path of `bloomlanes-simd`, on one core or on every core. The all-core insert splits the
+/// filter into disjoint block ranges (no atomics) and falls back to one core for small filters
+/// and batches, where splitting does not pay.
 #[derive(Clone, Copy, Debug)]
 pub struct Simd {
     probe: Probe,
@@ -156,7 +156,7 @@ pub struct Simd {
 }
 
 impl Simd {
-    /// The best path of this CPU (or `BLOOMLANES_SIMD`), probing on every core.
+    /// The best path of this CPU (or `BLOOMLANES_SIMD`), on every core.
     pub fn active() -> Simd {
         Simd {
             probe: Probe::active(),
@@ -164,7 +164,7 @@ impl Simd {
         }
     }
 
-    /// A given path, if this CPU has it; `parallel` spreads probe batches over every core.
+    /// A given path, if this CPU has it; `parallel` spreads inserts and probes over every core.
     pub fn new(path: SimdPath, parallel: bool) -> Option<Simd> {
         Probe::new(path).map(|probe| Simd { probe, parallel })
     }
@@ -194,7 +194,7 @@ impl Backend for Simd {
     fn name(&self) -> String {
         let path = self.probe.path().name();
         if self.parallel {
-            format!("simd-{path} (parallel probes)")
+            format!("simd-{path} (all cores)")
         } else {
             format!("simd-{path}")
         }
@@ -202,7 +202,11 @@ impl Backend for Simd {
 
     fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
         let seed = filter.seed();
-        self.probe.insert(filter.as_view_mut(), seed, keys);
+        if self.parallel {
+            self.probe.par_insert(filter.as_view_mut(), seed, keys);
+        } else {
+            self.probe.insert(filter.as_view_mut(), seed, keys);
+        }
         add_count(filter, keys.len());
         Ok(())
     }
