@@ -458,7 +458,7 @@ impl Probe {
 
 /// Filters up to this many bytes are filled by [`Probe::par_insert`] on one thread: they sit in
 /// the L2 cache, where one core inserts about as fast as the partitioned parallel insert
-/// (measured on a 2-core Zen 3; see `BENCH_RESULTS.md`).
+/// (measured on the 2-core AVX2 machine; see `BENCHMARKS.md`, `insert/1M` and `insert/16M`).
 pub const PAR_INSERT_MIN_BYTES: usize = 1 << 20;
 
 /// Batches shorter than this are inserted by [`Probe::par_insert`] on one thread (the parallel
