@@ -14,8 +14,8 @@ use bloomlanes_core::{Keys, Records, Strings};
 use crate::error::{Error, Location, Result};
 use crate::pcap;
 
-/// How an input file is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// How an input file is read (also the CLI's `--format` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum InputFormat {
     /// Decide from the contents and the name: a pcap/pcapng magic number means a capture; a
     /// `.csv`/`.tsv` name (or a CSV column given) means CSV; `.u64`/`.bin` means binary u64;

@@ -71,22 +71,6 @@ enum Command {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum FormatArg {
-    /// Detect: pcap/pcapng by magic number; .csv/.tsv (or --csv-column) CSV; .u64/.bin binary u64; else lines.
-    Auto,
-    /// One key per line (bytes without the line ending); empty lines skipped.
-    Lines,
-    /// One unsigned integer per line (decimal or 0x hex), hashed like a u64 key.
-    Decimal,
-    /// One column of a CSV file.
-    Csv,
-    /// Binary little-endian u64 keys, 8 bytes each.
-    U64,
-    /// IPv4/IPv6 5-tuples of a pcap or pcapng capture.
-    Pcap,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendArg {
     /// GPU for large batches when present, else SIMD, else scalar.
     Auto,
@@ -144,7 +128,7 @@ fn parse_delimiter(s: &str) -> std::result::Result<u8, String> {
 struct InputArgs {
     /// How to read the inputs.
     #[arg(long, value_enum, default_value = "auto")]
-    format: FormatArg,
+    format: InputFormat,
     /// CSV column to take keys from: a header name or a 0-based index [default: 0].
     #[arg(long, value_name = "NAME|INDEX")]
     csv_column: Option<String>,
@@ -159,14 +143,7 @@ struct InputArgs {
 impl InputArgs {
     fn options(&self) -> InputOptions {
         InputOptions {
-            format: match self.format {
-                FormatArg::Auto => InputFormat::Auto,
-                FormatArg::Lines => InputFormat::Lines,
-                FormatArg::Decimal => InputFormat::Decimal,
-                FormatArg::Csv => InputFormat::Csv,
-                FormatArg::U64 => InputFormat::U64,
-                FormatArg::Pcap => InputFormat::Pcap,
-            },
+            format: self.format,
             csv_column: self.csv_column.clone(),
             csv_header: !self.no_header,
             csv_delimiter: self.delimiter,
