@@ -443,6 +443,25 @@ impl Slot {
     }
 }
 
+/// Copies a chunk of keys into its page-locked staging buffer, on several threads when the chunk
+/// is large: from ordinary (pageable) memory, one thread's copy is what bounds a host-memory call,
+/// not the PCIe transfer that follows it.
+fn staging_copy(dst: &mut [u8], src: &[u8]) {
+    const MIN_PART: usize = 2 << 20;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let parts = threads.min(src.len() / MIN_PART);
+    if parts < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let part = src.len().div_ceil(parts);
+    std::thread::scope(|s| {
+        for (d, from) in dst.chunks_mut(part).zip(src.chunks(part)) {
+            s.spawn(move || d.copy_from_slice(from));
+        }
+    });
+}
+
 /// Staging slots kept between host-memory calls. Page-locked buffers and streams are expensive to
 /// create (a `cuMemHostAlloc` of tens of MiB costs milliseconds), so a process makes them once and
 /// reuses them; all belong to the one device-0 context of [`context`].
@@ -1347,7 +1366,7 @@ impl GpuFilter {
                 let slot = &mut slots[i % nslots];
                 Self::drain(slot, &mut op)?;
                 let (data, off) = Self::payload(&keys, c);
-                slot.stage[..data.len()].copy_from_slice(data);
+                staging_copy(&mut slot.stage[..data.len()], data);
                 slot.stage_off[..off.len()].copy_from_slice(off);
                 self.run_chunk(slot, &keys, c, data.len(), off.len(), &op)?;
             }
