@@ -25,6 +25,8 @@ pub(crate) struct Geo {
     pub ports: usize,
     pub replicas: usize,
     pub hash_stages: u32,
+    /// Register stages of the index multiplies before the address register.
+    pub index_stages: u32,
     pub latency: u32,
     pub fifo_depth: u32,
     pub fifo_bits: u32,
@@ -47,9 +49,10 @@ pub(crate) fn geo(cfg: &HdlConfig, plan: Option<&Plan>) -> Geo {
     let block_bits = ceil_log2(u64::from(cfg.blocks));
     let aw = block_bits + bit_bits;
     let hash_stages = plan.map_or(0, |p| p.stages.len() as u32);
-    // accept -> input register -> hash stages -> address register -> bank read -> FIFO write
-    // -> m_valid.
-    let latency = hash_stages + 4;
+    // accept -> input register -> hash stages -> index partial products -> address register ->
+    // bank read -> FIFO write -> m_valid.
+    let index_stages = INDEX_STAGES;
+    let latency = hash_stages + index_stages + 4;
     let fifo_bits = ceil_log2(u64::from(latency) + 2).max(1);
     let kw = cfg.key.key_bits();
     Geo {
@@ -66,12 +69,19 @@ pub(crate) fn geo(cfg: &HdlConfig, plan: Option<&Plan>) -> Geo {
         ports: cfg.lookup_ports,
         replicas: cfg.replicas(),
         hash_stages,
+        index_stages,
         latency,
         fifo_depth: 1 << fifo_bits,
         fifo_bits,
         stim_bits: 2 + cfg.tag_bits + kw,
     }
 }
+
+/// Register stages between the hash and the address register: the index multiplies are split
+/// into `CHUNK`-bit partial products, registered, and summed in front of the address register.
+const INDEX_STAGES: u32 = 1;
+/// Operand chunk of the index partial products (bits); divides 32.
+const CHUNK: u32 = 8;
 
 fn h64(x: u64) -> String {
     format!("64'h{x:016x}")
@@ -144,7 +154,8 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 //   every operation in flight) could overflow; with m<p>_ready high it never drops.
 // Latency: {lat} cycles from the cycle an operation is accepted (s<p>_valid && s<p>_ready) to the
 //   first cycle its answer is offered (m<p>_valid); the bank read/write happens {mem} cycles
-//   after acceptance (input register, {hs} hash stage(s), address register).
+//   after acceptance (input register, {hs} hash stage(s), {is} index partial-product stage(s),
+//   address register).
 // Read-after-write: on port 0 there is no restriction: operations are applied in order, so a
 //   lookup accepted in any cycle after an insert sees it (no forwarding needed: both pass the
 //   same pipeline and the banks are written before the next read). A lookup on port p >= 1 sees
@@ -172,9 +183,10 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         replicas = g.replicas,
         fd = g.fifo_depth,
         lat = g.latency,
-        mem = g.hash_stages + 2,
+        mem = g.hash_stages + g.index_stages + 2,
         hs = g.hash_stages,
-        clr = u64::from(g.hash_stages) + 3 + g.depth,
+        is = g.index_stages,
+        clr = u64::from(g.hash_stages + g.index_stages) + 3 + g.depth,
         file0 = bank_file_name(top, 0),
     );
     v.push('\n');
@@ -342,7 +354,8 @@ fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, plan: Option<&Plan>) {
     let (kw, tw, aw, l) = (g.kw, g.tw, g.aw, g.lanes);
     let _ = writeln!(
         v,
-        "// Hash and index pipeline of one port: input register, {} hash stage(s), address register.
+        "// Hash and index pipeline of one port: input register, {} hash stage(s), {} index stage(s),
+// address register.
 module {t}_front (
     input  wire clk,
     input  wire rst,
@@ -356,6 +369,7 @@ module {t}_front (
     output reg  [{}:0] o_addr
 );",
         g.hash_stages,
+        g.index_stages,
         tw - 1,
         kw - 1,
         tw - 1,
@@ -472,27 +486,110 @@ module {t}_front (
         )
     };
     let (pv, po, pt) = final_h;
-    // Index stage.
+    index_pipeline(v, g, &pv, &po, &pt);
+}
+
+/// `{pad'd0, x}` (just `x` when `pad` is 0).
+fn zext(pad: u32, x: &str) -> String {
+    if pad == 0 {
+        x.to_string()
+    } else {
+        format!("{{{pad}'d0, {x}}}")
+    }
+}
+
+/// `{x, sh'd0}` (just `x` when `sh` is 0).
+fn shl(x: &str, sh: u32) -> String {
+    if sh == 0 {
+        x.to_string()
+    } else {
+        format!("{{{x}, {sh}'d0}}")
+    }
+}
+
+/// The block-index and lane-bit multiplies, pipelined: stage x1 registers `CHUNK`-bit partial
+/// products (only the product bits that can reach the used result bits), the address register
+/// sums them. Both multiplies have a constant operand, so each partial product is a short
+/// constant multiply.
+fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
+    let (tw, l) = (g.tw, g.lanes);
     let bb = g.block_bits;
+    let n = 32 / CHUNK;
+    let c = CHUNK;
     let mut unused: Vec<String> = Vec::new();
+    let _ = writeln!(
+        v,
+        "    // Index stage x1: {c}-bit partial products of the block-index and lane-bit multiplies.\n    reg x1_valid;\n    reg [1:0] x1_op;\n    reg [{}:0] x1_tag;",
+        tw - 1
+    );
+    let mut regs = String::new();
+    let mut assigns = String::new();
     if bb > 0 {
+        // ((h >> 32) * z) >> 32 = (sum_k (h_k * z) << (c k)) >> 32, h_k = chunk k of h[63:32].
+        // z takes zb bits (bb + 1 when z = 2^bb); the sum is taken mod 2^(32 + bb).
+        let zb = 32 - g.z.leading_zeros();
+        for k in 0..n {
+            let w = (c + zb).min(32 + bb - c * k);
+            let _ = writeln!(regs, "    reg [{}:0] x1_bq{k};", w - 1);
+            let _ = writeln!(
+                assigns,
+                "        x1_bq{k} <= {} * {};",
+                zext(
+                    w - c,
+                    &format!("hx[{}:{}]", 32 + c * (k + 1) - 1, 32 + c * k)
+                ),
+                zext(w - zb, &format!("BLOCKS[{}:0]", zb - 1))
+            );
+        }
+    } else {
+        unused.push("hx[63:32]".into());
+    }
+    // lo32(x * S) = sum_k ((x_k * S) mod 2^(32 - c k)) << (c k), x_k = chunk k of h[31:0].
+    for lane in 0..l {
+        for k in 0..n {
+            let w = 32 - c * k;
+            let _ = writeln!(regs, "    reg [{}:0] x1_sp{lane}_{k};", w - 1);
+            let _ = writeln!(
+                assigns,
+                "        x1_sp{lane}_{k} <= {} * SALT_{lane}[{}:0];",
+                zext(w - c, &format!("hx[{}:{}]", c * (k + 1) - 1, c * k)),
+                w - 1
+            );
+        }
+    }
+    v.push_str(&regs);
+    let _ = write!(
+        v,
+        "    always @(posedge clk) begin\n        if (rst) x1_valid <= 1'b0;\n        else x1_valid <= {pv};\n        x1_op <= {po};\n        x1_tag <= {pt};\n{assigns}    end\n"
+    );
+    // Address stage: sum the partial products.
+    if bb > 0 {
+        let zb = 32 - g.z.leading_zeros();
+        let terms: Vec<String> = (0..n)
+            .map(|k| {
+                let w = (c + zb).min(32 + bb - c * k);
+                zext(32 + bb - w - c * k, &shl(&format!("x1_bq{k}"), c * k))
+            })
+            .collect();
         let _ = writeln!(
             v,
-            "    // Block index by multiply-high: ((h >> 32) * z) >> 32 < z fits in {bb} bits.\n    wire [63:0] bprod = {{32'd0, hx[63:32]}} * {{32'd0, BLOCKS}};\n    wire [{}:0] blk = bprod[{}:32];",
+            "    // Block index: bits [{}:32] of the product ((h >> 32) * z < z * 2^32).\n    wire [{}:0] bprod = {};\n    wire [{}:0] blk = bprod[{}:32];",
+            31 + bb,
+            31 + bb,
+            terms.join(" + "),
             bb - 1,
             31 + bb
         );
         unused.push("bprod[31:0]".into());
-        if 32 + bb <= 63 {
-            unused.push(format!("bprod[63:{}]", 32 + bb));
-        }
     } else {
         v.push_str("    // One block: the block index is always 0.\n");
-        unused.push("hx[63:32]".into());
     }
     let bits = g.bit_bits;
     for lane in 0..l {
-        let _ = writeln!(v, "    wire [31:0] lp{lane} = hx[31:0] * SALT_{lane};");
+        let terms: Vec<String> = (0..n)
+            .map(|k| shl(&format!("x1_sp{lane}_{k}"), c * k))
+            .collect();
+        let _ = writeln!(v, "    wire [31:0] lp{lane} = {};", terms.join(" + "));
         unused.push(format!("lp{lane}[{}:0]", 31 - bits));
     }
     let _ = writeln!(v, "    wire unused_ok = &{{1'b0, {}}};", unused.join(", "));
@@ -508,7 +605,7 @@ module {t}_front (
         .collect();
     let _ = writeln!(
         v,
-        "    always @(posedge clk) begin\n        if (rst) o_valid <= 1'b0;\n        else o_valid <= {pv};\n        o_op <= {po};\n        o_tag <= {pt};\n        o_addr <= {{{}}};\n    end\nendmodule\n",
+        "    always @(posedge clk) begin\n        if (rst) o_valid <= 1'b0;\n        else o_valid <= x1_valid;\n        o_op <= x1_op;\n        o_tag <= x1_tag;\n        o_addr <= {{{}}};\n    end\nendmodule\n",
         addrs.join(", ")
     );
 }
