@@ -77,11 +77,12 @@ pub(crate) fn geo(cfg: &HdlConfig, plan: Option<&Plan>) -> Geo {
     }
 }
 
-/// Register stages between the hash and the address register: the index multiplies are split
-/// into `CHUNK`-bit partial products, registered, and summed in front of the address register.
-const INDEX_STAGES: u32 = 1;
-/// Operand chunk of the index partial products (bits); divides 32.
-const CHUNK: u32 = 8;
+/// Register stages between the hash and the address register: x1 holds `CHUNK`-bit partial
+/// products of the index multiplies, x2 the sums of pairs of them; the address register sums
+/// the rest.
+const INDEX_STAGES: u32 = 2;
+/// Operand chunk of the index partial products (bits); `2 * CHUNK` divides 32.
+const CHUNK: u32 = 4;
 
 fn h64(x: u64) -> String {
     format!("64'h{x:016x}")
@@ -154,7 +155,7 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 //   every operation in flight) could overflow; with m<p>_ready high it never drops.
 // Latency: {lat} cycles from the cycle an operation is accepted (s<p>_valid && s<p>_ready) to the
 //   first cycle its answer is offered (m<p>_valid); the bank read/write happens {mem} cycles
-//   after acceptance (input register, {hs} hash stage(s), {is} index partial-product stage(s),
+//   after acceptance (input register, {hs} hash stage(s), {is} index multiply stage(s),
 //   address register).
 // Read-after-write: on port 0 there is no restriction: operations are applied in order, so a
 //   lookup accepted in any cycle after an insert sees it (no forwarding needed: both pass the
@@ -507,38 +508,66 @@ fn shl(x: &str, sh: u32) -> String {
     }
 }
 
-/// The block-index and lane-bit multiplies, pipelined: stage x1 registers `CHUNK`-bit partial
-/// products (only the product bits that can reach the used result bits), the address register
-/// sums them. Both multiplies have a constant operand, so each partial product is a short
-/// constant multiply.
+/// Width of partial product `k` (chunk `c` bits of the multiplier, constant of `cb` bits,
+/// shifted by `c * k`) when the sum is taken mod 2^`total`.
+fn pp_width(c: u32, cb: u32, k: u32, total: u32) -> u32 {
+    (c + cb).min(total - c * k)
+}
+
+/// `(x * K) mod 2^w` for a `c`-bit chunk `x = src[lo + c - 1:lo]` of the multiplier and a
+/// constant `K = konst[cb-1:0]`, written as the sum of the `c` masked shifted copies of the
+/// constant (an array multiplier: plain adders, no `$mul`, so no DSP block for a constant).
+fn masked_pp(src: &str, lo: u32, c: u32, konst: &str, cb: u32, w: u32) -> String {
+    let terms: Vec<String> = (0..c)
+        .map(|b| {
+            let m = cb.min(w - b);
+            let k = shl(&format!("{konst}[{}:0]", m - 1), b);
+            format!("({{{w}{{{src}[{}]}}}} & {})", lo + b, zext(w - m - b, &k))
+        })
+        .collect();
+    terms.join(" + ")
+}
+
+/// The block-index and lane-bit multiplies, pipelined. Both have a constant operand (z, SALT_i),
+/// so they are array multipliers: stage x1 registers `CHUNK`-bit partial products (sums of
+/// masked copies of the constant, only the product bits that can reach the used result bits),
+/// stage x2 the sums of pairs of them, and the address register sums the rest.
 fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
     let (tw, l) = (g.tw, g.lanes);
     let bb = g.block_bits;
-    let n = 32 / CHUNK;
     let c = CHUNK;
+    let n = 32 / c;
+    let c2 = 2 * c;
+    let n2 = n / 2;
     let mut unused: Vec<String> = Vec::new();
-    let _ = writeln!(
-        v,
-        "    // Index stage x1: {c}-bit partial products of the block-index and lane-bit multiplies.\n    reg x1_valid;\n    reg [1:0] x1_op;\n    reg [{}:0] x1_tag;",
-        tw - 1
-    );
     let mut regs = String::new();
-    let mut assigns = String::new();
+    let mut x1 = String::new();
+    let mut x2 = String::new();
+    // z takes zb bits (bb + 1 when z = 2^bb); the block sum is taken mod 2^(32 + bb).
+    let zb = 32 - g.z.leading_zeros();
+    let bt = 32 + bb;
     if bb > 0 {
         // ((h >> 32) * z) >> 32 = (sum_k (h_k * z) << (c k)) >> 32, h_k = chunk k of h[63:32].
-        // z takes zb bits (bb + 1 when z = 2^bb); the sum is taken mod 2^(32 + bb).
-        let zb = 32 - g.z.leading_zeros();
         for k in 0..n {
-            let w = (c + zb).min(32 + bb - c * k);
+            let w = pp_width(c, zb, k, bt);
             let _ = writeln!(regs, "    reg [{}:0] x1_bq{k};", w - 1);
             let _ = writeln!(
-                assigns,
-                "        x1_bq{k} <= {} * {};",
-                zext(
-                    w - c,
-                    &format!("hx[{}:{}]", 32 + c * (k + 1) - 1, 32 + c * k)
-                ),
-                zext(w - zb, &format!("BLOCKS[{}:0]", zb - 1))
+                x1,
+                "        x1_bq{k} <= {};",
+                masked_pp("hx", 32 + c * k, c, "BLOCKS", zb, w)
+            );
+        }
+        for j in 0..n2 {
+            let w = pp_width(c2, zb, j, bt);
+            let (k0, k1) = (2 * j, 2 * j + 1);
+            let w0 = pp_width(c, zb, k0, bt);
+            let w1 = pp_width(c, zb, k1, bt);
+            let _ = writeln!(regs, "    reg [{}:0] x2_bq{j};", w - 1);
+            let _ = writeln!(
+                x2,
+                "        x2_bq{j} <= {} + {};",
+                zext(w - w0, &format!("x1_bq{k0}")),
+                zext(w - w1 - c, &shl(&format!("x1_bq{k1}"), c))
             );
         }
     } else {
@@ -550,25 +579,38 @@ fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
             let w = 32 - c * k;
             let _ = writeln!(regs, "    reg [{}:0] x1_sp{lane}_{k};", w - 1);
             let _ = writeln!(
-                assigns,
-                "        x1_sp{lane}_{k} <= {} * SALT_{lane}[{}:0];",
-                zext(w - c, &format!("hx[{}:{}]", c * (k + 1) - 1, c * k)),
-                w - 1
+                x1,
+                "        x1_sp{lane}_{k} <= {};",
+                masked_pp("hx", c * k, c, &format!("SALT_{lane}"), 32, w)
+            );
+        }
+        for j in 0..n2 {
+            let w = 32 - c2 * j;
+            let _ = writeln!(regs, "    reg [{}:0] x2_sp{lane}_{j};", w - 1);
+            let _ = writeln!(
+                x2,
+                "        x2_sp{lane}_{j} <= x1_sp{lane}_{} + {};",
+                2 * j,
+                shl(&format!("x1_sp{lane}_{}[{}:0]", 2 * j + 1, w - c - 1), c)
             );
         }
     }
+    let _ = writeln!(
+        v,
+        "    // Index stages: x1 {c}-bit partial products of the block-index and lane-bit multiplies,\n    // x2 sums of pairs of them.\n    reg x1_valid;\n    reg [1:0] x1_op;\n    reg [{tw1}:0] x1_tag;\n    reg x2_valid;\n    reg [1:0] x2_op;\n    reg [{tw1}:0] x2_tag;",
+        tw1 = tw - 1
+    );
     v.push_str(&regs);
     let _ = write!(
         v,
-        "    always @(posedge clk) begin\n        if (rst) x1_valid <= 1'b0;\n        else x1_valid <= {pv};\n        x1_op <= {po};\n        x1_tag <= {pt};\n{assigns}    end\n"
+        "    always @(posedge clk) begin\n        if (rst) x1_valid <= 1'b0;\n        else x1_valid <= {pv};\n        x1_op <= {po};\n        x1_tag <= {pt};\n{x1}    end\n    always @(posedge clk) begin\n        if (rst) x2_valid <= 1'b0;\n        else x2_valid <= x1_valid;\n        x2_op <= x1_op;\n        x2_tag <= x1_tag;\n{x2}    end\n"
     );
-    // Address stage: sum the partial products.
+    // Address stage: sum the pair sums.
     if bb > 0 {
-        let zb = 32 - g.z.leading_zeros();
-        let terms: Vec<String> = (0..n)
-            .map(|k| {
-                let w = (c + zb).min(32 + bb - c * k);
-                zext(32 + bb - w - c * k, &shl(&format!("x1_bq{k}"), c * k))
+        let terms: Vec<String> = (0..n2)
+            .map(|j| {
+                let w = pp_width(c2, zb, j, bt);
+                zext(bt - w - c2 * j, &shl(&format!("x2_bq{j}"), c2 * j))
             })
             .collect();
         let _ = writeln!(
@@ -586,8 +628,8 @@ fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
     }
     let bits = g.bit_bits;
     for lane in 0..l {
-        let terms: Vec<String> = (0..n)
-            .map(|k| shl(&format!("x1_sp{lane}_{k}"), c * k))
+        let terms: Vec<String> = (0..n2)
+            .map(|j| shl(&format!("x2_sp{lane}_{j}"), c2 * j))
             .collect();
         let _ = writeln!(v, "    wire [31:0] lp{lane} = {};", terms.join(" + "));
         unused.push(format!("lp{lane}[{}:0]", 31 - bits));
@@ -605,7 +647,7 @@ fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
         .collect();
     let _ = writeln!(
         v,
-        "    always @(posedge clk) begin\n        if (rst) o_valid <= 1'b0;\n        else o_valid <= x1_valid;\n        o_op <= x1_op;\n        o_tag <= x1_tag;\n        o_addr <= {{{}}};\n    end\nendmodule\n",
+        "    always @(posedge clk) begin\n        if (rst) o_valid <= 1'b0;\n        else o_valid <= x2_valid;\n        o_op <= x2_op;\n        o_tag <= x2_tag;\n        o_addr <= {{{}}};\n    end\nendmodule\n",
         addrs.join(", ")
     );
 }
