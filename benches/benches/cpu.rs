@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout};
+use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
 use bloomlanes_simd::{available_paths, bench_support, Probe};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rayon::prelude::*;
@@ -129,8 +129,8 @@ fn bench_size(c: &mut Criterion, label: &str, bytes: usize) {
         .collect();
 
     let blocks = (bytes / Layout::L8x32.block_bytes()) as u32;
-    let mut ours = Filter::new(Layout::L8x32, blocks, SEED);
-    probe.par_insert(ours.as_view_mut(), SEED, Keys::U64(&inserted));
+    let mut ours = Filter::new(Params::new(Layout::L8x32, blocks).with_seed(SEED));
+    probe.par_insert(ours.as_view_mut(), Keys::U64(&inserted));
     let mut peers = Peers {
         sbbf: sbbf_rs_safe::Filter::new(BITS_PER_KEY, n_keys),
         parquet: parquet::bloom_filter::Sbbf::new(&vec![0u8; bytes]),
@@ -156,10 +156,10 @@ fn bench_size(c: &mut Criterion, label: &str, bytes: usize) {
     let mut out = vec![0u8; BATCH];
     for (kind, keys) in [("present", &present), ("absent", &absent)] {
         g.bench_function(BenchmarkId::new("bloomlanes/1t", kind), |b| {
-            b.iter(|| probe.contains(ours.as_view(), SEED, Keys::U64(keys), &mut out))
+            b.iter(|| probe.contains(ours.as_view(), Keys::U64(keys), &mut out))
         });
         g.bench_function(BenchmarkId::new("bloomlanes/all", kind), |b| {
-            b.iter(|| probe.par_contains(ours.as_view(), SEED, Keys::U64(keys), &mut out))
+            b.iter(|| probe.par_contains(ours.as_view(), Keys::U64(keys), &mut out))
         });
         g.bench_function(BenchmarkId::new("sbbf-rs-safe/1t", kind), |b| {
             b.iter(|| {
@@ -218,10 +218,10 @@ fn bench_size(c: &mut Criterion, label: &str, bytes: usize) {
     g.throughput(Throughput::Elements(BATCH as u64));
     let keys = &absent;
     g.bench_function("bloomlanes/1t", |b| {
-        b.iter(|| probe.insert(ours.as_view_mut(), SEED, Keys::U64(keys)))
+        b.iter(|| probe.insert(ours.as_view_mut(), Keys::U64(keys)))
     });
     g.bench_function("bloomlanes/all", |b| {
-        b.iter(|| probe.par_insert(ours.as_view_mut(), SEED, Keys::U64(keys)))
+        b.iter(|| probe.par_insert(ours.as_view_mut(), Keys::U64(keys)))
     });
     g.bench_function("sbbf-rs-safe/1t", |b| {
         b.iter(|| {
@@ -256,12 +256,13 @@ fn bench_paths(c: &mut Criterion) {
     let mut g = c.benchmark_group("paths/1M");
     g.throughput(Throughput::Elements(BATCH as u64));
     for layout in Layout::ALL {
-        let mut f = Filter::new(layout, (bytes / layout.block_bytes()) as u32, SEED);
-        Probe::active().insert(f.as_view_mut(), SEED, Keys::U64(&keys[..BATCH / 2]));
+        let mut f =
+            Filter::new(Params::new(layout, (bytes / layout.block_bytes()) as u32).with_seed(SEED));
+        Probe::active().insert(f.as_view_mut(), Keys::U64(&keys[..BATCH / 2]));
         for path in available_paths() {
             let probe = Probe::new(path).unwrap();
             g.bench_function(BenchmarkId::new(layout.name(), path.name()), |b| {
-                b.iter(|| probe.contains(f.as_view(), SEED, Keys::U64(&keys), &mut out))
+                b.iter(|| probe.contains(f.as_view(), Keys::U64(&keys), &mut out))
             });
         }
     }

@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout};
+use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
 use bloomlanes_simd::Probe;
 
 const BATCH: usize = 1 << 18;
@@ -45,8 +45,8 @@ fn main() {
     let mut state = 2;
     let keys: Vec<u64> = (0..BATCH).map(|_| splitmix(&mut state)).collect();
     let blocks = (bytes / Layout::L8x32.block_bytes()) as u32;
-    let mut f = Filter::new(Layout::L8x32, blocks, 0);
-    probe.insert(f.as_view_mut(), 0, Keys::U64(&inserted));
+    let mut f = Filter::new(Params::new(Layout::L8x32, blocks));
+    probe.insert(f.as_view_mut(), Keys::U64(&inserted));
     let mut sbbf = sbbf_rs_safe::Filter::new(10, bytes * 8 / 10);
     for &k in inserted.iter().filter(|_| op == "sbbf") {
         sbbf.insert_hash(xxh64_u64(k, 0));
@@ -58,18 +58,16 @@ fn main() {
         let t = Instant::now();
         for _ in 0..4 {
             match op {
-                "contains" => probe.contains(f.as_view(), 0, Keys::U64(&keys), &mut out),
-                "par_contains" => probe.par_contains(f.as_view(), 0, Keys::U64(&keys), &mut out),
+                "contains" => probe.contains(f.as_view(), Keys::U64(&keys), &mut out),
+                "par_contains" => probe.par_contains(f.as_view(), Keys::U64(&keys), &mut out),
                 "sbbf" => {
                     for (o, &k) in out.iter_mut().zip(keys.iter()) {
                         *o = u8::from(sbbf.contains_hash(xxh64_u64(k, 0)));
                     }
                 }
-                "insert" => probe.insert(f.as_view_mut(), 0, Keys::U64(&keys)),
-                "par_insert" => probe.par_insert(f.as_view_mut(), 0, Keys::U64(&keys)),
-                "par_ranges" => {
-                    probe.par_insert_ranges(f.as_view_mut(), 0, Keys::U64(&keys), ranges)
-                }
+                "insert" => probe.insert(f.as_view_mut(), Keys::U64(&keys)),
+                "par_insert" => probe.par_insert(f.as_view_mut(), Keys::U64(&keys)),
+                "par_ranges" => probe.par_insert_ranges(f.as_view_mut(), Keys::U64(&keys), ranges),
                 "hash" => {
                     for (h, &k) in hashes.iter_mut().zip(black_box(&keys)) {
                         *h = xxh64_u64(k, 0);

@@ -32,6 +32,7 @@ pub struct Strings<'a> {
 
 /// Why a batch is malformed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BatchError {
     /// Record width zero.
     ZeroWidth,
@@ -71,6 +72,8 @@ impl core::fmt::Display for BatchError {
         }
     }
 }
+
+impl core::error::Error for BatchError {}
 
 impl<'a> Records<'a> {
     /// `data` as records of `width` bytes.

@@ -5,58 +5,25 @@ use alloc::vec;
 use alloc::vec::Vec;
 use bytemuck::{Pod, Zeroable};
 
-use crate::format::{self, FormatError, HashId, Header, HEADER_LEN};
+use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::key::Key;
 use crate::layout::Layout;
 use crate::math;
+use crate::params::{MergeError, Params, Sizing};
 use crate::parquet::{self, ParquetError};
 use crate::reference::{FilterMut, FilterRef};
-use crate::xxh64::{xxh64, xxh64_u64};
+use crate::stats::Stats;
+use crate::HashId;
 
 /// 64 bytes aligned to 64: the unit of storage, so that no block straddles a cache line.
 #[derive(Clone, Copy, Pod, Zeroable)]
 #[repr(C, align(64))]
 struct Line([u32; 16]);
 
-/// How to size a new filter.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Sizing {
-    /// Meet this expected false-positive rate.
-    FalsePositiveRate(f64),
-    /// Spend about this many bits per key.
-    BitsPerKey(f64),
-}
-
-/// Why two filters cannot be combined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MergeError {
-    /// Different block shapes.
-    Layout(Layout, Layout),
-    /// Different block counts.
-    Blocks(u32, u32),
-    /// Different hash seeds.
-    Seed(u64, u64),
-    /// Different hash functions.
-    Hash(HashId, HashId),
-}
-
-impl core::fmt::Display for MergeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            MergeError::Layout(a, b) => write!(f, "incompatible filters: layout {a} vs {b}"),
-            MergeError::Blocks(a, b) => write!(f, "incompatible filters: {a} blocks vs {b}"),
-            MergeError::Seed(a, b) => write!(f, "incompatible filters: seed {a} vs {b}"),
-            MergeError::Hash(a, b) => write!(f, "incompatible filters: hash {a:?} vs {b:?}"),
-        }
-    }
-}
-
-/// A filter that owns its bits.
+/// A filter that owns its bits, with its [`Params`] and its key count.
 #[derive(Clone)]
 pub struct Filter {
-    layout: Layout,
-    blocks: u32,
-    seed: u64,
-    hash: HashId,
+    params: Params,
     keys: Option<u64>,
     lines: Vec<Line>,
 }
@@ -64,10 +31,7 @@ pub struct Filter {
 impl core::fmt::Debug for Filter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Filter")
-            .field("layout", &self.layout)
-            .field("blocks", &self.blocks)
-            .field("seed", &self.seed)
-            .field("hash", &self.hash)
+            .field("params", &self.params)
             .field("keys", &self.keys)
             .finish_non_exhaustive()
     }
@@ -80,59 +44,56 @@ impl PartialEq for Filter {
 }
 
 impl Filter {
-    /// An empty filter of `blocks` blocks (at least 1), XXH64 with `seed`.
-    pub fn new(layout: Layout, blocks: u32, seed: u64) -> Filter {
-        Filter::with_hash(layout, blocks.max(1), seed, HashId::Xxh64)
-    }
-
-    /// An empty filter whose keys are hashed by `hash`.
-    pub fn with_hash(layout: Layout, blocks: u32, seed: u64, hash: HashId) -> Filter {
-        let blocks = blocks.max(1);
-        let bytes = blocks as usize * layout.block_bytes();
+    /// An empty filter with these parameters (a block count of 0 is taken as 1).
+    ///
+    /// # Panics
+    /// If the bit array does not fit the address space (`usize`).
+    pub fn new(params: Params) -> Filter {
+        let params = Params {
+            blocks: params.blocks.max(1),
+            ..params
+        };
+        let bytes = usize::try_from(params.byte_len()).expect("filter larger than memory");
         Filter {
-            layout,
-            blocks,
-            seed,
-            hash,
+            params,
             keys: Some(0),
             lines: vec![Line([0; 16]); bytes.div_ceil(64)],
         }
     }
 
-    /// An empty filter for `keys` keys sized by `sizing`; `layout` `None` picks the layout that
-    /// meets a rate in the fewest bits (for bits per key, `None` means 8x32).
+    /// An empty filter for `keys` keys sized by `sizing` (see [`Params::for_keys`]), XXH64 with
+    /// `seed`.
     pub fn for_keys(
         keys: u64,
         sizing: Sizing,
         layout: Option<Layout>,
         seed: u64,
     ) -> Result<Filter, math::SizingError> {
-        let (layout, blocks) = match (sizing, layout) {
-            (Sizing::FalsePositiveRate(r), None) => math::auto_size(keys, r)?,
-            (Sizing::FalsePositiveRate(r), Some(l)) => (l, math::blocks_for_rate(l, keys, r)?),
-            (Sizing::BitsPerKey(b), l) => {
-                let l = l.unwrap_or(Layout::L8x32);
-                (l, math::blocks_for_bits_per_key(l, keys, b)?)
-            }
-        };
-        Ok(Filter::new(layout, blocks, seed))
+        Ok(Filter::new(
+            Params::for_keys(keys, sizing, layout)?.with_seed(seed),
+        ))
     }
 
+    /// The filter's parameters.
+    #[inline]
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
     /// The block shape.
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.params.layout
     }
     /// Number of blocks `z`.
     pub fn blocks(&self) -> u32 {
-        self.blocks
+        self.params.blocks
     }
     /// Seed of the key hash.
     pub fn seed(&self) -> u64 {
-        self.seed
+        self.params.seed
     }
     /// The key hash function.
     pub fn hash_id(&self) -> HashId {
-        self.hash
+        self.params.hash
     }
     /// Number of insert calls since the filter was empty, if known.
     pub fn key_count(&self) -> Option<u64> {
@@ -142,18 +103,19 @@ impl Filter {
     pub fn set_key_count(&mut self, keys: Option<u64>) {
         self.keys = keys;
     }
+    /// Adds `n` to the key count, if it is known.
+    pub fn add_key_count(&mut self, n: u64) {
+        self.keys = self.keys.map(|k| k.saturating_add(n));
+    }
     /// Size of the bit array in bytes.
     pub fn byte_len(&self) -> usize {
-        self.blocks as usize * self.layout.block_bytes()
+        self.params.byte_len() as usize
     }
 
     /// The header that describes this filter.
     pub fn header(&self) -> Header {
         Header {
-            layout: self.layout,
-            blocks: self.blocks,
-            seed: self.seed,
-            hash: self.hash,
+            params: self.params,
             keys: self.keys,
         }
     }
@@ -169,58 +131,34 @@ impl Filter {
         &mut bytemuck::cast_slice_mut(&mut self.lines)[..n]
     }
 
-    /// A borrowed view of the words, for the bulk backends.
+    /// A borrowed view (parameters and words), for the bulk backends.
     pub fn as_view(&self) -> FilterRef<'_, u32> {
-        self.view()
+        FilterRef::new(self.params, self.words()).expect("a Filter always has whole blocks")
     }
 
-    /// A mutable borrowed view of the words, for the bulk backends (the key count is not updated;
-    /// see [`Filter::set_key_count`]).
+    /// A mutable borrowed view, for the bulk backends (the key count is not updated; see
+    /// [`Filter::add_key_count`]).
     pub fn as_view_mut(&mut self) -> FilterMut<'_, u32> {
-        self.view_mut()
-    }
-
-    fn view(&self) -> FilterRef<'_, u32> {
-        FilterRef::new(self.layout, self.words()).expect("a Filter always has whole blocks")
-    }
-
-    fn view_mut(&mut self) -> FilterMut<'_, u32> {
-        let layout = self.layout;
-        FilterMut::new(layout, self.words_mut()).expect("a Filter always has whole blocks")
-    }
-
-    fn count_insert(&mut self) {
-        self.keys = self.keys.map(|k| k.saturating_add(1));
+        let params = self.params;
+        FilterMut::new(params, self.words_mut()).expect("a Filter always has whole blocks")
     }
 
     /// Sets the bits of a caller-hashed key.
     pub fn insert_hash(&mut self, hash: u64) {
-        self.view_mut().insert_hash(hash);
-        self.count_insert();
+        self.as_view_mut().insert_hash(hash);
+        self.add_key_count(1);
     }
-    /// Inserts a byte-string key.
-    pub fn insert(&mut self, key: &[u8]) {
-        self.insert_hash(xxh64(key, self.seed));
-    }
-    /// Inserts an integer key (its little-endian bytes).
-    pub fn insert_u64(&mut self, key: u64) {
-        self.insert_hash(xxh64_u64(key, self.seed));
+    /// Inserts a key: a string, byte string or number (see [`Key`]).
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K) {
+        self.insert_hash(self.params.hash_key(key));
     }
     /// Whether a caller-hashed key may be present.
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.view().contains_hash(hash)
+        self.as_view().contains_hash(hash)
     }
-    /// Whether a byte-string key may be present.
-    pub fn contains(&self, key: &[u8]) -> bool {
-        self.contains_hash(xxh64(key, self.seed))
-    }
-    /// Whether an integer key may be present.
-    pub fn contains_u64(&self, key: u64) -> bool {
-        self.contains_hash(xxh64_u64(key, self.seed))
-    }
-    /// Hash of a byte-string key under this filter's seed.
-    pub fn hash_key(&self, key: &[u8]) -> u64 {
-        xxh64(key, self.seed)
+    /// Whether a key may be present.
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.params.hash_key(key))
     }
 
     /// Clears every bit.
@@ -231,45 +169,32 @@ impl Filter {
 
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
-        self.words().iter().map(|w| u64::from(w.count_ones())).sum()
+        self.as_view().count_ones()
+    }
+    /// The filter's statistics (fill ratio, estimated keys, expected false-positive rate …).
+    pub fn stats(&self) -> Stats {
+        Stats::new(self.params, self.keys, self.count_ones())
     }
     /// Fraction of bits set.
     pub fn fill_ratio(&self) -> f64 {
-        self.count_ones() as f64 / (self.byte_len() as f64 * 8.0)
+        self.stats().fill_ratio
     }
     /// Distinct keys estimated from the set bits (`None` if saturated).
     pub fn estimated_keys(&self) -> Option<f64> {
-        math::estimate_keys(self.layout, self.blocks, self.count_ones())
+        self.stats().estimated_keys
     }
-    /// Expected false-positive rate with `keys` keys (the recorded count if `None`, else the estimate).
+    /// Expected false-positive rate with `keys` keys (the recorded count if `None`, else the
+    /// estimate).
     pub fn expected_fpr(&self, keys: Option<u64>) -> f64 {
-        let n = keys
-            .or(self.keys)
-            .or_else(|| self.estimated_keys().map(|e| libm::round(e) as u64));
-        n.map_or(1.0, |n| {
-            math::false_positive_rate(self.layout, self.blocks, n)
-        })
-    }
-
-    fn check_compatible(&self, other: &Filter) -> Result<(), MergeError> {
-        if self.layout != other.layout {
-            return Err(MergeError::Layout(self.layout, other.layout));
+        match keys {
+            Some(n) => self.params.expected_fpr(n),
+            None => self.stats().expected_fpr,
         }
-        if self.blocks != other.blocks {
-            return Err(MergeError::Blocks(self.blocks, other.blocks));
-        }
-        if self.hash != other.hash {
-            return Err(MergeError::Hash(self.hash, other.hash));
-        }
-        if self.seed != other.seed {
-            return Err(MergeError::Seed(self.seed, other.seed));
-        }
-        Ok(())
     }
 
     /// ORs `other` into `self`: the filter of the union of both key sets.
     pub fn union_with(&mut self, other: &Filter) -> Result<(), MergeError> {
-        self.check_compatible(other)?;
+        self.params.check_compatible(&other.params)?;
         for (a, b) in self.lines.iter_mut().zip(&other.lines) {
             for (x, y) in a.0.iter_mut().zip(b.0) {
                 *x |= y;
@@ -283,7 +208,7 @@ impl Filter {
     /// every key of the intersection (with a higher false-positive rate than a filter built from
     /// the intersection alone).
     pub fn intersect_with(&mut self, other: &Filter) -> Result<(), MergeError> {
-        self.check_compatible(other)?;
+        self.params.check_compatible(&other.params)?;
         for (a, b) in self.lines.iter_mut().zip(&other.lines) {
             for (x, y) in a.0.iter_mut().zip(b.0) {
                 *x &= y;
@@ -320,7 +245,7 @@ impl Filter {
                 found: image.len() as u64,
             });
         }
-        let mut f = Filter::with_hash(header.layout, header.blocks, header.seed, header.hash);
+        let mut f = Filter::new(header.params);
         f.keys = header.keys;
         for (w, b) in f.words_mut().iter_mut().zip(image.chunks_exact(4)) {
             *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
@@ -346,7 +271,7 @@ impl Filter {
 
     /// The Parquet form (Thrift header + bitset). Only 8x32 filters with XXH64 seed 0 have one.
     pub fn to_parquet(&self) -> Result<Vec<u8>, ParquetError> {
-        if self.layout != Layout::L8x32 || self.seed != 0 || self.hash != HashId::Xxh64 {
+        if !self.params.parquet_compatible() {
             return Err(ParquetError::NotParquetLayout);
         }
         let num_bytes = u32::try_from(self.byte_len())
@@ -365,10 +290,10 @@ impl Filter {
     pub fn from_parquet(bytes: &[u8]) -> Result<(Filter, usize), ParquetError> {
         let (bitset, used) = parquet::parse(bytes)?;
         let header = Header {
-            layout: Layout::L8x32,
-            blocks: (bitset.len() / Layout::L8x32.block_bytes()) as u32,
-            seed: 0,
-            hash: HashId::Xxh64,
+            params: Params::new(
+                Layout::L8x32,
+                (bitset.len() / Layout::L8x32.block_bytes()) as u32,
+            ),
             keys: None,
         };
         let filter = Filter::from_image(bitset, header)

@@ -20,6 +20,7 @@
 //! ```
 
 use crate::layout::Layout;
+use crate::params::Params;
 use crate::xxh64::xxh64;
 
 /// First eight bytes of every filter file.
@@ -32,6 +33,7 @@ const FLAG_KEY_COUNT: u8 = 1;
 
 /// Which function turned keys into the 64-bit hashes stored in a filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum HashId {
     /// The caller supplied the hashes; the filter cannot hash keys itself.
     Prehashed,
@@ -55,19 +57,27 @@ impl HashId {
             _ => None,
         }
     }
+
+    /// The name shown to people and in JSON: `"xxh64"` or `"prehashed"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HashId::Prehashed => "prehashed",
+            HashId::Xxh64 => "xxh64",
+        }
+    }
 }
 
-/// Everything the header says about a filter.
+impl core::fmt::Display for HashId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything the header says about a filter: its parameters and, when known, its key count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Block shape.
-    pub layout: Layout,
-    /// Number of blocks `z`.
-    pub blocks: u32,
-    /// Seed of the key hash.
-    pub seed: u64,
-    /// Key hash function.
-    pub hash: HashId,
+    /// The filter's identity.
+    pub params: Params,
     /// Number of keys inserted, when known.
     pub keys: Option<u64>,
 }
@@ -75,7 +85,7 @@ pub struct Header {
 impl Header {
     /// Payload length in bytes: `z × L × W / 8`.
     pub fn payload_len(&self) -> u64 {
-        u64::from(self.blocks) * self.layout.block_bytes() as u64
+        self.params.byte_len()
     }
 
     /// Encodes the header for `payload` (which must be the byte image this header describes).
@@ -83,11 +93,12 @@ impl Header {
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        h[10] = self.layout.lanes() as u8;
-        h[11] = self.layout.word_bits() as u8;
-        h[12..16].copy_from_slice(&self.blocks.to_le_bytes());
-        h[16..24].copy_from_slice(&self.seed.to_le_bytes());
-        h[24] = self.hash.code();
+        let p = &self.params;
+        h[10] = p.layout.lanes() as u8;
+        h[11] = p.layout.word_bits() as u8;
+        h[12..16].copy_from_slice(&p.blocks.to_le_bytes());
+        h[16..24].copy_from_slice(&p.seed.to_le_bytes());
+        h[24] = p.hash.code();
         h[25] = if self.keys.is_some() {
             FLAG_KEY_COUNT
         } else {
@@ -104,6 +115,7 @@ impl Header {
 
 /// Why a byte string is not a valid filter file. Every variant names the field at fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The input ends before the header or payload does.
     Truncated {
@@ -175,6 +187,8 @@ impl core::fmt::Display for FormatError {
     }
 }
 
+impl core::error::Error for FormatError {}
+
 fn le_u64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
@@ -224,10 +238,9 @@ pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
     }
     let keys = (file[25] & FLAG_KEY_COUNT != 0).then(|| le_u64(&file[32..]));
     let header = Header {
-        layout,
-        blocks,
-        seed: le_u64(&file[16..]),
-        hash,
+        params: Params::new(layout, blocks)
+            .with_seed(le_u64(&file[16..]))
+            .with_hash(hash),
         keys,
     };
     let expected = header.payload_len();

@@ -14,7 +14,7 @@ use core::fmt::Write;
 
 use crate::layout::{block_index, lane_bits, Layout};
 use crate::xxh64::{xxh64, xxh64_u64};
-use crate::Filter;
+use crate::{Filter, Params};
 
 /// The committed golden file.
 pub const VECTORS: &str = include_str!("../golden/vectors.txt");
@@ -92,8 +92,8 @@ pub fn render() -> String {
         for blocks in BLOCK_COUNTS {
             for seed in [0u64, 42] {
                 let n = u64::from(blocks) * 6;
-                let mut f = Filter::new(layout, blocks, seed);
-                (0..n).for_each(|k| f.insert_u64(k));
+                let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+                (0..n).for_each(|k| f.insert(&k));
                 let _ = writeln!(
                     s,
                     "filter {layout} {blocks} {seed} {n} {}",

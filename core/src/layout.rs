@@ -119,6 +119,26 @@ impl Layout {
     }
 }
 
+/// A layout name that [`Layout::from_str`](core::str::FromStr) does not know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownLayout;
+
+impl fmt::Display for UnknownLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown layout (expected 8x32, 8x64, 16x32 or 16x64)")
+    }
+}
+
+impl core::error::Error for UnknownLayout {}
+
+impl core::str::FromStr for Layout {
+    type Err = UnknownLayout;
+    /// Parses a name such as `"16x64"`.
+    fn from_str(s: &str) -> Result<Layout, UnknownLayout> {
+        Layout::from_name(s.trim()).ok_or(UnknownLayout)
+    }
+}
+
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -6,8 +6,23 @@
 //! Parquet split-block Bloom filter, bit for bit. The SIMD, CUDA and Verilog backends all follow
 //! this crate; `docs/FORMAT.md` is the written specification and `golden/vectors.txt` the fixtures.
 //!
-//! Features: `alloc` adds the owning [`Filter`]; `std` (default) implies `alloc`. Without them the
-//! crate needs no allocator: the [`mod@reference`] path works over borrowed words.
+//! A filter's identity (layout, block count, seed, hash) is one [`Params`] value that travels with
+//! every view ([`FilterRef`], [`FilterMut`]), with the owning [`Filter`] and with the file header;
+//! keys are anything that implements [`Key`] (strings, byte strings, integers).
+//!
+//! ```
+//! # #[cfg(feature = "alloc")] {
+//! use bloomlanes_core::{Filter, Layout, Params};
+//! let mut f = Filter::new(Params::new(Layout::L8x32, 64));
+//! f.insert("alice");
+//! f.insert(&42u64);
+//! assert!(f.contains("alice") && f.contains(&42u64));
+//! # }
+//! ```
+//!
+//! Features: `alloc` adds the owning [`Filter`] and [`Bitmap`]; `std` (default) implies `alloc`.
+//! Without them the crate needs no allocator: the [`mod@reference`] path works over borrowed
+//! words.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -19,12 +34,17 @@ extern crate std;
 
 pub mod batch;
 pub mod format;
+pub mod key;
 pub mod layout;
 pub mod math;
+pub mod params;
 pub mod parquet;
 pub mod reference;
+pub mod stats;
 pub mod xxh64;
 
+#[cfg(feature = "alloc")]
+mod bitmap;
 #[cfg(feature = "alloc")]
 mod filter;
 #[cfg(feature = "alloc")]
@@ -32,8 +52,17 @@ pub mod golden;
 
 pub use batch::{BatchError, Keys, Records, Strings};
 #[cfg(feature = "alloc")]
-pub use filter::{Filter, MergeError, Sizing};
+pub use bitmap::Bitmap;
+#[cfg(feature = "alloc")]
+pub use filter::Filter;
 pub use format::{FormatError, HashId, Header};
-pub use layout::{block_index, block_mask, lane_bit, lane_bits, Layout, MAX_BLOCKS, SALTS};
+pub use key::Key;
+pub use layout::{
+    block_index, block_mask, lane_bit, lane_bits, Layout, UnknownLayout, MAX_BLOCKS, SALTS,
+};
+pub use math::SizingError;
+pub use params::{MergeError, Params, Sizing};
+pub use parquet::ParquetError;
 pub use reference::{FilterMut, FilterRef, ShapeError, Word};
+pub use stats::Stats;
 pub use xxh64::{xxh64, xxh64_u64};

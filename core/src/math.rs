@@ -35,6 +35,7 @@ pub fn false_positive_rate(layout: Layout, blocks: u32, keys: u64) -> f64 {
 
 /// Why sizing failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum SizingError {
     /// The target rate is not in the open interval (0, 1).
     BadRate(f64),
@@ -71,6 +72,8 @@ impl core::fmt::Display for SizingError {
         }
     }
 }
+
+impl core::error::Error for SizingError {}
 
 /// The fewest blocks of `layout` for which `keys` keys give at most `rate` expected false positives.
 pub fn blocks_for_rate(layout: Layout, keys: u64, rate: f64) -> Result<u32, SizingError> {

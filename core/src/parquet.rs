@@ -5,6 +5,7 @@ use crate::layout::Layout;
 
 /// Why bytes are not a Parquet bloom filter this crate can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParquetError {
     /// The header ends early.
     Truncated {
@@ -75,6 +76,8 @@ impl core::fmt::Display for ParquetError {
         }
     }
 }
+
+impl core::error::Error for ParquetError {}
 
 /// The longest header [`encode_header`] writes.
 pub const MAX_HEADER_LEN: usize = 18;

@@ -1,8 +1,9 @@
 //! The scalar reference path over borrowed words: no allocator, no unsafe. Every other backend
 //! is tested against this module.
 
+use crate::key::Key;
 use crate::layout::{block_index, lane_bit, Layout, MAX_BLOCKS};
-use crate::xxh64::{xxh64, xxh64_u64};
+use crate::params::Params;
 
 /// A storage word of the byte image, read little-endian: `u32` or `u64`.
 /// Bit `j` of the image's word `i` is bit `j` of storage word `i` (as a number), whatever the
@@ -14,6 +15,8 @@ pub trait Word: Copy + Eq + core::fmt::Debug {
     fn bit(self, bit: u32) -> bool;
     /// This word with bit `bit` set.
     fn with_bit(self, bit: u32) -> Self;
+    /// Number of set bits.
+    fn ones(self) -> u32;
 }
 
 impl Word for u32 {
@@ -25,6 +28,10 @@ impl Word for u32 {
     #[inline(always)]
     fn with_bit(self, bit: u32) -> Self {
         self | 1 << bit
+    }
+    #[inline(always)]
+    fn ones(self) -> u32 {
+        self.count_ones()
     }
 }
 
@@ -38,10 +45,15 @@ impl Word for u64 {
     fn with_bit(self, bit: u32) -> Self {
         self | 1 << bit
     }
+    #[inline(always)]
+    fn ones(self) -> u32 {
+        self.count_ones()
+    }
 }
 
 /// Why a slice of words cannot be viewed as a filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ShapeError {
     /// The slice is empty: a filter has at least one block.
     Empty,
@@ -54,6 +66,13 @@ pub enum ShapeError {
     },
     /// More than [`MAX_BLOCKS`] blocks.
     TooManyBlocks(u64),
+    /// The slice holds a different number of blocks than the parameters say.
+    BlockCount {
+        /// Blocks the parameters describe.
+        expected: u32,
+        /// Blocks in the slice.
+        found: u32,
+    },
 }
 
 impl core::fmt::Display for ShapeError {
@@ -70,9 +89,15 @@ impl core::fmt::Display for ShapeError {
             ShapeError::TooManyBlocks(n) => {
                 write!(f, "{n} blocks exceeds the maximum of {MAX_BLOCKS}")
             }
+            ShapeError::BlockCount { expected, found } => write!(
+                f,
+                "the words hold {found} blocks but the filter has {expected}"
+            ),
         }
     }
 }
+
+impl core::error::Error for ShapeError {}
 
 /// Number of blocks in `words` for `layout`, checking the shape.
 pub fn block_count<W: Word>(layout: Layout, words: &[W]) -> Result<u32, ShapeError> {
@@ -101,36 +126,53 @@ fn locate<W: Word>(layout: Layout, block: u32, lane: usize, bit: u32) -> (usize,
     )
 }
 
-/// A read-only view of a filter's words (the byte image as `u32` or `u64` words).
+/// A read-only view of a filter: its [`Params`] and its words (the byte image as `u32` or `u64`
+/// words).
 #[derive(Clone, Copy, Debug)]
 pub struct FilterRef<'a, W: Word> {
-    layout: Layout,
-    blocks: u32,
+    params: Params,
     words: &'a [W],
 }
 
+/// Checks that `words` holds exactly the blocks `params` describes.
+fn check_shape<W: Word>(params: &Params, words: &[W]) -> Result<(), ShapeError> {
+    let blocks = block_count(params.layout, words)?;
+    if blocks != params.blocks {
+        return Err(ShapeError::BlockCount {
+            expected: params.blocks,
+            found: blocks,
+        });
+    }
+    Ok(())
+}
+
 impl<'a, W: Word> FilterRef<'a, W> {
-    /// Views `words` as a filter of `layout`; the length must be a whole number of blocks.
-    pub fn new(layout: Layout, words: &'a [W]) -> Result<Self, ShapeError> {
-        let blocks = block_count(layout, words)?;
-        Ok(FilterRef {
-            layout,
-            blocks,
-            words,
-        })
+    /// Views `words` as the filter `params` describes; the length must be exactly its blocks.
+    pub fn new(params: Params, words: &'a [W]) -> Result<Self, ShapeError> {
+        check_shape(&params, words)?;
+        Ok(FilterRef { params, words })
+    }
+
+    /// The filter's parameters.
+    #[inline]
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// The layout.
+    #[inline]
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.params.layout
     }
 
     /// Number of blocks `z`.
+    #[inline]
     pub fn blocks(&self) -> u32 {
-        self.blocks
+        self.params.blocks
     }
 
     /// The words (a whole number of blocks).
+    #[inline]
     pub fn words(&self) -> &'a [W] {
         self.words
     }
@@ -138,63 +180,79 @@ impl<'a, W: Word> FilterRef<'a, W> {
     /// Whether the key with 64-bit hash `hash` may be present.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let block = block_index(hash, self.blocks);
-        (0..self.layout.lanes()).all(|lane| {
-            let (w, b) = locate::<W>(self.layout, block, lane, lane_bit(self.layout, hash, lane));
+        let layout = self.params.layout;
+        let block = block_index(hash, self.params.blocks);
+        (0..layout.lanes()).all(|lane| {
+            let (w, b) = locate::<W>(layout, block, lane, lane_bit(layout, hash, lane));
             self.words[w].bit(b)
         })
     }
 
-    /// Whether `key` (hashed with XXH64 and `seed`) may be present.
-    pub fn contains(&self, key: &[u8], seed: u64) -> bool {
-        self.contains_hash(xxh64(key, seed))
+    /// Whether `key` (hashed with the filter's seed) may be present.
+    #[inline]
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.params.hash_key(key))
     }
 
-    /// Whether integer `key` (its little-endian bytes, hashed with `seed`) may be present.
-    pub fn contains_u64(&self, key: u64, seed: u64) -> bool {
-        self.contains_hash(xxh64_u64(key, seed))
+    /// Number of set bits.
+    pub fn count_ones(&self) -> u64 {
+        self.words.iter().map(|w| u64::from(w.ones())).sum()
     }
 }
 
-/// A mutable view of a filter's words.
+/// A mutable view of a filter: its [`Params`] and its words.
 #[derive(Debug)]
 pub struct FilterMut<'a, W: Word> {
-    layout: Layout,
-    blocks: u32,
+    params: Params,
     words: &'a mut [W],
 }
 
 impl<'a, W: Word> FilterMut<'a, W> {
-    /// Views `words` as a mutable filter of `layout`; the length must be a whole number of blocks.
-    pub fn new(layout: Layout, words: &'a mut [W]) -> Result<Self, ShapeError> {
-        let blocks = block_count(layout, words)?;
-        Ok(FilterMut {
-            layout,
-            blocks,
-            words,
-        })
+    /// Views `words` as the mutable filter `params` describes; the length must be exactly its
+    /// blocks.
+    pub fn new(params: Params, words: &'a mut [W]) -> Result<Self, ShapeError> {
+        check_shape(&params, words)?;
+        Ok(FilterMut { params, words })
+    }
+
+    /// The filter's parameters.
+    #[inline]
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// The layout.
+    #[inline]
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.params.layout
     }
 
     /// Number of blocks `z`.
+    #[inline]
     pub fn blocks(&self) -> u32 {
-        self.blocks
+        self.params.blocks
     }
 
     /// The words, mutably (a whole number of blocks).
+    #[inline]
     pub fn words_mut(&mut self) -> &mut [W] {
         self.words
     }
 
     /// A read-only view of the same words.
+    #[inline]
     pub fn as_ref(&self) -> FilterRef<'_, W> {
         FilterRef {
-            layout: self.layout,
-            blocks: self.blocks,
+            params: self.params,
+            words: self.words,
+        }
+    }
+
+    /// A shorter-lived mutable view of the same words (to pass on without giving this one up).
+    #[inline]
+    pub fn reborrow(&mut self) -> FilterMut<'_, W> {
+        FilterMut {
+            params: self.params,
             words: self.words,
         }
     }
@@ -202,25 +260,29 @@ impl<'a, W: Word> FilterMut<'a, W> {
     /// Sets the bits of the key with 64-bit hash `hash`.
     #[inline]
     pub fn insert_hash(&mut self, hash: u64) {
-        let block = block_index(hash, self.blocks);
-        for lane in 0..self.layout.lanes() {
-            let (w, b) = locate::<W>(self.layout, block, lane, lane_bit(self.layout, hash, lane));
+        let layout = self.params.layout;
+        let block = block_index(hash, self.params.blocks);
+        for lane in 0..layout.lanes() {
+            let (w, b) = locate::<W>(layout, block, lane, lane_bit(layout, hash, lane));
             self.words[w] = self.words[w].with_bit(b);
         }
     }
 
-    /// Inserts `key` (hashed with XXH64 and `seed`).
-    pub fn insert(&mut self, key: &[u8], seed: u64) {
-        self.insert_hash(xxh64(key, seed));
-    }
-
-    /// Inserts integer `key` (its little-endian bytes, hashed with `seed`).
-    pub fn insert_u64(&mut self, key: u64, seed: u64) {
-        self.insert_hash(xxh64_u64(key, seed));
+    /// Inserts `key` (hashed with the filter's seed).
+    #[inline]
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K) {
+        self.insert_hash(self.params.hash_key(key));
     }
 
     /// Whether the key with 64-bit hash `hash` may be present.
+    #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.as_ref().contains_hash(hash)
+    }
+
+    /// Whether `key` (hashed with the filter's seed) may be present.
+    #[inline]
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.as_ref().contains(key)
     }
 }

@@ -12,11 +12,43 @@ pub const PRIME64_4: u64 = 0x85EB_CA77_C2B2_AE63;
 /// XXH64 prime 5.
 pub const PRIME64_5: u64 = 0x27D4_EB2F_1656_67C5;
 
+/// Left rotation of one accumulator round.
+pub const ROUND_ROTATE: u32 = 31;
+/// Left rotations of the four accumulators when they are folded into one (inputs of 32 bytes or
+/// more).
+pub const MERGE_ROTATES: [u32; 4] = [1, 7, 12, 18];
+/// Left rotation after mixing in an 8-byte word of the tail.
+pub const TAIL8_ROTATE: u32 = 27;
+/// Left rotation after mixing in a 4-byte word of the tail.
+pub const TAIL4_ROTATE: u32 = 23;
+/// Left rotation after mixing in one byte of the tail.
+pub const TAIL1_ROTATE: u32 = 11;
+/// Right shifts of the avalanche: `h ^= h >> 33; h *= P2; h ^= h >> 29; h *= P3; h ^= h >> 32`.
+pub const AVALANCHE_SHIFTS: [u32; 3] = [33, 29, 32];
+
+/// The four accumulators' initial values for `seed` (inputs of 32 bytes or more):
+/// `seed + P1 + P2`, `seed + P2`, `seed`, `seed − P1`.
+#[inline(always)]
+pub const fn lane_init(seed: u64) -> [u64; 4] {
+    [
+        seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2),
+        seed.wrapping_add(PRIME64_2),
+        seed,
+        seed.wrapping_sub(PRIME64_1),
+    ]
+}
+
+/// The initial value for inputs shorter than 32 bytes: `seed + P5`.
+#[inline(always)]
+pub const fn short_init(seed: u64) -> u64 {
+    seed.wrapping_add(PRIME64_5)
+}
+
 /// One XXH64 accumulator round.
 #[inline(always)]
 pub const fn round(acc: u64, input: u64) -> u64 {
     acc.wrapping_add(input.wrapping_mul(PRIME64_2))
-        .rotate_left(31)
+        .rotate_left(ROUND_ROTATE)
         .wrapping_mul(PRIME64_1)
 }
 
@@ -30,11 +62,11 @@ const fn merge_round(acc: u64, val: u64) -> u64 {
 /// The XXH64 final mix.
 #[inline(always)]
 pub const fn avalanche(mut h: u64) -> u64 {
-    h ^= h >> 33;
+    h ^= h >> AVALANCHE_SHIFTS[0];
     h = h.wrapping_mul(PRIME64_2);
-    h ^= h >> 29;
+    h ^= h >> AVALANCHE_SHIFTS[1];
     h = h.wrapping_mul(PRIME64_3);
-    h ^ (h >> 32)
+    h ^ (h >> AVALANCHE_SHIFTS[2])
 }
 
 #[inline(always)]
@@ -57,7 +89,7 @@ fn finalize(mut h: u64, mut rest: &[u8]) -> u64 {
     while rest.len() >= 8 {
         h ^= round(0, read_u64(rest));
         h = h
-            .rotate_left(27)
+            .rotate_left(TAIL8_ROTATE)
             .wrapping_mul(PRIME64_1)
             .wrapping_add(PRIME64_4);
         rest = &rest[8..];
@@ -65,14 +97,14 @@ fn finalize(mut h: u64, mut rest: &[u8]) -> u64 {
     if rest.len() >= 4 {
         h ^= u64::from(read_u32(rest)).wrapping_mul(PRIME64_1);
         h = h
-            .rotate_left(23)
+            .rotate_left(TAIL4_ROTATE)
             .wrapping_mul(PRIME64_2)
             .wrapping_add(PRIME64_3);
         rest = &rest[4..];
     }
     for &byte in rest {
         h ^= u64::from(byte).wrapping_mul(PRIME64_5);
-        h = h.rotate_left(11).wrapping_mul(PRIME64_1);
+        h = h.rotate_left(TAIL1_ROTATE).wrapping_mul(PRIME64_1);
     }
     avalanche(h)
 }
@@ -82,10 +114,7 @@ pub fn xxh64(input: &[u8], seed: u64) -> u64 {
     let len = input.len() as u64;
     let mut rest = input;
     let mut h = if input.len() >= 32 {
-        let mut v1 = seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2);
-        let mut v2 = seed.wrapping_add(PRIME64_2);
-        let mut v3 = seed;
-        let mut v4 = seed.wrapping_sub(PRIME64_1);
+        let [mut v1, mut v2, mut v3, mut v4] = lane_init(seed);
         while rest.len() >= 32 {
             v1 = round(v1, read_u64(rest));
             v2 = round(v2, read_u64(&rest[8..]));
@@ -93,17 +122,18 @@ pub fn xxh64(input: &[u8], seed: u64) -> u64 {
             v4 = round(v4, read_u64(&rest[24..]));
             rest = &rest[32..];
         }
+        let [r1, r2, r3, r4] = MERGE_ROTATES;
         let mut h = v1
-            .rotate_left(1)
-            .wrapping_add(v2.rotate_left(7))
-            .wrapping_add(v3.rotate_left(12))
-            .wrapping_add(v4.rotate_left(18));
+            .rotate_left(r1)
+            .wrapping_add(v2.rotate_left(r2))
+            .wrapping_add(v3.rotate_left(r3))
+            .wrapping_add(v4.rotate_left(r4));
         h = merge_round(h, v1);
         h = merge_round(h, v2);
         h = merge_round(h, v3);
         merge_round(h, v4)
     } else {
-        seed.wrapping_add(PRIME64_5)
+        short_init(seed)
     };
     h = h.wrapping_add(len);
     finalize(h, rest)
@@ -113,10 +143,10 @@ pub fn xxh64(input: &[u8], seed: u64) -> u64 {
 /// written out so that vector backends can copy it lane by lane.
 #[inline(always)]
 pub const fn xxh64_u64(key: u64, seed: u64) -> u64 {
-    let mut h = seed.wrapping_add(PRIME64_5).wrapping_add(8);
+    let mut h = short_init(seed).wrapping_add(8);
     h ^= round(0, key);
     h = h
-        .rotate_left(27)
+        .rotate_left(TAIL8_ROTATE)
         .wrapping_mul(PRIME64_1)
         .wrapping_add(PRIME64_4);
     avalanche(h)

@@ -1,7 +1,7 @@
 //! Measured false-positive rate against the blocked (Poisson mixture) formula, 10^6 absent keys,
 //! every layout at 8, 10 and 16 bits per key, within 4 standard deviations.
 #![cfg(feature = "alloc")]
-use bloomlanes_core::{math, Filter, Layout};
+use bloomlanes_core::{math, Filter, Layout, Params};
 
 const INSERTED: u64 = 200_000;
 const ABSENT: u64 = 1_000_000;
@@ -12,11 +12,11 @@ fn measured_rate_matches_the_formula() {
     for layout in Layout::ALL {
         for bits_per_key in [8.0, 10.0, 16.0] {
             let blocks = math::blocks_for_bits_per_key(layout, INSERTED, bits_per_key).unwrap();
-            let mut f = Filter::new(layout, blocks, 0x5eed);
-            (0..INSERTED).for_each(|k| f.insert_u64(k));
+            let mut f = Filter::new(Params::new(layout, blocks).with_seed(0x5eed));
+            (0..INSERTED).for_each(|k| f.insert(&k));
             // Absent keys: a disjoint range.
             let hits = (INSERTED..INSERTED + ABSENT)
-                .filter(|&k| f.contains_u64(k))
+                .filter(|&k| f.contains(&k))
                 .count();
             let measured = hits as f64 / ABSENT as f64;
             let expected = math::false_positive_rate(layout, blocks, INSERTED);

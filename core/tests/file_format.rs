@@ -2,12 +2,13 @@
 #![cfg(feature = "alloc")]
 use bloomlanes_core::format::{self, FormatError, FORMAT_VERSION, HEADER_LEN};
 use bloomlanes_core::parquet::ParquetError;
+use bloomlanes_core::Params;
 use bloomlanes_core::{xxh64, Filter, HashId, Layout};
 use proptest::prelude::*;
 
 fn sample(layout: Layout, blocks: u32) -> Filter {
-    let mut f = Filter::new(layout, blocks, 99);
-    (0..u64::from(blocks) * 7).for_each(|k| f.insert_u64(k));
+    let mut f = Filter::new(Params::new(layout, blocks).with_seed(99));
+    (0..u64::from(blocks) * 7).for_each(|k| f.insert(&k));
     f
 }
 
@@ -96,9 +97,9 @@ fn payload_is_aligned_and_described() {
     let f = sample(Layout::L16x32, 3);
     let bytes = f.to_file_bytes();
     let (header, payload) = format::parse(&bytes).unwrap();
-    assert_eq!(header.layout, Layout::L16x32);
-    assert_eq!(header.blocks, 3);
-    assert_eq!(header.hash, HashId::Xxh64);
+    assert_eq!(header.params.layout, Layout::L16x32);
+    assert_eq!(header.params.blocks, 3);
+    assert_eq!(header.params.hash, HashId::Xxh64);
     assert_eq!(payload, &f.to_image()[..]);
     assert_eq!(HEADER_LEN % 64, 0);
     assert_eq!(
@@ -111,18 +112,24 @@ fn payload_is_aligned_and_described() {
 #[test]
 fn parquet_form_only_for_8x32_seed_0() {
     assert_eq!(
-        Filter::new(Layout::L8x64, 2, 0).to_parquet().unwrap_err(),
+        Filter::new(Params::new(Layout::L8x64, 2))
+            .to_parquet()
+            .unwrap_err(),
         ParquetError::NotParquetLayout
     );
     assert_eq!(
-        Filter::new(Layout::L8x32, 2, 1).to_parquet().unwrap_err(),
+        Filter::new(Params::new(Layout::L8x32, 2).with_seed(1))
+            .to_parquet()
+            .unwrap_err(),
         ParquetError::NotParquetLayout
     );
 }
 
 #[test]
 fn parquet_header_faults_are_named() {
-    let good = Filter::new(Layout::L8x32, 2, 0).to_parquet().unwrap();
+    let good = Filter::new(Params::new(Layout::L8x32, 2))
+        .to_parquet()
+        .unwrap();
     let header_len = good.len() - 64;
     for len in 0..header_len {
         assert!(Filter::from_parquet(&good[..len]).is_err());

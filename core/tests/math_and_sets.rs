@@ -1,6 +1,7 @@
 //! Sizing, estimates, and set operations.
 #![cfg(feature = "alloc")]
 use bloomlanes_core::math::{self, SizingError};
+use bloomlanes_core::Params;
 use bloomlanes_core::{Filter, HashId, Layout, MergeError, Sizing};
 
 #[test]
@@ -56,8 +57,8 @@ fn sizing_errors_are_named() {
 #[test]
 fn key_estimate_is_close() {
     for layout in Layout::ALL {
-        let mut f = Filter::new(layout, 4096, 3);
-        (0..50_000u64).for_each(|k| f.insert_u64(k));
+        let mut f = Filter::new(Params::new(layout, 4096).with_seed(3));
+        (0..50_000u64).for_each(|k| f.insert(&k));
         let est = f.estimated_keys().unwrap();
         assert!((est - 50_000.0).abs() < 1_000.0, "{layout}: {est}");
         assert!(math::bits_per_key(layout, 4096, 50_000) > 0.0);
@@ -66,43 +67,49 @@ fn key_estimate_is_close() {
 
 #[test]
 fn union_and_intersection() {
-    let mut a = Filter::new(Layout::L8x64, 2048, 0);
-    let mut b = Filter::new(Layout::L8x64, 2048, 0);
-    (0..30_000u64).for_each(|k| a.insert_u64(k));
-    (20_000..50_000u64).for_each(|k| b.insert_u64(k));
+    let mut a = Filter::new(Params::new(Layout::L8x64, 2048));
+    let mut b = Filter::new(Params::new(Layout::L8x64, 2048));
+    (0..30_000u64).for_each(|k| a.insert(&k));
+    (20_000..50_000u64).for_each(|k| b.insert(&k));
     let (u, i) = a.estimate_union_intersection(&b).unwrap();
     assert!((u - 50_000.0).abs() < 2_000.0, "union {u}");
     assert!((i - 10_000.0).abs() < 2_000.0, "intersection {i}");
 
     let mut union = a.clone();
     union.union_with(&b).unwrap();
-    assert!((0..50_000u64).all(|k| union.contains_u64(k)));
+    assert!((0..50_000u64).all(|k| union.contains(&k)));
     let mut inter = a.clone();
     inter.intersect_with(&b).unwrap();
-    assert!((20_000..30_000u64).all(|k| inter.contains_u64(k)));
+    assert!((20_000..30_000u64).all(|k| inter.contains(&k)));
     // The AND answers "absent" for most keys of only one side.
-    let only_a = (0..20_000u64).filter(|&k| inter.contains_u64(k)).count();
+    let only_a = (0..20_000u64).filter(|&k| inter.contains(&k)).count();
     assert!(only_a < 20_000 / 2, "{only_a}");
 }
 
 #[test]
 fn incompatible_merges_are_errors() {
-    let a = Filter::new(Layout::L8x32, 4, 0);
+    let a = Filter::new(Params::new(Layout::L8x32, 4));
     assert_eq!(
-        a.clone().union_with(&Filter::new(Layout::L8x64, 4, 0)),
+        a.clone()
+            .union_with(&Filter::new(Params::new(Layout::L8x64, 4))),
         Err(MergeError::Layout(Layout::L8x32, Layout::L8x64))
     );
     assert_eq!(
-        a.clone().intersect_with(&Filter::new(Layout::L8x32, 5, 0)),
+        a.clone()
+            .intersect_with(&Filter::new(Params::new(Layout::L8x32, 5))),
         Err(MergeError::Blocks(4, 5))
     );
     assert_eq!(
-        a.clone().union_with(&Filter::new(Layout::L8x32, 4, 1)),
+        a.clone()
+            .union_with(&Filter::new(Params::new(Layout::L8x32, 4).with_seed(1))),
         Err(MergeError::Seed(0, 1))
     );
     assert_eq!(
-        a.clone()
-            .union_with(&Filter::with_hash(Layout::L8x32, 4, 0, HashId::Prehashed)),
+        a.clone().union_with(&Filter::new(
+            Params::new(Layout::L8x32, 4)
+                .with_seed(0)
+                .with_hash(HashId::Prehashed)
+        )),
         Err(MergeError::Hash(HashId::Xxh64, HashId::Prehashed))
     );
 }

@@ -1,7 +1,7 @@
 //! Bit-for-bit agreement with implementations we did not write: the `parquet` crate's `Sbbf`
 //! (layout 8x32, power-of-two and other block counts) and `sbbf-rs-safe` on the same hashes.
 #![cfg(feature = "alloc")]
-use bloomlanes_core::{xxh64, Filter, Layout};
+use bloomlanes_core::{xxh64, Filter, Layout, Params};
 use parquet::bloom_filter::Sbbf;
 use rand::{Rng, SeedableRng};
 
@@ -15,13 +15,13 @@ fn sbbf_bitset(sbbf: &Sbbf) -> Vec<u8> {
 fn int64_values_give_parquet_bytes_and_answers() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     for &blocks in &[1u32, 2, 3, 5, 64, 100, 1024] {
-        let mut ours = Filter::new(Layout::L8x32, blocks, 0);
+        let mut ours = Filter::new(Params::new(Layout::L8x32, blocks));
         let mut theirs = Sbbf::new(&vec![0u8; blocks as usize * 32]);
         assert_eq!(theirs.num_blocks(), blocks as usize);
         let values: Vec<i64> = (0..blocks * 20).map(|_| rng.gen()).collect();
         for v in &values {
             // Parquet's plain encoding of INT64 is the little-endian bytes: an integer key.
-            ours.insert_u64(*v as u64);
+            ours.insert(&(*v as u64));
             theirs.insert(v);
         }
         assert_eq!(
@@ -31,17 +31,17 @@ fn int64_values_give_parquet_bytes_and_answers() {
         );
         for _ in 0..2000 {
             let probe: i64 = rng.gen();
-            assert_eq!(ours.contains_u64(probe as u64), theirs.check(&probe));
+            assert_eq!(ours.contains(&(probe as u64)), theirs.check(&probe));
         }
         for v in &values {
-            assert!(ours.contains_u64(*v as u64) && theirs.check(v));
+            assert!(ours.contains(&(*v as u64)) && theirs.check(v));
         }
     }
 }
 
 #[test]
 fn byte_array_values_give_parquet_bytes() {
-    let mut ours = Filter::new(Layout::L8x32, 37, 0);
+    let mut ours = Filter::new(Params::new(Layout::L8x32, 37));
     let mut theirs = Sbbf::new(&vec![0u8; 37 * 32]);
     for i in 0..500 {
         let s = format!("key-{i}");
@@ -62,7 +62,7 @@ fn parquet_form_round_trips_through_the_parquet_crate() {
     // We read what parquet wrote...
     let (ours, used) = Filter::from_parquet(&written).unwrap();
     assert_eq!(used, written.len());
-    assert!((0..1000u64).all(|i| ours.contains_u64(i)));
+    assert!((0..1000u64).all(|i| ours.contains(&i)));
     // ...and write exactly the same bytes back, which parquet reads.
     assert_eq!(ours.to_parquet().unwrap(), written);
     let again = Sbbf::from_bytes(&ours.to_parquet().unwrap()).unwrap();
@@ -76,7 +76,7 @@ fn sbbf_rs_safe_agrees_on_non_power_of_two_block_counts() {
         // sbbf-rs-safe sizes by bits per key; pick arguments that give exactly `blocks` blocks.
         let mut theirs = sbbf_rs_safe::Filter::new(256, blocks as usize);
         assert_eq!(theirs.as_bytes().len(), blocks as usize * 32);
-        let mut ours = Filter::new(Layout::L8x32, blocks, 0);
+        let mut ours = Filter::new(Params::new(Layout::L8x32, blocks));
         for _ in 0..blocks * 10 {
             let h = xxh64(&rng.gen::<u64>().to_le_bytes(), 0);
             ours.insert_hash(h);
@@ -102,7 +102,7 @@ fn bitset_written_by_parquet_mr() {
         200, 1, 80, 20, 64, 68, 8, 109, 6, 37, 4, 67, 144, 80, 96, 32, 8, 132, 43, 33, 0, 5, 99,
         65, 2, 0, 224, 44, 64, 78, 96, 4,
     ];
-    let mut ours = Filter::new(Layout::L8x32, 1, 0);
+    let mut ours = Filter::new(Params::new(Layout::L8x32, 1));
     for a in 0..10 {
         ours.insert(format!("a{a}").as_bytes());
     }

@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use bloomlanes_core::Layout;
+use bloomlanes_core::{Layout, Params};
 use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
@@ -90,7 +90,7 @@ fn partition_details(
 ) -> Result<(), GpuError> {
     let layout = Layout::L8x32;
     let n = keys.len();
-    let l2 = GpuFilter::new(layout, 1, 7)?.l2_bytes();
+    let l2 = GpuFilter::new(Params::new(layout, 1).with_seed(7))?.l2_bytes();
     let big: Vec<u64> = sizes.iter().copied().filter(|&s| s > l2).collect();
     if big.is_empty() || n == 0 {
         return Ok(());
@@ -107,7 +107,7 @@ fn partition_details(
     let mut grouped = DeviceBuffer::<u64>::zeros(m)?;
     for &size in &big {
         let blocks = (size / layout.block_bytes() as u64) as u32;
-        let mut g = GpuFilter::new(layout, blocks, 7)?;
+        let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
         let gs = g.stream().clone();
         let part_ms = time_ms(
             reps,
@@ -151,7 +151,7 @@ fn partition_details(
     println!("|---|{}", "---|".repeat(sweep.len()));
     for &size in &big {
         let blocks = (size / layout.block_bytes() as u64) as u32;
-        let mut g = GpuFilter::new(layout, blocks, 7)?;
+        let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
         g.set_insert_kernel(InsertKernel::Partitioned);
         g.set_scratch_keys(1 << scratch_log2);
         let gs = g.stream().clone();
@@ -248,7 +248,7 @@ fn main() -> Result<(), GpuError> {
         sol_by_size.push((size, sol));
         for &layout in &layouts {
             let blocks = (size / layout.block_bytes() as u64) as u32;
-            let mut g = GpuFilter::new(layout, blocks, 7)?;
+            let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
             let gs = g.stream().clone();
             g.set_scratch_keys(1 << scratch_log2);
             let auto = if g.partitioned_for(n) {
@@ -330,7 +330,7 @@ fn main() -> Result<(), GpuError> {
     for &size in sizes.iter().filter(|&&s| s == 2 << 30 || sizes.len() == 1) {
         for &layout in &layouts {
             let blocks = (size / layout.block_bytes() as u64) as u32;
-            let mut g = GpuFilter::new(layout, blocks, 7)?;
+            let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
             g.set_chunk_keys(1 << chunk_log2);
             if setting(&args, "E2E_INSERT", "bulk") == "atomic" {
                 g.set_insert_kernel(InsertKernel::Atomic);

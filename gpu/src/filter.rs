@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ops::{Deref, DerefMut, Range};
 use std::sync::{Arc, Mutex};
 
-use bloomlanes_core::{Filter, HashId, Keys, Layout, MergeError};
+use bloomlanes_core::{Filter, FilterRef, HashId, Keys, Layout, Params};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
     DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
@@ -473,10 +473,7 @@ pub struct GpuFilter {
     stream: GpuStream,
     k: Arc<Kernels>,
     words: CudaSlice<u32>,
-    layout: Layout,
-    blocks: u32,
-    seed: u64,
-    hash: HashId,
+    params: Params,
     keys: Option<u64>,
     chunk_keys: usize,
     insert_kernel: InsertKernel,
@@ -502,28 +499,18 @@ struct Scratch {
 impl std::fmt::Debug for GpuFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuFilter")
-            .field("layout", &self.layout)
-            .field("blocks", &self.blocks)
-            .field("seed", &self.seed)
+            .field("params", &self.params)
             .field("keys", &self.keys)
             .finish_non_exhaustive()
     }
 }
 
 impl GpuFilter {
-    /// An empty filter of `blocks` blocks (at least 1) on device 0, XXH64 with `seed`.
-    pub fn new(layout: Layout, blocks: u32, seed: u64) -> Result<GpuFilter, GpuError> {
-        Self::with_hash(layout, blocks.max(1), seed, HashId::Xxh64)
-    }
-
-    fn with_hash(
-        layout: Layout,
-        blocks: u32,
-        seed: u64,
-        hash: HashId,
-    ) -> Result<GpuFilter, GpuError> {
+    /// An empty filter with these parameters on device 0.
+    pub fn new(params: Params) -> Result<GpuFilter, GpuError> {
         let ctx = context()?;
-        let bytes = u64::from(blocks) * layout.block_bytes() as u64;
+        let layout = params.layout;
+        let bytes = params.byte_len();
         // Refuse before compiling anything: the clear error for a filter too big for the device.
         check_free(&ctx, "filter bits", bytes)?;
         let k = kernels(&ctx, layout)?;
@@ -543,10 +530,7 @@ impl GpuFilter {
             stream,
             k,
             words,
-            layout,
-            blocks,
-            seed,
-            hash,
+            params,
             keys: Some(0),
             chunk_keys: DEFAULT_CHUNK_KEYS,
             insert_kernel: InsertKernel::Auto,
@@ -560,26 +544,29 @@ impl GpuFilter {
 
     /// A device copy of a host filter.
     pub fn upload(filter: &Filter) -> Result<GpuFilter, GpuError> {
-        let mut g = Self::with_hash(
-            filter.layout(),
-            filter.blocks(),
-            filter.seed(),
-            filter.hash_id(),
-        )?;
-        let words = filter.words();
+        let mut g = Self::upload_view(filter.as_view())?;
+        g.keys = filter.key_count();
+        Ok(g)
+    }
+
+    /// A device copy of a borrowed filter (its parameters and words; e.g. a memory-mapped file).
+    /// The key count is unknown.
+    pub fn upload_view(view: FilterRef<'_, u32>) -> Result<GpuFilter, GpuError> {
+        let mut g = Self::new(*view.params())?;
+        let words = view.words();
         let bytes = std::mem::size_of_val(words) as u64;
         g.stream
             .stream
             .memcpy_htod(words, &mut g.words)
             .map_err(|e| GpuError::cuda("cuMemcpyHtoD", bytes, e))?;
         g.stream.synchronize()?;
-        g.keys = filter.key_count();
+        g.keys = None;
         Ok(g)
     }
 
     /// The filter copied back to the host; its bytes equal what the core builds from the same keys.
     pub fn download(&self) -> Result<Filter, GpuError> {
-        let mut f = Filter::with_hash(self.layout, self.blocks, self.seed, self.hash);
+        let mut f = Filter::new(self.params);
         let bytes = self.byte_len();
         self.stream
             .stream
@@ -590,17 +577,21 @@ impl GpuFilter {
         Ok(f)
     }
 
+    /// The filter's parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
     /// The block shape.
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.params.layout
     }
     /// Number of blocks.
     pub fn blocks(&self) -> u32 {
-        self.blocks
+        self.params.blocks
     }
     /// The hash seed.
     pub fn seed(&self) -> u64 {
-        self.seed
+        self.params.seed
     }
     /// Keys inserted since the filter was empty, if known.
     pub fn key_count(&self) -> Option<u64> {
@@ -608,7 +599,7 @@ impl GpuFilter {
     }
     /// Size of the bit array in bytes.
     pub fn byte_len(&self) -> u64 {
-        u64::from(self.blocks) * self.layout.block_bytes() as u64
+        self.params.byte_len()
     }
     /// The filter's own stream (what the synchronous calls use).
     pub fn stream(&self) -> &GpuStream {
@@ -683,7 +674,7 @@ impl GpuFilter {
                 };
                 self.byte_len() > l2 / 2
                     && keys >= AUTO_MIN_KEYS
-                    && keys as u64 * 4 >= u64::from(self.blocks)
+                    && keys as u64 * 4 >= u64::from(self.params.blocks)
             }
             InsertKernel::Atomic | InsertKernel::BulkReduce => false,
         }
@@ -808,8 +799,8 @@ impl GpuFilter {
         }
         let chunk = self.ensure_scratch(n)?.min(self.scratch_keys);
         let parts = self.partitions();
-        let blocks = u64::from(self.blocks);
-        let seed = self.seed;
+        let blocks = u64::from(self.params.blocks);
+        let seed = self.params.seed;
         let mode: i32 = if hashes { 1 } else { 0 };
         let scratch = self.scratch.as_mut().expect("scratch allocated above");
         let mut a = 0;
@@ -886,7 +877,7 @@ impl GpuFilter {
         Self::partition_chunk(
             &self.k,
             self.sms,
-            self.seed,
+            self.params.seed,
             parts,
             &view,
             mode,
@@ -908,7 +899,7 @@ impl GpuFilter {
     }
 
     fn check_hash(&self, hashes: bool) -> Result<(), GpuError> {
-        if !hashes && self.hash != HashId::Xxh64 {
+        if !hashes && self.params.hash != HashId::Xxh64 {
             return Err(GpuError::HashMismatch(
                 "this filter holds caller-supplied hashes; pass Keys::Hashes",
             ));
@@ -1051,8 +1042,8 @@ impl GpuFilter {
         let name = self.insert_name(hashes);
         Self::launch_device(
             &self.k,
-            self.blocks,
-            self.seed,
+            self.params.blocks,
+            self.params.seed,
             DevWords::Write(&mut self.words),
             keys,
             DevOut::None,
@@ -1088,8 +1079,8 @@ impl GpuFilter {
         }
         Self::launch_device(
             &self.k,
-            self.blocks,
-            self.seed,
+            self.params.blocks,
+            self.params.seed,
             DevWords::Read(&self.words),
             keys,
             DevOut::Bytes(&mut out.slice),
@@ -1127,8 +1118,8 @@ impl GpuFilter {
         }
         Self::launch_device(
             &self.k,
-            self.blocks,
-            self.seed,
+            self.params.blocks,
+            self.params.seed,
             DevWords::Read(&self.words),
             keys,
             DevOut::Bits(&mut out.slice),
@@ -1173,24 +1164,8 @@ impl GpuFilter {
 
     // ---- set operations ---------------------------------------------------------------------
 
-    fn check_compatible(&self, other: &GpuFilter) -> Result<(), GpuError> {
-        if self.layout != other.layout {
-            return Err(MergeError::Layout(self.layout, other.layout).into());
-        }
-        if self.blocks != other.blocks {
-            return Err(MergeError::Blocks(self.blocks, other.blocks).into());
-        }
-        if self.hash != other.hash {
-            return Err(MergeError::Hash(self.hash, other.hash).into());
-        }
-        if self.seed != other.seed {
-            return Err(MergeError::Seed(self.seed, other.seed).into());
-        }
-        Ok(())
-    }
-
     fn combine(&mut self, other: &GpuFilter, fname: &'static str) -> Result<(), GpuError> {
-        self.check_compatible(other)?;
+        self.params.check_compatible(&other.params)?;
         let n = self.byte_len() / 4;
         let mut l = self.stream.stream.launch_builder(&self.k.f[fname]);
         l.arg(&mut self.words).arg(&other.words).arg(&n);
@@ -1446,8 +1421,8 @@ impl GpuFilter {
             }
             .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", off_len as u64 * 8, e))?;
         }
-        let blocks = u64::from(self.blocks);
-        let seed = self.seed;
+        let blocks = u64::from(self.params.blocks);
+        let seed = self.params.seed;
         let (fname, per_block) = match (keys, op) {
             (Keys::U64(_), Op::Insert) => (self.insert_name(false), true),
             (Keys::Hashes(_), Op::Insert) => (self.insert_name(true), true),
@@ -1583,8 +1558,8 @@ impl GpuFilter {
             s.0.wait(&ready)
                 .map_err(|e| GpuError::cuda("cuStreamWaitEvent", 0, e))?;
         }
-        let blocks = u64::from(self.blocks);
-        let seed = self.seed;
+        let blocks = u64::from(self.params.blocks);
+        let seed = self.params.seed;
         let per_block = u64::from(THREADS * KEYS_PER_THREAD);
         let result = (|| {
             for i in 0..nchunks {

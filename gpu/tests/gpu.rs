@@ -4,6 +4,7 @@
 mod common;
 
 use bloomlanes_core::golden::filter_vectors;
+use bloomlanes_core::Params;
 use bloomlanes_core::{Filter, Keys, Layout, Records, Strings};
 use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
@@ -69,8 +70,8 @@ fn u64_keys_every_layout_bit_identical() {
     {
         for blocks in [1u32, 3, 1000, 65_537] {
             let seed = r.gen::<u64>();
-            let mut f = Filter::new(layout, blocks, seed);
-            let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+            let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+            let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
             g.set_insert_kernel(kernel);
             // Several batches in a row, with empty and odd lengths; small chunks force the pipeline.
             g.set_chunk_keys(1000);
@@ -105,8 +106,8 @@ fn all_key_forms_match_core() {
     for layout in Layout::ALL {
         let blocks = 777;
         let seed = 42;
-        let mut f = Filter::new(layout, blocks, seed);
-        let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+        let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+        let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
         g.set_chunk_keys(128);
         // Hashes.
         let hashes: Vec<u64> = (0..1001).map(|_| r.gen()).collect();
@@ -139,7 +140,7 @@ fn all_key_forms_match_core() {
             );
         }
         // The same keys from device memory.
-        let mut g2 = GpuFilter::new(layout, blocks, seed).unwrap();
+        let mut g2 = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
         let dh = DeviceBuffer::from_host(&hashes[..500]).unwrap();
         let dr = DeviceBuffer::from_host(&rec[..13 * 499]).unwrap();
         let half = (offsets.len() - 1) / 2; // the keys the host path inserted
@@ -185,7 +186,7 @@ fn golden_vectors() {
             InsertKernel::BulkReduce,
             InsertKernel::Partitioned,
         ] {
-            let mut g = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
+            let mut g = GpuFilter::new(Params::new(v.layout, v.blocks).with_seed(v.seed)).unwrap();
             g.set_insert_kernel(kernel);
             let keys: Vec<u64> = (0..v.keys).collect();
             g.insert(Keys::U64(&keys)).unwrap();
@@ -197,7 +198,7 @@ fn golden_vectors() {
                 v.blocks
             );
             let dk = DeviceBuffer::from_host(&keys).unwrap();
-            let mut g2 = GpuFilter::new(v.layout, v.blocks, v.seed).unwrap();
+            let mut g2 = GpuFilter::new(Params::new(v.layout, v.blocks).with_seed(v.seed)).unwrap();
             g2.set_insert_kernel(kernel);
             g2.insert_device(DeviceKeys::U64(&dk)).unwrap();
             assert_eq!(
@@ -229,8 +230,8 @@ fn partitioned_insert_every_layout_bit_identical() {
             ] {
                 let seed = r.gen::<u64>();
                 let what = format!("{layout} {blocks} {part_bytes} {scratch:?}");
-                let mut f = Filter::new(layout, blocks, seed);
-                let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+                let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+                let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
                 g.set_insert_kernel(InsertKernel::Partitioned);
                 g.set_partition_bytes(part_bytes);
                 if let Some(s) = scratch {
@@ -287,7 +288,7 @@ fn auto_insert_picks_partitioned_past_l2() {
     }
     let mut r = rng(5);
     let layout = Layout::L8x32;
-    let probe = GpuFilter::new(layout, 1, 0).unwrap();
+    let probe = GpuFilter::new(Params::new(layout, 1)).unwrap();
     assert_eq!(probe.insert_kernel(), InsertKernel::Auto);
     assert!(
         !probe.partitioned_for(1 << 24),
@@ -298,13 +299,13 @@ fn auto_insert_picks_partitioned_past_l2() {
     let l2 = probe.l2_bytes().max(32 << 20);
     let blocks = (l2 / layout.block_bytes() as u64) as u32;
     let seed = 11;
-    let mut g = GpuFilter::new(layout, blocks, seed).unwrap();
+    let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
     g.set_scratch_keys(1 << 20);
     let n = 1usize << 22;
     assert!(g.partitioned_for(n), "{} bytes, {n} keys", g.byte_len());
     assert!(!g.partitioned_for(n - 1));
     let keys: Vec<u64> = (0..n as u64 + 3).map(|_| r.gen()).collect();
-    let mut f = Filter::new(layout, blocks, seed);
+    let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
     core_insert(&mut f, Keys::U64(&keys));
     let dk = DeviceBuffer::from_host(&keys).unwrap();
     g.insert_device(DeviceKeys::U64(&dk)).unwrap();
@@ -326,14 +327,14 @@ fn upload_union_intersect_and_device_paths() {
         let (blocks, seed) = (4099, 9);
         let a: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
         let b: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
-        let mut fa = Filter::new(layout, blocks, seed);
-        let mut fb = Filter::new(layout, blocks, seed);
+        let mut fa = Filter::new(Params::new(layout, blocks).with_seed(seed));
+        let mut fb = Filter::new(Params::new(layout, blocks).with_seed(seed));
         core_insert(&mut fa, Keys::U64(&a));
         core_insert(&mut fb, Keys::U64(&b));
         let mut ga = GpuFilter::upload(&fa).unwrap();
         assert_eq!(ga.download().unwrap(), fa);
         // Device-resident keys, async on a separate stream.
-        let mut gb = GpuFilter::new(layout, blocks, seed).unwrap();
+        let mut gb = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
         let db = DeviceBuffer::from_host(&b).unwrap();
         let s = GpuStream::new().unwrap();
         gb.insert_device_async(DeviceKeys::U64(&db), &s).unwrap();
@@ -352,7 +353,7 @@ fn upload_union_intersect_and_device_paths() {
         ga.set_chunk_keys(4096);
         ga.contains_pinned(&pk, &mut pout).unwrap();
         assert!(pout.iter().all(|&x| x == 1));
-        let mut gp = GpuFilter::new(layout, blocks, seed).unwrap();
+        let mut gp = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
         gp.set_chunk_keys(4096);
         gp.insert_pinned(&pk).unwrap();
         assert_eq!(gp.download().unwrap().to_image(), fa.to_image());
@@ -366,7 +367,7 @@ fn upload_union_intersect_and_device_paths() {
         gi.intersect_with(&gb).unwrap();
         assert_eq!(ga.download().unwrap(), fu);
         assert_eq!(gi.download().unwrap(), fi);
-        let other = GpuFilter::new(layout, blocks + 1, seed).unwrap();
+        let other = GpuFilter::new(Params::new(layout, blocks + 1).with_seed(seed)).unwrap();
         assert!(matches!(
             ga.union_with(&other),
             Err(GpuError::Incompatible(_))
@@ -380,7 +381,7 @@ fn too_large_for_the_device_is_a_clear_error() {
         return;
     }
     // 2^32 − 1 blocks of 128 bytes: 512 GiB.
-    match GpuFilter::new(Layout::L16x64, u32::MAX, 0) {
+    match GpuFilter::new(Params::new(Layout::L16x64, u32::MAX)) {
         Err(GpuError::OutOfMemory {
             requested_bytes,
             free_bytes,
@@ -388,7 +389,7 @@ fn too_large_for_the_device_is_a_clear_error() {
         }) => {
             assert_eq!(requested_bytes, u64::from(u32::MAX) * 128);
             assert!(free_bytes < requested_bytes);
-            let msg = GpuFilter::new(Layout::L16x64, u32::MAX, 0)
+            let msg = GpuFilter::new(Params::new(Layout::L16x64, u32::MAX))
                 .unwrap_err()
                 .to_string();
             assert!(msg.contains("out of GPU memory"), "{msg}");

@@ -19,7 +19,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{Filter, Layout};
+use bloomlanes_core::{Filter, Layout, Params};
 
 mod bench;
 mod hash;
@@ -356,6 +356,6 @@ pub fn write_bank_files_for(
 /// Writes zero-filled bank files (an empty filter) for `cfg` into `dir`.
 pub fn write_empty_bank_files(cfg: &HdlConfig, dir: &Path) -> Result<Vec<PathBuf>, HdlError> {
     cfg.validate()?;
-    let filter = Filter::new(cfg.layout, cfg.blocks, cfg.seed);
+    let filter = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
     Ok(write_bank_files_for(&filter, dir, &cfg.top_name)?)
 }

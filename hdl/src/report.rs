@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use bloomlanes_core::Filter;
+use bloomlanes_core::{Filter, Params};
 
 use crate::sim::{on_path, run_cmd as run};
 use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode};
@@ -271,7 +271,11 @@ pub fn export(
             cfg.check_filter(f)?;
             write_bank_files_for(f, dir, &top)?
         }
-        None => write_bank_files_for(&Filter::new(cfg.layout, cfg.blocks, cfg.seed), dir, &top)?,
+        None => write_bank_files_for(
+            &Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed)),
+            dir,
+            &top,
+        )?,
     };
     files.extend(banks);
     let (synth_fig, skipped) = if !synth {

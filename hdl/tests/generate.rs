@@ -5,6 +5,7 @@ mod common;
 use std::process::Command;
 
 use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+use bloomlanes_core::Params;
 use bloomlanes_core::{Filter, Layout, SALTS};
 use bloomlanes_hdl::sim::{self, on_path, BenchParams, Simulator};
 use bloomlanes_hdl::{bank_bits, export, generate, write_bank_files, HdlConfig, KeyMode};
@@ -205,9 +206,9 @@ fn bad_configurations_are_errors() {
 
 #[test]
 fn bank_files_hold_the_lanes() {
-    let mut f = Filter::new(Layout::L16x64, 9, 1);
+    let mut f = Filter::new(Params::new(Layout::L16x64, 9).with_seed(1));
     for i in 0..200u64 {
-        f.insert_u64(i);
+        f.insert(&i);
     }
     let dir = sim::fresh_dir("banks").unwrap();
     let paths = write_bank_files(&f, &dir).unwrap();
@@ -245,7 +246,7 @@ fn checker_catches_wrong_answers() {
     let c = cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1);
     let ops = random_ops(&c, 3000, 0, 100, 5);
     let log = sim::run_ops(&c, sim_kind, None, &ops, BenchParams::default()).unwrap();
-    let empty = Filter::new(c.layout, c.blocks, c.seed);
+    let empty = Filter::new(Params::new(c.layout, c.blocks).with_seed(c.seed));
     assert!(sim::check(&c, &empty, &ops, &log).is_ok());
     // Against a start filter that already holds every key looked up, the hardware (which
     // started empty) must disagree.
@@ -263,7 +264,7 @@ fn checker_catches_wrong_answers() {
 #[test]
 fn export_writes_everything() {
     let dir = sim::fresh_dir("export").unwrap();
-    let mut f = Filter::new(Layout::L8x32, 20, 0);
+    let mut f = Filter::new(Params::new(Layout::L8x32, 20));
     f.insert(b"hello");
     let c = HdlConfig::for_filter(&f, KeyMode::Bytes(5));
     let s = export(&c, Some(&f), &dir, false).unwrap();

@@ -1,13 +1,13 @@
 //! Banks loaded from files written from a software filter answer exactly like that filter.
 mod common;
 
-use bloomlanes_core::{Filter, Layout};
+use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_hdl::sim::{self, BenchParams, Key, Op, Simulator};
 use bloomlanes_hdl::{op, simulate_lookup_hashes, simulate_lookups, HdlConfig, KeyMode};
 use common::*;
 
 fn filled(c: &HdlConfig, keys: usize, rng: &mut Rng) -> (Filter, Vec<Key>) {
-    let mut f = Filter::new(c.layout, c.blocks, c.seed);
+    let mut f = Filter::new(Params::new(c.layout, c.blocks).with_seed(c.seed));
     let mut inserted = Vec::new();
     for _ in 0..keys {
         let k = random_key(c, rng);
@@ -93,7 +93,7 @@ fn public_simulate_lookups_agrees_with_filter() {
     }
     let mut rng = Rng(9);
     // Byte keys hashed on chip.
-    let mut f = Filter::new(Layout::L8x32, 50, 3);
+    let mut f = Filter::new(Params::new(Layout::L8x32, 50).with_seed(3));
     let keys: Vec<Vec<u8>> = (0..2000)
         .map(|i: u64| (i * 7919).to_le_bytes().to_vec())
         .collect();
@@ -114,7 +114,7 @@ fn public_simulate_lookups_agrees_with_filter() {
     let want: Vec<bool> = hashes.iter().map(|&h| f.contains_hash(h)).collect();
     assert_eq!(got, want);
     // Mismatched filter and configuration.
-    let other = Filter::new(Layout::L8x32, 51, 3);
+    let other = Filter::new(Params::new(Layout::L8x32, 51).with_seed(3));
     assert!(simulate_lookups(&c, &other, &keys).is_err());
     assert!(simulate_lookup_hashes(&c, &f, &hashes).is_err());
 }

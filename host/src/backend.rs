@@ -82,18 +82,13 @@ pub trait Backend {
     /// filter's key count.
     fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()>;
 
-    /// A probe session over the filter `view` whose keys are hashed with `seed`.
-    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>>;
+    /// A probe session over the filter `view` (its keys are hashed with the view's seed).
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>) -> Result<Box<dyn Querier + 'a>>;
 
     /// Keys per call that suits this backend (the caller splits larger batches to show progress).
     fn batch_size(&self) -> usize {
         1 << 20
     }
-}
-
-fn add_count(filter: &mut Filter, n: usize) {
-    let count = filter.key_count().map(|k| k.saturating_add(n as u64));
-    filter.set_key_count(count);
 }
 
 /// The scalar reference path of `bloomlanes-core`.
@@ -102,14 +97,16 @@ pub struct Scalar;
 
 struct ScalarQuerier<'a> {
     view: FilterRef<'a, u32>,
-    seed: u64,
 }
 
 impl Querier for ScalarQuerier<'_> {
     fn contains(&mut self, keys: Keys<'_>, out: &mut [u8]) -> Result<()> {
         check_out(&keys, out)?;
         for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from(self.view.contains_hash(keys.hash(i, self.seed)));
+            *o = u8::from(
+                self.view
+                    .contains_hash(keys.hash(i, self.view.params().seed)),
+            );
         }
         Ok(())
     }
@@ -137,12 +134,12 @@ impl Backend for Scalar {
         for i in 0..keys.len() {
             view.insert_hash(keys.hash(i, seed));
         }
-        add_count(filter, keys.len());
+        filter.add_key_count(keys.len() as u64);
         Ok(())
     }
 
-    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>> {
-        Ok(Box::new(ScalarQuerier { view, seed }))
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>) -> Result<Box<dyn Querier + 'a>> {
+        Ok(Box::new(ScalarQuerier { view }))
     }
 }
 
@@ -173,18 +170,15 @@ impl Simd {
 struct SimdQuerier<'a> {
     simd: Simd,
     view: FilterRef<'a, u32>,
-    seed: u64,
 }
 
 impl Querier for SimdQuerier<'_> {
     fn contains(&mut self, keys: Keys<'_>, out: &mut [u8]) -> Result<()> {
         check_out(&keys, out)?;
         if self.simd.parallel {
-            self.simd
-                .probe
-                .par_contains(self.view, self.seed, keys, out);
+            self.simd.probe.par_contains(self.view, keys, out);
         } else {
-            self.simd.probe.contains(self.view, self.seed, keys, out);
+            self.simd.probe.contains(self.view, keys, out);
         }
         Ok(())
     }
@@ -201,22 +195,17 @@ impl Backend for Simd {
     }
 
     fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
-        let seed = filter.seed();
         if self.parallel {
-            self.probe.par_insert(filter.as_view_mut(), seed, keys);
+            self.probe.par_insert(filter.as_view_mut(), keys);
         } else {
-            self.probe.insert(filter.as_view_mut(), seed, keys);
+            self.probe.insert(filter.as_view_mut(), keys);
         }
-        add_count(filter, keys.len());
+        filter.add_key_count(keys.len() as u64);
         Ok(())
     }
 
-    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>> {
-        Ok(Box::new(SimdQuerier {
-            simd: *self,
-            view,
-            seed,
-        }))
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>) -> Result<Box<dyn Querier + 'a>> {
+        Ok(Box::new(SimdQuerier { simd: *self, view }))
     }
 }
 
@@ -267,10 +256,8 @@ impl Backend for Gpu {
         Ok(())
     }
 
-    fn querier<'a>(&'a self, view: FilterRef<'a, u32>, seed: u64) -> Result<Box<dyn Querier + 'a>> {
-        let mut host = Filter::new(view.layout(), view.blocks(), seed);
-        host.words_mut().copy_from_slice(view.words());
-        let filter = GpuFilter::upload(&host).map_err(gpu_err)?;
+    fn querier<'a>(&'a self, view: FilterRef<'a, u32>) -> Result<Box<dyn Querier + 'a>> {
+        let filter = GpuFilter::upload_view(view).map_err(gpu_err)?;
         Ok(Box::new(GpuQuerier { filter }))
     }
 

@@ -154,7 +154,6 @@ pub fn run(cfg: &BenchConfig, show_progress: bool) -> Result<BenchReport> {
             let (a, t) = contains_with(
                 &**engine,
                 filter.as_view(),
-                filter.seed(),
                 Keys::U64(&queries),
                 show_progress,
             )?;

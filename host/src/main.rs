@@ -507,14 +507,14 @@ fn query(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
 fn stats_json(path: &std::path::Path, s: &Stats, mapped: bool) -> Value {
     json!({
         "file": path.display().to_string(),
-        "layout": s.header.layout.name(),
-        "lanes": s.header.layout.lanes(),
-        "word_bits": s.header.layout.word_bits(),
-        "blocks": s.header.blocks,
+        "layout": s.params.layout.name(),
+        "lanes": s.params.layout.lanes(),
+        "word_bits": s.params.layout.word_bits(),
+        "blocks": s.params.blocks,
         "bytes": s.bytes,
-        "seed": s.header.seed,
-        "hash": match s.header.hash { bloomlanes_host::core::HashId::Xxh64 => "xxh64", _ => "prehashed" },
-        "recorded_keys": s.header.keys,
+        "seed": s.params.seed,
+        "hash": s.params.hash.name(),
+        "recorded_keys": s.recorded_keys,
         "set_bits": s.ones,
         "fill_ratio": s.fill_ratio,
         "estimated_keys": s.estimated_keys,
@@ -541,20 +541,20 @@ fn stats(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
         format!("file:               {}", a.filter.display()),
         format!(
             "layout:             {} ({} lanes x {}-bit words, {}-byte blocks)",
-            s.header.layout,
-            s.header.layout.lanes(),
-            s.header.layout.word_bits(),
-            s.header.layout.block_bytes()
+            s.params.layout,
+            s.params.layout.lanes(),
+            s.params.layout.word_bits(),
+            s.params.layout.block_bytes()
         ),
-        format!("blocks:             {}", s.header.blocks),
+        format!("blocks:             {}", s.params.blocks),
         format!("size:               {} bytes", s.bytes),
         format!(
-            "hash:               {:?}, seed {}",
-            s.header.hash, s.header.seed
+            "hash:               {}, seed {}",
+            s.params.hash, s.params.seed
         ),
         format!(
             "recorded keys:      {}",
-            s.header.keys.map_or("unknown".into(), |k| k.to_string())
+            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
         ),
         format!("set bits:           {}", s.ones),
         format!("fill ratio:         {:.4}", s.fill_ratio),

@@ -3,8 +3,9 @@
 use std::io::IsTerminal;
 use std::time::Instant;
 
-use bloomlanes_core::math::{self, SizingError};
-use bloomlanes_core::{Filter, FilterRef, HashId, Header, Keys, Layout, Sizing};
+use bloomlanes_core::math::SizingError;
+pub use bloomlanes_core::Stats;
+use bloomlanes_core::{Filter, FilterRef, HashId, Keys, Layout, Params, Sizing};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::{self, Backend, BackendChoice};
@@ -112,19 +113,12 @@ impl FilterBuilder {
     /// An empty filter sized for `keys` keys (or the capacity).
     pub fn empty(&self, keys: u64) -> Result<Filter> {
         let n = self.capacity.unwrap_or(keys).max(1);
-        let (layout, blocks) = match (self.sizing, self.layout) {
-            (Sizing::FalsePositiveRate(r), None) => math::auto_size(n, r),
-            (Sizing::FalsePositiveRate(r), Some(l)) => {
-                math::blocks_for_rate(l, n, r).map(|b| (l, b))
-            }
-            (Sizing::BitsPerKey(b), l) => {
-                let l = l.unwrap_or(Layout::L8x32);
-                math::blocks_for_bits_per_key(l, n, b).map(|z| (l, z))
-            }
-        }
-        .map_err(sizing_error)?;
+        let params = Params::for_keys(n, self.sizing, self.layout)
+            .map_err(sizing_error)?
+            .with_seed(self.seed);
+        let (layout, blocks) = (params.layout, params.blocks);
         // Refuse a filter that cannot be allocated with an error rather than an abort.
-        let bytes = u64::from(blocks) * layout.block_bytes() as u64;
+        let bytes = params.byte_len();
         let mut probe: Vec<u8> = Vec::new();
         let fits = usize::try_from(bytes).is_ok_and(|b| probe.try_reserve_exact(b).is_ok());
         drop(probe);
@@ -134,7 +128,7 @@ impl FilterBuilder {
                  more memory than this machine can allocate; lower --capacity or raise --fpp"
             )));
         }
-        Ok(Filter::new(layout, blocks, self.seed))
+        Ok(Filter::new(params))
     }
 
     /// Builds a filter holding `keys`.
@@ -177,14 +171,13 @@ pub fn insert_with(
 pub fn contains_with(
     engine: &dyn Backend,
     view: FilterRef<'_, u32>,
-    seed: u64,
     keys: Keys<'_>,
     show_progress: bool,
 ) -> Result<(Vec<u8>, f64)> {
     let bar = progress(show_progress, keys.len() as u64, "querying");
     let mut out = vec![0u8; keys.len()];
     let start = Instant::now();
-    let mut q = engine.querier(view, seed)?;
+    let mut q = engine.querier(view)?;
     let step = engine.batch_size().max(1);
     let mut at = 0;
     while at < keys.len() {
@@ -213,7 +206,7 @@ pub struct QueryResult {
 
 /// Checks that the keys of this host can be probed against a filter with `header`.
 pub fn check_hashable(filter: &FilterFile) -> Result<()> {
-    if filter.header().hash == HashId::Prehashed {
+    if filter.header().params.hash == HashId::Prehashed {
         return Err(Error::input(
             filter.path(),
             None,
@@ -232,13 +225,7 @@ pub fn query(
 ) -> Result<QueryResult> {
     check_hashable(filter)?;
     let engine = backend::select(choice, keys.len())?;
-    let (answers, seconds) = contains_with(
-        &*engine,
-        filter.view(),
-        filter.header().seed,
-        keys.keys(),
-        show_progress,
-    )?;
+    let (answers, seconds) = contains_with(&*engine, filter.view(), keys.keys(), show_progress)?;
     let matches = answers.iter().map(|&a| u64::from(a)).sum();
     Ok(QueryResult {
         answers,
@@ -261,55 +248,10 @@ pub fn pack_bitmap(answers: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// What `stats` reports about a filter.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stats {
-    /// The header.
-    pub header: Header,
-    /// Size of the bit array in bytes.
-    pub bytes: u64,
-    /// Set bits.
-    pub ones: u64,
-    /// Fraction of bits set.
-    pub fill_ratio: f64,
-    /// Distinct keys estimated from the set bits (`None` if saturated).
-    pub estimated_keys: Option<f64>,
-    /// Expected false-positive rate (with the recorded key count, else the estimate).
-    pub expected_fpr: f64,
-    /// Bits per key (recorded count, else estimate).
-    pub bits_per_key: Option<f64>,
-    /// Whether the Parquet split-block form can express this filter.
-    pub parquet_compatible: bool,
-}
-
-/// Computes the statistics of a filter.
+/// Computes the statistics of a filter (the core's formulas, see [`Stats`]).
 pub fn stats(filter: &FilterFile) -> Stats {
     let header = filter.header();
-    let bytes = header.payload_len();
-    let ones = filter.count_ones();
-    let fill_ratio = ones as f64 / (bytes as f64 * 8.0);
-    let estimated_keys = math::estimate_keys(header.layout, header.blocks, ones);
-    let n = header
-        .keys
-        .or_else(|| estimated_keys.map(|e| e.round() as u64));
-    let expected_fpr = n.map_or(1.0, |n| {
-        math::false_positive_rate(header.layout, header.blocks, n)
-    });
-    let bits_per_key = n
-        .filter(|&n| n > 0)
-        .map(|n| math::bits_per_key(header.layout, header.blocks, n));
-    Stats {
-        header,
-        bytes,
-        ones,
-        fill_ratio,
-        estimated_keys,
-        expected_fpr,
-        bits_per_key,
-        parquet_compatible: header.layout == Layout::L8x32
-            && header.seed == 0
-            && header.hash == HashId::Xxh64,
-    }
+    Stats::new(header.params, header.keys, filter.count_ones())
 }
 
 /// How `merge` combines filters.

@@ -112,7 +112,7 @@ impl FilterFile {
 
     /// A borrowed view for the backends.
     pub fn view(&self) -> FilterRef<'_, u32> {
-        FilterRef::new(self.header.layout, self.words()).expect("a checked file has whole blocks")
+        FilterRef::new(self.header.params, self.words()).expect("a checked file has whole blocks")
     }
 
     /// An owned copy of the filter (for merging or modifying).

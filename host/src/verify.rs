@@ -144,8 +144,8 @@ fn run_one(
 ) -> Result<(Filter, Vec<u8>, Vec<u8>)> {
     let mut f = empty.clone();
     insert_with(engine, &mut f, keys.keys(), false)?;
-    let (a, _) = contains_with(engine, f.as_view(), f.seed(), keys.keys(), false)?;
-    let (b, _) = contains_with(engine, f.as_view(), f.seed(), Keys::U64(absent), false)?;
+    let (a, _) = contains_with(engine, f.as_view(), keys.keys(), false)?;
+    let (b, _) = contains_with(engine, f.as_view(), Keys::U64(absent), false)?;
     Ok((f, a, b))
 }
 

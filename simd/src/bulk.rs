@@ -526,17 +526,15 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn contains_bytes(
-            layout: bloomlanes_core::Layout,
-            blocks: u32,
+            p: bloomlanes_core::Params,
             words: &[u32],
-            seed: u64,
             keys: bloomlanes_core::Keys<'_>,
             out: &mut [u8],
         ) {
             // SAFETY: the caller guarantees the instruction set.
             unsafe {
                 crate::bulk::contains::<$kernel>(
-                    layout, blocks, words, seed, keys, &mut crate::bulk::Bytes(out),
+                    p.layout, p.blocks, words, p.seed, keys, &mut crate::bulk::Bytes(out),
                 )
             }
         }
@@ -547,17 +545,15 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn contains_bitmap(
-            layout: bloomlanes_core::Layout,
-            blocks: u32,
+            p: bloomlanes_core::Params,
             words: &[u32],
-            seed: u64,
             keys: bloomlanes_core::Keys<'_>,
             out: &mut [u64],
         ) {
             // SAFETY: the caller guarantees the instruction set.
             unsafe {
                 crate::bulk::contains::<$kernel>(
-                    layout, blocks, words, seed, keys, &mut crate::bulk::Bitmap(out),
+                    p.layout, p.blocks, words, p.seed, keys, &mut crate::bulk::Bitmap(out),
                 )
             }
         }
@@ -568,14 +564,12 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn insert(
-            layout: bloomlanes_core::Layout,
-            blocks: u32,
+            p: bloomlanes_core::Params,
             words: &mut [u32],
-            seed: u64,
             keys: bloomlanes_core::Keys<'_>,
         ) {
             // SAFETY: the caller guarantees the instruction set.
-            unsafe { crate::bulk::insert::<$kernel>(layout, blocks, words, seed, keys) }
+            unsafe { crate::bulk::insert::<$kernel>(p.layout, p.blocks, words, p.seed, keys) }
         }
 
         /// Bulk insert into shared words by atomic OR.
@@ -584,14 +578,14 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn insert_atomic(
-            layout: bloomlanes_core::Layout,
-            blocks: u32,
+            p: bloomlanes_core::Params,
             words: &[core::sync::atomic::AtomicU32],
-            seed: u64,
             keys: bloomlanes_core::Keys<'_>,
         ) {
             // SAFETY: the caller guarantees the instruction set.
-            unsafe { crate::bulk::insert_atomic::<$kernel>(layout, blocks, words, seed, keys) }
+            unsafe {
+                crate::bulk::insert_atomic::<$kernel>(p.layout, p.blocks, words, p.seed, keys)
+            }
         }
 
         /// Hashes every key into `out`.
@@ -610,14 +604,15 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn insert_hashes(
-            layout: bloomlanes_core::Layout,
-            blocks: u32,
+            p: bloomlanes_core::Params,
             first: u32,
             words: &mut [u32],
             hashes: &[u64],
         ) {
             // SAFETY: the caller guarantees the instruction set.
-            unsafe { crate::bulk::insert_hashes::<$kernel>(layout, blocks, first, words, hashes) }
+            unsafe {
+                crate::bulk::insert_hashes::<$kernel>(p.layout, p.blocks, first, words, hashes)
+            }
         }
 
         /// The dispatch table of this module.

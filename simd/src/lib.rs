@@ -19,15 +19,15 @@
 //! (`scalar|portable|sse2|avx2|avx512`) overrides it, and [`Probe::new`] picks one explicitly.
 //!
 //! ```
-//! use bloomlanes_core::{Filter, Keys, Layout};
+//! use bloomlanes_core::{Filter, Keys, Layout, Params};
 //! use bloomlanes_simd::Probe;
 //!
-//! let mut filter = Filter::new(Layout::L8x32, 64, 0);
-//! let (probe, seed) = (Probe::active(), filter.seed());
+//! let mut filter = Filter::new(Params::new(Layout::L8x32, 64));
+//! let probe = Probe::active();
 //! let keys: Vec<u64> = (0..1000).collect();
-//! probe.insert(filter.as_view_mut(), seed, Keys::U64(&keys));
+//! probe.insert(filter.as_view_mut(), Keys::U64(&keys));
 //! let mut found = vec![0u8; keys.len()];
-//! probe.contains(filter.as_view(), seed, Keys::U64(&keys), &mut found);
+//! probe.contains(filter.as_view(), Keys::U64(&keys), &mut found);
 //! assert!(found.iter().all(|&b| b == 1));
 //! ```
 #![warn(missing_docs)]
@@ -39,7 +39,7 @@ use core::str::FromStr;
 use core::sync::atomic::AtomicU32;
 use std::sync::OnceLock;
 
-use bloomlanes_core::{block_index, FilterMut, FilterRef, Keys, Layout};
+use bloomlanes_core::{block_index, FilterMut, FilterRef, Keys, Params};
 use rayon::prelude::*;
 
 mod arch;
@@ -196,13 +196,17 @@ pub fn active_path() -> SimdPath {
 /// One path's entry points (the dispatch table). Each is `unsafe` only because the x86 ones are
 /// `#[target_feature]` functions: calling them requires that the CPU has the features, which a
 /// table reached through [`SimdPath::fns`] guarantees.
+///
+/// The filter arguments are a [`Params`] and the filter's words, which hold exactly
+/// `params.blocks` blocks (the [`FilterRef`]/[`FilterMut`] invariant, which every caller here
+/// passes on).
 pub(crate) struct Fns {
-    pub(crate) contains_bytes: unsafe fn(Layout, u32, &[u32], u64, Keys<'_>, &mut [u8]),
-    pub(crate) contains_bitmap: unsafe fn(Layout, u32, &[u32], u64, Keys<'_>, &mut [u64]),
-    pub(crate) insert: unsafe fn(Layout, u32, &mut [u32], u64, Keys<'_>),
-    pub(crate) insert_atomic: unsafe fn(Layout, u32, &[AtomicU32], u64, Keys<'_>),
+    pub(crate) contains_bytes: unsafe fn(Params, &[u32], Keys<'_>, &mut [u8]),
+    pub(crate) contains_bitmap: unsafe fn(Params, &[u32], Keys<'_>, &mut [u64]),
+    pub(crate) insert: unsafe fn(Params, &mut [u32], Keys<'_>),
+    pub(crate) insert_atomic: unsafe fn(Params, &[AtomicU32], Keys<'_>),
     pub(crate) hash: unsafe fn(Keys<'_>, u64, &mut [u64]),
-    pub(crate) insert_hashes: unsafe fn(Layout, u32, u32, &mut [u32], &[u64]),
+    pub(crate) insert_hashes: unsafe fn(Params, u32, &mut [u32], &[u64]),
 }
 
 /// Keys per task of the parallel operations (a multiple of 64, so bitmap words never straddle).
@@ -254,20 +258,11 @@ impl Probe {
     ///
     /// # Panics
     /// If `out.len() != keys.len()`.
-    pub fn contains(&self, filter: FilterRef<'_, u32>, seed: u64, keys: Keys<'_>, out: &mut [u8]) {
+    pub fn contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         assert_eq!(out.len(), keys.len(), "one output byte per key");
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
-        // `filter` holds whole blocks (FilterRef invariant).
-        unsafe {
-            (self.fns.contains_bytes)(
-                filter.layout(),
-                filter.blocks(),
-                filter.words(),
-                seed,
-                keys,
-                out,
-            )
-        }
+        // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
+        unsafe { (self.fns.contains_bytes)(*filter.params(), filter.words(), keys, out) }
     }
 
     /// Looks up every key into a bitmap: bit `i % 64` of `out[i / 64]` is set if key `i` may be
@@ -275,55 +270,56 @@ impl Probe {
     ///
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
-    pub fn contains_bitmap(
-        &self,
-        filter: FilterRef<'_, u32>,
-        seed: u64,
-        keys: Keys<'_>,
-        out: &mut [u64],
-    ) {
+    pub fn contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
         assert_eq!(
             out.len(),
             keys.len().div_ceil(64),
             "one output word per 64 keys"
         );
-        // SAFETY: as in `contains`.
-        unsafe {
-            (self.fns.contains_bitmap)(
-                filter.layout(),
-                filter.blocks(),
-                filter.words(),
-                seed,
-                keys,
-                out,
-            )
-        }
+        // SAFETY: `self.fns` belongs to an available path; `filter.words()` holds exactly
+        // `filter.params().blocks` blocks (FilterRef invariant).
+        unsafe { (self.fns.contains_bitmap)(*filter.params(), filter.words(), keys, out) }
     }
 
     /// Inserts every key.
-    pub fn insert(&self, mut filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
-        let (layout, blocks) = (filter.layout(), filter.blocks());
-        // SAFETY: as in `contains`; the words are exclusively borrowed through `filter`.
-        unsafe { (self.fns.insert)(layout, blocks, filter.words_mut(), seed, keys) }
+    pub fn insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+        let params = *filter.params();
+        // SAFETY: `self.fns` belongs to an available path; the words hold exactly
+        // `params.blocks` blocks (FilterMut invariant) and are exclusively borrowed through
+        // `filter` for the call.
+        unsafe { (self.fns.insert)(params, filter.words_mut(), keys) }
     }
 
     /// [`Probe::contains`] on every core (rayon's global pool), in chunks of 16 Ki keys.
     ///
     /// # Panics
     /// If `out.len() != keys.len()`.
-    pub fn par_contains(
-        &self,
-        filter: FilterRef<'_, u32>,
-        seed: u64,
-        keys: Keys<'_>,
-        out: &mut [u8],
-    ) {
+    pub fn par_contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         assert_eq!(out.len(), keys.len(), "one output byte per key");
         out.par_chunks_mut(PAR_CHUNK)
             .enumerate()
             .for_each(|(c, out)| {
                 let start = c * PAR_CHUNK;
-                self.contains(filter, seed, keys.slice(start..start + out.len()), out);
+                self.contains(filter, keys.slice(start..start + out.len()), out);
+            });
+    }
+
+    /// [`Probe::contains_bitmap`] on every core (rayon's global pool), in chunks of 16 Ki keys.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len().div_ceil(64)`.
+    pub fn par_contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
+        assert_eq!(
+            out.len(),
+            keys.len().div_ceil(64),
+            "one output word per 64 keys"
+        );
+        out.par_chunks_mut(PAR_CHUNK / 64)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let start = c * PAR_CHUNK;
+                let end = (start + PAR_CHUNK).min(keys.len());
+                self.contains_bitmap(filter, keys.slice(start..end), out);
             });
     }
 
@@ -336,15 +332,16 @@ impl Probe {
     /// 4 threads, 4 per thread beyond). Filters of at most
     /// [`PAR_INSERT_MIN_BYTES`], batches under [`PAR_INSERT_MIN_KEYS`] keys and one-thread pools
     /// take the single-thread [`Probe::insert`], which is faster there.
-    pub fn par_insert(&self, filter: FilterMut<'_, u32>, seed: u64, keys: Keys<'_>) {
+    pub fn par_insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
         let threads = rayon::current_num_threads();
-        let bytes = filter.blocks() as usize * filter.layout().block_bytes();
-        if threads <= 1 || bytes <= PAR_INSERT_MIN_BYTES || keys.len() < PAR_INSERT_MIN_KEYS {
-            self.insert(filter, seed, keys);
+        let bytes = filter.params().byte_len();
+        if threads <= 1 || bytes <= PAR_INSERT_MIN_BYTES as u64 || keys.len() < PAR_INSERT_MIN_KEYS
+        {
+            self.insert(filter, keys);
         } else if threads <= SCAN_MAX_RANGES {
-            self.par_insert_ranges(filter, seed, keys, threads);
+            self.par_insert_ranges(filter, keys, threads);
         } else {
-            self.par_insert_ranges(filter, seed, keys, threads * RANGES_PER_THREAD);
+            self.par_insert_ranges(filter, keys, threads * RANGES_PER_THREAD);
         }
     }
 
@@ -357,18 +354,13 @@ impl Probe {
     /// hashes that fall into them: with up to 4 ranges it scans all the chunk's hashes, with more
     /// the hashing tasks first sort their hashes into one bucket per range. The words end up
     /// exactly as after [`Probe::insert`] (OR does not depend on the order).
-    pub fn par_insert_ranges(
-        &self,
-        mut filter: FilterMut<'_, u32>,
-        seed: u64,
-        keys: Keys<'_>,
-        ranges: usize,
-    ) {
+    pub fn par_insert_ranges(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>, ranges: usize) {
         let n = keys.len();
         if n == 0 {
             return;
         }
-        let (layout, blocks) = (filter.layout(), filter.blocks());
+        let params = *filter.params();
+        let (layout, blocks, seed) = (params.layout, params.blocks, params.seed);
         let per = layout.block_u32s();
         let ranges = ranges.clamp(1, (blocks as usize).max(1) * 64);
         let bpr = (blocks as usize).div_ceil(ranges).max(1);
@@ -400,7 +392,7 @@ impl Probe {
                 let buf = &*buf;
                 parts.par_iter_mut().for_each(|(first, words)| {
                     // SAFETY: as below.
-                    unsafe { (self.fns.insert_hashes)(layout, blocks, *first, words, buf) };
+                    unsafe { (self.fns.insert_hashes)(params, *first, words, buf) };
                 });
                 start += len;
             }
@@ -448,7 +440,7 @@ impl Probe {
                     for bk in buckets {
                         // SAFETY: `self.fns` belongs to an available path; `words` holds whole
                         // blocks `first ..` of this filter, exclusively ours.
-                        unsafe { (self.fns.insert_hashes)(layout, blocks, *first, words, &bk[r]) };
+                        unsafe { (self.fns.insert_hashes)(params, *first, words, &bk[r]) };
                     }
                 });
             start += len;
@@ -489,10 +481,10 @@ const SCAN_MAX_RANGES: usize = 4;
 /// this is for inserts that arrive from independent threads.
 ///
 /// ```
-/// use bloomlanes_core::{Filter, Keys, Layout};
+/// use bloomlanes_core::{Filter, Keys, Layout, Params};
 /// use bloomlanes_simd::{Probe, SharedFilter};
 ///
-/// let mut filter = Filter::new(Layout::L8x32, 64, 0);
+/// let mut filter = Filter::new(Params::new(Layout::L8x32, 64));
 /// let mut view = filter.as_view_mut();
 /// let shared = SharedFilter::new(Probe::active(), &mut view);
 /// std::thread::scope(|s| {
@@ -500,16 +492,15 @@ const SCAN_MAX_RANGES: usize = 4;
 ///         let shared = &shared;
 ///         s.spawn(move || {
 ///             let keys: Vec<u64> = (t * 100..t * 100 + 100).collect();
-///             shared.insert(0, Keys::U64(&keys));
+///             shared.insert(Keys::U64(&keys));
 ///         });
 ///     }
 /// });
-/// assert!((0..400).all(|k| filter.contains_u64(k)));
+/// assert!((0..400u64).all(|k| filter.contains(&k)));
 /// ```
 pub struct SharedFilter<'a> {
     probe: Probe,
-    layout: Layout,
-    blocks: u32,
+    params: Params,
     words: &'a [AtomicU32],
 }
 
@@ -517,8 +508,7 @@ impl fmt::Debug for SharedFilter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedFilter")
             .field("path", &self.probe.path)
-            .field("layout", &self.layout)
-            .field("blocks", &self.blocks)
+            .field("params", &self.params)
             .finish()
     }
 }
@@ -527,30 +517,25 @@ impl<'a> SharedFilter<'a> {
     /// Shares the words of `filter` (exclusively borrowed for `'a`) for concurrent inserts with
     /// `probe`'s kernels.
     pub fn new(probe: Probe, filter: &'a mut FilterMut<'_, u32>) -> SharedFilter<'a> {
-        let (layout, blocks) = (filter.layout(), filter.blocks());
+        let params = *filter.params();
         SharedFilter {
             probe,
-            layout,
-            blocks,
+            params,
             words: as_atomic(filter.words_mut()),
         }
     }
 
-    /// The layout.
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// Number of blocks.
-    pub fn blocks(&self) -> u32 {
-        self.blocks
+    /// The filter's parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// Inserts every key, concurrently with any other thread's `insert` on the same filter.
-    pub fn insert(&self, seed: u64, keys: Keys<'_>) {
+    pub fn insert(&self, keys: Keys<'_>) {
         // SAFETY: `self.probe.fns` belongs to an available path; `words` is the whole filter
-        // (`blocks` whole blocks), accessed only atomically while shared.
-        unsafe { (self.probe.fns.insert_atomic)(self.layout, self.blocks, self.words, seed, keys) }
+        // (`params.blocks` whole blocks, taken from a FilterMut), accessed only atomically
+        // while shared.
+        unsafe { (self.probe.fns.insert_atomic)(self.params, self.words, keys) }
     }
 }
 

@@ -3,27 +3,20 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use bloomlanes_core::{block_index, block_mask, FilterMut, FilterRef, Keys, Layout};
+use bloomlanes_core::{block_index, block_mask, FilterMut, FilterRef, Keys, Params};
 
-fn view(layout: Layout, words: &[u32]) -> FilterRef<'_, u32> {
-    FilterRef::new(layout, words).expect("the caller passes the words of a valid filter")
+fn view(params: Params, words: &[u32]) -> FilterRef<'_, u32> {
+    FilterRef::new(params, words).expect("the caller passes the words of a valid filter")
 }
 
 /// Lookup, one byte per key.
 ///
 /// # Safety
 /// None (safe code; `unsafe` only to share the dispatch table's type).
-pub(crate) unsafe fn contains_bytes(
-    layout: Layout,
-    _blocks: u32,
-    words: &[u32],
-    seed: u64,
-    keys: Keys<'_>,
-    out: &mut [u8],
-) {
-    let f = view(layout, words);
+pub(crate) unsafe fn contains_bytes(p: Params, words: &[u32], keys: Keys<'_>, out: &mut [u8]) {
+    let f = view(p, words);
     for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from(f.contains_hash(keys.hash(i, seed)));
+        *o = u8::from(f.contains_hash(keys.hash(i, p.seed)));
     }
 }
 
@@ -31,18 +24,11 @@ pub(crate) unsafe fn contains_bytes(
 ///
 /// # Safety
 /// None (safe code; `unsafe` only to share the dispatch table's type).
-pub(crate) unsafe fn contains_bitmap(
-    layout: Layout,
-    _blocks: u32,
-    words: &[u32],
-    seed: u64,
-    keys: Keys<'_>,
-    out: &mut [u64],
-) {
-    let f = view(layout, words);
+pub(crate) unsafe fn contains_bitmap(p: Params, words: &[u32], keys: Keys<'_>, out: &mut [u64]) {
+    let f = view(p, words);
     out.fill(0);
     for i in 0..keys.len() {
-        out[i / 64] |= u64::from(f.contains_hash(keys.hash(i, seed))) << (i % 64);
+        out[i / 64] |= u64::from(f.contains_hash(keys.hash(i, p.seed))) << (i % 64);
     }
 }
 
@@ -50,16 +36,10 @@ pub(crate) unsafe fn contains_bitmap(
 ///
 /// # Safety
 /// None (safe code; `unsafe` only to share the dispatch table's type).
-pub(crate) unsafe fn insert(
-    layout: Layout,
-    _blocks: u32,
-    words: &mut [u32],
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    let mut f = FilterMut::new(layout, words).expect("the caller passes a valid filter");
+pub(crate) unsafe fn insert(p: Params, words: &mut [u32], keys: Keys<'_>) {
+    let mut f = FilterMut::new(p, words).expect("the caller passes a valid filter");
     for i in 0..keys.len() {
-        f.insert_hash(keys.hash(i, seed));
+        f.insert_hash(keys.hash(i, p.seed));
     }
 }
 
@@ -67,18 +47,12 @@ pub(crate) unsafe fn insert(
 ///
 /// # Safety
 /// None (safe code; `unsafe` only to share the dispatch table's type).
-pub(crate) unsafe fn insert_atomic(
-    layout: Layout,
-    blocks: u32,
-    words: &[AtomicU32],
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    let per = layout.block_u32s();
+pub(crate) unsafe fn insert_atomic(p: Params, words: &[AtomicU32], keys: Keys<'_>) {
+    let per = p.layout.block_u32s();
     for i in 0..keys.len() {
-        let h = keys.hash(i, seed);
-        let off = block_index(h, blocks) as usize * per;
-        let mask = block_mask(layout, h);
+        let h = keys.hash(i, p.seed);
+        let off = block_index(h, p.blocks) as usize * per;
+        let mask = block_mask(p.layout, h);
         for (a, &m) in words[off..off + per].iter().zip(&mask[..per]) {
             if m != 0 {
                 a.fetch_or(m, Ordering::Relaxed);
@@ -102,19 +76,13 @@ pub(crate) unsafe fn hash(keys: Keys<'_>, seed: u64, out: &mut [u64]) {
 ///
 /// # Safety
 /// None (safe code; `unsafe` only to share the dispatch table's type).
-pub(crate) unsafe fn insert_hashes(
-    layout: Layout,
-    blocks: u32,
-    first: u32,
-    words: &mut [u32],
-    hashes: &[u64],
-) {
-    let per = layout.block_u32s();
+pub(crate) unsafe fn insert_hashes(p: Params, first: u32, words: &mut [u32], hashes: &[u64]) {
+    let per = p.layout.block_u32s();
     let sub = words.len() / per;
     for &h in hashes {
-        let b = block_index(h, blocks).wrapping_sub(first) as usize;
+        let b = block_index(h, p.blocks).wrapping_sub(first) as usize;
         if b < sub {
-            let mask = block_mask(layout, h);
+            let mask = block_mask(p.layout, h);
             for (w, &m) in words[b * per..(b + 1) * per].iter_mut().zip(&mask[..per]) {
                 *w |= m;
             }

@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::atomic::AtomicU32;
 
-use bloomlanes_core::{Filter, Keys, Layout};
+use bloomlanes_core::{Filter, Keys, Layout, Params};
 use bloomlanes_simd::SharedFilter;
 use common::splitmix;
 
@@ -15,13 +15,13 @@ fn shared_filter_inserts_from_many_threads_lose_no_bit() {
     let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut state)).collect();
     // A small filter, so that threads constantly hit the same words.
     for layout in Layout::ALL {
-        let mut want = Filter::new(layout, 257, 3);
+        let mut want = Filter::new(Params::new(layout, 257).with_seed(3));
         let mut r = want.as_view_mut();
         for &k in &keys {
-            r.insert_u64(k, 3);
+            r.insert(&k);
         }
         for probe in common::paths() {
-            let mut f = Filter::new(layout, 257, 3);
+            let mut f = Filter::new(Params::new(layout, 257).with_seed(3));
             {
                 let mut view = f.as_view_mut();
                 let shared = SharedFilter::new(probe, &mut view);
@@ -33,7 +33,7 @@ fn shared_filter_inserts_from_many_threads_lose_no_bit() {
                         let (shared, keys) = (&shared, &keys);
                         s.spawn(move || {
                             for batch in keys.chunks(97).skip(t).step_by(threads) {
-                                shared.insert(3, Keys::U64(batch));
+                                shared.insert(Keys::U64(batch));
                             }
                         });
                     }
@@ -41,7 +41,7 @@ fn shared_filter_inserts_from_many_threads_lose_no_bit() {
             }
             assert_eq!(f.words(), want.words(), "{layout} on {}", probe.path());
             let mut hits = vec![0u8; keys.len()];
-            probe.par_contains(f.as_view(), 3, Keys::U64(&keys), &mut hits);
+            probe.par_contains(f.as_view(), Keys::U64(&keys), &mut hits);
             assert!(hits.iter().all(|&h| h == 1));
         }
     }

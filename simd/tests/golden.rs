@@ -3,6 +3,7 @@
 mod common;
 
 use bloomlanes_core::golden::filter_vectors;
+use bloomlanes_core::Params;
 use bloomlanes_core::{Filter, Keys};
 
 #[test]
@@ -14,11 +15,11 @@ fn golden_filters() {
         for v in &vectors {
             let keys: Vec<u64> = (0..v.keys).collect();
             for parallel in [false, true] {
-                let mut f = Filter::new(v.layout, v.blocks, v.seed);
+                let mut f = Filter::new(Params::new(v.layout, v.blocks).with_seed(v.seed));
                 if parallel {
-                    probe.par_insert(f.as_view_mut(), v.seed, Keys::U64(&keys));
+                    probe.par_insert(f.as_view_mut(), Keys::U64(&keys));
                 } else {
-                    probe.insert(f.as_view_mut(), v.seed, Keys::U64(&keys));
+                    probe.insert(f.as_view_mut(), Keys::U64(&keys));
                 }
                 assert_eq!(
                     f.to_image(),
@@ -30,7 +31,7 @@ fn golden_filters() {
                     probe.path()
                 );
                 let mut hits = vec![0u8; keys.len()];
-                probe.contains(f.as_view(), v.seed, Keys::U64(&keys), &mut hits);
+                probe.contains(f.as_view(), Keys::U64(&keys), &mut hits);
                 assert!(hits.iter().all(|&h| h == 1));
             }
         }

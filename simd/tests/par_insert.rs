@@ -4,11 +4,11 @@
 
 mod common;
 
-use bloomlanes_core::{Filter, Keys, Layout};
+use bloomlanes_core::{Filter, Keys, Layout, Params};
 use common::{paths, splitmix, Batch, Form};
 
 fn reference(layout: Layout, blocks: u32, keys: Keys<'_>) -> Vec<u32> {
-    let mut f = Filter::new(layout, blocks, 5);
+    let mut f = Filter::new(Params::new(layout, blocks).with_seed(5));
     let mut v = f.as_view_mut();
     for i in 0..keys.len() {
         v.insert_hash(keys.hash(i, 5));
@@ -42,8 +42,8 @@ fn par_insert_ranges_match_the_reference() {
                 let want = reference(layout, blocks, batch.keys());
                 for probe in paths() {
                     for &ranges in ranges_list {
-                        let mut f = Filter::new(layout, blocks, 5);
-                        probe.par_insert_ranges(f.as_view_mut(), 5, batch.keys(), ranges);
+                        let mut f = Filter::new(Params::new(layout, blocks).with_seed(5));
+                        probe.par_insert_ranges(f.as_view_mut(), batch.keys(), ranges);
                         assert_eq!(
                             f.words(),
                             &want[..],
@@ -51,8 +51,8 @@ fn par_insert_ranges_match_the_reference() {
                             probe.path()
                         );
                     }
-                    let mut f = Filter::new(layout, blocks, 5);
-                    probe.par_insert(f.as_view_mut(), 5, batch.keys());
+                    let mut f = Filter::new(Params::new(layout, blocks).with_seed(5));
+                    probe.par_insert(f.as_view_mut(), batch.keys());
                     assert_eq!(f.words(), &want[..], "par_insert on {}", probe.path());
                 }
             }
@@ -77,8 +77,8 @@ fn par_insert_large_batches_and_forms() {
                     .num_threads(threads)
                     .build()
                     .unwrap();
-                let mut f = Filter::new(Layout::L8x32, blocks, 5);
-                pool.install(|| probe.par_insert(f.as_view_mut(), 5, batch.keys()));
+                let mut f = Filter::new(Params::new(Layout::L8x32, blocks).with_seed(5));
+                pool.install(|| probe.par_insert(f.as_view_mut(), batch.keys()));
                 assert!(
                     f.words() == &want[..],
                     "{form:?}, {threads} threads on {}",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use bloomlanes_core::{FilterMut, FilterRef, Layout};
+use bloomlanes_core::{FilterMut, FilterRef, Layout, Params};
 use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
 use proptest::prelude::*;
 
@@ -61,10 +61,11 @@ fn check(
     let ins = Batch::new(form, inserted);
     let prb = Batch::new(form, probed);
 
+    let params = Params::new(layout, blocks).with_seed(seed);
     let mut want = base.clone();
-    ref_insert(layout, &mut want[word_offset..], seed, ins.keys());
-    let want_hits = ref_contains(layout, &want[word_offset..], seed, prb.keys());
-    let want_ins_hits = ref_contains(layout, &want[word_offset..], seed, ins.keys());
+    ref_insert(params, &mut want[word_offset..], ins.keys());
+    let want_hits = ref_contains(params, &want[word_offset..], prb.keys());
+    let want_ins_hits = ref_contains(params, &want[word_offset..], ins.keys());
     prop_assert!(want_ins_hits.iter().all(|&b| b == 1));
 
     for probe in paths() {
@@ -72,32 +73,30 @@ fn check(
         // sequential insert
         let mut got = base.clone();
         probe.insert(
-            FilterMut::new(layout, &mut got[word_offset..]).unwrap(),
-            seed,
+            FilterMut::new(params, &mut got[word_offset..]).unwrap(),
             ins.keys(),
         );
         prop_assert_eq!(&got, &want, "insert words differ on {}", p);
         // parallel (atomic) insert
         let mut got = base.clone();
         probe.par_insert(
-            FilterMut::new(layout, &mut got[word_offset..]).unwrap(),
-            seed,
+            FilterMut::new(params, &mut got[word_offset..]).unwrap(),
             ins.keys(),
         );
         prop_assert_eq!(&got, &want, "par_insert words differ on {}", p);
 
-        let view = FilterRef::new(layout, &want[word_offset..]).unwrap();
+        let view = FilterRef::new(params, &want[word_offset..]).unwrap();
         let mut hits = vec![7u8; probed.len()];
-        probe.contains(view, seed, prb.keys(), &mut hits);
+        probe.contains(view, prb.keys(), &mut hits);
         prop_assert_eq!(&hits, &want_hits, "contains differs on {}", p);
         let mut hits = vec![7u8; probed.len()];
-        probe.par_contains(view, seed, prb.keys(), &mut hits);
+        probe.par_contains(view, prb.keys(), &mut hits);
         prop_assert_eq!(&hits, &want_hits, "par_contains differs on {}", p);
         let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
-        probe.contains_bitmap(view, seed, prb.keys(), &mut bits);
+        probe.contains_bitmap(view, prb.keys(), &mut bits);
         prop_assert_eq!(&bits, &pack(&want_hits), "contains_bitmap differs on {}", p);
         let mut hits = vec![7u8; inserted.len()];
-        probe.contains(view, seed, ins.keys(), &mut hits);
+        probe.contains(view, ins.keys(), &mut hits);
         prop_assert!(
             hits.iter().all(|&b| b == 1),
             "inserted key missing on {}",

@@ -1,7 +1,7 @@
 //! Shared helpers of the simulation tests.
 #![allow(dead_code)]
 
-use bloomlanes_core::{Filter, Layout};
+use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_hdl::sim::{self, BenchParams, Key, Op, Simulator};
 use bloomlanes_hdl::{generate, op, HdlConfig, KeyMode};
 
@@ -144,7 +144,7 @@ pub fn run_and_check(
     let t0 = std::time::Instant::now();
     let design = generate(cfg).expect("generate");
     let log = sim::run_ops(cfg, sim, start, ops, params).unwrap_or_else(|e| panic!("{e}"));
-    let empty = Filter::new(cfg.layout, cfg.blocks, cfg.seed);
+    let empty = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
     let (stats, _) = sim::check(cfg, start.unwrap_or(&empty), ops, &log)
         .unwrap_or_else(|e| panic!("{}: {e}", cfg.top_name));
     assert_eq!(

@@ -1,7 +1,7 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
-use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Records, Strings};
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Params, Records, Strings};
 use bloomlanes_simd::{available_paths, Probe, SimdPath};
 
 /// Every path this CPU runs; paths it cannot run are named on stderr (skipped, not failed).
@@ -86,18 +86,18 @@ impl Batch {
 }
 
 /// The reference insert of `keys`.
-pub fn ref_insert(layout: Layout, words: &mut [u32], seed: u64, keys: Keys<'_>) {
-    let mut f = FilterMut::new(layout, words).unwrap();
+pub fn ref_insert(params: Params, words: &mut [u32], keys: Keys<'_>) {
+    let mut f = FilterMut::new(params, words).unwrap();
     for i in 0..keys.len() {
-        f.insert_hash(keys.hash(i, seed));
+        f.insert_hash(keys.hash(i, params.seed));
     }
 }
 
 /// The reference lookup of `keys`.
-pub fn ref_contains(layout: Layout, words: &[u32], seed: u64, keys: Keys<'_>) -> Vec<u8> {
-    let f = FilterRef::new(layout, words).unwrap();
+pub fn ref_contains(params: Params, words: &[u32], keys: Keys<'_>) -> Vec<u8> {
+    let f = FilterRef::new(params, words).unwrap();
     (0..keys.len())
-        .map(|i| u8::from(f.contains_hash(keys.hash(i, seed))))
+        .map(|i| u8::from(f.contains_hash(keys.hash(i, params.seed))))
         .collect()
 }
 

@@ -1,0 +1,178 @@
+//! A filter's identity: everything besides its bits that decides which bits a key sets.
+//!
+//! [`Params`] travels with every view ([`FilterRef`](crate::FilterRef),
+//! [`FilterMut`](crate::FilterMut)), with the owning [`Filter`](crate::Filter), with the file
+//! header and with every backend's filter, so that no function takes a seed or a layout beside a
+//! view, and two filters are compared, sized and described in one place.
+
+use core::fmt;
+
+use crate::format::HashId;
+use crate::key::Key;
+use crate::layout::Layout;
+use crate::math::{self, SizingError};
+
+/// The identity of a filter: its block shape, block count, hash function and seed.
+///
+/// Build one with [`Params::new`] and the `with_*` methods, or size one for a number of keys with
+/// [`Params::for_keys`]. Marked `#[non_exhaustive]` so that later fields (key type, filter kind)
+/// can join without breaking callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Params {
+    /// Block shape (lanes × word bits).
+    pub layout: Layout,
+    /// Number of blocks `z`, at least 1.
+    pub blocks: u32,
+    /// Seed of the key hash.
+    pub seed: u64,
+    /// The function that turns keys into 64-bit hashes.
+    pub hash: HashId,
+}
+
+/// How to size a new filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sizing {
+    /// Meet this expected false-positive rate.
+    FalsePositiveRate(f64),
+    /// Spend about this many bits per key.
+    BitsPerKey(f64),
+}
+
+/// Why two filters cannot be combined (merged, compared or used in place of each other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// Different block shapes.
+    Layout(Layout, Layout),
+    /// Different block counts.
+    Blocks(u32, u32),
+    /// Different hash seeds.
+    Seed(u64, u64),
+    /// Different hash functions.
+    Hash(HashId, HashId),
+}
+
+impl fmt::Display for MergeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MergeError::Layout(a, b) => write!(f, "incompatible filters: layout {a} vs {b}"),
+            MergeError::Blocks(a, b) => write!(f, "incompatible filters: {a} blocks vs {b}"),
+            MergeError::Seed(a, b) => write!(f, "incompatible filters: seed {a} vs {b}"),
+            MergeError::Hash(a, b) => write!(f, "incompatible filters: hash {a} vs {b}"),
+        }
+    }
+}
+
+impl core::error::Error for MergeError {}
+
+impl Params {
+    /// `blocks` blocks of `layout` (at least 1), XXH64 with seed 0.
+    pub const fn new(layout: Layout, blocks: u32) -> Params {
+        Params {
+            layout,
+            blocks: if blocks == 0 { 1 } else { blocks },
+            seed: 0,
+            hash: HashId::Xxh64,
+        }
+    }
+
+    /// The same parameters with hash seed `seed`.
+    #[must_use]
+    pub const fn with_seed(mut self, seed: u64) -> Params {
+        self.seed = seed;
+        self
+    }
+
+    /// The same parameters with hash function `hash`.
+    #[must_use]
+    pub const fn with_hash(mut self, hash: HashId) -> Params {
+        self.hash = hash;
+        self
+    }
+
+    /// The parameters of a filter for `keys` keys sized by `sizing`, XXH64 with seed 0.
+    ///
+    /// `layout` `None` picks, for a rate, the layout that meets it in the fewest bits (ties to
+    /// the smaller block); for bits per key, `None` means 8x32. `keys` 0 is sized as 1.
+    pub fn for_keys(
+        keys: u64,
+        sizing: Sizing,
+        layout: Option<Layout>,
+    ) -> Result<Params, SizingError> {
+        let keys = keys.max(1);
+        let (layout, blocks) = match (sizing, layout) {
+            (Sizing::FalsePositiveRate(r), None) => math::auto_size(keys, r)?,
+            (Sizing::FalsePositiveRate(r), Some(l)) => (l, math::blocks_for_rate(l, keys, r)?),
+            (Sizing::BitsPerKey(b), l) => {
+                let l = l.unwrap_or(Layout::L8x32);
+                (l, math::blocks_for_bits_per_key(l, keys, b)?)
+            }
+        };
+        Ok(Params::new(layout, blocks))
+    }
+
+    /// Size of the bit array in bytes: `z × L × W / 8`.
+    pub const fn byte_len(&self) -> u64 {
+        self.blocks as u64 * self.layout.block_bytes() as u64
+    }
+
+    /// Size of the bit array in bits.
+    pub const fn bit_len(&self) -> u64 {
+        self.byte_len() * 8
+    }
+
+    /// Number of 32-bit words of the byte image.
+    pub const fn u32_len(&self) -> u64 {
+        self.byte_len() / 4
+    }
+
+    /// Whether the block count is valid: at least 1 (at most `MAX_BLOCKS` by its type).
+    pub const fn is_valid(&self) -> bool {
+        self.blocks >= 1
+    }
+
+    /// The one compatibility check: two filters can be merged, compared bit for bit or queried
+    /// with each other's keys only when layout, block count, hash and seed all agree.
+    pub fn check_compatible(&self, other: &Params) -> Result<(), MergeError> {
+        if self.layout != other.layout {
+            return Err(MergeError::Layout(self.layout, other.layout));
+        }
+        if self.blocks != other.blocks {
+            return Err(MergeError::Blocks(self.blocks, other.blocks));
+        }
+        if self.hash != other.hash {
+            return Err(MergeError::Hash(self.hash, other.hash));
+        }
+        if self.seed != other.seed {
+            return Err(MergeError::Seed(self.seed, other.seed));
+        }
+        Ok(())
+    }
+
+    /// Whether the Parquet split-block form can express this filter: layout 8x32, XXH64, seed 0.
+    pub fn parquet_compatible(&self) -> bool {
+        self.layout == Layout::L8x32 && self.seed == 0 && self.hash == HashId::Xxh64
+    }
+
+    /// The 64-bit hash of `key` under this filter's seed (XXH64 of the key's bytes).
+    #[inline]
+    pub fn hash_key<K: Key + ?Sized>(&self, key: &K) -> u64 {
+        key.key_hash(self.seed)
+    }
+
+    /// Expected false-positive rate with `keys` keys inserted (see [`math::false_positive_rate`]).
+    pub fn expected_fpr(&self, keys: u64) -> f64 {
+        math::false_positive_rate(self.layout, self.blocks, keys)
+    }
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "layout {}, {} blocks, {}, seed {}",
+            self.layout, self.blocks, self.hash, self.seed
+        )
+    }
+}
