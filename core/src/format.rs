@@ -1,24 +1,28 @@
-//! The `.blf` file format: a 64-byte header, then the byte image, so that the payload starts
+//! The `.blf` file format: a 64-byte header, then the payload, so that the payload starts
 //! 64-byte aligned and a memory-mapped file can be used without copying. See `docs/FORMAT.md`.
 //!
 //! ```text
 //! offset size field
 //!  0      8   magic  b"BLMLANES"
-//!  8      2   format version, u16 LE (= FORMAT_VERSION)
+//!  8      2   format version, u16 LE (2; version 1 files are read too)
 //! 10      1   lanes L (8 or 16)
 //! 11      1   word bits W (32 or 64)
 //! 12      4   block count z, u32 LE (>= 1)
 //! 16      8   hash seed, u64 LE
 //! 24      1   hash id (0 = caller-supplied hashes, 1 = XXH64)
 //! 25      1   flags (bit 0: the key count field is known; other bits zero)
-//! 26      6   reserved, zero
+//! 26      1   filter kind (0 = static; version 1: 0)
+//! 27      1   key type code (0 = not recorded; version 1: 0)
+//! 28      2   key width, u16 LE (fixed-length byte keys only, else 0)
+//! 30      2   kind metadata length in 64-byte units, u16 LE (0 for static filters)
 //! 32      8   inserted key count, u64 LE (0 unless flag bit 0)
-//! 40      8   payload length in bytes, u64 LE (= z × L × W / 8)
+//! 40      8   payload length in bytes, u64 LE (static: z × L × W / 8)
 //! 48      8   XXH64(payload, seed 0)
 //! 56      8   XXH64(header bytes 0..56, seed 0)
-//! 64      …   payload: the byte image
+//! 64      …   payload: the kind metadata, then the byte image(s)
 //! ```
 
+use crate::key_type::KeyType;
 use crate::layout::Layout;
 use crate::params::Params;
 use crate::xxh64::xxh64;
@@ -26,7 +30,9 @@ use crate::xxh64::xxh64;
 /// First eight bytes of every filter file.
 pub const MAGIC: [u8; 8] = *b"BLMLANES";
 /// The format version this crate writes and the newest it reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
+/// The oldest format version this crate reads (its files have no key type and are static).
+pub const OLDEST_VERSION: u16 = 1;
 /// Header length; the payload starts here (64-byte aligned).
 pub const HEADER_LEN: usize = 64;
 const FLAG_KEY_COUNT: u8 = 1;
@@ -104,6 +110,9 @@ impl Header {
         } else {
             0
         };
+        h[26] = 0; // static
+        h[27] = p.key_type.code();
+        h[28..30].copy_from_slice(&p.key_type.width_field().to_le_bytes());
         h[32..40].copy_from_slice(&self.keys.unwrap_or(0).to_le_bytes());
         h[40..48].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         h[48..56].copy_from_slice(&xxh64(payload, 0).to_le_bytes());
@@ -144,8 +153,19 @@ pub enum FormatError {
     ZeroBlocks,
     /// Unknown hash id byte.
     UnknownHash(u8),
+    /// Unknown filter kind byte.
+    UnknownKind(u8),
+    /// Unknown key type code, or a key width that does not fit it.
+    UnknownKeyType {
+        /// Key type code (byte 27).
+        code: u8,
+        /// Key width field (bytes 28..30).
+        width: u16,
+    },
     /// Unknown flag bits or non-zero reserved bytes.
     ReservedBits,
+    /// The key count field is non-zero although flag bit 0 says it is not known.
+    StrayKeyCount(u64),
     /// The payload length field disagrees with `z × L × W / 8`.
     PayloadLength {
         /// Length the layout and block count require.
@@ -176,7 +196,15 @@ impl core::fmt::Display for FormatError {
             }
             FormatError::ZeroBlocks => write!(f, "block count is zero (bytes 12..16)"),
             FormatError::UnknownHash(id) => write!(f, "unknown hash id {id} (byte 24)"),
+            FormatError::UnknownKind(k) => write!(f, "unknown filter kind {k} (byte 26)"),
+            FormatError::UnknownKeyType { code, width } => {
+                write!(f, "unknown key type {code} with width {width} (bytes 27..30)")
+            }
             FormatError::ReservedBits => write!(f, "unknown flags or non-zero reserved bytes (bytes 25..32)"),
+            FormatError::StrayKeyCount(n) => write!(
+                f,
+                "key count field is {n} but flag bit 0 says no count is recorded (bytes 32..40)"
+            ),
             FormatError::PayloadLength { expected, found } => write!(
                 f,
                 "payload length field is {found} but the layout and block count need {expected} (bytes 40..48)"
@@ -195,21 +223,41 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// How much of a file [`parse_with`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Verify {
+    /// Everything, including the payload checksum (reads every byte of the payload).
+    #[default]
+    Full,
+    /// Everything but the payload checksum: the header and its checksum, the lengths. Opening a
+    /// multi-gigabyte memory-mapped filter then touches one page instead of all of them; a
+    /// corrupt bit array goes unnoticed.
+    HeaderOnly,
+}
+
 /// Parses and checks a whole file. On success returns the header and the payload (a borrow of
 /// `file[64..]`, 64-byte aligned if `file` is). Nothing is returned for a file with any fault.
 pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
+    parse_with(file, Verify::Full)
+}
+
+/// [`parse`], with the payload checksum checked or not (see [`Verify`]).
+///
+/// The checks run in the order `docs/FORMAT.md` gives: magic (when at least 8 bytes are present),
+/// length of the header, header checksum (a header that fails it but carries a newer version is
+/// reported as an unsupported version), version, layout, block count, hash id, flags and
+/// reserved bytes, kind, key type, key count, payload length field, file length, payload
+/// checksum.
+pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), FormatError> {
     let found = file.len() as u64;
+    if file.len() >= 8 && file[..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
     if file.len() < HEADER_LEN {
-        if file.len() >= 8 && file[..8] != MAGIC {
-            return Err(FormatError::BadMagic);
-        }
         return Err(FormatError::Truncated {
             needed: HEADER_LEN as u64,
             found,
         });
-    }
-    if file[..8] != MAGIC {
-        return Err(FormatError::BadMagic);
     }
     let version = u16::from_le_bytes([file[8], file[9]]);
     if xxh64(&file[..56], 0) != le_u64(&file[56..]) {
@@ -219,7 +267,7 @@ pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
         }
         return Err(FormatError::HeaderChecksum);
     }
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(FormatError::UnsupportedVersion { found: version });
     }
     let layout = Layout::from_parts(usize::from(file[10]), u32::from(file[11])).ok_or(
@@ -233,14 +281,36 @@ pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
         return Err(FormatError::ZeroBlocks);
     }
     let hash = HashId::from_code(file[24]).ok_or(FormatError::UnknownHash(file[24]))?;
-    if file[25] & !FLAG_KEY_COUNT != 0 || file[26..32].iter().any(|&b| b != 0) {
+    let v1 = version == 1;
+    let reserved = if v1 { &file[26..32] } else { &file[30..32] };
+    if file[25] & !FLAG_KEY_COUNT != 0 || reserved.iter().any(|&b| b != 0) {
         return Err(FormatError::ReservedBits);
     }
-    let keys = (file[25] & FLAG_KEY_COUNT != 0).then(|| le_u64(&file[32..]));
+    let key_type = if v1 {
+        KeyType::Any
+    } else {
+        if file[26] != 0 {
+            return Err(FormatError::UnknownKind(file[26]));
+        }
+        let width = u16::from_le_bytes([file[28], file[29]]);
+        KeyType::from_code(file[27], width).ok_or(FormatError::UnknownKeyType {
+            code: file[27],
+            width,
+        })?
+    };
+    let count = le_u64(&file[32..]);
+    let keys = if file[25] & FLAG_KEY_COUNT != 0 {
+        Some(count)
+    } else if count != 0 {
+        return Err(FormatError::StrayKeyCount(count));
+    } else {
+        None
+    };
     let header = Header {
         params: Params::new(layout, blocks)
             .with_seed(le_u64(&file[16..]))
-            .with_hash(hash),
+            .with_hash(hash)
+            .with_key_type(key_type),
         keys,
     };
     let expected = header.payload_len();
@@ -259,7 +329,7 @@ pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
         return Err(FormatError::TrailingBytes(found - needed));
     }
     let payload = &file[HEADER_LEN..];
-    if xxh64(payload, 0) != le_u64(&file[48..]) {
+    if verify == Verify::Full && xxh64(payload, 0) != le_u64(&file[48..]) {
         return Err(FormatError::PayloadChecksum);
     }
     Ok((header, payload))

@@ -35,6 +35,7 @@ extern crate std;
 pub mod batch;
 pub mod format;
 pub mod key;
+pub mod key_type;
 pub mod layout;
 pub mod math;
 pub mod params;
@@ -57,6 +58,7 @@ pub use bitmap::Bitmap;
 pub use filter::Filter;
 pub use format::{FormatError, HashId, Header};
 pub use key::Key;
+pub use key_type::{KeyMatch, KeyType, Physical};
 pub use layout::{
     block_index, block_mask, lane_bit, lane_bits, Layout, UnknownLayout, MAX_BLOCKS, SALTS,
 };

@@ -15,6 +15,13 @@ pub fn false_positive_rate(layout: Layout, blocks: u32, keys: u64) -> f64 {
         return if keys == 0 { 0.0 } else { 1.0 };
     }
     let lambda = keys as f64 / f64::from(blocks);
+    // Past SATURATION_LOAD keys per block a lane bit is clear with probability below
+    // (1 − 1/W)^(SATURATION_LOAD − 12·√SATURATION_LOAD − 12) < 1e-18 for every layout: the rate is
+    // 1 (the sum below differs from it only by its own rounding, ~1e-12), and the sum (24·√λ
+    // terms) would be needlessly long — unbounded for a hostile key count.
+    if lambda >= SATURATION_LOAD {
+        return 1.0;
+    }
     let lanes = layout.lanes() as f64;
     // ln(1 - 1/W): each key in a block leaves a given lane bit clear with probability 1 − 1/W.
     let log_clear = log1p(-1.0 / f64::from(layout.word_bits()));
@@ -32,6 +39,10 @@ pub fn false_positive_rate(layout: Layout, blocks: u32, keys: u64) -> f64 {
     }
     total.clamp(0.0, 1.0)
 }
+
+/// Keys per block from which [`false_positive_rate`] is 1 (to double precision) for every layout;
+/// it bounds the formula's work to about 24·√4096 ≈ 1,600 terms whatever the key count.
+pub const SATURATION_LOAD: f64 = 4096.0;
 
 /// Why sizing failed.
 #[derive(Clone, Copy, Debug, PartialEq)]

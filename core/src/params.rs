@@ -9,10 +9,11 @@ use core::fmt;
 
 use crate::format::HashId;
 use crate::key::Key;
+use crate::key_type::{KeyMatch, KeyType};
 use crate::layout::Layout;
 use crate::math::{self, SizingError};
 
-/// The identity of a filter: its block shape, block count, hash function and seed.
+/// The identity of a filter: its block shape, block count, hash function, seed and key type.
 ///
 /// Build one with [`Params::new`] and the `with_*` methods, or size one for a number of keys with
 /// [`Params::for_keys`]. Marked `#[non_exhaustive]` so that later fields (key type, filter kind)
@@ -28,6 +29,8 @@ pub struct Params {
     pub seed: u64,
     /// The function that turns keys into 64-bit hashes.
     pub hash: HashId,
+    /// What the keys are ([`KeyType::Any`] when not recorded).
+    pub key_type: KeyType,
 }
 
 /// How to size a new filter.
@@ -51,6 +54,8 @@ pub enum MergeError {
     Seed(u64, u64),
     /// Different hash functions.
     Hash(HashId, HashId),
+    /// Different key types (with different byte forms, or one side not recorded).
+    KeyType(KeyType, KeyType),
 }
 
 impl fmt::Display for MergeError {
@@ -60,6 +65,9 @@ impl fmt::Display for MergeError {
             MergeError::Blocks(a, b) => write!(f, "incompatible filters: {a} blocks vs {b}"),
             MergeError::Seed(a, b) => write!(f, "incompatible filters: seed {a} vs {b}"),
             MergeError::Hash(a, b) => write!(f, "incompatible filters: hash {a} vs {b}"),
+            MergeError::KeyType(a, b) => {
+                write!(f, "incompatible filters: keys of type {a} vs {b}")
+            }
         }
     }
 }
@@ -74,6 +82,7 @@ impl Params {
             blocks: if blocks == 0 { 1 } else { blocks },
             seed: 0,
             hash: HashId::Xxh64,
+            key_type: KeyType::Any,
         }
     }
 
@@ -81,6 +90,13 @@ impl Params {
     #[must_use]
     pub const fn with_seed(mut self, seed: u64) -> Params {
         self.seed = seed;
+        self
+    }
+
+    /// The same parameters with key type `key_type`.
+    #[must_use]
+    pub const fn with_key_type(mut self, key_type: KeyType) -> Params {
+        self.key_type = key_type;
         self
     }
 
@@ -133,7 +149,8 @@ impl Params {
     }
 
     /// The one compatibility check: two filters can be merged, compared bit for bit or queried
-    /// with each other's keys only when layout, block count, hash and seed all agree.
+    /// with each other's keys only when layout, block count, hash and seed all agree, and their
+    /// key types are the same (or one is not recorded, [`KeyType::Any`]).
     pub fn check_compatible(&self, other: &Params) -> Result<(), MergeError> {
         if self.layout != other.layout {
             return Err(MergeError::Layout(self.layout, other.layout));
@@ -147,7 +164,21 @@ impl Params {
         if self.seed != other.seed {
             return Err(MergeError::Seed(self.seed, other.seed));
         }
-        Ok(())
+        match self.key_type.check_query(other.key_type) {
+            KeyMatch::Same | KeyMatch::Unchecked => Ok(()),
+            KeyMatch::SameBytes | KeyMatch::Mismatch => {
+                Err(MergeError::KeyType(self.key_type, other.key_type))
+            }
+        }
+    }
+
+    /// The key type two compatible filters' merge records: the one recorded, if only one is.
+    pub fn merged_key_type(&self, other: &Params) -> KeyType {
+        if self.key_type == KeyType::Any {
+            other.key_type
+        } else {
+            self.key_type
+        }
     }
 
     /// Whether the Parquet split-block form can express this filter: layout 8x32, XXH64, seed 0.
@@ -171,8 +202,8 @@ impl fmt::Display for Params {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "layout {}, {} blocks, {}, seed {}",
-            self.layout, self.blocks, self.hash, self.seed
+            "layout {}, {} blocks, {}, seed {}, keys {}",
+            self.layout, self.blocks, self.hash, self.seed, self.key_type
         )
     }
 }

@@ -210,12 +210,11 @@ impl<'a> Reader<'a> {
                 } else {
                     u64::from(h >> 4)
                 };
+                // Every element takes at least one byte, so a count beyond the bytes left is a
+                // lie: refusing it bounds the loop by the input's length.
+                self.check_count(at, n, 1)?;
                 for _ in 0..n {
-                    if elem == 1 || elem == 2 {
-                        self.skip_bytes(1)?;
-                    } else {
-                        self.skip(elem, depth + 1)?;
-                    }
+                    self.skip_element(elem, depth + 1)?;
                 }
                 Ok(())
             }
@@ -223,9 +222,10 @@ impl<'a> Reader<'a> {
                 let n = self.varint()?;
                 if n > 0 {
                     let kv = self.byte()?;
+                    self.check_count(at, n, 2)?;
                     for _ in 0..n {
-                        self.skip(kv >> 4, depth + 1)?;
-                        self.skip(kv & 0x0f, depth + 1)?;
+                        self.skip_element(kv >> 4, depth + 1)?;
+                        self.skip_element(kv & 0x0f, depth + 1)?;
                     }
                 }
                 Ok(())
@@ -242,6 +242,29 @@ impl<'a> Reader<'a> {
                 what: "unknown Thrift type",
             }),
         }
+    }
+
+    /// Skips one element of a list, set or map. Unlike a struct field, whose bool value lives in
+    /// the field header, a bool element is one byte.
+    fn skip_element(&mut self, kind: u8, depth: u32) -> Result<(), ParquetError> {
+        if kind == 1 || kind == 2 {
+            self.skip_bytes(1)
+        } else {
+            self.skip(kind, depth)
+        }
+    }
+
+    /// Refuses a collection of `n` elements of at least `min_bytes` bytes each when fewer bytes
+    /// are left.
+    fn check_count(&self, at: usize, n: u64, min_bytes: u64) -> Result<(), ParquetError> {
+        let left = (self.bytes.len() - self.pos) as u64;
+        if n.saturating_mul(min_bytes) > left {
+            return Err(ParquetError::Malformed {
+                offset: at,
+                what: "collection count exceeds the bytes left",
+            });
+        }
+        Ok(())
     }
 
     /// Reads a union and returns the id of its member, which must be an (ignored) struct.

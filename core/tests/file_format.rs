@@ -174,3 +174,85 @@ proptest! {
         prop_assert!(Filter::from_file_bytes(&bad).is_err());
     }
 }
+
+/// The key type travels through the file (format 2), every named type and fixed widths.
+#[test]
+fn key_type_round_trips() {
+    use bloomlanes_core::KeyType;
+    for kt in KeyType::NAMED
+        .into_iter()
+        .chain([KeyType::FixedBytes(1), KeyType::FixedBytes(u16::MAX)])
+    {
+        let mut f = Filter::new(Params::new(Layout::L8x32, 2).with_key_type(kt));
+        f.insert("k");
+        let g = Filter::from_file_bytes(&f.to_file_bytes()).unwrap();
+        assert_eq!(g.params().key_type, kt);
+        assert_eq!(f, g);
+        assert_eq!(kt.to_string().parse::<KeyType>().unwrap(), kt, "{kt}");
+    }
+}
+
+fn rechecksum(file: &mut [u8]) {
+    let h = xxh64(&file[..56], 0);
+    file[56..64].copy_from_slice(&h.to_le_bytes());
+}
+
+/// Files of format version 1 (no key type, no kind; bytes 26..32 reserved) stay readable, and are
+/// read as key type "any" with the same bits, seed and key count.
+#[test]
+fn version_1_files_stay_readable() {
+    let f = sample(Layout::L16x32, 3);
+    let mut v1 = f.to_file_bytes();
+    v1[8..10].copy_from_slice(&1u16.to_le_bytes());
+    v1[26..32].fill(0);
+    rechecksum(&mut v1);
+    let g = Filter::from_file_bytes(&v1).unwrap();
+    assert_eq!(g.words(), f.words());
+    assert_eq!(g.seed(), 99);
+    assert_eq!(g.key_count(), f.key_count());
+    assert_eq!(g.params().key_type, bloomlanes_core::KeyType::Any);
+    // In version 1 bytes 26..32 are reserved: a key type there is corruption.
+    v1[27] = 2;
+    rechecksum(&mut v1);
+    assert_eq!(
+        Filter::from_file_bytes(&v1).unwrap_err(),
+        FormatError::ReservedBits
+    );
+}
+
+/// Unknown kinds, key type codes and widths that do not fit their type are named.
+#[test]
+fn unknown_kind_and_key_type_are_named() {
+    let good = sample(Layout::L8x32, 2).to_file_bytes();
+    let mut bad = good.clone();
+    bad[26] = 200;
+    rechecksum(&mut bad);
+    assert_eq!(
+        Filter::from_file_bytes(&bad).unwrap_err(),
+        FormatError::UnknownKind(200)
+    );
+    for (code, width) in [(99u8, 0u16), (2, 8), (12, 0)] {
+        let mut bad = good.clone();
+        bad[27] = code;
+        bad[28..30].copy_from_slice(&width.to_le_bytes());
+        rechecksum(&mut bad);
+        assert_eq!(
+            Filter::from_file_bytes(&bad).unwrap_err(),
+            FormatError::UnknownKeyType { code, width }
+        );
+    }
+}
+
+/// A short file with a foreign magic is "not a bloomlanes filter", not "truncated" (the order
+/// FORMAT.md gives: magic first once 8 bytes are there).
+#[test]
+fn short_foreign_files_are_named_by_their_magic() {
+    assert_eq!(
+        Filter::from_file_bytes(b"PAR1\0\0\0\0\0\0").unwrap_err(),
+        FormatError::BadMagic
+    );
+    assert!(matches!(
+        Filter::from_file_bytes(b"BLM").unwrap_err(),
+        FormatError::Truncated { .. }
+    ));
+}
