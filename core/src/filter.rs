@@ -1,31 +1,26 @@
 //! An owning filter (behind the `alloc` feature): cache-line aligned storage, the file format,
 //! the Parquet form and set operations, all on top of the reference path.
 
-use alloc::vec;
 use alloc::vec::Vec;
-use bytemuck::{Pod, Zeroable};
 
 use crate::format::{self, FormatError, Header, HEADER_LEN};
 use crate::key::Key;
+use crate::kind::FilterKind;
 use crate::layout::Layout;
 use crate::math;
 use crate::params::{MergeError, Params, Sizing};
 use crate::parquet::{self, ParquetError};
 use crate::reference::{FilterMut, FilterRef};
 use crate::stats::Stats;
+use crate::storage::Words;
 use crate::HashId;
-
-/// 64 bytes aligned to 64: the unit of storage, so that no block straddles a cache line.
-#[derive(Clone, Copy, Pod, Zeroable)]
-#[repr(C, align(64))]
-struct Line([u32; 16]);
 
 /// A filter that owns its bits, with its [`Params`] and its key count.
 #[derive(Clone)]
 pub struct Filter {
     params: Params,
     keys: Option<u64>,
-    lines: Vec<Line>,
+    words: Words,
 }
 
 impl core::fmt::Debug for Filter {
@@ -53,11 +48,10 @@ impl Filter {
             blocks: params.blocks.max(1),
             ..params
         };
-        let bytes = usize::try_from(params.byte_len()).expect("filter larger than memory");
         Filter {
             params,
             keys: Some(0),
-            lines: vec![Line([0; 16]); bytes.div_ceil(64)],
+            words: Words::zeroed(params.u32_len()),
         }
     }
 
@@ -114,21 +108,17 @@ impl Filter {
 
     /// The header that describes this filter.
     pub fn header(&self) -> Header {
-        Header {
-            params: self.params,
-            keys: self.keys,
-        }
+        Header::new(self.params, self.keys)
     }
 
     /// The bits as 32-bit words of the byte image (little-endian words), 64-byte aligned.
     pub fn words(&self) -> &[u32] {
-        &bytemuck::cast_slice(&self.lines)[..self.byte_len() / 4]
+        self.words.as_slice()
     }
 
     /// Mutable words. Writing through this does not update the key count.
     pub fn words_mut(&mut self) -> &mut [u32] {
-        let n = self.byte_len() / 4;
-        &mut bytemuck::cast_slice_mut(&mut self.lines)[..n]
+        self.words.as_mut_slice()
     }
 
     /// A borrowed view (parameters and words), for the bulk backends.
@@ -163,7 +153,7 @@ impl Filter {
 
     /// Clears every bit.
     pub fn clear(&mut self) {
-        self.lines.fill(Line([0; 16]));
+        self.words.fill_zero();
         self.keys = Some(0);
     }
 
@@ -173,7 +163,10 @@ impl Filter {
     }
     /// The filter's statistics (fill ratio, estimated keys, expected false-positive rate …).
     pub fn stats(&self) -> Stats {
-        Stats::new(self.params, self.keys, self.count_ones())
+        let view = self.as_view();
+        let mut s = Stats::new(self.params, self.keys, view.count_ones());
+        s.fpr_from_bits = Some(view.fpr_from_bits());
+        s
     }
     /// Fraction of bits set.
     pub fn fill_ratio(&self) -> f64 {
@@ -195,10 +188,8 @@ impl Filter {
     /// ORs `other` into `self`: the filter of the union of both key sets.
     pub fn union_with(&mut self, other: &Filter) -> Result<(), MergeError> {
         self.params.check_compatible(&other.params)?;
-        for (a, b) in self.lines.iter_mut().zip(&other.lines) {
-            for (x, y) in a.0.iter_mut().zip(b.0) {
-                *x |= y;
-            }
+        for (x, y) in self.words_mut().iter_mut().zip(other.words()) {
+            *x |= y;
         }
         self.keys = None;
         Ok(())
@@ -209,10 +200,8 @@ impl Filter {
     /// the intersection alone).
     pub fn intersect_with(&mut self, other: &Filter) -> Result<(), MergeError> {
         self.params.check_compatible(&other.params)?;
-        for (a, b) in self.lines.iter_mut().zip(&other.lines) {
-            for (x, y) in a.0.iter_mut().zip(b.0) {
-                *x &= y;
-            }
+        for (x, y) in self.words_mut().iter_mut().zip(other.words()) {
+            *x &= y;
         }
         self.keys = None;
         Ok(())
@@ -266,6 +255,12 @@ impl Filter {
     /// Reads a whole file; any fault (truncation, corruption, foreign or future format) is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<Filter, FormatError> {
         let (header, payload) = format::parse(file)?;
+        if header.params.kind != FilterKind::Static {
+            return Err(FormatError::WrongKind {
+                expected: "static",
+                found: header.params.kind.name(),
+            });
+        }
         Filter::from_image(payload, header)
     }
 
@@ -289,13 +284,13 @@ impl Filter {
     /// Reads the Parquet form; returns the filter and the bytes consumed.
     pub fn from_parquet(bytes: &[u8]) -> Result<(Filter, usize), ParquetError> {
         let (bitset, used) = parquet::parse(bytes)?;
-        let header = Header {
-            params: Params::new(
+        let header = Header::new(
+            Params::new(
                 Layout::L8x32,
                 (bitset.len() / Layout::L8x32.block_bytes()) as u32,
             ),
-            keys: None,
-        };
+            None,
+        );
         let filter = Filter::from_image(bitset, header)
             .map_err(|_| ParquetError::BadLength(bitset.len() as i64))?;
         Ok((filter, used))

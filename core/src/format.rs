@@ -23,6 +23,7 @@
 //! ```
 
 use crate::key_type::KeyType;
+use crate::kind_meta;
 use crate::layout::Layout;
 use crate::params::Params;
 use crate::xxh64::xxh64;
@@ -82,19 +83,32 @@ impl core::fmt::Display for HashId {
 /// Everything the header says about a filter: its parameters and, when known, its key count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// The filter's identity.
+    /// The filter's identity (its kind included).
     pub params: Params,
     /// Number of keys inserted, when known.
     pub keys: Option<u64>,
+    /// Bytes of kind metadata at the start of the payload (a multiple of 64; 0 for static).
+    pub meta_len: u64,
 }
 
 impl Header {
-    /// Payload length in bytes: `z × L × W / 8`.
+    /// The header of a static filter.
+    pub const fn new(params: Params, keys: Option<u64>) -> Header {
+        Header {
+            params,
+            keys,
+            meta_len: 0,
+        }
+    }
+
+    /// Payload length in bytes of a static filter: `z × L × W / 8` (other kinds: see
+    /// [`kind_meta::payload_len`]).
     pub fn payload_len(&self) -> u64 {
         self.params.byte_len()
     }
 
-    /// Encodes the header for `payload` (which must be the byte image this header describes).
+    /// Encodes the header for `payload` (the byte image of a static filter, or the kind
+    /// metadata and arrays of another kind, `self.meta_len` bytes of metadata first).
     pub fn encode(&self, payload: &[u8]) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
@@ -110,9 +124,10 @@ impl Header {
         } else {
             0
         };
-        h[26] = 0; // static
+        h[26] = p.kind.code();
         h[27] = p.key_type.code();
         h[28..30].copy_from_slice(&p.key_type.width_field().to_le_bytes());
+        h[30..32].copy_from_slice(&((self.meta_len / 64) as u16).to_le_bytes());
         h[32..40].copy_from_slice(&self.keys.unwrap_or(0).to_le_bytes());
         h[40..48].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         h[48..56].copy_from_slice(&xxh64(payload, 0).to_le_bytes());
@@ -166,6 +181,23 @@ pub enum FormatError {
     ReservedBits,
     /// The key count field is non-zero although flag bit 0 says it is not known.
     StrayKeyCount(u64),
+    /// The kind metadata is inconsistent.
+    Metadata {
+        /// What was wrong.
+        what: &'static str,
+    },
+    /// A padding byte after an array is not zero.
+    Padding {
+        /// Offset of the padding in the payload.
+        offset: u64,
+    },
+    /// The file holds another kind of filter than the one asked for.
+    WrongKind {
+        /// The kind asked for.
+        expected: &'static str,
+        /// The kind in the file.
+        found: &'static str,
+    },
     /// The payload length field disagrees with `z × L × W / 8`.
     PayloadLength {
         /// Length the layout and block count require.
@@ -201,6 +233,14 @@ impl core::fmt::Display for FormatError {
                 write!(f, "unknown key type {code} with width {width} (bytes 27..30)")
             }
             FormatError::ReservedBits => write!(f, "unknown flags or non-zero reserved bytes (bytes 25..32)"),
+            FormatError::Metadata { what } => write!(f, "bad kind metadata: {what}"),
+            FormatError::Padding { offset } => {
+                write!(f, "non-zero padding at payload byte {offset}")
+            }
+            FormatError::WrongKind { expected, found } => write!(
+                f,
+                "the file holds a {found} filter, not a {expected} filter (byte 26)"
+            ),
             FormatError::StrayKeyCount(n) => write!(
                 f,
                 "key count field is {n} but flag bit 0 says no count is recorded (bytes 32..40)"
@@ -282,15 +322,24 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
     }
     let hash = HashId::from_code(file[24]).ok_or(FormatError::UnknownHash(file[24]))?;
     let v1 = version == 1;
-    let reserved = if v1 { &file[26..32] } else { &file[30..32] };
+    // Version 1 reserved bytes 26..32; version 2 uses them for the kind, key type and metadata.
+    let reserved: &[u8] = if v1 { &file[26..32] } else { &[] };
     if file[25] & !FLAG_KEY_COUNT != 0 || reserved.iter().any(|&b| b != 0) {
         return Err(FormatError::ReservedBits);
     }
+    let (kind_code, meta_len) = if v1 {
+        (0, 0)
+    } else {
+        (
+            file[26],
+            u64::from(u16::from_le_bytes([file[30], file[31]])) * 64,
+        )
+    };
     let key_type = if v1 {
         KeyType::Any
     } else {
-        if file[26] != 0 {
-            return Err(FormatError::UnknownKind(file[26]));
+        if kind_code > 4 {
+            return Err(FormatError::UnknownKind(kind_code));
         }
         let width = u16::from_le_bytes([file[28], file[29]]);
         KeyType::from_code(file[27], width).ok_or(FormatError::UnknownKeyType {
@@ -306,22 +355,25 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
     } else {
         None
     };
-    let header = Header {
-        params: Params::new(layout, blocks)
-            .with_seed(le_u64(&file[16..]))
-            .with_hash(hash)
-            .with_key_type(key_type),
-        keys,
-    };
-    let expected = header.payload_len();
+    let mut params = Params::new(layout, blocks)
+        .with_seed(le_u64(&file[16..]))
+        .with_hash(hash)
+        .with_key_type(key_type);
     let stated = le_u64(&file[40..]);
-    if stated != expected {
-        return Err(FormatError::PayloadLength {
-            expected,
-            found: stated,
+    if kind_code == 0 {
+        let expected = params.byte_len();
+        if stated != expected || meta_len != 0 {
+            return Err(FormatError::PayloadLength {
+                expected,
+                found: stated,
+            });
+        }
+    } else if meta_len < kind_meta::META_LEN as u64 || meta_len > stated {
+        return Err(FormatError::Metadata {
+            what: "metadata length missing or longer than the payload",
         });
     }
-    let needed = HEADER_LEN as u64 + expected;
+    let needed = HEADER_LEN as u64 + stated;
     if found < needed {
         return Err(FormatError::Truncated { needed, found });
     }
@@ -329,6 +381,28 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
         return Err(FormatError::TrailingBytes(found - needed));
     }
     let payload = &file[HEADER_LEN..];
+    if kind_code != 0 {
+        let meta = &payload[..meta_len as usize];
+        params = params.with_kind(kind_meta::decode_kind(kind_code, meta)?);
+        if kind_meta::meta_len(&params, meta)? != meta_len {
+            return Err(FormatError::Metadata {
+                what: "metadata length field disagrees with the kind metadata",
+            });
+        }
+        let expected = kind_meta::payload_len(&params, meta)?;
+        if stated != expected {
+            return Err(FormatError::PayloadLength {
+                expected,
+                found: stated,
+            });
+        }
+        kind_meta::check_padding(&params, payload, meta_len)?;
+    }
+    let header = Header {
+        params,
+        keys,
+        meta_len,
+    };
     if verify == Verify::Full && xxh64(payload, 0) != le_u64(&file[48..]) {
         return Err(FormatError::PayloadChecksum);
     }

@@ -97,3 +97,60 @@ impl Key for i32 {
         xxh64(&self.to_le_bytes(), seed)
     }
 }
+
+impl Key for f32 {
+    const TYPE: KeyType = KeyType::F32;
+    /// The 4 little-endian bytes of the IEEE 754 bits, as every Parquet writer hashes a `FLOAT`
+    /// (no normalization: `-0.0` and `0.0` differ, as do NaN payloads; see
+    /// [`float_probes`](crate::key::float_probes) for lookups that treat them as SQL does).
+    #[inline]
+    fn key_hash(&self, seed: u64) -> u64 {
+        xxh64(&self.to_bits().to_le_bytes(), seed)
+    }
+}
+
+impl Key for f64 {
+    const TYPE: KeyType = KeyType::F64;
+    /// The 8 little-endian bytes of the IEEE 754 bits, as every Parquet writer hashes a `DOUBLE`
+    /// (no normalization; see [`float_probes`](crate::key::float_probes)).
+    #[inline]
+    fn key_hash(&self, seed: u64) -> u64 {
+        xxh64_u64(self.to_bits(), seed)
+    }
+}
+
+/// How a float lookup is answered, given that writers hash the raw bits: a query for `0.0` or
+/// `-0.0` must find either (SQL compares them equal, and a writer's dictionary keeps whichever
+/// came first), and a query for NaN can never be ruled out (NaN payloads differ between writers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatProbe {
+    /// Probe these raw bits only.
+    Bits(u64),
+    /// Probe both zeros (the bits of `+0.0` and `-0.0`); present if either is.
+    BothZeros(u64, u64),
+    /// Answer "may be present" without probing.
+    AlwaysMaybe,
+}
+
+/// The probe rule for an `f64` query (see [`FloatProbe`]); apply it to `f32` queries with
+/// [`float_probes_f32`].
+pub fn float_probes(x: f64) -> FloatProbe {
+    if x.is_nan() {
+        FloatProbe::AlwaysMaybe
+    } else if x == 0.0 {
+        FloatProbe::BothZeros(0.0f64.to_bits(), (-0.0f64).to_bits())
+    } else {
+        FloatProbe::Bits(x.to_bits())
+    }
+}
+
+/// The probe rule for an `f32` query; the bits are the `f32` bits widened to `u64`.
+pub fn float_probes_f32(x: f32) -> FloatProbe {
+    if x.is_nan() {
+        FloatProbe::AlwaysMaybe
+    } else if x == 0.0 {
+        FloatProbe::BothZeros(u64::from(0.0f32.to_bits()), u64::from((-0.0f32).to_bits()))
+    } else {
+        FloatProbe::Bits(u64::from(x.to_bits()))
+    }
+}

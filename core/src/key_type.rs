@@ -256,22 +256,42 @@ impl core::str::FromStr for KeyType {
                 _ => Err(UnknownKeyType),
             };
         }
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "any" => KeyType::Any,
-            "bytes" | "string" | "text" | "utf8" => KeyType::Bytes,
-            "u64" | "uint64" => KeyType::U64,
-            "i64" | "int64" => KeyType::I64,
-            "u32" | "uint32" => KeyType::U32,
-            "i32" | "int32" => KeyType::I32,
-            "f32" | "float" => KeyType::F32,
-            "f64" | "double" => KeyType::F64,
-            "date" | "date32" => KeyType::Date32,
-            "timestamp-ms" | "timestamp_ms" => KeyType::TimestampMillis,
-            "timestamp" | "timestamp-us" | "timestamp_us" => KeyType::TimestampMicros,
-            "timestamp-ns" | "timestamp_ns" => KeyType::TimestampNanos,
-            "uuid" => KeyType::FixedBytes(16),
-            "flow" | "5-tuple" | "tuple" => KeyType::Flow,
-            _ => return Err(UnknownKeyType),
-        })
+        let named = [
+            ("any", KeyType::Any),
+            ("bytes", KeyType::Bytes),
+            ("string", KeyType::Bytes),
+            ("text", KeyType::Bytes),
+            ("utf8", KeyType::Bytes),
+            ("u64", KeyType::U64),
+            ("uint64", KeyType::U64),
+            ("i64", KeyType::I64),
+            ("int64", KeyType::I64),
+            ("u32", KeyType::U32),
+            ("uint32", KeyType::U32),
+            ("i32", KeyType::I32),
+            ("int32", KeyType::I32),
+            ("f32", KeyType::F32),
+            ("float", KeyType::F32),
+            ("f64", KeyType::F64),
+            ("double", KeyType::F64),
+            ("date", KeyType::Date32),
+            ("date32", KeyType::Date32),
+            ("timestamp-ms", KeyType::TimestampMillis),
+            ("timestamp_ms", KeyType::TimestampMillis),
+            ("timestamp", KeyType::TimestampMicros),
+            ("timestamp-us", KeyType::TimestampMicros),
+            ("timestamp_us", KeyType::TimestampMicros),
+            ("timestamp-ns", KeyType::TimestampNanos),
+            ("timestamp_ns", KeyType::TimestampNanos),
+            ("uuid", KeyType::FixedBytes(16)),
+            ("flow", KeyType::Flow),
+            ("5-tuple", KeyType::Flow),
+            ("tuple", KeyType::Flow),
+        ];
+        named
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|&(_, t)| t)
+            .ok_or(UnknownKeyType)
     }
 }

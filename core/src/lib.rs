@@ -33,32 +33,52 @@ extern crate alloc;
 extern crate std;
 
 pub mod batch;
+pub mod counting;
 pub mod format;
 pub mod key;
 pub mod key_type;
+pub mod kind;
+pub mod kind_meta;
 pub mod layout;
 pub mod math;
 pub mod params;
 pub mod parquet;
 pub mod reference;
 pub mod stats;
+pub mod window;
 pub mod xxh64;
 
 #[cfg(feature = "alloc")]
+mod any_filter;
+#[cfg(feature = "alloc")]
 mod bitmap;
+#[cfg(feature = "alloc")]
+mod counting_filter;
 #[cfg(feature = "alloc")]
 mod filter;
 #[cfg(feature = "alloc")]
 pub mod golden;
+#[cfg(feature = "alloc")]
+mod scalable_filter;
+#[cfg(feature = "alloc")]
+mod storage;
+#[cfg(feature = "alloc")]
+mod window_filter;
 
+#[cfg(feature = "alloc")]
+pub use any_filter::AnyFilter;
 pub use batch::{BatchError, Keys, Records, Strings};
 #[cfg(feature = "alloc")]
 pub use bitmap::Bitmap;
+pub use counting::{CountingMut, RemoveError};
+#[cfg(feature = "alloc")]
+pub use counting_filter::CountingFilter;
 #[cfg(feature = "alloc")]
 pub use filter::Filter;
 pub use format::{FormatError, HashId, Header};
 pub use key::Key;
 pub use key_type::{KeyMatch, KeyType, Physical};
+pub use kind::{CounterBits, FilterKind, WindowUnit};
 pub use layout::{
     block_index, block_mask, lane_bit, lane_bits, Layout, UnknownLayout, MAX_BLOCKS, SALTS,
 };
@@ -66,5 +86,10 @@ pub use math::SizingError;
 pub use params::{MergeError, Params, Sizing};
 pub use parquet::ParquetError;
 pub use reference::{FilterMut, FilterRef, ShapeError, Word};
+#[cfg(feature = "alloc")]
+pub use scalable_filter::ScalableFilter;
 pub use stats::Stats;
+pub use window::{WindowMut, WindowState};
+#[cfg(feature = "alloc")]
+pub use window_filter::WindowFilter;
 pub use xxh64::{xxh64, xxh64_u64};

@@ -171,3 +171,206 @@ pub fn estimate_keys(layout: Layout, blocks: u32, set_bits: u64) -> Option<f64> 
 pub fn estimate_intersection(keys_a: f64, keys_b: f64, keys_union: f64) -> f64 {
     (keys_a + keys_b - keys_union).max(0.0)
 }
+
+/// Probability that a counter of a counting filter with `keys` keys in `blocks` blocks of
+/// `layout` has reached `max` (and so sticks there).
+///
+/// A key adds 1 to one counter in each lane of its block, so a given counter receives on
+/// average `μ = n / (z × W)` increments, Poisson distributed (the block's Poisson load thinned
+/// by `1 / W`; the blocked layout does not change this marginal). The probability is
+/// `P(Poisson(μ) ≥ max)`. For 4-bit counters at the optimal load `μ = ln 2` it is about 1.6e-15
+/// per counter (Fan et al. give the bound `(e·μ/16)^16`).
+pub fn counter_saturation_probability(layout: Layout, blocks: u32, keys: u64, max: u32) -> f64 {
+    if keys == 0 {
+        return 0.0;
+    }
+    let mu = keys as f64 / (f64::from(blocks) * f64::from(layout.word_bits()));
+    if mu >= SATURATION_LOAD {
+        return 1.0;
+    }
+    // P(X >= max) = 1 - sum_{x < max} pmf(x); for small tails sum the tail directly for accuracy.
+    let log_mu = log(mu);
+    let pmf = |x: u32| exp(-mu + f64::from(x) * log_mu - lgamma(f64::from(x) + 1.0));
+    if mu < f64::from(max) {
+        let mut tail = 0.0;
+        let mut x = max;
+        loop {
+            let p = pmf(x);
+            tail += p;
+            if p < tail * 1e-17 || x > max + 4096 {
+                break;
+            }
+            x += 1;
+        }
+        tail.clamp(0.0, 1.0)
+    } else {
+        let below: f64 = (0..max).map(pmf).sum();
+        (1.0 - below).clamp(0.0, 1.0)
+    }
+}
+
+/// Stable false-positive rate of a stable Bloom filter (Deng and Rafiei, 2006) in the paper's
+/// model, where a key's `k` cells are independent: `(1 − P0)^K` with
+/// `P0 = (1 / (1 + 1 / (P (1/K − 1/m))))^Max`, the probability that a cell is 0 at the stable
+/// point. On the blocked layout a key's cells share a block, which makes them positively
+/// correlated and the rate higher: see [`stable_false_positive_rate`].
+pub fn stable_false_positive_rate_unblocked(cells: u64, k: u32, max: u32, decrements: u32) -> f64 {
+    let (m, kf, p) = (cells as f64, f64::from(k), f64::from(decrements));
+    let sub = p * (1.0 / kf - 1.0 / m);
+    if sub <= 0.0 {
+        return 1.0;
+    }
+    let p0 = pow(1.0 / (1.0 + 1.0 / sub), f64::from(max));
+    pow(1.0 - p0, kf).clamp(0.0, 1.0)
+}
+
+/// Stable false-positive rate of a stable filter on the blocked layout: `blocks` blocks of
+/// `layout` (`K = L` cells per key, one per lane of one block), counters of maximum `max`, and
+/// `decrements` (`P`) cells decremented per insert, once it has reached its stable point.
+///
+/// Derivation. Looking back from now, inserts land in a query's block as a Poisson process of
+/// rate `a = 1/z` (per insert), and each such insert sets each of the query's `K` cells to `Max`
+/// with probability `w = 1/W`, independently per lane; each cell is decremented as a Poisson
+/// process of rate `d = P / m` (`m = z·L·W` cells). A cell is positive iff it was set before
+/// `Max` decrements hit it, i.e. before its own Erlang(Max, d) "deadline" `S_i`. So with
+/// `A(s)` the block's arrivals by time `s` and `v = 1 − w`,
+/// `FPR = E[Π_i (1 − v^{A(S_i)})] = Σ_t (−1)^t C(K, t) G(t)`, and by Campbell's theorem for the
+/// Poisson process `G(t) = E[exp(−a·w Σ_{k=1..t} v^{t−k} S_(k))]` over the order statistics of
+/// `t` deadlines. `G` is evaluated by nested quadrature (cumulative trapezoid on 8192 points of
+/// the scaled Erlang density). With independent cells (`v^{t−k}` taken as 1) this reduces to
+/// the paper's formula ([`stable_false_positive_rate_unblocked`]); the blocked rate is higher
+/// (e.g. 0.0251 against 0.0195 for 8x32, 4096 blocks, 4-bit counters, P = 123), and it is the
+/// one measurements match (see the `kinds` tests).
+#[cfg(feature = "alloc")]
+pub fn stable_false_positive_rate(layout: Layout, blocks: u32, max: u32, decrements: u32) -> f64 {
+    use alloc::vec;
+    const N: usize = 8192;
+    let k = layout.lanes() as i32;
+    let w = 1.0 / f64::from(layout.word_bits());
+    let v = 1.0 - w;
+    let m = f64::from(blocks) * layout.block_bits() as f64;
+    let a = 1.0 / f64::from(blocks);
+    let d = f64::from(decrements) / m;
+    let mf = f64::from(max);
+    // Scaled deadlines x = d·S ~ Gamma(Max, 1): grid [0, Max + 14 √Max + 20].
+    let top = mf + 14.0 * sqrt(mf) + 20.0;
+    let h = top / N as f64;
+    let log_g: alloc::vec::Vec<f64> = (0..=N)
+        .map(|i| {
+            let x = i as f64 * h;
+            if i == 0 {
+                f64::NEG_INFINITY
+            } else {
+                (mf - 1.0) * log(x) - x - lgamma(mf)
+            }
+        })
+        .collect();
+    let mut total = 0.0;
+    let mut binom = 1.0; // C(K, t)
+    let mut fact = 1.0; // t!
+    for t in 0..=k {
+        if t > 0 {
+            binom = binom * f64::from(k - t + 1) / f64::from(t);
+            fact *= f64::from(t);
+        }
+        // I_j(x) = ∫_0^x g(y) e^{-β_j y} I_{j-1}(y) dy, β_j = a w v^{t-j} / d.
+        let mut prev = vec![1.0f64; N + 1];
+        let mut next = vec![0.0f64; N + 1];
+        for j in 1..=t {
+            let beta = a * w * pow(v, f64::from(t - j)) / d;
+            let f = |i: usize| exp(log_g[i] - beta * i as f64 * h) * prev[i];
+            let mut acc = 0.0;
+            let mut last = f(0);
+            next[0] = 0.0;
+            for (i, out) in next.iter_mut().enumerate().skip(1) {
+                let cur = f(i);
+                acc += 0.5 * h * (last + cur);
+                *out = acc;
+                last = cur;
+            }
+            core::mem::swap(&mut prev, &mut next);
+        }
+        let g = fact * prev[N];
+        total += if t % 2 == 0 { binom * g } else { -binom * g };
+    }
+    total.clamp(0.0, 1.0)
+}
+
+/// The smallest number of decrements per insert (P ≥ 1) for which a stable filter on the
+/// blocked layout reaches a stable false-positive rate of at most `rate`
+/// ([`stable_false_positive_rate`] is decreasing in P; bisection from the unblocked estimate).
+#[cfg(feature = "alloc")]
+pub fn stable_decrements_for_rate(layout: Layout, blocks: u32, max: u32, rate: f64) -> u32 {
+    let cells = u64::from(blocks) * layout.block_bits() as u64;
+    let kf = layout.lanes() as f64;
+    let inner = pow(1.0 - pow(rate, 1.0 / kf), -1.0 / f64::from(max)) - 1.0;
+    let guess = 1.0 / (inner * (1.0 / kf - 1.0 / cells as f64));
+    let guess = if guess.is_finite() {
+        guess.clamp(1.0, 1e9) as u32
+    } else {
+        1
+    };
+    let meets = |p: u32| stable_false_positive_rate(layout, blocks, max, p) <= rate;
+    let (mut lo, mut hi) = (guess.max(1), guess.max(1));
+    while !meets(hi) {
+        lo = hi;
+        hi = hi.saturating_mul(2);
+        if hi == u32::MAX {
+            return hi;
+        }
+    }
+    if meets(lo) {
+        return lo;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if meets(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// Worst-case false-positive rate of a sliding-window filter: `generations + 1` generations of
+/// `blocks` blocks, each holding up to `span` keys (a key is found if one generation has all its
+/// bits): `1 − (1 − FPR(z, span))^(g + 1)`.
+pub fn window_false_positive_rate(layout: Layout, blocks: u32, span: u64, generations: u16) -> f64 {
+    let f = false_positive_rate(layout, blocks, span);
+    (1.0 - pow(1.0 - f, f64::from(generations) + 1.0)).clamp(0.0, 1.0)
+}
+
+/// The fewest blocks per generation for which a sliding window of `generations` generations of
+/// `span` keys meets `rate` (see [`window_false_positive_rate`]).
+pub fn blocks_for_window_rate(
+    layout: Layout,
+    span: u64,
+    generations: u16,
+    rate: f64,
+) -> Result<u32, SizingError> {
+    if !(rate > 0.0 && rate < 1.0) {
+        return Err(SizingError::BadRate(rate));
+    }
+    // The per-generation rate that gives `rate` over g + 1 generations.
+    let per = 1.0 - pow(1.0 - rate, 1.0 / (f64::from(generations) + 1.0));
+    let z = blocks_for_rate(layout, span.max(1), per)?;
+    Ok(z)
+}
+
+/// Capacity of stage `stage` of a scalable filter that starts at `initial` keys and grows by
+/// `growth`: `initial × growth^stage` (saturating).
+pub fn scalable_stage_capacity(initial: u64, growth: u8, stage: u32) -> u64 {
+    let mut c = initial.max(1);
+    for _ in 0..stage {
+        c = c.saturating_mul(u64::from(growth.max(2)));
+    }
+    c
+}
+
+/// False-positive rate target of stage `stage` of a scalable filter for an overall `rate` and
+/// tightening ratio `r`: `rate × (1 − r) × r^stage`, so that the compound rate
+/// `1 − Π (1 − P_i)` stays below `rate` for any number of stages (Almeida et al., 2007).
+pub fn scalable_stage_rate(rate: f64, tightening: f64, stage: u32) -> f64 {
+    rate * (1.0 - tightening) * pow(tightening, f64::from(stage))
+}

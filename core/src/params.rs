@@ -10,6 +10,7 @@ use core::fmt;
 use crate::format::HashId;
 use crate::key::Key;
 use crate::key_type::{KeyMatch, KeyType};
+use crate::kind::FilterKind;
 use crate::layout::Layout;
 use crate::math::{self, SizingError};
 
@@ -31,6 +32,8 @@ pub struct Params {
     pub hash: HashId,
     /// What the keys are ([`KeyType::Any`] when not recorded).
     pub key_type: KeyType,
+    /// The kind of filter (static by default) and its parameters.
+    pub kind: FilterKind,
 }
 
 /// How to size a new filter.
@@ -56,6 +59,8 @@ pub enum MergeError {
     Hash(HashId, HashId),
     /// Different key types (with different byte forms, or one side not recorded).
     KeyType(KeyType, KeyType),
+    /// Different kinds of filter (or the same kind with different parameters).
+    Kind(FilterKind, FilterKind),
 }
 
 impl fmt::Display for MergeError {
@@ -68,6 +73,7 @@ impl fmt::Display for MergeError {
             MergeError::KeyType(a, b) => {
                 write!(f, "incompatible filters: keys of type {a} vs {b}")
             }
+            MergeError::Kind(a, b) => write!(f, "incompatible filters: {a} vs {b}"),
         }
     }
 }
@@ -83,6 +89,7 @@ impl Params {
             seed: 0,
             hash: HashId::Xxh64,
             key_type: KeyType::Any,
+            kind: FilterKind::Static,
         }
     }
 
@@ -97,6 +104,13 @@ impl Params {
     #[must_use]
     pub const fn with_key_type(mut self, key_type: KeyType) -> Params {
         self.key_type = key_type;
+        self
+    }
+
+    /// The same parameters with filter kind `kind`.
+    #[must_use]
+    pub const fn with_kind(mut self, kind: FilterKind) -> Params {
+        self.kind = kind;
         self
     }
 
@@ -163,6 +177,9 @@ impl Params {
         }
         if self.seed != other.seed {
             return Err(MergeError::Seed(self.seed, other.seed));
+        }
+        if self.kind != other.kind {
+            return Err(MergeError::Kind(self.kind, other.kind));
         }
         match self.key_type.check_query(other.key_type) {
             KeyMatch::Same | KeyMatch::Unchecked => Ok(()),

@@ -198,6 +198,42 @@ impl<'a, W: Word> FilterRef<'a, W> {
     pub fn count_ones(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.ones())).sum()
     }
+
+    /// The false-positive rate of these very bits for a random absent key:
+    /// `(1/z) Σ_blocks Π_lanes (set bits of the lane / W)` (a random key picks a uniform block and,
+    /// in each lane, a uniform bit). Unlike [`Params::expected_fpr`], which averages over every
+    /// filter that `n` keys could give, this needs no key count (e.g. after a union) and includes
+    /// the luck of this filter's block loads.
+    pub fn fpr_from_bits(&self) -> f64 {
+        let layout = self.params.layout;
+        let w = layout.word_bits() as usize;
+        let per_lane = w / W::BITS as usize; // storage words per lane (W ≥ storage width here)
+        let lane_words = |lane: &[W]| lane.iter().map(|x| x.ones()).sum::<u32>();
+        let mut total = 0.0;
+        if per_lane == 0 {
+            // 32-bit lanes in 64-bit storage: two lanes per word.
+            let block_words = layout.block_bits() / W::BITS as usize;
+            for block in self.words.chunks_exact(block_words) {
+                let mut p = 1.0;
+                for lane in 0..layout.lanes() {
+                    let (word, half) = (lane / 2, lane % 2);
+                    let x = block[word];
+                    let ones = (0..32).filter(|&b| x.bit(b + 32 * half as u32)).count();
+                    p *= ones as f64 / w as f64;
+                }
+                total += p;
+            }
+        } else {
+            for block in self.words.chunks_exact(per_lane * layout.lanes()) {
+                let p: f64 = block
+                    .chunks_exact(per_lane)
+                    .map(|lane| f64::from(lane_words(lane)) / w as f64)
+                    .product();
+                total += p;
+            }
+        }
+        total / f64::from(self.params.blocks)
+    }
 }
 
 /// A mutable view of a filter: its [`Params`] and its words.

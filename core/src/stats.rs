@@ -28,6 +28,11 @@ pub struct Stats {
     pub bits_per_key: Option<f64>,
     /// Whether the Parquet split-block form can express the filter.
     pub parquet_compatible: bool,
+    /// Counters stuck at their maximum (counting and stable filters).
+    pub saturated: Option<u64>,
+    /// The false-positive rate of the filter's actual bits (see
+    /// [`FilterRef::fpr_from_bits`](crate::FilterRef::fpr_from_bits)), when computed.
+    pub fpr_from_bits: Option<f64>,
 }
 
 impl Stats {
@@ -50,6 +55,8 @@ impl Stats {
                 .filter(|&n| n > 0)
                 .map(|n| math::bits_per_key(params.layout, params.blocks, n)),
             parquet_compatible: params.parquet_compatible(),
+            saturated: None,
+            fpr_from_bits: None,
         }
     }
 }

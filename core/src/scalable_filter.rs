@@ -1,0 +1,226 @@
+//! Owning scalable filters (behind `alloc`): a chain of split-block filters that grows with the
+//! keys while the false-positive rate stays under its target (Almeida, Baquero, Preguiça and
+//! Hutchison, 2007).
+//!
+//! Stage `i` holds up to `n0 × s^i` keys and is sized for the rate `P × (1 − r) × r^i`, so that
+//! the compound rate `1 − Π (1 − P_i)` stays below `P` however many stages there are. Keys go
+//! into the last stage; a full last stage gets a successor. A key is found if any stage has it.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::filter::Filter;
+use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::key::Key;
+use crate::kind::FilterKind;
+use crate::kind_meta::{self, pad64, ScalableMeta, META_LEN, STAGE_LEN};
+use crate::layout::Layout;
+use crate::math::{self, SizingError};
+use crate::params::Params;
+use crate::stats::Stats;
+
+/// A scalable filter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalableFilter {
+    params: Params,
+    meta: ScalableMeta,
+    stages: Vec<Filter>,
+}
+
+impl ScalableFilter {
+    /// An empty scalable filter: stage 0 holds `initial` keys, each stage `growth` times more
+    /// (at least 2), with tightening ratio `tightening` (0 < r < 1; stored in 1/256 steps), for
+    /// an overall false-positive rate of at most `rate`. The base parameters give the layout,
+    /// seed, hash and key type (their block count is ignored).
+    pub fn new(
+        base: Params,
+        initial: u64,
+        rate: f64,
+        growth: u8,
+        tightening: f64,
+    ) -> Result<ScalableFilter, SizingError> {
+        if !(rate > 0.0 && rate < 1.0) {
+            return Err(SizingError::BadRate(rate));
+        }
+        let t = libm::round(tightening.clamp(0.0, 1.0) * 256.0).clamp(1.0, 255.0) as u8;
+        let meta = ScalableMeta {
+            growth: growth.max(2),
+            tightening: t,
+            rate,
+            initial_capacity: initial.max(1),
+        };
+        let kind = FilterKind::Scalable {
+            growth: meta.growth,
+            tightening: t,
+        };
+        let mut f = ScalableFilter {
+            params: base.with_kind(kind),
+            meta,
+            stages: Vec::new(),
+        };
+        f.grow()?;
+        Ok(f)
+    }
+
+    fn tightening(&self) -> f64 {
+        f64::from(self.meta.tightening) / 256.0
+    }
+
+    /// Capacity of stage `i`.
+    pub fn stage_capacity(&self, i: usize) -> u64 {
+        math::scalable_stage_capacity(self.meta.initial_capacity, self.meta.growth, i as u32)
+    }
+
+    /// Appends an empty stage sized for its capacity and rate.
+    fn grow(&mut self) -> Result<(), SizingError> {
+        let i = self.stages.len();
+        let rate = math::scalable_stage_rate(self.meta.rate, self.tightening(), i as u32);
+        let cap = self.stage_capacity(i);
+        let blocks = math::blocks_for_rate(self.params.layout, cap, rate)?;
+        let p = Params {
+            blocks,
+            kind: FilterKind::Static,
+            ..self.params
+        };
+        if i == 0 {
+            self.params.blocks = blocks;
+        }
+        self.stages.push(Filter::new(p));
+        Ok(())
+    }
+
+    /// The parameters (kind included; the block count is stage 0's).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The stages, oldest first.
+    pub fn stages(&self) -> &[Filter] {
+        &self.stages
+    }
+
+    /// The overall false-positive rate target.
+    pub fn target_rate(&self) -> f64 {
+        self.meta.rate
+    }
+
+    /// Keys inserted in all stages.
+    pub fn key_count(&self) -> u64 {
+        self.stages.iter().filter_map(Filter::key_count).sum()
+    }
+
+    /// Inserts a key by its hash, adding a stage first when the last is full. Fails only when
+    /// the next stage would exceed the largest filter.
+    pub fn insert_hash(&mut self, hash: u64) -> Result<(), SizingError> {
+        let last = self.stages.len() - 1;
+        if self.stages[last].key_count().unwrap_or(0) >= self.stage_capacity(last) {
+            self.grow()?;
+        }
+        self.stages
+            .last_mut()
+            .expect("at least one stage")
+            .insert_hash(hash);
+        Ok(())
+    }
+
+    /// Inserts a key; see [`ScalableFilter::insert_hash`].
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K) -> Result<(), SizingError> {
+        self.insert_hash(self.params.hash_key(key))
+    }
+
+    /// Whether the key with `hash` may be present (in any stage).
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.stages.iter().any(|s| s.contains_hash(hash))
+    }
+
+    /// Whether a key may be present.
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.params.hash_key(key))
+    }
+
+    /// Expected false-positive rate: `1 − Π (1 − FPR_i)` over the stages with their key counts.
+    pub fn expected_fpr(&self) -> f64 {
+        1.0 - self
+            .stages
+            .iter()
+            .map(|s| 1.0 - s.expected_fpr(s.key_count()))
+            .product::<f64>()
+    }
+
+    /// Statistics summed over the stages, with the compound rate.
+    pub fn stats(&self) -> Stats {
+        let ones = self.stages.iter().map(Filter::count_ones).sum();
+        let mut s = Stats::new(self.params, Some(self.key_count()), 0);
+        s.bytes = self.stages.iter().map(|f| f.byte_len() as u64).sum();
+        s.ones = ones;
+        s.fill_ratio = ones as f64 / (s.bytes as f64 * 8.0);
+        s.estimated_keys = None;
+        s.expected_fpr = self.expected_fpr();
+        s.bits_per_key =
+            (s.keys.unwrap_or(0) > 0).then(|| s.bytes as f64 * 8.0 / self.key_count() as f64);
+        s
+    }
+
+    /// The whole file: header, metadata with the stage table, one image per stage.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        let meta_len = pad64((META_LEN + STAGE_LEN * self.stages.len()) as u64) as usize;
+        let mut payload = vec![0u8; meta_len];
+        let table: Vec<(u32, u64)> = self
+            .stages
+            .iter()
+            .map(|s| (s.blocks(), s.key_count().unwrap_or(0)))
+            .collect();
+        kind_meta::scalable_meta(&self.meta, &table, &mut payload);
+        for s in &self.stages {
+            payload.extend_from_slice(&s.to_image());
+            payload.resize(payload.len().div_ceil(64) * 64, 0);
+        }
+        let header = Header {
+            params: self.params,
+            keys: Some(self.key_count()),
+            meta_len: meta_len as u64,
+        };
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(&header.encode(&payload));
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Reads a whole scalable filter file; any fault is an error.
+    pub fn from_file_bytes(file: &[u8]) -> Result<ScalableFilter, FormatError> {
+        let (header, payload) = format::parse(file)?;
+        let p = header.params;
+        if !matches!(p.kind, FilterKind::Scalable { .. }) {
+            return Err(FormatError::WrongKind {
+                expected: "scalable",
+                found: p.kind.name(),
+            });
+        }
+        let meta_bytes = &payload[..header.meta_len as usize];
+        let (meta, table) = kind_meta::decode_scalable(meta_bytes);
+        let mut at = header.meta_len as usize;
+        let mut stages = Vec::new();
+        for (blocks, keys) in table {
+            let sp = Params {
+                blocks,
+                kind: FilterKind::Static,
+                ..p
+            };
+            let len = sp.byte_len() as usize;
+            let mut f = Filter::from_image(&payload[at..at + len], Header::new(sp, Some(keys)))?;
+            f.set_key_count(Some(keys));
+            stages.push(f);
+            at += pad64(len as u64) as usize;
+        }
+        Ok(ScalableFilter {
+            params: p,
+            meta,
+            stages,
+        })
+    }
+
+    /// The layout of every stage.
+    pub fn layout(&self) -> Layout {
+        self.params.layout
+    }
+}

@@ -1,0 +1,209 @@
+//! Owning sliding-window filters (behind `alloc`): membership over the last N keys or T
+//! nanoseconds.
+
+use alloc::vec::Vec;
+
+use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::key::Key;
+use crate::kind::{FilterKind, WindowUnit};
+use crate::kind_meta::{self, META_LEN};
+use crate::layout::Layout;
+use crate::math::{self, SizingError};
+use crate::params::Params;
+use crate::stats::Stats;
+use crate::storage::Words;
+use crate::window::{self, window_words, WindowMut, WindowState};
+
+/// A sliding-window filter: `g + 1` rotating generations of split-block images (see
+/// [`window`]).
+#[derive(Clone)]
+pub struct WindowFilter {
+    params: Params,
+    keys: Option<u64>,
+    state: WindowState,
+    words: Words,
+}
+
+impl core::fmt::Debug for WindowFilter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WindowFilter")
+            .field("params", &self.params)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for WindowFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params
+            && self.keys == other.keys
+            && self.state == other.state
+            && self.words() == other.words()
+    }
+}
+
+impl WindowFilter {
+    /// An empty window filter with these parameters, or `None` if `params.kind` is not a window
+    /// with at least one generation and a positive span.
+    pub fn new(params: Params) -> Option<WindowFilter> {
+        match params.kind {
+            FilterKind::Window {
+                generations, span, ..
+            } if generations > 0 && span > 0 => {}
+            _ => return None,
+        }
+        let params = Params {
+            blocks: params.blocks.max(1),
+            ..params
+        };
+        Some(WindowFilter {
+            params,
+            keys: Some(0),
+            state: WindowState::default(),
+            words: Words::zeroed(window_words(&params)),
+        })
+    }
+
+    /// A window over the last `window` keys in `generations` generations, sized so that its
+    /// worst-case false-positive rate is at most `rate` (see
+    /// [`math::window_false_positive_rate`]).
+    pub fn for_keys(
+        window: u64,
+        generations: u16,
+        rate: f64,
+        layout: Layout,
+    ) -> Result<WindowFilter, SizingError> {
+        let g = generations.max(1);
+        let span = window.max(1).div_ceil(u64::from(g));
+        let blocks = math::blocks_for_window_rate(layout, span, g, rate)?;
+        Ok(
+            WindowFilter::new(Params::new(layout, blocks).with_kind(FilterKind::Window {
+                generations: g,
+                unit: WindowUnit::Keys,
+                span,
+            }))
+            .expect("a window kind"),
+        )
+    }
+
+    /// The parameters (kind included).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The rotation state.
+    pub fn state(&self) -> WindowState {
+        self.state
+    }
+
+    /// Keys inserted since the filter was made, if known.
+    pub fn key_count(&self) -> Option<u64> {
+        self.keys
+    }
+
+    /// The storage words: `g + 1` generations interleaved by block.
+    pub fn words(&self) -> &[u32] {
+        self.words.as_slice()
+    }
+
+    /// A mutable view, for the bulk backends (the key count is not updated).
+    pub fn as_view_mut(&mut self) -> WindowMut<'_> {
+        WindowMut::new(self.params, self.words.as_mut_slice(), &mut self.state)
+            .expect("a WindowFilter has the shape of its parameters")
+    }
+
+    /// Inserts a key by its hash (a window counted in keys; a time window takes
+    /// [`WindowFilter::insert_hash_at`]).
+    pub fn insert_hash(&mut self, hash: u64) {
+        self.as_view_mut().insert_hash(hash);
+        self.keys = self.keys.map(|k| k.saturating_add(1));
+    }
+
+    /// Inserts a key.
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K) {
+        self.insert_hash(self.params.hash_key(key));
+    }
+
+    /// Inserts a key by its hash, seen at `nanos` (time windows rotate by it).
+    pub fn insert_hash_at(&mut self, hash: u64, nanos: u64) {
+        self.as_view_mut().insert_hash_at(hash, nanos);
+        self.keys = self.keys.map(|k| k.saturating_add(1));
+    }
+
+    /// Inserts a key seen at `nanos`.
+    pub fn insert_at<K: Key + ?Sized>(&mut self, key: &K, nanos: u64) {
+        self.insert_hash_at(self.params.hash_key(key), nanos);
+    }
+
+    /// Whether the key with `hash` may be in the window.
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        window::window_contains_hash(&self.params, self.words.as_slice(), hash)
+    }
+
+    /// Whether a key may be in the window.
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.params.hash_key(key))
+    }
+
+    /// Statistics over all generations, with the worst-case window rate.
+    pub fn stats(&self) -> Stats {
+        let ones = self.words().iter().map(|w| u64::from(w.count_ones())).sum();
+        let mut s = Stats::new(self.params, self.keys, ones);
+        let gens = window::generations(&self.params);
+        s.bytes *= gens;
+        s.fill_ratio /= gens as f64;
+        if let FilterKind::Window {
+            generations,
+            unit: WindowUnit::Keys,
+            span,
+        } = self.params.kind
+        {
+            s.expected_fpr = math::window_false_positive_rate(
+                self.params.layout,
+                self.params.blocks,
+                span,
+                generations,
+            );
+            let window = span.saturating_mul(u64::from(generations));
+            s.bits_per_key = Some(s.bytes as f64 * 8.0 / window as f64);
+        }
+        s.estimated_keys = None;
+        s
+    }
+
+    /// The whole file: header, kind metadata (with the rotation state), the generations.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(META_LEN + self.words().len() * 4 + 64);
+        payload.extend_from_slice(&kind_meta::encode_meta(self.params.kind, Some(&self.state)));
+        self.words.write_le(&mut payload, true);
+        let header = Header {
+            params: self.params,
+            keys: self.keys,
+            meta_len: META_LEN as u64,
+        };
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(&header.encode(&payload));
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Reads a whole window filter file; any fault is an error.
+    pub fn from_file_bytes(file: &[u8]) -> Result<WindowFilter, FormatError> {
+        let (header, payload) = format::parse(file)?;
+        let p = header.params;
+        if !matches!(p.kind, FilterKind::Window { .. }) {
+            return Err(FormatError::WrongKind {
+                expected: "window",
+                found: p.kind.name(),
+            });
+        }
+        let at = header.meta_len as usize;
+        let len = window_words(&p) as usize * 4;
+        Ok(WindowFilter {
+            params: p,
+            keys: header.keys,
+            state: kind_meta::decode_window_state(&payload[..at]),
+            words: Words::from_le_bytes(&payload[at..at + len]),
+        })
+    }
+}
