@@ -102,7 +102,7 @@ impl Key for f32 {
     const TYPE: KeyType = KeyType::F32;
     /// The 4 little-endian bytes of the IEEE 754 bits, as every Parquet writer hashes a `FLOAT`
     /// (no normalization: `-0.0` and `0.0` differ, as do NaN payloads; see
-    /// [`float_probes`](crate::key::float_probes) for lookups that treat them as SQL does).
+    /// [`float_probes`] for lookups that treat them as SQL does).
     #[inline]
     fn key_hash(&self, seed: u64) -> u64 {
         xxh64(&self.to_bits().to_le_bytes(), seed)
@@ -112,7 +112,7 @@ impl Key for f32 {
 impl Key for f64 {
     const TYPE: KeyType = KeyType::F64;
     /// The 8 little-endian bytes of the IEEE 754 bits, as every Parquet writer hashes a `DOUBLE`
-    /// (no normalization; see [`float_probes`](crate::key::float_probes)).
+    /// (no normalization; see [`float_probes`]).
     #[inline]
     fn key_hash(&self, seed: u64) -> u64 {
         xxh64_u64(self.to_bits(), seed)
