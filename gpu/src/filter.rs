@@ -11,7 +11,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use crate::kernel::{names, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, THREADS};
+use crate::kernel::{
+    names, Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, THREADS,
+};
 use crate::{compile, context, GpuError, Target};
 
 /// Keys per chunk when streaming host input (a multiple of 64, so bitmap words never straddle).
@@ -63,7 +65,7 @@ fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kernels>, GpuEr
         .load_module(ptx)
         .map_err(|e| GpuError::cuda("cuModuleLoadData", 0, e))?;
     let mut f = HashMap::new();
-    for name in names::ALL {
+    for name in Kernel::ALL.map(Kernel::name) {
         let func = module
             .load_function(name)
             .map_err(|e| GpuError::cuda("cuModuleGetFunction", 0, e))?;
