@@ -120,32 +120,6 @@ impl Kernel {
     }
 }
 
-/// Kernel entry point names, for the launch code in `filter.rs`.
-pub(crate) mod names {
-    use super::Kernel;
-    pub const INSERT_U64: &str = Kernel::InsertU64.name();
-    pub const INSERT_HASH: &str = Kernel::InsertHash.name();
-    pub const INSERT_RECORDS: &str = Kernel::InsertRecords.name();
-    pub const INSERT_STRINGS: &str = Kernel::InsertStrings.name();
-    pub const CONTAINS_U64: &str = Kernel::ContainsU64.name();
-    pub const CONTAINS_HASH: &str = Kernel::ContainsHash.name();
-    pub const CONTAINS_RECORDS: &str = Kernel::ContainsRecords.name();
-    pub const CONTAINS_STRINGS: &str = Kernel::ContainsStrings.name();
-    pub const BITMAP_U64: &str = Kernel::BitmapU64.name();
-    pub const BITMAP_HASH: &str = Kernel::BitmapHash.name();
-    pub const BITMAP_RECORDS: &str = Kernel::BitmapRecords.name();
-    pub const BITMAP_STRINGS: &str = Kernel::BitmapStrings.name();
-    pub const UNION: &str = Kernel::Union.name();
-    pub const INTERSECT: &str = Kernel::Intersect.name();
-    pub const FILL_RANDOM: &str = Kernel::FillRandom.name();
-    pub const SPEED_OF_LIGHT: &str = Kernel::SpeedOfLight.name();
-    pub const INSERT_U64_BULK: &str = Kernel::InsertU64Bulk.name();
-    pub const INSERT_HASH_BULK: &str = Kernel::InsertHashBulk.name();
-    pub const PART_HIST: &str = Kernel::PartHist.name();
-    pub const PART_SCAN: &str = Kernel::PartScan.name();
-    pub const PART_SCATTER: &str = Kernel::PartScatter.name();
-}
-
 /// The prelude of `#define`s for `layout`: every constant the `.cu` files use, from core.
 fn prelude(layout: Layout) -> String {
     let lanes = layout.lanes();

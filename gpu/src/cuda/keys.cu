@@ -2,7 +2,7 @@
 // u64 keys and caller hashes: KEYS_PER_THREAD (BL_KPT) keys per thread, loads first so that they
 // are in flight together; MODE 0 = u64 keys (hashed), 1 = caller hashes (used as they are).
 // Records and strings: one thread per key. Records: key i is data[i*width, (i+1)*width).
-// Strings: key i is data[offsets[i]-base, offsets[i+1]-base); the host checks the offsets first.
+// Strings: key i is data[offsets[i]-base, offsets[i+1]-base), of data_len bytes in all.
 __device__ __forceinline__ u64 bl_key_hash(u64 k, u64 seed, int mode) {
   return mode == 0 ? bl_hash_u64(k, seed) : k;
 }
@@ -112,25 +112,27 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_hash(const u3
 __device__ __forceinline__ u64 bl_record_hash(const u8* data, u64 width, u64 i, u64 seed) {
   return bl_xxh64(data + i * width, width, seed);
 }
-__device__ __forceinline__ u64 bl_string_hash(const u8* data, const u64* offsets, u64 base, u64 i, u64 seed) {
-  u64 a = offsets[i] - base, b = offsets[i + 1] - base;
-  return bl_xxh64(data + a, b - a, seed);
+// The host checks string offsets before a launch; the clamps keep even offsets that are out of
+// order or out of range (say, overwritten behind the check's back) inside data[0, data_len).
+__device__ __forceinline__ u64 bl_string_hash(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 i, u64 seed) {
+  u64 a = min(offsets[i] - base, data_len), b = min(offsets[i + 1] - base, data_len);
+  return bl_xxh64(data + a, b > a ? b - a : 0, seed);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_records(u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
   if (i < n) bl_insert_hashed(words, blocks, bl_record_hash(data, width, i, seed));
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed) {
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed));
+  if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u8* out) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
   if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed));
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed));
+  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u32* bits) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
@@ -138,9 +140,9 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const
   u32 m = __ballot_sync(0xffffffffu, r);
   if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed)) : false;
+  bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed)) : false;
   u32 m = __ballot_sync(0xffffffffu, r);
   if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
 }
