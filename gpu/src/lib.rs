@@ -105,3 +105,20 @@ pub fn probe() -> Result<DeviceInfo, GpuError> {
         compute_capability: (major as u32, minor as u32),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_stay_send_and_sync() {
+        // The host crate moves filters and buffers across threads; the split must keep that.
+        send_sync::<GpuFilter>();
+        send_sync::<DeviceBuffer<u64>>();
+        send_sync::<PinnedBuffer<u64>>();
+        send_sync::<GpuStream>();
+        send_sync::<GpuError>();
+    }
+}

@@ -473,3 +473,32 @@ fn device_string_offsets_are_checked_before_launch() {
     });
     assert!(matches!(r, Err(GpuError::Batch(_))), "{r:?}");
 }
+
+#[test]
+fn lookups_on_another_stream_wait_for_queued_inserts() {
+    if !common::gpu("lookups_on_another_stream_wait_for_queued_inserts") {
+        return;
+    }
+    // Inserts hand the kernels the filter's words mutably, so a lookup queued on another stream
+    // right after an asynchronous insert waits for it (cudarc's events), for every insert path.
+    for kernel in [
+        InsertKernel::Atomic,
+        InsertKernel::BulkReduce,
+        InsertKernel::Partitioned,
+    ] {
+        let keys = DeviceBuffer::random_u64(1 << 20, 99).unwrap();
+        let mut g = GpuFilter::new(Params::new(Layout::L8x32, 1 << 16).with_seed(3)).unwrap();
+        g.set_insert_kernel(kernel);
+        let (s1, s2) = (GpuStream::new().unwrap(), GpuStream::new().unwrap());
+        g.insert_device_async(DeviceKeys::U64(&keys), &s1).unwrap();
+        let mut out = DeviceBuffer::<u8>::zeros(keys.len()).unwrap();
+        g.contains_device_async(DeviceKeys::U64(&keys), &mut out, &s2)
+            .unwrap();
+        s2.synchronize().unwrap();
+        assert!(
+            out.to_host().unwrap().iter().all(|&b| b == 1),
+            "{kernel:?}: a lookup ran before the insert it follows"
+        );
+        s1.synchronize().unwrap();
+    }
+}
