@@ -48,7 +48,8 @@ fn check(what: &'static str, r: sys::nvrtcResult) -> Result<(), GpuError> {
 pub fn nvrtc_version() -> Result<(i32, i32), GpuError> {
     loader::require_nvrtc()?;
     let (mut major, mut minor) = (0, 0);
-    // SAFETY: two valid out-pointers; NVRTC is loaded (checked above).
+    // SAFETY: NVRTC is loaded (`require_nvrtc` above); `major` and `minor` are live `i32`s that
+    // NVRTC writes one value each into.
     check("nvrtcVersion", unsafe {
         sys::nvrtcVersion(&mut major, &mut minor)
     })?;
@@ -59,12 +60,14 @@ pub fn nvrtc_version() -> Result<(i32, i32), GpuError> {
 pub fn supported_archs() -> Result<Vec<u32>, GpuError> {
     loader::require_nvrtc()?;
     let mut n = 0;
-    // SAFETY: valid out-pointer; NVRTC is loaded.
+    // SAFETY: NVRTC is loaded (`require_nvrtc` above); `n` is a live `i32` NVRTC writes the
+    // count into.
     check("nvrtcGetNumSupportedArchs", unsafe {
         sys::nvrtcGetNumSupportedArchs(&mut n)
     })?;
     let mut archs = vec![0i32; n.max(0) as usize];
-    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
+    // SAFETY: NVRTC writes exactly the `n` architectures it just reported, and `archs` holds `n`
+    // writable `i32`s (none when `n` is 0, and then nothing is written).
     check("nvrtcGetSupportedArchs", unsafe {
         sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
     })?;
@@ -94,7 +97,9 @@ pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
     let src = CString::new(crate::kernel_source(layout)).expect("kernel source has no NUL");
     let name = CString::new(format!("bloomlanes_{layout}.cu")).expect("no NUL");
     let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: valid C strings that outlive the call; no headers.
+    // SAFETY: `prog` is a live out-pointer; `src` and `name` are NUL-terminated C strings that
+    // outlive the call (NVRTC copies the source); 0 headers, so the two null header arrays are
+    // never read.
     check("nvrtcCreateProgram", unsafe {
         sys::nvrtcCreateProgram(
             &mut prog,
@@ -114,7 +119,9 @@ pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
     .map(|o| CString::new(o).expect("no NUL"))
     .collect();
     let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
-    // SAFETY: `prog` was created above; `ptrs` points at live C strings.
+    // SAFETY: `prog` was created above (the `?` returned otherwise) and not destroyed; `ptrs`
+    // holds `ptrs.len()` pointers to NUL-terminated strings owned by `opts`, alive until the
+    // end of this function.
     let r = unsafe { sys::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
     let log = program_log(prog);
     let out = if r != sys::nvrtcResult::NVRTC_SUCCESS {
@@ -126,19 +133,23 @@ pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
     } else {
         image(prog, target).map(|image| Compiled { target, image, log })
     };
-    // SAFETY: `prog` is valid and destroyed once.
+    // SAFETY: `prog` was created above, is destroyed only here, and is not used afterwards
+    // (the log and image were copied into owned buffers).
     unsafe { sys::nvrtcDestroyProgram(&mut prog) };
     out
 }
 
+/// NVRTC's log of a program (created and not yet destroyed); empty if it cannot be read.
 fn program_log(prog: sys::nvrtcProgram) -> String {
     let mut size = 0usize;
-    // SAFETY: `prog` is a live program; valid out-pointer.
+    // SAFETY: the caller passes a program created and not yet destroyed; `size` is a live
+    // `usize` NVRTC writes the log size into.
     if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
         return String::new();
     }
     let mut buf = vec![0u8; size.max(1)];
-    // SAFETY: `buf` holds `size` bytes as NVRTC asked.
+    // SAFETY: the same live program; NVRTC writes the `size` bytes it just reported (the log
+    // and its NUL), and `buf` holds `size.max(1)` ≥ `size` writable bytes.
     unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char) };
     String::from_utf8_lossy(&buf)
         .trim_end_matches('\0')
@@ -146,32 +157,37 @@ fn program_log(prog: sys::nvrtcProgram) -> String {
         .to_string()
 }
 
+/// The compiled image of a program compiled without error (not yet destroyed).
 fn image(prog: sys::nvrtcProgram, target: Target) -> Result<Vec<u8>, GpuError> {
     let mut size = 0usize;
-    let mut buf;
     match target {
         Target::Cubin(_) => {
-            // SAFETY: compiled program, valid out-pointer, buffer of the reported size.
-            unsafe {
-                check("nvrtcGetCUBINSize", sys::nvrtcGetCUBINSize(prog, &mut size))?;
-                buf = vec![0u8; size];
-                check(
-                    "nvrtcGetCUBIN",
-                    sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char),
-                )?;
-            }
+            // SAFETY: `prog` is a live program that compiled without error (the caller's
+            // contract); `size` is a live `usize` NVRTC writes the CUBIN size into.
+            check("nvrtcGetCUBINSize", unsafe {
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+            })?;
+            let mut buf = vec![0u8; size];
+            // SAFETY: the same program; NVRTC writes the `size` bytes it just reported, and
+            // `buf` holds `size` writable bytes.
+            check("nvrtcGetCUBIN", unsafe {
+                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char)
+            })?;
+            Ok(buf)
         }
         Target::Ptx(_) => {
-            // SAFETY: as above, for PTX (NUL-terminated text).
-            unsafe {
-                check("nvrtcGetPTXSize", sys::nvrtcGetPTXSize(prog, &mut size))?;
-                buf = vec![0u8; size];
-                check(
-                    "nvrtcGetPTX",
-                    sys::nvrtcGetPTX(prog, buf.as_mut_ptr() as *mut c_char),
-                )?;
-            }
+            // SAFETY: `prog` is a live program that compiled without error (the caller's
+            // contract); `size` is a live `usize` NVRTC writes the PTX size (with its NUL) into.
+            check("nvrtcGetPTXSize", unsafe {
+                sys::nvrtcGetPTXSize(prog, &mut size)
+            })?;
+            let mut buf = vec![0u8; size];
+            // SAFETY: the same program; NVRTC writes the `size` bytes it just reported (the PTX
+            // text and its NUL), and `buf` holds `size` writable bytes.
+            check("nvrtcGetPTX", unsafe {
+                sys::nvrtcGetPTX(prog, buf.as_mut_ptr() as *mut c_char)
+            })?;
+            Ok(buf)
         }
     }
-    Ok(buf)
 }

@@ -49,7 +49,8 @@ pub enum GpuError {
     },
     /// The keys cannot be hashed by this filter (e.g. raw keys for a prehashed filter).
     HashMismatch(&'static str),
-    /// A malformed batch.
+    /// A malformed batch (for device-resident strings, found by the offset check that runs on
+    /// the device before the keys are used).
     Batch(BatchError),
     /// Two filters of different shape or seed.
     Incompatible(MergeError),
@@ -57,6 +58,17 @@ pub enum GpuError {
     TooLarge {
         /// Blocks asked for.
         blocks: u64,
+    },
+    /// A buffer or launch whose size cannot be expressed: `len` elements of `elem_bytes` bytes
+    /// overflow the address space, or (with `elem_bytes` 0) `len` items need more CTAs than a
+    /// grid may have.
+    TooManyElements {
+        /// What was being sized, e.g. "pinned buffer".
+        what: &'static str,
+        /// Elements (or items) asked for.
+        len: u64,
+        /// Bytes per element; 0 for a kernel launch.
+        elem_bytes: u64,
     },
 }
 
@@ -111,11 +123,35 @@ impl std::fmt::Display for GpuError {
             GpuError::TooLarge { blocks } => {
                 write!(f, "{blocks} blocks is more than a filter may have")
             }
+            GpuError::TooManyElements {
+                what,
+                len,
+                elem_bytes: 0,
+            } => write!(
+                f,
+                "{what}: {len} items need more thread blocks than a kernel launch may have"
+            ),
+            GpuError::TooManyElements {
+                what,
+                len,
+                elem_bytes,
+            } => write!(
+                f,
+                "{what}: {len} elements of {elem_bytes} bytes overflow the address space"
+            ),
         }
     }
 }
 
-impl std::error::Error for GpuError {}
+impl std::error::Error for GpuError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GpuError::Batch(e) => Some(e),
+            GpuError::Incompatible(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<MergeError> for GpuError {
     fn from(e: MergeError) -> Self {

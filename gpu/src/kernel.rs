@@ -1,12 +1,17 @@
-//! CUDA C source of the kernels, generated from the constants of `bloomlanes-core`.
+//! The CUDA source of the kernels and the list of their entry points.
 //!
-//! Nothing here retypes a salt, prime or width: every constant is formatted from
-//! [`bloomlanes_core::SALTS`], [`bloomlanes_core::xxh64`] and the [`Layout`] methods, so the kernels
-//! cannot drift from the CPU definition.
+//! The code lives in plain `.cu` files under `src/cuda/`, included at compile time. Only the
+//! constants are generated, into a prelude of `#define`s formatted from `bloomlanes-core`: the
+//! salts ([`bloomlanes_core::SALTS`]), XXH64's primes, rotations, shifts and initial accumulators
+//! ([`bloomlanes_core::xxh64`]) and the [`Layout`]'s sizes, so the kernels cannot drift from the
+//! CPU definition.
 
 use std::fmt::Write;
 
-use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+use bloomlanes_core::xxh64::{
+    lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
+    PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
+};
 use bloomlanes_core::{Layout, SALTS};
 
 /// Threads per CUDA block for every kernel.
@@ -18,504 +23,215 @@ pub const MAX_PARTITIONS: u32 = 2048;
 /// Keys per thread of the partitioned insert's scatter pass: a CTA groups `THREADS *
 /// SCATTER_KEYS_PER_THREAD` hashes by partition in shared memory before writing them out.
 pub const SCATTER_KEYS_PER_THREAD: u32 = 16;
+/// Shared memory the bulk-reduce insert stages block masks in, per CTA.
+const BULK_STAGING_BYTES: usize = 32 * 1024;
 
-/// Kernel entry points, all `extern "C"`.
-pub(crate) mod names {
-    pub const INSERT_U64: &str = "bl_insert_u64";
-    pub const INSERT_HASH: &str = "bl_insert_hash";
-    pub const INSERT_RECORDS: &str = "bl_insert_records";
-    pub const INSERT_STRINGS: &str = "bl_insert_strings";
-    pub const CONTAINS_U64: &str = "bl_contains_u64";
-    pub const CONTAINS_HASH: &str = "bl_contains_hash";
-    pub const CONTAINS_RECORDS: &str = "bl_contains_records";
-    pub const CONTAINS_STRINGS: &str = "bl_contains_strings";
-    pub const BITMAP_U64: &str = "bl_bitmap_u64";
-    pub const BITMAP_HASH: &str = "bl_bitmap_hash";
-    pub const BITMAP_RECORDS: &str = "bl_bitmap_records";
-    pub const BITMAP_STRINGS: &str = "bl_bitmap_strings";
-    pub const UNION: &str = "bl_union";
-    pub const INTERSECT: &str = "bl_intersect";
-    pub const FILL_RANDOM: &str = "bl_fill_random";
-    pub const SPEED_OF_LIGHT: &str = "bl_speed_of_light";
-    pub const INSERT_U64_BULK: &str = "bl_insert_u64_bulk";
-    pub const INSERT_HASH_BULK: &str = "bl_insert_hash_bulk";
-    pub const PART_HIST: &str = "bl_part_hist";
-    pub const PART_SCAN: &str = "bl_part_scan";
-    pub const PART_SCATTER: &str = "bl_part_scatter";
-    pub const ALL: [&str; 21] = [
-        PART_HIST,
-        PART_SCAN,
-        PART_SCATTER,
-        INSERT_U64_BULK,
-        INSERT_HASH_BULK,
-        INSERT_U64,
-        INSERT_HASH,
-        INSERT_RECORDS,
-        INSERT_STRINGS,
-        CONTAINS_U64,
-        CONTAINS_HASH,
-        CONTAINS_RECORDS,
-        CONTAINS_STRINGS,
-        BITMAP_U64,
-        BITMAP_HASH,
-        BITMAP_RECORDS,
-        BITMAP_STRINGS,
-        UNION,
-        INTERSECT,
-        FILL_RANDOM,
-        SPEED_OF_LIGHT,
-    ];
+/// The `.cu` files, in the order they are concatenated after the prelude.
+const CUDA_FILES: [(&str, &str); 6] = [
+    ("types.cu", include_str!("cuda/types.cu")),
+    ("xxh64.cu", include_str!("cuda/xxh64.cu")),
+    ("block.cu", include_str!("cuda/block.cu")),
+    ("keys.cu", include_str!("cuda/keys.cu")),
+    ("partition.cu", include_str!("cuda/partition.cu")),
+    ("util.cu", include_str!("cuda/util.cu")),
+];
+
+/// Every kernel entry point (`extern "C"` in the `.cu` files). The discriminant indexes the
+/// loaded functions of a module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    InsertU64,
+    InsertHash,
+    InsertU64Bulk,
+    InsertHashBulk,
+    InsertRecords,
+    InsertStrings,
+    ContainsU64,
+    ContainsHash,
+    ContainsRecords,
+    ContainsStrings,
+    BitmapU64,
+    BitmapHash,
+    BitmapRecords,
+    BitmapStrings,
+    PartHist,
+    PartScan,
+    PartScatter,
+    Union,
+    Intersect,
+    CheckOffsets,
+    FillRandom,
+    SpeedOfLight,
 }
 
-/// The CUDA C source of every kernel for `layout`, with the layout's constants generated from core.
-pub fn kernel_source(layout: Layout) -> String {
+impl Kernel {
+    /// Every kernel, in discriminant order.
+    pub(crate) const ALL: [Kernel; 22] = [
+        Kernel::InsertU64,
+        Kernel::InsertHash,
+        Kernel::InsertU64Bulk,
+        Kernel::InsertHashBulk,
+        Kernel::InsertRecords,
+        Kernel::InsertStrings,
+        Kernel::ContainsU64,
+        Kernel::ContainsHash,
+        Kernel::ContainsRecords,
+        Kernel::ContainsStrings,
+        Kernel::BitmapU64,
+        Kernel::BitmapHash,
+        Kernel::BitmapRecords,
+        Kernel::BitmapStrings,
+        Kernel::PartHist,
+        Kernel::PartScan,
+        Kernel::PartScatter,
+        Kernel::Union,
+        Kernel::Intersect,
+        Kernel::CheckOffsets,
+        Kernel::FillRandom,
+        Kernel::SpeedOfLight,
+    ];
+
+    /// The entry point's name in the CUDA source.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Kernel::InsertU64 => "bl_insert_u64",
+            Kernel::InsertHash => "bl_insert_hash",
+            Kernel::InsertU64Bulk => "bl_insert_u64_bulk",
+            Kernel::InsertHashBulk => "bl_insert_hash_bulk",
+            Kernel::InsertRecords => "bl_insert_records",
+            Kernel::InsertStrings => "bl_insert_strings",
+            Kernel::ContainsU64 => "bl_contains_u64",
+            Kernel::ContainsHash => "bl_contains_hash",
+            Kernel::ContainsRecords => "bl_contains_records",
+            Kernel::ContainsStrings => "bl_contains_strings",
+            Kernel::BitmapU64 => "bl_bitmap_u64",
+            Kernel::BitmapHash => "bl_bitmap_hash",
+            Kernel::BitmapRecords => "bl_bitmap_records",
+            Kernel::BitmapStrings => "bl_bitmap_strings",
+            Kernel::PartHist => "bl_part_hist",
+            Kernel::PartScan => "bl_part_scan",
+            Kernel::PartScatter => "bl_part_scatter",
+            Kernel::Union => "bl_union",
+            Kernel::Intersect => "bl_intersect",
+            Kernel::CheckOffsets => "bl_check_offsets",
+            Kernel::FillRandom => "bl_fill_random",
+            Kernel::SpeedOfLight => "bl_speed_of_light",
+        }
+    }
+}
+
+/// The prelude of `#define`s for `layout`: every constant the `.cu` files use, from core.
+fn prelude(layout: Layout) -> String {
     let lanes = layout.lanes();
-    let word_bits = layout.word_bits();
-    let shift = layout.lane_shift();
-    let block_u32s = layout.block_u32s();
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "// bloomlanes kernels for layout {layout}: generated by bloomlanes-gpu from bloomlanes-core."
-    );
-    s.push_str(
-        "typedef unsigned long long u64;\ntypedef unsigned int u32;\ntypedef unsigned char u8;\n",
-    );
-    let _ = writeln!(s, "#define BL_LANES {lanes}");
-    let _ = writeln!(s, "#define BL_WORD_BITS {word_bits}");
-    let _ = writeln!(s, "#define BL_LANE_SHIFT {shift}");
-    let _ = writeln!(s, "#define BL_BLOCK_U32S {block_u32s}");
-    let _ = writeln!(s, "#define BL_BLOCK_VEC4 {}", block_u32s / 4);
-    let _ = writeln!(s, "#define BL_THREADS {THREADS}");
-    let _ = writeln!(s, "#define BL_KPT {KEYS_PER_THREAD}");
-    let _ = writeln!(s, "#define BL_MAXP {MAX_PARTITIONS}");
-    let _ = writeln!(s, "#define BL_SKPT {SCATTER_KEYS_PER_THREAD}");
-    // Shared-memory staging slots per thread for the bulk-reduce insert: 32 KiB per CTA.
-    let slots =
-        (32 * 1024 / (THREADS as usize * layout.block_bytes())).clamp(1, KEYS_PER_THREAD as usize);
-    let _ = writeln!(s, "#define BL_SLOTS {slots}");
+    let mut define = |name: &str, value: String| {
+        let _ = writeln!(s, "#define {name} {value}");
+    };
+    define("BL_LANES", lanes.to_string());
+    define("BL_WORD_BITS", layout.word_bits().to_string());
+    define("BL_LANE_SHIFT", layout.lane_shift().to_string());
+    define("BL_BLOCK_U32S", layout.block_u32s().to_string());
+    define("BL_THREADS", THREADS.to_string());
+    define("BL_KPT", KEYS_PER_THREAD.to_string());
+    define("BL_MAXP", MAX_PARTITIONS.to_string());
+    define("BL_SKPT", SCATTER_KEYS_PER_THREAD.to_string());
+    // Shared-memory staging slots per thread of the bulk-reduce insert.
+    let slots = (BULK_STAGING_BYTES / (THREADS as usize * layout.block_bytes()))
+        .clamp(1, KEYS_PER_THREAD as usize);
+    define("BL_SLOTS", slots.to_string());
     for (i, p) in [PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5]
         .iter()
         .enumerate()
     {
-        let _ = writeln!(s, "#define BL_P{} 0x{p:016x}ull", i + 1);
+        define(&format!("BL_P{}", i + 1), format!("0x{p:016x}ull"));
     }
+    define("BL_ROUND_ROTATE", ROUND_ROTATE.to_string());
+    for (i, r) in MERGE_ROTATES.iter().enumerate() {
+        define(&format!("BL_MERGE_ROTATE{i}"), r.to_string());
+    }
+    define("BL_TAIL8_ROTATE", TAIL8_ROTATE.to_string());
+    define("BL_TAIL4_ROTATE", TAIL4_ROTATE.to_string());
+    define("BL_TAIL1_ROTATE", TAIL1_ROTATE.to_string());
+    for (i, sh) in AVALANCHE_SHIFTS.iter().enumerate() {
+        define(&format!("BL_AVALANCHE_SHIFT{i}"), sh.to_string());
+    }
+    // The initial accumulators are `seed` plus a constant (wrapping): the constants are core's
+    // values for seed 0.
+    for (i, v) in lane_init(0).iter().enumerate() {
+        define(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
+    }
+    define("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
     for (i, salt) in SALTS.iter().take(lanes).enumerate() {
-        let _ = writeln!(s, "#define BL_SALT{i} 0x{salt:08x}u");
+        define(&format!("BL_SALT{i}"), format!("0x{salt:08x}u"));
     }
-    s.push_str(COMMON);
-
-    // Lane bits: one line per lane, salts from core.
-    s.push_str("__device__ __forceinline__ void bl_bits(u32 lo, u32 b[BL_LANES]) {\n");
-    for i in 0..lanes {
-        let _ = writeln!(s, "  b[{i}] = (lo * BL_SALT{i}) >> BL_LANE_SHIFT;");
-    }
-    s.push_str("}\n");
-
-    // The block mask as u32 words of the byte image (for the bulk-reduce insert).
-    s.push_str("__device__ __forceinline__ void bl_mask(u32 lo, u32 m[BL_BLOCK_U32S]) {\n  u32 b[BL_LANES]; bl_bits(lo, b);\n");
-    for i in 0..lanes {
-        if word_bits == 32 {
-            let _ = writeln!(s, "  m[{i}] = 1u << b[{i}];");
-        } else {
-            let _ = writeln!(
-                s,
-                "  m[{}] = b[{i}] < 32 ? 1u << b[{i}] : 0u; m[{}] = b[{i}] >= 32 ? 1u << (b[{i}] - 32) : 0u;",
-                2 * i,
-                2 * i + 1
-            );
-        }
-    }
-    s.push_str("}\n");
-
-    // Insert: OR the lane bits into the block with the fewest atomics (two 32-bit lanes share one
-    // 64-bit atomic; the byte image is little-endian, so lane 2j is the low half).
-    s.push_str(
-        "__device__ __forceinline__ void bl_insert_hashed(u32* __restrict__ words, u64 blocks, u64 h) {\n\
-         \x20 u64 blk = ((h >> 32) * blocks) >> 32;\n\
-         \x20 u32 b[BL_LANES]; bl_bits((u32)h, b);\n\
-         \x20 u64* w = (u64*)(words + blk * BL_BLOCK_U32S);\n",
-    );
-    if word_bits == 32 {
-        for j in 0..lanes / 2 {
-            let _ = writeln!(
-                s,
-                "  atomicOr(w + {j}, (u64)(1u << b[{}]) | ((u64)(1u << b[{}]) << 32));",
-                2 * j,
-                2 * j + 1
-            );
-        }
-    } else {
-        for i in 0..lanes {
-            let _ = writeln!(s, "  atomicOr(w + {i}, 1ull << b[{i}]);");
-        }
-    }
-    s.push_str("}\n");
-
-    // Lookup: the whole block in 16-byte vector loads, then every lane tested.
-    s.push_str(
-        "__device__ __forceinline__ bool bl_contains_hashed(const u32* __restrict__ words, u64 blocks, u64 h) {\n\
-         \x20 u64 blk = ((h >> 32) * blocks) >> 32;\n\
-         \x20 const uint4* p = (const uint4*)(words + blk * BL_BLOCK_U32S);\n\
-         \x20 uint4 v[BL_BLOCK_VEC4];\n\
-         \x20 #pragma unroll\n\
-         \x20 for (int k = 0; k < BL_BLOCK_VEC4; k++) v[k] = __ldg(p + k);\n\
-         \x20 const u32* w = (const u32*)v;\n\
-         \x20 u32 b[BL_LANES]; bl_bits((u32)h, b);\n\
-         \x20 bool ok = true;\n",
-    );
-    if word_bits == 32 {
-        for i in 0..lanes {
-            let _ = writeln!(s, "  ok &= (w[{i}] >> b[{i}]) & 1u;");
-        }
-    } else {
-        for i in 0..lanes {
-            let _ = writeln!(
-                s,
-                "  ok &= (((u64)w[{}] | ((u64)w[{}] << 32)) >> b[{i}]) & 1ull;",
-                2 * i,
-                2 * i + 1
-            );
-        }
-    }
-    s.push_str("  return ok;\n}\n");
-    s.push_str(KERNELS);
+    let list: Vec<String> = (0..lanes).map(|i| format!("BL_SALT{i}")).collect();
+    define("BL_SALTS", list.join(", "));
     s
 }
 
-/// Layout-independent helpers: XXH64 (constants from the defines above).
-const COMMON: &str = r#"
-__device__ __forceinline__ u64 bl_rotl(u64 x, int r) { return (x << r) | (x >> (64 - r)); }
-__device__ __forceinline__ u64 bl_round(u64 acc, u64 input) {
-  acc += input * BL_P2; acc = bl_rotl(acc, 31); return acc * BL_P1;
-}
-__device__ __forceinline__ u64 bl_merge(u64 acc, u64 val) {
-  acc ^= bl_round(0, val); return acc * BL_P1 + BL_P4;
-}
-__device__ __forceinline__ u64 bl_avalanche(u64 h) {
-  h ^= h >> 33; h *= BL_P2; h ^= h >> 29; h *= BL_P3; return h ^ (h >> 32);
-}
-__device__ __forceinline__ u64 bl_hash_u64(u64 key, u64 seed) {
-  u64 h = seed + BL_P5 + 8ull;
-  h ^= bl_round(0, key);
-  h = bl_rotl(h, 27) * BL_P1 + BL_P4;
-  return bl_avalanche(h);
-}
-__device__ __forceinline__ u64 bl_ld64(const u8* p) {
-  u64 v = 0;
-  #pragma unroll
-  for (int i = 0; i < 8; i++) v |= (u64)p[i] << (8 * i);
-  return v;
-}
-__device__ __forceinline__ u32 bl_ld32(const u8* p) {
-  return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
-}
-__device__ u64 bl_xxh64(const u8* p, u64 len, u64 seed) {
-  const u8* end = p + len;
-  u64 h;
-  if (len >= 32) {
-    u64 v1 = seed + BL_P1 + BL_P2, v2 = seed + BL_P2, v3 = seed, v4 = seed - BL_P1;
-    while (end - p >= 32) {
-      v1 = bl_round(v1, bl_ld64(p)); v2 = bl_round(v2, bl_ld64(p + 8));
-      v3 = bl_round(v3, bl_ld64(p + 16)); v4 = bl_round(v4, bl_ld64(p + 24));
-      p += 32;
+/// The CUDA C source of every kernel for `layout`: the generated prelude of constants, then the
+/// `.cu` files of this crate.
+pub fn kernel_source(layout: Layout) -> String {
+    let mut s = format!(
+        "// bloomlanes kernels for layout {layout}: constants generated by bloomlanes-gpu from \
+         bloomlanes-core, code from bloomlanes-gpu/src/cuda.\n"
+    );
+    s.push_str(&prelude(layout));
+    for (name, text) in CUDA_FILES {
+        let _ = writeln!(s, "// ---- {name}");
+        s.push_str(text);
     }
-    h = bl_rotl(v1, 1) + bl_rotl(v2, 7) + bl_rotl(v3, 12) + bl_rotl(v4, 18);
-    h = bl_merge(h, v1); h = bl_merge(h, v2); h = bl_merge(h, v3); h = bl_merge(h, v4);
-  } else {
-    h = seed + BL_P5;
-  }
-  h += len;
-  while (end - p >= 8) { h ^= bl_round(0, bl_ld64(p)); h = bl_rotl(h, 27) * BL_P1 + BL_P4; p += 8; }
-  if (end - p >= 4) { h ^= (u64)bl_ld32(p) * BL_P1; h = bl_rotl(h, 23) * BL_P2 + BL_P3; p += 4; }
-  while (p < end) { h ^= (u64)(*p) * BL_P5; h = bl_rotl(h, 11) * BL_P1; p++; }
-  return bl_avalanche(h);
+    s
 }
-"#;
 
-/// The kernels. `mode` 0 = u64 keys, 1 = caller hashes; records and strings hash bytes.
-const KERNELS: &str = r#"
-__device__ __forceinline__ u64 bl_key_hash(u64 k, u64 seed, int mode) {
-  return mode == 0 ? bl_hash_u64(k, seed) : k;
-}
-template <int MODE>
-__device__ __forceinline__ void bl_insert_keys(u32* __restrict__ words, u64 blocks,
-    const u64* __restrict__ keys, u64 n, u64 seed) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) bl_insert_hashed(words, blocks, bl_key_hash(k[j], seed, MODE));
-  }
-}
-template <int MODE>
-__device__ __forceinline__ void bl_contains_keys(const u32* __restrict__ words, u64 blocks,
-    const u64* __restrict__ keys, u64 n, u64 seed, u8* __restrict__ out) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  bool r[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    r[j] = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
-  }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
-}
-template <int MODE>
-__device__ __forceinline__ void bl_bitmap_keys(const u32* __restrict__ words, u64 blocks,
-    const u64* __restrict__ keys, u64 n, u64 seed, u32* __restrict__ bits) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
-    u32 m = __ballot_sync(0xffffffffu, r);
-    if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
-  }
-}
-// Insert by TMA bulk reduction (sm_90+): the block mask is staged in shared memory and ORed into
-// the filter with one cp.reduce.async.bulk per key instead of one atomic per lane word.
-template <int MODE>
-__device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64 blocks,
-    const u64* __restrict__ keys, u64 n, u64 seed) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ __align__(128) u32 sm[BL_THREADS * BL_SLOTS * BL_BLOCK_U32S];
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    u32* my = sm + (threadIdx.x * BL_SLOTS + (j % BL_SLOTS)) * BL_BLOCK_U32S;
-    u32 saddr = (u32)__cvta_generic_to_shared(my);
-    if (i < n) {
-      u64 h = bl_key_hash(k[j], seed, MODE);
-      u64 blk = ((h >> 32) * blocks) >> 32;
-      u32 m[BL_BLOCK_U32S]; bl_mask((u32)h, m);
-      // Before reusing a slot, the bulk op that read it must be done reading.
-      if (j >= BL_SLOTS) asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(BL_SLOTS - 1) : "memory");
-      #pragma unroll
-      for (int t = 0; t < BL_BLOCK_U32S; t += 4) *(uint4*)(my + t) = make_uint4(m[t], m[t + 1], m[t + 2], m[t + 3]);
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.or.b64 [%0], [%1], %2;"
-                   :: "l"(words + blk * BL_BLOCK_U32S), "r"(saddr), "n"(BL_BLOCK_U32S * 4) : "memory");
-      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_is_defined_once_in_the_source() {
+        let s = kernel_source(Layout::L8x32);
+        for (i, k) in Kernel::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{k:?}: ALL is in discriminant order");
+            let entry = format!("__launch_bounds__(BL_THREADS) {}(", k.name());
+            assert_eq!(s.matches(&entry).count(), 1, "{}", k.name());
+        }
+        assert_eq!(
+            s.matches("extern \"C\" __global__").count(),
+            Kernel::ALL.len(),
+            "every entry point is listed in Kernel"
+        );
     }
-  }
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-#else
-  bl_insert_keys<MODE>(words, blocks, keys, n, seed);
-#endif
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys_bulk<0>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys_bulk<1>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys<0>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys<1>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
-  bl_contains_keys<0>(words, blocks, keys, n, seed, out);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
-  bl_contains_keys<1>(words, blocks, keys, n, seed, out);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
-  bl_bitmap_keys<0>(words, blocks, keys, n, seed, bits);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
-  bl_bitmap_keys<1>(words, blocks, keys, n, seed, bits);
-}
-// Byte keys: one thread per key. Records: key i is data[i*width, (i+1)*width).
-// Strings: key i is data[offsets[i]-base, offsets[i+1]-base).
-__device__ __forceinline__ u64 bl_record_hash(const u8* data, u64 width, u64 i, u64 seed) {
-  return bl_xxh64(data + i * width, width, seed);
-}
-__device__ __forceinline__ u64 bl_string_hash(const u8* data, const u64* offsets, u64 base, u64 i, u64 seed) {
-  u64 a = offsets[i] - base, b = offsets[i + 1] - base;
-  return bl_xxh64(data + a, b - a, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_records(u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) bl_insert_hashed(words, blocks, bl_record_hash(data, width, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u32* bits) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  bool r = i < n ? bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed)) : false;
-  u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, offsets, base, i, seed)) : false;
-  u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_union(u32* a, const u32* b, u64 n) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) a[i] |= b[i];
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_intersect(u32* a, const u32* b, u64 n) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) a[i] &= b[i];
-}
-// ---- Partitioned insert -------------------------------------------------------------------
-// Partition p of `parts` holds the hashes whose block-index input (h >> 32) lies in the p-th of
-// `parts` equal ranges. The block index ((h >> 32) * blocks) >> 32 is monotonic in (h >> 32), so
-// each partition covers a contiguous range of about blocks / parts blocks (neighbours may share
-// one block; OR is order-independent, so that is harmless).
-__device__ __forceinline__ u32 bl_part(u64 h, u32 parts) { return (u32)(((h >> 32) * parts) >> 32); }
-// Pass 1: histogram of partitions (shared-memory counts, flushed once per CTA; grid-stride).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_hist(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ counts) {
-  __shared__ u32 hist[BL_MAXP];
-  for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) hist[p] = 0;
-  __syncthreads();
-  u64 stride = (u64)gridDim.x * (BL_THREADS * BL_KPT);
-  for (u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x; base < n; base += stride) {
-    u64 k[BL_KPT];
-    #pragma unroll
-    for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-    #pragma unroll
-    for (int j = 0; j < BL_KPT; j++) {
-      u64 i = base + j * BL_THREADS;
-      if (i < n) atomicAdd(&hist[bl_part(bl_key_hash(k[j], seed, mode), parts)], 1u);
+
+    #[test]
+    fn the_cuda_files_use_no_literal_constant_of_core() {
+        // The hash constants must come from the prelude, never be retyped in a `.cu` file.
+        let mut retyped = Vec::new();
+        for p in [PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5] {
+            retyped.push(format!("{p:x}"));
+        }
+        retyped.extend(SALTS.iter().map(|s| format!("{s:x}")));
+        for (name, text) in CUDA_FILES {
+            let lower = text.to_ascii_lowercase();
+            for c in &retyped {
+                assert!(!lower.contains(c.as_str()), "{name} retypes {c}");
+            }
+        }
     }
-  }
-  __syncthreads();
-  for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) { u32 c = hist[p]; if (c) atomicAdd(counts + p, c); }
-}
-// Exclusive scan across the CTA: returns the sum of `sum` over the threads before this one.
-// `warp_sums` is BL_THREADS / 32 words of shared scratch, free again when this returns.
-__device__ __forceinline__ u32 bl_block_scan(u32 sum, u32* warp_sums) {
-  u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, x = sum;
-  #pragma unroll
-  for (int off = 1; off < 32; off <<= 1) { u32 y = __shfl_up_sync(0xffffffffu, x, off); if (lane >= off) x += y; }
-  if (lane == 31) warp_sums[warp] = x;
-  __syncthreads();
-  u32 before = 0;
-  #pragma unroll
-  for (int w = 0; w < BL_THREADS / 32; w++) before += w < (int)warp ? warp_sums[w] : 0u;
-  __syncthreads();
-  return before + x - sum;
-}
-#define BL_PER (BL_MAXP / BL_THREADS)
-// Pass 2: cursor[p] = sum of counts[0..p) (one CTA).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scan(const u32* __restrict__ counts, u32 parts, u32* __restrict__ cursor) {
-  __shared__ u32 warp_sums[BL_THREADS / 32];
-  u32 v[BL_PER], sum = 0;
-  #pragma unroll
-  for (int j = 0; j < BL_PER; j++) { u32 p = threadIdx.x * BL_PER + j; v[j] = p < parts ? counts[p] : 0u; sum += v[j]; }
-  u32 run = bl_block_scan(sum, warp_sums);
-  #pragma unroll
-  for (int j = 0; j < BL_PER; j++) { u32 p = threadIdx.x * BL_PER + j; if (p < parts) cursor[p] = run; run += v[j]; }
-}
-// Pass 3: each CTA hashes a tile of BL_THREADS * BL_SKPT keys, groups the hashes by partition in
-// shared memory, reserves one range per partition present with one atomic on its cursor, and
-// writes the grouped tile out (runs of consecutive addresses: coalesced).
-#define BL_TILE (BL_THREADS * BL_SKPT)
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out) {
-  __shared__ u32 start[BL_MAXP];  // counts, then the tile-local start of each partition
-  __shared__ u32 gbase[BL_MAXP];  // global position of the partition's run minus its local start
-  __shared__ u64 tile[BL_TILE];
-  for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) start[p] = 0;
-  __syncthreads();
-  u64 base = (u64)blockIdx.x * BL_TILE;
-  u64 h[BL_SKPT];
-  u32 pr[BL_SKPT];
-  #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) { u64 i = base + j * BL_THREADS + threadIdx.x; h[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) {
-    u64 i = base + j * BL_THREADS + threadIdx.x;
-    if (i < n) {
-      h[j] = bl_key_hash(h[j], seed, mode);
-      u32 p = bl_part(h[j], parts);
-      pr[j] = (p << 16) | atomicAdd(&start[p], 1u);
+
+    #[test]
+    fn initial_accumulators_are_seed_plus_the_generated_constants() {
+        for seed in [0u64, 1, 0x1234_5678_9abc_def0, u64::MAX] {
+            let base = lane_init(0);
+            let want = lane_init(seed);
+            for i in 0..4 {
+                assert_eq!(
+                    seed.wrapping_add(base[i]),
+                    want[i],
+                    "seed {seed:#x}, lane {i}"
+                );
+            }
+            assert_eq!(seed.wrapping_add(short_init(0)), short_init(seed));
+        }
     }
-  }
-  __syncthreads();
-  u32 v[BL_PER], sum = 0;
-  #pragma unroll
-  for (int j = 0; j < BL_PER; j++) { u32 p = threadIdx.x * BL_PER + j; v[j] = p < parts ? start[p] : 0u; sum += v[j]; }
-  // gbase is not written yet: lend its first words to the scan (48 KiB of static shared in all).
-  u32 run = bl_block_scan(sum, gbase);
-  #pragma unroll
-  for (int j = 0; j < BL_PER; j++) {
-    u32 p = threadIdx.x * BL_PER + j;
-    if (p < parts) {
-      start[p] = run;
-      if (v[j]) gbase[p] = atomicAdd(cursor + p, v[j]) - run;
-    }
-    run += v[j];
-  }
-  __syncthreads();
-  #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) {
-    u64 i = base + j * BL_THREADS + threadIdx.x;
-    if (i < n) tile[start[pr[j] >> 16] + (pr[j] & 0xffffu)] = h[j];
-  }
-  __syncthreads();
-  u32 m = (u32)min((u64)BL_TILE, n - base);
-  for (u32 t = threadIdx.x; t < m; t += BL_THREADS) {
-    u64 x = tile[t];
-    out[gbase[bl_part(x, parts)] + t] = x;
-  }
 }
-// SplitMix64 keys: key i = mix(seed + (i + 1) * golden).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_fill_random(u64* keys, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
-  if (i < n) {
-    u64 z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    keys[i] = z ^ (z >> 31);
-  }
-}
-// Speed of light for a lookup: read the key, one random 32-byte-aligned 32-byte read from a
-// buffer of `sectors` sectors, write one byte. Same thread shape as the lookups.
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const uint4* buf, u64 sectors, const u64* keys, u64 n, u8* out) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  u8 r[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) {
-      u64 s = ((k[j] >> 32) * sectors) >> 32;
-      uint4 a = __ldg(buf + 2 * s), b = __ldg(buf + 2 * s + 1);
-      r[j] = ((a.x | a.y | a.z | a.w | b.x | b.y | b.z | b.w) & 1u) != 0;
-    } else r[j] = 0;
-  }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
-}
-"#;

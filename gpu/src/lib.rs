@@ -14,21 +14,43 @@
 //! panicking. NVRTC (`libnvrtc.so.13`) is found on the library search path or through the
 //! [`NVRTC_ENV`] variable (a file or folder, e.g. the `nvidia/cu13/lib` folder of the
 //! `nvidia-cuda-nvrtc` wheel).
+//!
+//! # Rooms
+//! - `kernel`: the CUDA source (`src/cuda/*.cu`, included at compile time) and the prelude of
+//!   constants generated from core; `compile`: NVRTC; `module`: the loaded kernels per layout.
+//! - `launch`: the one launcher of the key kernels, for every (operation × key form).
+//! - `buffer`, `pinned`, `stream`: device memory, page-locked host memory, streams and timers.
+//! - `device_keys`: keys in device memory and the checks that run before they are used.
+//! - `partition`: the partitioned insert. `pipeline`: the host-memory pipeline.
+//! - `filter`: [`GpuFilter`], whose methods tie the rooms together.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
+mod buffer;
 mod compile;
+mod device_keys;
 mod error;
 mod filter;
 mod kernel;
+mod launch;
 mod loader;
+mod module;
+mod partition;
+mod pinned;
+mod pipeline;
+mod stream;
 
+pub use buffer::DeviceBuffer;
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
+pub use device_keys::DeviceKeys;
 pub use error::GpuError;
-pub use filter::{
-    DeviceBuffer, DeviceKeys, GpuFilter, GpuStream, InsertKernel, PinnedBuffer, Timer,
-};
+pub use filter::GpuFilter;
 pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
+pub use partition::InsertKernel;
+pub use pinned::PinnedBuffer;
+pub use stream::{GpuStream, Timer};
 
 use std::sync::{Arc, Mutex};
 
@@ -82,4 +104,21 @@ pub fn probe() -> Result<DeviceInfo, GpuError> {
         memory_bytes,
         compute_capability: (major as u32, minor as u32),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_stay_send_and_sync() {
+        // The host crate moves filters and buffers across threads; the split must keep that.
+        send_sync::<GpuFilter>();
+        send_sync::<DeviceBuffer<u64>>();
+        send_sync::<PinnedBuffer<u64>>();
+        send_sync::<GpuStream>();
+        send_sync::<GpuError>();
+    }
 }

@@ -22,7 +22,9 @@ static NVRTC_OK: OnceLock<()> = OnceLock::new();
 /// Whether a CUDA driver library can be loaded. Never panics.
 pub fn driver_present() -> bool {
     *DRIVER.get_or_init(|| {
-        // SAFETY: `is_culib_present` only tries `dlopen` on the candidate names and closes them.
+        // SAFETY: `is_culib_present` has no preconditions: it only tries `dlopen` on cudarc's
+        // candidate names of the driver library and closes what it opened; a panic inside is
+        // caught.
         catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
     })
 }
@@ -90,7 +92,8 @@ pub fn preload_nvrtc(path: &Path) -> Result<(), GpuError> {
     }
     let mut keep = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
     for f in files {
-        // SAFETY: loading NVRTC runs its initialisers only; it is a plain C library.
+        // SAFETY: `f` names an NVRTC library file (or its builtins) chosen above by name; loading
+        // it runs only NVRTC's own initialisers, which have no preconditions on this process.
         let lib = unsafe { libloading::Library::new(&f) }
             .map_err(|e| GpuError::NoNvrtc(format!("could not load {}: {e}", f.display())))?;
         keep.push(lib);
@@ -107,7 +110,8 @@ pub fn require_nvrtc() -> Result<(), GpuError> {
     if let Some(p) = std::env::var_os(NVRTC_ENV) {
         preload_nvrtc(Path::new(&p))?;
     }
-    // SAFETY: `is_culib_present` only tries `dlopen` on the candidate names.
+    // SAFETY: `is_culib_present` has no preconditions: it only tries `dlopen` on cudarc's
+    // candidate names of NVRTC and closes what it opened; a panic inside is caught.
     let present = catch_unwind(AssertUnwindSafe(|| unsafe {
         cudarc::nvrtc::sys::is_culib_present()
     }))

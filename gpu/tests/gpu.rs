@@ -397,3 +397,108 @@ fn too_large_for_the_device_is_a_clear_error() {
         other => panic!("expected OutOfMemory, got {other:?}"),
     }
 }
+
+#[test]
+fn device_string_offsets_are_checked_before_launch() {
+    if !common::gpu("device_string_offsets_are_checked_before_launch") {
+        return;
+    }
+    let params = Params::new(Layout::L8x32, 101).with_seed(5);
+    let data = b"the quick brown fox".to_vec();
+    let dd = DeviceBuffer::from_host(&data).unwrap();
+    let len = data.len() as u64;
+    // Out of order, past the end, past the end at the last offset, and a valid batch.
+    for offsets in [
+        vec![0u64, 4, 3, 9],
+        vec![0, 4, len + 1, len],
+        vec![0, 4, 9, len + 7],
+        vec![0, 4, 9, len],
+    ] {
+        let want = Strings::new(&data, &offsets).map(|_| ());
+        let doff = DeviceBuffer::from_host(&offsets).unwrap();
+        let keys = DeviceKeys::Strings {
+            data: &dd,
+            offsets: &doff,
+        };
+        let mut g = GpuFilter::new(params).unwrap();
+        let got = g.insert_device(keys);
+        let mut out = DeviceBuffer::<u8>::zeros(offsets.len() - 1).unwrap();
+        let looked = g.contains_device(keys, &mut out);
+        let mut bits = DeviceBuffer::<u64>::zeros(1).unwrap();
+        let s = GpuStream::new().unwrap();
+        let bitmap = g.contains_bitmap_device_async(keys, &mut bits, &s);
+        s.synchronize().unwrap();
+        match want {
+            Err(e) => {
+                // The same error as core's check, and nothing inserted.
+                for r in [&got, &looked, &bitmap] {
+                    assert_eq!(r, &Err(GpuError::Batch(e)), "{offsets:?}");
+                }
+                let d = g.download().unwrap();
+                assert_eq!(d.to_image(), Filter::new(params).to_image(), "{offsets:?}");
+                assert_eq!(d.key_count(), Some(0));
+            }
+            Ok(()) => {
+                got.unwrap();
+                looked.unwrap();
+                bitmap.unwrap();
+                let mut f = Filter::new(params);
+                let keys = Keys::Strings(Strings::new(&data, &offsets).unwrap());
+                core_insert(&mut f, keys);
+                assert_eq!(g.download().unwrap().to_image(), f.to_image());
+                assert!(out.to_host().unwrap().iter().all(|&b| b == 1));
+            }
+        }
+    }
+    // Partitioning takes u64 keys or hashes only, whatever the offsets.
+    let doff = DeviceBuffer::from_host(&[0u64, 99]).unwrap();
+    let mut g = GpuFilter::new(params).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeros(1).unwrap();
+    let s = GpuStream::new().unwrap();
+    assert!(matches!(
+        g.partition_device_async(
+            DeviceKeys::Strings {
+                data: &dd,
+                offsets: &doff
+            },
+            &mut out,
+            &s
+        ),
+        Err(GpuError::HashMismatch(_))
+    ));
+    // Malformed records are refused on the host.
+    let r = g.insert_device(DeviceKeys::Records {
+        data: &dd,
+        width: 7,
+    });
+    assert!(matches!(r, Err(GpuError::Batch(_))), "{r:?}");
+}
+
+#[test]
+fn lookups_on_another_stream_wait_for_queued_inserts() {
+    if !common::gpu("lookups_on_another_stream_wait_for_queued_inserts") {
+        return;
+    }
+    // Inserts hand the kernels the filter's words mutably, so a lookup queued on another stream
+    // right after an asynchronous insert waits for it (cudarc's events), for every insert path.
+    for kernel in [
+        InsertKernel::Atomic,
+        InsertKernel::BulkReduce,
+        InsertKernel::Partitioned,
+    ] {
+        let keys = DeviceBuffer::random_u64(1 << 20, 99).unwrap();
+        let mut g = GpuFilter::new(Params::new(Layout::L8x32, 1 << 16).with_seed(3)).unwrap();
+        g.set_insert_kernel(kernel);
+        let (s1, s2) = (GpuStream::new().unwrap(), GpuStream::new().unwrap());
+        g.insert_device_async(DeviceKeys::U64(&keys), &s1).unwrap();
+        let mut out = DeviceBuffer::<u8>::zeros(keys.len()).unwrap();
+        g.contains_device_async(DeviceKeys::U64(&keys), &mut out, &s2)
+            .unwrap();
+        s2.synchronize().unwrap();
+        assert!(
+            out.to_host().unwrap().iter().all(|&b| b == 1),
+            "{kernel:?}: a lookup ran before the insert it follows"
+        );
+        s1.synchronize().unwrap();
+    }
+}

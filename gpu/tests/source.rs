@@ -2,7 +2,10 @@
 
 mod common;
 
-use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+use bloomlanes_core::xxh64::{
+    lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
+    PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
+};
 use bloomlanes_core::{Layout, SALTS};
 use bloomlanes_gpu::{compile, kernel_source, Target};
 
@@ -22,6 +25,46 @@ fn source_carries_core_constants() {
             .enumerate()
         {
             assert!(s.contains(&format!("#define BL_P{} 0x{p:016x}ull", i + 1)));
+        }
+        let has = |name: &str, value: String| {
+            let line = format!("#define {name} {value}\n");
+            assert!(s.contains(&line), "{layout}: missing {line:?}");
+        };
+        has("BL_ROUND_ROTATE", ROUND_ROTATE.to_string());
+        for (i, r) in MERGE_ROTATES.iter().enumerate() {
+            has(&format!("BL_MERGE_ROTATE{i}"), r.to_string());
+        }
+        has("BL_TAIL8_ROTATE", TAIL8_ROTATE.to_string());
+        has("BL_TAIL4_ROTATE", TAIL4_ROTATE.to_string());
+        has("BL_TAIL1_ROTATE", TAIL1_ROTATE.to_string());
+        for (i, sh) in AVALANCHE_SHIFTS.iter().enumerate() {
+            has(&format!("BL_AVALANCHE_SHIFT{i}"), sh.to_string());
+        }
+        for (i, v) in lane_init(0).iter().enumerate() {
+            has(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
+        }
+        has("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
+        let salts: Vec<String> = (0..layout.lanes()).map(|i| format!("BL_SALT{i}")).collect();
+        has("BL_SALTS", salts.join(", "));
+        // Every constant is defined once, and the hash code uses the defines, not literals.
+        for name in [
+            "BL_ROUND_ROTATE",
+            "BL_TAIL8_ROTATE",
+            "BL_P1 ",
+            "BL_LANE_SHIFT ",
+        ] {
+            assert_eq!(s.matches(&format!("#define {name}")).count(), 1, "{name}");
+        }
+        for retyped in [
+            "bl_rotl(acc, 31)",
+            "bl_rotl(h, 27)",
+            "h >> 33",
+            "seed + BL_P5",
+        ] {
+            assert!(
+                !s.contains(retyped),
+                "{layout}: the source retypes {retyped:?}"
+            );
         }
         assert!(s.contains(&format!("#define BL_LANES {}\n", layout.lanes())));
         assert!(s.contains(&format!("#define BL_WORD_BITS {}\n", layout.word_bits())));
@@ -49,7 +92,14 @@ fn nvrtc_compiles_every_layout() {
                 let ptx = String::from_utf8_lossy(&c.image);
                 assert!(ptx.contains(".entry bl_contains_u64"), "{layout}");
                 assert!(ptx.contains(".entry bl_insert_strings"), "{layout}");
-                for entry in ["bl_part_hist", "bl_part_scan", "bl_part_scatter"] {
+                for entry in [
+                    "bl_part_hist",
+                    "bl_part_scan",
+                    "bl_part_scatter",
+                    "bl_check_offsets",
+                    "bl_bitmap_strings",
+                    "bl_insert_hash_bulk",
+                ] {
                     assert!(
                         ptx.contains(&format!(".entry {entry}")),
                         "{layout}: {entry}"

@@ -1,0 +1,148 @@
+// The key kernels: insert, lookup into bytes, lookup into a bitmap, for each key form.
+// u64 keys and caller hashes: KEYS_PER_THREAD (BL_KPT) keys per thread, loads first so that they
+// are in flight together; MODE 0 = u64 keys (hashed), 1 = caller hashes (used as they are).
+// Records and strings: one thread per key. Records: key i is data[i*width, (i+1)*width).
+// Strings: key i is data[offsets[i]-base, offsets[i+1]-base), of data_len bytes in all.
+__device__ __forceinline__ u64 bl_key_hash(u64 k, u64 seed, int mode) {
+  return mode == 0 ? bl_hash_u64(k, seed) : k;
+}
+template <int MODE>
+__device__ __forceinline__ void bl_insert_keys(u32* __restrict__ words, u64 blocks,
+    const u64* __restrict__ keys, u64 n, u64 seed) {
+  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
+  u64 k[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    if (i < n) bl_insert_hashed(words, blocks, bl_key_hash(k[j], seed, MODE));
+  }
+}
+template <int MODE>
+__device__ __forceinline__ void bl_contains_keys(const u32* __restrict__ words, u64 blocks,
+    const u64* __restrict__ keys, u64 n, u64 seed, u8* __restrict__ out) {
+  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
+  u64 k[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  bool r[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    r[j] = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
+  }
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
+}
+template <int MODE>
+__device__ __forceinline__ void bl_bitmap_keys(const u32* __restrict__ words, u64 blocks,
+    const u64* __restrict__ keys, u64 n, u64 seed, u32* __restrict__ bits) {
+  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
+  u64 k[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
+    u32 m = __ballot_sync(0xffffffffu, r);
+    if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+  }
+}
+// Insert by TMA bulk reduction (sm_90+): the block mask is staged in shared memory and ORed into
+// the filter with one cp.reduce.async.bulk per key instead of one atomic per lane word.
+template <int MODE>
+__device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64 blocks,
+    const u64* __restrict__ keys, u64 n, u64 seed) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ __align__(128) u32 sm[BL_THREADS * BL_SLOTS * BL_BLOCK_U32S];
+  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
+  u64 k[BL_KPT];
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    u32* my = sm + (threadIdx.x * BL_SLOTS + (j % BL_SLOTS)) * BL_BLOCK_U32S;
+    u32 saddr = (u32)__cvta_generic_to_shared(my);
+    if (i < n) {
+      u64 h = bl_key_hash(k[j], seed, MODE);
+      u64 blk = bl_block(h, blocks);
+      u32 m[BL_BLOCK_U32S]; bl_mask((u32)h, m);
+      // Before reusing a slot, the bulk op that read it must be done reading.
+      if (j >= BL_SLOTS) asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(BL_SLOTS - 1) : "memory");
+      #pragma unroll
+      for (int t = 0; t < BL_BLOCK_U32S; t += 4) *(uint4*)(my + t) = make_uint4(m[t], m[t + 1], m[t + 2], m[t + 3]);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.or.b64 [%0], [%1], %2;"
+                   :: "l"(words + blk * BL_BLOCK_U32S), "r"(saddr), "n"(BL_BLOCK_U32S * 4) : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+  bl_insert_keys<MODE>(words, blocks, keys, n, seed);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys_bulk<0>(words, blocks, keys, n, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys_bulk<1>(words, blocks, keys, n, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys<0>(words, blocks, keys, n, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
+  bl_insert_keys<1>(words, blocks, keys, n, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
+  bl_contains_keys<0>(words, blocks, keys, n, seed, out);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
+  bl_contains_keys<1>(words, blocks, keys, n, seed, out);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
+  bl_bitmap_keys<0>(words, blocks, keys, n, seed, bits);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
+  bl_bitmap_keys<1>(words, blocks, keys, n, seed, bits);
+}
+__device__ __forceinline__ u64 bl_record_hash(const u8* data, u64 width, u64 i, u64 seed) {
+  return bl_xxh64(data + i * width, width, seed);
+}
+// The host checks string offsets before a launch; the clamps keep even offsets that are out of
+// order or out of range (say, overwritten behind the check's back) inside data[0, data_len).
+__device__ __forceinline__ u64 bl_string_hash(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 i, u64 seed) {
+  u64 a = min(offsets[i] - base, data_len), b = min(offsets[i + 1] - base, data_len);
+  return bl_xxh64(data + a, b > a ? b - a : 0, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_records(u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) bl_insert_hashed(words, blocks, bl_record_hash(data, width, i, seed));
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u8* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed));
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u32* bits) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  bool r = i < n ? bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed)) : false;
+  u32 m = __ballot_sync(0xffffffffu, r);
+  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed)) : false;
+  u32 m = __ballot_sync(0xffffffffu, r);
+  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+}

@@ -1,0 +1,4 @@
+// Integer types of every kernel file.
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned char u8;

@@ -1,0 +1,370 @@
+//! The one launcher of the key kernels: every (operation × key form) goes through
+//! [`launch_keys`], which picks the kernel, checks every length the kernel relies on and pushes
+//! the arguments in the order of the `.cu` signatures.
+//!
+//! The kernels (src/cuda/keys.cu) all take `(words, blocks, <keys>, n, seed[, out])` with
+//! `<keys>` one of `keys` (u64 keys or hashes), `data, width` (records) or
+//! `data, data_len, offsets, base` (strings).
+
+use bloomlanes_core::Params;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
+
+use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
+use crate::module::{grid, Kernels};
+use crate::GpuError;
+
+/// The unpartitioned insert kernels of u64 keys and hashes (records and strings always use
+/// atomics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DirectInsert {
+    /// One atomic OR per 64-bit word of the block.
+    Atomic,
+    /// One bulk reduction of the block mask per key (sm_90+; atomics on older devices).
+    BulkReduce,
+}
+
+/// A batch of keys in device memory, as kernel arguments.
+#[derive(Debug)]
+pub(crate) enum KeyArgs<'a> {
+    /// u64 keys, hashed on the device.
+    U64(CudaView<'a, u64>),
+    /// Caller-supplied hashes.
+    Hashes(CudaView<'a, u64>),
+    /// `data.len() / width` records of `width` bytes.
+    Records {
+        /// The record bytes.
+        data: CudaView<'a, u8>,
+        /// Record width in bytes.
+        width: usize,
+    },
+    /// `offsets.len() - 1` strings: string `i` is `data[offsets[i] - base .. offsets[i + 1] -
+    /// base]`. The kernels clamp every string to `data`, so offsets that are out of order or out
+    /// of range give wrong hashes, never an access outside `data`; callers check them first
+    /// (core's `Strings` on the host, `device_keys` on the device).
+    Strings {
+        /// The string bytes.
+        data: CudaView<'a, u8>,
+        /// At least one offset.
+        offsets: CudaView<'a, u64>,
+        /// Subtracted from every offset (the first offset of a chunk of a larger batch).
+        base: u64,
+    },
+}
+
+impl KeyArgs<'_> {
+    /// Number of keys.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            KeyArgs::U64(k) | KeyArgs::Hashes(k) => k.len(),
+            KeyArgs::Records { data, width } => data.len() / (*width).max(1),
+            KeyArgs::Strings { offsets, .. } => offsets.len().saturating_sub(1),
+        }
+    }
+}
+
+/// What a launch does with the keys, and the buffers it touches.
+#[derive(Debug)]
+pub(crate) enum Pass<'a> {
+    /// Sets the keys' bits in `words` (the filter's bits, `&mut`: the kernel writes them).
+    Insert {
+        /// The filter's bits.
+        words: &'a mut CudaSlice<u32>,
+        /// The kernel for u64 keys and hashes.
+        kernel: DirectInsert,
+    },
+    /// `out[i]` = 1 if key `i` may be present, else 0.
+    Contains {
+        /// The filter's bits.
+        words: &'a CudaSlice<u32>,
+        /// At least one byte per key.
+        out: CudaViewMut<'a, u8>,
+    },
+    /// Bit `i % 64` of `out[i / 64]` = whether key `i` may be present (bits past the last key
+    /// in its word are zero).
+    Bitmap {
+        /// The filter's bits.
+        words: &'a CudaSlice<u32>,
+        /// At least `n.div_ceil(64)` words.
+        out: CudaViewMut<'a, u64>,
+    },
+}
+
+/// What a pass does, without its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Insert(DirectInsert),
+    Contains,
+    Bitmap,
+}
+
+/// The form of a batch of keys, without its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    U64,
+    Hashes,
+    Records,
+    Strings,
+}
+
+impl Pass<'_> {
+    fn op(&self) -> Op {
+        match self {
+            Pass::Insert { kernel, .. } => Op::Insert(*kernel),
+            Pass::Contains { .. } => Op::Contains,
+            Pass::Bitmap { .. } => Op::Bitmap,
+        }
+    }
+}
+
+impl KeyArgs<'_> {
+    fn form(&self) -> Form {
+        match self {
+            KeyArgs::U64(_) => Form::U64,
+            KeyArgs::Hashes(_) => Form::Hashes,
+            KeyArgs::Records { .. } => Form::Records,
+            KeyArgs::Strings { .. } => Form::Strings,
+        }
+    }
+}
+
+/// The kernel of each (operation × key form): the one table of kernel names.
+fn kernel_for(op: Op, form: Form) -> Kernel {
+    use DirectInsert::{Atomic, BulkReduce};
+    match (op, form) {
+        (Op::Insert(Atomic), Form::U64) => Kernel::InsertU64,
+        (Op::Insert(BulkReduce), Form::U64) => Kernel::InsertU64Bulk,
+        (Op::Insert(Atomic), Form::Hashes) => Kernel::InsertHash,
+        (Op::Insert(BulkReduce), Form::Hashes) => Kernel::InsertHashBulk,
+        (Op::Insert(_), Form::Records) => Kernel::InsertRecords,
+        (Op::Insert(_), Form::Strings) => Kernel::InsertStrings,
+        (Op::Contains, Form::U64) => Kernel::ContainsU64,
+        (Op::Contains, Form::Hashes) => Kernel::ContainsHash,
+        (Op::Contains, Form::Records) => Kernel::ContainsRecords,
+        (Op::Contains, Form::Strings) => Kernel::ContainsStrings,
+        (Op::Bitmap, Form::U64) => Kernel::BitmapU64,
+        (Op::Bitmap, Form::Hashes) => Kernel::BitmapHash,
+        (Op::Bitmap, Form::Records) => Kernel::BitmapRecords,
+        (Op::Bitmap, Form::Strings) => Kernel::BitmapStrings,
+    }
+}
+
+/// Keys per CTA: the u64 / hash kernels give each thread [`KEYS_PER_THREAD`] keys, the byte-key
+/// kernels one.
+fn keys_per_cta(form: Form) -> u64 {
+    match form {
+        Form::U64 | Form::Hashes => u64::from(THREADS * KEYS_PER_THREAD),
+        Form::Records | Form::Strings => u64::from(THREADS),
+    }
+}
+
+fn internal(message: String) -> GpuError {
+    GpuError::Cuda {
+        op: "launch_keys",
+        bytes: 0,
+        message,
+    }
+}
+
+/// The filter's bits as a kernel argument.
+enum WordsArg<'a> {
+    Read(&'a CudaSlice<u32>),
+    Write(&'a mut CudaSlice<u32>),
+}
+
+/// The output as a kernel argument.
+enum OutArg<'a> {
+    None,
+    Bytes(CudaViewMut<'a, u8>),
+    Bits(CudaViewMut<'a, u64>),
+}
+
+/// The arguments of a pass, apart.
+fn split(pass: Pass<'_>) -> (WordsArg<'_>, OutArg<'_>) {
+    match pass {
+        Pass::Insert { words, .. } => (WordsArg::Write(words), OutArg::None),
+        Pass::Contains { words, out } => (WordsArg::Read(words), OutArg::Bytes(out)),
+        Pass::Bitmap { words, out } => (WordsArg::Read(words), OutArg::Bits(out)),
+    }
+}
+
+/// Checks every length the kernel of `pass` over `keys` relies on for a filter of `params`.
+fn check_lengths(params: &Params, keys: &KeyArgs<'_>, pass: &Pass<'_>) -> Result<(), GpuError> {
+    let n = keys.len();
+    let words = match pass {
+        Pass::Insert { words, .. } => words.len(),
+        Pass::Contains { words, .. } | Pass::Bitmap { words, .. } => words.len(),
+    };
+    if (words as u64) < params.u32_len() {
+        return Err(internal(format!(
+            "filter buffer of {words} words for {} words of bits",
+            params.u32_len()
+        )));
+    }
+    if let KeyArgs::Records { width: 0, .. } = keys {
+        return Err(GpuError::Batch(bloomlanes_core::BatchError::ZeroWidth));
+    }
+    match pass {
+        Pass::Contains { out, .. } if out.len() < n => Err(GpuError::OutputTooShort {
+            needed: n,
+            found: out.len(),
+        }),
+        Pass::Bitmap { out, .. } if out.len() < n.div_ceil(64) => Err(GpuError::OutputTooShort {
+            needed: n.div_ceil(64),
+            found: out.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Queues the kernel of `pass` over `keys` for the filter of `params` on `stream`. Checks every
+/// length the kernel relies on first (the filter's bits, the keys' buffers, the output); a batch
+/// of no keys launches nothing.
+pub(crate) fn launch_keys(
+    kernels: &Kernels,
+    params: &Params,
+    stream: &CudaStream,
+    keys: KeyArgs<'_>,
+    pass: Pass<'_>,
+) -> Result<(), GpuError> {
+    check_lengths(params, &keys, &pass)?;
+    let n = keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let kernel = kernel_for(pass.op(), keys.form());
+    let cfg = grid(n, keys_per_cta(keys.form()))?;
+    let blocks = u64::from(params.blocks);
+    let seed = params.seed;
+    let (width, data_len, base);
+    let (mut words, mut out) = split(pass);
+    let mut l = stream.launch_builder(kernels.get(kernel));
+    match &mut words {
+        WordsArg::Write(w) => l.arg(&mut **w),
+        WordsArg::Read(w) => l.arg(*w),
+    };
+    l.arg(&blocks);
+    match &keys {
+        KeyArgs::U64(k) | KeyArgs::Hashes(k) => {
+            l.arg(k);
+        }
+        KeyArgs::Records { data, width: w } => {
+            width = *w as u64;
+            l.arg(data).arg(&width);
+        }
+        KeyArgs::Strings {
+            data,
+            offsets,
+            base: b,
+        } => {
+            data_len = data.len() as u64;
+            base = *b;
+            l.arg(data).arg(&data_len).arg(offsets).arg(&base);
+        }
+    }
+    l.arg(&n).arg(&seed);
+    match &mut out {
+        OutArg::None => {}
+        OutArg::Bytes(o) => {
+            l.arg(o);
+        }
+        OutArg::Bits(o) => {
+            l.arg(o);
+        }
+    };
+    // SAFETY: the arguments are pushed in the order and with the types of the kernel's
+    // signature in src/cuda/keys.cu: `(u32* words, u64 blocks, <keys>, u64 n, u64 seed[, out])`
+    // with `<keys>` = `const u64* keys` | `const u8* data, u64 width` | `const u8* data,
+    // u64 data_len, const u64* offsets, u64 base`, and `out` = `u8*` (contains) | `u32*`
+    // (bitmap; here a u64 buffer: 4-aligned, and any bits are a valid u64). Everything the
+    // kernel touches is inside the buffers:
+    // - words: it reads and writes blocks `((h >> 32) * blocks) >> 32 < blocks` of
+    //   `block_u32s` words each, whatever the hash `h`, and `words` holds at least
+    //   `params.u32_len()` = `blocks × block_u32s` words (checked in `check_lengths`);
+    // - keys: u64 / hash kernels read `keys[i]` for `i < n` = the view's length; record kernels
+    //   read `data[i × width .. (i + 1) × width]` for `i < n = data.len() / width`, width ≥ 1
+    //   (checked); string kernels read `offsets[i]` for `i ≤ n` = the view's length − 1, and
+    //   bytes of `data` between two offsets clamped to `data_len` = the view's length, so
+    //   inside `data` whatever the offsets hold;
+    // - out: contains writes `out[i]` for `i < n` ≤ `out.len()` (checked); bitmap writes u32
+    //   words `< 2 × n.div_ceil(64)`, inside the `n.div_ceil(64)` ≤ `out.len()` u64s (checked).
+    // Inserts get `words` as `&mut`, so cudarc orders them after earlier uses of the filter on
+    // other streams, and lookups get it as `&`, so they wait for earlier inserts.
+    unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda("cuLaunchKernel", n, e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_source;
+    use bloomlanes_core::Layout;
+
+    const OPS: [Op; 4] = [
+        Op::Insert(DirectInsert::Atomic),
+        Op::Insert(DirectInsert::BulkReduce),
+        Op::Contains,
+        Op::Bitmap,
+    ];
+    const FORMS: [Form; 4] = [Form::U64, Form::Hashes, Form::Records, Form::Strings];
+
+    /// The parameter list `launch_keys` pushes for (op, form), as the CUDA signature spells it.
+    fn pushed(op: Op, form: Form) -> String {
+        let words = match op {
+            Op::Insert(_) => "u32* words",
+            Op::Contains | Op::Bitmap => "const u32* words",
+        };
+        let keys = match form {
+            Form::U64 | Form::Hashes => "const u64* keys",
+            Form::Records => "const u8* data, u64 width",
+            Form::Strings => "const u8* data, u64 data_len, const u64* offsets, u64 base",
+        };
+        let out = match op {
+            Op::Insert(_) => "",
+            Op::Contains => ", u8* out",
+            Op::Bitmap => ", u32* bits",
+        };
+        format!("({words}, u64 blocks, {keys}, u64 n, u64 seed{out})")
+    }
+
+    #[test]
+    fn every_op_and_key_form_has_its_own_kernel_with_the_pushed_signature() {
+        let src = kernel_source(Layout::L8x32);
+        let mut seen = Vec::new();
+        for op in OPS {
+            for form in FORMS {
+                let k = kernel_for(op, form);
+                let name = k.name();
+                let word = match op {
+                    Op::Insert(_) => "insert",
+                    Op::Contains => "contains",
+                    Op::Bitmap => "bitmap",
+                };
+                assert!(name.contains(word), "{op:?} {form:?}: {name}");
+                let signature = format!("{name}{}", pushed(op, form));
+                assert!(
+                    src.contains(&signature),
+                    "{op:?} {form:?}: no `{signature}`"
+                );
+                let direct = matches!((op, form), (Op::Insert(_), Form::Records | Form::Strings));
+                if !direct {
+                    assert!(!seen.contains(&k), "{name} used twice");
+                }
+                seen.push(k);
+            }
+        }
+    }
+
+    #[test]
+    fn word_keys_get_several_keys_per_thread() {
+        assert_eq!(
+            keys_per_cta(Form::U64),
+            u64::from(THREADS * KEYS_PER_THREAD)
+        );
+        assert_eq!(
+            keys_per_cta(Form::Hashes),
+            u64::from(THREADS * KEYS_PER_THREAD)
+        );
+        assert_eq!(keys_per_cta(Form::Records), u64::from(THREADS));
+        assert_eq!(keys_per_cta(Form::Strings), u64::from(THREADS));
+    }
+}
