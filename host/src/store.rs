@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bloomlanes_core::format::{self, HEADER_LEN};
-use bloomlanes_core::{Filter, FilterRef, Header};
+use bloomlanes_core::{Filter, FilterRef, Header, Key, Params, Stats};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
@@ -36,8 +36,11 @@ impl std::fmt::Debug for FilterFile {
     }
 }
 
-fn corrupt(path: &Path, e: format::FormatError) -> Error {
-    Error::input(path, None, format!("not a valid bloomlanes filter: {e}"))
+fn corrupt(path: &Path, source: format::FormatError) -> Error {
+    Error::Format {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl FilterFile {
@@ -92,9 +95,14 @@ impl FilterFile {
         &self.path
     }
 
-    /// The header.
+    /// The header: the filter's [`Params`] and recorded key count.
     pub fn header(&self) -> Header {
         self.header
+    }
+
+    /// The filter's parameters (layout, blocks, seed, hash).
+    pub fn params(&self) -> &Params {
+        &self.header.params
     }
 
     /// Whether the bits are used in place from a memory map (no copy was made).
@@ -124,9 +132,19 @@ impl FilterFile {
         }
     }
 
+    /// Whether a key may be present: a string, byte string or number (see [`Key`]).
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.view().contains(key)
+    }
+
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
-        self.words().iter().map(|w| u64::from(w.count_ones())).sum()
+        self.view().count_ones()
+    }
+
+    /// The filter's statistics (the core's formulas, see [`Stats`]).
+    pub fn stats(&self) -> Stats {
+        Stats::new(self.header.params, self.header.keys, self.count_ones())
     }
 }
 
