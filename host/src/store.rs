@@ -202,3 +202,53 @@ pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
 pub fn load_filter(path: &Path) -> Result<Filter> {
     Ok(FilterFile::open(path)?.to_filter())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use bloomlanes_core::{FormatError, Layout, Params};
+
+    use super::*;
+
+    #[test]
+    fn saved_filters_open_mapped_and_answer_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let mut f = Filter::new(Params::new(Layout::L16x32, 50).with_seed(3));
+        for k in ["a", "b", "c"] {
+            f.insert(k);
+        }
+        save_filter(&path, &f).unwrap();
+        let file = FilterFile::open(&path).unwrap();
+        assert!(file.is_mapped());
+        assert_eq!(*file.params(), *f.params());
+        assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
+        assert_eq!(file.stats(), f.stats());
+        assert_eq!(file.to_filter(), f);
+        assert_eq!(load_filter(&path).unwrap(), f);
+    }
+
+    #[test]
+    fn damaged_files_are_format_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let mut bytes = Filter::new(Params::new(Layout::L8x32, 4)).to_file_bytes();
+        bytes[100] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = FilterFile::open(&path).unwrap_err();
+        assert!(e.to_string().contains("f.blf"), "{e}");
+        assert_eq!(
+            e.source().and_then(|s| s.downcast_ref::<FormatError>()),
+            Some(&FormatError::PayloadChecksum)
+        );
+        std::fs::write(&path, &bytes[..10]).unwrap();
+        assert!(matches!(
+            FilterFile::open(&path),
+            Err(Error::Format {
+                source: FormatError::Truncated { .. },
+                ..
+            })
+        ));
+    }
+}

@@ -311,3 +311,44 @@ pub fn run(
         absent: absent_backends,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_agrees_on_every_layout() {
+        let keys = sample_keyset(3000);
+        let report = run(&keys, &Layout::ALL, 0.01, 42, 0).unwrap();
+        assert!(report.ok(), "{:?}", report.rows);
+        assert_eq!(
+            report.rows.len(),
+            Layout::ALL.len() * backend::available().len()
+        );
+        assert!(report.rows.iter().all(|r| r.probes == 6000));
+    }
+
+    #[test]
+    fn differences_name_the_first_key() {
+        let mut a = Bitmap::new(130);
+        let mut b = a.clone();
+        a.set(129, true);
+        b.set(129, true);
+        b.set(70, true);
+        let d = first_bitmap_difference("absent", &|i| format!("k{i}"), &a, &b);
+        assert_eq!(
+            d,
+            Some(Difference::Answer {
+                set: "absent",
+                index: 70,
+                key: "k70".into(),
+                expected: false,
+                found: true,
+            })
+        );
+        assert_eq!(
+            first_bitmap_difference("absent", &|i| i.to_string(), &a, &a),
+            None
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! Reading keys from files: text lines, decimal integers, a CSV column, binary little-endian u64
 //! words, or the 5-tuples of a packet capture (see [`pcap`]), into one [`KeySet`]. One file per
-//! format family: [`mod@text`] (lines, decimal, u64), [`mod@csv`], [`pcap`]; a new input format is
-//! a new file here plus its [`InputFormat`] variant.
+//! format family (`text.rs`: lines, decimal, u64; `csv.rs`; [`pcap`]) and one for the key set
+//! (`keyset.rs`); a new input format is a new file here plus its [`InputFormat`] variant.
 //!
 //! Keys from every format hash consistently: a text line, a CSV field and a Parquet `BYTE_ARRAY`
 //! value with the same bytes are the same key, and so are a binary u64, a decimal line and a
@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
 
-pub mod csv;
+mod csv;
 mod keyset;
 pub mod pcap;
-pub mod text;
+mod text;
 
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
 

@@ -104,3 +104,60 @@ pub fn export(filter: &Filter) -> Result<Vec<u8>> {
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use bloomlanes_core::{Layout, Params, ParquetError};
+
+    use super::*;
+
+    #[test]
+    fn bare_form_round_trips_and_refuses_other_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = Filter::new(Params::new(Layout::L8x32, 8));
+        for k in 0..100u64 {
+            f.insert(&k);
+        }
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, export(&f).unwrap()).unwrap();
+        let back = import(&path, &ColumnSelector::default()).unwrap();
+        assert_eq!(back.filter.words(), f.words());
+        assert_eq!(back.column, None);
+
+        let wide = Filter::new(Params::new(Layout::L16x64, 8));
+        let e = export(&wide).unwrap_err();
+        assert!(e.to_string().contains("16x64"), "{e}");
+        assert_eq!(
+            e.source().and_then(|s| s.downcast_ref::<ParquetError>()),
+            Some(&ParquetError::NotParquetLayout)
+        );
+
+        std::fs::write(&path, b"not a filter").unwrap();
+        let e = import(&path, &ColumnSelector::default()).unwrap_err();
+        assert!(
+            matches!(e, Error::ParquetImport { column: None, .. }),
+            "{e}"
+        );
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    #[test]
+    fn parquet_files_need_the_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        std::fs::write(&path, b"PAR1....PAR1").unwrap();
+        let e = import(&path, &ColumnSelector::default()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unsupported {
+                    feature: "parquet",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
