@@ -1,9 +1,21 @@
-//! One error type for the whole host layer. Every message names what was at fault (a file, a
-//! line, a byte offset) and what was wrong; [`Error::exit_code`] maps it to the CLI's exit code.
+//! One error type for the whole host layer.
+//!
+//! Every variant names what was at fault (a file, a line, a byte offset, a flag) and, where the
+//! fault came from another crate, carries that crate's typed error: [`std::error::Error::source`]
+//! returns it, so callers can `downcast_ref` to [`FormatError`], [`SizingError`], [`MergeError`],
+//! [`ParquetError`], [`BatchError`], [`std::io::Error`], and with the features `gpu`, `hdl` and
+//! `parquet` to `GpuError`, `HdlError` and the `parquet` crate's error.
+//!
+//! [`Display`](fmt::Display) writes the whole message, the inner error's text included, so a
+//! program prints `{error}` alone (walking the source chain as well would repeat it).
+//! [`Error::exit_code`] maps an error to the command line's exit code.
 
+use std::collections::TryReserveError;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+
+use bloomlanes_core::{BatchError, FormatError, MergeError, Params, ParquetError, SizingError};
 
 /// Where in an input a fault was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,11 +38,21 @@ impl fmt::Display for Location {
     }
 }
 
+/// A boxed inner error of an input parser (CSV, capture).
+pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Everything that can go wrong in the host layer.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// The request itself is wrong (bad flag combination or value): exit code 2.
     Usage(String),
+    /// The sizing request cannot be met (a rate outside (0, 1), bits per key too few, too many
+    /// blocks): exit code 2.
+    Sizing {
+        /// Why.
+        source: SizingError,
+    },
     /// An I/O operation on a file failed.
     Io {
         /// The file.
@@ -48,11 +70,97 @@ pub enum Error {
         at: Option<Location>,
         /// What was wrong.
         what: String,
+        /// The parser's own error, when there is one (CSV, capture).
+        source: Option<BoxedSource>,
     },
-    /// A requested backend is not present on this machine, or failed.
-    Backend(String),
-    /// Any other failure (exit code 1).
-    Failed(String),
+    /// A file is not a valid bloomlanes filter file.
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: FormatError,
+    },
+    /// A filter of the requested size cannot be allocated here.
+    TooLarge {
+        /// The keys it was sized for.
+        keys: u64,
+        /// Its parameters.
+        params: Params,
+        /// The allocator's refusal (`None` when the size does not even fit `usize`).
+        source: Option<TryReserveError>,
+    },
+    /// Two filters cannot be merged.
+    Merge {
+        /// The first filter's file.
+        first: PathBuf,
+        /// The file that does not match it.
+        other: PathBuf,
+        /// How they differ.
+        source: MergeError,
+    },
+    /// A Parquet bloom filter could not be read.
+    ParquetImport {
+        /// The file.
+        path: PathBuf,
+        /// The column whose filter it is (`None`: a bare Parquet bloom filter file).
+        column: Option<String>,
+        /// What is wrong with it.
+        source: ParquetError,
+    },
+    /// A filter has no Parquet form.
+    ParquetExport {
+        /// The filter's parameters.
+        params: Params,
+        /// Why not.
+        source: ParquetError,
+    },
+    /// A `.parquet` file could not be read (feature `parquet`).
+    #[cfg(feature = "parquet")]
+    ParquetFile {
+        /// The file.
+        path: PathBuf,
+        /// The `parquet` crate's error.
+        source: parquet::errors::ParquetError,
+    },
+    /// A batch of keys is malformed.
+    Batch {
+        /// How.
+        source: BatchError,
+    },
+    /// An answer buffer handed to a [`Querier`](crate::Querier) has the wrong length.
+    OutputLength {
+        /// Words needed: one per 64 keys.
+        needed: usize,
+        /// Words given.
+        found: usize,
+    },
+    /// `--backend gpu` was asked for and no GPU can be used (feature `gpu`).
+    #[cfg(feature = "gpu")]
+    NoGpu {
+        /// Why not.
+        source: bloomlanes_gpu::GpuError,
+    },
+    /// The GPU backend failed (feature `gpu`).
+    #[cfg(feature = "gpu")]
+    Gpu {
+        /// The GPU crate's error.
+        source: bloomlanes_gpu::GpuError,
+    },
+    /// Exporting or simulating the generated Verilog failed (feature `hdl`).
+    #[cfg(feature = "hdl")]
+    Hdl {
+        /// The folder being written.
+        dir: PathBuf,
+        /// The HDL crate's error.
+        source: bloomlanes_hdl::HdlError,
+    },
+    /// The request needs a feature this build of `bloomlanes-host` was compiled without.
+    Unsupported {
+        /// What was asked for (e.g. `--backend gpu`).
+        what: &'static str,
+        /// The missing Cargo feature.
+        feature: &'static str,
+    },
 }
 
 impl Error {
@@ -67,6 +175,22 @@ impl Error {
             path: path.to_path_buf(),
             at,
             what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A malformed input at `at`, found by a parser with its own error type.
+    pub fn input_with(
+        path: &Path,
+        at: Option<Location>,
+        what: impl Into<String>,
+        source: impl Into<BoxedSource>,
+    ) -> Error {
+        Error::Input {
+            path: path.to_path_buf(),
+            at,
+            what: what.into(),
+            source: Some(source.into()),
         }
     }
 
@@ -79,12 +203,25 @@ impl Error {
         }
     }
 
-    /// The process exit code for this error: 2 for usage errors, 1 for everything else.
+    /// The process exit code for this error: 2 for usage and sizing errors, 1 for everything
+    /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) => 2,
+            Error::Usage(_) | Error::Sizing { .. } => 2,
             _ => 1,
         }
+    }
+}
+
+impl From<SizingError> for Error {
+    fn from(source: SizingError) -> Error {
+        Error::Sizing { source }
+    }
+}
+
+impl From<BatchError> for Error {
+    fn from(source: BatchError) -> Error {
+        Error::Batch { source }
     }
 }
 
@@ -92,6 +229,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) => write!(f, "{m}"),
+            Error::Sizing { source } => write!(f, "{source}"),
             Error::Io { path, op, source } => {
                 let why = match source.kind() {
                     io::ErrorKind::NotFound => "no such file or directory".to_string(),
@@ -100,11 +238,86 @@ impl fmt::Display for Error {
                 };
                 write!(f, "{}: cannot {op}: {why}", path.display())
             }
-            Error::Input { path, at, what } => match at {
+            Error::Input { path, at, what, .. } => match at {
                 Some(at) => write!(f, "{}: {at}: {what}", path.display()),
                 None => write!(f, "{}: {what}", path.display()),
             },
-            Error::Backend(m) | Error::Failed(m) => write!(f, "{m}"),
+            Error::Format { path, source } => write!(
+                f,
+                "{}: not a valid bloomlanes filter: {source}",
+                path.display()
+            ),
+            Error::TooLarge { keys, params, .. } => write!(
+                f,
+                "a filter for {keys} keys needs {} bytes ({} blocks of layout {}), \
+                 more memory than this machine can allocate; lower --capacity or raise --fpp",
+                params.byte_len(),
+                params.blocks,
+                params.layout
+            ),
+            Error::Merge {
+                first,
+                other,
+                source,
+            } => write!(
+                f,
+                "cannot merge {} with {}: {source} (filters merge only when layout, block count, \
+                 hash and seed all match; build them with the same --layout, --capacity/--fpp or \
+                 --bits-per-key and --seed)",
+                first.display(),
+                other.display()
+            ),
+            Error::ParquetImport {
+                path,
+                column: None,
+                source,
+            } => write!(
+                f,
+                "{}: neither a Parquet file nor a Parquet bloom filter: {source}",
+                path.display()
+            ),
+            Error::ParquetImport {
+                path,
+                column: Some(column),
+                source,
+            } => write!(
+                f,
+                "{}: the bloom filter of column {column:?} is not a split-block filter this tool \
+                 reads: {source}",
+                path.display()
+            ),
+            Error::ParquetExport { params, source } => write!(
+                f,
+                "cannot export to Parquet: {source} (this filter is {} with seed {}; build with \
+                 --layout 8x32 --seed 0)",
+                params.layout, params.seed
+            ),
+            #[cfg(feature = "parquet")]
+            Error::ParquetFile { path, source } => {
+                write!(f, "{}: unreadable Parquet file: {source}", path.display())
+            }
+            Error::Batch { source } => write!(f, "malformed batch of keys: {source}"),
+            Error::OutputLength { needed, found } => write!(
+                f,
+                "the answer buffer holds {found} words; the keys need {needed} (one per 64 keys)"
+            ),
+            #[cfg(feature = "gpu")]
+            Error::NoGpu { source } => write!(
+                f,
+                "--backend gpu: no usable GPU on this machine ({source}); use --backend auto, \
+                 simd or scalar"
+            ),
+            #[cfg(feature = "gpu")]
+            Error::Gpu { source } => write!(f, "GPU: {source}"),
+            #[cfg(feature = "hdl")]
+            Error::Hdl { dir, source } => {
+                write!(f, "export --hdl {}: {source}", dir.display())
+            }
+            Error::Unsupported { what, feature } => write!(
+                f,
+                "{what}: not available in this build (bloomlanes-host was compiled without its \
+                 `{feature}` feature)"
+            ),
         }
     }
 }
@@ -112,11 +325,91 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Error::Usage(_) | Error::OutputLength { .. } | Error::Unsupported { .. } => None,
+            Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),
-            _ => None,
+            Error::Input { source, .. } => source
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
+            Error::Format { source, .. } => Some(source),
+            Error::TooLarge { source, .. } => source
+                .as_ref()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
+            Error::Merge { source, .. } => Some(source),
+            Error::ParquetImport { source, .. } | Error::ParquetExport { source, .. } => {
+                Some(source)
+            }
+            #[cfg(feature = "parquet")]
+            Error::ParquetFile { source, .. } => Some(source),
+            Error::Batch { source } => Some(source),
+            #[cfg(feature = "gpu")]
+            Error::NoGpu { source } | Error::Gpu { source } => Some(source),
+            #[cfg(feature = "hdl")]
+            Error::Hdl { source, .. } => Some(source),
         }
     }
 }
 
 /// The host layer's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use bloomlanes_core::{FormatError, Layout, MergeError};
+
+    use super::*;
+
+    #[test]
+    fn errors_cross_threads() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Error>();
+    }
+
+    #[test]
+    fn source_is_the_typed_inner_error() {
+        let e = Error::Merge {
+            first: "a.blf".into(),
+            other: "b.blf".into(),
+            source: MergeError::Seed(1, 2),
+        };
+        let inner = e.source().and_then(|s| s.downcast_ref::<MergeError>());
+        assert_eq!(inner, Some(&MergeError::Seed(1, 2)));
+        assert!(e.to_string().contains("a.blf") && e.to_string().contains("seed 1 vs 2"));
+
+        let e = Error::Format {
+            path: "f.blf".into(),
+            source: FormatError::BadMagic,
+        };
+        assert!(e
+            .source()
+            .and_then(|s| s.downcast_ref::<FormatError>())
+            .is_some());
+
+        let io = Error::io(Path::new("x"), "read", io::ErrorKind::NotFound.into());
+        assert!(io
+            .source()
+            .and_then(|s| s.downcast_ref::<io::Error>())
+            .is_some());
+        assert_eq!(io.exit_code(), 1);
+
+        let sizing =
+            Error::from(bloomlanes_core::math::blocks_for_rate(Layout::L8x32, 1, 2.0).unwrap_err());
+        assert_eq!(sizing.exit_code(), 2);
+        assert!(sizing
+            .source()
+            .and_then(|s| s.downcast_ref::<SizingError>())
+            .is_some());
+        assert_eq!(Error::usage("bad flag").exit_code(), 2);
+        assert!(Error::usage("bad flag").source().is_none());
+    }
+
+    #[test]
+    fn question_mark_into_box_dyn_error() {
+        fn run() -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            Err(Error::usage("nope"))?
+        }
+        assert_eq!(run().unwrap_err().to_string(), "nope");
+    }
+}

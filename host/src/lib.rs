@@ -1,36 +1,58 @@
-//! `bloomlanes-host`: the host runtime of bloomlanes and the library under the `bloomlanes`
+//! `bloomlanes-host`: the host runtime of bloomlanes, and the library under the `bloomlanes`
 //! command-line tool.
 //!
 //! - [`input`] reads keys (text lines, decimal integers, a CSV column, binary u64, packet
-//!   5-tuples from pcap/pcapng via [`pcap`]) into a [`KeySet`].
-//! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`].
-//! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them atomically.
-//! - [`ops`] queries, inspects ([`ops::stats`]) and merges; [`parquet_io`] imports and exports
-//!   the Parquet split-block form; [`verify`] cross-checks backends; [`mod@bench`] is the demo.
+//!   5-tuples from pcap/pcapng) into a [`KeySet`].
+//! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`]; [`bulk`] is the
+//!   batch loop under it, with a [`Progress`] hook that costs nothing unused.
+//! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
+//!   atomically.
+//! - [`ops`] queries (answers as a [`Bitmap`]) and merges; [`FilterFile::stats`] inspects;
+//!   [`parquet_io`] imports and exports the Parquet split-block form; [`verify`] cross-checks
+//!   backends; `hdl_io` (feature `hdl`) exports Verilog.
+//! - [`backend`] holds the engines: scalar and SIMD always, the GPU with the `gpu` feature.
+//!
+//! Single keys go through the core's [`Key`] trait (strings, byte strings, integers):
+//! [`Filter::insert`], [`Filter::contains`], [`FilterFile::contains`].
 //!
 //! ```
 //! use bloomlanes_host::{BackendChoice, FilterBuilder, KeySet};
 //! let keys = KeySet::from_strings(["alice", "bob"]);
-//! let built = FilterBuilder::new().fpp(0.001).backend(BackendChoice::Scalar).build(&keys).unwrap();
-//! assert!(built.filter.contains(b"alice"));
+//! let built = FilterBuilder::new().fpp(0.001).backend(BackendChoice::Scalar).build(&keys)?;
+//! assert!(built.filter.contains("alice"));
+//! # Ok::<(), bloomlanes_host::Error>(())
 //! ```
+//!
+//! Features (all on by default): `cli` (the `bloomlanes` binary), `gpu` (the CUDA backend),
+//! `hdl` (Verilog export and RTL simulation), `parquet` (reading `.parquet` files). With
+//! `default-features = false` the library needs neither a command-line parser nor CUDA, HDL or
+//! Parquet-reader crates.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
-pub mod bench;
+pub mod builder;
+pub mod bulk;
 pub mod error;
+#[cfg(feature = "hdl")]
+pub mod hdl_io;
 pub mod input;
 pub mod ops;
 pub mod parquet_io;
-pub mod pcap;
+pub mod sample;
 pub mod store;
 pub mod verify;
 
 pub use backend::{Backend, BackendChoice, Querier};
+pub use builder::{Built, FilterBuilder};
+pub use bulk::{Progress, Stage};
 pub use error::{Error, Location, Result};
 pub use input::{InputFormat, InputOptions, KeySet};
-pub use ops::{FilterBuilder, MergeOp};
-pub use store::FilterFile;
+pub use ops::{merge, query, MergeOp, QueryResult};
+pub use store::{load_filter, save_filter, FilterFile};
 
-pub use bloomlanes_core as core;
+/// The core crate, under its own name (so that `core` keeps meaning the language's core).
+pub use bloomlanes_core;
+pub use bloomlanes_core::{
+    Bitmap, Filter, FilterRef, HashId, Header, Key, Keys, Layout, Params, Sizing, Stats,
+};

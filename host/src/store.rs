@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bloomlanes_core::format::{self, HEADER_LEN};
-use bloomlanes_core::{Filter, FilterRef, Header};
+use bloomlanes_core::{Filter, FilterRef, Header, Key, Params, Stats};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
@@ -36,8 +36,11 @@ impl std::fmt::Debug for FilterFile {
     }
 }
 
-fn corrupt(path: &Path, e: format::FormatError) -> Error {
-    Error::input(path, None, format!("not a valid bloomlanes filter: {e}"))
+fn corrupt(path: &Path, source: format::FormatError) -> Error {
+    Error::Format {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl FilterFile {
@@ -92,9 +95,14 @@ impl FilterFile {
         &self.path
     }
 
-    /// The header.
+    /// The header: the filter's [`Params`] and recorded key count.
     pub fn header(&self) -> Header {
         self.header
+    }
+
+    /// The filter's parameters (layout, blocks, seed, hash).
+    pub fn params(&self) -> &Params {
+        &self.header.params
     }
 
     /// Whether the bits are used in place from a memory map (no copy was made).
@@ -124,9 +132,19 @@ impl FilterFile {
         }
     }
 
+    /// Whether a key may be present: a string, byte string or number (see [`Key`]).
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.view().contains(key)
+    }
+
     /// Number of set bits.
     pub fn count_ones(&self) -> u64 {
-        self.words().iter().map(|w| u64::from(w.count_ones())).sum()
+        self.view().count_ones()
+    }
+
+    /// The filter's statistics (the core's formulas, see [`Stats`]).
+    pub fn stats(&self) -> Stats {
+        Stats::new(self.header.params, self.header.keys, self.count_ones())
     }
 }
 
@@ -183,4 +201,54 @@ pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
 /// Loads a whole filter into memory (for merging).
 pub fn load_filter(path: &Path) -> Result<Filter> {
     Ok(FilterFile::open(path)?.to_filter())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use bloomlanes_core::{FormatError, Layout, Params};
+
+    use super::*;
+
+    #[test]
+    fn saved_filters_open_mapped_and_answer_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let mut f = Filter::new(Params::new(Layout::L16x32, 50).with_seed(3));
+        for k in ["a", "b", "c"] {
+            f.insert(k);
+        }
+        save_filter(&path, &f).unwrap();
+        let file = FilterFile::open(&path).unwrap();
+        assert!(file.is_mapped());
+        assert_eq!(*file.params(), *f.params());
+        assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
+        assert_eq!(file.stats(), f.stats());
+        assert_eq!(file.to_filter(), f);
+        assert_eq!(load_filter(&path).unwrap(), f);
+    }
+
+    #[test]
+    fn damaged_files_are_format_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let mut bytes = Filter::new(Params::new(Layout::L8x32, 4)).to_file_bytes();
+        bytes[100] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = FilterFile::open(&path).unwrap_err();
+        assert!(e.to_string().contains("f.blf"), "{e}");
+        assert_eq!(
+            e.source().and_then(|s| s.downcast_ref::<FormatError>()),
+            Some(&FormatError::PayloadChecksum)
+        );
+        std::fs::write(&path, &bytes[..10]).unwrap();
+        assert!(matches!(
+            FilterFile::open(&path),
+            Err(Error::Format {
+                source: FormatError::Truncated { .. },
+                ..
+            })
+        ));
+    }
 }

@@ -1,14 +1,14 @@
 //! Cross-checking backends: the same keys through every backend present, compared bit for bit
 //! (the filter words) and answer for answer against the scalar reference.
 
-use bloomlanes_core::{Filter, Keys, Layout};
-use bloomlanes_hdl::{HdlConfig, KeyMode};
+use bloomlanes_core::{Bitmap, Filter, Keys, Layout};
 
 use crate::backend::{self, Backend, Scalar};
-use crate::bench::{sample_keys, SplitMix64};
+use crate::builder::FilterBuilder;
+use crate::bulk;
 use crate::error::Result;
 use crate::input::KeySet;
-use crate::ops::{contains_with, insert_with, FilterBuilder};
+use crate::sample::{sample_keys, SplitMix64};
 
 /// The first place where a backend disagrees with the reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,19 +120,42 @@ fn first_bit_difference(layout: Layout, a: &Filter, b: &Filter) -> Option<Differ
     })
 }
 
+/// The first key whose answer differs: `expected(i)` against `found(i)` for `i < n`.
+#[cfg(feature = "hdl")]
 fn first_answer_difference(
     set: &'static str,
     display: &dyn Fn(usize) -> String,
-    a: &[u8],
-    b: &[u8],
+    n: usize,
+    expected: &dyn Fn(usize) -> bool,
+    found: &dyn Fn(usize) -> bool,
 ) -> Option<Difference> {
-    let i = a.iter().zip(b).position(|(x, y)| x != y)?;
+    let i = (0..n).find(|&i| expected(i) != found(i))?;
     Some(Difference::Answer {
         set,
         index: i,
         key: display(i),
-        expected: a[i] != 0,
-        found: b[i] != 0,
+        expected: expected(i),
+        found: found(i),
+    })
+}
+
+/// The first key whose bit differs between two answer bitmaps of the same length.
+fn first_bitmap_difference(
+    set: &'static str,
+    display: &dyn Fn(usize) -> String,
+    a: &Bitmap,
+    b: &Bitmap,
+) -> Option<Difference> {
+    let (wa, wb) = (a.words(), b.words());
+    let w = wa.iter().zip(wb).position(|(x, y)| x != y)?;
+    // Bits past the last key are clear in both, so the first differing bit is a key's.
+    let i = w * 64 + (wa[w] ^ wb[w]).trailing_zeros() as usize;
+    Some(Difference::Answer {
+        set,
+        index: i,
+        key: display(i),
+        expected: a.get(i),
+        found: b.get(i),
     })
 }
 
@@ -141,24 +164,26 @@ fn run_one(
     empty: &Filter,
     keys: &KeySet,
     absent: &[u64],
-) -> Result<(Filter, Vec<u8>, Vec<u8>)> {
+) -> Result<(Filter, Bitmap, Bitmap)> {
     let mut f = empty.clone();
-    insert_with(engine, &mut f, keys.keys(), false)?;
-    let (a, _) = contains_with(engine, f.as_view(), keys.keys(), false)?;
-    let (b, _) = contains_with(engine, f.as_view(), Keys::U64(absent), false)?;
+    bulk::insert(engine, &mut f, keys.keys(), &mut |_| {})?;
+    let a = bulk::contains(engine, f.as_view(), keys.keys(), &mut |_| {})?;
+    let b = bulk::contains(engine, f.as_view(), Keys::U64(absent), &mut |_| {})?;
     Ok((f, a, b))
 }
 
 /// Looks up to `n` inserted and `n` absent keys up in a simulation of the generated RTL with the
 /// reference filter's banks; `None` when no simulator is installed.
+#[cfg(feature = "hdl")]
 fn simulate(
     reference: &Filter,
     keys: &KeySet,
     absent: &[u64],
-    ra: &[u8],
-    rb: &[u8],
+    ra: &Bitmap,
+    rb: &Bitmap,
     n: usize,
 ) -> Option<(String, usize, Option<Difference>)> {
+    use bloomlanes_hdl::{HdlConfig, KeyMode};
     let sim = bloomlanes_hdl::simulator_available()?;
     let name = format!("hdl-sim ({})", sim.name());
     let ni = n.min(keys.len());
@@ -169,20 +194,35 @@ fn simulate(
     let diff = match bloomlanes_hdl::simulate_lookups(&cfg, reference, &probe) {
         Err(e) => Some(Difference::Failed(e.to_string())),
         Ok(hw) => {
-            let hw: Vec<u8> = hw.into_iter().map(u8::from).collect();
-            first_answer_difference("inserted", &|i| keys.display(i), &ra[..ni], &hw[..ni]).or_else(
-                || {
-                    first_answer_difference(
-                        "absent",
-                        &|i| absent[i].to_string(),
-                        &rb[..na],
-                        &hw[ni..],
-                    )
-                },
-            )
+            first_answer_difference("inserted", &|i| keys.display(i), ni, &|i| ra.get(i), &|i| {
+                hw[i]
+            })
+            .or_else(|| {
+                first_answer_difference(
+                    "absent",
+                    &|i| absent[i].to_string(),
+                    na,
+                    &|i| rb.get(i),
+                    &|i| hw[ni + i],
+                )
+            })
         }
     };
     Some((name, ni + na, diff))
+}
+
+/// Why the RTL simulation cannot run here, or `None` when it can.
+#[cfg(feature = "hdl")]
+fn simulator_absent() -> Option<String> {
+    bloomlanes_hdl::simulator_available()
+        .is_none()
+        .then(|| "no Verilog simulator (iverilog or verilator) installed".to_string())
+}
+
+/// Why the RTL simulation cannot run here: this build has no HDL support.
+#[cfg(not(feature = "hdl"))]
+fn simulator_absent() -> Option<String> {
+    Some("this build has no HDL support (bloomlanes-host without its `hdl` feature)".to_string())
 }
 
 /// Builds a filter of `keys` for each layout with every backend present, probes the keys and an
@@ -218,12 +258,12 @@ pub fn run(
             let difference = match run_one(&**engine, &empty, keys, &absent) {
                 Err(e) => Some(Difference::Failed(e.to_string())),
                 Ok((f, a, b)) => first_bit_difference(layout, &rf, &f)
-                    .or_else(|| first_answer_difference("inserted", &|i| keys.display(i), &ra, &a))
+                    .or_else(|| first_bitmap_difference("inserted", &|i| keys.display(i), &ra, &a))
                     .or_else(|| {
-                        first_answer_difference("absent", &|i| absent[i].to_string(), &rb, &b)
+                        first_bitmap_difference("absent", &|i| absent[i].to_string(), &rb, &b)
                     })
                     .or_else(|| {
-                        a.iter().position(|&x| x == 0).map(|i| Difference::Answer {
+                        a.indices(false).next().map(|i| Difference::Answer {
                             set: "inserted",
                             index: i,
                             key: keys.display(i),
@@ -245,6 +285,7 @@ pub fn run(
                 difference,
             });
         }
+        #[cfg(feature = "hdl")]
         if hdl_keys > 0 {
             if let Some((backend, probes, difference)) =
                 simulate(&rf, keys, &absent, &ra, &rb, hdl_keys)
@@ -260,14 +301,54 @@ pub fn run(
         }
     }
     let mut absent_backends = backend::absent();
-    if hdl_keys > 0 && bloomlanes_hdl::simulator_available().is_none() {
-        absent_backends.push((
-            "hdl-sim".into(),
-            "no Verilog simulator (iverilog or verilator) installed".into(),
-        ));
+    if hdl_keys > 0 {
+        if let Some(why) = simulator_absent() {
+            absent_backends.push(("hdl-sim".into(), why));
+        }
     }
     Ok(VerifyReport {
         rows,
         absent: absent_backends,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_agrees_on_every_layout() {
+        let keys = sample_keyset(3000);
+        let report = run(&keys, &Layout::ALL, 0.01, 42, 0).unwrap();
+        assert!(report.ok(), "{:?}", report.rows);
+        assert_eq!(
+            report.rows.len(),
+            Layout::ALL.len() * backend::available().len()
+        );
+        assert!(report.rows.iter().all(|r| r.probes == 6000));
+    }
+
+    #[test]
+    fn differences_name_the_first_key() {
+        let mut a = Bitmap::new(130);
+        let mut b = a.clone();
+        a.set(129, true);
+        b.set(129, true);
+        b.set(70, true);
+        let d = first_bitmap_difference("absent", &|i| format!("k{i}"), &a, &b);
+        assert_eq!(
+            d,
+            Some(Difference::Answer {
+                set: "absent",
+                index: 70,
+                key: "k70".into(),
+                expected: false,
+                found: true,
+            })
+        );
+        assert_eq!(
+            first_bitmap_difference("absent", &|i| i.to_string(), &a, &a),
+            None
+        );
+    }
 }

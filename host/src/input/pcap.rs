@@ -32,6 +32,14 @@ pub struct PcapError {
     pub what: String,
 }
 
+impl std::fmt::Display for PcapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "byte offset {}: {}", self.offset, self.what)
+    }
+}
+
+impl std::error::Error for PcapError {}
+
 /// The 5-tuples of a capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Capture {

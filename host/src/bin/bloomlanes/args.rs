@@ -1,0 +1,52 @@
+//! Argument types shared by several commands: `--backend`, `--layout`, `--fpp` checks.
+
+use bloomlanes_host::{BackendChoice, Error, Layout, Result};
+use clap::ValueEnum;
+
+/// A `--backend` value.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BackendArg {
+    /// GPU for large batches when present, else SIMD, else scalar.
+    Auto,
+    /// Portable scalar reference path.
+    Scalar,
+    /// Best SIMD path of this CPU.
+    Simd,
+    /// CUDA GPU (an error when none is present).
+    Gpu,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(b: BackendArg) -> Self {
+        match b {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Scalar => BackendChoice::Scalar,
+            BackendArg::Simd => BackendChoice::Simd,
+            BackendArg::Gpu => BackendChoice::Gpu,
+        }
+    }
+}
+
+/// A `--layout` value: `auto` (None) or a layout.
+#[derive(Clone, Copy, Debug)]
+pub struct LayoutArg(pub Option<Layout>);
+
+/// Parses a `--layout` value.
+pub fn parse_layout(s: &str) -> std::result::Result<LayoutArg, String> {
+    if s == "auto" {
+        return Ok(LayoutArg(None));
+    }
+    Layout::from_name(s)
+        .map(|l| LayoutArg(Some(l)))
+        .ok_or_else(|| format!("unknown layout {s:?} (expected auto, 8x32, 8x64, 16x32 or 16x64)"))
+}
+
+/// Checks an `--fpp` value.
+pub fn check_fpp(fpp: f64) -> Result<()> {
+    if !(fpp > 0.0 && fpp < 1.0) {
+        return Err(Error::usage(format!(
+            "--fpp {fpp} must be between 0 and 1 (exclusive)"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! `bloomlanes build`: a filter file from keys.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bloomlanes_host::input::read_inputs;
+use bloomlanes_host::{backend, bulk, store, Error, FilterBuilder, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
+use crate::inputs::{describe_inputs, inputs_json, InputArgs};
+use crate::output::{emit, say};
+use crate::progress::Bar;
+use crate::Ctx;
+
+/// Arguments of `build`.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// Input files ("-" reads standard input).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The filter file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Target false-positive rate [default: 0.01].
+    #[arg(long, conflicts_with = "bits_per_key")]
+    fpp: Option<f64>,
+    /// Bits per key instead of a target rate.
+    #[arg(long)]
+    bits_per_key: Option<f64>,
+    /// Size for this many keys [default: the number of keys read].
+    #[arg(long)]
+    capacity: Option<u64>,
+    /// Block layout: auto picks the one that meets --fpp in the fewest bits (8x32 for --bits-per-key).
+    #[arg(long, default_value = "auto", value_parser = parse_layout)]
+    layout: LayoutArg,
+    /// Hash seed (seed 0 with layout 8x32 is the Parquet filter, exportable with `export --parquet`).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Which backend inserts the keys.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+}
+
+/// Runs `build`.
+pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
+    let mut builder = FilterBuilder::new()
+        .capacity(a.capacity)
+        .layout(a.layout.0)
+        .seed(a.seed)
+        .backend(a.backend.into());
+    builder = match (a.fpp, a.bits_per_key) {
+        (_, Some(b)) => builder.bits_per_key(b),
+        (Some(r), None) => {
+            check_fpp(r)?;
+            builder.fpp(r)
+        }
+        (None, None) => builder,
+    };
+    if a.capacity == Some(0) {
+        return Err(Error::usage("--capacity must be at least 1"));
+    }
+    let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
+    // FilterBuilder::build, taken apart so that the insert alone is timed.
+    let mut filter = builder.empty(keys.len() as u64)?;
+    let engine = backend::select(builder.backend_choice(), keys.len())?;
+    let mut bar = Bar::new(ctx.progress);
+    let start = Instant::now();
+    bulk::insert(&*engine, &mut filter, keys.keys(), &mut |p| bar.update(p))?;
+    let seconds = start.elapsed().as_secs_f64();
+    store::save_filter(&a.output, &filter)?;
+    let f = &filter;
+    if ctx.json {
+        emit(&json!({
+            "output": a.output.display().to_string(),
+            "inputs": inputs_json(&summaries),
+            "keys": keys.len(),
+            "layout": f.layout().name(),
+            "blocks": f.blocks(),
+            "bytes": f.byte_len(),
+            "seed": f.seed(),
+            "backend": engine.name(),
+            "seconds": seconds,
+            "expected_fpr": f.expected_fpr(None),
+        }))?;
+    } else {
+        say(&format!(
+            "built {}: {} keys from {}; layout {}, {} blocks, {} bytes, expected false-positive rate {:.3e} (backend {})",
+            a.output.display(),
+            keys.len(),
+            describe_inputs(&summaries),
+            f.layout(),
+            f.blocks(),
+            f.byte_len(),
+            f.expected_fpr(None),
+            engine.name()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

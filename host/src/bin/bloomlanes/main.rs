@@ -1,0 +1,110 @@
+//! `bloomlanes`: build, query, inspect, merge, verify, import/export and benchmark split-block
+//! Bloom filters. A thin layer over the `bloomlanes_host` library: one file per command (its
+//! arguments and its handler), shared argument groups in [`args`] and [`inputs`], output helpers
+//! in [`output`], progress bars in [`progress`].
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+mod args;
+mod bench;
+mod build;
+mod export;
+mod import;
+mod inputs;
+mod merge;
+mod output;
+mod progress;
+mod query;
+mod stats;
+mod verify;
+
+/// Split-block Bloom filters on CPUs (scalar, SIMD), GPUs and FPGAs: build, query, inspect,
+/// merge, verify, import/export and benchmark them. Start with `bloomlanes bench`.
+#[derive(Parser, Debug)]
+#[command(name = "bloomlanes", version)]
+struct Cli {
+    /// Machine-readable JSON output on standard output.
+    #[arg(long, global = true)]
+    json: bool,
+    /// No progress bars (they only ever appear on a terminal).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build a filter file from keys (text lines, a CSV column, binary u64, pcap/pcapng 5-tuples).
+    #[command(after_long_help = inputs::TUPLE_HELP)]
+    Build(build::BuildArgs),
+    /// Probe keys against a filter: print the keys that may be present, count them, or write a bitmap.
+    #[command(after_long_help = inputs::TUPLE_HELP)]
+    Query(query::QueryArgs),
+    /// Show a filter's layout, size, fill ratio, estimated keys and expected false-positive rate.
+    Stats(stats::StatsArgs),
+    /// Combine compatible filters: union (OR) or intersection (AND).
+    Merge(merge::MergeArgs),
+    /// Import a Parquet bloom filter: from a column chunk of a .parquet file, or a bare Parquet filter.
+    Import(import::ImportArgs),
+    /// Export a filter: the Parquet split-block form, or HDL bank files plus the generated RTL.
+    Export(export::ExportArgs),
+    /// Run the same keys through every backend present and compare bits and answers.
+    #[command(after_long_help = inputs::TUPLE_HELP)]
+    Verify(verify::VerifyArgs),
+    /// Benchmark every backend present on built-in sample data (no arguments needed).
+    Bench(bench::BenchArgs),
+}
+
+/// What every command needs from the global flags.
+pub struct Ctx {
+    /// `--json`: machine-readable output.
+    pub json: bool,
+    /// Progress bars wanted (not `--quiet`, not `--json`; drawn only on a terminal).
+    pub progress: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = Ctx {
+        json: cli.json,
+        progress: !cli.quiet && !cli.json,
+    };
+    let result = match cli.command {
+        Command::Build(a) => build::run(&ctx, a),
+        Command::Query(a) => query::run(&ctx, a),
+        Command::Stats(a) => stats::run(&ctx, a),
+        Command::Merge(a) => merge::run(&ctx, a),
+        Command::Import(a) => import::run(&ctx, a),
+        Command::Export(a) => export::run(&ctx, a),
+        Command::Verify(a) => verify::run(&ctx, a),
+        Command::Bench(a) => bench::run(&ctx, a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if output::is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("bloomlanes: error: {e}");
+            if ctx.json {
+                let _ = output::emit(&json!({"error": e.to_string(), "exit_code": e.exit_code()}));
+            }
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,53 @@
+//! Writing results: JSON objects and lines of text on standard output, with write failures as
+//! errors (a closed pipe ends the program quietly).
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use bloomlanes_host::{Error, Result};
+use serde_json::Value;
+
+/// Whether `e` is a write to a closed pipe (`bloomlanes query … | head`): not worth a message.
+pub fn is_broken_pipe(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// A failed write to standard output.
+pub fn stdout_err(e: io::Error) -> Error {
+    Error::io(Path::new("<stdout>"), "write", e)
+}
+
+/// Prints `v` as pretty JSON.
+pub fn emit(v: &Value) -> Result<()> {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v).map_err(|e| stdout_err(e.into()))?;
+    writeln!(out).map_err(stdout_err)
+}
+
+/// Prints a line (or several joined with `\n`).
+pub fn say(line: &str) -> Result<()> {
+    writeln!(io::stdout().lock(), "{line}").map_err(stdout_err)
+}
+
+/// A rate for people: `1.23 G`, `45.6 M`, `7.8 k`.
+pub fn rate(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2} G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.1} M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1} k", x / 1e3)
+    } else {
+        format!("{x:.0} ")
+    }
+}
+
+/// The backends that were not measured or checked, as JSON.
+pub fn absent_json(absent: &[(String, String)]) -> Value {
+    Value::Array(
+        absent
+            .iter()
+            .map(|(n, w)| serde_json::json!({"backend": n, "why": w}))
+            .collect(),
+    )
+}

@@ -1,0 +1,117 @@
+//! `bloomlanes verify`: the same keys through every backend present, compared bit for bit and
+//! answer for answer with the scalar reference (and the RTL simulation when one is installed).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bloomlanes_host::input::read_inputs;
+use bloomlanes_host::{verify, Error, KeySet, Layout, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::args::check_fpp;
+use crate::inputs::InputArgs;
+use crate::output::{absent_json, emit, say};
+use crate::Ctx;
+
+/// Arguments of `verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Input files with the keys (none: built-in sample keys).
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Layout to check ("all" checks every layout).
+    #[arg(long, default_value = "all")]
+    layout: String,
+    /// Number of sample keys when no input is given.
+    #[arg(long, default_value_t = 100_000)]
+    keys: usize,
+    /// Target false-positive rate used for sizing.
+    #[arg(long, default_value_t = 0.01)]
+    fpp: f64,
+    /// Hash seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
+    /// simulator is installed (0 skips it).
+    #[arg(long, default_value_t = 64)]
+    hdl_keys: usize,
+}
+
+fn parse_layouts(s: &str) -> Result<Vec<Layout>> {
+    if s == "all" {
+        return Ok(Layout::ALL.to_vec());
+    }
+    Layout::from_name(s).map(|l| vec![l]).ok_or_else(|| {
+        Error::usage(format!(
+            "--layout {s:?}: expected all, 8x32, 8x64, 16x32 or 16x64"
+        ))
+    })
+}
+
+/// Runs `verify`.
+pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
+    check_fpp(a.fpp)?;
+    let layouts = parse_layouts(&a.layout)?;
+    let keys: KeySet = if a.inputs.is_empty() {
+        verify::sample_keyset(a.keys)
+    } else {
+        read_inputs(&a.inputs, &a.input.options())?.0
+    };
+    let report = verify::run(&keys, &layouts, a.fpp, a.seed, a.hdl_keys)?;
+    if ctx.json {
+        emit(&json!({
+            "ok": report.ok(),
+            "keys": keys.len(),
+            "rows": report.rows.iter().map(|r| json!({
+                "layout": r.layout.name(),
+                "backend": r.backend,
+                "keys": r.keys,
+                "probes": r.probes,
+                "identical": r.difference.is_none(),
+                "difference": r.difference.as_ref().map(|d| d.to_string()),
+            })).collect::<Vec<_>>(),
+            "absent_backends": absent_json(&report.absent),
+        }))?;
+    } else {
+        let mut lines = vec![format!(
+            "verify: {} keys inserted and {} probed per layout, compared with the scalar reference",
+            keys.len(),
+            keys.len() * 2
+        )];
+        let mut last = None;
+        for r in &report.rows {
+            if last != Some(r.layout) && last.is_some() {
+                lines.push(String::new());
+            }
+            last = Some(r.layout);
+            lines.push(format!(
+                "  {:<6} {:<30} {}",
+                r.layout.name(),
+                r.backend,
+                match &r.difference {
+                    None if r.backend.starts_with("hdl-sim") => {
+                        format!("identical answers ({} lookups simulated)", r.probes)
+                    }
+                    None => "identical bits and answers".to_string(),
+                    Some(d) => format!("DIFFERENT: {d}"),
+                }
+            ));
+        }
+        for (n, why) in &report.absent {
+            lines.push(format!("  (not checked: {n}: {why})"));
+        }
+        lines.push(if report.ok() {
+            "all backends agree".into()
+        } else {
+            "backends DISAGREE".into()
+        });
+        say(&lines.join("\n"))?;
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

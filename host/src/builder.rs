@@ -1,0 +1,178 @@
+//! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
+//! then the keys.
+
+use bloomlanes_core::{Filter, Layout, Params, Sizing};
+
+use crate::backend::{self, BackendChoice};
+use crate::bulk::{self, Progress};
+use crate::error::{Error, Result};
+use crate::input::KeySet;
+
+/// Builds filters: sizing, layout, seed and backend, then the keys.
+///
+/// ```
+/// use bloomlanes_host::{BackendChoice, FilterBuilder, KeySet};
+/// let keys = KeySet::from_strings(["alice", "bob"]);
+/// let built = FilterBuilder::new().fpp(0.001).backend(BackendChoice::Scalar).build(&keys)?;
+/// assert!(built.filter.contains("alice"));
+/// # Ok::<(), bloomlanes_host::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct FilterBuilder {
+    sizing: Sizing,
+    capacity: Option<u64>,
+    layout: Option<Layout>,
+    seed: u64,
+    backend: BackendChoice,
+}
+
+impl Default for FilterBuilder {
+    fn default() -> Self {
+        FilterBuilder {
+            sizing: Sizing::FalsePositiveRate(0.01),
+            capacity: None,
+            layout: None,
+            seed: 0,
+            backend: BackendChoice::Auto,
+        }
+    }
+}
+
+/// A built filter and the backend that filled it.
+#[derive(Debug)]
+pub struct Built {
+    /// The filter.
+    pub filter: Filter,
+    /// The backend that inserted the keys.
+    pub backend: String,
+}
+
+impl FilterBuilder {
+    /// A builder with the defaults: 1% false positives, layout chosen for the rate, seed 0,
+    /// automatic backend, capacity counted from the keys.
+    pub fn new() -> FilterBuilder {
+        FilterBuilder::default()
+    }
+    /// Size for an expected false-positive rate.
+    pub fn fpp(mut self, rate: f64) -> Self {
+        self.sizing = Sizing::FalsePositiveRate(rate);
+        self
+    }
+    /// Size for a number of bits per key.
+    pub fn bits_per_key(mut self, bits: f64) -> Self {
+        self.sizing = Sizing::BitsPerKey(bits);
+        self
+    }
+    /// Size for this many keys instead of the number given to [`FilterBuilder::build`].
+    pub fn capacity(mut self, keys: Option<u64>) -> Self {
+        self.capacity = keys;
+        self
+    }
+    /// The block layout (`None`: the one that meets the rate in the fewest bits).
+    pub fn layout(mut self, layout: Option<Layout>) -> Self {
+        self.layout = layout;
+        self
+    }
+    /// The hash seed (0, with layout 8x32, gives Parquet-compatible filters).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// The backend that inserts the keys.
+    pub fn backend(mut self, backend: BackendChoice) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// The backend asked for.
+    pub fn backend_choice(&self) -> BackendChoice {
+        self.backend
+    }
+
+    /// The parameters of a filter for `keys` keys (or the capacity), by [`Params::for_keys`].
+    pub fn params(&self, keys: u64) -> Result<Params> {
+        let n = self.capacity.unwrap_or(keys).max(1);
+        Ok(Params::for_keys(n, self.sizing, self.layout)?.with_seed(self.seed))
+    }
+
+    /// An empty filter sized for `keys` keys (or the capacity); a filter too large to allocate
+    /// here is an [`Error::TooLarge`], not an abort.
+    pub fn empty(&self, keys: u64) -> Result<Filter> {
+        let params = self.params(keys)?;
+        let too_large = |source| Error::TooLarge {
+            keys: self.capacity.unwrap_or(keys).max(1),
+            params,
+            source,
+        };
+        let bytes = usize::try_from(params.byte_len()).map_err(|_| too_large(None))?;
+        let mut probe: Vec<u8> = Vec::new();
+        probe
+            .try_reserve_exact(bytes)
+            .map_err(|e| too_large(Some(e)))?;
+        drop(probe);
+        Ok(Filter::new(params))
+    }
+
+    /// Builds a filter holding `keys`.
+    pub fn build(&self, keys: &KeySet) -> Result<Built> {
+        self.build_with_progress(keys, &mut |_| {})
+    }
+
+    /// Builds a filter holding `keys`, reporting progress to `progress` (see [`bulk`]).
+    pub fn build_with_progress(
+        &self,
+        keys: &KeySet,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Built> {
+        let mut filter = self.empty(keys.len() as u64)?;
+        let engine = backend::select(self.backend, keys.len())?;
+        bulk::insert(&*engine, &mut filter, keys.keys(), progress)?;
+        Ok(Built {
+            filter,
+            backend: engine.name(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bloomlanes_core::{Layout, SizingError};
+
+    use super::*;
+
+    #[test]
+    fn builds_what_the_core_sizes() {
+        let keys = KeySet::from_u64((0..10_000).collect());
+        let b = FilterBuilder::new()
+            .fpp(0.001)
+            .seed(9)
+            .backend(BackendChoice::Scalar);
+        let built = b.build(&keys).unwrap();
+        let expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
+            .unwrap()
+            .with_seed(9);
+        assert_eq!(*built.filter.params(), expected);
+        assert_eq!(built.filter.key_count(), Some(10_000));
+        assert!((0..10_000u64).all(|k| built.filter.contains(&k)));
+        assert_eq!(built.backend, "scalar");
+        let sized = b
+            .capacity(Some(5))
+            .layout(Some(Layout::L16x64))
+            .params(1_000_000);
+        assert_eq!(sized.unwrap().layout, Layout::L16x64);
+    }
+
+    #[test]
+    fn bad_sizing_is_a_typed_usage_error() {
+        let e = FilterBuilder::new()
+            .bits_per_key(0.0)
+            .empty(10)
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Sizing {
+                source: SizingError::BadBitsPerKey(_)
+            }
+        ));
+        assert_eq!(e.exit_code(), 2);
+    }
+}

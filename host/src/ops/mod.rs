@@ -1,0 +1,14 @@
+//! The operations on filter files that the command line exposes, one file each: [`query`]
+//! (probe keys) and [`merge`] (union, intersection). Statistics are [`FilterFile::stats`]
+//! (the core's [`Stats`](bloomlanes_core::Stats)); building is [`FilterBuilder`].
+//!
+//! A new operation (classify, dedup, delete …) is a new file here, re-exported below.
+//!
+//! [`FilterFile::stats`]: crate::FilterFile::stats
+//! [`FilterBuilder`]: crate::FilterBuilder
+
+mod merge;
+mod query;
+
+pub use merge::{merge, MergeOp};
+pub use query::{check_hashable, query, query_with_progress, QueryResult};
