@@ -75,6 +75,13 @@ impl FilterFile {
         // is open, which is outside this tool's contract (as for every mmap-based reader).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
         let header = format::parse(&map).map_err(|e| corrupt(path, e))?.0;
+        if header.params.kind != bloomlanes_core::FilterKind::Static {
+            let e = bloomlanes_core::FormatError::WrongKind {
+                expected: "static",
+                found: header.params.kind.name(),
+            };
+            return Err(corrupt(path, e));
+        }
         let aligned = cfg!(target_endian = "little")
             && bytemuck::try_cast_slice::<u8, u32>(&map[HEADER_LEN..]).is_ok();
         let data = if aligned {
@@ -144,7 +151,10 @@ impl FilterFile {
 
     /// The filter's statistics (the core's formulas, see [`Stats`]).
     pub fn stats(&self) -> Stats {
-        Stats::new(self.header.params, self.header.keys, self.count_ones())
+        let view = self.view();
+        let mut s = Stats::new(self.header.params, self.header.keys, view.count_ones());
+        s.fpr_from_bits = Some(view.fpr_from_bits());
+        s
     }
 }
 
