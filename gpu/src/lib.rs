@@ -29,25 +29,33 @@
 
 mod buffer;
 mod compile;
+mod counting;
+mod counting_delete;
 mod device_keys;
 mod error;
 mod filter;
+mod hashed;
 mod kernel;
 mod launch;
 mod loader;
+mod lookup;
 mod module;
 mod partition;
 mod pinned;
 mod pipeline;
+mod stage;
 mod stream;
 
 pub use buffer::DeviceBuffer;
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
+pub use counting::GpuCountingFilter;
+pub use counting_delete::DeleteReport;
 pub use device_keys::DeviceKeys;
 pub use error::GpuError;
 pub use filter::GpuFilter;
 pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
+pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
 pub use stream::{GpuStream, Timer};
