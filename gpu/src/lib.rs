@@ -45,6 +45,8 @@ mod pinned;
 mod pipeline;
 mod stage;
 mod stream;
+mod window;
+mod window_plan;
 
 pub use buffer::DeviceBuffer;
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
@@ -59,6 +61,7 @@ pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
 pub use stream::{GpuStream, Timer};
+pub use window::GpuWindowFilter;
 
 use std::sync::{Arc, Mutex};
 
