@@ -280,6 +280,9 @@ fn zero<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
     dst: &mut CudaViewMut<'_, T>,
 ) -> Result<(), GpuError> {
+    if dst.is_empty() {
+        return Ok(());
+    }
     stream
         .memset_zeros(dst)
         .map_err(|e| GpuError::cuda("cuMemsetD8Async(lookup output)", 0, e))
