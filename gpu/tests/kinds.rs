@@ -433,7 +433,7 @@ fn check_window_lookups(g: &mut GpuWindowFilter, f: &WindowFilter, keys: &[u64],
             "{what}: bit {i}"
         );
     }
-    if keys.len() % 64 != 0 {
+    if !keys.len().is_multiple_of(64) {
         assert_eq!(
             bits[keys.len() / 64] >> (keys.len() % 64),
             0,

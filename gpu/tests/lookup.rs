@@ -44,7 +44,7 @@ fn check_outputs(g: &mut GpuFilter, dk: DeviceKeys<'_>, want: &[u8], path: Looku
             "{what}: bit {i}"
         );
     }
-    if n % 64 != 0 {
+    if !n.is_multiple_of(64) {
         assert_eq!(bits[n / 64] >> (n % 64), 0, "{what}: tail bits");
     }
     // The screening form, asynchronously on another stream, then through the synchronous call.
