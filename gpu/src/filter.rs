@@ -175,9 +175,11 @@ impl GpuFilter {
         self.partitioner.partitions(&self.params)
     }
 
-    /// Caps the partitioned insert's scratch buffer at `keys` hashes (8 bytes each; at least 64).
-    /// Larger batches are partitioned and inserted in chunks of at most this many keys. A buffer
-    /// already allocated larger is kept (see [`GpuFilter::release_scratch`]).
+    /// Caps the partitioning scratch of partitioned inserts and lookups at `keys` keys (8 bytes
+    /// each, 12 with the positions of a lookup; at least 64). By default it is sized to the batch
+    /// (up to 2^32 − 1 keys), so the filter is swept once per batch; larger batches than the cap
+    /// go through in chunks of at most this many keys, one sweep each. A buffer already allocated
+    /// larger is kept (see [`GpuFilter::release_scratch`]).
     pub fn set_scratch_keys(&mut self, keys: usize) {
         self.partitioner.set_scratch_keys(keys);
     }
@@ -403,15 +405,16 @@ impl GpuFilter {
 
     /// Whether a lookup of `keys` device-resident keys through [`GpuFilter::lookup_device_async`]
     /// is partitioned under the current settings.
-    pub fn lookup_partitioned_for(&mut self, keys: usize) -> bool {
-        self.lookup_target().partitioned_for(keys)
+    pub fn lookup_partitioned_for(&self, keys: usize) -> bool {
+        self.lookup
+            .partitioned_for(self.byte_len(), self.partitioner.l2_or_fallback(), keys)
     }
 
     /// Looks up device-resident keys into `out` (bytes, a bitmap, or the list of maybe-present
     /// positions), queued on `stream`, directly or partitioned (see [`LookupKernel`]); returns
-    /// the path taken. Records and strings are hashed into a scratch buffer first. Lookups queued
-    /// on other streams must not overlap this call's scratch use: the scratch buffers belong to
-    /// the filter, hence `&mut self`.
+    /// the path taken. Records and strings are hashed into a scratch buffer first. The scratch
+    /// buffers belong to the filter, hence `&mut self` (their reuse by calls on other streams is
+    /// ordered by the buffers' events).
     pub fn lookup_device_async(
         &mut self,
         keys: DeviceKeys<'_>,

@@ -266,6 +266,57 @@ mod tests {
     }
 
     #[test]
+    fn the_kinds_kernels_have_the_signatures_their_launches_push() {
+        // The launches in counting_delete.rs, window.rs, lookup.rs, hashed.rs and partition.rs
+        // push their arguments in these orders and types (their SAFETY comments quote them).
+        let src = kernel_source(Layout::L16x64);
+        let keys = "const u64* keys, u64 n, u64 seed, int mode";
+        for (k, params) in [
+            (Kernel::CountInsert, format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits")),
+            (Kernel::CountCheck, format!("const u32* image, u64 blocks, {keys}, u32* status, u64* stats")),
+            (
+                Kernel::CountDelete,
+                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, u32* status, u64* stats"),
+            ),
+            (
+                Kernel::CountUndo,
+                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, const u32* status"),
+            ),
+            (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
+            (
+                Kernel::HashStrings,
+                "const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out".into(),
+            ),
+            (
+                Kernel::ProbeBitmap,
+                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits".into(),
+            ),
+            (
+                Kernel::ProbeList,
+                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count".into(),
+            ),
+            (
+                Kernel::PositionsKeys,
+                format!("const u32* words, u64 blocks, {keys}, u32* list, u64 cap, u64* count"),
+            ),
+            (
+                Kernel::PartScatterPos,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out, u32* __restrict__ out_pos".into(),
+            ),
+            (Kernel::StatusBytes, "const u32* status, u64 n, u8* out".into()),
+            (Kernel::StatusScatter, "const u32* status, const u32* pos, u64 n, u8* out".into()),
+            (Kernel::BitsToBytes, "const u32* bits, u64 n, u8* out".into()),
+            (Kernel::WindowInsert, format!("u32* words, u64 blocks, u32 gens, u32 gen, {keys}")),
+            (Kernel::WindowContains, format!("const u32* words, u64 blocks, u32 gens, {keys}, u8* out")),
+            (Kernel::WindowBitmap, format!("const u32* words, u64 blocks, u32 gens, {keys}, u32* bits")),
+            (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+        ] {
+            let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
+            assert!(src.contains(&signature), "no `{signature}`");
+        }
+    }
+
+    #[test]
     fn the_cuda_files_use_no_literal_constant_of_core() {
         // The hash constants must come from the prelude, never be retyped in a `.cu` file.
         let mut retyped = Vec::new();

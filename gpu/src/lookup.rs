@@ -147,6 +147,16 @@ pub(crate) struct LookupState {
 }
 
 impl LookupState {
+    /// Whether a lookup of `n` keys into a filter of `filter_bytes` on a device with `l2_bytes`
+    /// of L2 is partitioned under these settings.
+    pub(crate) fn partitioned_for(&self, filter_bytes: u64, l2_bytes: u64, n: usize) -> bool {
+        match self.kernel {
+            LookupKernel::Direct => false,
+            LookupKernel::Partitioned => true,
+            LookupKernel::Auto => self.auto.partitions(filter_bytes, l2_bytes, n),
+        }
+    }
+
     /// Frees the scratch buffers.
     pub(crate) fn release(&mut self) {
         self.hashes.release();
@@ -219,19 +229,6 @@ fn check_output(lens: OutputLens, n: usize) -> Result<(), GpuError> {
 }
 
 impl LookupTarget<'_> {
-    /// Whether a lookup of `n` keys is partitioned under the settings.
-    pub(crate) fn partitioned_for(&self, n: usize) -> bool {
-        match self.state.kernel {
-            LookupKernel::Direct => false,
-            LookupKernel::Partitioned => true,
-            LookupKernel::Auto => self.state.auto.partitions(
-                self.params.byte_len(),
-                self.partitioner.l2_or_fallback(),
-                n,
-            ),
-        }
-    }
-
     /// Queues the lookup of `args` into `out` on `stream` (the caller checked the keys' shape
     /// and hash); returns the path taken. Records and strings are hashed into scratch first.
     pub(crate) fn lookup(
@@ -249,7 +246,11 @@ impl LookupTarget<'_> {
                 self.params.u32_len()
             )));
         }
-        let partitioned = self.partitioned_for(n);
+        let partitioned = self.state.partitioned_for(
+            self.params.byte_len(),
+            self.partitioner.l2_or_fallback(),
+            n,
+        );
         let auto = self.state.kernel == LookupKernel::Auto;
         let probe = Probe {
             kernels: self.kernels,
