@@ -19,7 +19,9 @@
 //! - sliding windows: `WINDOW_GEN_BYTES` per generation, default `512M`; `WINDOW_G` default 4;
 //!   `WINDOW_SPAN_LOG2` default 26; `WINDOW_KEYS_LOG2` default 28
 //! - partitioned lookups (issue #17): `LOOKUP_SIZES` default `2G`; `LOOKUP_KEYS_LOG2` default 28;
-//!   `LOOKUP_SWEEP` batch sizes `A..B` (log2, every other), default `20..28` (empty to skip)
+//!   `LOOKUP_SWEEP` batch sizes `A..B` (log2, every other), default `20..28` (empty to skip);
+//!   `LOOKUP_PART_SWEEP` partition sizes, default `8M,16M,24M,32M,48M` (empty to skip)
+//! - `KIND_LAYOUTS` layouts of the counting, window and lookup tables, default `8x32`
 //!
 //! The partitioned insert's scratch is sized to the batch by default (`SCRATCH_LOG2=32`: one
 //! sweep of the filter per batch); `SCRATCH_LOG2=28` reproduces the earlier 2 GiB chunks.

@@ -154,7 +154,10 @@ pub fn window(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), Gp
 /// Partitioned lookups at `LOOKUP_SIZES` (default 2G) with 2^`LOOKUP_KEYS_LOG2` device keys
 /// (default 28): direct and partitioned into bytes, bitmap and positions, present and absent
 /// keys, against the speed-of-light kernel; then `LOOKUP_SWEEP` (default 20..28: batch sizes
-/// 2^20, 2^22, …) for the batch size from which partitioning pays, with Auto's choice.
+/// 2^20, 2^22, …) for the batch size from which partitioning pays, with Auto's choice, and
+/// `LOOKUP_PART_SWEEP` (default `8M,16M,24M,32M,48M`) for the partition size (lookups only read
+/// the filter, so partitions larger than the inserts' L2 / 3 may pay: fewer partitions make
+/// longer scatter runs).
 pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), GpuError> {
     let sizes: Vec<u64> = setting(args, "LOOKUP_SIZES", "2G")
         .split(',')
@@ -167,6 +170,11 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
         let (a, b): (u32, u32) = (a.parse().unwrap_or(0), b.parse().unwrap_or(0));
         (a..=b.min(log2)).step_by(2).filter(|&x| x > 0).collect()
     };
+    let part_sweep: Vec<u64> = setting(args, "LOOKUP_PART_SWEEP", "8M,16M,24M,32M,48M")
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_size)
+        .collect();
     let m = 1usize << log2;
     let present = DeviceBuffer::random_u64(m, super::KEY_SEED)?;
     let absent = DeviceBuffer::random_u64(m, ABSENT_SEED)?;
@@ -242,6 +250,9 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
             if layout == layouts[0] && !sweep.is_empty() {
                 sweep_batches(&mut g, &mut bits, &sweep, reps)?;
             }
+            if layout == layouts[0] && !part_sweep.is_empty() {
+                sweep_partitions(&mut g, &present, &mut bits, &part_sweep, reps)?;
+            }
             g.release_scratch();
         }
     }
@@ -294,5 +305,48 @@ fn sweep_batches(
             rates[1] / rates[0]
         );
     }
+    Ok(())
+}
+
+/// Partitioned bitmap lookups of all keys for several partition sizes.
+fn sweep_partitions(
+    g: &mut GpuFilter,
+    keys: &DeviceBuffer<u64>,
+    bits: &mut DeviceBuffer<u64>,
+    sizes: &[u64],
+    reps: usize,
+) -> Result<(), GpuError> {
+    println!(
+        "\npartitioned lookups by partition size, {} {} filter, 2^{} keys, bitmap output: G/s (partitions)\n",
+        human(g.byte_len()),
+        g.layout(),
+        keys.len().trailing_zeros()
+    );
+    let head: Vec<String> = sizes.iter().map(|&p| human(p)).collect();
+    println!("| {} |", head.join(" | "));
+    println!("|{}", "---|".repeat(sizes.len()));
+    let gs = g.stream().clone();
+    g.set_lookup_kernel(LookupKernel::Partitioned);
+    let mut cells = Vec::new();
+    for &p in sizes {
+        g.set_partition_bytes(p);
+        g.lookup_device(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits))?;
+        let t = time_ms(
+            reps,
+            &gs,
+            || Ok(()),
+            || {
+                g.lookup_device_async(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits), &gs)
+                    .map(|_| ())
+            },
+        )?;
+        cells.push(format!(
+            "{:.2} ({})",
+            keys.len() as f64 / t / 1e6,
+            g.partitions()
+        ));
+    }
+    println!("| {} |", cells.join(" | "));
+    g.set_partition_bytes(0);
     Ok(())
 }
