@@ -18,9 +18,9 @@
 //! refuses it too; for an accepted key, each counter `c` it touches received `d_c ≤ v_c` decrements
 //! in all (no underflow), so when the core reaches the key, `c` still holds at least
 //! `v_c − (d_c − 1) ≥ 1` and the core accepts it too; both end with `v_c − d_c` in every
-//! unsaturated counter and the same image bits. This is always the case when every key of the
-//! batch is present as often as it is deleted (each deleted key was inserted at least as many
-//! times as it appears in the batch, and no counter saturated in between).
+//! unsaturated counter and the same image bits. This is the case whenever the batch deletes only
+//! keys that are present, each at most as often as it was inserted (and no absent key was deleted
+//! before): an unsaturated counter then counts the present keys that touch it.
 //!
 //! If a counter underflowed (keys that were never inserted but pass the check as false positives,
 //! or a key deleted more often than it is present), the attempt is undone exactly
