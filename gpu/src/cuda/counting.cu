@@ -23,38 +23,62 @@ __device__ __forceinline__ u32* bl_counter_word(u32* counters, u64 k, u32 cbits)
 __device__ __forceinline__ u32 bl_counter_shift(u64 k, u32 cbits) {
   return (u32)(k & (cbits == 4 ? 7 : 3)) * cbits;
 }
-// Counter + 1 unless it is at max; returns its value before. The CAS makes concurrent updates of
-// counters sharing the word exact; a counter below max never carries into its neighbour.
-__device__ __forceinline__ u32 bl_counter_inc(u32* w, u32 sh, u32 max) {
-  u32 old = *(volatile u32*)w;
-  for (;;) {
-    u32 v = (old >> sh) & max;
-    if (v == max) return v;
-    u32 seen = atomicCAS(w, old, old + (1u << sh));
-    if (seen == old) return v;
-    old = seen;
-  }
-}
-// Counter - 1 unless it is 0 or max; returns its value before (it changed iff 0 < value < max).
-__device__ __forceinline__ u32 bl_counter_dec(u32* w, u32 sh, u32 max) {
-  u32 old = *(volatile u32*)w;
-  for (;;) {
-    u32 v = (old >> sh) & max;
-    if (v == max || v == 0) return v;
-    u32 seen = atomicCAS(w, old, old - (1u << sh));
-    if (seen == old) return v;
-    old = seen;
-  }
-}
-__device__ __forceinline__ void bl_count_insert_hashed(u32* image, u32* counters, u64 blocks, u64 h, u32 cbits) {
+// Adds 1 (inc) or subtracts 1 (!inc) to each of the key's L counters `cell[i]` with a
+// compare-and-swap loop on the counter's word, leaving alone a counter at max (either way) or at
+// 0 (when subtracting); v[i] receives counter i's value before. The CAS makes concurrent updates
+// of counters sharing a word exact, and a counter below max (above 0) never carries into (borrows
+// from) its neighbour. The L loops are interleaved, so their loads and CASes are in flight
+// together instead of one round trip after another (a key's lanes lie in distinct words; were
+// two in one word, a failed CAS would simply retry with the word's new value).
+__device__ __forceinline__ void bl_counters_step(u32* counters, const u64 cell[BL_LANES], u32 cbits, bool inc, u32 v[BL_LANES]) {
   u32 max = (1u << cbits) - 1u;
+  u32* w[BL_LANES];
+  u32 sh[BL_LANES], old[BL_LANES];
+  #pragma unroll
+  for (int i = 0; i < BL_LANES; i++) {
+    w[i] = bl_counter_word(counters, cell[i], cbits);
+    sh[i] = bl_counter_shift(cell[i], cbits);
+    old[i] = *(volatile u32*)w[i];
+  }
+  u32 pending = (1u << BL_LANES) - 1u;  // BL_LANES <= 16
+  while (pending) {
+    u32 seen[BL_LANES];
+    #pragma unroll
+    for (int i = 0; i < BL_LANES; i++) {
+      seen[i] = old[i];
+      if ((pending >> i) & 1u) {
+        u32 c = (old[i] >> sh[i]) & max;
+        v[i] = c;
+        if (c == max || (!inc && c == 0)) {
+          pending &= ~(1u << i);
+        } else {
+          u32 next = inc ? old[i] + (1u << sh[i]) : old[i] - (1u << sh[i]);
+          seen[i] = atomicCAS(w[i], old[i], next);
+        }
+      }
+    }
+    #pragma unroll
+    for (int i = 0; i < BL_LANES; i++) {
+      if ((pending >> i) & 1u) {
+        if (seen[i] == old[i]) pending &= ~(1u << i);  // this CAS took
+        else old[i] = seen[i];                         // lost a race: retry with the new word
+      }
+    }
+  }
+}
+// The key's L cells.
+__device__ __forceinline__ u64 bl_cells(u64 h, u64 blocks, u64 cell[BL_LANES]) {
   u64 blk = bl_block(h, blocks);
   u32 b[BL_LANES]; bl_bits((u32)h, b);
   #pragma unroll
-  for (int i = 0; i < BL_LANES; i++) {
-    u64 k = bl_cell(blk, i, b[i]);
-    bl_counter_inc(bl_counter_word(counters, k, cbits), bl_counter_shift(k, cbits), max);
-  }
+  for (int i = 0; i < BL_LANES; i++) cell[i] = bl_cell(blk, i, b[i]);
+  return blk;
+}
+__device__ __forceinline__ void bl_count_insert_hashed(u32* image, u32* counters, u64 blocks, u64 h, u32 cbits) {
+  u64 cell[BL_LANES];
+  u32 v[BL_LANES];
+  bl_cells(h, blocks, cell);
+  bl_counters_step(counters, cell, cbits, true, v);
   // The key's image bits, set whatever the counters held (as the core does).
   bl_insert_hashed(image, blocks, h);
 }
@@ -62,19 +86,19 @@ __device__ __forceinline__ void bl_count_insert_hashed(u32* image, u32* counters
 // adds the lanes whose counter was 0 to *under.
 __device__ __forceinline__ u32 bl_count_delete_hashed(u32* image, u32* counters, u64 blocks, u64 h, u32 cbits, u32* under) {
   u32 max = (1u << cbits) - 1u;
-  u64 blk = bl_block(h, blocks);
-  u32 b[BL_LANES]; bl_bits((u32)h, b);
+  u64 cell[BL_LANES];
+  u32 v[BL_LANES];
+  bl_cells(h, blocks, cell);
+  bl_counters_step(counters, cell, cbits, false, v);
   u32 lanes = 0;
   #pragma unroll
   for (int i = 0; i < BL_LANES; i++) {
-    u64 k = bl_cell(blk, i, b[i]);
-    u32 v = bl_counter_dec(bl_counter_word(counters, k, cbits), bl_counter_shift(k, cbits), max);
-    if (v == 0) {
+    if (v[i] == 0) {
       *under += 1;
-    } else if (v < max) {
+    } else if (v[i] < max) {
       lanes |= 1u << i;
       // Nothing increments during a delete batch, so a counter that reached 0 stays 0.
-      if (v == 1) atomicAnd(image + (k >> 5), ~(1u << (k & 31)));
+      if (v[i] == 1) atomicAnd(image + (cell[i] >> 5), ~(1u << (cell[i] & 31)));
     }
   }
   return BL_ACCEPTED | lanes;
@@ -82,14 +106,13 @@ __device__ __forceinline__ u32 bl_count_delete_hashed(u32* image, u32* counters,
 // Puts back the decrements that bl_count_delete_hashed recorded in `status`. Every counter ends
 // at its value before the attempt (at most max), so the additions never carry.
 __device__ __forceinline__ void bl_count_undo_hashed(u32* image, u32* counters, u64 blocks, u64 h, u32 cbits, u32 status) {
-  u64 blk = bl_block(h, blocks);
-  u32 b[BL_LANES]; bl_bits((u32)h, b);
+  u64 cell[BL_LANES];
+  bl_cells(h, blocks, cell);
   #pragma unroll
   for (int i = 0; i < BL_LANES; i++) {
     if ((status >> i) & 1u) {
-      u64 k = bl_cell(blk, i, b[i]);
-      atomicAdd(bl_counter_word(counters, k, cbits), 1u << bl_counter_shift(k, cbits));
-      atomicOr(image + (k >> 5), 1u << (k & 31));
+      atomicAdd(bl_counter_word(counters, cell[i], cbits), 1u << bl_counter_shift(cell[i], cbits));
+      atomicOr(image + (cell[i] >> 5), 1u << (cell[i] & 31));
     }
   }
 }
