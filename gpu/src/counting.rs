@@ -384,7 +384,7 @@ impl GpuCountingFilter {
                 });
             }
         }
-        let partitioned = self.partitioned_for(n);
+        let mut partitioned = self.partitioned_for(n);
         let parts = self.partitions();
         let direct_chunk = self
             .partitioner
@@ -402,7 +402,22 @@ impl GpuCountingFilter {
             counters: &mut self.counters,
         };
         let work = &mut self.work;
+        // Every chunk finds its status buffer allocated (a partitioned chunk holds at most
+        // min(n, scratch cap) keys, a direct one min(n, direct_chunk)): nothing allocates once a
+        // chunk has started, so an out-of-memory error from the partitioned path means that
+        // nothing was deleted yet (checked with `started` too) and the direct path may run.
+        if partitioned {
+            match work.buffers(stream, n.min(self.partitioner.scratch_keys())) {
+                Ok(_) => {}
+                Err(GpuError::OutOfMemory { .. }) if self.insert_kernel == InsertKernel::Auto => {
+                    partitioned = false
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        work.buffers(stream, n.min(direct_chunk))?;
         let want_positions = out.is_some();
+        let started = std::cell::Cell::new(false);
         let mut report = DeleteReport::default();
         // One chunk `r` of the batch: a parallel attempt over its keys (grouped by partition if
         // `grouped` holds the grouped hashes and, when results are asked for, their positions),
@@ -411,6 +426,7 @@ impl GpuCountingFilter {
             |r: Range<usize>,
              grouped: Option<(Hashed<'_>, Option<cudarc::driver::CudaView<'_, u32>>)>|
              -> Result<(), GpuError> {
+                started.set(true);
                 let len = r.len();
                 let (status, stats) = work.buffers(stream, len)?;
                 let keys = hashed.slice(r.clone());
@@ -427,7 +443,14 @@ impl GpuCountingFilter {
                             Some((_, Some(pos))) => {
                                 status_scatter(kernels, &status.slice(..len), pos, &mut o, stream)?
                             }
-                            _ => status_bytes(kernels, &status.slice(..len), &mut o, stream)?,
+                            None => status_bytes(kernels, &status.slice(..len), &mut o, stream)?,
+                            Some((_, None)) => {
+                                return Err(GpuError::Cuda {
+                                    op: "counting delete",
+                                    bytes: 0,
+                                    message: "grouped statuses without their positions".into(),
+                                })
+                            }
                         }
                     }
                     return Ok(());
@@ -468,8 +491,9 @@ impl GpuCountingFilter {
             );
             match r {
                 Ok(()) => done = true,
-                // Nothing was queued (the scratch is allocated first): delete directly.
-                Err(GpuError::OutOfMemory { .. }) if self.insert_kernel == InsertKernel::Auto => {}
+                // The scratch could not be allocated and no chunk started: delete directly.
+                Err(GpuError::OutOfMemory { .. })
+                    if self.insert_kernel == InsertKernel::Auto && !started.get() => {}
                 Err(e) => return Err(e),
             }
         }
