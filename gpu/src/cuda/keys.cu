@@ -6,6 +6,13 @@
 __device__ __forceinline__ u64 bl_key_hash(u64 k, u64 seed, int mode) {
   return mode == 0 ? bl_hash_u64(k, seed) : k;
 }
+// The first key index of this thread in the BL_KPT-keys-per-thread kernels (its keys are
+// base + j * BL_THREADS), and its keys loaded first so that the loads are in flight together.
+__device__ __forceinline__ u64 bl_kpt_base() { return (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x; }
+__device__ __forceinline__ void bl_load_keys(const u64* __restrict__ keys, u64 n, u64 base, u64 k[BL_KPT]) {
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+}
 template <int MODE>
 __device__ __forceinline__ void bl_insert_keys(u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
@@ -145,4 +152,14 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const
   bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed)) : false;
   u32 m = __ballot_sync(0xffffffffu, r);
   if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+}
+// The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
+// kinds, partitioned lookups and deletes).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = bl_record_hash(data, width, i, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_strings(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = bl_string_hash(data, data_len, offsets, base, i, seed);
 }

@@ -1,5 +1,5 @@
-// Layout-independent kernels: set operations, the input check of device strings, the random key
-// generator and the speed-of-light reference of the benchmarks.
+// Layout-independent kernels: set operations, the input check of device strings, per-key result
+// conversions, the random key generator and the speed-of-light reference of the benchmarks.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_union(u32* a, const u32* b, u64 n) {
   u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
   if (i < n) a[i] |= b[i];
@@ -47,4 +47,22 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const
   }
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
+}
+// Per-key results of a counting delete: out[i] = 1 iff key i was deleted (status bit 31).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_bytes(const u32* status, u64 n, u8* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = (u8)(status[i] >> 31);
+}
+// The same for statuses in grouped order: status[i] belongs to key pos[i] (< n).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_scatter(const u32* status, const u32* pos, u64 n, u8* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) {
+    u32 p = pos[i];
+    if (p < n) out[p] = (u8)(status[i] >> 31);
+  }
+}
+// out[i] = bit i of the bitmap `bits`, for i < n.
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bits_to_bytes(const u32* bits, u64 n, u8* out) {
+  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  if (i < n) out[i] = (u8)((bits[i >> 5] >> (i & 31)) & 1u);
 }
