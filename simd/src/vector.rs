@@ -1,0 +1,219 @@
+//! The per-ISA surface and the block operations written once above it.
+//!
+//! An instruction set offers a [`Vector`] (one register of `u32` words, in the style of
+//! hashbrown's `Group` and memchr's `Vector`): load and store a register's worth of a block,
+//! build the registers of a key's block mask from its hash, and the three bit operations that a
+//! lookup or an insert needs. [`contains`], [`insert`] and [`mask_words`] are the only loops over
+//! a block's registers, for every instruction set and layout.
+//!
+//! An [`Isa`] names two vectors: [`Isa::Wide`] for blocks at least as wide as it, and
+//! [`Isa::Narrow`] for smaller ones (AVX-512 leaves the 256-bit 8x32 block to AVX2 registers),
+//! plus its integer-key hasher.
+//!
+//! Everything here is `#[inline(always)]` and `unsafe` with the contract "the CPU supports the
+//! vector's instruction set": it is compiled inside the `#[target_feature]` entry points of
+//! each ISA (see `bulk::entry_points!`), which the dispatcher calls only on CPUs that have it.
+
+use crate::shape::Shape;
+
+/// The most registers a block mask takes: a 1024-bit block in 128-bit registers.
+pub(crate) const MAX_REGS: usize = 8;
+
+/// One vector register of `u32` words of one instruction set.
+pub(crate) trait Vector: Copy {
+    /// `u32` words per register.
+    const WORDS: usize;
+
+    /// A register with every bit clear.
+    ///
+    /// # Safety
+    /// The CPU supports the vector's instruction set.
+    unsafe fn zero() -> Self;
+
+    /// Reads the [`Vector::WORDS`] words from `p` on.
+    ///
+    /// # Safety
+    /// The words `p .. p + WORDS` are readable (`p` need only be aligned for `u32`), and the CPU
+    /// supports the vector's instruction set.
+    unsafe fn load(p: *const u32) -> Self;
+
+    /// Writes the register to the [`Vector::WORDS`] words from `p` on.
+    ///
+    /// # Safety
+    /// The words `p .. p + WORDS` are writable and not accessed by anyone else during the call
+    /// (`p` need only be aligned for `u32`), and the CPU supports the vector's instruction set.
+    unsafe fn store(self, p: *mut u32);
+
+    /// The mask that a hash whose low 32 bits are `h` sets in a block of `S` (the core's
+    /// [`block_mask`](bloomlanes_core::block_mask)), as the block's registers in order: register
+    /// `i` holds words `i × WORDS .. (i + 1) × WORDS`. Only the first
+    /// `S::LAYOUT.block_u32s() / WORDS` registers are meaningful.
+    ///
+    /// # Safety
+    /// The CPU supports the vector's instruction set.
+    unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS];
+
+    /// `self | other`.
+    ///
+    /// # Safety
+    /// The CPU supports the vector's instruction set.
+    unsafe fn or(self, other: Self) -> Self;
+
+    /// The bits of `self` that are clear in `block`: `self & !block`.
+    ///
+    /// # Safety
+    /// The CPU supports the vector's instruction set.
+    unsafe fn clear_in(self, block: Self) -> Self;
+
+    /// Whether every bit is clear.
+    ///
+    /// # Safety
+    /// The CPU supports the vector's instruction set.
+    unsafe fn is_zero(self) -> bool;
+}
+
+/// One instruction set: its vectors and its hasher of integer keys.
+pub(crate) trait Isa {
+    /// The vector for blocks at least as wide as its register.
+    type Wide: Vector;
+    /// The vector for blocks narrower than [`Isa::Wide`]'s register (the same type where no
+    /// block is narrower).
+    type Narrow: Vector;
+
+    /// `out[i] = xxh64_u64(keys[i], seed)` for every `i`; `out.len() == keys.len()`.
+    ///
+    /// # Safety
+    /// The CPU supports the instruction set.
+    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]);
+}
+
+/// Whether blocks of `S` are held in [`Isa::Wide`] registers (else in [`Isa::Narrow`] ones).
+const fn uses_wide<I: Isa, S: Shape>() -> bool {
+    S::LAYOUT.block_u32s() >= I::Wide::WORDS
+}
+
+/// Registers of `V` in one block of `S`.
+const fn regs<V: Vector, S: Shape>() -> usize {
+    S::LAYOUT.block_u32s() / V::WORDS
+}
+
+/// Whether the vector that [`uses_wide`] picks tiles a block of `S` exactly, in at most
+/// [`MAX_REGS`] registers (checked at compile time for every ISA and shape in use).
+const fn tiles<I: Isa, S: Shape>() -> bool {
+    let words = if uses_wide::<I, S>() {
+        I::Wide::WORDS
+    } else {
+        I::Narrow::WORDS
+    };
+    let block = S::LAYOUT.block_u32s();
+    block >= words && block.is_multiple_of(words) && block / words <= MAX_REGS
+}
+
+/// Whether every bit of `hash`'s mask is set in the block at `block`, with `V` registers.
+///
+/// # Safety
+/// `block` points to a block of `S` (`S::LAYOUT.block_u32s()` readable `u32`s), which `V`
+/// tiles; the CPU supports `V`.
+#[inline(always)]
+unsafe fn contains_with<V: Vector, S: Shape>(block: *const u32, hash: u64) -> bool {
+    // SAFETY: the CPU supports V (caller); register `i < regs` covers the words
+    // `i × WORDS .. (i + 1) × WORDS`, inside the block because V tiles it (caller).
+    unsafe {
+        let mask = V::block_mask::<S>(hash as u32);
+        let mut missing = V::zero();
+        for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
+            missing = missing.or(m.clear_in(V::load(block.add(i * V::WORDS))));
+        }
+        missing.is_zero()
+    }
+}
+
+/// ORs `hash`'s mask into the block at `block`, with `V` registers.
+///
+/// # Safety
+/// As [`contains_with`], and the block's words are writable and not accessed by anyone else
+/// during the call.
+#[inline(always)]
+unsafe fn insert_with<V: Vector, S: Shape>(block: *mut u32, hash: u64) {
+    // SAFETY: the CPU supports V (caller); register `i < regs` covers the words
+    // `i × WORDS .. (i + 1) × WORDS`, inside the block (V tiles it), which is writable and
+    // exclusively ours for the call (caller).
+    unsafe {
+        let mask = V::block_mask::<S>(hash as u32);
+        for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
+            let p = block.add(i * V::WORDS);
+            V::load(p).or(m).store(p);
+        }
+    }
+}
+
+/// Writes `hash`'s mask as the block's words into `out[.. S::LAYOUT.block_u32s()]`, with `V`
+/// registers.
+///
+/// # Safety
+/// `V` tiles a block of `S`; the CPU supports `V`.
+#[inline(always)]
+unsafe fn mask_words_with<V: Vector, S: Shape>(hash: u64, out: &mut [u32; 32]) {
+    // SAFETY: the CPU supports V (caller); `regs × WORDS` is the block's word count, at most 32
+    // (the widest block), so every store lies inside `out`.
+    unsafe {
+        let mask = V::block_mask::<S>(hash as u32);
+        for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
+            m.store(out.as_mut_ptr().add(i * V::WORDS));
+        }
+    }
+}
+
+/// Whether every bit of `hash`'s mask is set in the block of `S` that starts at `block`.
+///
+/// # Safety
+/// `block` points to `S::LAYOUT.block_u32s()` readable `u32`s; the CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn contains<I: Isa, S: Shape>(block: *const u32, hash: u64) -> bool {
+    const { assert!(tiles::<I, S>()) };
+    // SAFETY: forwarded from the caller; the vector chosen by `uses_wide` tiles the block (the
+    // assertion above).
+    unsafe {
+        if uses_wide::<I, S>() {
+            contains_with::<I::Wide, S>(block, hash)
+        } else {
+            contains_with::<I::Narrow, S>(block, hash)
+        }
+    }
+}
+
+/// ORs `hash`'s mask into the block of `S` that starts at `block`.
+///
+/// # Safety
+/// `block` points to `S::LAYOUT.block_u32s()` writable `u32`s that no one else accesses during
+/// the call; the CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn insert<I: Isa, S: Shape>(block: *mut u32, hash: u64) {
+    const { assert!(tiles::<I, S>()) };
+    // SAFETY: forwarded from the caller; the chosen vector tiles the block (assertion above).
+    unsafe {
+        if uses_wide::<I, S>() {
+            insert_with::<I::Wide, S>(block, hash)
+        } else {
+            insert_with::<I::Narrow, S>(block, hash)
+        }
+    }
+}
+
+/// Writes `hash`'s mask for a block of `S` as `S::LAYOUT.block_u32s()` words into `out` (the
+/// rest is untouched).
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn mask_words<I: Isa, S: Shape>(hash: u64, out: &mut [u32; 32]) {
+    const { assert!(tiles::<I, S>()) };
+    // SAFETY: the CPU supports I (caller); the chosen vector tiles the block (assertion above).
+    unsafe {
+        if uses_wide::<I, S>() {
+            mask_words_with::<I::Wide, S>(hash, out)
+        } else {
+            mask_words_with::<I::Narrow, S>(hash, out)
+        }
+    }
+}
