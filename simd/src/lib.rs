@@ -216,11 +216,24 @@ const PAR_CHUNK: usize = 16 * 1024;
 
 /// Views exclusively borrowed words as atomics, for concurrent OR from many threads.
 fn as_atomic(words: &mut [u32]) -> &[AtomicU32] {
-    // SAFETY: `AtomicU32` has the same size and alignment as `u32` (documented guarantee), so
-    // the pointer and length describe a valid `[AtomicU32]`. The `&mut` borrow guarantees that no
-    // one else reads or writes the words non-atomically while the returned shared borrow (which
-    // has the same lifetime) lives; all access through it is atomic.
-    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
+    // `AtomicU32` is documented to have "the same size and bit validity as the underlying
+    // integer type, `u32`", but its alignment "is always equal to its size, even on targets where
+    // `u32` has a lesser alignment" (std::sync::atomic::AtomicU32). So equal alignment is not a
+    // guarantee of the language (std's own `AtomicU32::from_mut_slice` exists only on targets
+    // where it holds): it is checked here, at compile time, for the target at hand.
+    const {
+        assert!(core::mem::size_of::<AtomicU32>() == core::mem::size_of::<u32>());
+        assert!(core::mem::align_of::<AtomicU32>() == core::mem::align_of::<u32>());
+    };
+    let len = words.len();
+    let ptr = words.as_mut_ptr().cast::<AtomicU32>();
+    // SAFETY: `ptr` comes from a live `&mut [u32]` of `len` elements, so it is non-null and
+    // points to `len` initialised `u32`s; `AtomicU32` has the size and bit validity of `u32`
+    // (std docs) and, asserted above, its alignment too, so the same memory is `len` valid,
+    // aligned `AtomicU32`s. The returned borrow inherits the exclusive borrow of `words` (same
+    // lifetime), so no one reads or writes the words non-atomically while it lives; all access
+    // through it is atomic.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
 }
 
 /// The bulk operations of one [`SimdPath`].
