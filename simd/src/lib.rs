@@ -44,6 +44,8 @@ use rayon::prelude::*;
 
 mod arch;
 mod bulk;
+#[cfg(test)]
+mod kernel_tests;
 mod portable;
 mod scalar;
 mod shape;
