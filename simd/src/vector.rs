@@ -1,7 +1,7 @@
 //! The per-ISA surface and the block operations written once above it.
 //!
 //! An instruction set offers a [`Vector`] (one register of `u32` words, in the style of
-//! hashbrown's `Group` and memchr's `Vector`): load and store a register's worth of a block,
+//! hashbrown's `Group` and memchr's `Vector`): load and store a register's part of a block,
 //! build the registers of a key's block mask from its hash, and the three bit operations that a
 //! lookup or an insert needs. [`contains`], [`insert`] and [`mask_words`] are the only loops over
 //! a block's registers, for every instruction set and layout.
@@ -44,10 +44,37 @@ pub(crate) trait Vector: Copy {
     /// (`p` need only be aligned for `u32`), and the CPU supports the vector's instruction set.
     unsafe fn store(self, p: *mut u32);
 
+    /// Register `part` of the block of `S` that starts at `block`: by default its words
+    /// `part × WORDS .. (part + 1) × WORDS`. An ISA may map registers to a block's words
+    /// differently (the portable one keeps the low and the high halves of 64-bit lanes in
+    /// separate registers); [`Vector::store_part`] and [`Vector::block_mask`] use the same map.
+    ///
+    /// # Safety
+    /// `block` points to `S::LAYOUT.block_u32s()` readable `u32`s, `part` is below
+    /// `S::LAYOUT.block_u32s() / WORDS`, and the CPU supports the vector's instruction set.
+    #[inline(always)]
+    unsafe fn load_part<S: Shape>(block: *const u32, part: usize) -> Self {
+        // SAFETY: `part < block_u32s / WORDS` (caller), so the register's words lie in the
+        // block, which is readable (caller); the CPU supports the vector (caller).
+        unsafe { Self::load(block.add(part * Self::WORDS)) }
+    }
+
+    /// Writes the register back as part `part` of the block of `S` at `block` (the map of
+    /// [`Vector::load_part`]).
+    ///
+    /// # Safety
+    /// As [`Vector::load_part`], and the block's words are writable and not accessed by anyone
+    /// else during the call.
+    #[inline(always)]
+    unsafe fn store_part<S: Shape>(self, block: *mut u32, part: usize) {
+        // SAFETY: `part < block_u32s / WORDS` (caller), so the register's words lie in the
+        // block, which is writable and ours (caller); the CPU supports the vector (caller).
+        unsafe { self.store(block.add(part * Self::WORDS)) }
+    }
+
     /// The mask that a hash whose low 32 bits are `h` sets in a block of `S` (the core's
-    /// [`block_mask`](bloomlanes_core::block_mask)), as the block's registers in order: register
-    /// `i` holds words `i × WORDS .. (i + 1) × WORDS`. Only the first
-    /// `S::LAYOUT.block_u32s() / WORDS` registers are meaningful.
+    /// [`block_mask`](bloomlanes_core::block_mask)), as the block's registers in the order of
+    /// [`Vector::load_part`]. Only the first `S::LAYOUT.block_u32s() / WORDS` are meaningful.
     ///
     /// # Safety
     /// The CPU supports the vector's instruction set.
@@ -116,13 +143,13 @@ const fn tiles<I: Isa, S: Shape>() -> bool {
 /// tiles; the CPU supports `V`.
 #[inline(always)]
 unsafe fn contains_with<V: Vector, S: Shape>(block: *const u32, hash: u64) -> bool {
-    // SAFETY: the CPU supports V (caller); register `i < regs` covers the words
-    // `i × WORDS .. (i + 1) × WORDS`, inside the block because V tiles it (caller).
+    // SAFETY: the CPU supports V and `block` points to a readable block of S (caller); the
+    // parts read are below `regs`, the block's register count.
     unsafe {
         let mask = V::block_mask::<S>(hash as u32);
         let mut missing = V::zero();
         for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
-            missing = missing.or(m.clear_in(V::load(block.add(i * V::WORDS))));
+            missing = missing.or(m.clear_in(V::load_part::<S>(block, i)));
         }
         missing.is_zero()
     }
@@ -135,14 +162,13 @@ unsafe fn contains_with<V: Vector, S: Shape>(block: *const u32, hash: u64) -> bo
 /// during the call.
 #[inline(always)]
 unsafe fn insert_with<V: Vector, S: Shape>(block: *mut u32, hash: u64) {
-    // SAFETY: the CPU supports V (caller); register `i < regs` covers the words
-    // `i × WORDS .. (i + 1) × WORDS`, inside the block (V tiles it), which is writable and
-    // exclusively ours for the call (caller).
+    // SAFETY: the CPU supports V and `block` points to a block of S that is writable and
+    // exclusively ours for the call (caller); the parts read and written are below `regs`, the
+    // block's register count.
     unsafe {
         let mask = V::block_mask::<S>(hash as u32);
         for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
-            let p = block.add(i * V::WORDS);
-            V::load(p).or(m).store(p);
+            V::load_part::<S>(block, i).or(m).store_part::<S>(block, i);
         }
     }
 }
@@ -154,12 +180,13 @@ unsafe fn insert_with<V: Vector, S: Shape>(block: *mut u32, hash: u64) {
 /// `V` tiles a block of `S`; the CPU supports `V`.
 #[inline(always)]
 unsafe fn mask_words_with<V: Vector, S: Shape>(hash: u64, out: &mut [u32; 32]) {
-    // SAFETY: the CPU supports V (caller); `regs × WORDS` is the block's word count, at most 32
-    // (the widest block), so every store lies inside `out`.
+    // SAFETY: the CPU supports V (caller); `out` is 32 words, at least one block of S (the
+    // widest block is 32 words), exclusively borrowed, and the parts written are below `regs`,
+    // the block's register count.
     unsafe {
         let mask = V::block_mask::<S>(hash as u32);
         for (i, m) in mask.into_iter().enumerate().take(regs::<V, S>()) {
-            m.store(out.as_mut_ptr().add(i * V::WORDS));
+            m.store_part::<S>(out.as_mut_ptr(), i);
         }
     }
 }
