@@ -99,7 +99,9 @@ pub(crate) trait Vector: Copy {
     unsafe fn is_zero(self) -> bool;
 }
 
-/// One instruction set: its vectors and its hasher of integer keys.
+/// One instruction set: its vectors and its hasher of integer keys. A CPU that supports the
+/// instruction set supports both of its vectors (AVX-512F implies AVX2, whose registers are
+/// AVX-512's [`Isa::Narrow`]).
 pub(crate) trait Isa {
     /// The vector for blocks at least as wide as its register.
     type Wide: Vector;
@@ -198,8 +200,9 @@ unsafe fn mask_words_with<V: Vector, S: Shape>(hash: u64, out: &mut [u32; 32]) {
 #[inline(always)]
 pub(crate) unsafe fn contains<I: Isa, S: Shape>(block: *const u32, hash: u64) -> bool {
     const { assert!(tiles::<I, S>()) };
-    // SAFETY: forwarded from the caller; the vector chosen by `uses_wide` tiles the block (the
-    // assertion above).
+    // SAFETY: `block` points to a readable block of S and the CPU supports I, so both of I's
+    // vectors (this function's contract and `Isa`'s); the vector chosen by `uses_wide` tiles the
+    // block (the assertion above). That is all `contains_with` needs.
     unsafe {
         if uses_wide::<I, S>() {
             contains_with::<I::Wide, S>(block, hash)
@@ -217,7 +220,10 @@ pub(crate) unsafe fn contains<I: Isa, S: Shape>(block: *const u32, hash: u64) ->
 #[inline(always)]
 pub(crate) unsafe fn insert<I: Isa, S: Shape>(block: *mut u32, hash: u64) {
     const { assert!(tiles::<I, S>()) };
-    // SAFETY: forwarded from the caller; the chosen vector tiles the block (assertion above).
+    // SAFETY: `block` points to a block of S that is writable and ours for the call, and the CPU
+    // supports I, so both of I's vectors (this function's contract and `Isa`'s); the vector
+    // chosen by `uses_wide` tiles the block (the assertion above). That is all `insert_with`
+    // needs.
     unsafe {
         if uses_wide::<I, S>() {
             insert_with::<I::Wide, S>(block, hash)
@@ -235,7 +241,9 @@ pub(crate) unsafe fn insert<I: Isa, S: Shape>(block: *mut u32, hash: u64) {
 #[inline(always)]
 pub(crate) unsafe fn mask_words<I: Isa, S: Shape>(hash: u64, out: &mut [u32; 32]) {
     const { assert!(tiles::<I, S>()) };
-    // SAFETY: the CPU supports I (caller); the chosen vector tiles the block (assertion above).
+    // SAFETY: the CPU supports I, so both of I's vectors (this function's contract and
+    // `Isa`'s); the vector chosen by `uses_wide` tiles the block (the assertion above). That is
+    // all `mask_words_with` needs.
     unsafe {
         if uses_wide::<I, S>() {
             mask_words_with::<I::Wide, S>(hash, out)
