@@ -266,8 +266,8 @@ impl PyFilter {
         self.write().owned_mut().set_key_count(keys);
     }
     #[getter]
-    fn path(&self) -> Option<PathBuf> {
-        self.read().path().map(|p| p.to_path_buf())
+    fn path(&self) -> Option<String> {
+        self.read().path().map(|p| p.display().to_string())
     }
     #[getter]
     fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -412,6 +412,9 @@ fn numpy_form(typestr: &str) -> Result<(KeyType, NpForm, usize), Error> {
         return Err(bad("too short"));
     }
     let (order, kind) = (b[0], b[1]);
+    if kind == b'O' {
+        return Ok((KeyType::Any, NpForm::Object, 8));
+    }
     let rest = &typestr[2..];
     let (size_str, unit) = match rest.find('[') {
         Some(i) => (&rest[..i], Some(rest[i + 1..].trim_end_matches(']'))),
@@ -442,8 +445,7 @@ fn numpy_form(typestr: &str) -> Result<(KeyType, NpForm, usize), Error> {
             (b'S' | b'V', n, _) if n >= 1 && n <= usize::from(u16::MAX) => {
                 (KeyType::FixedBytes(n as u16), NpForm::Records(n))
             }
-            (b'O', _, _) => (KeyType::Any, NpForm::Object),
-            (b'U', _, _) => {
+                (b'U', _, _) => {
                 return Err(bad(
                     "numpy unicode strings are UTF-32; pass a list of str, an object array or a \
                  pyarrow string array (hashed as UTF-8)",
