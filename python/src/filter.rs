@@ -491,12 +491,27 @@ impl PyFilter {
         self.copy()
     }
 
+    /// Pickling: the file bytes, and whether the key type is still to be learned (a filter made
+    /// without a key type and not yet given keys).
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
-        let ctor = py.get_type::<PyFilter>().getattr("from_bytes")?;
-        Ok((ctor, (self.to_bytes(py)?,)))
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool))> {
+        let ctor = py.get_type::<PyFilter>().getattr("_unpickle")?;
+        let learn = self.learn_key_type.load(Ordering::Acquire);
+        Ok((ctor, (self.to_bytes(py)?, learn)))
+    }
+
+    /// The inverse of `__reduce__`.
+    #[staticmethod]
+    fn _unpickle(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        learn_key_type: bool,
+    ) -> PyResult<PyFilter> {
+        let f = PyFilter::from_bytes(py, data)?;
+        f.learn_key_type.store(learn_key_type, Ordering::Release);
+        Ok(f)
     }
 
     fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

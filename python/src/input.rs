@@ -445,7 +445,7 @@ fn numpy_form(typestr: &str) -> Result<(KeyType, NpForm, usize), Error> {
             (b'S' | b'V', n, _) if n >= 1 && n <= usize::from(u16::MAX) => {
                 (KeyType::FixedBytes(n as u16), NpForm::Records(n))
             }
-                (b'U', _, _) => {
+            (b'U', _, _) => {
                 return Err(bad(
                     "numpy unicode strings are UTF-32; pass a list of str, an object array or a \
                  pyarrow string array (hashed as UTF-8)",

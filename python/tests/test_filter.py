@@ -272,3 +272,14 @@ def test_threads_setting():
     bloomlanes.set_threads(0)
     assert bloomlanes.threads() == (os.cpu_count() or 1) or bloomlanes.threads() >= 1
     assert bloomlanes.simd_path() in ("avx512", "avx2", "sse2", "portable", "scalar")
+
+
+def test_pickle_keeps_a_pending_key_type():
+    """A filter made without a key type learns it from its first keys, also after a trip
+    through pickle (as Dask ships empty shards to the workers)."""
+    f = pickle.loads(pickle.dumps(bloomlanes.Filter(100)))
+    f.insert(np.arange(3, dtype=np.uint64))
+    assert f.key_type == "u64"
+    g = pickle.loads(pickle.dumps(f))
+    with pytest.raises(KeyTypeError):
+        g.insert(["x"])
