@@ -16,6 +16,9 @@ use crate::input::{extract, Part};
 use crate::ops;
 use crate::storage::Storage;
 
+/// What `__reduce__` returns: the constructor and its arguments (file bytes, pending key type).
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
+
 /// A split-block Bloom filter (see the package docstring and `bloomlanes/_native.pyi`).
 #[pyclass(module = "bloomlanes", name = "Filter", frozen)]
 pub(crate) struct PyFilter {
@@ -493,10 +496,7 @@ impl PyFilter {
 
     /// Pickling: the file bytes, and whether the key type is still to be learned (a filter made
     /// without a key type and not yet given keys).
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
         let ctor = py.get_type::<PyFilter>().getattr("_unpickle")?;
         let learn = self.learn_key_type.load(Ordering::Acquire);
         Ok((ctor, (self.to_bytes(py)?, learn)))
