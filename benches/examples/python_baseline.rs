@@ -29,7 +29,10 @@ fn strings(range: std::ops::Range<u64>) -> (Vec<u8>, Vec<u64>) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let n: u64 = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000_000);
     let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
     let probe = Probe::active();
     let params = Params::for_keys(n, Sizing::FalsePositiveRate(0.01), None).expect("sizing");

@@ -1,9 +1,10 @@
 """Benchmarks of the Python package (not a test): ``python python/bench/bench.py``.
 
 1. ``insert``/``contains`` of N numpy uint64 keys and N pyarrow strings (``string`` with 32-bit
-   offsets and ``large_string``) against the Rust bulk rate on the same machine, measured in the
-   same run by the ``python_baseline`` example of the benches crate (``Probe::par_insert`` /
-   ``par_contains``, every core, the same keys and filter size);
+   offsets and ``large_string``) against the Rust bulk rate on the same machine: the same work on
+   Rust-owned keys (``Probe::par_insert`` / ``par_contains``, every core, the same keys and filter
+   size), alternated rep by rep in the same process (``bloomlanes._native._rust_bulk_seconds``;
+   ``--rust-binary`` also runs it as the ``python_baseline`` example of the benches crate);
 2. the same keys through ``rbloom``, ``pybloom_live`` and ``bloom_filter2`` when installed
    (those insert key by key from Python, so they run on the first ``--peer-n`` keys of the same
    key set, into filters sized for all N; rates are per key);
@@ -53,31 +54,48 @@ def rust_baseline(n: int, reps: int) -> dict:
 
 
 def bench_package(n: int, reps: int) -> dict:
+    """Package rates and, rep by rep in between, the Rust bulk rates on Rust-owned keys
+    (``bloomlanes._native._rust_bulk_seconds``: ``Probe::par_insert`` / ``par_contains``, the
+    same kernels and filter size). Returns {(keys, op): (python M/s, rust M/s)}."""
     import pyarrow as pa
+    from bloomlanes._native import _rust_bulk_seconds
 
-    res = {}
     keys = np.arange(n, dtype=np.uint64)
     queries = np.arange(n // 2, n // 2 + n, dtype=np.uint64)
-    make = lambda: bloomlanes.Filter(n, 0.01, key_type="u64")  # noqa: E731
-    res[("u64", "insert")] = median_rate(n, lambda f: f.insert(keys), reps, make)
-    full = make()
-    full.insert(keys)
-    res[("u64", "contains")] = median_rate(n, lambda _: full.contains(queries), reps)
-    res[("u64", "contains bitmap")] = median_rate(
-        n, lambda _: full.contains(queries, bitmap=True), reps)
-    print(f"filter: {full!r}, simd {bloomlanes.simd_path()}, {bloomlanes.threads()} threads")
-
     strs = pa.array([f"key-{i}" for i in range(n)])
     qstrs = pa.array([f"key-{i}" for i in range(n // 2, n // 2 + n)])
-    for name, ins, look in (("string", strs, qstrs),
-                            ("large_string", strs.cast(pa.large_string()),
-                             qstrs.cast(pa.large_string()))):
-        make = lambda: bloomlanes.Filter(n, 0.01, key_type="bytes")  # noqa: E731
-        res[(name, "insert")] = median_rate(n, lambda f: f.insert(ins), reps, make)
-        full = make()
-        full.insert(ins)
-        res[(name, "contains")] = median_rate(n, lambda _: full.contains(look), reps)
-    return res
+    cases = {
+        "u64": (keys, queries, "u64", "u64"),
+        "string": (strs, qstrs, "bytes", "strings"),
+        "large_string": (strs.cast(pa.large_string()), qstrs.cast(pa.large_string()), "bytes",
+                         "strings"),
+    }
+    runs: dict = {}
+
+    def rate(seconds: float) -> float:
+        return n / seconds / 1e6
+
+    for _ in range(reps):
+        for name, (ins, look, kt, rust_kind) in cases.items():
+            ri, rc = _rust_bulk_seconds(rust_kind, n)
+            f = bloomlanes.Filter(n, 0.01, key_type=kt)
+            t = time.perf_counter()
+            f.insert(ins)
+            pi = time.perf_counter() - t
+            t = time.perf_counter()
+            f.contains(look)
+            pc = time.perf_counter() - t
+            runs.setdefault((name, "insert"), []).append((rate(pi), rate(ri)))
+            runs.setdefault((name, "contains"), []).append((rate(pc), rate(rc)))
+            if name == "u64":
+                t = time.perf_counter()
+                f.contains(look, bitmap=True)
+                pb = time.perf_counter() - t
+                runs.setdefault((name, "contains bitmap"), []).append((rate(pb), rate(rc)))
+    print(f"filter: {f!r}, simd {bloomlanes.simd_path()}, {bloomlanes.threads()} threads")
+    return {k: (statistics.median(p for p, _ in v), statistics.median(r for _, r in v),
+                statistics.median(p / r for p, r in v))
+            for k, v in runs.items()}
 
 
 def bench_peers(n: int, peer_n: int, reps: int) -> dict:
@@ -154,29 +172,28 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10**7)
     ap.add_argument("--peer-n", type=int, default=10**6)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rust-binary", action="store_true",
+                    help="also run the python_baseline example binary of the benches crate")
     ap.add_argument("--dask-n", type=int, default=10**8)
     ap.add_argument("--dask-chunk", type=int, default=10**7)
-    ap.add_argument("--skip-rust", action="store_true")
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--skip-dask", action="store_true")
     a = ap.parse_args()
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, bloomlanes "
           f"{bloomlanes.__version__}, {os.cpu_count()} cores")
-    rust = {} if a.skip_rust else rust_baseline(a.n, a.reps)
+    if a.rust_binary:
+        rust_baseline(a.n, a.reps)
     py = bench_package(a.n, a.reps)
-    print(f"\n| keys (N = {a.n:,}) | op | bloomlanes (Python) | Rust bulk | ratio |")
+    print(f"\n| keys (N = {a.n:,}) | op | bloomlanes (Python) | Rust bulk | ratio (median of per-rep ratios) |")
     print("|---|---|---:|---:|---:|")
-    for (kind, op), rate in py.items():
-        base = rust.get(("strings" if "string" in kind else kind, op.split()[0]))
-        ratio = f"{rate / base:.2f}x" if base else "-"
-        base_s = f"{base:.1f}" if base else "-"
-        print(f"| {kind} | {op} | {rate:.1f} M/s | {base_s} M/s | {ratio} |")
+    for (kind, op), (rate, base, ratio) in py.items():
+        print(f"| {kind} | {op} | {rate:.1f} M/s | {base:.1f} M/s | {ratio:.2f}x |")
     if not a.skip_peers:
         peers = bench_peers(a.n, a.peer_n, a.reps)
         print("\n| package | keys | op | M keys/s | bloomlanes / package |")
         print("|---|---|---|---:|---:|")
         for (name, kind, op), rate in peers.items():
-            ours = py[(kind, op)]
+            ours = py[(kind, op)][0]
             print(f"| {name} | {kind} | {op} | {rate:.3f} | {ours / rate:.0f}x |")
     if not a.skip_dask:
         d = bench_dask(a.dask_n, a.dask_chunk)

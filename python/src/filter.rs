@@ -143,7 +143,14 @@ impl PyFilter {
     }
 
     fn combine(&self, other: &PyFilter, or: bool) -> Result<PyFilter, Error> {
-        let (a, b) = (self.read(), other.read());
+        // Two locks are always taken in address order (no deadlock with a concurrent `b | a`).
+        let (a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
+            let a = self.read();
+            (a, other.read())
+        } else {
+            let b = other.read();
+            (self.read(), b)
+        };
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
         let mut out = Filter::new(pa.with_key_type(pa.merged_key_type(&pb)));
@@ -517,23 +524,33 @@ impl PyFilter {
     fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = other.py();
         match other.cast::<PyFilter>() {
-            Ok(o) => Ok(Py::new(py, self.combine(o.get(), true)?)?.into_any()),
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, true))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
             Err(_) => Ok(py.NotImplemented()),
         }
     }
     fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = other.py();
         match other.cast::<PyFilter>() {
-            Ok(o) => Ok(Py::new(py, self.combine(o.get(), false)?)?.into_any()),
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, false))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
             Err(_) => Ok(py.NotImplemented()),
         }
     }
     fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
-        slf.get().update(other.get(), true)?;
+        let (a, b) = (slf.get(), other.get());
+        slf.py().detach(|| a.update(b, true))?;
         Ok(())
     }
     fn __iand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
-        slf.get().update(other.get(), false)?;
+        let (a, b) = (slf.get(), other.get());
+        slf.py().detach(|| a.update(b, false))?;
         Ok(())
     }
 
@@ -578,8 +595,14 @@ impl PyFilter {
         if std::ptr::eq(self, other) {
             return Ok(()); // x | x == x & x == x
         }
-        let b = other.read();
-        let mut a = self.write();
+        // Address order, as in `combine`.
+        let (mut a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
+            let a = self.write();
+            (a, other.read())
+        } else {
+            let b = other.read();
+            (self.write(), b)
+        };
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
         if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {

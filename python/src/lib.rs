@@ -10,6 +10,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod arrow;
+mod bench;
 mod errors;
 mod filter;
 mod input;
@@ -45,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_path, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_rust_bulk_seconds, m)?)?;
     m.add("FormatError", py.get_type::<errors::FormatError>())?;
     m.add(
         "IncompatibleFiltersError",

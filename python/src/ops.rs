@@ -55,7 +55,7 @@ pub(crate) fn in_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Keys hashed per task of the chunked paths (their hashes stay in L2).
 const HASH_CHUNK: usize = 16 * 1024;
 /// Keys hashed before each parallel insert of the chunked path.
-const INSERT_CHUNK: usize = 1 << 18;
+const INSERT_CHUNK: usize = 1 << 16;
 
 /// Whether the key bytes of 4-byte keys are their in-memory bytes (little-endian hosts).
 const LITTLE: bool = cfg!(target_endian = "little");
@@ -75,29 +75,22 @@ fn check_offsets32(offsets: &[i32]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Validates a part before any hashing (string offsets).
-fn validate(part: &Part<'_>) -> Result<(), Error> {
-    match part.values {
-        Values::Str32(_, o) => check_offsets32(o),
-        Values::Str64(d, o) => Strings::new(d, o).map(|_| ()).map_err(Error::from),
-        _ => Ok(()),
-    }
-}
-
-/// The backend form of a part, when the SIMD kernels take it as it is.
-fn direct_keys<'a>(part: &Part<'a>) -> Option<Keys<'a>> {
-    if part.nulls.is_some() {
-        return None;
-    }
-    match part.values {
+/// Validates a part (string offsets) and returns its backend form when the SIMD kernels take it
+/// as it is (no nulls; u64-wide keys, 4-byte keys on little-endian hosts, fixed-width bytes,
+/// strings with 64-bit offsets). `None`: hash it here in chunks.
+fn prepare<'a>(part: &Part<'a>) -> Result<Option<Keys<'a>>, Error> {
+    let keys = match part.values {
+        Values::Str32(_, o) => {
+            check_offsets32(o)?;
+            None
+        }
+        Values::Str64(d, o) => Some(Keys::Strings(Strings::new(d, o)?)),
         Values::U64(k) => Some(Keys::U64(k)),
-        Values::U32(k) if LITTLE => Records::new(bytemuck::cast_slice(k), 4)
-            .ok()
-            .map(Keys::Records),
-        Values::Records(d, w) => Records::new(d, w).ok().map(Keys::Records),
-        Values::Str64(d, o) => Strings::new(d, o).ok().map(Keys::Strings),
-        _ => None,
-    }
+        Values::U32(k) if LITTLE => Some(Keys::Records(Records::new(bytemuck::cast_slice(k), 4)?)),
+        Values::Records(d, w) => Some(Keys::Records(Records::new(d, w)?)),
+        Values::U32(_) | Values::Days64(_) => None,
+    };
+    Ok(keys.filter(|_| part.nulls.is_none()))
 }
 
 /// `out[j] = hash of key start + j` (nulls hash like any key; callers mask them).
@@ -147,9 +140,8 @@ pub(crate) fn insert(
     mut filter: FilterMut<'_, u32>,
     part: &Part<'_>,
 ) -> Result<u64, Error> {
-    validate(part)?;
     let n = part.values.len();
-    if let Some(keys) = direct_keys(part) {
+    if let Some(keys) = prepare(part)? {
         probe.par_insert(filter, keys);
         return Ok(n as u64);
     }
@@ -194,8 +186,7 @@ pub(crate) fn contains(
     key_type: KeyType,
     out: &mut [u8],
 ) -> Result<(), Error> {
-    validate(part)?;
-    if let Some(keys) = direct_keys(part) {
+    if let Some(keys) = prepare(part)? {
         probe.par_contains(filter, keys, out);
     } else {
         let seed = filter.params().seed;
@@ -267,7 +258,12 @@ fn float_rule(filter: FilterRef<'_, u32>, part: &Part<'_>, key_type: KeyType, ou
 
 /// Whether [`contains_bitmap_direct`] can answer `part` (no nulls, no float rule, a kernel form).
 pub(crate) fn bitmap_direct(part: &Part<'_>, key_type: KeyType) -> bool {
-    !matches!(key_type, KeyType::F32 | KeyType::F64) && direct_keys(part).is_some()
+    let direct = match part.values {
+        Values::U64(_) | Values::Records(..) | Values::Str64(..) => true,
+        Values::U32(_) => LITTLE,
+        Values::Str32(..) | Values::Days64(_) => false,
+    };
+    direct && part.nulls.is_none() && !matches!(key_type, KeyType::F32 | KeyType::F64)
 }
 
 /// Looks up `part` straight into a bitmap (bit `i % 64` of word `i / 64`); only for parts that
@@ -278,8 +274,7 @@ pub(crate) fn contains_bitmap_direct(
     part: &Part<'_>,
     out: &mut [u64],
 ) -> Result<(), Error> {
-    validate(part)?;
-    let keys = direct_keys(part).ok_or_else(|| Error::value("no direct bitmap form"))?;
+    let keys = prepare(part)?.ok_or_else(|| Error::value("no direct bitmap form"))?;
     probe.par_contains_bitmap(filter, keys, out);
     Ok(())
 }

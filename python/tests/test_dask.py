@@ -34,14 +34,42 @@ def test_array_build_is_byte_identical(client):
     n = 3_000_000
     keys = da.arange(n, dtype="u8", chunks=400_000)
     want = single(np.arange(n, dtype=np.uint64), n, fpr=0.01)
-    for kw in ({}, {"chains": 1}, {"chains": 3, "split_every": 3}, {"chains": 8}):
+    for kw in ({}, {"method": "worker-shards", "split_every": 3}, {"method": "chains"},
+               {"method": "chains", "chains": 1}, {"method": "chains", "chains": 3, "split_every": 3},
+               {"method": "chains", "chains": 8}):
         got = bld.build_filter(keys, fpr=0.01, **kw)
         assert got.to_bytes() == want.to_bytes(), kw
     assert got.key_count == n and got.key_type == "u64"
     lazy = bld.build_filter(keys, fpr=0.01, compute=False)
     assert lazy.compute().to_bytes() == want.to_bytes()
-    # The workers ran the inserts (their processes are not this one).
-    assert len(client.scheduler_info()["workers"]) == 2
+    # The worker shards are gone once the build is over.
+    assert client.run(lambda: len(bld._LOCAL)) == {w: 0 for w in client.scheduler_info()["workers"]}
+
+
+def test_worker_shards_lost_is_an_error(client):
+    keys = da.arange(100_000, dtype="u8", chunks=10_000)
+
+    def lose(build_id, *args):
+        bld._LOCAL.pop(build_id, None)
+        return bld._take_local(build_id)
+
+    original = bld._take_local
+    try:
+        bld._take_local = lose  # the shard vanishes, as when a worker restarts
+        with pytest.raises(RuntimeError, match="shard of the filter was lost"):
+            bld.build_filter(keys, fpr=0.01, method="worker-shards")
+    finally:
+        bld._take_local = original
+
+
+def test_local_scheduler_without_client():
+    import dask
+
+    keys = da.arange(200_000, dtype="u8", chunks=30_000)
+    with dask.config.set(scheduler="threads"):
+        got = bld.build_filter(keys, fpr=0.01, method="chains", chains=2)
+    want = single(np.arange(200_000, dtype=np.uint64), 200_000, fpr=0.01)
+    assert got.to_bytes() == want.to_bytes()
 
 
 def test_sharding_params_and_layout_options(client):
