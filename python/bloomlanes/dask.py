@@ -5,10 +5,12 @@ bit for bit, the filter of the whole stream, *provided every part was built with
 parameters* (layout, block count, seed, key type). :func:`build_filter` therefore sizes the filter
 once, for the TOTAL number of keys, and every shard uses those parameters:
 
-* a few long *chains* (one per worker by default) insert partition after partition into one
-  shard each, on the worker that holds it (no filter moves between partitions);
+* under a ``distributed`` Client, every worker process keeps one shard and inserts each
+  partition it computes into it (``method="worker-shards"``: neither partitions nor filters move
+  while keys are inserted); with any other scheduler, a few long *chains* of tasks insert
+  partition after partition into one shard each (``method="chains"``);
 * the shards are ORed together in a tree (``split_every`` at a time), and the key count of the
-  result is the sum of the shards' counts, as in a single build.
+  result is the sum of the keys inserted, as in a single build.
 
 The result is byte-identical to ``Filter(total, ...)`` with every key inserted on one machine
 (``to_bytes()`` compares equal).
@@ -18,8 +20,10 @@ Sizing guidance for shards: never size a shard for its own share of the keys. A 
 rate asked for anyway once merged. Size for the total (``capacity=`` or let :func:`build_filter`
 count the keys); each worker then holds one full-size filter per chain (``Filter(...).nbytes``:
 about 1.2 bytes per key at ``fpr=0.01``), plus one more while two shards are merged, and every
-shard crosses the network once during the reduction. With fewer, larger chains (``chains=``)
-the memory and network cost falls, and so does the parallelism.
+shard but one crosses the network once during the reduction. Memory per worker is therefore one
+full-size filter (per chain with ``method="chains"``) plus the partitions in flight: when the
+filter does not fit a worker, the keys do not fit one machine's filter either, and a single
+filter is the wrong tool (split the key space, e.g. by a hash prefix, into separate filters).
 
 Worker threads: each task runs the SIMD backend on as many threads as its worker has
 (``threads_per_worker``), so run workers with ``threads_per_worker=1`` and one worker process
