@@ -1,16 +1,15 @@
 //! `bloomlanes.Filter`: the Python class over [`Storage`].
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{Filter, HashId, KeyMatch, KeyType, Layout, Params, Sizing};
+use bloomlanes_core::{Filter, HashId, KeyMatch, KeyType, Params, Sizing};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict};
-use rayon::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 
+use crate::convert::{numpy_empty, parse_key_type, parse_layout, with_bytes};
 use crate::errors::Error;
 use crate::input::{extract, Part};
 use crate::ops;
@@ -22,31 +21,13 @@ type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
 /// A split-block Bloom filter (see the package docstring and `bloomlanes/_native.pyi`).
 #[pyclass(module = "bloomlanes", name = "Filter", frozen)]
 pub(crate) struct PyFilter {
-    inner: RwLock<Storage>,
+    pub(crate) inner: RwLock<Storage>,
     /// Made without a key type: the first keys inserted record theirs.
-    learn_key_type: AtomicBool,
-}
-
-fn parse_layout(layout: Option<&str>) -> Result<Option<Layout>, Error> {
-    match layout {
-        None => Ok(None),
-        Some(s) if s.eq_ignore_ascii_case("auto") => Ok(None),
-        Some(s) => Layout::from_str(s).map(Some).map_err(|_| {
-            Error::value(format!(
-                "unknown layout {s:?} (expected auto, 8x32, 8x64, 16x32 or 16x64)"
-            ))
-        }),
-    }
-}
-
-fn parse_key_type(key_type: Option<&str>) -> Result<Option<KeyType>, Error> {
-    key_type
-        .map(|s| KeyType::from_str(s).map_err(|e| Error::value(format!("key_type {s:?}: {e}"))))
-        .transpose()
+    pub(crate) learn_key_type: AtomicBool,
 }
 
 /// Whether keys of type `keys` may be used with a filter of type `filter`.
-fn check_keys(params: &Params, keys: KeyType) -> Result<(), Error> {
+pub(crate) fn check_keys(params: &Params, keys: KeyType) -> Result<(), Error> {
     if params.hash != HashId::Xxh64 {
         return Err(Error::type_(
             "this filter holds caller-supplied hashes (hash id 0): it cannot hash keys",
@@ -70,39 +51,24 @@ fn check_keys(params: &Params, keys: KeyType) -> Result<(), Error> {
     }
 }
 
-/// A fresh numpy array of `n` items of `dtype` and a pointer to its (contiguous) data.
-fn numpy_empty<'py>(
-    py: Python<'py>,
-    n: usize,
-    dtype: &str,
-) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let np = py.import("numpy")?;
-    let arr = np.call_method1("empty", (n, dtype))?;
-    let (ptr, _): (usize, bool) = arr
-        .getattr("__array_interface__")?
-        .get_item("data")?
-        .extract()?;
-    Ok((arr, ptr))
-}
-
 impl PyFilter {
-    fn wrap(storage: Storage, learn: bool) -> PyFilter {
+    pub(crate) fn wrap(storage: Storage, learn: bool) -> PyFilter {
         PyFilter {
             inner: RwLock::new(storage),
             learn_key_type: AtomicBool::new(learn),
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Storage> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Checks the keys' type against the filter's; records it on a filter made without one.
-    fn check_or_learn(&self, storage: &mut Storage, keys: KeyType) -> Result<(), Error> {
+    pub(crate) fn check_or_learn(&self, storage: &mut Storage, keys: KeyType) -> Result<(), Error> {
         let params = storage.params();
         if keys != KeyType::Any
             && params.key_type == KeyType::Any
@@ -140,39 +106,6 @@ impl PyFilter {
             }
             Ok(())
         })
-    }
-
-    fn combine(&self, other: &PyFilter, or: bool) -> Result<PyFilter, Error> {
-        // Two locks are always taken in address order (no deadlock with a concurrent `b | a`).
-        let (a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
-            let a = self.read();
-            (a, other.read())
-        } else {
-            let b = other.read();
-            (self.read(), b)
-        };
-        let (pa, pb) = (a.params(), b.params());
-        pa.check_compatible(&pb)?;
-        let mut out = Filter::new(pa.with_key_type(pa.merged_key_type(&pb)));
-        let (va, vb) = (a.view(), b.view());
-        ops::in_pool(|| {
-            out.words_mut()
-                .par_chunks_mut(1 << 14)
-                .zip(
-                    va.words()
-                        .par_chunks(1 << 14)
-                        .zip(vb.words().par_chunks(1 << 14)),
-                )
-                .for_each(|(o, (x, y))| {
-                    for (o, (x, y)) in o.iter_mut().zip(x.iter().zip(y)) {
-                        *o = if or { x | y } else { x & y };
-                    }
-                })
-        });
-        out.set_key_count(None);
-        let learn = self.learn_key_type.load(Ordering::Acquire)
-            && other.learn_key_type.load(Ordering::Acquire);
-        Ok(PyFilter::wrap(Storage::Owned(out), learn))
     }
 }
 
@@ -587,63 +520,4 @@ impl PyFilter {
                 .map_or(String::new(), |p| format!(", path='{}'", p.display()))
         )
     }
-}
-
-impl PyFilter {
-    /// `self |= other` or `self &= other`.
-    fn update(&self, other: &PyFilter, or: bool) -> Result<(), Error> {
-        if std::ptr::eq(self, other) {
-            return Ok(()); // x | x == x & x == x
-        }
-        // Address order, as in `combine`.
-        let (mut a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
-            let a = self.write();
-            (a, other.read())
-        } else {
-            let b = other.read();
-            (self.write(), b)
-        };
-        let (pa, pb) = (a.params(), b.params());
-        pa.check_compatible(&pb)?;
-        if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {
-            self.learn_key_type.store(true, Ordering::Release);
-            self.check_or_learn(&mut a, pb.key_type)?;
-        }
-        let filter = a.owned_mut();
-        let vb = b.view();
-        ops::in_pool(|| {
-            filter
-                .words_mut()
-                .par_chunks_mut(1 << 14)
-                .zip(vb.words().par_chunks(1 << 14))
-                .for_each(|(x, y)| {
-                    for (x, y) in x.iter_mut().zip(y) {
-                        if or {
-                            *x |= y;
-                        } else {
-                            *x &= y;
-                        }
-                    }
-                })
-        });
-        filter.set_key_count(None);
-        Ok(())
-    }
-}
-
-/// Calls `f` with the bytes of `bytes` or `bytearray` (or anything `bytes()` accepts).
-fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
-    if let Ok(b) = data.cast::<PyBytes>() {
-        return f(b.as_bytes());
-    }
-    if let Ok(b) = data.cast::<PyByteArray>() {
-        return f(&b.to_vec());
-    }
-    let b = data
-        .py()
-        .import("builtins")?
-        .getattr("bytes")?
-        .call1((data,))?;
-    let b = b.cast::<PyBytes>()?;
-    f(b.as_bytes())
 }

@@ -2,19 +2,23 @@
 //! CPython >= 3.9). The Python package `bloomlanes` (python/bloomlanes) re-exports it; its
 //! typed interface is `bloomlanes/_native.pyi`.
 //!
-//! - `filter`: the `Filter` class; `storage`: owned or memory-mapped bits;
+//! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
+//!   bits; `convert`: arguments from Python;
 //! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data
 //!   Interface structs;
-//! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions.
+//! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions;
+//!   `bench`: the Rust side of the benchmark.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod arrow;
 mod bench;
+mod convert;
 mod errors;
 mod filter;
 mod input;
 mod ops;
+mod setops;
 mod storage;
 
 use pyo3::prelude::*;
