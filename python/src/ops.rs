@@ -2,10 +2,10 @@
 //! the package's thread pool.
 //!
 //! Keys go straight to the SIMD kernels when the backend has a form for them (`u64`-wide keys as
-//! [`Keys::U64`], 4-byte keys and fixed-width bytes as [`Keys::Records`], strings with 64-bit
-//! offsets as [`Keys::Strings`]). Other runs (strings with Arrow's 32-bit offsets, numpy days,
-//! runs with nulls) are hashed here in cache-sized chunks with core's scalar XXH64 and handed to
-//! the backend as [`Keys::Hashes`]. Float lookups then apply core's ±0 / NaN rule
+//! [`Keys::U64`], fixed-width bytes as [`Keys::Records`], strings with 64-bit offsets as
+//! [`Keys::Strings`]). Other runs (4-byte keys: u32, i32, f32, dates; strings with Arrow's 32-bit
+//! offsets; runs with nulls) are hashed here in cache-sized chunks (core's scalar XXH64, or a
+//! 4-byte XXH64 without length branches) and handed to the backend as [`Keys::Hashes`]. Float lookups then apply core's ±0 / NaN rule
 //! ([`bloomlanes_core::key::float_probes`]).
 
 use std::sync::{Arc, RwLock};
@@ -57,9 +57,6 @@ const HASH_CHUNK: usize = 16 * 1024;
 /// Keys hashed before each parallel insert of the chunked path.
 const INSERT_CHUNK: usize = 1 << 16;
 
-/// Whether the key bytes of 4-byte keys are their in-memory bytes (little-endian hosts).
-const LITTLE: bool = cfg!(target_endian = "little");
-
 /// Checks the offsets of a run of strings with 32-bit offsets: non-negative, non-decreasing
 /// (the last one ends the data by construction).
 fn check_offsets32(offsets: &[i32]) -> Result<(), Error> {
@@ -86,11 +83,29 @@ fn prepare<'a>(part: &Part<'a>) -> Result<Option<Keys<'a>>, Error> {
         }
         Values::Str64(d, o) => Some(Keys::Strings(Strings::new(d, o)?)),
         Values::U64(k) => Some(Keys::U64(k)),
-        Values::U32(k) if LITTLE => Some(Keys::Records(Records::new(bytemuck::cast_slice(k), 4)?)),
         Values::Records(d, w) => Some(Keys::Records(Records::new(d, w)?)),
+        // 4-byte keys: hashed here by `xxh64_4` (faster than the kernels' generic record hash).
         Values::U32(_) | Values::Days64(_) => None,
     };
     Ok(keys.filter(|_| part.nulls.is_none()))
+}
+
+/// XXH64 of the 4 little-endian bytes of `v` (equal to `xxh64(&v.to_le_bytes(), seed)`; the
+/// general function's steps for a 4-byte input, without its length branches).
+#[inline(always)]
+fn xxh64_4(v: u32, seed: u64) -> u64 {
+    const P1: u64 = 0x9E37_79B1_85EB_CA87;
+    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    const P3: u64 = 0x1656_67B1_9E37_79F9;
+    const P5: u64 = 0x27D4_EB2F_1656_67C5;
+    let mut h = seed.wrapping_add(P5).wrapping_add(4);
+    h ^= u64::from(v).wrapping_mul(P1);
+    h = h.rotate_left(23).wrapping_mul(P2).wrapping_add(P3);
+    h ^= h >> 33;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 29;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 32)
 }
 
 /// `out[j] = hash of key start + j` (nulls hash like any key; callers mask them).
@@ -104,13 +119,13 @@ fn hash_into(values: &Values<'_>, start: usize, seed: u64, out: &mut [u64]) {
         }
         Values::U32(k) => {
             for (h, &x) in out.iter_mut().zip(&k[range]) {
-                *h = xxh64(&x.to_le_bytes(), seed);
+                *h = xxh64_4(x, seed);
             }
         }
         Values::Days64(k) => {
             // Range-checked at extraction: every value fits an i32.
             for (h, &x) in out.iter_mut().zip(&k[range]) {
-                *h = xxh64(&(x as i32).to_le_bytes(), seed);
+                *h = xxh64_4(x as i32 as u32, seed);
             }
         }
         Values::Records(d, w) => {
@@ -260,8 +275,7 @@ fn float_rule(filter: FilterRef<'_, u32>, part: &Part<'_>, key_type: KeyType, ou
 pub(crate) fn bitmap_direct(part: &Part<'_>, key_type: KeyType) -> bool {
     let direct = match part.values {
         Values::U64(_) | Values::Records(..) | Values::Str64(..) => true,
-        Values::U32(_) => LITTLE,
-        Values::Str32(..) | Values::Days64(_) => false,
+        Values::U32(_) | Values::Str32(..) | Values::Days64(_) => false,
     };
     direct && part.nulls.is_none() && !matches!(key_type, KeyType::F32 | KeyType::F64)
 }
