@@ -127,7 +127,6 @@ def test_incompatible_filters(other, msg):
         a | other
     with pytest.raises(ValueError, match=msg):
         a &= other
-    assert (a | 3 if False else True)
     with pytest.raises(TypeError):
         a | 3
 
@@ -188,7 +187,6 @@ def test_non_contiguous_and_misaligned_arrays_are_read_correctly():
     misaligned = raw[1:].view(np.uint64)
     h = bloomlanes.Filter(1000, key_type="u64")
     h.insert(misaligned)
-    assert h == bloomlanes.Filter(1000, key_type="u64").copy() or True
     k = bloomlanes.Filter(1000, key_type="u64")
     k.insert(base)
     assert h == k
