@@ -44,7 +44,7 @@ module {t}_tb;
     wire s{q}_ready;
     reg [1:0] s{q}_op;
     reg [{tw1}:0] s{q}_tag;
-    reg [{kw1}:0] s{q}_key;
+    reg [{kw1}:0] s{q}_key;{lenreg}
     wire m{q}_valid;
     reg m{q}_ready;
     wire m{q}_hit;
@@ -54,7 +54,12 @@ module {t}_tb;
     integer got{q};",
             sw1 = sw - 1,
             tw1 = tw - 1,
-            kw1 = kw - 1
+            kw1 = kw - 1,
+            lenreg = if g.var_len {
+                format!("\n    reg [6:0] s{q}_len;")
+            } else {
+                String::new()
+            }
         );
     }
     let mut conns = vec![
@@ -70,6 +75,9 @@ module {t}_tb;
         }
         conns.push(format!(".s{q}_tag(s{q}_tag)"));
         conns.push(format!(".s{q}_key(s{q}_key)"));
+        if g.var_len {
+            conns.push(format!(".s{q}_len(s{q}_len)"));
+        }
         conns.push(format!(".m{q}_valid(m{q}_valid)"));
         conns.push(format!(".m{q}_ready(m{q}_ready)"));
         conns.push(format!(".m{q}_hit(m{q}_hit)"));
@@ -86,8 +94,9 @@ module {t}_tb;
     for q in 0..p {
         let _ = writeln!(
             v,
-            "        n{q} = cfg[{}];\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;",
-            4 + q
+            "        n{q} = cfg[{}];\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;{lenz}",
+            4 + q,
+            lenz = if g.var_len { format!("\n        s{q}_len = 7'd0;") } else { String::new() }
         );
     }
     v.push_str(
@@ -115,13 +124,14 @@ module {t}_tb;
             if (!(s{q}_valid && !s{q}_ready)) begin
                 if (idx{q} < n{q} && (idx{q} < cfg[0] || ({{$random(rs)}} % 100) < cfg[1])) begin
                     s{q}_valid <= 1'b1;
-                    {{s{q}_op, s{q}_tag, s{q}_key}} <= stim{q}[idx{q}];
+                    {{s{q}_op, s{q}_tag, {len}s{q}_key}} <= stim{q}[idx{q}];
                 end else begin
                     s{q}_valid <= 1'b0;
                 end
             end
             m{q}_ready <= (got{q} < cfg[0]) || (({{$random(rs)}} % 100) < cfg[2]);
-            if (idx{q} >= n{q} && got{q} >= n{q}) done_ports = done_ports + 1;"
+            if (idx{q} >= n{q} && got{q} >= n{q}) done_ports = done_ports + 1;",
+            len = if g.var_len { format!("s{q}_len, ") } else { String::new() }
         );
     }
     let _ = writeln!(
@@ -287,9 +297,13 @@ int main(int argc, char** argv) {{
 ",
         );
         c.push_str(&set_signal(&format!("top->s{q}_key"), kw, "w", 0));
-        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw));
+        let lw = if g.var_len { 7 } else { 0 };
+        if g.var_len {
+            c.push_str(&set_signal(&format!("top->s{q}_len"), lw, "w", kw));
+        }
+        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw + lw));
         if q == 0 {
-            c.push_str(&set_signal("top->s0_op", 2, "w", kw + tw));
+            c.push_str(&set_signal("top->s0_op", 2, "w", kw + lw + tw));
         }
         let _ = writeln!(
             c,

@@ -69,7 +69,8 @@ pub fn simulator_available() -> Option<Simulator> {
 /// The key of one operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Key {
-    /// Key bytes ([`KeyMode::Bytes`]; the length must equal the configured width).
+    /// Key bytes ([`KeyMode::Bytes`]: the length must equal the configured width;
+    /// [`KeyMode::VarBytes`]: at most the configured maximum).
     Bytes(Vec<u8>),
     /// A 64-bit hash ([`KeyMode::Prehashed`]).
     Hash(u64),
@@ -152,7 +153,12 @@ pub fn fresh_dir(what: &str) -> std::io::Result<PathBuf> {
 
 /// The stimulus line of `op` for `cfg`: `{op, tag, key}` in hex.
 pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
-    let kw = cfg.key.key_bits() as usize;
+    let lw = if matches!(cfg.key, KeyMode::VarBytes(_)) {
+        crate::front::LEN_BITS as usize
+    } else {
+        0
+    };
+    let kw = cfg.key.key_bits() as usize + lw;
     let tw = cfg.tag_bits as usize;
     let total = kw + tw + 2;
     let mut bits = vec![false; total.div_ceil(4) * 4];
@@ -162,6 +168,16 @@ pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
                 for j in 0..8 {
                     bits[8 * i + j] = byte >> j & 1 == 1;
                 }
+            }
+        }
+        (Key::Bytes(b), KeyMode::VarBytes(n)) if b.len() <= n => {
+            for (i, byte) in b.iter().enumerate() {
+                for j in 0..8 {
+                    bits[8 * i + j] = byte >> j & 1 == 1;
+                }
+            }
+            for j in 0..lw {
+                bits[8 * n + j] = b.len() >> j & 1 == 1;
             }
         }
         (Key::Hash(h), KeyMode::Prehashed) => {
@@ -517,6 +533,11 @@ pub fn simulate_lookups(
             KeyMode::Bytes(n) if k.len() == n => Ok(Key::Bytes(k.clone())),
             KeyMode::Bytes(n) => Err(HdlError::Mismatch(format!(
                 "a {}-byte key for a design with {n}-byte keys",
+                k.len()
+            ))),
+            KeyMode::VarBytes(n) if k.len() <= n => Ok(Key::Bytes(k.clone())),
+            KeyMode::VarBytes(n) => Err(HdlError::Mismatch(format!(
+                "a {}-byte key for a design with keys of at most {n} bytes",
                 k.len()
             ))),
             KeyMode::Prehashed => Ok(Key::Hash(xxh64(k, cfg.seed))),
