@@ -33,113 +33,116 @@ fn bits_of(k: u64) -> u32 {
     (64 - k.leading_zeros()).max(1)
 }
 
+/// A number cut at multiples of the segment width: segment `j` holds bits `[jS, jS + S)`
+/// (`None`: all zero); every segment is valid in its own stage, so a sum's low segments move on
+/// while its carries still ripple through the high ones (a skewed pipelined adder).
+type Segs = Vec<Option<V>>;
+
 impl Arith {
-    /// `a + b` mod 2^`w` (both taken as numbers from bit 0), split into segments of at most
-    /// `add_bits` bits, one stage each, the carry registered between them.
-    fn add2(&self, p: &mut Pipe, a: V, b: V, w: u32) -> V {
-        let s = self.add_bits.max(2);
-        if w <= s {
-            return p.reg(Op::Add(vec![a, b]), w, "add");
-        }
-        let mut parts: Vec<V> = Vec::new();
+    fn seg_bits(&self) -> u32 {
+        self.add_bits.max(2)
+    }
+
+    /// A term as segments of a `w`-bit number.
+    fn to_segs(&self, p: &mut Pipe, t: Term, w: u32) -> Segs {
+        let s = self.seg_bits();
+        let n = w.div_ceil(s);
+        let tw = p.width(t.v);
+        (0..n)
+            .map(|j| {
+                let lo = j * s;
+                let hi = (lo + s).min(w);
+                let (a, b) = (t.shift.max(lo), (t.shift + tw).min(hi));
+                if a >= b {
+                    return None;
+                }
+                let part = p.slice(t.v, a - t.shift, b - a);
+                if a == lo {
+                    Some(part)
+                } else {
+                    let z = p.konst(0, a - lo);
+                    Some(p.wire(Op::Concat(vec![part, z]), b - lo, "cat"))
+                }
+            })
+            .collect()
+    }
+
+    /// Segment-wise sum of two numbers, carries registered between segments.
+    fn add_segs(&self, p: &mut Pipe, x: &Segs, y: &Segs, w: u32) -> Segs {
+        let s = self.seg_bits();
+        let mut out = Vec::with_capacity(x.len());
         let mut carry: Option<V> = None;
-        let mut lo = 0;
-        while lo < w {
-            let seg = s.min(w - lo);
-            let last = lo + seg == w;
-            let mut ops = Vec::new();
-            for x in [a, b] {
-                let xw = p.width(x);
-                if xw > lo {
-                    ops.push(p.slice(x, lo, seg.min(xw - lo)));
+        for j in 0..x.len() {
+            let seg = s.min(w - j as u32 * s);
+            let last = j + 1 == x.len();
+            let ops: Vec<V> = [x[j], y[j], carry].into_iter().flatten().collect();
+            match ops.len() {
+                0 => {
+                    out.push(None);
+                    carry = None;
+                }
+                1 => {
+                    out.push(Some(ops[0]));
+                    carry = None;
+                }
+                _ => {
+                    // Without a carry-out the segment may be narrower than the segment width.
+                    let sw = if last { seg } else { seg + 1 };
+                    let sum = p.reg(Op::Add(ops), sw, "adds");
+                    if last {
+                        out.push(Some(sum));
+                        carry = None;
+                    } else {
+                        out.push(Some(p.slice(sum, 0, seg)));
+                        carry = Some(p.slice(sum, seg, 1));
+                    }
                 }
             }
-            if let Some(c) = carry {
-                ops.push(c);
-            }
-            let sw = if last { seg } else { seg + 1 };
-            let sum = if ops.len() == 1 && carry.is_none() {
-                p.r(ops[0])
-            } else {
-                p.reg(Op::Add(ops), sw, "adds")
-            };
-            let (low, c) = if last {
-                (sum, None)
-            } else {
-                (p.slice(sum, 0, seg), Some(p.slice(sum, seg, 1)))
-            };
-            parts.push(low);
-            carry = c;
-            lo += seg;
         }
-        parts.reverse();
-        p.wire(Op::Concat(parts), w, "cat")
+        out
     }
 
-    /// Adds two terms, keeping bits below `w` only.
-    fn add_terms(&self, p: &mut Pipe, x: Term, y: Term, w: u32) -> Term {
-        let (a, b) = if x.shift <= y.shift { (x, y) } else { (y, x) };
-        let (wa, wb) = (p.width(a.v), p.width(b.v));
-        let top = (a.shift + wa).max(b.shift + wb);
-        let d = b.shift - a.shift;
-        if d >= wa {
-            // No overlap: a concatenation.
-            let mut parts = vec![b.v];
-            if d > wa {
-                let z = p.konst(0, d - wa);
-                parts.push(z);
-            }
-            parts.push(a.v);
-            let cw = (wb + d).min(w - a.shift);
-            let c = p.wire(Op::Concat(parts), wb + d, "cat");
-            return Term::new(p.slice(c, 0, cw), a.shift);
-        }
-        let rw = (top + 1).min(w) - b.shift;
-        let hi = p.slice(a.v, d, wa - d);
-        let sum = self.add2(p, hi, b.v, rw);
-        if d == 0 {
-            Term::new(sum, a.shift)
-        } else {
-            let low = p.slice(a.v, 0, d);
-            Term::new(p.wire(Op::Concat(vec![sum, low]), rw + d, "cat"), a.shift)
-        }
-    }
-
-    /// The sum of `terms` mod 2^`w`, as a `w`-bit value: a tree of registered two-input adds.
+    /// The sum of `terms` mod 2^`w`, as a `w`-bit value: a tree of registered two-input adds,
+    /// each at most `add_bits` (+ carry) wide.
     pub fn sum(&self, p: &mut Pipe, mut terms: Vec<Term>, w: u32) -> V {
         terms.retain(|t| t.shift < w);
         assert!(!terms.is_empty(), "empty sum");
-        for t in terms.iter_mut() {
-            let tw = p.width(t.v);
-            if t.shift + tw > w {
-                t.v = p.slice(t.v, 0, w - t.shift);
-            }
-        }
-        while terms.len() > 1 {
-            terms.sort_by_key(|t| (t.shift, p.stage(t.v)));
+        terms.sort_by_key(|t| t.shift);
+        let mut nums: Vec<Segs> = terms.iter().map(|&t| self.to_segs(p, t, w)).collect();
+        while nums.len() > 1 {
             let mut next = Vec::new();
-            let mut it = terms.chunks(2);
-            for pair in &mut it {
+            for pair in nums.chunks(2) {
                 if pair.len() == 2 {
-                    next.push(self.add_terms(p, pair[0], pair[1], w));
+                    next.push(self.add_segs(p, &pair[0], &pair[1], w));
                 } else {
-                    next.push(pair[0]);
+                    next.push(pair[0].clone());
                 }
             }
-            terms = next;
+            nums = next;
         }
-        let t = terms[0];
-        let tw = p.width(t.v);
-        let mut parts = Vec::new();
-        if t.shift + tw < w {
-            parts.push(p.konst(0, w - t.shift - tw));
-        }
-        parts.push(t.v);
-        if t.shift > 0 {
-            parts.push(p.konst(0, t.shift));
-        }
+        let s = self.seg_bits();
+        let parts: Vec<V> = nums[0]
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(j, seg)| {
+                let sw = s.min(w - j as u32 * s);
+                match seg {
+                    Some(v) => {
+                        let vw = p.width(*v);
+                        if vw < sw {
+                            let z = p.konst(0, sw - vw);
+                            p.wire(Op::Concat(vec![z, *v]), sw, "cat")
+                        } else {
+                            *v
+                        }
+                    }
+                    None => p.konst(0, sw),
+                }
+            })
+            .collect();
         if parts.len() == 1 {
-            t.v
+            parts[0]
         } else {
             p.wire(Op::Concat(parts), w, "cat")
         }

@@ -23,6 +23,7 @@ use bloomlanes_core::{Filter, Layout};
 
 mod arith;
 mod bench;
+mod board;
 mod front;
 mod hash;
 mod pipe;

@@ -19,7 +19,6 @@ pub(crate) enum Op {
     /// A constant (valid in every stage; never delayed).
     Const(u64),
     Xor(V, V),
-    And(V, V),
     Or(V, V),
     /// Sum of the operands, mod 2^width (operands zero-extended or truncated to the width).
     Add(Vec<V>),
@@ -35,8 +34,6 @@ pub(crate) enum Op {
     Mux(V, V, V),
     /// `x == constant` (1 bit).
     Eq(V, u64),
-    /// `x < constant` (1 bit).
-    Lt(V, u64),
     /// `table[x]`, a constant table indexed by a small operand (a LUT per output bit).
     Table(V, Vec<u64>),
     /// `x * constant`, mod 2^width: a small multiply meant for one DSP block.
@@ -89,13 +86,12 @@ impl Pipe {
     fn args(op: &Op) -> Vec<V> {
         match op {
             Op::Input(_) | Op::Const(_) => vec![],
-            Op::Xor(a, b) | Op::And(a, b) | Op::Or(a, b) => vec![*a, *b],
+            Op::Xor(a, b) | Op::Or(a, b) => vec![*a, *b],
             Op::Add(v) | Op::Concat(v) => v.clone(),
             Op::Rotl(a, _)
             | Op::Shr(a, _)
             | Op::Slice(a, _)
             | Op::Eq(a, _)
-            | Op::Lt(a, _)
             | Op::Table(a, _)
             | Op::MulK(a, _) => vec![*a],
             Op::Mux(s, a, b) => vec![*s, *a, *b],
@@ -258,7 +254,6 @@ impl Pipe {
             Op::Input(e) => e.clone(),
             Op::Const(c) => format!("{w}'h{c:x}"),
             Op::Xor(a, b) => format!("{} ^ {}", self.fit(*a, at, w), self.fit(*b, at, w)),
-            Op::And(a, b) => format!("{} & {}", self.fit(*a, at, w), self.fit(*b, at, w)),
             Op::Or(a, b) => format!("{} | {}", self.fit(*a, at, w), self.fit(*b, at, w)),
             Op::Add(v) => v
                 .iter()
@@ -302,7 +297,6 @@ impl Pipe {
                 self.fit(*b, at, w)
             ),
             Op::Eq(a, c) => format!("({} == {}'d{c})", self.arg(*a, at), self.width(*a)),
-            Op::Lt(a, c) => format!("({} < {}'d{c})", self.arg(*a, at), self.width(*a)),
             Op::Table(a, _) => format!("{}_f({})", n.name, self.arg(*a, at)),
             Op::MulK(a, k) => format!("{} * {w}'h{:x}", self.fit(*a, at, w), k & mask(w)),
         }
@@ -374,7 +368,6 @@ impl Pipe {
             Op::Input(_) => 0,
             Op::Const(c) => *c,
             Op::Xor(a, b) => g(a) ^ g(b),
-            Op::And(a, b) => g(a) & g(b),
             Op::Or(a, b) => g(a) | g(b),
             Op::Add(v) => v.iter().fold(0u64, |s, a| s.wrapping_add(g(a) & mask(w))),
             Op::Rotl(a, r) => {
@@ -399,13 +392,13 @@ impl Pipe {
                 }
             }
             Op::Eq(a, c) => u64::from(g(a) == *c),
-            Op::Lt(a, c) => u64::from(g(a) < *c),
             Op::Table(a, t) => t[g(a) as usize],
             Op::MulK(a, k) => g(a).wrapping_mul(*k),
         };
         x & mask(w)
     }
 
+    #[cfg(test)]
     /// Evaluates every node for the given inputs (by their expression text); returns all values.
     pub fn eval(&self, inputs: &HashMap<String, u64>) -> Vec<u64> {
         let mut val: Vec<u64> = Vec::with_capacity(self.nodes.len());
@@ -430,6 +423,7 @@ impl Pipe {
             .unwrap_or(0)
     }
 
+    #[cfg(test)]
     /// The value of `v` in a result of [`Pipe::eval`].
     pub fn get(vals: &[u64], v: V) -> u64 {
         vals[v.0]

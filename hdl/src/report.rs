@@ -266,6 +266,14 @@ pub fn export(
         std::fs::write(&p, text)?;
         files.push(p);
     }
+    for (rel, text) in crate::verilog::kit_files(cfg) {
+        let p = dir.join(&rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, text)?;
+        files.push(p);
+    }
     let banks = match filter {
         Some(f) => {
             cfg.check_filter(f)?;

@@ -5,18 +5,14 @@ use std::fmt::Write as _;
 use bloomlanes_core::SALTS;
 
 use crate::front::{self, Front, Shape, LEN_BITS};
-use crate::{bank_file_name, bench, op, Design, HdlConfig, KeyMode, RamStyle};
+use crate::{bank_file_name, bench, board, op, Design, HdlConfig, KeyMode, RamStyle};
 
 /// Derived sizes of a configuration.
 pub(crate) struct Geo {
     pub top: String,
     pub lanes: usize,
     pub w: u32,
-    /// log2 W.
-    pub bit_bits: u32,
     pub z: u32,
-    /// Bits of the block index (0 when z = 1).
-    pub block_bits: u32,
     pub aw: u32,
     pub depth: u64,
     pub kw: u32,
@@ -64,14 +60,12 @@ pub(crate) fn geo(cfg: &HdlConfig, front: &Front) -> Geo {
     // accept -> front (input register .. address register) -> bank read -> bank output
     // register -> AND register -> FIFO write -> m_valid.
     let latency = front.stages + MEM_STAGES + 1;
-    let fifo_bits = ceil_log2(u64::from(latency) + 2).max(1);
+    let fifo_bits = ceil_log2(u64::from(latency) + 3).max(2);
     Geo {
         top: cfg.top_name.clone(),
         lanes: s.lanes,
         w: cfg.layout.word_bits(),
-        bit_bits: s.bit_bits,
         z: cfg.blocks,
-        block_bits: s.block_bits,
         aw: s.block_bits + s.bit_bits,
         depth: cfg.bank_entries(),
         kw: s.kw,
@@ -112,6 +106,20 @@ pub(crate) fn generate(cfg: &HdlConfig) -> Design {
         fifo_depth: g.fifo_depth,
         bank_files: (0..g.lanes).map(|i| bank_file_name(&g.top, i)).collect(),
     }
+}
+
+/// The files of the build and verification kit, as (path relative to the export folder, text).
+pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
+    let front = front::build(cfg, &shape(cfg));
+    let g = geo(cfg, &front);
+    let t = &g.top;
+    vec![
+        (format!("{t}_board.v"), board::board_tops(cfg, &g)),
+        ("Makefile".to_string(), board::makefile(cfg, &g)),
+        ("fpga/hx8k_breakout.pcf".to_string(), board::pcf_hx8k_breakout()),
+        ("fpga/ulx3s.lpf".to_string(), board::lpf_ulx3s()),
+        ("fpga/fmax.sh".to_string(), board::fmax_script()),
+    ]
 }
 
 fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
@@ -357,7 +365,7 @@ fn top_module(v: &mut String, g: &Geo) {
     v.push_str("endmodule\n\n");
 }
 
-fn bank_module_name(top: &str, read_a: bool, has_b: bool) -> String {
+pub(crate) fn bank_module_name(top: &str, read_a: bool, has_b: bool) -> String {
     format!(
         "{top}_bank_{}{}",
         if read_a { "rw" } else { "w" },
@@ -414,7 +422,9 @@ fn port_module(v: &mut String, g: &Geo) {
     let _ = writeln!(
         v,
         "// Answer FIFO of one port ({d} entries) with credit counting: s_ready is a register that stays
-// high while every operation in flight is sure of a FIFO entry, so no stage ever stalls.
+// high while every operation in flight is sure of a FIFO entry, so no stage ever stalls. The
+// credit test reads registers only: acc counts accepted operations, rp dequeued ones, and
+// acc - rp <= {d}-2 leaves room for the operation accepted in this cycle and the next one.
 module {t}_port (
     input  wire clk,
     input  wire rst,
@@ -432,9 +442,9 @@ module {t}_port (
     reg [{tw}:0] mem [0:{d1}];
     reg [{fb}:0] wp;
     reg [{fb}:0] rp;
-    reg [{fb}:0] occ;
+    reg [{fb}:0] acc;
     wire deq = m_valid & m_ready;
-    wire [{fb}:0] occ_next = occ + {{{fb}'d0, s_fire}} - {{{fb}'d0, deq}};
+    wire [{fb}:0] occ = acc - rp;
     assign m_valid = (wp != rp);
     assign m_hit = mem[rp[{fb1}:0]][{tw}];
     assign m_tag = mem[rp[{fb1}:0]][{tw1}:0];
@@ -445,19 +455,20 @@ module {t}_port (
         if (rst) begin
             wp <= {fbp}'d0;
             rp <= {fbp}'d0;
-            occ <= {fbp}'d0;
+            acc <= {fbp}'d0;
             s_ready <= 1'b0;
         end else begin
             if (w_valid) wp <= wp + {fbp}'d1;
             if (deq) rp <= rp + {fbp}'d1;
-            occ <= occ_next;
-            s_ready <= ~hold & (occ_next < {fbp}'d{d});
+            if (s_fire) acc <= acc + {fbp}'d1;
+            s_ready <= ~hold & (occ <= {fbp}'d{d2});
         end
     end
 endmodule
 ",
         d = g.fifo_depth,
         d1 = g.fifo_depth - 1,
+        d2 = g.fifo_depth - 2,
         tw1 = tw - 1,
         fb1 = fb - 1,
         fbp = fb + 1,
