@@ -66,6 +66,13 @@ module {t}_tb;
         ".clk(clk)".to_string(),
         ".rst(rst)".to_string(),
         ".busy(busy)".to_string(),
+        ".mg_req(1'b0)".to_string(),
+        ".mg_clear(1'b0)".to_string(),
+        ".mg_we(1'b0)".to_string(),
+        format!(".mg_addr({}'d0)", g.aw),
+        format!(".mg_wdata({}'d0)", g.lanes),
+        ".mg_ack()".to_string(),
+        ".mg_rdata()".to_string(),
     ];
     for q in 0..p {
         conns.push(format!(".s{q}_valid(s{q}_valid)"));

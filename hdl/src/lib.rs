@@ -22,10 +22,12 @@ use std::path::{Path, PathBuf};
 use bloomlanes_core::{Filter, Layout};
 
 mod arith;
+pub mod axis;
 mod bench;
 mod board;
 mod front;
 mod hash;
+pub mod kit;
 mod pipe;
 pub mod report;
 pub mod sim;

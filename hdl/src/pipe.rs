@@ -4,6 +4,7 @@
 //! construction. The same graph is printed as Verilog and evaluated in Rust (the tests check the
 //! hash and index pipelines against `bloomlanes-core` without a simulator).
 
+#[cfg(test)]
 use std::collections::HashMap;
 use std::fmt::Write as _;
 

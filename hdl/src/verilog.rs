@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use bloomlanes_core::SALTS;
 
 use crate::front::{self, Front, Shape, LEN_BITS};
-use crate::{bank_file_name, bench, board, op, Design, HdlConfig, KeyMode, RamStyle};
+use crate::{axis, bank_file_name, bench, board, kit, op, Design, HdlConfig, KeyMode, RamStyle};
 
 /// Derived sizes of a configuration.
 pub(crate) struct Geo {
@@ -113,13 +113,16 @@ pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
     let front = front::build(cfg, &shape(cfg));
     let g = geo(cfg, &front);
     let t = &g.top;
-    vec![
+    let mut files = vec![
         (format!("{t}_board.v"), board::board_tops(cfg, &g)),
+        (format!("{t}_axis.v"), axis::axis_module(cfg, &g)),
         ("Makefile".to_string(), board::makefile(cfg, &g)),
         ("fpga/hx8k_breakout.pcf".to_string(), board::pcf_hx8k_breakout()),
         ("fpga/ulx3s.lpf".to_string(), board::lpf_ulx3s()),
         ("fpga/fmax.sh".to_string(), board::fmax_script()),
-    ]
+    ];
+    files.extend(kit::files(cfg, &g));
+    files
 }
 
 fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
@@ -217,6 +220,13 @@ fn top_module(v: &mut String, g: &Geo) {
         "    input  wire clk".to_string(),
         "    input  wire rst".to_string(),
         "    output wire busy".to_string(),
+        "    input  wire mg_req".to_string(),
+        "    input  wire mg_clear".to_string(),
+        "    input  wire mg_we".to_string(),
+        format!("    input  wire [{}:0] mg_addr", aw - 1),
+        format!("    input  wire [{}:0] mg_wdata", l - 1),
+        "    output reg  mg_ack".to_string(),
+        format!("    output reg  [{}:0] mg_rdata", l - 1),
     ];
     for p in 0..g.ports {
         ports.push(format!("    input  wire s{p}_valid"));
@@ -252,7 +262,7 @@ fn top_module(v: &mut String, g: &Geo) {
     // Clear FSM signals.
     let _ = writeln!(
         v,
-        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;",
+        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;\n    // Management access (mg_*): idle, drain the pipelines, access port A, wait for the data.\n    reg [1:0] mg_state;\n    reg [15:0] mg_cnt;\n    wire mg_idle = (mg_state == 2'd0);\n    wire mg_access = (mg_state == 2'd2);",
         aw - 1
     );
     for p in 0..g.ports {
@@ -289,7 +299,7 @@ fn top_module(v: &mut String, g: &Geo) {
         );
         let _ = writeln!(
             v,
-            "    {t}_port u_port{p} (\n        .clk(clk), .rst(rst), .hold(busy_next), .s_fire(s{p}_fire), .s_ready(s{p}_ready),\n        .w_valid(w{p}_valid), .w_hit(w{p}_hit), .w_tag(w{p}_tag),\n        .m_valid(m{p}_valid), .m_ready(m{p}_ready), .m_hit(m{p}_hit), .m_tag(m{p}_tag)\n    );\n"
+            "    {t}_port u_port{p} (\n        .clk(clk), .rst(rst), .hold(hold), .s_fire(s{p}_fire), .s_ready(s{p}_ready),\n        .w_valid(w{p}_valid), .w_hit(w{p}_hit), .w_tag(w{p}_tag),\n        .m_valid(m{p}_valid), .m_ready(m{p}_ready), .m_hit(m{p}_hit), .m_tag(m{p}_tag)\n    );\n"
         );
     }
     // Clear control.
@@ -297,9 +307,41 @@ fn top_module(v: &mut String, g: &Geo) {
         v,
         "    // ---- clear: starts the cycle after the clear reaches the banks, one entry per cycle
     wire clear_fire = s0_fire & (s0_op == OP_CLEAR);
-    wire clear_start = f0_valid & (f0_op == OP_CLEAR);
+    wire clear_start = (f0_valid & (f0_op == OP_CLEAR)) | (mg_access & mg_clear);
     wire clear_done = clearing & (clr_addr == LAST_ADDR);
-    wire busy_next = clear_fire | (busy_q & ~clear_done);
+    wire busy_next = clear_fire | (mg_access & mg_clear) | (busy_q & ~clear_done);
+    wire mg_start = mg_idle & mg_req & ~mg_ack & ~busy_next;
+    wire hold = busy_next | mg_start | ~mg_idle;
+    // mg_*: a request (mg_req held until mg_ack) stops every port, waits until operations in
+    // flight have passed the banks, then clears (mg_clear), writes mg_wdata (bit i into lane
+    // i's bank, every replica) or reads (mg_rdata) entry mg_addr; mg_ack pulses when done.
+    always @(posedge clk) begin
+        if (rst) begin
+            mg_state <= 2'd0;
+            mg_cnt <= 16'd0;
+            mg_ack <= 1'b0;
+        end else begin
+            mg_ack <= 1'b0;
+            case (mg_state)
+                2'd0: if (mg_start) begin
+                    mg_state <= 2'd1;
+                    mg_cnt <= 16'd{drain};
+                end
+                2'd1: if (mg_cnt == 16'd0) mg_state <= 2'd2; else mg_cnt <= mg_cnt - 16'd1;
+                2'd2: begin
+                    mg_state <= 2'd3;
+                    mg_cnt <= 16'd{mem};
+                end
+                default: if (mg_cnt == 16'd0) begin
+                    if (~mg_clear | ~busy_q) begin
+                        mg_state <= 2'd0;
+                        mg_ack <= 1'b1;
+                    end
+                end else mg_cnt <= mg_cnt - 16'd1;
+            endcase
+        end
+        if (mg_state == 2'd3 && mg_cnt == 16'd0) mg_rdata <= r0_bits;
+    end
     assign busy = busy_q;
     always @(posedge clk) begin
         if (rst) begin
@@ -318,13 +360,14 @@ fn top_module(v: &mut String, g: &Geo) {
         end
     end
     // ---- bank port A (all replicas): port 0's inserts and the clear; port 0's lookups read replica 0
-    wire a_we = clearing | (f0_valid & (f0_op == OP_INSERT));
-    wire a_din = ~clearing;"
+    wire a_we = clearing | (mg_access & mg_we & ~mg_clear) | (f0_valid & (f0_op == OP_INSERT));",
+        drain = g.front_stages + 2,
+        mem = MEM_STAGES - 2,
     );
     for lane in 0..l {
         let _ = writeln!(
             v,
-            "    wire [{}:0] a_addr{lane} = clearing ? clr_addr : f0_addr[{}:{}];",
+            "    wire a_din{lane} = clearing ? 1'b0 : mg_access ? mg_wdata[{lane}] : 1'b1;\n    wire [{}:0] a_addr{lane} = clearing ? clr_addr : mg_access ? mg_addr : f0_addr[{}:{}];",
             aw - 1,
             (lane as u32 + 1) * aw - 1,
             lane as u32 * aw
@@ -340,7 +383,7 @@ fn top_module(v: &mut String, g: &Geo) {
             let mut conns = vec![
                 ".clk(clk)".to_string(),
                 ".a_we(a_we)".to_string(),
-                ".a_din(a_din)".to_string(),
+                format!(".a_din(a_din{lane})"),
                 format!(".a_addr(a_addr{lane})"),
             ];
             if read_a {
