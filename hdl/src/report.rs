@@ -274,14 +274,19 @@ pub fn export(
         std::fs::write(&p, text)?;
         files.push(p);
     }
-    let banks = match filter {
+    let empty;
+    let f = match filter {
         Some(f) => {
             cfg.check_filter(f)?;
-            write_bank_files_for(f, dir, &top)?
+            f
         }
-        None => write_bank_files_for(&Filter::new(cfg.layout, cfg.blocks, cfg.seed), dir, &top)?,
+        None => {
+            empty = Filter::new(cfg.layout, cfg.blocks, cfg.seed);
+            &empty
+        }
     };
-    files.extend(banks);
+    files.extend(write_bank_files_for(f, dir, &top)?);
+    files.extend(crate::sim::write_export_bench(cfg, f, dir)?);
     let (synth_fig, skipped) = if !synth {
         (None, Some("not requested".to_string()))
     } else if !on_path("yosys") {

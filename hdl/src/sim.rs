@@ -560,3 +560,98 @@ pub fn simulate_lookup_hashes(
     }
     lookups_in(cfg, filter, hashes.iter().map(|&h| Key::Hash(h)).collect())
 }
+
+/// Operations per port of the stimulus that [`crate::export`] writes for the Verilog bench.
+pub const EXPORT_BENCH_OPS: usize = 1000;
+
+/// Writes a self-checking stimulus for the exported Verilog bench into `dir`: `bench_cfg.hex`,
+/// `stim_p<p>.hex` and `bench_expect_p<p>.hex` (the hit bit core expects for every answer) for
+/// banks loaded from `filter` (`LOAD_BANKS = 1`). Port 0 looks up random keys, inserts new ones
+/// and looks those up (they must hit); the other ports look up random keys whose answer no
+/// insert of port 0 can change, so the expectations hold whatever the timing.
+pub fn write_export_bench(
+    cfg: &HdlConfig,
+    filter: &Filter,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, HdlError> {
+    cfg.check_filter(filter)?;
+    let mut x = 0x0123_4567_89ab_cdefu64 ^ cfg.seed;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let key = |next: &mut dyn FnMut() -> u64| match cfg.key {
+        KeyMode::Prehashed => Key::Hash(next()),
+        KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| next() as u8).collect()),
+        KeyMode::VarBytes(n) => {
+            let len = (next() % (n as u64 + 1)) as usize;
+            Key::Bytes((0..len).map(|_| next() as u8).collect())
+        }
+    };
+    let n = EXPORT_BENCH_OPS;
+    let third = n / 3;
+    let mut after = filter.clone();
+    let mut port0: Vec<Op> = Vec::new();
+    for i in 0..third {
+        port0.push(Op { code: op::LOOKUP, tag: i as u32, key: key(&mut next) });
+    }
+    let inserted: Vec<Key> = (0..third).map(|_| key(&mut next)).collect();
+    for (i, k) in inserted.iter().enumerate() {
+        after.insert_hash(key_hash(cfg, k));
+        port0.push(Op { code: op::INSERT, tag: (third + i) as u32, key: k.clone() });
+    }
+    for (i, k) in inserted.iter().enumerate() {
+        port0.push(Op { code: op::LOOKUP, tag: (2 * third + i) as u32, key: k.clone() });
+    }
+    let mut ops = vec![port0];
+    for _ in 1..cfg.lookup_ports {
+        let mut v = Vec::new();
+        while v.len() < n {
+            let k = key(&mut next);
+            let h = key_hash(cfg, &k);
+            if filter.contains_hash(h) == after.contains_hash(h) {
+                v.push(Op { code: op::LOOKUP, tag: v.len() as u32, key: k });
+            }
+        }
+        ops.push(v);
+    }
+    // Expected answers: the first lookups of port 0 see the exported filter, the last ones the
+    // filter after the inserts; the other ports' answers are the same in both.
+    let mut files = Vec::new();
+    let mut c = String::new();
+    for v in [200u32, 90, 80, 7] {
+        let _ = writeln!(c, "{v:08x}");
+    }
+    for o in &ops {
+        let _ = writeln!(c, "{:08x}", o.len());
+    }
+    let p = dir.join("bench_cfg.hex");
+    std::fs::write(&p, c)?;
+    files.push(p);
+    for (port, list) in ops.iter().enumerate() {
+        let mut stim = String::new();
+        let mut exp = String::new();
+        for (i, o) in list.iter().enumerate() {
+            stim.push_str(&stim_line(cfg, o)?);
+            stim.push('\n');
+            let h = key_hash(cfg, &o.key);
+            let hit = match o.code {
+                op::LOOKUP if port == 0 && i < third => filter.contains_hash(h),
+                op::LOOKUP => after.contains_hash(h),
+                _ => false,
+            };
+            exp.push_str(if hit { "1\n" } else { "0\n" });
+        }
+        for (name, text) in [
+            (format!("stim_p{port}.hex"), stim),
+            (format!("bench_expect_p{port}.hex"), exp),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, text)?;
+            files.push(p);
+        }
+    }
+    Ok(files)
+}

@@ -60,7 +60,7 @@ pub(crate) fn geo(cfg: &HdlConfig, front: &Front) -> Geo {
     // accept -> front (input register .. address register) -> bank read -> bank output
     // register -> AND register -> FIFO write -> m_valid.
     let latency = front.stages + MEM_STAGES + 1;
-    let fifo_bits = ceil_log2(u64::from(latency) + 3).max(2);
+    let fifo_bits = ceil_log2(u64::from(latency) + 4).max(2);
     Geo {
         top: cfg.top_name.clone(),
         lanes: s.lanes,
@@ -466,8 +466,9 @@ fn port_module(v: &mut String, g: &Geo) {
         v,
         "// Answer FIFO of one port ({d} entries) with credit counting: s_ready is a register that stays
 // high while every operation in flight is sure of a FIFO entry, so no stage ever stalls. The
-// credit test reads registers only: acc counts accepted operations, rp dequeued ones, and
-// acc - rp <= {d}-2 leaves room for the operation accepted in this cycle and the next one.
+// credit test reads registers only: acc counts accepted operations, rp dequeued ones, occ_r
+// holds acc - rp one cycle late, and occ_r <= {d}-3 leaves room for the operations accepted in
+// the cycle occ_r lags, in this cycle and in the next one.
 module {t}_port (
     input  wire clk,
     input  wire rst,
@@ -487,7 +488,7 @@ module {t}_port (
     reg [{fb}:0] rp;
     reg [{fb}:0] acc;
     wire deq = m_valid & m_ready;
-    wire [{fb}:0] occ = acc - rp;
+    reg [{fb}:0] occ_r;
     assign m_valid = (wp != rp);
     assign m_hit = mem[rp[{fb1}:0]][{tw}];
     assign m_tag = mem[rp[{fb1}:0]][{tw1}:0];
@@ -499,19 +500,21 @@ module {t}_port (
             wp <= {fbp}'d0;
             rp <= {fbp}'d0;
             acc <= {fbp}'d0;
+            occ_r <= {fbp}'d0;
             s_ready <= 1'b0;
         end else begin
             if (w_valid) wp <= wp + {fbp}'d1;
             if (deq) rp <= rp + {fbp}'d1;
             if (s_fire) acc <= acc + {fbp}'d1;
-            s_ready <= ~hold & (occ <= {fbp}'d{d2});
+            occ_r <= acc - rp;
+            s_ready <= ~hold & (occ_r <= {fbp}'d{d3});
         end
     end
 endmodule
 ",
         d = g.fifo_depth,
         d1 = g.fifo_depth - 1,
-        d2 = g.fifo_depth - 2,
+        d3 = g.fifo_depth - 3,
         tw1 = tw - 1,
         fb1 = fb - 1,
         fbp = fb + 1,
