@@ -73,14 +73,14 @@ else
 fi
 
 step "formal proofs of the answer FIFO (make formal, SymbiYosys)"
-if (have sby || have yowasp-sby) && (have z3); then
+if (have sby || have yowasp-sby) && have yices-smt2; then
   if (cd "$OUT/ph" && make -s formal > "$OUT/formal.log" 2>&1); then
     ok "formal: $(grep -c 'DONE (PASS' "$OUT/formal.log") task(s) passed"
   else
     bad "formal"; grep -E 'DONE|failed assertion' "$OUT/formal.log" | head -10
   fi
 else
-  echo "SKIP: formal proofs: sby (or yowasp-sby) or the z3 solver is not installed"
+  echo "SKIP: formal proofs: sby (or yowasp-sby) or the yices-smt2 solver is not installed"
 fi
 
 step "done"

@@ -29,7 +29,10 @@ fn main() {
         cfg.top_name = t.clone();
     }
     match export(&cfg, None, std::path::Path::new(&a[1]), false) {
-        Ok(s) => println!("{}: latency {} cycles", cfg.top_name, s.design.latency_cycles),
+        Ok(s) => println!(
+            "{}: latency {} cycles",
+            cfg.top_name, s.design.latency_cycles
+        ),
         Err(e) => {
             eprintln!("flow: {e}");
             std::process::exit(1);

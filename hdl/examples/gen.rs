@@ -6,7 +6,9 @@ use bloomlanes_hdl::{generate, HdlConfig, KeyMode, MulStyle};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 6 {
-        eprintln!("usage: gen <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits]");
+        eprintln!(
+            "usage: gen <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits]"
+        );
         std::process::exit(2);
     }
     let layout = Layout::from_name(&a[1]).expect("layout");

@@ -44,7 +44,7 @@ impl Arith {
     }
 
     /// A term as segments of a `w`-bit number.
-    fn to_segs(&self, p: &mut Pipe, t: Term, w: u32) -> Segs {
+    fn segments(&self, p: &mut Pipe, t: Term, w: u32) -> Segs {
         let s = self.seg_bits();
         let n = w.div_ceil(s);
         let tw = p.width(t.v);
@@ -108,7 +108,7 @@ impl Arith {
         terms.retain(|t| t.shift < w);
         assert!(!terms.is_empty(), "empty sum");
         terms.sort_by_key(|t| t.shift);
-        let mut nums: Vec<Segs> = terms.iter().map(|&t| self.to_segs(p, t, w)).collect();
+        let mut nums: Vec<Segs> = terms.iter().map(|&t| self.segments(p, t, w)).collect();
         while nums.len() > 1 {
             let mut next = Vec::new();
             for pair in nums.chunks(2) {
@@ -161,7 +161,11 @@ impl Arith {
                     let cw = 4.min(xw - lo);
                     let xi = p.slice(x, lo, cw);
                     let add = if lo == 0 { c } else { 0 };
-                    let pw = if add != 0 { w } else { (cw + bits_of(k)).min(w - lo) };
+                    let pw = if add != 0 {
+                        w
+                    } else {
+                        (cw + bits_of(k)).min(w - lo)
+                    };
                     let table: Vec<u64> = (0..1u64 << cw)
                         .map(|t| t.wrapping_mul(k).wrapping_add(add) & wmask(pw))
                         .collect();

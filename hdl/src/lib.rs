@@ -103,7 +103,9 @@ impl fmt::Display for KeyKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeyKind::Fixed(n) => write!(f, "fixed {n}-byte keys"),
-            KeyKind::Variable { max: Some(n) } => write!(f, "variable-length keys of up to {n} bytes"),
+            KeyKind::Variable { max: Some(n) } => {
+                write!(f, "variable-length keys of up to {n} bytes")
+            }
             KeyKind::Variable { max: None } => f.write_str("variable-length keys"),
             KeyKind::Prehashed => f.write_str("caller-supplied hashes"),
         }
@@ -269,7 +271,10 @@ impl HdlConfig {
             }
         }
         if !(8..=64).contains(&self.adder_bits) {
-            return bad(format!("adder_bits must be 8 to 64, not {}", self.adder_bits));
+            return bad(format!(
+                "adder_bits must be 8 to 64, not {}",
+                self.adder_bits
+            ));
         }
         if self.lookup_ports == 0 || self.lookup_ports > MAX_PORTS {
             return bad(format!(

@@ -112,7 +112,10 @@ impl Pipe {
         assert!((1..=64).contains(&width), "width {width} of {hint}");
         let read_at = if reg { stage - 1 } else { stage };
         for a in Self::args(&op) {
-            assert!(self.stage(a) <= read_at || self.is_const(a), "{hint} reads the future");
+            assert!(
+                self.stage(a) <= read_at || self.is_const(a),
+                "{hint} reads the future"
+            );
             self.max_use[a.0] = self.max_use[a.0].max(read_at);
         }
         let id = self.nodes.len();
@@ -330,15 +333,28 @@ impl Pipe {
                     iw - 1
                 );
                 for (j, e) in t.iter().enumerate() {
-                    let _ = writeln!(funcs, "            {iw}'d{j}: {}_f = {w}'h{:x};", n.name, e & mask(w));
+                    let _ = writeln!(
+                        funcs,
+                        "            {iw}'d{j}: {}_f = {w}'h{:x};",
+                        n.name,
+                        e & mask(w)
+                    );
                 }
-                let _ = writeln!(funcs, "            default: {}_f = {w}'h0;\n        endcase\n    endfunction", n.name);
+                let _ = writeln!(
+                    funcs,
+                    "            default: {}_f = {w}'h0;\n        endcase\n    endfunction",
+                    n.name
+                );
             }
             if n.reg {
                 let _ = writeln!(decl, "    reg  {range}{};", n.name);
                 let e = self.expr(n);
                 if n.reset {
-                    let _ = writeln!(resets, "        if (rst) {} <= {w}'d0;\n        else {} <= {e};", n.name, n.name);
+                    let _ = writeln!(
+                        resets,
+                        "        if (rst) {} <= {w}'d0;\n        else {} <= {e};",
+                        n.name, n.name
+                    );
                 } else {
                     let _ = writeln!(regs, "        {} <= {e};", n.name);
                 }
@@ -350,7 +366,10 @@ impl Pipe {
                 let prev = Self::delayed(&n.name, d - 1);
                 let _ = writeln!(decl, "    reg  {range}{dn};");
                 if n.reset {
-                    let _ = writeln!(resets, "        if (rst) {dn} <= {w}'d0;\n        else {dn} <= {prev};");
+                    let _ = writeln!(
+                        resets,
+                        "        if (rst) {dn} <= {w}'d0;\n        else {dn} <= {prev};"
+                    );
                 } else {
                     let _ = writeln!(regs, "        {dn} <= {prev};");
                 }
@@ -359,7 +378,10 @@ impl Pipe {
         let mut out = decl;
         out.push_str(&funcs);
         out.push_str(&wires);
-        let _ = write!(out, "    always @(posedge clk) begin\n{resets}{regs}    end\n");
+        let _ = write!(
+            out,
+            "    always @(posedge clk) begin\n{resets}{regs}    end\n"
+        );
         out
     }
 

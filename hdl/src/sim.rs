@@ -595,15 +595,27 @@ pub fn write_export_bench(
     let mut after = filter.clone();
     let mut port0: Vec<Op> = Vec::new();
     for i in 0..third {
-        port0.push(Op { code: op::LOOKUP, tag: i as u32, key: key(&mut next) });
+        port0.push(Op {
+            code: op::LOOKUP,
+            tag: i as u32,
+            key: key(&mut next),
+        });
     }
     let inserted: Vec<Key> = (0..third).map(|_| key(&mut next)).collect();
     for (i, k) in inserted.iter().enumerate() {
         after.insert_hash(key_hash(cfg, k));
-        port0.push(Op { code: op::INSERT, tag: (third + i) as u32, key: k.clone() });
+        port0.push(Op {
+            code: op::INSERT,
+            tag: (third + i) as u32,
+            key: k.clone(),
+        });
     }
     for (i, k) in inserted.iter().enumerate() {
-        port0.push(Op { code: op::LOOKUP, tag: (2 * third + i) as u32, key: k.clone() });
+        port0.push(Op {
+            code: op::LOOKUP,
+            tag: (2 * third + i) as u32,
+            key: k.clone(),
+        });
     }
     let mut ops = vec![port0];
     for _ in 1..cfg.lookup_ports {
@@ -612,7 +624,11 @@ pub fn write_export_bench(
             let k = key(&mut next);
             let h = key_hash(cfg, &k);
             if filter.contains_hash(h) == after.contains_hash(h) {
-                v.push(Op { code: op::LOOKUP, tag: v.len() as u32, key: k });
+                v.push(Op {
+                    code: op::LOOKUP,
+                    tag: v.len() as u32,
+                    key: k,
+                });
             }
         }
         ops.push(v);

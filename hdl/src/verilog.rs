@@ -117,7 +117,10 @@ pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
         (format!("{t}_board.v"), board::board_tops(cfg, &g)),
         (format!("{t}_axis.v"), axis::axis_module(cfg, &g)),
         ("Makefile".to_string(), board::makefile(cfg, &g)),
-        ("fpga/hx8k_breakout.pcf".to_string(), board::pcf_hx8k_breakout()),
+        (
+            "fpga/hx8k_breakout.pcf".to_string(),
+            board::pcf_hx8k_breakout(),
+        ),
         ("fpga/ulx3s.lpf".to_string(), board::lpf_ulx3s()),
         ("fpga/fmax.sh".to_string(), board::fmax_script()),
     ];

@@ -83,7 +83,9 @@ fn exported_bench_checks_itself_and_fails_fast() {
     };
     let (ok, out) = compile(&dir);
     assert!(ok, "{out}");
-    let (ok, out) = run(Command::new("vvp").current_dir(&dir).args(["-n", "sim.vvp"]));
+    let (ok, out) = run(Command::new("vvp")
+        .current_dir(&dir)
+        .args(["-n", "sim.vvp"]));
     assert!(ok && out.contains("PASS: 1999 answers"), "{out}");
     // A wrong expectation is reported.
     let exp = dir.join("bench_expect_p1.hex");
@@ -91,19 +93,36 @@ fn exported_bench_checks_itself_and_fails_fast() {
     let flipped: String = text
         .lines()
         .enumerate()
-        .map(|(i, l)| if i == 5 { if l == "1" { "0\n" } else { "1\n" }.to_string() } else { format!("{l}\n") })
+        .map(|(i, l)| {
+            if i == 5 {
+                if l == "1" { "0\n" } else { "1\n" }.to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
         .collect();
     std::fs::write(&exp, flipped).unwrap();
-    let (_, out) = run(Command::new("vvp").current_dir(&dir).args(["-n", "sim.vvp"]));
+    let (_, out) = run(Command::new("vvp")
+        .current_dir(&dir)
+        .args(["-n", "sim.vvp"]));
     assert!(out.contains("FAIL: 1 of 1999"), "{out}");
     // A missing input stops the bench at once with a message naming the file.
     for missing in ["bench_ph_bank03.hex", "stim_p1.hex", "bench_cfg.hex"] {
         let keep = dir.join(format!("{missing}.keep"));
         std::fs::rename(dir.join(missing), &keep).unwrap();
         let t0 = Instant::now();
-        let (_, out) = run(Command::new("vvp").current_dir(&dir).args(["-n", "sim.vvp"]));
-        assert!(out.contains(&format!("ERROR: {missing} is missing")), "{out}");
-        assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+        let (_, out) = run(Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]));
+        assert!(
+            out.contains(&format!("ERROR: {missing} is missing")),
+            "{out}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            t0.elapsed()
+        );
         std::fs::rename(&keep, dir.join(missing)).unwrap();
     }
     std::fs::remove_dir_all(dir).ok();
@@ -132,7 +151,10 @@ fn two_filters_live_in_one_design() {
     for c in [&a, &b] {
         let d = generate(c).unwrap();
         for line in d.rtl.lines().filter(|l| l.starts_with("module ")) {
-            assert!(line.starts_with(&format!("module {}", c.top_name)), "{line}");
+            assert!(
+                line.starts_with(&format!("module {}", c.top_name)),
+                "{line}"
+            );
         }
     }
     if on_path("iverilog") {
@@ -149,7 +171,9 @@ fn two_filters_live_in_one_design() {
     }
     if on_path("yosys") {
         let script = format!("read_verilog {}; hierarchy -check", files.join(" "));
-        let (ok, out) = run(Command::new("yosys").current_dir(&dir).args(["-q", "-p", &script]));
+        let (ok, out) = run(Command::new("yosys")
+            .current_dir(&dir)
+            .args(["-q", "-p", &script]));
         assert!(ok, "{out}");
     }
     std::fs::remove_dir_all(dir).ok();
@@ -182,6 +206,9 @@ fn key_width_must_match_the_filter() {
     for (kind, mode) in bad {
         let e = check_key_mode(mode, kind).expect_err(&format!("{kind} / {mode}"));
         let msg = e.to_string();
-        assert!(msg.contains(&kind.to_string()) && msg.contains(&mode.to_string()), "{msg}");
+        assert!(
+            msg.contains(&kind.to_string()) && msg.contains(&mode.to_string()),
+            "{msg}"
+        );
     }
 }

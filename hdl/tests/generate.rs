@@ -101,7 +101,8 @@ fn icarus_and_yosys_accept_the_text() {
     if !yosys {
         eprintln!("SKIP: icarus_and_yosys_accept_the_text (yosys part): yosys is not installed");
     }
-    for c in lint_matrix() {
+    // Yosys's `proc` is slow on the big hashed designs: every third configuration.
+    for (i, c) in lint_matrix().into_iter().enumerate() {
         let d = generate(&c).unwrap();
         let top = &d.top_name;
         std::fs::write(dir.join(format!("{top}.v")), &d.rtl).unwrap();
@@ -114,7 +115,7 @@ fn icarus_and_yosys_accept_the_text() {
                 .arg(format!("{top}_tb.v")));
             assert!(ok, "{top}:\n{out}");
         }
-        if yosys {
+        if yosys && i % 3 == 0 {
             let (ok, out) = run(Command::new("yosys").current_dir(&dir).args([
                 "-q",
                 "-p",

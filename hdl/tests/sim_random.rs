@@ -7,7 +7,7 @@ use bloomlanes_hdl::sim::{BenchParams, Simulator};
 use bloomlanes_hdl::KeyMode;
 use common::*;
 
-const OPS: usize = 100_000;
+const OPS: usize = 40_000;
 
 fn params(seed: u32) -> BenchParams {
     BenchParams {
