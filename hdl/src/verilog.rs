@@ -265,7 +265,7 @@ fn top_module(v: &mut String, g: &Geo) {
     // Clear FSM signals.
     let _ = writeln!(
         v,
-        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;\n    // Management access (mg_*): idle, drain the pipelines, access port A, wait for the data.\n    reg [1:0] mg_state;\n    reg [15:0] mg_cnt;\n    wire mg_idle = (mg_state == 2'd0);\n    wire mg_access = (mg_state == 2'd2);",
+        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;\n    // Management access (mg_*): idle, drain the pipelines, access port A, wait for the data.\n    reg [1:0] mg_state;\n    reg [15:0] mg_cnt;\n    reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)\n    wire mg_idle = (mg_state == 2'd0);\n    wire mg_access = (mg_state == 2'd2);",
         aw - 1
     );
     for p in 0..g.ports {
@@ -322,6 +322,7 @@ fn top_module(v: &mut String, g: &Geo) {
         if (rst) begin
             mg_state <= 2'd0;
             mg_cnt <= 16'd0;
+            mg_zero <= 1'b1;
             mg_ack <= 1'b0;
         end else begin
             mg_ack <= 1'b0;
@@ -329,21 +330,29 @@ fn top_module(v: &mut String, g: &Geo) {
                 2'd0: if (mg_start) begin
                     mg_state <= 2'd1;
                     mg_cnt <= 16'd{drain};
+                    mg_zero <= 1'b0;
                 end
-                2'd1: if (mg_cnt == 16'd0) mg_state <= 2'd2; else mg_cnt <= mg_cnt - 16'd1;
+                2'd1: if (mg_zero) mg_state <= 2'd2; else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
                 2'd2: begin
                     mg_state <= 2'd3;
                     mg_cnt <= 16'd{mem};
+                    mg_zero <= 1'b0;
                 end
-                default: if (mg_cnt == 16'd0) begin
+                default: if (mg_zero) begin
                     if (~mg_clear | ~busy_q) begin
                         mg_state <= 2'd0;
                         mg_ack <= 1'b1;
                     end
-                end else mg_cnt <= mg_cnt - 16'd1;
+                end else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
             endcase
         end
-        if (mg_state == 2'd3 && mg_cnt == 16'd0) mg_rdata <= r0_bits;
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= r0_bits;
     end
     assign busy = busy_q;
     always @(posedge clk) begin
