@@ -2,7 +2,9 @@
 //! command-line tool.
 //!
 //! - [`input`] reads keys (text lines, decimal integers, a CSV column, binary u64, packet
-//!   5-tuples from pcap/pcapng) into a [`KeySet`].
+//!   5-tuples from pcap/pcapng) into a [`KeySet`] that records their [`KeyType`];
+//!   [`key_text`] parses typed keys written as text (integers, floats, dates, timestamps,
+//!   UUIDs).
 //! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`]; [`bulk`] is the
 //!   batch loop under it, with a [`Progress`] hook that costs nothing unused.
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
@@ -37,6 +39,7 @@ pub mod error;
 #[cfg(feature = "hdl")]
 pub mod hdl_io;
 pub mod input;
+pub mod key_text;
 pub mod ops;
 pub mod parquet_io;
 pub mod sample;
@@ -54,5 +57,6 @@ pub use store::{load_filter, save_filter, FilterFile};
 /// The core crate, under its own name (so that `core` keeps meaning the language's core).
 pub use bloomlanes_core;
 pub use bloomlanes_core::{
-    Bitmap, Filter, FilterRef, HashId, Header, Key, Keys, Layout, Params, Sizing, Stats,
+    Bitmap, Filter, FilterRef, HashId, Header, Key, KeyMatch, KeyType, Keys, Layout, Params,
+    Sizing, Stats,
 };
