@@ -1,7 +1,7 @@
 //! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
 //! then the keys.
 
-use bloomlanes_core::{Filter, KeyType, Layout, Params, Sizing, MAX_BLOCKS};
+use bloomlanes_core::{Filter, KeyType, Layout, Params, Sizing};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -110,11 +110,8 @@ impl FilterBuilder {
             .with_seed(self.seed)
             .with_key_type(self.key_type.unwrap_or(KeyType::Any));
         if self.pow2 {
-            p.blocks = p
-                .blocks
-                .checked_next_power_of_two()
-                .unwrap_or(MAX_BLOCKS)
-                .min(MAX_BLOCKS);
+            // Past 2^31 blocks the next power of two does not fit: keep the largest one.
+            p.blocks = p.blocks.checked_next_power_of_two().unwrap_or(1 << 31);
         }
         Ok(p)
     }

@@ -314,7 +314,9 @@ fn parquet_column_bloom_filters_import_value_by_value() {
         assert!(sbbf_ids.check(&id));
         assert!(lib.view().contains(&(id as u64)), "bloomlanes finds {id}");
     }
-    let dec: String = ids(n).iter().map(|i| format!("{}\n", *i as u64)).collect();
+    // Signed decimals (the INT64 column records key type i64, so text is parsed as i64).
+    assert_eq!(v["key_type"], "i64");
+    let dec: String = ids(n).iter().map(|i| format!("{i}\n")).collect();
     let q = write(&d, "ids.txt", dec);
     assert_eq!(
         json(&["query", s(&fid), s(&q), "--format", "decimal", "--count"])["matches"],
