@@ -95,8 +95,21 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     write_file(&plain, false);
     let out = at(&d, "with.parquet");
     let v = json(&[
-        "parquet", "add-filters", s(&plain), "-o", s(&out), "--column", "n", "--column", "x",
-        "--column", "s", "--fpp", "0.01", "--fpp", "s=0.001",
+        "parquet",
+        "add-filters",
+        s(&plain),
+        "-o",
+        s(&out),
+        "--column",
+        "n",
+        "--column",
+        "x",
+        "--column",
+        "s",
+        "--fpp",
+        "0.01",
+        "--fpp",
+        "s=0.001",
     ]);
     assert_eq!(v["filters"].as_array().unwrap().len(), 9);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 0, "{v}");
@@ -147,8 +160,20 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
 
     // `parquet probe` agrees with the crate, key by key and row group by row group.
     let keys: Vec<i32> = (0..ROWS).step_by(7).map(n32).chain([1, 2, 3]).collect();
-    let kf = write(&d, "keys.txt", keys.iter().map(|k| format!("{k}\n")).collect::<String>());
-    let v = json(&["parquet", "probe", s(&out), "--column", "n", "--keys", s(&kf)]);
+    let kf = write(
+        &d,
+        "keys.txt",
+        keys.iter().map(|k| format!("{k}\n")).collect::<String>(),
+    );
+    let v = json(&[
+        "parquet",
+        "probe",
+        s(&out),
+        "--column",
+        "n",
+        "--keys",
+        s(&kf),
+    ]);
     assert_eq!(v["column_key_type"], "i32");
     let crate_filters: Vec<Sbbf> = (0..3).map(|g| crate_filter(&out, g, 0).unwrap()).collect();
     for (i, k) in keys.iter().enumerate() {
@@ -166,26 +191,84 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
 
     // Imported filters record the column's type: INT32 → i32, queryable as such.
     let dir = at(&d, "groups");
-    let v = json(&["import", s(&out), "--column", "n", "--row-group", "all", "-o", s(&dir)]);
+    let v = json(&[
+        "import",
+        s(&out),
+        "--column",
+        "n",
+        "--row-group",
+        "all",
+        "-o",
+        s(&dir),
+    ]);
     assert_eq!(v["key_type"], "i32");
     assert_eq!(v["files"].as_array().unwrap().len(), 3);
-    let q = write(&d, "g0.txt", (0..ROWS / 3).map(|i| format!("{}\n", n32(i))).collect::<String>());
+    let q = write(
+        &d,
+        "g0.txt",
+        (0..ROWS / 3)
+            .map(|i| format!("{}\n", n32(i)))
+            .collect::<String>(),
+    );
     let g0 = dir.join("0.blf");
     assert_eq!(json(&["query", s(&g0), s(&q), "--count"])["matches"], 500);
     let e = fails(&["query", s(&g0), s(&q), "--key-type", "i64", "--count"], 2);
     assert!(e.contains("i32") && e.contains("i64"), "{e}");
     let merged = at(&d, "all.blf");
-    let v = json(&["import", s(&out), "--column", "n", "--row-group", "all", "--merge", "-o", s(&merged)]);
+    let v = json(&[
+        "import",
+        s(&out),
+        "--column",
+        "n",
+        "--row-group",
+        "all",
+        "--merge",
+        "-o",
+        s(&merged),
+    ]);
     assert!(v["union_fpr_from_bits"].as_f64().unwrap() > 0.0);
-    let all = write(&d, "all.txt", (0..ROWS).map(|i| format!("{}\n", n32(i))).collect::<String>());
-    assert_eq!(json(&["query", s(&merged), s(&all), "--count"])["matches"], ROWS);
+    let all = write(
+        &d,
+        "all.txt",
+        (0..ROWS)
+            .map(|i| format!("{}\n", n32(i)))
+            .collect::<String>(),
+    );
+    assert_eq!(
+        json(&["query", s(&merged), s(&all), "--count"])["matches"],
+        ROWS
+    );
 
     // --no-pow2 sizes exactly and warns that some readers refuse it.
-    let v = json(&["parquet", "add-filters", s(&plain), "-o", s(&at(&d, "np.parquet")), "--column", "n", "--ndv", "1000", "--no-pow2"]);
-    assert!(v["warnings"][0].as_str().unwrap().contains("power of two"), "{v}");
+    let v = json(&[
+        "parquet",
+        "add-filters",
+        s(&plain),
+        "-o",
+        s(&at(&d, "np.parquet")),
+        "--column",
+        "n",
+        "--ndv",
+        "1000",
+        "--no-pow2",
+    ]);
+    assert!(
+        v["warnings"][0].as_str().unwrap().contains("power of two"),
+        "{v}"
+    );
     // Replacing a file's filters: the old ones are replaced, the data still byte for byte.
     let again = at(&d, "again.parquet");
-    let v = json(&["parquet", "add-filters", s(&out), "-o", s(&again), "--column", "n", "--fpp", "0.2"]);
+    let v = json(&[
+        "parquet",
+        "add-filters",
+        s(&out),
+        "-o",
+        s(&again),
+        "--column",
+        "n",
+        "--fpp",
+        "0.2",
+    ]);
     assert_eq!(v["filters"][0]["replaced"], true);
     let smaller = crate_filter(&again, 0, 0).unwrap();
     assert!((0..ROWS / 3).all(|i| smaller.check(&n32(i))));
@@ -214,14 +297,37 @@ fn corrupt_footers_are_errors_naming_the_file_and_field() {
     for args in [
         vec!["import", s(&neg), "--column", "n", "-o", "x.blf"],
         vec!["parquet", "probe", s(&neg), "--column", "n", "--key", "1"],
-        vec!["parquet", "add-filters", s(&neg), "-o", "y.parquet", "--column", "n"],
+        vec![
+            "parquet",
+            "add-filters",
+            s(&neg),
+            "-o",
+            "y.parquet",
+            "--column",
+            "n",
+        ],
     ] {
         let e = fails(&args, 1);
-        assert!(e.contains("neg.parquet") && e.contains("bloom_filter_length -1"), "{e}");
+        assert!(
+            e.contains("neg.parquet") && e.contains("bloom_filter_length -1"),
+            "{e}"
+        );
     }
     // An offset past the data, a length running past it.
     let past = rewrite("past.parquet", &[(1, 2, bytes.len() as u64 + 10, 64)]);
-    let e = fails(&["import", s(&past), "--column", "s", "--row-group", "1", "-o", "x.blf"], 1);
+    let e = fails(
+        &[
+            "import",
+            s(&past),
+            "--column",
+            "s",
+            "--row-group",
+            "1",
+            "-o",
+            "x.blf",
+        ],
+        1,
+    );
     assert!(e.contains("bloom_filter_offset"), "{e}");
     let long = rewrite("long.parquet", &[(0, 1, off, 1 << 30)]);
     let e = fails(&["import", s(&long), "--column", "x", "-o", "x.blf"], 1);
@@ -235,6 +341,9 @@ fn corrupt_footers_are_errors_naming_the_file_and_field() {
     let n = lie.len();
     lie[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let p = write(&d, "lie.parquet", lie);
-    let e = fails(&["parquet", "probe", s(&p), "--column", "n", "--key", "1"], 1);
+    let e = fails(
+        &["parquet", "probe", s(&p), "--column", "n", "--key", "1"],
+        1,
+    );
     assert!(e.contains("footer length"), "{e}");
 }
