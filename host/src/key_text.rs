@@ -61,10 +61,15 @@ fn excerpt(text: &[u8]) -> String {
 }
 
 fn err(ty: KeyType, text: &[u8], why: impl Into<String>) -> ParseError {
+    // The reason may quote part of the text: keep it short too.
+    let mut why: String = why.into();
+    if why.chars().count() > 4 * EXCERPT_CHARS {
+        why = why.chars().take(4 * EXCERPT_CHARS).collect::<String>() + "…";
+    }
     ParseError {
         key_type: ty,
         excerpt: excerpt(text),
-        why: why.into(),
+        why,
     }
 }
 
@@ -657,6 +662,10 @@ mod tests {
         let long = "9".repeat(1_000_000);
         let e = p("u64", &long).unwrap_err().to_string();
         assert!(e.len() < 200, "{}", e.len());
+        // A reason quoting part of the text is cut too (found by the key_text fuzz target).
+        let stamp = format!("2024-01-02T0430::05{}", "\x1c".repeat(500));
+        let e = p("timestamp-ms", &stamp).unwrap_err().to_string();
+        assert!(e.len() < 600, "{}", e.len());
         assert!(looks_numeric(b"-12.5e3") && looks_numeric(b"0x1f") && looks_numeric(b" 42"));
         assert!(!looks_numeric(b"alice") && !looks_numeric(b"2024-01-01") && !looks_numeric(b"-"));
     }
