@@ -3,7 +3,7 @@
 //! reader of text keys (lines, CSV columns, command-line values).
 //!
 //! The bytes are those of the key type's Parquet plain encoding (see
-//! [`KeyType`](bloomlanes_core::KeyType) and `docs/FORMAT.md` §2), so a filter built from text
+//! [`KeyType`] and `docs/FORMAT.md` §2), so a filter built from text
 //! finds the values a Parquet writer hashed:
 //!
 //! | key type | text accepted | bytes hashed |

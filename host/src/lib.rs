@@ -10,7 +10,8 @@
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
 //!   atomically.
 //! - [`ops`] queries (answers as a [`Bitmap`]) and merges; [`FilterFile::stats`] inspects;
-//!   [`parquet_io`] imports and exports the Parquet split-block form; [`verify`] cross-checks
+//!   [`parquet_io`] imports and exports the Parquet split-block form, reads the bloom filters of
+//!   `.parquet` files and probes datasets, and writes filters into files; [`verify`] cross-checks
 //!   backends; `hdl_io` (feature `hdl`) exports Verilog.
 //! - [`backend`] holds the engines: scalar and SIMD always, the GPU with the `gpu` feature.
 //!
@@ -26,7 +27,8 @@
 //! ```
 //!
 //! Features (all on by default): `cli` (the `bloomlanes` binary), `gpu` (the CUDA backend),
-//! `hdl` (Verilog export and RTL simulation), `parquet` (reading `.parquet` files). With
+//! `hdl` (Verilog export and RTL simulation), `parquet` (writing filters into `.parquet` files;
+//! reading them needs no feature). With
 //! `default-features = false` the library needs neither a command-line parser nor CUDA, HDL or
 //! Parquet-reader crates.
 #![warn(missing_docs)]

@@ -56,7 +56,8 @@ pub struct LeafColumn {
     pub name: String,
     /// Its physical type.
     pub physical: PhysicalType,
-    /// The key type its values hash as (see [`key_type_of`]); `None`: no bloom-filter key type
+    /// The key type its values hash as (by physical type; DATE, TIMESTAMP and unsigned INT
+    /// annotations name what the numbers mean); `None`: no bloom-filter key type
     /// (BOOLEAN, INT96).
     pub key_type: Option<KeyType>,
     /// A short description of its logical type, if any (e.g. `DATE`, `TIMESTAMP(MICROS)`).

@@ -24,7 +24,7 @@ pub struct ImportArgs {
     /// Column path (a.b.c), leaf name or 0-based index [default: the first column with a bloom filter].
     #[arg(long)]
     column: Option<String>,
-    /// Row group (0-based), or "all": every row group's filter, written as DIR/<row group>.blf
+    /// Row group (0-based), or "all": every row group's filter, written as `DIR/N.blf`
     /// (or merged with --merge).
     #[arg(long, default_value = "0", value_name = "N|all")]
     row_group: String,
