@@ -32,10 +32,13 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // Setting a bloom filter field keeps the footer readable and sets exactly that field.
-    if footer.start > 5 && !footer.row_groups.is_empty() && !footer.row_groups[0].chunks.is_empty() {
+    if footer.start > 5 && !footer.row_groups.is_empty() && !footer.row_groups[0].chunks.is_empty()
+    {
         let new = footer.with_blooms(&[(0, 0, 4, 1)]);
         let again = Footer::parse(new, footer.start, len).expect("a rewritten footer reads back");
-        let b = again.row_groups[0].chunks[0].bloom.expect("the bloom fields were set");
+        let b = again.row_groups[0].chunks[0]
+            .bloom
+            .expect("the bloom fields were set");
         assert_eq!((b.offset, b.length), (4, Some(1)));
         assert_eq!(again.columns, footer.columns);
     }

@@ -156,7 +156,9 @@ fn parquet_file(groups: usize, with_length: bool) -> Vec<u8> {
     for g in 0..groups {
         for c in 0..3 {
             let pages = file.len() as i64;
-            file.extend_from_slice(&[0x15, 0x00, 0x15, 0x08, 0x15, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7]);
+            file.extend_from_slice(&[
+                0x15, 0x00, 0x15, 0x08, 0x15, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7,
+            ]);
             let mut f = Filter::new(Params::new(Layout::L8x32, 1 + g as u32));
             f.insert(&(g as i32 * 10 + c));
             let form = f.to_parquet().unwrap();
