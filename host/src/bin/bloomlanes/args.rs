@@ -50,3 +50,26 @@ pub fn check_fpp(fpp: f64) -> Result<()> {
     }
     Ok(())
 }
+
+/// Parses a `--seed` value: decimal or `0x` hex (with `_` separators).
+pub fn parse_seed(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => t.parse::<u64>(),
+    };
+    v.map_err(|_| format!("seed {s:?} is not an unsigned 64-bit integer (decimal or 0x hex)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_seed;
+
+    #[test]
+    fn seeds_in_decimal_and_hex() {
+        assert_eq!(parse_seed("0x10"), Ok(16));
+        assert_eq!(parse_seed("16"), Ok(16));
+        assert_eq!(parse_seed("0xFFFF_FFFF_FFFF_FFFF"), Ok(u64::MAX));
+        assert!(parse_seed("-1").is_err() && parse_seed("0x").is_err());
+    }
+}

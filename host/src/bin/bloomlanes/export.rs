@@ -7,7 +7,7 @@ use bloomlanes_host::{parquet_io, store, Filter, FilterFile, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{emit, say};
+use crate::output::{emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `export`.
@@ -38,10 +38,16 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     let filter = file.to_filter();
     if let Some(out) = &a.parquet {
         let bytes = parquet_io::export(&filter)?;
+        let mut warnings = Warnings::default();
+        for w in parquet_io::sizing::reader_warnings(filter.byte_len() as u64) {
+            warnings.warn(format!("{}: {w}", a.filter.display()));
+        }
         store::write_atomic(out, &bytes)?;
         if ctx.json {
             emit(
-                &json!({"output": out.display().to_string(), "form": "parquet", "bytes": bytes.len()}),
+                &json!({"output": out.display().to_string(), "form": "parquet",
+                         "bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
+                         "warnings": warnings.json()}),
             )?;
         } else {
             say(&format!(

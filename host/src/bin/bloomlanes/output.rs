@@ -24,6 +24,25 @@ pub fn emit(v: &Value) -> Result<()> {
     writeln!(out).map_err(stdout_err)
 }
 
+/// Warnings of one command: each printed to standard error at once, and kept for its JSON
+/// report (`"warnings": [...]`).
+#[derive(Debug, Default)]
+pub struct Warnings(Vec<String>);
+
+impl Warnings {
+    /// Prints `msg` as `bloomlanes: warning: msg` on standard error and keeps it.
+    pub fn warn(&mut self, msg: impl Into<String>) {
+        let msg = msg.into();
+        eprintln!("bloomlanes: warning: {msg}");
+        self.0.push(msg);
+    }
+
+    /// The warnings, as a JSON array of strings.
+    pub fn json(&self) -> Value {
+        Value::Array(self.0.iter().map(|w| Value::String(w.clone())).collect())
+    }
+}
+
 /// Prints a line (or several joined with `\n`).
 pub fn say(line: &str) -> Result<()> {
     writeln!(io::stdout().lock(), "{line}").map_err(stdout_err)

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::args::BackendArg;
 use crate::inputs::{inputs_json, InputArgs};
-use crate::output::{emit, say, stdout_err};
+use crate::output::{emit, say, stdout_err, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -44,12 +44,21 @@ pub struct QueryArgs {
 pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     let filter = FilterFile::open(&a.filter)?;
     ops::check_hashable(&filter)?;
-    let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
+    let filter_type = filter.params().key_type;
+    let mut opts = a.input.options();
+    opts.filter_key_type = Some(filter_type);
+    let (keys, summaries) = read_inputs(&a.inputs, &opts)?;
+    let key_match = ops::check_key_type(&a.filter, filter_type, keys.key_type())?;
+    let mut warnings = Warnings::default();
+    if let Some(note) = ops::key_type_note(filter_type, keys.key_type(), key_match) {
+        warnings.warn(note);
+    }
     // ops::query, taken apart so that the lookups alone are timed.
     let engine = backend::select(a.backend.into(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
-    let answers = bulk::contains(&*engine, filter.view(), keys.keys(), &mut |p| bar.update(p))?;
+    let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), &mut |p| bar.update(p))?;
+    ops::apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
     let seconds = start.elapsed().as_secs_f64();
     let matches = answers.count_ones();
     if let Some(path) = &a.bitmap {
@@ -66,6 +75,10 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "absent": keys.len() as u64 - matches,
             "backend": engine.name(),
             "seconds": seconds,
+            "key_type": keys.key_type().to_string(),
+            "filter_key_type": filter_type.to_string(),
+            "key_check": format!("{key_match:?}").to_lowercase(),
+            "warnings": warnings.json(),
         });
         if let Some(p) = &a.bitmap {
             v["bitmap"] = json!(p.display().to_string());
