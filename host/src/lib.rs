@@ -6,7 +6,7 @@
 //! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`]; [`bulk`] is the
 //!   batch loop under it, with a [`Progress`] hook that costs nothing unused.
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
-//!   atomically.
+//!   atomically, through [`outfile`] (unnamed temporary files, `-` for standard output).
 //! - [`ops`] queries (answers as a [`Bitmap`]) and merges; [`FilterFile::stats`] inspects;
 //!   [`parquet_io`] imports and exports the Parquet split-block form; [`verify`] cross-checks
 //!   backends; `hdl_io` (feature `hdl`) exports Verilog.
@@ -38,6 +38,7 @@ pub mod error;
 pub mod hdl_io;
 pub mod input;
 pub mod ops;
+pub mod outfile;
 pub mod parquet_io;
 pub mod sample;
 pub mod store;
