@@ -10,9 +10,9 @@ use bloomlanes_host::{backend, bulk, ops, store, FilterFile, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::args::BackendArg;
+use crate::args::{BackendArg, OpenArgs};
 use crate::inputs::{inputs_json, InputArgs};
-use crate::output::{emit, say, stdout_err};
+use crate::output::{check_output, emit, say, stdout_err};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -29,7 +29,8 @@ pub struct QueryArgs {
     /// Print only how many keys may be present.
     #[arg(long, conflicts_with = "bitmap")]
     count: bool,
-    /// Write the answers as a bitmap: bit j (LSB first) of byte i answers key 8i+j, in input order.
+    /// Write the answers as a bitmap: bit j (LSB first) of byte i answers key 8i+j, in input order
+    /// ("-": standard output; the report then goes to standard error).
     #[arg(long, value_name = "FILE")]
     bitmap: Option<PathBuf>,
     /// Print the keys that are definitely absent instead of those that may be present.
@@ -38,11 +39,16 @@ pub struct QueryArgs {
     /// Which backend probes the keys.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `query`.
 pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
-    let filter = FilterFile::open(&a.filter)?;
+    if let Some(path) = &a.bitmap {
+        check_output(path)?;
+    }
+    let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
     ops::check_hashable(&filter)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
     // ops::query, taken apart so that the lookups alone are timed.

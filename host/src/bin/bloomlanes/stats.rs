@@ -2,11 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bloomlanes_host::{FilterFile, Result, Stats};
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::args::OpenArgs;
 use crate::output::{emit, say};
 use crate::Ctx;
 
@@ -15,9 +17,11 @@ use crate::Ctx;
 pub struct StatsArgs {
     /// The filter file.
     filter: PathBuf,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
-fn stats_json(path: &Path, s: &Stats, mapped: bool) -> Value {
+fn stats_json(path: &Path, s: &Stats, mapped: bool, verify: Option<Duration>) -> Value {
     json!({
         "file": path.display().to_string(),
         "layout": s.params.layout.name(),
@@ -35,15 +39,17 @@ fn stats_json(path: &Path, s: &Stats, mapped: bool) -> Value {
         "bits_per_key": s.bits_per_key,
         "parquet_compatible": s.parquet_compatible,
         "memory_mapped": mapped,
+        "payload_verified": verify.is_some(),
+        "verify_seconds": verify.map(|t| t.as_secs_f64()),
     })
 }
 
 /// Runs `stats`.
 pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
-    let f = FilterFile::open(&a.filter)?;
+    let f = FilterFile::open_with(&a.filter, a.open.verify())?;
     let s = f.stats();
     if ctx.json {
-        emit(&stats_json(&a.filter, &s, f.is_mapped()))?;
+        emit(&stats_json(&a.filter, &s, f.is_mapped(), f.verify_time()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let opt = |v: Option<f64>, digits: usize| {
@@ -83,6 +89,10 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
             "parquet compatible: {}",
             if s.parquet_compatible { "yes" } else { "no" }
         ),
+        match f.verify_time() {
+            Some(t) => format!("payload checksum:   verified ({:.3} s)", t.as_secs_f64()),
+            None => "payload checksum:   not verified (--no-verify-payload)".to_string(),
+        },
     ];
     say(&lines.join("\n"))?;
     Ok(ExitCode::SUCCESS)
