@@ -157,11 +157,20 @@ impl FilterFile {
         // do not change under us unless another program truncates or rewrites the file while it
         // is open, which is outside this tool's contract (as for every mmap-based reader).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
+        // The checksum reads the file front to back: ask for read-ahead while it runs.
+        #[cfg(unix)]
+        if verify == Verify::Full {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
         let start = Instant::now();
         let header = format::parse_with(&map, verify)
             .map_err(|e| corrupt(path, e))?
             .0;
         let verify_time = (verify == Verify::Full).then(|| start.elapsed());
+        #[cfg(unix)]
+        if verify == Verify::Full {
+            let _ = map.advise(memmap2::Advice::Normal);
+        }
         check_static(path, &header)?;
         let aligned = cfg!(target_endian = "little")
             && bytemuck::try_cast_slice::<u8, u32>(&map[HEADER_LEN..]).is_ok();
@@ -198,6 +207,22 @@ impl FilterFile {
     /// was not checked ([`Verify::HeaderOnly`]).
     pub fn verify_time(&self) -> Option<Duration> {
         self.verify_time
+    }
+
+    /// Tells the system that `keys` lookups follow, so that a memory-mapped file not yet in the
+    /// page cache is read as they need it. Few lookups into a large file (fewer than one per 8
+    /// pages) touch pages at random: read-ahead (megabytes per page fault) would read far more
+    /// than they need, so it is turned off (`MADV_RANDOM`). A hint only; answers never change.
+    pub fn advise_lookups(&self, keys: usize) {
+        #[cfg(unix)]
+        if let Data::Mapped(map) = &self.data {
+            const PAGE: u64 = 4096;
+            if (keys as u64).saturating_mul(8) < map.len() as u64 / PAGE {
+                let _ = map.advise(memmap2::Advice::Random);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = keys;
     }
 
     /// The file's path.
@@ -328,6 +353,10 @@ mod tests {
         let file = FilterFile::open(&path).unwrap();
         assert!(file.is_mapped());
         assert_eq!(*file.params(), *f.params());
+        assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
+        // A hint only: the answers stay.
+        file.advise_lookups(1);
+        file.advise_lookups(usize::MAX);
         assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
         assert_eq!(file.stats(), f.stats());
         assert_eq!(file.to_filter(), f);

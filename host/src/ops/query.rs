@@ -45,6 +45,7 @@ pub fn query_with_progress(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<QueryResult> {
     check_hashable(filter)?;
+    filter.advise_lookups(keys.len());
     let engine = backend::select(choice, keys.len())?;
     let answers = bulk::contains(&*engine, filter.view(), keys.keys(), progress)?;
     Ok(QueryResult {

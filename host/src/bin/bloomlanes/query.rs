@@ -51,6 +51,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
     ops::check_hashable(&filter)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
+    filter.advise_lookups(keys.len());
     // ops::query, taken apart so that the lookups alone are timed.
     let engine = backend::select(a.backend.into(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
@@ -72,6 +73,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "absent": keys.len() as u64 - matches,
             "backend": engine.name(),
             "seconds": seconds,
+            "verify_seconds": filter.verify_time().map(|t| t.as_secs_f64()),
         });
         if let Some(p) = &a.bitmap {
             v["bitmap"] = json!(p.display().to_string());
