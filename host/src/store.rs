@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// How much of a filter file [`FilterFile::open_with`] checks (the core's [`format::Verify`]).
 pub use bloomlanes_core::format::Verify;
@@ -29,8 +28,8 @@ pub struct FilterFile {
     path: PathBuf,
     header: Header,
     data: Data,
-    /// Time spent checking the payload checksum (`None`: not checked).
-    verify_time: Option<Duration>,
+    /// Whether the payload checksum was checked.
+    payload_verified: bool,
 }
 
 impl std::fmt::Debug for FilterFile {
@@ -133,7 +132,7 @@ impl FilterFile {
     /// Opens and checks the filter file at `path`; with [`Verify::HeaderOnly`], everything but
     /// the payload checksum (the header, its checksum, the lengths), so that opening a
     /// multi-gigabyte file reads one page instead of all of them, and bits damaged on disk go
-    /// unnoticed. [`FilterFile::verify_time`] tells what the check cost.
+    /// unnoticed. [`FilterFile::payload_verified`] tells which was done.
     ///
     /// A regular file is memory-mapped. A pipe (FIFO, `<(…)`) or block device is read, but never
     /// more than its header says a filter holds plus one byte; a folder, character device
@@ -162,11 +161,9 @@ impl FilterFile {
         if verify == Verify::Full {
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        let start = Instant::now();
         let header = format::parse_with(&map, verify)
             .map_err(|e| corrupt(path, e))?
             .0;
-        let verify_time = (verify == Verify::Full).then(|| start.elapsed());
         #[cfg(unix)]
         if verify == Verify::Full {
             let _ = map.advise(memmap2::Advice::Normal);
@@ -184,29 +181,26 @@ impl FilterFile {
             path: path.to_path_buf(),
             header,
             data,
-            verify_time,
+            payload_verified: verify == Verify::Full,
         })
     }
 
     /// A filter file read into memory (`bytes`: the whole file).
     fn from_bytes(path: &Path, bytes: &[u8], verify: Verify) -> Result<FilterFile> {
-        let start = Instant::now();
         let (header, payload) = format::parse_with(bytes, verify).map_err(|e| corrupt(path, e))?;
-        let verify_time = (verify == Verify::Full).then(|| start.elapsed());
         check_static(path, &header)?;
         let f = Filter::from_image(payload, header).map_err(|e| corrupt(path, e))?;
         Ok(FilterFile {
             path: path.to_path_buf(),
             header,
             data: Data::Owned(f),
-            verify_time,
+            payload_verified: verify == Verify::Full,
         })
     }
 
-    /// How long checking the payload checksum took when the file was opened; `None` when it
-    /// was not checked ([`Verify::HeaderOnly`]).
-    pub fn verify_time(&self) -> Option<Duration> {
-        self.verify_time
+    /// Whether the payload checksum was checked when the file was opened ([`Verify::Full`]).
+    pub fn payload_verified(&self) -> bool {
+        self.payload_verified
     }
 
     /// Tells the system that `keys` lookups follow, so that a memory-mapped file not yet in the
@@ -374,12 +368,12 @@ mod tests {
             std::fs::write(&path, &bytes).unwrap();
             FilterFile::open(&path).unwrap()
         };
-        assert!(full.verify_time().is_some());
+        assert!(full.payload_verified());
         bytes[HEADER_LEN + 5] ^= 0x10;
         std::fs::write(&path, &bytes).unwrap();
         assert!(FilterFile::open(&path).is_err());
         let quick = FilterFile::open_with(&path, Verify::HeaderOnly).unwrap();
-        assert!(quick.is_mapped() && quick.verify_time().is_none());
+        assert!(quick.is_mapped() && !quick.payload_verified());
         assert_eq!(quick.count_ones(), f.count_ones() + 1);
         // The header is still checked.
         bytes[20] ^= 1;

@@ -48,7 +48,9 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     if let Some(path) = &a.bitmap {
         check_output(path)?;
     }
+    let opening = Instant::now();
     let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
+    let open_seconds = opening.elapsed().as_secs_f64();
     ops::check_hashable(&filter)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
     filter.advise_lookups(keys.len());
@@ -73,7 +75,8 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "absent": keys.len() as u64 - matches,
             "backend": engine.name(),
             "seconds": seconds,
-            "verify_seconds": filter.verify_time().map(|t| t.as_secs_f64()),
+            "open_seconds": open_seconds,
+            "payload_verified": filter.payload_verified(),
         });
         if let Some(p) = &a.bitmap {
             v["bitmap"] = json!(p.display().to_string());
