@@ -145,6 +145,18 @@ pub fn resolve_output_file(path: &Path) -> Result<PathBuf> {
     for _ in 0..=MAX_LINKS {
         match fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
+                if !may_follow(&p, &m) {
+                    return Err(Error::input(
+                        path,
+                        None,
+                        format!(
+                            "{} is a symbolic link planted by another user in a sticky \
+                             world-writable folder: not followed (the rule of Linux's \
+                             fs.protected_symlinks)",
+                            p.display()
+                        ),
+                    ));
+                }
                 let next = fs::read_link(&p).map_err(|e| Error::io(path, "read the link", e))?;
                 p = if next.is_absolute() {
                     next
@@ -182,6 +194,29 @@ pub fn resolve_output_file(path: &Path) -> Result<PathBuf> {
         None,
         "too many levels of symbolic links",
     ))
+}
+
+/// Whether the link `link` (its metadata `meta`, not followed) may be followed. Links are
+/// resolved here by hand (to replace the file they name), which bypasses the kernel's
+/// `fs.protected_symlinks` check, so it is made here: in a sticky world-writable folder (`/tmp`),
+/// only a link owned by this user or by the folder's owner is followed. Elsewhere, any.
+#[cfg(unix)]
+fn may_follow(link: &Path, meta: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(dir) = fs::metadata(parent_of(link)) else {
+        return true; // the link is then unreadable anyway
+    };
+    if dir.mode() & 0o1002 != 0o1002 {
+        return true;
+    }
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    meta.uid() == me || meta.uid() == dir.uid()
+}
+
+#[cfg(not(unix))]
+fn may_follow(_: &Path, _: &Metadata) -> bool {
+    true
 }
 
 /// Writes to standard output through `write` (buffered), marking it as carrying data

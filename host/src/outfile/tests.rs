@@ -188,3 +188,35 @@ fn staging_folders_are_removed_unless_placed() {
     assert_eq!(names(dir.path()), ["out"]);
     assert_eq!(names(&dir.path().join("out")), ["a.v"]);
 }
+
+#[test]
+fn links_planted_by_others_in_sticky_folders_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("tmp");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = dir.path().join("victim");
+    fs::write(&victim, b"precious").unwrap();
+    let mine = shared.join("mine.blf");
+    symlink(&victim, &mine).unwrap();
+    assert_eq!(
+        resolve_output_file(&mine).unwrap(),
+        victim,
+        "own links are followed"
+    );
+    let planted = shared.join("planted.blf");
+    symlink(&victim, &planted).unwrap();
+    if std::os::unix::fs::lchown(&planted, Some(54321), None).is_err() {
+        println!("SKIP: not root: cannot make a link owned by another user");
+        return;
+    }
+    let e = AtomicFile::create(&planted).unwrap_err().to_string();
+    assert!(
+        e.contains("another user") && e.contains("planted.blf"),
+        "{e}"
+    );
+    assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    // Outside a sticky world-writable folder, the same link is followed.
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(resolve_output_file(&planted).unwrap(), victim);
+}
