@@ -323,6 +323,58 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
     }
 }
 
+#[test]
+fn a_killed_hdl_export_leaves_the_previous_files_and_no_staging_folder() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 100));
+    let small = at(&d, "small.blf");
+    let large = at(&d, "large.blf");
+    for (f, capacity) in [(&small, "100"), (&large, "200000")] {
+        bl().args(["build", s(&keys), "-o", s(f), "--layout", "8x32"])
+            .args(["--capacity", capacity])
+            .assert()
+            .success();
+    }
+    let hdl = at(&d, "hdl");
+    let export_small = || {
+        bl().args(["export", s(&small), "--hdl", s(&hdl)])
+            .assert()
+            .success();
+    };
+    export_small();
+    let before = contents(&hdl);
+    for (name, sig) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
+        let caught = (0..5).any(|_| {
+            let mut child = Command::new(bin())
+                .args(["export", s(&large), "--hdl", s(&hdl)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let staging = || names(&hdl).iter().any(|n| n.starts_with(".bloomlanes-"));
+            let start = Instant::now();
+            while !staging() && child.try_wait().unwrap().is_none() {
+                assert!(start.elapsed() < Duration::from_secs(60));
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            signal(child.id(), libc::SIGSTOP);
+            let mid_export = staging();
+            signal(child.id(), sig);
+            signal(child.id(), libc::SIGCONT);
+            let status = child.wait().unwrap();
+            if !mid_export {
+                export_small(); // it finished first: put the small export back and retry
+                return false;
+            }
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(status.signal(), Some(sig), "{name}: {status:?}");
+            true
+        });
+        assert!(caught, "{name}: could not catch the export while staging");
+        assert_same_files(&hdl, &before, name);
+    }
+}
+
 /// A 1 MiB tmpfs mounted on a fresh folder, unmounted when dropped.
 struct SmallDisk {
     dir: tempfile::TempDir,
@@ -344,6 +396,18 @@ impl SmallDisk {
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Asserts that `dir` holds exactly the files of `before`, byte for byte (naming what differs,
+/// without printing the bytes).
+fn assert_same_files(dir: &Path, before: &[(String, Vec<u8>)], why: &str) {
+    let now = contents(dir);
+    let names_now: Vec<&String> = now.iter().map(|(n, _)| n).collect();
+    let names_before: Vec<&String> = before.iter().map(|(n, _)| n).collect();
+    assert_eq!(names_now, names_before, "{why}: the same names");
+    for ((name, a), (_, b)) in now.iter().zip(before) {
+        assert!(a == b, "{why}: {name} changed");
     }
 }
 
@@ -389,11 +453,7 @@ fn a_full_disk_leaves_previous_outputs_intact_and_no_partial_file() {
         assert_eq!(o.status.code(), Some(1), "{named}");
         let e = String::from_utf8_lossy(&o.stderr);
         assert!(e.contains("f.blf") && e.contains("No space left"), "{e}");
-        assert_eq!(
-            contents(root),
-            before,
-            "{named}: old file intact, nothing else"
-        );
+        assert_same_files(root, &before, named);
         std::fs::remove_file(&out).unwrap();
     }
     // HDL export: a first export fits, a larger one into the same folder does not.
@@ -405,11 +465,7 @@ fn a_full_disk_leaves_previous_outputs_intact_and_no_partial_file() {
     assert!(before.len() >= 8 + 3, "{:?}", names(&hdl));
     let e = fails(&["export", s(&large), "--hdl", s(&hdl)], 1);
     assert!(e.contains("No space left"), "{e}");
-    assert_eq!(
-        contents(&hdl),
-        before,
-        "every previous file intact, no partial one"
-    );
+    assert_same_files(&hdl, &before, "every previous file intact, no partial one");
     assert_eq!(names(root), ["hdl"], "no staging folder left");
     // A new folder that does not fit is not created at all.
     let e = fails(&["export", s(&large), "--hdl", s(&root.join("new"))], 1);
