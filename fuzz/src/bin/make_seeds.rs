@@ -1,5 +1,6 @@
 //! Writes seed corpora made by the library itself (what the CLI writes): filters of every kind,
-//! layout and key type, and Parquet forms. `make_seeds DIR` fills `DIR/<target>/`.
+//! layout and key type (also the stream reader's seeds), and Parquet forms. `make_seeds DIR`
+//! fills `DIR/<target>/`.
 use std::path::Path;
 
 use bloomlanes_core::{
@@ -48,5 +49,12 @@ fn main() {
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.insert("a");
     put(&parquet, f.to_parquet().unwrap());
+    // The stream reader reads the same files (plus whatever follows them).
+    let stream = dir.join("filter_stream");
+    std::fs::create_dir_all(&stream).unwrap();
+    for seed in std::fs::read_dir(&files).unwrap() {
+        let seed = seed.unwrap();
+        std::fs::copy(seed.path(), stream.join(seed.file_name())).unwrap();
+    }
     println!("{n} seeds in {}", dir.display());
 }
