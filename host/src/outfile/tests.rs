@@ -220,3 +220,20 @@ fn links_planted_by_others_in_sticky_folders_are_not_followed() {
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(resolve_output_file(&planted).unwrap(), victim);
 }
+
+#[test]
+fn replaced_files_keep_their_owner_where_permitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shared.blf");
+    fs::write(&out, b"old").unwrap();
+    if std::os::unix::fs::chown(&out, Some(54321), Some(54322)).is_err() {
+        println!("SKIP: not root: cannot give a file to another user");
+        return;
+    }
+    for unnamed in [true, false] {
+        write_with(&out, unnamed, b"new").unwrap();
+        let m = fs::metadata(&out).unwrap();
+        assert_eq!((m.uid(), m.gid()), (54321, 54322), "unnamed: {unnamed}");
+        assert_eq!(fs::read(&out).unwrap(), b"new");
+    }
+}
