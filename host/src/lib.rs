@@ -8,7 +8,7 @@
 //! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`]; [`bulk`] is the
 //!   batch loop under it, with a [`Progress`] hook that costs nothing unused.
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
-//!   atomically.
+//!   atomically, through [`outfile`] (unnamed temporary files, `-` for standard output).
 //! - [`ops`] queries (answers as a [`Bitmap`]) and merges; [`FilterFile::stats`] inspects;
 //!   [`parquet_io`] imports and exports the Parquet split-block form, reads the bloom filters of
 //!   `.parquet` files and probes datasets, and writes filters into files; [`verify`] cross-checks
@@ -43,6 +43,7 @@ pub mod hdl_io;
 pub mod input;
 pub mod key_text;
 pub mod ops;
+pub mod outfile;
 pub mod parquet_io;
 pub mod sample;
 pub mod store;

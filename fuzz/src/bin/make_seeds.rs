@@ -1,7 +1,7 @@
 //! Writes seed corpora made by the library itself (what the CLI writes): filters of every kind,
-//! layout and key type, Parquet forms, small `.parquet` files with bloom filters (footer written
-//! here in the Thrift compact protocol, as `parquet add-filters` writes it), and typed key texts.
-//! `make_seeds DIR` fills `DIR/<target>/`.
+//! layout and key type (also the stream reader's seeds), Parquet forms, small `.parquet` files with
+//! bloom filters (footer written here in the Thrift compact protocol, as `parquet add-filters`
+//! writes it), and typed key texts. `make_seeds DIR` fills `DIR/<target>/`.
 use std::path::Path;
 
 use bloomlanes_core::{
@@ -50,6 +50,13 @@ fn main() {
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.insert("a");
     put(&parquet, f.to_parquet().unwrap());
+    // The stream reader reads the same files (plus whatever follows them).
+    let stream = dir.join("filter_stream");
+    std::fs::create_dir_all(&stream).unwrap();
+    for seed in std::fs::read_dir(&files).unwrap() {
+        let seed = seed.unwrap();
+        std::fs::copy(seed.path(), stream.join(seed.file_name())).unwrap();
+    }
 
     let files = dir.join("parquet_file");
     std::fs::create_dir_all(&files).unwrap();

@@ -131,6 +131,7 @@ pub fn query_with_progress(
 ) -> Result<QueryResult> {
     check_hashable(filter)?;
     check_key_type(filter.path(), filter.params().key_type, keys.key_type())?;
+    filter.advise_lookups(keys.len());
     let engine = backend::select(choice, keys.len())?;
     let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), progress)?;
     apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);

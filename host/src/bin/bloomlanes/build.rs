@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
 use crate::inputs::{describe_inputs, inputs_json, InputArgs};
-use crate::output::{emit, say, Warnings};
+use crate::output::{check_output, emit, say, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -21,7 +21,7 @@ pub struct BuildArgs {
     /// Input files ("-" reads standard input).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// The filter file to write.
+    /// The filter file to write ("-": standard output; the report then goes to standard error).
     #[arg(short, long)]
     output: PathBuf,
     #[command(flatten)]
@@ -72,6 +72,7 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     if a.capacity == Some(0) {
         return Err(Error::usage("--capacity must be at least 1"));
     }
+    check_output(&a.output)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
     // FilterBuilder::build, taken apart so that the insert alone is timed.
     let target = match (a.fpp, a.bits_per_key) {

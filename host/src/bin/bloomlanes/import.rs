@@ -10,7 +10,7 @@ use bloomlanes_host::{store, Error, Filter, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{emit, say, Warnings};
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `import`.
@@ -18,7 +18,8 @@ use crate::Ctx;
 pub struct ImportArgs {
     /// A .parquet file, or a bare Parquet bloom filter (Thrift header + bitset).
     source: PathBuf,
-    /// The filter file to write (with --row-group all: a directory, unless --merge).
+    /// The filter file to write (with --row-group all: a directory, unless --merge; "-":
+    /// standard output, the report then goes to standard error).
     #[arg(short, long)]
     output: PathBuf,
     /// Column path (a.b.c), leaf name or 0-based index [default: the first column with a bloom filter].
@@ -52,6 +53,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
         column: a.column.clone(),
         row_group,
     };
+    check_output(&a.output)?;
     let imp = parquet_io::import(&a.source, &sel)?;
     store::save_filter(&a.output, &imp.filter)?;
     let f: &Filter = &imp.filter;

@@ -7,7 +7,8 @@ use bloomlanes_host::{ops, store, FilterFile, MergeOp, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::output::{emit, say, Warnings};
+use crate::args::OpenArgs;
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// A `--op` value.
@@ -25,20 +26,24 @@ pub struct MergeArgs {
     /// Filter files (at least two; all with the same layout, block count, hash and seed).
     #[arg(required = true, num_args = 2..)]
     filters: Vec<PathBuf>,
-    /// The merged filter file to write.
+    /// The merged filter file to write ("-": standard output; the report then goes to standard
+    /// error).
     #[arg(short, long)]
     output: PathBuf,
     /// How to combine.
     #[arg(long, value_enum, default_value = "union")]
     op: OpArg,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `merge`.
 pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
+    check_output(&a.output)?;
     let files = a
         .filters
         .iter()
-        .map(|p| FilterFile::open(p))
+        .map(|p| FilterFile::open_with(p, a.open.verify()))
         .collect::<Result<Vec<_>>>()?;
     let op = match a.op {
         OpArg::Union => MergeOp::Union,
