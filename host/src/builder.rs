@@ -1,12 +1,13 @@
 //! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
 //! then the keys.
 
-use bloomlanes_core::{Filter, KeyType, Layout, Params, Sizing};
+use bloomlanes_core::{AnyFilter, Filter, KeyType, Layout, Params, Sizing};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
 use crate::error::{Error, Result};
 use crate::input::KeySet;
+use crate::kinds::{self, KindSpec};
 
 /// Builds filters: sizing, layout, seed and backend, then the keys.
 ///
@@ -19,13 +20,14 @@ use crate::input::KeySet;
 /// ```
 #[derive(Clone, Debug)]
 pub struct FilterBuilder {
-    sizing: Sizing,
-    capacity: Option<u64>,
-    layout: Option<Layout>,
-    seed: u64,
+    pub(crate) sizing: Sizing,
+    pub(crate) capacity: Option<u64>,
+    pub(crate) layout: Option<Layout>,
+    pub(crate) seed: u64,
     backend: BackendChoice,
-    key_type: Option<KeyType>,
-    pow2: bool,
+    pub(crate) key_type: Option<KeyType>,
+    pub(crate) pow2: bool,
+    pub(crate) kind: KindSpec,
 }
 
 impl Default for FilterBuilder {
@@ -38,6 +40,7 @@ impl Default for FilterBuilder {
             backend: BackendChoice::Auto,
             key_type: None,
             pow2: false,
+            kind: KindSpec::Static,
         }
     }
 }
@@ -98,6 +101,12 @@ impl FilterBuilder {
         self.pow2 = on;
         self
     }
+    /// The kind of filter [`FilterBuilder::empty_any`] makes (default static; see
+    /// [`kinds::empty`] for how each kind is sized).
+    pub fn kind(mut self, kind: KindSpec) -> Self {
+        self.kind = kind;
+        self
+    }
     /// The backend asked for.
     pub fn backend_choice(&self) -> BackendChoice {
         self.backend
@@ -132,6 +141,11 @@ impl FilterBuilder {
             .map_err(|e| too_large(Some(e)))?;
         drop(probe);
         Ok(Filter::new(params))
+    }
+
+    /// An empty filter of the builder's kind sized for `keys` keys (or the capacity).
+    pub fn empty_any(&self, keys: u64) -> Result<AnyFilter> {
+        kinds::empty(self, keys)
     }
 
     /// Builds a filter holding `keys`.

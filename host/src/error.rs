@@ -164,6 +164,18 @@ pub enum Error {
         /// The HDL crate's error.
         source: bloomlanes_hdl::HdlError,
     },
+    /// An operation that this kind of filter does not support (e.g. deleting from a window
+    /// filter): exit code 2.
+    KindUnsupported {
+        /// The filter file.
+        path: PathBuf,
+        /// What was asked (`delete from`, `insert into` …).
+        op: &'static str,
+        /// The filter's kind, as the core describes it.
+        kind: String,
+        /// Which kinds do support it, and what to do instead.
+        hint: &'static str,
+    },
     /// The request needs a feature this build of `bloomlanes-host` was compiled without.
     Unsupported {
         /// What was asked for (e.g. `--backend gpu`).
@@ -217,7 +229,10 @@ impl Error {
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Sizing { .. } | Error::KeyType { .. } => 2,
+            Error::Usage(_)
+            | Error::Sizing { .. }
+            | Error::KeyType { .. }
+            | Error::KindUnsupported { .. } => 2,
             _ => 1,
         }
     }
@@ -336,6 +351,12 @@ impl fmt::Display for Error {
             Error::Hdl { dir, source } => {
                 write!(f, "export --hdl {}: {source}", dir.display())
             }
+            Error::KindUnsupported {
+                path,
+                op,
+                kind,
+                hint,
+            } => write!(f, "{}: cannot {op} a {kind} filter: {hint}", path.display()),
             Error::Unsupported { what, feature } => write!(
                 f,
                 "{what}: not available in this build (bloomlanes-host was compiled without its \
@@ -351,6 +372,7 @@ impl std::error::Error for Error {
             Error::Usage(_)
             | Error::OutputLength { .. }
             | Error::Unsupported { .. }
+            | Error::KindUnsupported { .. }
             | Error::KeyType { .. } => None,
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),

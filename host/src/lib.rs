@@ -13,6 +13,9 @@
 //!   [`parquet_io`] imports and exports the Parquet split-block form, reads the bloom filters of
 //!   `.parquet` files and probes datasets, and writes filters into files; [`verify`] cross-checks
 //!   backends; `hdl_io` (feature `hdl`) exports Verilog.
+//! - [`kinds`] sizes and fills filters of every kind (counting, stable, sliding window,
+//!   scalable, static; the core's [`AnyFilter`]), deletes from counting filters and runs the
+//!   streaming duplicate test; [`load_any`] and [`save_any`] read and write their files.
 //! - [`backend`] holds the engines: scalar and SIMD always, the GPU with the `gpu` feature.
 //!
 //! Single keys go through the core's [`Key`] trait (strings, byte strings, integers):
@@ -42,6 +45,7 @@ pub mod error;
 pub mod hdl_io;
 pub mod input;
 pub mod key_text;
+pub mod kinds;
 pub mod ops;
 pub mod outfile;
 pub mod parquet_io;
@@ -54,12 +58,13 @@ pub use builder::{Built, FilterBuilder};
 pub use bulk::{Progress, Stage};
 pub use error::{Error, Location, Result};
 pub use input::{InputFormat, InputOptions, KeySet};
+pub use kinds::KindSpec;
 pub use ops::{merge, query, MergeOp, QueryResult};
-pub use store::{load_filter, save_filter, FilterFile};
+pub use store::{load_any, load_filter, save_any, save_filter, FilterFile};
 
 /// The core crate, under its own name (so that `core` keeps meaning the language's core).
 pub use bloomlanes_core;
 pub use bloomlanes_core::{
-    Bitmap, Filter, FilterRef, HashId, Header, Key, KeyMatch, KeyType, Keys, Layout, Params,
-    Sizing, Stats,
+    AnyFilter, Bitmap, Filter, FilterRef, HashId, Header, Key, KeyMatch, KeyType, Keys, Layout,
+    Params, Sizing, Stats,
 };

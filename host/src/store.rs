@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// How much of a filter file [`FilterFile::open_with`] checks (the core's [`format::Verify`]).
 pub use bloomlanes_core::format::Verify;
 use bloomlanes_core::format::{self, HEADER_LEN};
-use bloomlanes_core::{Filter, FilterRef, Header, Key, Params, Stats};
+use bloomlanes_core::{AnyFilter, Filter, FilterRef, Header, Key, Params, Stats};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
@@ -320,6 +320,45 @@ pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
         w.write_all(&header)?;
         w.write_all(&image)
     })
+}
+
+/// Loads a whole filter file of any kind (static, counting, stable, window, scalable) into
+/// memory, fully checked (checksums included). A regular file is read whole; a pipe or block
+/// device is read with the bound of [`read_bounded`]; a folder, character device or socket is
+/// refused.
+pub fn load_any(path: &Path) -> Result<AnyFilter> {
+    if let Ok(m) = std::fs::metadata(path) {
+        check_readable_kind(path, &m.file_type())?;
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
+    check_readable_kind(path, &meta.file_type())?;
+    let bytes = read_bounded(path, &file)?;
+    AnyFilter::from_file_bytes(&bytes).map_err(|e| corrupt(path, e))
+}
+
+/// Saves a filter of any kind to `path` in the bloomlanes file format, as
+/// [`write_atomic_with`] does (complete or absent, never half-written).
+pub fn save_any(path: &Path, filter: &AnyFilter) -> Result<()> {
+    match filter {
+        AnyFilter::Static(f) => save_filter(path, f),
+        other => write_atomic(path, &other.to_file_bytes()),
+    }
+}
+
+/// Whether `e` is the refusal of [`FilterFile::open`] to open a filter of another kind than
+/// static (open it with [`load_any`] instead).
+pub fn is_other_kind(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Format {
+            source: format::FormatError::WrongKind {
+                expected: "static",
+                ..
+            },
+            ..
+        }
+    )
 }
 
 /// Loads a whole filter into memory (for merging).

@@ -1,5 +1,6 @@
 //! Cross-checking backends: the same keys through every backend present, compared bit for bit
-//! (the filter words) and answer for answer against the scalar reference.
+//! (the filter words) and answer for answer against the scalar reference; the other kinds of
+//! filter through [`kinds::verify`].
 
 use bloomlanes_core::{Bitmap, Filter, Keys, Layout};
 
@@ -8,6 +9,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk;
 use crate::error::Result;
 use crate::input::KeySet;
+use crate::kinds::{self, KindSpec};
 use crate::sample::{sample_keys, SplitMix64};
 
 /// The first place where a backend disagrees with the reference.
@@ -76,6 +78,8 @@ impl std::fmt::Display for Difference {
 pub struct VerifyRow {
     /// Layout.
     pub layout: Layout,
+    /// The kind of filter (`static`, `counting`, …).
+    pub kind: &'static str,
     /// Backend name.
     pub backend: String,
     /// Keys inserted.
@@ -107,7 +111,7 @@ pub fn sample_keyset(n: usize) -> KeySet {
     KeySet::from_u64(sample_keys(n))
 }
 
-fn first_bit_difference(layout: Layout, a: &Filter, b: &Filter) -> Option<Difference> {
+pub(crate) fn first_bit_difference(layout: Layout, a: &Filter, b: &Filter) -> Option<Difference> {
     let (wa, wb) = (a.words(), b.words());
     let i = wa.iter().zip(wb).position(|(x, y)| x != y)?;
     let per_block = layout.block_u32s();
@@ -140,7 +144,7 @@ fn first_answer_difference(
 }
 
 /// The first key whose bit differs between two answer bitmaps of the same length.
-fn first_bitmap_difference(
+pub(crate) fn first_bitmap_difference(
     set: &'static str,
     display: &dyn Fn(usize) -> String,
     a: &Bitmap,
@@ -229,9 +233,13 @@ fn simulator_absent() -> Option<String> {
 /// equal number of absent sample keys, and compares everything with the scalar reference. When a
 /// Verilog simulator is installed, `hdl_keys` inserted and `hdl_keys` absent keys are also looked
 /// up in a simulation of the generated RTL loaded with the reference filter's bank files.
+///
+/// `kinds` says which kinds of filter to check: the static filter as above, the others by
+/// [`kinds::verify::run`] (their properties, and every backend against the core's reference).
 pub fn run(
     keys: &KeySet,
     layouts: &[Layout],
+    kinds: &[KindSpec],
     fpp: f64,
     seed: u64,
     hdl_keys: usize,
@@ -241,7 +249,12 @@ pub fn run(
         .collect();
     let engines = backend::available();
     let mut rows = Vec::new();
-    for &layout in layouts {
+    let static_layouts = if kinds.contains(&KindSpec::Static) {
+        layouts
+    } else {
+        &[]
+    };
+    for &layout in static_layouts {
         let empty = FilterBuilder::new()
             .fpp(fpp)
             .layout(Some(layout))
@@ -279,6 +292,7 @@ pub fn run(
             };
             rows.push(VerifyRow {
                 layout,
+                kind: "static",
                 backend: engine.name(),
                 keys: keys.len(),
                 probes: keys.len() + absent.len(),
@@ -292,6 +306,7 @@ pub fn run(
             {
                 rows.push(VerifyRow {
                     layout,
+                    kind: "static",
                     backend,
                     keys: keys.len(),
                     probes,
@@ -300,6 +315,14 @@ pub fn run(
             }
         }
     }
+    let others: Vec<KindSpec> = kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != KindSpec::Static)
+        .collect();
+    rows.extend(kinds::verify::run(
+        keys, &absent, layouts, &others, fpp, seed,
+    )?);
     let mut absent_backends = backend::absent();
     if hdl_keys > 0 {
         if let Some(why) = simulator_absent() {
@@ -319,7 +342,7 @@ mod tests {
     #[test]
     fn every_backend_agrees_on_every_layout() {
         let keys = sample_keyset(3000);
-        let report = run(&keys, &Layout::ALL, 0.01, 42, 0).unwrap();
+        let report = run(&keys, &Layout::ALL, &[KindSpec::Static], 0.01, 42, 0).unwrap();
         assert!(report.ok(), "{:?}", report.rows);
         assert_eq!(
             report.rows.len(),

@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{backend, bulk, store, Error, FilterBuilder, Result};
+use bloomlanes_host::kinds::{ops, KindSpec};
+use bloomlanes_host::{backend, bulk, store, Error, FilterBuilder, Result, Stage};
 use clap::Args;
 use serde_json::json;
 
 use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
 use crate::inputs::{describe_inputs, inputs_json, InputArgs};
+use crate::kind::{kind_json, KindArgs};
 use crate::output::{check_output, emit, say, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
@@ -48,6 +50,8 @@ pub struct BuildArgs {
     /// filter that will go into a Parquet file with `export --parquet`).
     #[arg(long)]
     pow2: bool,
+    #[command(flatten)]
+    kind: KindArgs,
 }
 
 /// The expected false-positive rate above which a built filter is reported as nearly useless.
@@ -55,6 +59,7 @@ const USELESS_FPR: f64 = 0.25;
 
 /// Runs `build`.
 pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
+    let spec = a.kind.spec()?;
     let mut builder = FilterBuilder::new()
         .capacity(a.capacity)
         .layout(a.layout.0)
@@ -74,6 +79,9 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     }
     check_output(&a.output)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
+    if spec != KindSpec::Static {
+        return build_kind(ctx, &a, builder.kind(spec), &keys, &summaries);
+    }
     // FilterBuilder::build, taken apart so that the insert alone is timed.
     let target = match (a.fpp, a.bits_per_key) {
         (_, Some(_)) => None,
@@ -131,6 +139,73 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
             f.byte_len(),
             fpr,
             engine.name()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Nanoseconds since the Unix epoch: the time keys of a time window are seen.
+pub fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// `build --kind counting|stable|window|scalable`: the keys inserted in input order (a window
+/// keeps the last ones; a time window takes them as seen now).
+fn build_kind(
+    ctx: &Ctx,
+    a: &BuildArgs,
+    builder: FilterBuilder,
+    keys: &bloomlanes_host::KeySet,
+    summaries: &[bloomlanes_host::input::InputSummary],
+) -> Result<ExitCode> {
+    let builder = builder.key_type(Some(keys.key_type()));
+    let mut filter = builder.empty_any(keys.len() as u64)?;
+    let engine = backend::select(builder.backend_choice(), keys.len())?;
+    let mut bar = Bar::new(ctx.progress);
+    let start = Instant::now();
+    ops::insert(
+        &*engine,
+        &mut filter,
+        keys.keys(),
+        Some(now_nanos()),
+        &mut |p| bar.update(p),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    store::save_any(&a.output, &filter)?;
+    let p = *filter.params();
+    let s = filter.stats();
+    let backend = ops::engine_name(&*engine, &filter, Stage::Insert);
+    if ctx.json {
+        emit(&json!({
+            "output": a.output.display().to_string(),
+            "inputs": inputs_json(summaries),
+            "keys": keys.len(),
+            "kind": kind_json(p.kind),
+            "layout": p.layout.name(),
+            "blocks": p.blocks,
+            "bytes": s.bytes,
+            "seed": p.seed,
+            "key_type": p.key_type.to_string(),
+            "backend": backend,
+            "seconds": seconds,
+            "expected_fpr": s.expected_fpr,
+            "warnings": [],
+        }))?;
+    } else {
+        say(&format!(
+            "built {} ({}): {} keys ({}) from {}; layout {}, {} blocks, {} bytes, expected \
+             false-positive rate {:.3e} (backend {backend})",
+            a.output.display(),
+            p.kind,
+            keys.len(),
+            p.key_type,
+            describe_inputs(summaries),
+            p.layout,
+            p.blocks,
+            s.bytes,
+            s.expected_fpr,
         ))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -11,10 +11,15 @@ use serde_json::json;
 mod args;
 mod bench;
 mod build;
+mod dedup;
+mod delete;
 mod export;
 mod import;
 mod inputs;
+mod insert;
+mod kind;
 mod merge;
+mod opened;
 mod output;
 mod parquet;
 mod progress;
@@ -42,6 +47,15 @@ enum Command {
     /// Build a filter file from keys (text lines, a CSV column, binary u64, pcap/pcapng 5-tuples).
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Build(build::BuildArgs),
+    /// Add keys to an existing filter file of any kind (replaced in one step, or written to -o).
+    #[command(after_long_help = inputs::TUPLE_HELP)]
+    Insert(insert::InsertArgs),
+    /// Delete keys from a counting filter file (--kind counting); keys not in it are refused.
+    #[command(after_long_help = inputs::TUPLE_HELP)]
+    Delete(delete::DeleteArgs),
+    /// Drop repeated lines of a stream: print each line not seen among the last N lines (or T
+    /// seconds), with a sliding-window filter.
+    Dedup(dedup::DedupArgs),
     /// Probe keys against a filter: print the keys that may be present, count them, or write a bitmap.
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Query(query::QueryArgs),
@@ -79,6 +93,9 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Build(a) => build::run(&ctx, a),
+        Command::Insert(a) => insert::run(&ctx, a),
+        Command::Delete(a) => delete::run(&ctx, a),
+        Command::Dedup(a) => dedup::run(&ctx, a),
         Command::Query(a) => query::run(&ctx, a),
         Command::Stats(a) => stats::run(&ctx, a),
         Command::Merge(a) => merge::run(&ctx, a),

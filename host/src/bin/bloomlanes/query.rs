@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{backend, bulk, ops, store, FilterFile, Result};
+use bloomlanes_host::{backend, bulk, kinds, ops, store, AnyFilter, Result, Stage};
 use clap::Args;
 use serde_json::json;
 
 use crate::args::{BackendArg, OpenArgs};
 use crate::inputs::{inputs_json, InputArgs};
+use crate::opened::Opened;
 use crate::output::{check_output, emit, say, stdout_err, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
@@ -49,9 +50,9 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         check_output(path)?;
     }
     let opening = Instant::now();
-    let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
+    let filter = Opened::open(&a.filter, a.open.verify())?;
     let open_seconds = opening.elapsed().as_secs_f64();
-    ops::check_hashable(&filter)?;
+    filter.check_hashable(&a.filter)?;
     let filter_type = filter.params().key_type;
     let mut opts = a.input.options();
     opts.filter_key_type = Some(filter_type);
@@ -61,13 +62,27 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     if let Some(note) = ops::key_type_note(filter_type, keys.key_type(), key_match) {
         warnings.warn(note);
     }
-    filter.advise_lookups(keys.len());
     // ops::query, taken apart so that the lookups alone are timed.
     let engine = backend::select(a.backend.into(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
-    let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), &mut |p| bar.update(p))?;
-    ops::apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
+    let (answers, backend) = match &filter {
+        Opened::Static(filter) => {
+            filter.advise_lookups(keys.len());
+            let mut answers =
+                bulk::contains(&*engine, filter.view(), keys.keys(), &mut |p| bar.update(p))?;
+            ops::apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
+            (answers, engine.name())
+        }
+        Opened::Kind(f) => {
+            let mut answers =
+                kinds::ops::contains(&*engine, f, keys.keys(), &mut |p| bar.update(p))?;
+            if let AnyFilter::Counting(c) = f {
+                ops::apply_float_probes(c.projection(), keys.key_type(), keys.keys(), &mut answers);
+            }
+            (answers, kinds::ops::engine_name(&*engine, f, Stage::Query))
+        }
+    };
     let seconds = start.elapsed().as_secs_f64();
     let matches = answers.count_ones();
     if let Some(path) = &a.bitmap {
@@ -82,7 +97,8 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "keys": keys.len(),
             "matches": matches,
             "absent": keys.len() as u64 - matches,
-            "backend": engine.name(),
+            "backend": backend,
+            "kind": filter.params().kind.name(),
             "seconds": seconds,
             "key_type": keys.key_type().to_string(),
             "filter_key_type": filter_type.to_string(),

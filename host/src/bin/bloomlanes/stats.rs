@@ -4,11 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use bloomlanes_host::{FilterFile, Result, Stats};
+use bloomlanes_host::bloomlanes_core::{math, window, FilterKind};
+use bloomlanes_host::{AnyFilter, FilterFile, Result, Stats};
 use clap::Args;
 use serde_json::{json, Value};
 
 use crate::args::OpenArgs;
+use crate::kind::kind_json;
+use crate::opened::Opened;
 use crate::output::{emit, say};
 use crate::Ctx;
 
@@ -24,6 +27,7 @@ pub struct StatsArgs {
 fn stats_json(path: &Path, s: &Stats, f: &FilterFile, open: Duration) -> Value {
     json!({
         "file": path.display().to_string(),
+        "kind": kind_json(s.params.kind),
         "layout": s.params.layout.name(),
         "lanes": s.params.layout.lanes(),
         "word_bits": s.params.layout.word_bits(),
@@ -48,7 +52,10 @@ fn stats_json(path: &Path, s: &Stats, f: &FilterFile, open: Duration) -> Value {
 pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
     // Opening is timed here: with the payload check it reads the whole file.
     let start = Instant::now();
-    let f = FilterFile::open_with(&a.filter, a.open.verify())?;
+    let f = match Opened::open(&a.filter, a.open.verify())? {
+        Opened::Static(f) => f,
+        Opened::Kind(f) => return kind_stats(ctx, &a.filter, &f, start.elapsed()),
+    };
     let open = start.elapsed();
     let s = f.stats();
     if ctx.json {
@@ -101,6 +108,172 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
             "payload checksum:   not verified (--no-verify-payload)".to_string()
         },
     ];
+    say(&lines.join("\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Bytes of a filter's arrays: the image, and the counters, generations or stages.
+fn storage_bytes(f: &AnyFilter, s: &Stats) -> u64 {
+    match f {
+        AnyFilter::Counting(c) => s.bytes + c.counter_words().len() as u64 * 4,
+        _ => s.bytes,
+    }
+}
+
+/// The figures particular to a kind: counters saturated, the window's current generation, the
+/// scalable filter's stages.
+fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
+    let p = f.params();
+    match f {
+        AnyFilter::Static(_) => json!({}),
+        AnyFilter::Counting(c) => {
+            let max = c.counter_bits().max();
+            let mut v = json!({
+                "counter_bits": c.counter_bits().bits(),
+                "counters": p.bit_len(),
+                "counters_saturated": c.saturated(),
+            });
+            match p.kind {
+                FilterKind::Stable { decrements, .. } => {
+                    v["decrements"] = json!(decrements);
+                    v["stable_fpr"] = json!(s.expected_fpr);
+                }
+                _ => {
+                    v["counter_overflow_probability"] =
+                        json!(math::counter_saturation_probability(
+                            p.layout,
+                            p.blocks,
+                            s.keys.unwrap_or(0),
+                            max
+                        ));
+                }
+            }
+            v
+        }
+        AnyFilter::Window(w) => {
+            let st = w.state();
+            json!({
+                "generations_stored": window::generations(p),
+                "current_generation": st.current,
+                "keys_in_current_generation": st.keys_in_current,
+                "current_generation_start_ns": st.started.then_some(st.current_start),
+            })
+        }
+        AnyFilter::Scalable(sc) => json!({
+            "target_fpr": sc.target_rate(),
+            "stages": sc.stages().iter().enumerate().map(|(i, st)| json!({
+                "blocks": st.blocks(),
+                "keys": st.key_count(),
+                "capacity": sc.stage_capacity(i),
+                "fill_ratio": st.fill_ratio(),
+                "expected_fpr": st.expected_fpr(st.key_count()),
+            })).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+/// `stats` of a counting, stable, window or scalable filter.
+fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<ExitCode> {
+    let s = f.stats();
+    let p = *f.params();
+    let bytes = storage_bytes(f, &s);
+    let figures = kind_figures(f, &s);
+    if ctx.json {
+        emit(&json!({
+            "file": path.display().to_string(),
+            "kind": kind_json(p.kind),
+            "description": p.kind.to_string(),
+            "layout": p.layout.name(),
+            "blocks": p.blocks,
+            "bytes": bytes,
+            "seed": p.seed,
+            "hash": p.hash.name(),
+            "key_type": p.key_type.to_string(),
+            "recorded_keys": s.recorded_keys,
+            "set_bits": s.ones,
+            "fill_ratio": s.fill_ratio,
+            "expected_fpr": s.expected_fpr,
+            "bits_per_key": s.bits_per_key,
+            "figures": figures,
+            "payload_verified": true,
+            "open_seconds": open.as_secs_f64(),
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut lines = vec![
+        format!("file:               {}", path.display()),
+        format!("kind:               {}", p.kind),
+        format!(
+            "layout:             {} ({} lanes x {}-bit words, {}-byte blocks)",
+            p.layout,
+            p.layout.lanes(),
+            p.layout.word_bits(),
+            p.layout.block_bytes()
+        ),
+        format!("blocks:             {}", p.blocks),
+        format!("size:               {bytes} bytes"),
+        format!("hash:               {}, seed {}", p.hash, p.seed),
+        format!(
+            "recorded keys:      {}",
+            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
+        ),
+        format!("set bits:           {}", s.ones),
+        format!("fill ratio:         {:.4}", s.fill_ratio),
+        format!("expected fpr:       {:.3e}", s.expected_fpr),
+        format!(
+            "bits per key:       {}",
+            s.bits_per_key
+                .map_or("n/a (no keys)".to_string(), |b| format!("{b:.2}"))
+        ),
+    ];
+    let n = |k: &str| figures[k].to_string();
+    match f {
+        AnyFilter::Counting(_) => {
+            if let FilterKind::Stable { decrements, .. } = p.kind {
+                lines.push(format!(
+                    "counters:           {} of {} bits, {} at the maximum",
+                    n("counters"),
+                    n("counter_bits"),
+                    n("counters_saturated")
+                ));
+                lines.push(format!("decrements/insert:  {decrements}"));
+            } else {
+                lines.push(format!(
+                    "counters:           {} of {} bits, {} saturated (stuck at the maximum)",
+                    n("counters"),
+                    n("counter_bits"),
+                    n("counters_saturated")
+                ));
+                lines.push(format!(
+                    "overflow per counter: {:.3e} (probability a counter reaches the maximum)",
+                    figures["counter_overflow_probability"]
+                        .as_f64()
+                        .unwrap_or(0.0)
+                ));
+            }
+        }
+        AnyFilter::Window(_) => lines.push(format!(
+            "generation:         {} of {} ({} keys in it)",
+            n("current_generation"),
+            n("generations_stored"),
+            n("keys_in_current_generation")
+        )),
+        AnyFilter::Scalable(sc) => {
+            lines.push(format!("target fpr:         {:.3e}", sc.target_rate()));
+            lines.push(format!("stages:             {}", sc.stages().len()));
+            for (i, st) in sc.stages().iter().enumerate() {
+                lines.push(format!(
+                    "  stage {i}: {} blocks, {} of {} keys, fill {:.4}",
+                    st.blocks(),
+                    st.key_count().unwrap_or(0),
+                    sc.stage_capacity(i),
+                    st.fill_ratio()
+                ));
+            }
+        }
+        AnyFilter::Static(_) => {}
+    }
+    lines.push("payload checksum:   verified".into());
     say(&lines.join("\n"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{verify, Error, KeySet, Layout, Result};
+use bloomlanes_host::{kinds, verify, Error, KeySet, KindSpec, Layout, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -33,6 +33,9 @@ pub struct VerifyArgs {
     /// Hash seed.
     #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
     seed: u64,
+    /// Kind of filter to check: all, static, counting, stable, window or scalable.
+    #[arg(long, default_value = "all")]
+    kind: String,
     /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
     /// simulator is installed (0 skips it).
     #[arg(long, default_value_t = 64)]
@@ -50,6 +53,22 @@ fn parse_layouts(s: &str) -> Result<Vec<Layout>> {
     })
 }
 
+fn parse_kinds(s: &str, keys: usize) -> Result<Vec<KindSpec>> {
+    let mut all = vec![KindSpec::Static];
+    all.extend(kinds::verify::kinds_for(keys));
+    if s == "all" {
+        return Ok(all);
+    }
+    all.into_iter()
+        .find(|k| k.name() == s)
+        .map(|k| vec![k])
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--kind {s:?}: expected all, static, counting, stable, window or scalable"
+            ))
+        })
+}
+
 /// Runs `verify`.
 pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     check_fpp(a.fpp)?;
@@ -59,13 +78,15 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     } else {
         read_inputs(&a.inputs, &a.input.options())?.0
     };
-    let report = verify::run(&keys, &layouts, a.fpp, a.seed, a.hdl_keys)?;
+    let kinds = parse_kinds(&a.kind, keys.len())?;
+    let report = verify::run(&keys, &layouts, &kinds, a.fpp, a.seed, a.hdl_keys)?;
     if ctx.json {
         emit(&json!({
             "ok": report.ok(),
             "keys": keys.len(),
             "rows": report.rows.iter().map(|r| json!({
                 "layout": r.layout.name(),
+                "kind": r.kind,
                 "backend": r.backend,
                 "keys": r.keys,
                 "probes": r.probes,
@@ -82,19 +103,25 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
         )];
         let mut last = None;
         for r in &report.rows {
-            if last != Some(r.layout) && last.is_some() {
+            if last != Some((r.layout, r.kind)) && last.is_some() {
                 lines.push(String::new());
             }
-            last = Some(r.layout);
+            last = Some((r.layout, r.kind));
             lines.push(format!(
-                "  {:<6} {:<30} {}",
+                "  {:<6} {:<9} {:<30} {}",
                 r.layout.name(),
+                r.kind,
                 r.backend,
                 match &r.difference {
                     None if r.backend.starts_with("hdl-sim") => {
                         format!("identical answers ({} lookups simulated)", r.probes)
                     }
-                    None => "identical bits and answers".to_string(),
+                    None if r.kind == "static" => "identical bits and answers".to_string(),
+                    None if r.backend == "scalar" => {
+                        "identical images and answers; no false negative, file round trip"
+                            .to_string()
+                    }
+                    None => "identical images and answers".to_string(),
                     Some(d) => format!("DIFFERENT: {d}"),
                 }
             ));

@@ -1,0 +1,247 @@
+//! `bloomlanes dedup`: a streaming duplicate filter. Each line (a key: its bytes without the
+//! `\n` or `\r\n`) is written out the first time it is seen among the last N lines (or within
+//! the last T seconds of arrival), with a sliding-window filter in memory; a repeat within the
+//! window is dropped. A false positive drops a line that was not a repeat, at the rate the
+//! window was sized for (--fpp); a repeat is never let through while it is inside the window.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bloomlanes_host::bloomlanes_core::{math, AnyFilter, KeyType, WindowFilter, WindowUnit};
+use bloomlanes_host::kinds::{ops, KindSpec};
+use bloomlanes_host::{store, Error, FilterBuilder, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::args::{check_fpp, parse_layout, LayoutArg};
+use crate::build::now_nanos;
+use crate::kind::{kind_json, nanos};
+use crate::output::{check_output, stdout_err};
+use crate::Ctx;
+
+/// Arguments of `dedup`.
+#[derive(Args, Debug)]
+pub struct DedupArgs {
+    /// Input files, read in order as one stream (none, or "-": standard input).
+    inputs: Vec<PathBuf>,
+    /// Where to write the lines kept [default: standard output]; a file appears only once
+    /// complete.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// A line is a repeat if it was seen among the last N lines.
+    #[arg(long, value_name = "N", required_unless_present = "window_seconds")]
+    window_keys: Option<u64>,
+    /// A line is a repeat if it was seen in the last T seconds (arrival time; needs --capacity).
+    #[arg(long, value_name = "T", conflicts_with = "window_keys")]
+    window_seconds: Option<f64>,
+    /// Lines expected per window, to size a time window.
+    #[arg(long, value_name = "N")]
+    capacity: Option<u64>,
+    /// Generations that make up the window (one more holds the newest lines).
+    #[arg(long, default_value_t = 4)]
+    generations: u16,
+    /// Rate at which a line seen for the first time is taken for a repeat and dropped.
+    #[arg(long, default_value_t = 1e-4)]
+    fpp: f64,
+    /// Block layout (auto: the one that meets --fpp in the fewest bits).
+    #[arg(long, default_value = "auto", value_parser = parse_layout)]
+    layout: LayoutArg,
+    /// Hash seed.
+    #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
+    seed: u64,
+    /// Write the repeats instead of the lines seen first.
+    #[arg(long)]
+    duplicates: bool,
+}
+
+/// What a run saw.
+#[derive(Default)]
+struct Counts {
+    lines: u64,
+    kept: u64,
+}
+
+/// Opens one input of the stream.
+fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())));
+    }
+    if path.is_dir() {
+        return Err(Error::input(path, None, "is a directory, not a file"));
+    }
+    let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
+}
+
+/// Streams the inputs through the window, writing the lines wanted to `out`. An input error is
+/// returned as itself; a write error as `out_err(e)`.
+fn stream(
+    a: &DedupArgs,
+    inputs: &[PathBuf],
+    window: &mut WindowFilter,
+    timed: bool,
+    out: &mut dyn Write,
+    out_err: &dyn Fn(io::Error) -> Error,
+) -> Result<Counts> {
+    let mut counts = Counts::default();
+    let mut line = Vec::with_capacity(256);
+    let params = *window.params();
+    for path in inputs {
+        let mut r = open_input(path)?;
+        let name = if path.as_os_str() == "-" {
+            Path::new("<stdin>")
+        } else {
+            path.as_path()
+        };
+        loop {
+            line.clear();
+            let n = r
+                .read_until(b'\n', &mut line)
+                .map_err(|e| Error::io(name, "read", e))?;
+            if n == 0 {
+                break;
+            }
+            let mut key = line.as_slice();
+            key = key.strip_suffix(b"\n").unwrap_or(key);
+            key = key.strip_suffix(b"\r").unwrap_or(key);
+            let now = if timed { now_nanos() } else { 0 };
+            let seen = ops::seen_then_insert(window, params.hash_key(key), now);
+            counts.lines += 1;
+            if seen == a.duplicates {
+                counts.kept += 1;
+                out.write_all(&line).map_err(out_err)?;
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// Runs `dedup`.
+pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
+    check_fpp(a.fpp)?;
+    if let Some(o) = &a.output {
+        check_output(o)?;
+    }
+    let (unit_window, timed) = match (a.window_keys, a.window_seconds) {
+        (Some(0), _) => return Err(Error::usage("--window-keys must be at least 1")),
+        (Some(n), _) => (n, false),
+        (None, Some(t)) => (nanos(t, "--window-seconds")?, true),
+        (None, None) => {
+            return Err(Error::usage(
+                "dedup needs --window-keys N or --window-seconds T",
+            ))
+        }
+    };
+    if a.generations == 0 {
+        return Err(Error::usage("--generations must be at least 1"));
+    }
+    let spec = KindSpec::Window {
+        generations: a.generations,
+        unit: if timed {
+            WindowUnit::Nanos
+        } else {
+            WindowUnit::Keys
+        },
+        window: unit_window,
+    };
+    let builder = FilterBuilder::new()
+        .fpp(a.fpp)
+        .layout(a.layout.0)
+        .seed(a.seed)
+        .capacity(a.capacity)
+        .key_type(Some(KeyType::Bytes))
+        .kind(spec);
+    let AnyFilter::Window(mut window) = builder.empty_any(unit_window)? else {
+        unreachable!("a window spec makes a window filter");
+    };
+    let inputs = if a.inputs.is_empty() {
+        vec![PathBuf::from("-")]
+    } else {
+        a.inputs.clone()
+    };
+    let start = Instant::now();
+    let counts = match &a.output {
+        Some(path) if path.as_os_str() != "-" => {
+            let mut result = None;
+            let written = store::write_atomic_with(path, |w| {
+                let r = stream(&a, &inputs, &mut window, timed, w, &|e| {
+                    Error::io(path, "write", e)
+                });
+                let failed = r.is_err();
+                result = Some(r);
+                if failed {
+                    Err(io::Error::other("stopped"))
+                } else {
+                    Ok(())
+                }
+            });
+            match (result, written) {
+                (Some(Err(e)), _) => return Err(e),
+                (_, Err(e)) => return Err(e),
+                (Some(Ok(c)), Ok(())) => c,
+                (None, Ok(())) => Counts::default(),
+            }
+        }
+        _ => {
+            let stdout = io::stdout();
+            let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            let c = stream(&a, &inputs, &mut window, timed, &mut out, &stdout_err)?;
+            out.flush().map_err(stdout_err)?;
+            c
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let s = window.stats();
+    let p = *window.params();
+    // A time window's rate is that of the keys it was sized for per generation.
+    let expected_fpr = match (timed, a.capacity) {
+        (true, Some(c)) => math::window_false_positive_rate(
+            p.layout,
+            p.blocks,
+            c.div_ceil(u64::from(a.generations)),
+            a.generations,
+        ),
+        _ => s.expected_fpr,
+    };
+    // The summary goes to standard error: standard output carries the lines.
+    if ctx.json {
+        let v = json!({
+            "lines": counts.lines,
+            "kept": counts.kept,
+            "dropped": counts.lines - counts.kept,
+            "written": if a.duplicates { "duplicates" } else { "first seen" },
+            "kind": kind_json(p.kind),
+            "layout": p.layout.name(),
+            "blocks": p.blocks,
+            "bytes": s.bytes,
+            "expected_fpr": expected_fpr,
+            "seconds": seconds,
+        });
+        eprintln!("{v:#}");
+    } else {
+        let what = if a.duplicates {
+            "repeats written"
+        } else {
+            "first seen written"
+        };
+        let window = match (a.window_keys, a.window_seconds) {
+            (Some(n), _) => format!("the last {n} lines"),
+            (_, Some(t)) => format!("the last {t} s"),
+            _ => String::new(),
+        };
+        eprintln!(
+            "dedup: {} lines, {} {what}, {} dropped (repeats within {window}; {}, {} bytes, \
+             false-positive rate at most {:.1e})",
+            counts.lines,
+            counts.kept,
+            counts.lines - counts.kept,
+            p.kind,
+            s.bytes,
+            expected_fpr
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

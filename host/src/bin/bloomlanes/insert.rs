@@ -1,0 +1,145 @@
+//! `bloomlanes insert`: add keys to an existing filter file of any kind (the file is replaced
+//! in one step, or written to `-o`). Also the pieces `delete` shares with it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bloomlanes_host::input::{read_inputs, InputSummary};
+use bloomlanes_host::kinds::ops;
+use bloomlanes_host::{backend, store, AnyFilter, KeySet, Result, Stage};
+use clap::Args;
+use serde_json::json;
+
+use crate::args::BackendArg;
+use crate::build::now_nanos;
+use crate::inputs::{describe_inputs, inputs_json, InputArgs};
+use crate::kind::kind_json;
+use crate::opened::Opened;
+use crate::output::{check_output, emit, say, Warnings};
+use crate::progress::Bar;
+use crate::Ctx;
+
+/// The arguments `insert` and `delete` share.
+#[derive(Args, Debug)]
+pub struct EditArgs {
+    /// The filter file (read whole and checked).
+    pub filter: PathBuf,
+    /// Input files with the keys ("-" reads standard input).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Where to write the changed filter [default: replace the filter file, in one step].
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// A filter loaded for a change, and the keys for it.
+pub struct Edit {
+    /// The filter.
+    pub filter: AnyFilter,
+    /// The keys read.
+    pub keys: KeySet,
+    /// The inputs they came from.
+    pub summaries: Vec<InputSummary>,
+    /// Where the result goes.
+    pub output: PathBuf,
+    /// Warnings so far (key types).
+    pub warnings: Warnings,
+}
+
+impl EditArgs {
+    /// Loads the filter and reads the keys as the filter's key type, checked like a query's.
+    pub fn load(&self) -> Result<Edit> {
+        let output = self.output.clone().unwrap_or_else(|| self.filter.clone());
+        check_output(&output)?;
+        let filter = store::load_any(&self.filter)?;
+        Opened::Kind(filter.clone()).check_hashable(&self.filter)?;
+        let filter_type = filter.params().key_type;
+        let mut opts = self.input.options();
+        opts.filter_key_type = Some(filter_type);
+        let (keys, summaries) = read_inputs(&self.inputs, &opts)?;
+        let key_match =
+            bloomlanes_host::ops::check_key_type(&self.filter, filter_type, keys.key_type())?;
+        let mut warnings = Warnings::default();
+        if let Some(note) =
+            bloomlanes_host::ops::key_type_note(filter_type, keys.key_type(), key_match)
+        {
+            warnings.warn(note);
+        }
+        Ok(Edit {
+            filter,
+            keys,
+            summaries,
+            output,
+            warnings,
+        })
+    }
+}
+
+/// Arguments of `insert`.
+#[derive(Args, Debug)]
+pub struct InsertArgs {
+    #[command(flatten)]
+    edit: EditArgs,
+    /// Which backend inserts the keys into a static filter (the other kinds take the core's
+    /// per-key path).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+}
+
+/// Writes the changed filter.
+pub fn save(out: &Path, f: &AnyFilter) -> Result<()> {
+    store::save_any(out, f)
+}
+
+/// Runs `insert`.
+pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
+    let Edit {
+        mut filter,
+        keys,
+        summaries,
+        output,
+        warnings,
+    } = a.edit.load()?;
+    let engine = backend::select(a.backend.into(), keys.len())?;
+    let mut bar = Bar::new(ctx.progress);
+    let start = Instant::now();
+    ops::insert(
+        &*engine,
+        &mut filter,
+        keys.keys(),
+        Some(now_nanos()),
+        &mut |p| bar.update(p),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    save(&output, &filter)?;
+    let s = filter.stats();
+    let kind = filter.params().kind;
+    if ctx.json {
+        emit(&json!({
+            "filter": a.edit.filter.display().to_string(),
+            "output": output.display().to_string(),
+            "inputs": inputs_json(&summaries),
+            "kind": kind_json(kind),
+            "inserted": keys.len(),
+            "recorded_keys": s.recorded_keys,
+            "expected_fpr": s.expected_fpr,
+            "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
+            "seconds": seconds,
+            "warnings": warnings.json(),
+        }))?;
+    } else {
+        say(&format!(
+            "inserted {} keys from {} into {} ({kind}); {} keys recorded, expected false-positive \
+             rate {:.3e}",
+            keys.len(),
+            describe_inputs(&summaries),
+            output.display(),
+            s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),
+            s.expected_fpr
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,232 @@
+//! Bulk operations on filters of every kind: insert, delete, look up, and the streaming
+//! test-and-insert of a duplicate filter.
+//!
+//! Static filters (and the static images of the other kinds: a counting or stable filter's
+//! projection, a scalable filter's stages) go through the chosen [`Backend`]. The per-key loops
+//! of the other kinds are here and nowhere else ([`insert`], [`remove`], the window branch of
+//! [`contains`], [`seen_then_insert`]): the SIMD bulk operations replace them in this file.
+
+use std::path::Path;
+
+use bloomlanes_core::{
+    block_index, block_mask, AnyFilter, Bitmap, FilterKind, Keys, RemoveError, WindowFilter,
+    WindowUnit,
+};
+
+use crate::backend::Backend;
+use crate::bulk::{self, Progress, Stage};
+use crate::error::{Error, Result};
+
+/// Keys per progress report of the per-key loops.
+const STEP: usize = 1 << 20;
+
+/// Runs `each(i)` for every key index, reporting progress before the first and after every
+/// [`STEP`] keys.
+fn per_key(
+    stage: Stage,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    mut each: impl FnMut(usize) -> Result<()>,
+) -> Result<()> {
+    let report = |done: usize| Progress {
+        stage,
+        done: done as u64,
+        total: total as u64,
+    };
+    progress(report(0));
+    let mut at = 0;
+    while at < total {
+        let end = total.min(at + STEP);
+        for i in at..end {
+            each(i)?;
+        }
+        progress(report(end));
+        at = end;
+    }
+    Ok(())
+}
+
+/// Inserts `keys` into `filter`: a static filter with `engine`, the other kinds key by key in the
+/// core's reference path. Keys of a time window are inserted as seen at `now` (nanoseconds since
+/// the Unix epoch; the caller's clock, since this library measures no time), which a time
+/// window requires.
+pub fn insert(
+    engine: &dyn Backend,
+    filter: &mut AnyFilter,
+    keys: Keys<'_>,
+    now: Option<u64>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
+    let seed = filter.params().seed;
+    match filter {
+        AnyFilter::Static(f) => bulk::insert(engine, f, keys, progress),
+        AnyFilter::Counting(f) => per_key(Stage::Insert, keys.len(), progress, |i| {
+            f.insert_hash(keys.hash(i, seed));
+            Ok(())
+        }),
+        AnyFilter::Window(f) => {
+            let timed = matches!(
+                f.params().kind,
+                FilterKind::Window {
+                    unit: WindowUnit::Nanos,
+                    ..
+                }
+            );
+            match (timed, now) {
+                (true, None) => Err(Error::usage(
+                    "a time window needs the time its keys were seen",
+                )),
+                (true, Some(t)) => per_key(Stage::Insert, keys.len(), progress, |i| {
+                    f.insert_hash_at(keys.hash(i, seed), t);
+                    Ok(())
+                }),
+                (false, _) => per_key(Stage::Insert, keys.len(), progress, |i| {
+                    f.insert_hash(keys.hash(i, seed));
+                    Ok(())
+                }),
+            }
+        }
+        AnyFilter::Scalable(f) => per_key(Stage::Insert, keys.len(), progress, |i| {
+            Ok(f.insert_hash(keys.hash(i, seed))?)
+        }),
+    }
+}
+
+/// What a bulk delete did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Keys deleted.
+    pub removed: u64,
+    /// Indices of the keys refused because one of their counters was zero (they are not in the
+    /// filter; nothing was changed for them).
+    pub not_present: Vec<usize>,
+}
+
+/// Deletes `keys` from a counting filter (read from `path`, which error messages name): each
+/// key whose counters are all positive is deleted; the others are refused, changing nothing,
+/// and listed. Any other kind is an [`Error::KindUnsupported`].
+pub fn remove(filter: &mut AnyFilter, path: &Path, keys: Keys<'_>) -> Result<Removed> {
+    let unsupported = |kind: FilterKind| Error::KindUnsupported {
+        path: path.to_path_buf(),
+        op: "delete from",
+        kind: kind.name().to_string(),
+        hint: "only counting filters support deletions (build one with --kind counting)",
+    };
+    let kind = filter.params().kind;
+    let AnyFilter::Counting(f) = filter else {
+        return Err(unsupported(kind));
+    };
+    if !matches!(kind, FilterKind::Counting { .. }) {
+        return Err(unsupported(kind));
+    }
+    let seed = f.params().seed;
+    let mut out = Removed::default();
+    for i in 0..keys.len() {
+        match f.remove_hash(keys.hash(i, seed)) {
+            Ok(()) => out.removed += 1,
+            Err(RemoveError::NotPresent) => out.not_present.push(i),
+            Err(_) => return Err(unsupported(kind)),
+        }
+    }
+    Ok(out)
+}
+
+/// Looks every key of `keys` up in `filter`: the static images (a static filter, a counting or
+/// stable filter's projection, each stage of a scalable filter) with `engine`, a window key by
+/// key. Bit `i` of the answer is set if key `i` may be present.
+pub fn contains(
+    engine: &dyn Backend,
+    filter: &AnyFilter,
+    keys: Keys<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Bitmap> {
+    match filter {
+        AnyFilter::Static(f) => bulk::contains(engine, f.as_view(), keys, progress),
+        AnyFilter::Counting(f) => bulk::contains(engine, f.projection(), keys, progress),
+        AnyFilter::Scalable(f) => {
+            let mut answers = Bitmap::new(keys.len());
+            for stage in f.stages() {
+                let a = bulk::contains(engine, stage.as_view(), keys, progress)?;
+                for (w, x) in answers.words_mut().iter_mut().zip(a.words()) {
+                    *w |= x;
+                }
+            }
+            Ok(answers)
+        }
+        AnyFilter::Window(f) => {
+            let seed = f.params().seed;
+            let mut answers = Bitmap::new(keys.len());
+            per_key(Stage::Query, keys.len(), progress, |i| {
+                answers.set(i, f.contains_hash(keys.hash(i, seed)));
+                Ok(())
+            })?;
+            Ok(answers)
+        }
+    }
+}
+
+/// Which engine does `stage` for `filter`: `engine` where it takes the work (inserts into a
+/// static filter; lookups in static images), else the core's per-key path.
+pub fn engine_name(engine: &dyn Backend, filter: &AnyFilter, stage: Stage) -> String {
+    let engine_works = match (filter, stage) {
+        (AnyFilter::Static(_), _) => true,
+        (AnyFilter::Window(_), _) => false,
+        (_, Stage::Query) => true,
+        _ => false,
+    };
+    if engine_works {
+        engine.name()
+    } else {
+        "core (per key)".into()
+    }
+}
+
+/// How many of a window's generations (the oldest first) the next insert seen at `now` clears:
+/// one when the current generation of a window counted in keys is full, the number of spans
+/// `now` lies past the current generation's start for a time window.
+fn expiring(filter: &WindowFilter, now: u64) -> u64 {
+    let FilterKind::Window { unit, span, .. } = filter.params().kind else {
+        return 0;
+    };
+    let st = filter.state();
+    match unit {
+        WindowUnit::Keys => u64::from(st.keys_in_current >= span),
+        WindowUnit::Nanos if st.started => now.saturating_sub(st.current_start) / span,
+        WindowUnit::Nanos => 0,
+    }
+}
+
+/// Whether the key with `hash` is in one of the generations that an insert at `now` would keep
+/// (so that a key older than the window is not found only because no insert has rotated it
+/// out yet). The words are the core's window layout: `g + 1` generations interleaved by block.
+pub fn window_contains_at(filter: &WindowFilter, hash: u64, now: u64) -> bool {
+    let p = filter.params();
+    let gens = bloomlanes_core::window::generations(p);
+    let gone = expiring(filter, now);
+    if gone == 0 {
+        return filter.contains_hash(hash);
+    }
+    if gone >= gens {
+        return false;
+    }
+    let per = p.layout.block_u32s();
+    let mask = block_mask(p.layout, hash);
+    let words = filter.words();
+    let base = block_index(hash, p.blocks) as usize * gens as usize * per;
+    let current = u64::from(filter.state().current);
+    (0..gens - gone).any(|age| {
+        let slot = ((current + gens - age) % gens) as usize;
+        let block = &words[base + slot * per..base + (slot + 1) * per];
+        block.iter().zip(&mask[..per]).all(|(w, m)| w & m == *m)
+    })
+}
+
+/// The streaming duplicate test: whether the key with `hash` may have been seen in the window
+/// as it stands at `now` (nanoseconds; ignored by a window counted in keys), then inserts it.
+/// Every key counts toward the window, duplicates too, so that "seen among the last N keys"
+/// holds for keys that keep recurring.
+pub fn seen_then_insert(filter: &mut WindowFilter, hash: u64, now: u64) -> bool {
+    let seen = window_contains_at(filter, hash, now);
+    filter.insert_hash_at(hash, now);
+    seen
+}

@@ -1,0 +1,322 @@
+//! Cross-checking every kind of filter on every backend: each kind is filled by the core's
+//! reference path, checked for the properties that define it (its file reads back identical, no
+//! false negative, deletions keep the keys still present), and every backend present must
+//! reproduce its static images bit for bit (a counting filter's projection, each scalable stage,
+//! each window generation, each from the keys that went into it) and its answers key for key.
+
+use bloomlanes_core::{AnyFilter, Bitmap, Filter, FilterKind, Keys, Layout, Params};
+
+use crate::backend::{self, Backend, Scalar};
+use crate::builder::FilterBuilder;
+use crate::bulk;
+use crate::error::Result;
+use crate::input::KeySet;
+use crate::kinds::{ops, KindSpec};
+use crate::verify::{first_bit_difference, first_bitmap_difference, Difference, VerifyRow};
+
+/// The kinds `verify` checks besides the static filter, with the options it checks them with
+/// for `keys` keys: 4-bit counters, a window of half the keys in 4 generations (so that some
+/// rotate out), scalable stages of an eighth of the keys (so that there are several).
+pub fn kinds_for(keys: usize) -> Vec<KindSpec> {
+    use bloomlanes_core::{CounterBits, WindowUnit};
+    vec![
+        KindSpec::Counting {
+            counter_bits: CounterBits::Four,
+        },
+        KindSpec::Stable {
+            counter_bits: CounterBits::Four,
+            decrements: None,
+        },
+        KindSpec::Window {
+            generations: 4,
+            unit: WindowUnit::Keys,
+            window: (keys as u64 / 2).max(1),
+        },
+        KindSpec::Scalable {
+            growth: 2,
+            tightening: 0.8,
+        },
+    ]
+}
+
+/// `f` as a static filter over `words` with `params`' shape.
+fn static_of(params: &Params, words: &[u32]) -> Filter {
+    let mut f = Filter::new(params.with_kind(FilterKind::Static));
+    f.words_mut().copy_from_slice(words);
+    f
+}
+
+/// The static images of a filter and the key range each was filled from.
+fn images(f: &AnyFilter, n: usize) -> Vec<(Filter, std::ops::Range<usize>)> {
+    match f {
+        AnyFilter::Static(s) => vec![(s.clone(), 0..n)],
+        // A stable filter's projection is not a static filter of any key range.
+        AnyFilter::Counting(c) if matches!(c.params().kind, FilterKind::Stable { .. }) => vec![],
+        AnyFilter::Counting(c) => vec![(static_of(c.params(), c.image_words()), 0..n)],
+        AnyFilter::Scalable(s) => {
+            let mut at = 0;
+            s.stages()
+                .iter()
+                .map(|st| {
+                    let k = st.key_count().unwrap_or(0) as usize;
+                    at += k;
+                    (st.clone(), at - k..at)
+                })
+                .collect()
+        }
+        AnyFilter::Window(w) => {
+            let FilterKind::Window { span, .. } = w.params().kind else {
+                return vec![];
+            };
+            let p = w.params();
+            let gens = bloomlanes_core::window::generations(p) as usize;
+            let per = p.layout.block_u32s();
+            let span = span as usize;
+            // Generation q of the stream holds keys q·span .. (q+1)·span in slot q mod (g+1);
+            // the last g+1 generations are stored.
+            let last = n.saturating_sub(1) / span.max(1);
+            (last.saturating_sub(gens - 1)..=last)
+                .filter(|_| n > 0)
+                .map(|q| {
+                    let slot = q % gens;
+                    let words: Vec<u32> = w
+                        .words()
+                        .chunks_exact(gens * per)
+                        .flat_map(|b| b[slot * per..(slot + 1) * per].iter().copied())
+                        .collect();
+                    (static_of(p, &words), q * span..n.min((q + 1) * span))
+                })
+                .collect()
+        }
+    }
+}
+
+/// The reference filter's answers for `keys`, key by key.
+fn reference_answers(f: &AnyFilter, keys: Keys<'_>) -> Bitmap {
+    let seed = f.params().seed;
+    let mut b = Bitmap::new(keys.len());
+    for i in 0..keys.len() {
+        b.set(i, f.contains_hash(keys.hash(i, seed)));
+    }
+    b
+}
+
+/// The keys that must be found: all of them, the last window of a window filter, the last key
+/// of a stable filter (which forgets by design).
+fn must_find(f: &AnyFilter, n: usize) -> std::ops::Range<usize> {
+    match f.params().kind {
+        FilterKind::Window {
+            generations, span, ..
+        } => n.saturating_sub((span * u64::from(generations)) as usize)..n,
+        FilterKind::Stable { .. } => n.saturating_sub(1)..n,
+        _ => 0..n,
+    }
+}
+
+/// The properties of the reference filter: its file reads back identical, the keys it must hold
+/// are found, and for a counting filter, deleting every other key keeps the rest and leaves the
+/// projection of a static filter of the rest (when no counter saturated).
+fn properties(f: &AnyFilter, keys: &KeySet) -> Option<Difference> {
+    let fail = |m: String| Some(Difference::Failed(m));
+    match AnyFilter::from_file_bytes(&f.to_file_bytes()) {
+        Ok(back) if back == *f => {}
+        Ok(_) => return fail("the filter read back from its file differs".into()),
+        Err(e) => return fail(format!("its file does not read back: {e}")),
+    }
+    let seed = f.params().seed;
+    let k = keys.keys();
+    if let Some(i) = must_find(f, keys.len()).find(|&i| !f.contains_hash(k.hash(i, seed))) {
+        return fail(format!(
+            "false negative: key #{i} ({}) is not found",
+            keys.display(i)
+        ));
+    }
+    let AnyFilter::Counting(c) = f else {
+        return None;
+    };
+    if !matches!(c.params().kind, FilterKind::Counting { .. }) {
+        return None;
+    }
+    let mut d = c.clone();
+    for i in (0..keys.len()).step_by(2) {
+        if let Err(e) = d.remove_hash(k.hash(i, seed)) {
+            return fail(format!("deleting key #{i} ({}): {e}", keys.display(i)));
+        }
+    }
+    if let Some(i) = (1..keys.len())
+        .step_by(2)
+        .find(|&i| !d.contains_hash(k.hash(i, seed)))
+    {
+        return fail(format!(
+            "false negative after deletions: key #{i} ({}) is not found",
+            keys.display(i)
+        ));
+    }
+    if c.saturated() == 0 {
+        let mut rest = Filter::new(c.params().with_kind(FilterKind::Static));
+        for i in (1..keys.len()).step_by(2) {
+            rest.insert_hash(k.hash(i, seed));
+        }
+        if rest.words() != d.image_words() {
+            return fail(
+                "after deletions the projection differs from the static filter of the keys left"
+                    .into(),
+            );
+        }
+    }
+    None
+}
+
+/// One backend against the reference: its static images, then its answers.
+fn compare(
+    engine: &dyn Backend,
+    f: &AnyFilter,
+    keys: &KeySet,
+    absent: &[u64],
+    expected: (&Bitmap, &Bitmap),
+) -> Result<Option<Difference>> {
+    for (image, range) in images(f, keys.len()) {
+        let mut built = Filter::new(*image.params());
+        bulk::insert(engine, &mut built, keys.keys().slice(range), &mut |_| {})?;
+        if let Some(d) = first_bit_difference(image.layout(), &image, &built) {
+            return Ok(Some(d));
+        }
+    }
+    let a = ops::contains(engine, f, keys.keys(), &mut |_| {})?;
+    let b = ops::contains(engine, f, Keys::U64(absent), &mut |_| {})?;
+    Ok(
+        first_bitmap_difference("inserted", &|i| keys.display(i), expected.0, &a).or_else(|| {
+            first_bitmap_difference("absent", &|i| absent[i].to_string(), expected.1, &b)
+        }),
+    )
+}
+
+/// Fills a filter of each of `kinds` (not static: see [`crate::verify::run`]) per layout with
+/// `keys` by the reference path, checks its properties, and compares every backend present with
+/// it. `absent` keys are probed besides the inserted ones.
+pub fn run(
+    keys: &KeySet,
+    absent: &[u64],
+    layouts: &[Layout],
+    kinds: &[KindSpec],
+    fpp: f64,
+    seed: u64,
+) -> Result<Vec<VerifyRow>> {
+    let engines = backend::available();
+    let mut rows = Vec::new();
+    for &layout in layouts {
+        for &kind in kinds {
+            let mut builder = FilterBuilder::new()
+                .fpp(fpp)
+                .layout(Some(layout))
+                .seed(seed)
+                .kind(kind);
+            if matches!(kind, KindSpec::Scalable { .. }) {
+                builder = builder.capacity(Some((keys.len() as u64 / 8).max(1)));
+            }
+            let mut f = builder.empty_any(keys.len() as u64)?;
+            ops::insert(&Scalar, &mut f, keys.keys(), Some(0), &mut |_| {})?;
+            let expected = (
+                reference_answers(&f, keys.keys()),
+                reference_answers(&f, Keys::U64(absent)),
+            );
+            let props = properties(&f, keys);
+            for engine in &engines {
+                let difference =
+                    match compare(&**engine, &f, keys, absent, (&expected.0, &expected.1)) {
+                        Err(e) => Some(Difference::Failed(e.to_string())),
+                        Ok(d) => d,
+                    };
+                let difference = if engine.name() == "scalar" {
+                    props.clone().or(difference)
+                } else {
+                    difference
+                };
+                rows.push(VerifyRow {
+                    layout,
+                    kind: kind.name(),
+                    backend: engine.name(),
+                    keys: keys.len(),
+                    probes: keys.len() + absent.len(),
+                    difference,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use bloomlanes_core::CounterBits;
+
+    use super::*;
+    use crate::verify::sample_keyset;
+
+    #[test]
+    fn every_kind_agrees_with_the_reference_on_every_layout() {
+        let keys = sample_keyset(2000);
+        let absent: Vec<u64> = (0..2000).map(|i| i * 7919 + (1 << 50)).collect();
+        let kinds = kinds_for(keys.len());
+        let rows = run(&keys, &absent, &Layout::ALL, &kinds, 0.01, 5).unwrap();
+        assert_eq!(
+            rows.len(),
+            Layout::ALL.len() * kinds.len() * backend::available().len()
+        );
+        assert!(rows.iter().all(|r| r.difference.is_none()), "{rows:?}");
+        // The window and the scalable filter have several images to compare.
+        let scalable = FilterBuilder::new()
+            .capacity(Some(250))
+            .kind(kinds[3])
+            .empty_any(2000)
+            .unwrap();
+        let mut scalable = scalable;
+        ops::insert(&Scalar, &mut scalable, keys.keys(), None, &mut |_| {}).unwrap();
+        assert!(images(&scalable, 2000).len() >= 3);
+    }
+
+    #[test]
+    fn a_changed_bit_or_a_lost_key_is_found() {
+        let keys = sample_keyset(500);
+        let mut f = FilterBuilder::new()
+            .kind(KindSpec::Counting {
+                counter_bits: CounterBits::Four,
+            })
+            .empty_any(500)
+            .unwrap();
+        ops::insert(&Scalar, &mut f, keys.keys(), None, &mut |_| {}).unwrap();
+        let AnyFilter::Counting(c) = &f else {
+            unreachable!()
+        };
+        // The projection with one bit of key #0 cleared: the static images differ, and key #0
+        // becomes a false negative.
+        let mut image = c.image_words().to_vec();
+        let h = keys.keys().hash(0, 0);
+        let p = c.params();
+        let cell = bloomlanes_core::counting::cell(p.layout, p.blocks, h, 0);
+        image[(cell / 32) as usize] &= !(1 << (cell % 32));
+        let mut bytes = f.to_file_bytes();
+        let at = bloomlanes_core::format::HEADER_LEN + 64;
+        for (i, w) in image.iter().enumerate() {
+            bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        // Rewrite the checksums by re-encoding through the header.
+        let (header, payload) = bloomlanes_core::format::parse_with(
+            &bytes,
+            bloomlanes_core::format::Verify::HeaderOnly,
+        )
+        .unwrap();
+        let mut fixed = header.encode(payload).to_vec();
+        fixed.extend_from_slice(payload);
+        let broken = AnyFilter::from_file_bytes(&fixed).unwrap();
+        let expected = reference_answers(&f, keys.keys());
+        let none = reference_answers(&f, Keys::U64(&[]));
+        let d = compare(&Scalar, &broken, &keys, &[], (&expected, &none)).unwrap();
+        assert!(matches!(d, Some(Difference::Bits { .. })), "{d:?}");
+        let d = properties(&broken, &keys);
+        assert!(
+            matches!(&d, Some(Difference::Failed(m)) if m.contains("false negative")),
+            "{d:?}"
+        );
+    }
+}

@@ -1,0 +1,513 @@
+//! End-to-end tests of the filter kinds in the `bloomlanes` binary: `build --kind`, `stats`,
+//! `query`, `insert`, `delete`, `dedup` and `verify --kind`.
+
+mod common;
+
+use common::*;
+
+/// `prefix{i}` for `i` in `range`, one per line.
+fn range_lines(prefix: &str, range: std::ops::Range<usize>) -> String {
+    range.map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+/// How many of the keys in `file` `filter` answers "may be present".
+fn matches(filter: &str, file: &str) -> u64 {
+    json(&["query", filter, file, "--count"])["matches"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn counting_filters_delete_keys_and_keep_the_rest() {
+    let d = tmp();
+    let all = write(&d, "all.txt", lines("k", 2000));
+    let first = write(&d, "first.txt", range_lines("k", 0..1000));
+    let rest = write(&d, "rest.txt", range_lines("k", 1000..2000));
+    let absent = write(&d, "absent.txt", lines("absent-", 20000));
+    let c = at(&d, "c.blf");
+    let v = json(&[
+        "build",
+        s(&all),
+        "-o",
+        s(&c),
+        "--kind",
+        "counting",
+        "--fpp",
+        "0.01",
+    ]);
+    assert_eq!(v["kind"]["name"], "counting");
+    assert_eq!(v["kind"]["counter_bits"], 4);
+    assert_eq!(matches(s(&c), s(&all)), 2000, "no false negatives");
+    let st = json(&["stats", s(&c)]);
+    assert_eq!(st["kind"]["name"], "counting");
+    assert_eq!(st["recorded_keys"], 2000);
+    assert_eq!(st["figures"]["counters_saturated"], 0);
+    assert!(
+        st["figures"]["counter_overflow_probability"]
+            .as_f64()
+            .unwrap()
+            < 1e-6
+    );
+
+    let del = json(&["delete", s(&c), s(&first)]);
+    assert_eq!(del["deleted"], 1000);
+    assert_eq!(del["not_present"], 0);
+    assert_eq!(del["recorded_keys"], 1000);
+    assert_eq!(matches(s(&c), s(&rest)), 1000, "deletions keep the rest");
+    assert!(
+        matches(s(&c), s(&first)) < 100,
+        "the deleted keys are gone (but for false positives)"
+    );
+    // The projection is exactly a static filter of the keys left, sized alike.
+    let st2 = at(&d, "static.blf");
+    json(&[
+        "build",
+        s(&rest),
+        "-o",
+        s(&st2),
+        "--capacity",
+        "2000",
+        "--fpp",
+        "0.01",
+    ]);
+    let (b1, b2) = (at(&d, "b1"), at(&d, "b2"));
+    json(&["query", s(&c), s(&absent), "--bitmap", s(&b1)]);
+    json(&["query", s(&st2), s(&absent), "--bitmap", s(&b2)]);
+    assert_eq!(std::fs::read(&b1).unwrap(), std::fs::read(&b2).unwrap());
+
+    // Keys never inserted are refused; with --strict nothing is written.
+    let never = write(&d, "never.txt", lines("never-", 100));
+    let before = std::fs::read(&c).unwrap();
+    let err = fails(&["delete", s(&c), s(&never), "--strict"], 1);
+    assert!(
+        err.contains("not in the filter") && err.contains("never-"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&c).unwrap(), before);
+    // Without it, the others go and the refused ones are reported.
+    let mixed = write(
+        &d,
+        "mixed.txt",
+        format!("{}{}", range_lines("k", 1000..1010), lines("never-", 5)),
+    );
+    let out = at(&d, "out.blf");
+    let v = json(&["delete", s(&c), s(&mixed), "-o", s(&out)]);
+    assert_eq!(v["deleted"], 10);
+    assert_eq!(v["not_present"], 5);
+    assert_eq!(std::fs::read(&c).unwrap(), before, "-o leaves the input");
+
+    // Insert puts keys back.
+    let v = json(&["insert", s(&c), s(&first)]);
+    assert_eq!(v["inserted"], 1000);
+    assert_eq!(v["recorded_keys"], 2000);
+    assert_eq!(matches(s(&c), s(&all)), 2000);
+}
+
+#[test]
+fn saturated_counters_stick_and_wider_counters_do_not_saturate() {
+    let d = tmp();
+    let same = write(&d, "same.txt", "same\n".repeat(20));
+    for (bits, saturated, left) in [("4", 8, 1), ("8", 0, 0)] {
+        let f = at(&d, &format!("c{bits}.blf"));
+        json(&[
+            "build",
+            s(&same),
+            "-o",
+            s(&f),
+            "--kind",
+            "counting",
+            "--counter-bits",
+            bits,
+            "--layout",
+            "8x32",
+        ]);
+        let st = json(&["stats", s(&f)]);
+        assert_eq!(st["figures"]["counters_saturated"], saturated, "{bits}-bit");
+        let v = json(&["delete", s(&f), s(&same)]);
+        assert_eq!(v["deleted"], 20);
+        // A stuck counter is never decremented: the key stays after as many deletes as inserts.
+        let one = write(&d, "one.txt", "same\n");
+        assert_eq!(matches(s(&f), s(&one)), left, "{bits}-bit");
+        let st = json(&["stats", s(&f)]);
+        assert_eq!(st["figures"]["counters_saturated"], saturated);
+    }
+}
+
+#[test]
+fn deleting_from_kinds_without_deletions_is_refused_naming_the_kind() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 300));
+    for (kind, extra) in [
+        ("static", vec![]),
+        ("stable", vec![]),
+        ("window", vec!["--window-keys", "100"]),
+        ("scalable", vec![]),
+    ] {
+        let f = at(&d, &format!("{kind}.blf"));
+        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
+        args.extend(extra);
+        json(&args);
+        let before = std::fs::read(&f).unwrap();
+        let err = fails(&["delete", s(&f), s(&keys)], 2);
+        assert!(
+            err.contains(&format!("cannot delete from a {kind} filter"))
+                && err.contains("only counting filters"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), before);
+        // Every kind takes inserts, and finds what it was given last.
+        let more = write(&d, "more.txt", lines("more", 50));
+        json(&["insert", s(&f), s(&more)]);
+        assert_eq!(matches(s(&f), s(&more)), 50, "{kind}");
+    }
+}
+
+#[test]
+fn window_filters_keep_the_last_keys_and_forget_old_ones() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 5000));
+    let last = write(&d, "last.txt", range_lines("k", 4000..5000));
+    let old = write(&d, "old.txt", range_lines("k", 0..2000));
+    let f = at(&d, "w.blf");
+    let v = json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&f),
+        "--kind",
+        "window",
+        "--window-keys",
+        "1000",
+        "--generations",
+        "4",
+        "--fpp",
+        "0.01",
+    ]);
+    assert_eq!(v["kind"]["window"], 1000);
+    assert_eq!(v["kind"]["span"], 250);
+    assert_eq!(
+        matches(s(&f), s(&last)),
+        1000,
+        "the last 1000 keys are found"
+    );
+    let found_old = matches(s(&f), s(&old));
+    assert!(
+        found_old < 60,
+        "old keys forgotten: {found_old} of 2000 found"
+    );
+    let st = json(&["stats", s(&f)]);
+    assert_eq!(st["kind"]["generations"], 4);
+    assert_eq!(st["figures"]["generations_stored"], 5);
+    assert_eq!(st["figures"]["keys_in_current_generation"], 250);
+    assert!(st["expected_fpr"].as_f64().unwrap() <= 0.01);
+}
+
+#[test]
+fn scalable_filters_grow_and_keep_the_rate_under_target() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 20000));
+    let absent = write(&d, "absent.txt", lines("absent-", 100_000));
+    let f = at(&d, "s.blf");
+    json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&f),
+        "--kind",
+        "scalable",
+        "--capacity",
+        "1000",
+        "--fpp",
+        "0.01",
+    ]);
+    let st = json(&["stats", s(&f)]);
+    let stages = st["figures"]["stages"].as_array().unwrap();
+    assert!(stages.len() >= 4, "{stages:?}");
+    assert_eq!(stages[0]["capacity"], 1000);
+    assert_eq!(stages[1]["capacity"], 2000);
+    let expected = st["expected_fpr"].as_f64().unwrap();
+    assert!(expected <= 0.01, "{expected}");
+    assert_eq!(matches(s(&f), s(&keys)), 20000);
+    let rate = matches(s(&f), s(&absent)) as f64 / 100_000.0;
+    let sigma = (expected * (1.0 - expected) / 100_000.0).sqrt();
+    assert!(
+        (rate - expected).abs() < 4.0 * sigma + 1e-4,
+        "measured {rate}, expected {expected}"
+    );
+    assert!(rate < 0.01, "measured {rate} over the target");
+}
+
+#[test]
+fn stable_filters_report_their_parameters_and_find_recent_keys() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 30000));
+    let recent = write(&d, "recent.txt", "k29999\n");
+    let absent = write(&d, "absent.txt", lines("absent-", 50_000));
+    let f = at(&d, "st.blf");
+    json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&f),
+        "--kind",
+        "stable",
+        "--capacity",
+        "2000",
+        "--fpp",
+        "0.02",
+        "--layout",
+        "8x32",
+    ]);
+    let st = json(&["stats", s(&f)]);
+    let p = st["kind"]["decrements"].as_u64().unwrap();
+    assert!(p >= 1);
+    let expected = st["figures"]["stable_fpr"].as_f64().unwrap();
+    assert!(expected <= 0.02, "{expected}");
+    assert_eq!(matches(s(&f), s(&recent)), 1);
+    let rate = matches(s(&f), s(&absent)) as f64 / 50_000.0;
+    let sigma = (expected * (1.0 - expected) / 50_000.0).sqrt();
+    assert!(
+        (rate - expected).abs() < 4.0 * sigma + 2e-3,
+        "measured {rate}, stable rate {expected} (P = {p})"
+    );
+    // An explicit P is kept.
+    let g = at(&d, "g.blf");
+    json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&g),
+        "--kind",
+        "stable",
+        "--decrements",
+        "7",
+    ]);
+    assert_eq!(json(&["stats", s(&g)])["kind"]["decrements"], 7);
+}
+
+#[test]
+fn kind_options_are_checked() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 10));
+    let o = at(&d, "o.blf");
+    let build = |extra: &[&str]| {
+        let mut a = vec!["build", s(&keys), "-o", s(&o)];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        (&["--kind", "window"], "--window-keys"),
+        (
+            &["--counter-bits", "4"],
+            "--counter-bits applies to --kind counting or stable",
+        ),
+        (&["--kind", "counting", "--counter-bits", "5"], "4 or 8"),
+        (
+            &["--kind", "scalable", "--bits-per-key", "10"],
+            "false-positive rate",
+        ),
+        (
+            &["--kind", "scalable", "--tightening", "1.5"],
+            "--tightening",
+        ),
+        (&["--kind", "scalable", "--growth", "1"], "--growth"),
+        (&["--kind", "stable", "--decrements", "0"], "--decrements"),
+        (&["--kind", "window", "--window-keys", "0"], "--window-keys"),
+        (
+            &["--kind", "counting", "--window-keys", "5"],
+            "--window-keys applies to --kind window",
+        ),
+        (&["--kind", "window", "--window-seconds", "5"], "--capacity"),
+    ];
+    for (extra, msg) in cases {
+        let a = build(extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let err = fails(&a, 2);
+        assert!(err.contains(msg), "{extra:?}: {err}");
+    }
+    assert!(!o.exists(), "nothing written on a refused build");
+    let missing = at(&d, "missing.blf");
+    let err = fails(&["insert", s(&missing), s(&keys)], 1);
+    assert!(err.contains("missing.blf"), "{err}");
+}
+
+#[test]
+fn query_answers_alike_on_every_backend_for_every_kind() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 3000));
+    let probe = write(
+        &d,
+        "p.txt",
+        format!("{}{}", lines("k", 3000), lines("absent-", 3000)),
+    );
+    for (kind, extra) in [
+        ("counting", vec![]),
+        ("stable", vec![]),
+        ("window", vec!["--window-keys", "3000"]),
+        ("scalable", vec!["--capacity", "500"]),
+    ] {
+        let f = at(&d, &format!("{kind}.blf"));
+        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
+        args.extend(extra);
+        json(&args);
+        let mut maps = Vec::new();
+        for backend in ["scalar", "simd"] {
+            let b = at(&d, &format!("{kind}-{backend}.bits"));
+            let v = json(&[
+                "query",
+                s(&f),
+                s(&probe),
+                "--backend",
+                backend,
+                "--bitmap",
+                s(&b),
+            ]);
+            assert_eq!(v["kind"], kind);
+            maps.push(std::fs::read(&b).unwrap());
+        }
+        assert_eq!(maps[0], maps[1], "{kind}");
+        // The first 3000 keys were inserted (a stable filter keeps at least the newest).
+        let bits = &maps[0];
+        let found = (0..3000)
+            .filter(|&i| bits[i / 8] >> (i % 8) & 1 == 1)
+            .count();
+        if kind == "stable" {
+            assert_eq!(bits[2999 / 8] >> (2999 % 8) & 1, 1);
+        } else {
+            assert_eq!(found, 3000, "{kind}");
+        }
+    }
+}
+
+#[test]
+fn dedup_drops_repeats_within_the_window_and_lets_old_ones_through() {
+    let d = tmp();
+    let mut input = String::new();
+    input += &range_lines("a", 0..2000);
+    input += &range_lines("b", 0..2000);
+    // Older than the window (and than every stored generation): written again.
+    input += &range_lines("a", 0..500);
+    // Within the last 1000 lines: dropped, every one.
+    input += &(0..200)
+        .map(|j| format!("b{}\n", 1999 - j))
+        .collect::<String>();
+    let f = write(&d, "in.txt", &input);
+    let out = bl()
+        .args(["dedup", s(&f), "--window-keys", "1000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let kept: Vec<&str> = text.lines().collect();
+    let b_kept = kept.iter().filter(|l| l.starts_with('b')).count();
+    let a_kept = kept.iter().filter(|l| l.starts_with('a')).count();
+    assert!(b_kept <= 2000 && b_kept >= 1995, "{b_kept} b lines");
+    assert!(a_kept >= 2490, "{a_kept} a lines: old repeats pass");
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("4700 lines"), "{summary}");
+
+    // The repeats alone, and the same through -o and standard input.
+    let dup = bl()
+        .args(["dedup", "--window-keys", "1000", "--duplicates"])
+        .write_stdin(input.clone())
+        .output()
+        .unwrap();
+    let dups = String::from_utf8(dup.stdout).unwrap();
+    for j in 0..200 {
+        assert!(
+            dups.contains(&format!("b{}\n", 1999 - j)),
+            "b{} let through",
+            1999 - j
+        );
+    }
+    assert!(dups.lines().count() < 215);
+    let o = at(&d, "out.txt");
+    bl().args(["dedup", s(&f), "--window-keys", "1000", "-o", s(&o)])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&o).unwrap(), text);
+    // JSON summary on standard error; standard output keeps the lines.
+    let j = bl()
+        .args(["--json", "dedup", s(&f), "--window-keys", "1000"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&j.stderr).unwrap();
+    assert_eq!(v["lines"], 4700);
+    assert_eq!(v["kept"].as_u64().unwrap() as usize, kept.len());
+    assert_eq!(String::from_utf8(j.stdout).unwrap(), text);
+}
+
+#[test]
+fn dedup_over_seconds_forgets_by_time() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bloomlanes"))
+        .args([
+            "dedup",
+            "--window-seconds",
+            "0.4",
+            "--capacity",
+            "100",
+            "--generations",
+            "2",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"x\ny\nx\n").unwrap();
+    stdin.flush().unwrap();
+    // Past the window and every stored generation (3 x 0.2 s).
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    stdin.write_all(b"x\nx\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "x\ny\nx\n");
+}
+
+#[test]
+fn dedup_refuses_bad_windows() {
+    assert!(fails(&["dedup", "--window-keys", "0"], 2).contains("--window-keys"));
+    assert!(fails(&["dedup", "--window-seconds=-1", "--capacity", "5"], 2).contains("seconds"));
+    assert!(fails(&["dedup", "--window-seconds", "1"], 2).contains("--capacity"));
+    let d = tmp();
+    assert!(fails(&["dedup", s(d.path()), "--window-keys", "5"], 1).contains("directory"));
+}
+
+#[test]
+fn verify_checks_every_kind_on_every_backend() {
+    let v = json(&[
+        "verify",
+        "--keys",
+        "2000",
+        "--layout",
+        "8x32",
+        "--hdl-keys",
+        "0",
+    ]);
+    assert_eq!(v["ok"], true);
+    let rows = v["rows"].as_array().unwrap();
+    for kind in ["static", "counting", "stable", "window", "scalable"] {
+        let n = rows.iter().filter(|r| r["kind"] == kind).count();
+        assert!(n >= 2, "{kind}: scalar and a SIMD path, got {n}");
+    }
+    assert!(rows.iter().all(|r| r["identical"] == true));
+    let v = json(&[
+        "verify",
+        "--keys",
+        "500",
+        "--kind",
+        "window",
+        "--hdl-keys",
+        "0",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["kind"] == "window"));
+    assert!(fails(&["verify", "--kind", "bogus"], 2).contains("--kind"));
+}
