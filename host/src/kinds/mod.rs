@@ -216,3 +216,66 @@ pub fn empty(b: &FilterBuilder, keys: u64) -> Result<AnyFilter> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_sized_for_its_target() {
+        let b = FilterBuilder::new().fpp(0.01).layout(Some(Layout::L8x32));
+        let AnyFilter::Window(w) = b
+            .clone()
+            .kind(KindSpec::Window {
+                generations: 4,
+                unit: WindowUnit::Keys,
+                window: 1000,
+            })
+            .empty_any(0)
+            .unwrap()
+        else {
+            panic!("a window")
+        };
+        let p = w.params();
+        let rate = math::window_false_positive_rate(p.layout, p.blocks, 250, 4);
+        assert!(rate <= 0.01 && rate > 0.001, "{rate}");
+        let AnyFilter::Counting(s) = b
+            .clone()
+            .capacity(Some(5000))
+            .kind(KindSpec::Stable {
+                counter_bits: CounterBits::Four,
+                decrements: None,
+            })
+            .empty_any(0)
+            .unwrap()
+        else {
+            panic!("a stable filter")
+        };
+        let FilterKind::Stable { decrements, .. } = s.params().kind else {
+            panic!("a stable kind")
+        };
+        let p = s.params();
+        assert!(math::stable_false_positive_rate(p.layout, p.blocks, 15, decrements) <= 0.01);
+        assert!(math::stable_false_positive_rate(p.layout, p.blocks, 15, decrements - 1) > 0.01);
+        let sc = KindSpec::Scalable {
+            growth: 2,
+            tightening: 0.8,
+        };
+        let e = b.clone().pow2(true).kind(sc).empty_any(10).unwrap_err();
+        assert!(e.to_string().contains("--pow2"), "{e}");
+        let e = b
+            .clone()
+            .bits_per_key(8.0)
+            .kind(sc)
+            .empty_any(10)
+            .unwrap_err();
+        assert!(e.to_string().contains("false-positive rate"), "{e}");
+        let timed = KindSpec::Window {
+            generations: 2,
+            unit: WindowUnit::Nanos,
+            window: 1_000_000,
+        };
+        assert!(b.clone().kind(timed).empty_any(10).is_err());
+        assert!(b.capacity(Some(100)).kind(timed).empty_any(10).is_ok());
+    }
+}

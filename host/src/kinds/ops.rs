@@ -230,3 +230,96 @@ pub fn seen_then_insert(filter: &mut WindowFilter, hash: u64, now: u64) -> bool 
     filter.insert_hash_at(hash, now);
     seen
 }
+
+#[cfg(test)]
+mod tests {
+    use bloomlanes_core::{Layout, Params};
+
+    use super::*;
+    use crate::backend::Scalar;
+    use crate::sample::SplitMix64;
+
+    fn h(k: u64) -> u64 {
+        bloomlanes_core::xxh64_u64(k, 0)
+    }
+
+    fn window(unit: WindowUnit, span: u64) -> WindowFilter {
+        WindowFilter::new(
+            Params::new(Layout::L8x32, 64).with_kind(FilterKind::Window {
+                generations: 2,
+                unit,
+                span,
+            }),
+        )
+        .unwrap()
+    }
+
+    /// The lookup before an insert at `now` sees exactly the generations the insert keeps:
+    /// whatever it finds is still found after the insert, and whatever is gone after the insert
+    /// it does not find.
+    #[test]
+    fn window_lookups_skip_the_generations_an_insert_clears() {
+        for unit in [WindowUnit::Keys, WindowUnit::Nanos] {
+            let mut f = window(unit, 40);
+            let mut rng = SplitMix64::new(7);
+            let mut now = 0u64;
+            let keys: Vec<u64> = (0..300).collect();
+            let (mut skipped, mut gained, mut probes) = (0u64, 0u64, 0u64);
+            for (i, &k) in keys.iter().enumerate() {
+                now += rng.next().unwrap() % 30;
+                let probe_from = i.saturating_sub(150);
+                let mut after = f.clone();
+                after.insert_hash_at(h(u64::MAX - k), now);
+                for &p in &keys[probe_from..i] {
+                    let before = window_contains_at(&f, h(p), now);
+                    let kept = after.contains_hash(h(p));
+                    assert!(!before || kept, "{unit:?}: key {p} found, then lost");
+                    if f.contains_hash(h(p)) && !before {
+                        skipped += 1;
+                    }
+                    // Found only after the insert: a false positive the new key's bits made.
+                    gained += u64::from(!before && kept);
+                    probes += 1;
+                }
+                seen_then_insert(&mut f, h(k), now);
+            }
+            // A key inserted just before is found; one from far back in time or keys is not.
+            let mut g = window(unit, 40);
+            assert!(!seen_then_insert(&mut g, h(1), 0));
+            assert!(seen_then_insert(&mut g, h(1), 10));
+            let far = if unit == WindowUnit::Nanos { 1000 } else { 0 };
+            for i in 0..200 {
+                g.insert_hash_at(h(1000 + i), far);
+            }
+            assert!(!window_contains_at(&g, h(1), far), "{unit:?}");
+            // The plain lookup would have found keys about to be cleared.
+            assert!(skipped > 0, "{unit:?}");
+            assert!(gained * 100 < probes, "{unit:?}: {gained} of {probes}");
+        }
+    }
+
+    #[test]
+    fn deletions_are_refused_on_kinds_without_them() {
+        let p = Params::new(Layout::L8x32, 16);
+        let mut w = AnyFilter::Window(window(WindowUnit::Keys, 10));
+        let e = remove(&mut w, Path::new("w.blf"), Keys::U64(&[1])).unwrap_err();
+        assert!(
+            e.to_string().contains("cannot delete from a window filter"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), 2);
+        let mut s = AnyFilter::Static(bloomlanes_core::Filter::new(p));
+        assert!(remove(&mut s, Path::new("s.blf"), Keys::U64(&[1])).is_err());
+        let mut c = AnyFilter::Counting(
+            bloomlanes_core::CountingFilter::new(p.with_kind(FilterKind::Counting {
+                counter_bits: bloomlanes_core::CounterBits::Four,
+            }))
+            .unwrap(),
+        );
+        insert(&Scalar, &mut c, Keys::U64(&[1, 2, 3]), None, &mut |_| {}).unwrap();
+        let r = remove(&mut c, Path::new("c.blf"), Keys::U64(&[2, 2])).unwrap();
+        assert_eq!((r.removed, r.not_present), (1, vec![1]));
+        let a = contains(&Scalar, &c, Keys::U64(&[1, 2, 3]), &mut |_| {}).unwrap();
+        assert!(a.get(0) && a.get(2));
+    }
+}
