@@ -511,3 +511,65 @@ fn verify_checks_every_kind_on_every_backend() {
     assert!(rows.iter().all(|r| r["kind"] == "window"));
     assert!(fails(&["verify", "--kind", "bogus"], 2).contains("--kind"));
 }
+
+#[test]
+fn time_windows_and_undersized_kinds_report_honest_rates() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 500));
+    let f = at(&d, "t.blf");
+    let v = json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&f),
+        "--kind",
+        "window",
+        "--window-seconds",
+        "60",
+        "--capacity",
+        "1000",
+        "--generations",
+        "2",
+        "--fpp",
+        "0.01",
+    ]);
+    assert_eq!(v["kind"]["unit"], "ns");
+    assert_eq!(v["kind"]["window"], 60_000_000_000u64);
+    assert_eq!(matches(s(&f), s(&keys)), 500);
+    let st = json(&["stats", s(&f)]);
+    let est: Vec<f64> = st["figures"]["generation_keys_estimated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(est.len(), 3);
+    let most = est.iter().cloned().fold(0.0, f64::max);
+    assert!((most - 500.0).abs() < 50.0, "{est:?}");
+    // Sized for 500 keys per generation, holding 500 in one of three: about a third of the
+    // target (the window's worst case).
+    let fpr = st["expected_fpr"].as_f64().unwrap();
+    assert!(fpr > 0.002 && fpr < 0.005, "{fpr}");
+    // A counting filter sized for far fewer keys than it holds is reported.
+    let many = write(&d, "many.txt", lines("m", 3000));
+    let c = at(&d, "c.blf");
+    let out = bl()
+        .args([
+            "build",
+            s(&many),
+            "-o",
+            s(&c),
+            "--kind",
+            "counting",
+            "--capacity",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("--capacity"),
+        "{err}"
+    );
+}

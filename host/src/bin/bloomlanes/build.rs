@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::kinds::{ops, KindSpec};
+use bloomlanes_host::kinds::{self, ops, KindSpec};
 use bloomlanes_host::{backend, bulk, store, Error, FilterBuilder, Result, Stage};
 use clap::Args;
 use serde_json::json;
@@ -175,7 +175,18 @@ fn build_kind(
     let seconds = start.elapsed().as_secs_f64();
     store::save_any(&a.output, &filter)?;
     let p = *filter.params();
-    let s = filter.stats();
+    let (bytes, fpr) = (kinds::storage_bytes(&filter), kinds::expected_fpr(&filter));
+    let mut warnings = Warnings::default();
+    if fpr >= USELESS_FPR {
+        warnings.warn(format!(
+            "{} ({}) holds {} keys and its expected false-positive rate is {fpr:.3}: most absent \
+             keys will be answered \"may be present\"; raise --capacity (or drop it to size for \
+             the keys read)",
+            a.output.display(),
+            p.kind,
+            keys.len()
+        ));
+    }
     let backend = ops::engine_name(&*engine, &filter, Stage::Insert);
     if ctx.json {
         emit(&json!({
@@ -185,13 +196,13 @@ fn build_kind(
             "kind": kind_json(p.kind),
             "layout": p.layout.name(),
             "blocks": p.blocks,
-            "bytes": s.bytes,
+            "bytes": bytes,
             "seed": p.seed,
             "key_type": p.key_type.to_string(),
             "backend": backend,
             "seconds": seconds,
-            "expected_fpr": s.expected_fpr,
-            "warnings": [],
+            "expected_fpr": fpr,
+            "warnings": warnings.json(),
         }))?;
     } else {
         say(&format!(
@@ -204,8 +215,8 @@ fn build_kind(
             describe_inputs(summaries),
             p.layout,
             p.blocks,
-            s.bytes,
-            s.expected_fpr,
+            bytes,
+            fpr,
         ))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::input::{read_inputs, InputSummary};
-use bloomlanes_host::kinds::ops;
+use bloomlanes_host::kinds::{self, ops};
 use bloomlanes_host::{backend, store, AnyFilter, KeySet, Result, Stage};
 use clap::Args;
 use serde_json::json;
@@ -125,7 +125,7 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
             "kind": kind_json(kind),
             "inserted": keys.len(),
             "recorded_keys": s.recorded_keys,
-            "expected_fpr": s.expected_fpr,
+            "expected_fpr": kinds::expected_fpr(&filter),
             "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
             "seconds": seconds,
             "warnings": warnings.json(),
@@ -138,7 +138,7 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
             describe_inputs(&summaries),
             output.display(),
             s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),
-            s.expected_fpr
+            kinds::expected_fpr(&filter)
         ))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bloomlanes_host::bloomlanes_core::{math, window, FilterKind};
-use bloomlanes_host::{AnyFilter, FilterFile, Result, Stats};
+use bloomlanes_host::{kinds, AnyFilter, FilterFile, Result, Stats};
 use clap::Args;
 use serde_json::{json, Value};
 
@@ -112,14 +112,6 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Bytes of a filter's arrays: the image, and the counters, generations or stages.
-fn storage_bytes(f: &AnyFilter, s: &Stats) -> u64 {
-    match f {
-        AnyFilter::Counting(c) => s.bytes + c.counter_words().len() as u64 * 4,
-        _ => s.bytes,
-    }
-}
-
 /// The figures particular to a kind: counters saturated, the window's current generation, the
 /// scalable filter's stages.
 fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
@@ -157,6 +149,7 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
                 "current_generation": st.current,
                 "keys_in_current_generation": st.keys_in_current,
                 "current_generation_start_ns": st.started.then_some(st.current_start),
+                "generation_keys_estimated": kinds::generation_keys(w),
             })
         }
         AnyFilter::Scalable(sc) => json!({
@@ -174,9 +167,10 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
 
 /// `stats` of a counting, stable, window or scalable filter.
 fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<ExitCode> {
-    let s = f.stats();
+    let mut s = f.stats();
+    s.expected_fpr = kinds::expected_fpr(f);
     let p = *f.params();
-    let bytes = storage_bytes(f, &s);
+    let bytes = kinds::storage_bytes(f);
     let figures = kind_figures(f, &s);
     if ctx.json {
         emit(&json!({
