@@ -573,3 +573,50 @@ fn time_windows_and_undersized_kinds_report_honest_rates() {
         "{err}"
     );
 }
+
+#[test]
+fn counting_filters_export_their_projection() {
+    let d = tmp();
+    let all = write(&d, "all.txt", lines("k", 1500));
+    let first = write(&d, "first.txt", range_lines("k", 0..500));
+    let rest = write(&d, "rest.txt", range_lines("k", 500..1500));
+    let c = at(&d, "c.blf");
+    let common = ["--layout", "8x32", "--capacity", "1500", "--fpp", "0.01"];
+    let mut args = vec!["build", s(&all), "-o", s(&c), "--kind", "counting"];
+    args.extend(common);
+    json(&args);
+    json(&["delete", s(&c), s(&first)]);
+    // The projection is byte for byte the static filter of the keys left, in the static file
+    // format and in the Parquet form.
+    let st = at(&d, "st.blf");
+    let mut args = vec!["build", s(&rest), "-o", s(&st)];
+    args.extend(common);
+    json(&args);
+    let (p1, p2, s1) = (
+        at(&d, "c.parquet"),
+        at(&d, "st.parquet"),
+        at(&d, "c-static.blf"),
+    );
+    json(&["export", s(&c), "--parquet", s(&p1)]);
+    json(&["export", s(&st), "--parquet", s(&p2)]);
+    assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
+    let v = json(&["export", s(&c), "--static", s(&s1)]);
+    assert_eq!(v["form"], "static");
+    assert_eq!(std::fs::read(&s1).unwrap(), std::fs::read(&st).unwrap());
+    assert_eq!(json(&["stats", s(&s1)])["kind"]["name"], "static");
+    // A window or scalable filter has no single image to export.
+    let w = at(&d, "w.blf");
+    json(&[
+        "build",
+        s(&all),
+        "-o",
+        s(&w),
+        "--kind",
+        "window",
+        "--window-keys",
+        "100",
+    ]);
+    let err = fails(&["export", s(&w), "--static", s(&at(&d, "x.blf"))], 2);
+    assert!(err.contains("cannot export a window filter"), "{err}");
+    assert!(!at(&d, "x.blf").exists());
+}

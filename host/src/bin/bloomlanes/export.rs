@@ -1,19 +1,21 @@
-//! `bloomlanes export`: the Parquet split-block form, or the generated RTL and its bank files.
+//! `bloomlanes export`: the Parquet split-block form, the generated RTL and its bank files, or a
+//! static filter file; a counting or stable filter exports its projection.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{parquet_io, store, Filter, FilterFile, Result};
+use bloomlanes_host::{parquet_io, store, AnyFilter, Error, Filter, Result};
 use clap::Args;
 use serde_json::json;
 
 use crate::args::OpenArgs;
+use crate::opened::Opened;
 use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `export`.
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["parquet", "hdl"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["parquet", "hdl", "static_file"])))]
 pub struct ExportArgs {
     /// The filter file.
     filter: PathBuf,
@@ -21,6 +23,11 @@ pub struct ExportArgs {
     /// report then goes to standard error).
     #[arg(long, value_name = "FILE")]
     parquet: Option<PathBuf>,
+    /// Write the filter as a static filter file: for a counting or stable filter its projection
+    /// (a bit is set where its counter is positive), byte-identical to a static filter of the
+    /// keys present.
+    #[arg(long = "static", value_name = "FILE")]
+    static_file: Option<PathBuf>,
     /// Write HDL bank files and the generated RTL into this directory.
     #[arg(long, value_name = "DIR")]
     hdl: Option<PathBuf>,
@@ -41,8 +48,38 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     if let Some(out) = &a.parquet {
         check_output(out)?;
     }
-    let file = FilterFile::open_with(&a.filter, a.open.verify())?;
-    let filter = file.to_filter();
+    if let Some(out) = &a.static_file {
+        check_output(out)?;
+    }
+    let filter = match Opened::open(&a.filter, a.open.verify())? {
+        Opened::Static(file) => file.to_filter(),
+        Opened::Kind(AnyFilter::Counting(c)) => c.to_static(),
+        Opened::Kind(other) => {
+            return Err(Error::KindUnsupported {
+                path: a.filter.clone(),
+                op: "export",
+                kind: other.params().kind.name().to_string(),
+                hint: "it holds several images (generations or stages), not one static filter; \
+                       static, counting and stable filters export",
+            })
+        }
+    };
+    if let Some(out) = &a.static_file {
+        store::save_filter(out, &filter)?;
+        if ctx.json {
+            emit(
+                &json!({"output": out.display().to_string(), "form": "static",
+                         "bytes": filter.byte_len()}),
+            )?;
+        } else {
+            say(&format!(
+                "wrote {} as a static filter to {} ({} bytes of bits)",
+                a.filter.display(),
+                out.display(),
+                filter.byte_len()
+            ))?;
+        }
+    }
     if let Some(out) = &a.parquet {
         let bytes = parquet_io::export(&filter)?;
         let mut warnings = Warnings::default();
