@@ -620,3 +620,88 @@ fn counting_filters_export_their_projection() {
     assert!(err.contains("cannot export a window filter"), "{err}");
     assert!(!at(&d, "x.blf").exists());
 }
+
+/// A classic little-endian pcap of Ethernet frames carrying IPv4 TCP packets
+/// `10.0.0.a:port -> 10.0.0.1:80` for each `(a, port)`, plus one ARP frame.
+fn capture(packets: &[(u8, u16)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    let mut frames: Vec<Vec<u8>> = packets
+        .iter()
+        .map(|&(a, port)| {
+            let mut f = vec![0xaa; 6];
+            f.extend_from_slice(&[0xbb; 6]);
+            f.extend_from_slice(&0x0800u16.to_be_bytes());
+            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0]);
+            f.extend_from_slice(&[10, 0, 0, a, 10, 0, 0, 1]);
+            f.extend_from_slice(&port.to_be_bytes());
+            f.extend_from_slice(&80u16.to_be_bytes());
+            f.extend_from_slice(&[0; 16]);
+            f
+        })
+        .collect();
+    let mut arp = vec![0xff; 12];
+    arp.extend_from_slice(&[0x08, 0x06]);
+    arp.extend_from_slice(&[0; 28]);
+    frames.push(arp);
+    for (i, f) in frames.iter().enumerate() {
+        b.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
+    }
+    b
+}
+
+#[test]
+fn dedup_reads_packets_and_writes_the_new_flows() {
+    let d = tmp();
+    // 100 flows, then the first 50 again (within 200 packets: repeats), then 300 other flows,
+    // then flow 0 again (more than a window and every stored generation back: new again).
+    let mut packets: Vec<(u8, u16)> = (0..100).map(|i| (1, 1000 + i)).collect();
+    packets.extend((0..50).map(|i| (1, 1000 + i)));
+    packets.extend((0..300).map(|i| (2, 5000 + i)));
+    packets.push((1, 1000));
+    let cap = write(&d, "c.pcap", capture(&packets));
+    let out = bl()
+        .args(["dedup", s(&cap), "--window-keys", "200"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let flows: Vec<&str> = text.lines().collect();
+    assert!(flows.len() >= 398 && flows.len() <= 401, "{}", flows.len());
+    assert_eq!(flows[0], "10.0.0.1:1000 -> 10.0.0.1:80 proto 6");
+    assert_eq!(
+        *flows.last().unwrap(),
+        "10.0.0.1:1000 -> 10.0.0.1:80 proto 6"
+    );
+    assert!(!flows[100..].iter().any(|f| f.contains("10.0.0.1:1049 ")));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("451 lines") && err.contains("1 packets not IP"),
+        "{err}"
+    );
+    let e = fails(
+        &[
+            "dedup",
+            s(&cap),
+            "--window-seconds",
+            "1",
+            "--capacity",
+            "10",
+        ],
+        1,
+    );
+    assert!(e.contains("--window-keys"), "{e}");
+}

@@ -1,18 +1,21 @@
 //! `bloomlanes dedup`: a streaming duplicate filter. Each line (a key: its bytes without the
 //! `\n` or `\r\n`) is written out the first time it is seen among the last N lines (or within
 //! the last T seconds of arrival), with a sliding-window filter in memory; a repeat within the
-//! window is dropped. A false positive drops a line that was not a repeat, at the rate the
+//! window is dropped. A packet capture (pcap or pcapng, recognised by its magic number) is read
+//! packet by packet instead: each IP packet's 5-tuple is the key, and the flows seen first among
+//! the last N packets are written as text (`src:port -> dst:port proto N`). A false positive drops a line that was not a repeat, at the rate the
 //! window was sized for (--fpp); a repeat is never let through while it is inside the window.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::bloomlanes_core::{math, AnyFilter, KeyType, WindowFilter, WindowUnit};
+use bloomlanes_host::input::pcap;
 use bloomlanes_host::kinds::{ops, KindSpec};
-use bloomlanes_host::{store, Error, FilterBuilder, Result};
+use bloomlanes_host::{store, Error, FilterBuilder, Location, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -25,7 +28,8 @@ use crate::Ctx;
 /// Arguments of `dedup`.
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Input files, read in order as one stream (none, or "-": standard input).
+    /// Input files, read in order as one stream (none, or "-": standard input): text lines, or
+    /// packet captures (pcap/pcapng: one key per IP packet, its 5-tuple).
     inputs: Vec<PathBuf>,
     /// Where to write the lines kept [default: standard output]; a file appears only once
     /// complete.
@@ -62,6 +66,7 @@ pub struct DedupArgs {
 struct Counts {
     lines: u64,
     kept: u64,
+    packets_skipped: u64,
 }
 
 /// Opens one input of the stream.
@@ -96,6 +101,38 @@ fn stream(
         } else {
             path.as_path()
         };
+        let peek = r.fill_buf().map_err(|e| Error::io(name, "read", e))?;
+        if pcap::is_capture(peek) {
+            if timed {
+                return Err(Error::input(
+                    name,
+                    None,
+                    "a packet capture is deduplicated over --window-keys packets (packet \
+                     timestamps are not read for --window-seconds)",
+                ));
+            }
+            let mut bytes = Vec::new();
+            r.read_to_end(&mut bytes)
+                .map_err(|e| Error::io(name, "read", e))?;
+            let cap = pcap::parse(&bytes).map_err(|e| {
+                Error::input_with(
+                    name,
+                    Some(Location::Byte(e.offset)),
+                    format!("unreadable capture: {}", e.what),
+                    e,
+                )
+            })?;
+            counts.packets_skipped += cap.non_ip + cap.malformed;
+            for t in &cap.tuples {
+                let seen = ops::seen_then_insert(window, params.hash_key(t.as_slice()), 0);
+                counts.lines += 1;
+                if seen == a.duplicates {
+                    counts.kept += 1;
+                    writeln!(out, "{}", pcap::format_tuple(t)).map_err(out_err)?;
+                }
+            }
+            continue;
+        }
         loop {
             line.clear();
             let n = r
@@ -210,6 +247,7 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
     if ctx.json {
         let v = json!({
             "lines": counts.lines,
+            "packets_skipped": counts.packets_skipped,
             "kept": counts.kept,
             "dropped": counts.lines - counts.kept,
             "written": if a.duplicates { "duplicates" } else { "first seen" },
@@ -233,9 +271,17 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
             _ => String::new(),
         };
         eprintln!(
-            "dedup: {} lines, {} {what}, {} dropped (repeats within {window}; {}, {} bytes, \
+            "dedup: {} lines{}, {} {what}, {} dropped (repeats within {window}; {}, {} bytes, \
              false-positive rate at most {:.1e})",
             counts.lines,
+            if counts.packets_skipped > 0 {
+                format!(
+                    " ({} packets not IP or cut short skipped)",
+                    counts.packets_skipped
+                )
+            } else {
+                String::new()
+            },
             counts.kept,
             counts.lines - counts.kept,
             p.kind,
