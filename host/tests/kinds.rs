@@ -619,6 +619,13 @@ fn counting_filters_export_their_projection() {
     let err = fails(&["export", s(&w), "--static", s(&at(&d, "x.blf"))], 2);
     assert!(err.contains("cannot export a window filter"), "{err}");
     assert!(!at(&d, "x.blf").exists());
+    // Merging takes static filters: a counting one is refused naming the way to one.
+    let err = fails(&["merge", s(&c), s(&st), "-o", s(&at(&d, "m.blf"))], 2);
+    assert!(
+        err.contains("cannot merge a counting filter") && err.contains("export --static"),
+        "{err}"
+    );
+    json(&["merge", s(&s1), s(&st), "-o", s(&at(&d, "m.blf"))]);
 }
 
 /// A classic little-endian pcap of Ethernet frames carrying IPv4 TCP packets

@@ -60,7 +60,8 @@ pub struct OpenArgs {
     /// which dominates a query of a few keys into a large filter (1000 keys, 4 GiB: 0.62 s
     /// instead of under 0.01 s from the page cache, 4.4 s instead of 0.2 s from disk; see
     /// BENCHMARKS.md). The header and lengths are still checked; bits damaged on disk go
-    /// unnoticed.
+    /// unnoticed. Static filters only: files of the other kinds are read whole and always
+    /// checked.
     #[arg(long)]
     no_verify_payload: bool,
 }

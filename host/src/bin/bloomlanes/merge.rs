@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{ops, store, FilterFile, MergeOp, Result};
+use bloomlanes_host::{ops, store, Error, FilterFile, MergeOp, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -37,13 +37,30 @@ pub struct MergeArgs {
     open: OpenArgs,
 }
 
+/// The refusal to merge a filter of another kind than static, naming it.
+fn other_kind(path: &std::path::Path) -> Error {
+    let kind = store::load_any(path)
+        .map(|f| f.params().kind.name().to_string())
+        .unwrap_or_else(|_| "non-static".into());
+    Error::KindUnsupported {
+        path: path.to_path_buf(),
+        op: "merge",
+        kind,
+        hint: "merging takes static filters (`bloomlanes export --static` writes a counting or \
+               stable filter's projection as one)",
+    }
+}
+
 /// Runs `merge`.
 pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
     check_output(&a.output)?;
     let files = a
         .filters
         .iter()
-        .map(|p| FilterFile::open_with(p, a.open.verify()))
+        .map(|p| match FilterFile::open_with(p, a.open.verify()) {
+            Err(e) if store::is_other_kind(&e) => Err(other_kind(p)),
+            r => r,
+        })
         .collect::<Result<Vec<_>>>()?;
     let op = match a.op {
         OpArg::Union => MergeOp::Union,
