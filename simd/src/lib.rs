@@ -42,7 +42,9 @@ use std::sync::OnceLock;
 use bloomlanes_core::{block_index, FilterMut, FilterRef, Keys, Params};
 use rayon::prelude::*;
 
-pub use partition::{CacheSizes, PartitionAuto, PartitionMode, Partitioning};
+pub use partition::{
+    release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
+};
 
 mod arch;
 mod bulk;

@@ -62,6 +62,14 @@ use scatter::PartOf;
 
 pub(crate) use par_insert::par_insert;
 
+/// Frees the scratch memory that partitioned operations keep for reuse. They keep the scratch
+/// of the two largest recent calls (about 10 bytes per key of a round, see
+/// [`Partitioning::round_keys`]), because fresh memory must be faulted in page by page, which
+/// costs about as much again as the partitioning itself.
+pub fn release_partition_scratch() {
+    run::release_scratch();
+}
+
 /// Whether bulk operations partition the batch by filter region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PartitionMode {

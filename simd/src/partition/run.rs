@@ -32,17 +32,61 @@ struct Scratch {
     answers: Vec<u64>,
 }
 
+/// Scratch kept between calls: memory that was touched once need not be faulted in again
+/// (a fresh page costs about as much as partitioning 2 kilobytes of keys). At most
+/// [`POOL_KEEP`] sets are kept, the largest; [`crate::release_partition_scratch`] frees them.
+static POOL: std::sync::Mutex<Vec<Scratch>> = std::sync::Mutex::new(Vec::new());
+
+/// Scratch sets kept for reuse (one per thread that runs partitioned operations at once).
+const POOL_KEEP: usize = 2;
+
+/// Frees the scratch kept for reuse.
+pub(crate) fn release_scratch() {
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    pool.clear();
+}
+
 impl Scratch {
-    fn new(plan: &Plan, n: usize, lookup: bool) -> Scratch {
+    /// A scratch set for `plan` and a batch of `n` keys: the largest kept one, made ready,
+    /// or a new one.
+    fn take(plan: &Plan, n: usize, lookup: bool) -> Scratch {
+        let kept = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut s = kept.unwrap_or(Scratch {
+            scatters: Vec::new(),
+            ids: Vec::new(),
+            answers: Vec::new(),
+        });
         let round = plan.round_keys.min(n);
         let producers = round.div_ceil(plan.task_keys).max(1);
         let task = plan.task_keys.min(round);
-        Scratch {
-            scatters: (0..producers)
-                .map(|_| Scatter::new(plan.part_of, plan.parts, task, plan.stream))
-                .collect(),
-            ids: if lookup { vec![0; round] } else { Vec::new() },
-            answers: Vec::new(),
+        s.scatters.truncate(producers);
+        for sc in &mut s.scatters {
+            sc.prepare(plan.part_of, plan.parts, task, plan.stream);
+        }
+        while s.scatters.len() < producers {
+            s.scatters
+                .push(Scatter::new(plan.part_of, plan.parts, task, plan.stream));
+        }
+        if lookup && s.ids.len() < round {
+            s.ids = vec![0; round];
+        }
+        s
+    }
+
+    /// The bytes of memory held.
+    fn bytes(&self) -> usize {
+        self.scatters.iter().map(Scatter::bytes).sum::<usize>()
+            + self.ids.capacity() * 2
+            + self.answers.capacity() * 8
+    }
+
+    /// Keeps the scratch for the next call (the largest [`POOL_KEEP`] sets are kept).
+    fn give_back(self) {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        pool.push(self);
+        pool.sort_by_key(Scratch::bytes);
+        if pool.len() > POOL_KEEP {
+            pool.remove(0);
         }
     }
 
@@ -162,7 +206,7 @@ pub(crate) fn contains(
     let params = *filter.params();
     let words = filter.words();
     let fns = probe.fns;
-    let mut scratch = Scratch::new(plan, n, true);
+    let mut scratch = Scratch::take(plan, n, true);
     let mut start = 0;
     while start < n {
         let len = (n - start).min(plan.round_keys);
@@ -270,6 +314,7 @@ pub(crate) fn contains(
         }
         start += len;
     }
+    scratch.give_back();
 }
 
 /// Partitioned insert of every key of `keys`: each partition's slice of the filter is written
@@ -287,7 +332,7 @@ pub(crate) fn insert(
     }
     let params = *filter.params();
     let fns = probe.fns;
-    let mut scratch = Scratch::new(plan, n, false);
+    let mut scratch = Scratch::take(plan, n, false);
     let mut parts = part_ranges(plan, &params, filter.words_mut());
     let mut start = 0;
     while start < n {
@@ -325,4 +370,5 @@ pub(crate) fn insert(
         }
         start += len;
     }
+    scratch.give_back();
 }

@@ -44,47 +44,48 @@ impl Lines {
         (self.buf.len() - self.base) / LINE
     }
 
+    /// Makes room for at least `lines` lines (their contents are then unspecified): keeps the
+    /// memory if it is large enough, else allocates zeroed lines anew.
+    fn ensure(&mut self, lines: usize) {
+        if self.len() < lines {
+            *self = Lines::zeroed(lines);
+        }
+    }
+
+    /// The bytes of memory held.
+    fn bytes(&self) -> usize {
+        self.buf.len() * 8
+    }
+
     /// The `count` hashes from line `line` on.
     pub(crate) fn words(&self, line: usize, count: usize) -> &[u64] {
         let at = self.base + line * LINE;
         &self.buf[at..at + count]
     }
-
-    fn line_mut(&mut self, line: usize) -> &mut [u64; LINE] {
-        let at = self.base + line * LINE;
-        (&mut self.buf[at..at + LINE])
-            .try_into()
-            .expect("a line is 8 words")
-    }
-
-    /// Copies line `from` of `src` into line `to` of `self`, bypassing the caches if `stream`.
-    fn copy_line(&mut self, to: usize, src: &Lines, from: usize, stream: bool) {
-        let s: &[u64; LINE] = src.words(from, LINE).try_into().expect("8 words");
-        let d = self.line_mut(to);
-        if stream {
-            stream_line(d, s);
-        } else {
-            *d = *s;
-        }
-    }
 }
 
-/// Writes `src` to `dst` with non-temporal stores (a whole line: no read for ownership).
+/// Writes `src` to `dst` with non-temporal stores (a whole line: no read for ownership) if
+/// `dst` is 16-byte aligned (the lines of a [`Lines`] buffer are 64-byte aligned), else with
+/// plain stores.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn stream_line(dst: &mut [u64; LINE], src: &[u64; LINE]) {
-    use core::arch::x86_64::{__m128i, _mm_load_si128, _mm_stream_si128};
+    use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    if !(dst.as_ptr() as usize).is_multiple_of(16) {
+        *dst = *src;
+        return;
+    }
     let (d, s) = (
         dst.as_mut_ptr().cast::<__m128i>(),
         src.as_ptr().cast::<__m128i>(),
     );
-    // SAFETY: SSE2 is baseline on x86_64. Both lines are 64 bytes of a `Lines` buffer, which
-    // start at a 64-byte boundary (`Lines::base`), so the four 16-byte parts are 16-aligned as
-    // `load`/`stream` need; `dst` is exclusively borrowed, `src` shared, and they are different
-    // buffers. The stores are weakly ordered: `fence` runs before any other thread reads them.
+    // SAFETY: SSE2 is baseline on x86_64. `src` is 64 readable bytes (unaligned loads), `dst`
+    // 64 writable bytes, exclusively borrowed, at a 16-byte boundary (checked above) as
+    // `_mm_stream_si128` needs. The stores are weakly ordered: `fence` runs before any other
+    // thread reads them.
     unsafe {
         for i in 0..4 {
-            _mm_stream_si128(d.add(i), _mm_load_si128(s.add(i)));
+            _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
         }
     }
 }
@@ -121,10 +122,83 @@ impl PartOf {
     }
 }
 
+/// The page chains of the partitions, borrowed apart from the rest of a [`Scatter`].
+struct Chains<'a> {
+    head: &'a mut [u32],
+    tail: &'a mut [u32],
+    next: &'a mut [u32],
+    used: &'a mut usize,
+}
+
+impl Chains<'_> {
+    /// Chains a new page to partition `p`.
+    ///
+    /// # Panics
+    /// If every page is taken (more keys than the scratch was made for).
+    #[cold]
+    #[inline(never)]
+    fn new_page(&mut self, p: usize) {
+        let page = *self.used;
+        assert!(
+            page < self.next.len(),
+            "partition scratch overflow: more keys than the scratch was made for"
+        );
+        *self.used += 1;
+        match self.tail[p] {
+            NONE => self.head[p] = page as u32,
+            t => self.next[t as usize] = page as u32,
+        }
+        self.next[page] = NONE;
+        self.tail[p] = page as u32;
+    }
+}
+
+/// The scatter loop of [`Scatter`], on borrowed slices (so that the compiler keeps their
+/// addresses in registers): `wc` and `pages` start at their 64-byte boundaries.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn push<const IDS: bool>(
+    part_of: PartOf,
+    page_lines: usize,
+    stream: bool,
+    hashes: &[u64],
+    ids: &mut [u16],
+    counts: &mut [u32],
+    wc: &mut [u64],
+    chains: &mut Chains<'_>,
+    pages: &mut [u64],
+) {
+    for (i, &h) in hashes.iter().enumerate() {
+        let p = part_of.of(h);
+        if IDS {
+            ids[i] = p as u16;
+        }
+        let c = counts[p] as usize;
+        counts[p] = c as u32 + 1;
+        wc[p * LINE + c % LINE] = h;
+        if c % LINE == LINE - 1 {
+            // Line `c / 8` of the partition is full: to its slot in the current page, or the
+            // first slot of a new one.
+            let slot = (c / LINE) & (page_lines - 1);
+            if slot == 0 {
+                chains.new_page(p);
+            }
+            let to = (chains.tail[p] as usize * page_lines + slot) * LINE;
+            let src: &[u64; LINE] = wc[p * LINE..p * LINE + LINE].try_into().expect("a line");
+            let dst: &mut [u64; LINE] = (&mut pages[to..to + LINE]).try_into().expect("a line");
+            if stream {
+                stream_line(dst, src);
+            } else {
+                *dst = *src;
+            }
+        }
+    }
+}
+
 /// One producer's hashes, scattered by partition.
 pub(crate) struct Scatter {
     part_of: PartOf,
-    /// Lines per page.
+    /// Lines per page (a power of two).
     page_lines: usize,
     /// Non-temporal copies of full lines.
     stream: bool,
@@ -135,32 +209,56 @@ pub(crate) struct Scatter {
     /// Each partition's first and last page, or `NONE`.
     head: Vec<u32>,
     tail: Vec<u32>,
-    /// The next page of each page's partition, or `NONE`.
+    /// The next page of each page's partition, or `NONE` (as long as the pages can be).
     next: Vec<u32>,
+    /// Pages handed out so far.
+    used: usize,
     pages: Lines,
 }
 
 impl Scatter {
     /// Scratch for up to `keys` hashes in `parts` partitions.
     pub(crate) fn new(part_of: PartOf, parts: usize, keys: usize, stream: bool) -> Scatter {
-        // Pages about as large as a partition's share of the keys (8 … 64 lines), so that the
+        let mut s = Scatter {
+            part_of,
+            page_lines: 1,
+            stream,
+            counts: Vec::new(),
+            wc: Lines::zeroed(0),
+            head: Vec::new(),
+            tail: Vec::new(),
+            next: Vec::new(),
+            used: 0,
+            pages: Lines::zeroed(0),
+        };
+        s.prepare(part_of, parts, keys, stream);
+        s
+    }
+
+    /// Makes the scratch ready for up to `keys` hashes in `parts` partitions, empty, keeping
+    /// its memory where it is large enough (memory touched once need not be faulted in again).
+    pub(crate) fn prepare(&mut self, part_of: PartOf, parts: usize, keys: usize, stream: bool) {
+        // Pages about as large as a partition's share of the keys (1 … 64 lines), so that the
         // partly filled last page of each partition wastes at most about the keys' own size.
         let per_part_lines = keys / parts.max(1) / LINE;
         let page_lines = per_part_lines.next_power_of_two().clamp(1, 64);
         // Each partition fills `⌊c / 8⌋` lines in `⌈⌊c / 8⌋ / page_lines⌉` pages, at most
         // `keys / (8 page_lines) + parts` pages over all partitions.
         let max_pages = keys / (LINE * page_lines) + parts;
-        Scatter {
-            part_of,
-            page_lines,
-            stream,
-            counts: vec![0; parts],
-            wc: Lines::zeroed(parts),
-            head: vec![NONE; parts],
-            tail: vec![NONE; parts],
-            next: Vec::with_capacity(max_pages),
-            pages: Lines::zeroed(max_pages * page_lines),
-        }
+        self.part_of = part_of;
+        self.page_lines = page_lines;
+        self.stream = stream;
+        self.counts.clear();
+        self.counts.resize(parts, 0);
+        self.head.clear();
+        self.head.resize(parts, NONE);
+        self.tail.clear();
+        self.tail.resize(parts, NONE);
+        self.next.clear();
+        self.next.resize(max_pages, NONE);
+        self.used = 0;
+        self.wc.ensure(parts);
+        self.pages.ensure(max_pages * page_lines);
     }
 
     /// Forgets the hashes (keeps the memory).
@@ -168,7 +266,15 @@ impl Scatter {
         self.counts.fill(0);
         self.head.fill(NONE);
         self.tail.fill(NONE);
-        self.next.clear();
+        self.used = 0;
+    }
+
+    /// The bytes of memory held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.wc.bytes()
+            + self.pages.bytes()
+            + self.next.capacity() * 4
+            + self.counts.capacity() * 12
     }
 
     /// How many hashes partition `p` holds.
@@ -210,42 +316,25 @@ impl Scatter {
     /// Scatters `hashes` (and, if `IDS`, writes their partitions to `ids`).
     #[inline(always)]
     fn push<const IDS: bool>(&mut self, hashes: &[u64], ids: &mut [u16]) {
-        for (i, &h) in hashes.iter().enumerate() {
-            let p = self.part_of.of(h);
-            if IDS {
-                ids[i] = p as u16;
-            }
-            let c = self.counts[p] as usize;
-            self.counts[p] = c as u32 + 1;
-            self.wc.buf[self.wc.base + p * LINE + c % LINE] = h;
-            if c % LINE == LINE - 1 {
-                self.flush(p, c / LINE);
-            }
-        }
-    }
-
-    /// Moves the full write-combining line of partition `p`, its line number `line`, to its
-    /// place in the partition's pages.
-    #[cold]
-    #[inline(never)]
-    fn flush(&mut self, p: usize, line: usize) {
-        let slot = line % self.page_lines;
-        if slot == 0 {
-            let page = self.next.len() as u32;
-            assert!(
-                (page as usize + 1) * self.page_lines <= self.pages.len(),
-                "partition scratch overflow: more keys than the scratch was made for"
-            );
-            self.next.push(NONE);
-            match self.tail[p] {
-                NONE => self.head[p] = page,
-                t => self.next[t as usize] = page,
-            }
-            self.tail[p] = page;
-        }
-        let to = self.tail[p] as usize * self.page_lines + slot;
-        let (pages, wc) = (&mut self.pages, &self.wc);
-        pages.copy_line(to, wc, p, self.stream);
+        let wc_base = self.wc.base;
+        let pages_base = self.pages.base;
+        let mut chains = Chains {
+            head: &mut self.head,
+            tail: &mut self.tail,
+            next: &mut self.next,
+            used: &mut self.used,
+        };
+        push::<IDS>(
+            self.part_of,
+            self.page_lines,
+            self.stream,
+            hashes,
+            ids,
+            &mut self.counts,
+            &mut self.wc.buf[wc_base..],
+            &mut chains,
+            &mut self.pages.buf[pages_base..],
+        );
     }
 
     /// Calls `f` on the hashes of partition `p` in input order, a run of whole lines (one page or
