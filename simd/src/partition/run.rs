@@ -236,7 +236,14 @@ pub(crate) fn contains(
             slices.push((p, a));
             rest = b;
         }
+        let per = params.layout.block_u32s();
+        let part_words = plan.blocks_per_part as usize * per;
         let probe_part = |stage: &mut Vec<u64>, (p, bits): (usize, &mut [u64])| {
+            let slice =
+                &words[(p * part_words).min(words.len())..((p + 1) * part_words).min(words.len())];
+            if worth_preloading(bits.len() * 64, slice.len()) {
+                preload(slice);
+            }
             let mut w = 0;
             staged(scatters, p, stage, |hashes| {
                 let words_out = hashes.len().div_ceil(64);
