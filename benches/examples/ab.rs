@@ -4,15 +4,17 @@
 //! `par_ranges` (`AB_RANGES` ranges), `hash`; prints the median and the best of `reps` runs in
 //! M keys/s.
 //!
-//! Environment: `AB_BATCH` keys per call (default 2^18; 4 calls per run), `AB_CLOCK=thread-cpu`
+//! Environment: `AB_BATCH` keys per call (default 2^18; `AB_CALLS` calls per run, default 4), `AB_CLOCK=thread-cpu`
 //! times the calling thread's CPU time instead of wall time (one-thread ops only), `AB_FILL`
-//! caps the keys inserted before the run (default 16 Mi).
+//! caps the keys inserted before the run (default 16 Mi), `AB_MODE=direct|partitioned|auto`
+//! sets the probe's partitioning mode (default auto), `AB_SLICE` its slice bytes,
+//! `AB_FORM=hashes` gives the batch as hashes (no hashing in the timed run).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
-use bloomlanes_simd::Probe;
+use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -105,7 +107,20 @@ fn main() {
         .ok()
         .map(|s| parse_size(&s))
         .unwrap_or(16 << 20);
-    let probe = Probe::active();
+    let mode = match std::env::var("AB_MODE").as_deref() {
+        Ok("direct") => PartitionMode::Direct,
+        Ok("partitioned") => PartitionMode::Partitioned,
+        _ => PartitionMode::Auto,
+    };
+    let slice_bytes = std::env::var("AB_SLICE")
+        .ok()
+        .map(|s| parse_size(&s))
+        .unwrap_or(0);
+    let probe = Probe::active().with_partitioning(Partitioning {
+        mode,
+        slice_bytes,
+        ..Partitioning::default()
+    });
     let ranges: usize = std::env::var("AB_RANGES")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -130,16 +145,34 @@ fn main() {
         sbbf.insert_hash(xxh64_u64(k, 0));
     }
     let mut out = vec![0u8; batch];
+    let mut list = Vec::new();
     let mut bits = vec![0u64; batch.div_ceil(64)];
-    let mut hashes = vec![0u64; batch];
+    let mut hashes = vec![0u64; if op == "hash" { batch } else { 0 }];
+    // `AB_FORM=hashes`: the keys' hashes are given instead of the keys (no hashing in the run).
+    let given: Vec<u64> = if std::env::var("AB_FORM").as_deref() == Ok("hashes") {
+        keys.iter().map(|&k| xxh64_u64(k, 0)).collect()
+    } else {
+        Vec::new()
+    };
+    let batch_keys = if given.is_empty() {
+        Keys::U64(&keys)
+    } else {
+        Keys::Hashes(&given)
+    };
     let mut times = Vec::new();
+    let calls: usize = std::env::var("AB_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
     for _ in 0..reps {
         let (t, c) = (Instant::now(), thread_cpu_time_if(cpu_clock));
-        for _ in 0..4 {
+        for _ in 0..calls {
             match op {
-                "contains" => probe.contains(f.as_view(), Keys::U64(&keys), &mut out),
-                "bitmap" => probe.contains_bitmap(f.as_view(), Keys::U64(&keys), &mut bits),
-                "par_contains" => probe.par_contains(f.as_view(), Keys::U64(&keys), &mut out),
+                "contains" => probe.contains(f.as_view(), batch_keys, &mut out),
+                "bitmap" => probe.contains_bitmap(f.as_view(), batch_keys, &mut bits),
+                "par_bitmap" => probe.par_contains_bitmap(f.as_view(), batch_keys, &mut bits),
+                "positions" => probe.contains_positions(f.as_view(), batch_keys, &mut list),
+                "par_contains" => probe.par_contains(f.as_view(), batch_keys, &mut out),
                 "sbbf" => {
                     for (o, &k) in out.iter_mut().zip(keys.iter()) {
                         *o = u8::from(sbbf.contains_hash(xxh64_u64(k, 0)));
@@ -148,9 +181,9 @@ fn main() {
                 "sol" => {
                     black_box(speed_of_light(&sol_buf, &keys));
                 }
-                "insert" => probe.insert(f.as_view_mut(), Keys::U64(&keys)),
-                "par_insert" => probe.par_insert(f.as_view_mut(), Keys::U64(&keys)),
-                "par_ranges" => probe.par_insert_ranges(f.as_view_mut(), Keys::U64(&keys), ranges),
+                "insert" => probe.insert(f.as_view_mut(), batch_keys),
+                "par_insert" => probe.par_insert(f.as_view_mut(), batch_keys),
+                "par_ranges" => probe.par_insert_ranges(f.as_view_mut(), batch_keys, ranges),
                 "hash" => {
                     for (h, &k) in hashes.iter_mut().zip(black_box(&keys)) {
                         *h = xxh64_u64(k, 0);
@@ -173,8 +206,8 @@ fn main() {
     println!(
         "{op} {bytes} B, batch {batch}{}: median {:.1} M keys/s, best {:.1}",
         if cpu_clock { " (thread CPU time)" } else { "" },
-        4.0 * batch as f64 / med / 1e6,
-        4.0 * batch as f64 / times[0] / 1e6
+        (calls * batch) as f64 / med / 1e6,
+        (calls * batch) as f64 / times[0] / 1e6
     );
 }
 

@@ -35,7 +35,14 @@ fn thread_cpu_time() -> Duration {
 fn best_on(cpu: bool, reps: usize, mut run: impl FnMut()) -> f64 {
     (0..reps)
         .map(|_| {
-            let (t, c) = (Instant::now(), if cpu { thread_cpu_time() } else { Duration::ZERO });
+            let (t, c) = (
+                Instant::now(),
+                if cpu {
+                    thread_cpu_time()
+                } else {
+                    Duration::ZERO
+                },
+            );
             run();
             if cpu {
                 (thread_cpu_time() - c).as_secs_f64()
@@ -76,9 +83,17 @@ fn main() {
     });
     println!("read  1 thread : {:6.1} GB/s", gb(bytes, t));
     let t = best(reps, &mut || {
-        black_box(src.par_chunks(chunk).map(sum).reduce(|| 0, u64::wrapping_add));
+        black_box(
+            src.par_chunks(chunk)
+                .map(sum)
+                .reduce(|| 0, u64::wrapping_add),
+        );
     });
-    println!("read  all ({}) : {:6.1} GB/s", rayon::current_num_threads(), gb(bytes, t));
+    println!(
+        "read  all ({}) : {:6.1} GB/s",
+        rayon::current_num_threads(),
+        gb(bytes, t)
+    );
     let t = best1(reps, &mut || {
         black_box(&mut dst).fill(black_box(7));
     });
@@ -90,11 +105,17 @@ fn main() {
     let t = best1(reps, &mut || {
         black_box(&mut dst).copy_from_slice(black_box(&src));
     });
-    println!("copy  1 thread : {:6.1} GB/s (read + written)", gb(2.0 * bytes, t));
+    println!(
+        "copy  1 thread : {:6.1} GB/s (read + written)",
+        gb(2.0 * bytes, t)
+    );
     let t = best(reps, &mut || {
         dst.par_chunks_mut(chunk)
             .zip(src.par_chunks(chunk))
             .for_each(|(d, s)| d.copy_from_slice(s));
     });
-    println!("copy  all      : {:6.1} GB/s (read + written)", gb(2.0 * bytes, t));
+    println!(
+        "copy  all      : {:6.1} GB/s (read + written)",
+        gb(2.0 * bytes, t)
+    );
 }
