@@ -7,7 +7,7 @@
 
 mod common;
 
-use bloomlanes_core::{FilterMut, FilterRef, Layout, Params};
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Params};
 use bloomlanes_simd::{CacheSizes, PartitionAuto, PartitionMode, Partitioning, Probe};
 use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
 use proptest::prelude::*;
@@ -277,4 +277,167 @@ fn the_automatic_rule() {
         )
         .unwrap();
     }
+}
+
+/// Every output of `part` against the same probe in [`PartitionMode::Direct`]: lookups into
+/// bytes, bitmaps and positions (one thread and all threads) and the filter bytes after
+/// inserts, for one filter and one batch.
+fn same_as_direct(probe: Probe, part: Partitioning, params: Params, base: &[u32], keys: &[u64]) {
+    let direct = probe.with_partitioning(Partitioning {
+        mode: PartitionMode::Direct,
+        ..part
+    });
+    let parted = probe.with_partitioning(part);
+    let what = format!("{} {:?}, {} keys", probe.path(), params.layout, keys.len());
+    let ks = bloomlanes_core::Keys::U64(keys);
+
+    let mut want = base.to_vec();
+    direct.insert(FilterMut::new(params, &mut want).unwrap(), ks);
+    let mut got = base.to_vec();
+    parted.insert(FilterMut::new(params, &mut got).unwrap(), ks);
+    assert_eq!(got, want, "insert filter bytes, {what}");
+    let mut got = base.to_vec();
+    pool(2).install(|| parted.par_insert(FilterMut::new(params, &mut got).unwrap(), ks));
+    assert_eq!(got, want, "par_insert filter bytes, {what}");
+
+    // Probe the filter before the inserts, so that about half the inserted keys are absent.
+    let view = FilterRef::new(params, base).unwrap();
+    let (mut a, mut b) = (vec![7u8; keys.len()], vec![9u8; keys.len()]);
+    direct.contains(view, ks, &mut a);
+    parted.contains(view, ks, &mut b);
+    assert_eq!(b, a, "contains, {what}");
+    pool(2).install(|| parted.par_contains(view, ks, &mut b));
+    assert_eq!(b, a, "par_contains, {what}");
+    let words = keys.len().div_ceil(64);
+    let (mut a, mut b) = (vec![0u64; words], vec![u64::MAX; words]);
+    direct.contains_bitmap(view, ks, &mut a);
+    parted.contains_bitmap(view, ks, &mut b);
+    assert_eq!(b, a, "contains_bitmap, {what}");
+    pool(2).install(|| parted.par_contains_bitmap(view, ks, &mut b));
+    assert_eq!(b, a, "par_contains_bitmap, {what}");
+    let (mut a, mut b) = (Vec::new(), vec![1, 2, 3]);
+    direct.contains_positions(view, ks, &mut a);
+    parted.contains_positions(view, ks, &mut b);
+    assert_eq!(b, a, "contains_positions, {what}");
+    pool(2).install(|| parted.par_contains_positions(view, ks, &mut b));
+    assert_eq!(b, a, "par_contains_positions, {what}");
+}
+
+/// The partitioned path gives bit for bit the direct path's answers and filter bytes, for every
+/// path and layout: one block, odd block counts, no keys, one key, ragged batches; partitions
+/// of one block and of a few, rounds and tasks of 64 keys and of the defaults.
+#[test]
+fn partitioned_is_bit_identical_to_direct() {
+    let mut state = 21;
+    let keys: Vec<u64> = (0..1537).map(|_| splitmix(&mut state)).collect();
+    for layout in Layout::ALL {
+        for blocks in [1u32, 3, 777] {
+            let params = Params::new(layout, blocks).with_seed(5);
+            let base: Vec<u32> = (0..blocks as usize * layout.block_u32s())
+                .map(|_| (splitmix(&mut state) & splitmix(&mut state)) as u32)
+                .collect();
+            let bb = layout.block_bytes();
+            for part in [forced(bb, 64, 64), forced(3 * bb, 0, 128), forced(0, 0, 0)] {
+                for n in [0usize, 1, 63, 64, 65, 1000, 1537] {
+                    for probe in paths() {
+                        same_as_direct(probe, part, params, &base, &keys[..n]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An empty batch changes nothing and writes nothing, partitioned or not.
+#[test]
+fn empty_batches_change_nothing() {
+    let params = Params::new(Layout::L8x32, 5);
+    let base: Vec<u32> = (0..40).map(|i| i * 0x0101_0101).collect();
+    for probe in paths() {
+        let probe = probe.with_partitioning(forced(32, 64, 64));
+        assert!(!probe.partitioning().partitions(&params, 0));
+        let mut words = base.clone();
+        probe.insert(FilterMut::new(params, &mut words).unwrap(), Keys::U64(&[]));
+        pool(2).install(|| {
+            probe.par_insert(FilterMut::new(params, &mut words).unwrap(), Keys::U64(&[]))
+        });
+        assert_eq!(words, base);
+        let view = FilterRef::new(params, &base).unwrap();
+        probe.contains(view, Keys::U64(&[]), &mut []);
+        probe.contains_bitmap(view, Keys::U64(&[]), &mut []);
+        let mut list = vec![4, 5];
+        probe.contains_positions(view, Keys::U64(&[]), &mut list);
+        assert!(list.is_empty(), "positions of an empty batch: {list:?}");
+    }
+}
+
+/// The default (automatic) settings never partition a filter that fits in this machine's
+/// last-level cache, however large the batch: it is probed directly.
+#[test]
+fn auto_probes_cache_resident_filters_directly() {
+    let part = Partitioning::default();
+    assert_eq!(part.mode, PartitionMode::Auto);
+    assert_eq!(part.caches, CacheSizes::detected());
+    let llc = part.caches.llc;
+    assert!(
+        llc >= part.caches.l2 && part.caches.l2 > 0,
+        "{:?}",
+        part.caches
+    );
+    for layout in Layout::ALL {
+        let bb = layout.block_bytes();
+        for bytes in [bb, 64 << 10, llc / 2, llc] {
+            let params = Params::new(layout, (bytes / bb) as u32);
+            for n in [1usize, 1 << 16, 1 << 26, 1 << 32] {
+                assert!(
+                    !part.partitions(&params, n),
+                    "{bytes}-byte {layout:?} filter, {n} keys, caches {:?}",
+                    part.caches
+                );
+            }
+        }
+        // Well past the last-level cache and with enough keys, it does partition.
+        let big = Params::new(layout, ((4 * llc) / bb) as u32);
+        assert!(
+            part.partitions(&big, 1 << 26),
+            "{layout:?}, caches {:?}",
+            part.caches
+        );
+    }
+}
+
+/// Partitioned calls of different shapes on several threads at once share the kept scratch
+/// (see `release_partition_scratch`) without mixing their answers.
+#[test]
+fn concurrent_calls_of_different_shapes() {
+    let mut state = 8;
+    let keys: Vec<u64> = (0..20_000).map(|_| splitmix(&mut state)).collect();
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let keys = &keys;
+            s.spawn(move || {
+                let layout = Layout::ALL[t % Layout::ALL.len()];
+                let blocks = 101 + 400 * t as u32;
+                let params = Params::new(layout, blocks);
+                let mut words = vec![0u32; blocks as usize * layout.block_u32s()];
+                let probe =
+                    Probe::active().with_partitioning(forced(layout.block_bytes() * (t + 1), 0, 0));
+                for round in 0..6 {
+                    let n = 1000 + 3000 * ((t + round) % 6);
+                    let ins = Keys::U64(&keys[..n / 2]);
+                    probe.insert(FilterMut::new(params, &mut words).unwrap(), ins);
+                    let want = ref_contains(params, &words, Keys::U64(&keys[..n]));
+                    let mut got = vec![0u8; n];
+                    probe.contains(
+                        FilterRef::new(params, &words).unwrap(),
+                        Keys::U64(&keys[..n]),
+                        &mut got,
+                    );
+                    assert_eq!(got, want, "thread {t}, round {round}");
+                    assert!(got[..n / 2].iter().all(|&b| b == 1), "a false negative");
+                }
+            });
+        }
+    });
+    bloomlanes_simd::release_partition_scratch();
 }

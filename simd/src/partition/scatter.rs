@@ -378,6 +378,38 @@ mod tests {
         }
     }
 
+    /// One scratch made ready again for other shapes (more and fewer partitions and keys,
+    /// streamed or not) holds exactly each shape's hashes, nothing of the earlier ones.
+    #[test]
+    fn a_prepared_scratch_forgets_earlier_shapes() {
+        let fns = crate::Probe::new(crate::SimdPath::Scalar).unwrap().fns;
+        let blocks = 64u64;
+        let mut s = Scatter::new(PartOf { blocks, bits: 0 }, 64, 5000, true);
+        for (bits, keys, stream) in [
+            (0, 5000, true),
+            (3, 100, false),
+            (1, 3001, true),
+            (5, 7, false),
+            (0, 4000, false),
+        ] {
+            let part_of = PartOf { blocks, bits };
+            let parts = (blocks as usize).div_ceil(1 << bits);
+            s.prepare(part_of, parts, keys, stream);
+            let hashes: Vec<u64> = (0..keys as u64)
+                .map(|i| (i + 1).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ (bits as u64))
+                .collect();
+            s.push_keys(fns, Keys::Hashes(&hashes), 0, None);
+            for p in 0..parts {
+                let want: Vec<u64> = hashes
+                    .iter()
+                    .copied()
+                    .filter(|&h| part_of.of(h) == p)
+                    .collect();
+                assert_eq!(gather(&s, p), want, "partition {p} of {parts}, {keys} keys");
+            }
+        }
+    }
+
     #[test]
     fn every_partition_keeps_its_hashes_in_input_order() {
         let fns = crate::Probe::new(crate::SimdPath::Scalar).unwrap().fns;
