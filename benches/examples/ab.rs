@@ -1,11 +1,12 @@
 //! Quick A/B micro-measurements (not criterion): `cargo run --release -p bloomlanes-benches
-//! --example ab -- <op> <size> [reps]`, op one of `contains`, `bitmap`, `sbbf`, `sol`
-//! (the speed-of-light reference of the `cpu` bench), `insert`, `par_insert`, `par_contains`,
-//! `par_ranges` (`AB_RANGES` ranges), `hash`; prints the median and the best of `reps` runs in
-//! M keys/s.
+//! --example ab -- <op> <size> [reps]`, op one of `contains`, `bitmap`, `positions`, `sbbf`,
+//! `sol` (the speed-of-light reference of the `cpu` bench), `insert`, `par_insert`,
+//! `par_contains`, `par_bitmap`, `par_ranges` (`AB_RANGES` ranges), `hash`; prints the median
+//! and the best of `reps` runs in M keys/s.
 //!
-//! Environment: `AB_BATCH` keys per call (default 2^18; `AB_CALLS` calls per run, default 4), `AB_CLOCK=thread-cpu`
-//! times the calling thread's CPU time instead of wall time (one-thread ops only), `AB_FILL`
+//! Environment: `AB_BATCH` keys per call (default 2^18; `AB_CALLS` calls per run, default 4),
+//! `AB_CLOCK=thread-cpu` times the calling thread's CPU time instead of wall time (one-thread
+//! ops only), `AB_FILL`
 //! caps the keys inserted before the run (default 16 Mi), `AB_MODE=direct|partitioned|auto`
 //! sets the probe's partitioning mode (default auto), `AB_SLICE` its slice bytes,
 //! `AB_FORM=hashes` gives the batch as hashes (no hashing in the timed run).
