@@ -8,7 +8,7 @@
 //! projection, so "all the key's counters are positive" is the static lookup of its block mask.
 
 use bloomlanes_core::counting::stable_cells;
-use bloomlanes_core::{block_index, lane_bit, CounterBits, Params};
+use bloomlanes_core::{block_index, CounterBits, Params};
 
 use crate::counter_lanes::{CounterIsa, DEC, INC, MAX};
 use crate::shape::{with_shape, Shape};
@@ -50,20 +50,44 @@ pub(crate) fn prefetch_bytes(p: *const u32, bytes: usize) {
     let _ = (p, bytes);
 }
 
-/// Clears, in the image block at `ib`, the bits of the lanes in `zeros` for hash `h`.
+/// Applies `OP` for the key with hash `h` in block `b` of the range whose image starts at `ip`
+/// and counters at `cp`; a refused delete pushes `i` onto `refused`.
+///
+/// A function rather than a closure: a closure does not inherit the `#[target_feature]` of the
+/// entry point, and the ISA's intrinsics would not inline into it.
 ///
 /// # Safety
-/// `ib` points to a block of `S` that is writable and not accessed by anyone else.
+/// Block `b` lies in the image and counters at `ip` and `cp`, which are writable and not
+/// accessed by anyone else during the call; the CPU supports `I`.
 #[inline(always)]
-unsafe fn clear_lanes<S: Shape>(ib: *mut u32, h: u64, mut zeros: u32) {
-    let layout = S::LAYOUT;
-    while zeros != 0 {
-        let lane = zeros.trailing_zeros() as usize;
-        zeros &= zeros - 1;
-        let bit = lane * layout.word_bits() as usize + lane_bit(layout, h, lane) as usize;
-        // SAFETY: `lane < L` and the lane bit is below `W`, so `bit < L × W` and its word lies
-        // in the block (caller).
-        unsafe { *ib.add(bit / 32) &= !(1u32 << (bit % 32)) };
+unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
+    ip: *mut u32,
+    cp: *mut u32,
+    h: u64,
+    b: u32,
+    i: u32,
+    refused: &mut Vec<u32>,
+) {
+    let per = S::LAYOUT.block_u32s();
+    let b = b as usize;
+    // SAFETY: block `b`'s image (`per` words) and counters (`per × C` words) lie in the
+    // caller's storage, ours for the call; the CPU supports I (caller). For DEC the counters
+    // are all positive when the image holds the key's mask (the image is their projection).
+    unsafe {
+        let (ib, cb) = (ip.add(b * per), cp.add(b * per * C as usize));
+        match OP {
+            DEC => {
+                if vector::contains::<I, S>(ib, h) {
+                    I::lanes::<S, C, DEC>(ib, cb, h as u32);
+                } else {
+                    refused.push(i);
+                }
+            }
+            _ => {
+                vector::insert::<I, S>(ib, h);
+                I::lanes::<S, C, OP>(ib, cb, h as u32);
+            }
+        }
     }
 }
 
@@ -93,30 +117,6 @@ unsafe fn update_shaped<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
     let mut ring_b = [0u32; RING];
     let mut ring_i = [0u32; RING];
     let (mut head, mut tail) = (0usize, 0usize);
-    let mut apply = |h: u64, b: u32, i: u32| {
-        let b = b as usize;
-        // SAFETY: `b < sub` (only such entries enter the ring), so the image block
-        // `b × per ..` and the counter block `b × cper ..` lie inside `image` and `counters`,
-        // which are exclusively borrowed for the call; the CPU supports I (caller). For DEC the
-        // counters are all positive when the image holds the key's mask (the projection).
-        unsafe {
-            let (ib, cb) = (ip.add(b * per), cp.add(b * cper));
-            match OP {
-                DEC => {
-                    if vector::contains::<I, S>(ib, h) {
-                        let zeros = I::lanes::<S, C, DEC>(cb, h as u32);
-                        clear_lanes::<S>(ib, h, zeros);
-                    } else {
-                        refused.push(i);
-                    }
-                }
-                _ => {
-                    vector::insert::<I, S>(ib, h);
-                    I::lanes::<S, C, OP>(cb, h as u32);
-                }
-            }
-        }
-    };
     for (g, chunk) in hashes.chunks(GROUP).enumerate() {
         let from = head;
         for (j, &h) in chunk.iter().enumerate() {
@@ -137,13 +137,17 @@ unsafe fn update_shaped<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
         }
         while head - tail > LAG {
             let t = tail % RING;
-            apply(ring_h[t], ring_b[t], ring_i[t]);
+            // SAFETY: ring entries have `b < sub` (only such entries are kept), and `ip`/`cp`
+            // are the exclusively borrowed image and counters of `sub` blocks; the CPU
+            // supports I (caller).
+            unsafe { apply::<I, S, C, OP>(ip, cp, ring_h[t], ring_b[t], ring_i[t], refused) };
             tail += 1;
         }
     }
     while tail < head {
         let t = tail % RING;
-        apply(ring_h[t], ring_b[t], ring_i[t]);
+        // SAFETY: as above.
+        unsafe { apply::<I, S, C, OP>(ip, cp, ring_h[t], ring_b[t], ring_i[t], refused) };
         tail += 1;
     }
 }
@@ -271,7 +275,7 @@ unsafe fn stable_shaped<I: CounterIsa, S: Shape, const C: u32>(
                 counters.as_mut_ptr().add(b * cper),
             );
             vector::insert::<I, S>(ib, h);
-            I::lanes::<S, C, MAX>(cb, h as u32);
+            I::lanes::<S, C, MAX>(ib, cb, h as u32);
         }
     }
 }
