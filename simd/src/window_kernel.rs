@@ -27,17 +27,19 @@ unsafe fn any_has_with<V: Vector, S: Shape>(base: *const u32, gens: usize, h: u6
     // readable (caller); the parts read are below `regs`, the block's register count.
     unsafe {
         let mask = V::block_mask::<S>(h as u32);
+        // Every generation is tested, without an early exit: for present keys the generation
+        // that holds them is random, and a branch on it mispredicted about once per key
+        // (present-key lookups ran at 0.4× the rate of absent ones, which test all copies).
+        let mut found = false;
         for g in 0..gens {
             let block = base.add(g * per);
             let mut missing = V::zero();
             for (i, m) in mask.iter().enumerate().take(regs) {
                 missing = missing.or(m.clear_in(V::load_part::<S>(block, i)));
             }
-            if missing.is_zero() {
-                return true;
-            }
+            found |= missing.is_zero();
         }
-        false
+        found
     }
 }
 

@@ -189,6 +189,12 @@ proptest! {
                     prop_assert_eq!(got.key_count(), want.key_count());
                 }
                 prop_assert!(same(&got, &want), "stable insert on {}", probe.path());
+                // The key inserted last has all its counters at the maximum: always found.
+                if let Some(last) = ins.keys().len().checked_sub(1) {
+                    let mut hit = [0u8];
+                    probe.contains(got.projection(), ins.keys().slice(last..last + 1), &mut hit);
+                    prop_assert_eq!(hit[0], 1, "last stable key lost on {}", probe.path());
+                }
             }
             let mut refused = vec![0u64; ins.keys().len().div_ceil(64)];
             let mut got = want.clone();
@@ -197,6 +203,64 @@ proptest! {
                 Err(bloomlanes_core::RemoveError::Unsupported)
             );
             prop_assert!(same(&got, &want));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+
+    /// Deleting keys that are present (occurrences of the inserted multiset, in any order)
+    /// is never refused and never makes a key that is still present disappear, on every path,
+    /// sequential and with several block ranges, even in tiny filters where keys share and
+    /// saturate counters.
+    #[test]
+    fn deletes_of_present_keys_never_cause_false_negatives(
+        layout in layout(),
+        bits in bits(),
+        blocks in prop_oneof![Just(1u32), Just(2), 1u32..40],
+        seed in any::<u64>(),
+        form in form(),
+        ins in keys(48, 400),
+        pick in prop::collection::vec(any::<bool>(), 400),
+        rotate in 0usize..400,
+        ranges in 1usize..5,
+    ) {
+        let params = counting_params(layout, blocks, seed, bits);
+        // Delete the picked occurrences, in an order rotated away from the insert order.
+        let mut del: Vec<u64> = ins.iter().zip(&pick).filter(|(_, &p)| p).map(|(&k, _)| k).collect();
+        if !del.is_empty() {
+            let r = rotate % del.len();
+            del.rotate_left(r);
+        }
+        let mut kept = ins.clone();
+        for k in &del {
+            let at = kept.iter().position(|x| x == k).expect("an inserted occurrence");
+            kept.swap_remove(at);
+        }
+        let (ins_b, del_b, kept_b) = (Batch::new(form, &ins), Batch::new(form, &del), Batch::new(form, &kept));
+        for probe in paths() {
+            for parallel in [false, true] {
+                let mut f = CountingFilter::new(params).unwrap();
+                let mut refused = vec![u64::MAX; del.len().div_ceil(64)];
+                let n = if parallel {
+                    probe.par_counting_ranges(f.as_view_mut(), ins_b.keys(), false, &mut [], ranges).unwrap();
+                    probe.par_counting_ranges(f.as_view_mut(), del_b.keys(), true, &mut refused, ranges).unwrap()
+                } else {
+                    probe.insert_counting(f.as_view_mut(), ins_b.keys());
+                    probe.remove_counting(f.as_view_mut(), del_b.keys(), &mut refused).unwrap()
+                };
+                prop_assert_eq!(n, 0, "a present key refused on {} (par {})", probe.path(), parallel);
+                prop_assert!(refused.iter().all(|&w| w == 0));
+                let mut hits = vec![0u8; kept.len()];
+                probe.contains(f.projection(), kept_b.keys(), &mut hits);
+                prop_assert!(
+                    hits.iter().all(|&h| h == 1),
+                    "a present key lost on {} (par {})",
+                    probe.path(),
+                    parallel
+                );
+            }
         }
     }
 }

@@ -89,6 +89,27 @@ fn check_window(
             prop_assert_eq!(got.state(), want.state(), "state on {}", probe.path());
             prop_assert!(got == &want, "words on {} after batch {}", probe.path(), b);
         }
+        // A window counted in keys always finds its last g × span keys.
+        if let FilterKind::Window {
+            generations,
+            unit: WindowUnit::Keys,
+            span,
+        } = want.params().kind
+        {
+            let so_far: Vec<u64> = batches[..=b].concat();
+            let window = (u64::from(generations) * span).min(so_far.len() as u64) as usize;
+            let recent = Batch::new(form, &so_far[so_far.len() - window..]);
+            for (probe, got) in paths().iter().zip(&gots) {
+                let mut hits = vec![0u8; window];
+                probe.contains_window(got, recent.keys(), &mut hits);
+                prop_assert!(
+                    hits.iter().all(|&h| h == 1),
+                    "a key of the window lost on {} after batch {}",
+                    probe.path(),
+                    b
+                );
+            }
+        }
     }
     let inserted: Vec<u64> = batches.concat();
     check_lookups(&want, Batch::new(form, &inserted).keys())?;
@@ -182,6 +203,14 @@ proptest! {
                 probe.insert_scalable(got, k).unwrap();
                 prop_assert!(got == &want, "stages on {}", probe.path());
             }
+        }
+        // No key inserted is ever missing, however many stages the chain grew.
+        let all = batches.concat();
+        let inserted = Batch::new(form, &all);
+        for probe in paths() {
+            let mut hits = vec![0u8; all.len()];
+            probe.contains_scalable(&want, inserted.keys(), &mut hits);
+            prop_assert!(hits.iter().all(|&h| h == 1), "a scalable key lost on {}", probe.path());
         }
         for keys in [batches.concat(), probed] {
             let batch = Batch::new(form, &keys);
