@@ -52,16 +52,17 @@ impl Probe {
                 }
                 let hits = &mut hits[..pending.len()];
                 self.contains(stage.as_view(), Keys::Hashes(&pending), hits);
-                // Keep the keys this stage did not find, in order.
+                // Keep the keys this stage did not find, in order. Branch-free: whether a
+                // stage finds a key is unpredictable, and a branch on it mispredicted about
+                // once per present key. `out[at[j]]` is still 0 (no stage has found key
+                // `at[j]` yet) and `hits[j]` is 0 or 1.
                 let mut kept = 0;
                 for j in 0..pending.len() {
-                    if hits[j] == 1 {
-                        out[at[j] as usize] = 1;
-                    } else {
-                        pending[kept] = pending[j];
-                        at[kept] = at[j];
-                        kept += 1;
-                    }
+                    let hit = hits[j];
+                    out[at[j] as usize] |= hit;
+                    pending[kept] = pending[j];
+                    at[kept] = at[j];
+                    kept += usize::from(hit == 0);
                 }
                 pending.truncate(kept);
                 at.truncate(kept);
