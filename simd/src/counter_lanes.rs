@@ -165,8 +165,8 @@ mod x86 {
         // SAFETY: AVX2 is available (contract). Register `r` covers counter words
         // `8r .. 8r + 8` and `r < L·Q / 8`, so it lies in the block's `L·Q = block_u32s × C`
         // counter words, which are readable, writable and ours (contract); the image bits
-        // cleared are `lane × W + bit < L × W` of the block's image, also ours (contract). The lane indices
-        // read salts `8g .. 8g + 8` with `8g + 8 <= L <= 16`.
+        // cleared are `lane × W + bit < L × W` of the block's image, also ours (contract). The
+        // lane indices read salts `8g .. 8g + 8` with `8g + 8 <= L <= 16`.
         unsafe {
             let per_shift = _mm_cvtsi32_si128((32 / C).trailing_zeros() as i32);
             let c_shift = _mm_cvtsi32_si128(C.trailing_zeros() as i32);

@@ -4,7 +4,7 @@
 //! the image block and the counter block of upcoming keys prefetched.
 //!
 //! A counting key touches one image block (`L × W` bits) and that block's counters
-//! (`L × W × c` bits, `c / 8` KiB… e.g. 128 bytes for 8x32 with 4-bit counters). The image is the
+//! (`L × W × c` bits: 128 bytes for 8x32 with 4-bit counters, 256 with 8-bit). The image is the
 //! projection, so "all the key's counters are positive" is the static lookup of its block mask.
 
 use bloomlanes_core::counting::stable_cells;
