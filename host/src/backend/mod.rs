@@ -103,6 +103,13 @@ pub trait Backend {
     fn batch_size(&self) -> usize {
         1 << 20
     }
+
+    /// The SIMD engine behind this backend and whether it runs on every core, for the bulk
+    /// operations of the other filter kinds ([`crate::kinds::ops`]); `None` (the default): the
+    /// kinds take the core's per-key path with this backend.
+    fn simd_probe(&self) -> Option<(bloomlanes_simd::Probe, bool)> {
+        None
+    }
 }
 
 /// Checks the answer buffer of [`Querier::contains`].

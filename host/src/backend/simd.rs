@@ -79,4 +79,8 @@ impl Backend for Simd {
     fn querier<'a>(&'a self, view: FilterRef<'a, u32>) -> Result<Box<dyn Querier + 'a>> {
         Ok(Box::new(SimdQuerier { simd: *self, view }))
     }
+
+    fn simd_probe(&self) -> Option<(Probe, bool)> {
+        Some((self.probe, self.parallel))
+    }
 }

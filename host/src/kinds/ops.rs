@@ -2,9 +2,11 @@
 //! test-and-insert of a duplicate filter.
 //!
 //! Static filters (and the static images of the other kinds: a counting or stable filter's
-//! projection, a scalable filter's stages) go through the chosen [`Backend`]. The per-key loops
-//! of the other kinds are here and nowhere else ([`insert`], [`remove`], the window branch of
-//! [`contains`], [`seen_then_insert`]): the SIMD bulk operations replace them in this file.
+//! projection, a scalable filter's stages) go through the chosen [`Backend`]. The other kinds'
+//! inserts, deletes and window lookups take the SIMD crate's bulk operations on a SIMD backend
+//! and the core's per-key reference path on the others (the scalar backend, a GPU); both are
+//! here and nowhere else, and `verify` checks that they leave the same bits. The streaming
+//! test-and-insert of `dedup` ([`seen_then_insert`]) is per key by nature.
 
 use std::path::Path;
 
@@ -17,16 +19,16 @@ use crate::backend::Backend;
 use crate::bulk::{self, Progress, Stage};
 use crate::error::{Error, Result};
 
-/// Keys per progress report of the per-key loops.
+/// Keys per progress report of the kinds' bulk loops.
 const STEP: usize = 1 << 20;
 
-/// Runs `each(i)` for every key index, reporting progress before the first and after every
-/// [`STEP`] keys.
-fn per_key(
+/// Runs `each(range)` over the key indices in ranges of [`STEP`] keys, in order, reporting
+/// progress before the first and after every range.
+fn per_chunk(
     stage: Stage,
     total: usize,
     progress: &mut dyn FnMut(Progress),
-    mut each: impl FnMut(usize) -> Result<()>,
+    mut each: impl FnMut(std::ops::Range<usize>) -> Result<()>,
 ) -> Result<()> {
     let report = |done: usize| Progress {
         stage,
@@ -37,19 +39,36 @@ fn per_key(
     let mut at = 0;
     while at < total {
         let end = total.min(at + STEP);
-        for i in at..end {
-            each(i)?;
-        }
+        each(at..end)?;
         progress(report(end));
         at = end;
     }
     Ok(())
 }
 
-/// Inserts `keys` into `filter`: a static filter with `engine`, the other kinds key by key in the
-/// core's reference path. Keys of a time window are inserted as seen at `now` (nanoseconds since
-/// the Unix epoch; the caller's clock, since this library measures no time), which a time
-/// window requires.
+/// Runs `each(i)` for every key index (the core's per-key path), reporting progress as
+/// [`per_chunk`] does.
+fn per_key(
+    stage: Stage,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    mut each: impl FnMut(usize) -> Result<()>,
+) -> Result<()> {
+    per_chunk(stage, total, progress, |r| {
+        r.into_iter().try_for_each(&mut each)
+    })
+}
+
+/// Adds `n` to a recorded key count.
+fn plus(count: Option<u64>, n: usize) -> Option<u64> {
+    count.map(|k| k.saturating_add(n as u64))
+}
+
+/// Inserts `keys` into `filter`: a static filter with `engine`; the other kinds with the SIMD
+/// engine's bulk operations when `engine` is a SIMD backend ([`Backend::simd_probe`]), else key
+/// by key in the core's reference path (both leave the same bits). Keys of a time window are
+/// inserted as seen at `now` (nanoseconds since the Unix epoch; the caller's clock, since this
+/// library measures no time), which a time window requires.
 pub fn insert(
     engine: &dyn Backend,
     filter: &mut AnyFilter,
@@ -58,12 +77,26 @@ pub fn insert(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     let seed = filter.params().seed;
+    let simd = engine.simd_probe();
+    let n = keys.len();
     match filter {
         AnyFilter::Static(f) => bulk::insert(engine, f, keys, progress),
-        AnyFilter::Counting(f) => per_key(Stage::Insert, keys.len(), progress, |i| {
-            f.insert_hash(keys.hash(i, seed));
-            Ok(())
-        }),
+        AnyFilter::Counting(f) => match simd {
+            Some((probe, true)) => per_chunk(Stage::Insert, n, progress, |r| {
+                let k = keys.slice(r);
+                probe.par_insert_counting(f.as_view_mut(), k);
+                f.set_key_count(plus(f.key_count(), k.len()));
+                Ok(())
+            }),
+            Some((probe, false)) => per_chunk(Stage::Insert, n, progress, |r| {
+                probe.insert_counting_filter(f, keys.slice(r));
+                Ok(())
+            }),
+            None => per_key(Stage::Insert, n, progress, |i| {
+                f.insert_hash(keys.hash(i, seed));
+                Ok(())
+            }),
+        },
         AnyFilter::Window(f) => {
             let timed = matches!(
                 f.params().kind,
@@ -72,23 +105,37 @@ pub fn insert(
                     ..
                 }
             );
-            match (timed, now) {
-                (true, None) => Err(Error::usage(
+            match (timed, now, simd) {
+                (true, None, _) => Err(Error::usage(
                     "a time window needs the time its keys were seen",
                 )),
-                (true, Some(t)) => per_key(Stage::Insert, keys.len(), progress, |i| {
+                (true, Some(t), Some((probe, _))) => per_chunk(Stage::Insert, n, progress, |r| {
+                    let times = vec![t; r.len()];
+                    probe.insert_window_filter_at(f, keys.slice(r), &times);
+                    Ok(())
+                }),
+                (true, Some(t), None) => per_key(Stage::Insert, n, progress, |i| {
                     f.insert_hash_at(keys.hash(i, seed), t);
                     Ok(())
                 }),
-                (false, _) => per_key(Stage::Insert, keys.len(), progress, |i| {
+                (false, _, Some((probe, _))) => per_chunk(Stage::Insert, n, progress, |r| {
+                    probe.insert_window_filter(f, keys.slice(r));
+                    Ok(())
+                }),
+                (false, _, None) => per_key(Stage::Insert, n, progress, |i| {
                     f.insert_hash(keys.hash(i, seed));
                     Ok(())
                 }),
             }
         }
-        AnyFilter::Scalable(f) => per_key(Stage::Insert, keys.len(), progress, |i| {
-            Ok(f.insert_hash(keys.hash(i, seed))?)
-        }),
+        AnyFilter::Scalable(f) => match simd {
+            Some((probe, _)) => per_chunk(Stage::Insert, n, progress, |r| {
+                Ok(probe.insert_scalable(f, keys.slice(r))?)
+            }),
+            None => per_key(Stage::Insert, n, progress, |i| {
+                Ok(f.insert_hash(keys.hash(i, seed))?)
+            }),
+        },
     }
 }
 
@@ -102,10 +149,16 @@ pub struct Removed {
     pub not_present: Vec<usize>,
 }
 
-/// Deletes `keys` from a counting filter (read from `path`, which error messages name): each
-/// key whose counters are all positive is deleted; the others are refused, changing nothing,
-/// and listed. Any other kind is an [`Error::KindUnsupported`].
-pub fn remove(filter: &mut AnyFilter, path: &Path, keys: Keys<'_>) -> Result<Removed> {
+/// Deletes `keys` from a counting filter (read from `path`, which error messages name), with the
+/// SIMD engine's bulk delete when `engine` is a SIMD backend, else key by key: each key whose
+/// counters are all positive is deleted; the others are refused, changing nothing, and listed.
+/// Any other kind is an [`Error::KindUnsupported`].
+pub fn remove(
+    engine: &dyn Backend,
+    filter: &mut AnyFilter,
+    path: &Path,
+    keys: Keys<'_>,
+) -> Result<Removed> {
     let unsupported = |kind: FilterKind| Error::KindUnsupported {
         path: path.to_path_buf(),
         op: "delete from",
@@ -121,6 +174,26 @@ pub fn remove(filter: &mut AnyFilter, path: &Path, keys: Keys<'_>) -> Result<Rem
     }
     let seed = f.params().seed;
     let mut out = Removed::default();
+    if let Some((probe, par)) = engine.simd_probe() {
+        let mut refused = vec![0u64; keys.len().div_ceil(64)];
+        let no = if par {
+            let no = probe
+                .par_remove_counting(f.as_view_mut(), keys, &mut refused)
+                .map_err(|_| unsupported(kind))?;
+            let done = keys.len() as u64 - no;
+            f.set_key_count(f.key_count().map(|k| k.saturating_sub(done)));
+            no
+        } else {
+            probe
+                .remove_counting_filter(f, keys, &mut refused)
+                .map_err(|_| unsupported(kind))?
+        };
+        out.removed = keys.len() as u64 - no;
+        out.not_present = (0..keys.len())
+            .filter(|&i| refused[i / 64] >> (i % 64) & 1 == 1)
+            .collect();
+        return Ok(out);
+    }
     for i in 0..keys.len() {
         match f.remove_hash(keys.hash(i, seed)) {
             Ok(()) => out.removed += 1,
@@ -132,8 +205,8 @@ pub fn remove(filter: &mut AnyFilter, path: &Path, keys: Keys<'_>) -> Result<Rem
 }
 
 /// Looks every key of `keys` up in `filter`: the static images (a static filter, a counting or
-/// stable filter's projection, each stage of a scalable filter) with `engine`, a window key by
-/// key. Bit `i` of the answer is set if key `i` may be present.
+/// stable filter's projection, each stage of a scalable filter) with `engine`, a window with
+/// the SIMD engine's window lookup (key by key in the core for other backends). Bit `i` of the answer is set if key `i` may be present.
 pub fn contains(
     engine: &dyn Backend,
     filter: &AnyFilter,
@@ -156,6 +229,16 @@ pub fn contains(
         AnyFilter::Window(f) => {
             let seed = f.params().seed;
             let mut answers = Bitmap::new(keys.len());
+            if let Some((probe, _)) = engine.simd_probe() {
+                let words = answers.words_mut();
+                per_chunk(Stage::Query, keys.len(), progress, |r| {
+                    // Ranges start at multiples of STEP, a multiple of 64: whole answer words.
+                    let w = &mut words[r.start / 64..r.end.div_ceil(64)];
+                    probe.contains_window_bitmap(f, keys.slice(r), w);
+                    Ok(())
+                })?;
+                return Ok(answers);
+            }
             per_key(Stage::Query, keys.len(), progress, |i| {
                 answers.set(i, f.contains_hash(keys.hash(i, seed)));
                 Ok(())
@@ -165,15 +248,16 @@ pub fn contains(
     }
 }
 
-/// Which engine does `stage` for `filter`: `engine` where it takes the work (inserts into a
-/// static filter; lookups in static images), else the core's per-key path.
+/// Which engine does `stage` for `filter`: `engine` where it takes the work (static filters
+/// and static images always, every kind on a SIMD backend), else the core's per-key path.
 pub fn engine_name(engine: &dyn Backend, filter: &AnyFilter, stage: Stage) -> String {
-    let engine_works = match (filter, stage) {
-        (AnyFilter::Static(_), _) => true,
-        (AnyFilter::Window(_), _) => false,
-        (_, Stage::Query) => true,
-        _ => false,
-    };
+    let engine_works = engine.simd_probe().is_some()
+        || match (filter, stage) {
+            (AnyFilter::Static(_), _) => true,
+            (AnyFilter::Window(_), _) => false,
+            (_, Stage::Query) => true,
+            _ => false,
+        };
     if engine_works {
         engine.name()
     } else {
@@ -302,24 +386,35 @@ mod tests {
     fn deletions_are_refused_on_kinds_without_them() {
         let p = Params::new(Layout::L8x32, 16);
         let mut w = AnyFilter::Window(window(WindowUnit::Keys, 10));
-        let e = remove(&mut w, Path::new("w.blf"), Keys::U64(&[1])).unwrap_err();
+        let e = remove(&Scalar, &mut w, Path::new("w.blf"), Keys::U64(&[1])).unwrap_err();
         assert!(
             e.to_string().contains("cannot delete from a window filter"),
             "{e}"
         );
         assert_eq!(e.exit_code(), 2);
         let mut s = AnyFilter::Static(bloomlanes_core::Filter::new(p));
-        assert!(remove(&mut s, Path::new("s.blf"), Keys::U64(&[1])).is_err());
-        let mut c = AnyFilter::Counting(
+        assert!(remove(&Scalar, &mut s, Path::new("s.blf"), Keys::U64(&[1])).is_err());
+        let c = AnyFilter::Counting(
             bloomlanes_core::CountingFilter::new(p.with_kind(FilterKind::Counting {
                 counter_bits: bloomlanes_core::CounterBits::Four,
             }))
             .unwrap(),
         );
-        insert(&Scalar, &mut c, Keys::U64(&[1, 2, 3]), None, &mut |_| {}).unwrap();
-        let r = remove(&mut c, Path::new("c.blf"), Keys::U64(&[2, 2])).unwrap();
-        assert_eq!((r.removed, r.not_present), (1, vec![1]));
-        let a = contains(&Scalar, &c, Keys::U64(&[1, 2, 3]), &mut |_| {}).unwrap();
-        assert!(a.get(0) && a.get(2));
+        let engines: [&dyn Backend; 2] = [&Scalar, &crate::backend::Simd::active()];
+        let empty = c.clone();
+        for engine in engines {
+            let mut c = empty.clone();
+            insert(engine, &mut c, Keys::U64(&[1, 2, 3]), None, &mut |_| {}).unwrap();
+            let r = remove(engine, &mut c, Path::new("c.blf"), Keys::U64(&[2, 2])).unwrap();
+            assert_eq!(
+                (r.removed, r.not_present),
+                (1, vec![1]),
+                "{}",
+                engine.name()
+            );
+            let a = contains(engine, &c, Keys::U64(&[1, 2, 3]), &mut |_| {}).unwrap();
+            assert!(a.get(0) && a.get(2));
+            assert_eq!(c.stats().recorded_keys, Some(2));
+        }
     }
 }

@@ -167,8 +167,63 @@ fn properties(f: &AnyFilter, keys: &KeySet) -> Option<Difference> {
     None
 }
 
-/// One backend against the reference: its static images, then its answers.
+/// The first byte where two filter files differ, as a difference.
+fn file_difference(what: &str, expected: &AnyFilter, found: &AnyFilter) -> Option<Difference> {
+    let (a, b) = (expected.to_file_bytes(), found.to_file_bytes());
+    let at = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.len() != b.len()).then_some(a.len().min(b.len())))?;
+    Some(Difference::Failed(format!(
+        "{what}: the filter's file differs from the reference's first at byte {at} (of {})",
+        a.len()
+    )))
+}
+
+/// One backend against the reference: its own insert of every key into `empty` (the SIMD
+/// backends' bulk operations of the kind) must leave the reference's file byte for byte; then
+/// its static images built from their keys, and its answers.
 fn compare(
+    engine: &dyn Backend,
+    empty: &AnyFilter,
+    f: &AnyFilter,
+    keys: &KeySet,
+    absent: &[u64],
+    expected: (&Bitmap, &Bitmap),
+) -> Result<Option<Difference>> {
+    let mut own = empty.clone();
+    ops::insert(engine, &mut own, keys.keys(), Some(0), &mut |_| {})?;
+    if let Some(d) = file_difference("insert", f, &own) {
+        return Ok(Some(d));
+    }
+    if let (AnyFilter::Counting(c), FilterKind::Counting { .. }) = (f, f.params().kind) {
+        // Deleting every other key, by this backend and key by key in the core.
+        let half: Vec<usize> = (0..keys.len()).step_by(2).collect();
+        let seed = c.params().seed;
+        let mut by_core = f.clone();
+        if let AnyFilter::Counting(d) = &mut by_core {
+            for &i in &half {
+                let _ = d.remove_hash(keys.keys().hash(i, seed));
+            }
+        }
+        let hashes: Vec<u64> = half.iter().map(|&i| keys.keys().hash(i, seed)).collect();
+        let mut by_engine = f.clone();
+        ops::remove(
+            engine,
+            &mut by_engine,
+            std::path::Path::new("verify"),
+            Keys::Hashes(&hashes),
+        )?;
+        if let Some(d) = file_difference("delete", &by_core, &by_engine) {
+            return Ok(Some(d));
+        }
+    }
+    compare_images(engine, f, keys, absent, expected)
+}
+
+/// One backend's static images of the reference (each from its keys) and its answers.
+fn compare_images(
     engine: &dyn Backend,
     f: &AnyFilter,
     keys: &KeySet,
@@ -214,7 +269,9 @@ pub fn run(
             if matches!(kind, KindSpec::Scalable { .. }) {
                 builder = builder.capacity(Some((keys.len() as u64 / 8).max(1)));
             }
-            let mut f = builder.empty_any(keys.len() as u64)?;
+            let empty = builder.empty_any(keys.len() as u64)?;
+            let mut f = empty.clone();
+            // The reference: the core's key-by-key path (the scalar backend takes it).
             ops::insert(&Scalar, &mut f, keys.keys(), Some(0), &mut |_| {})?;
             let expected = (
                 reference_answers(&f, keys.keys()),
@@ -222,11 +279,17 @@ pub fn run(
             );
             let props = properties(&f, keys);
             for engine in &engines {
-                let difference =
-                    match compare(&**engine, &f, keys, absent, (&expected.0, &expected.1)) {
-                        Err(e) => Some(Difference::Failed(e.to_string())),
-                        Ok(d) => d,
-                    };
+                let difference = match compare(
+                    &**engine,
+                    &empty,
+                    &f,
+                    keys,
+                    absent,
+                    (&expected.0, &expected.1),
+                ) {
+                    Err(e) => Some(Difference::Failed(e.to_string())),
+                    Ok(d) => d,
+                };
                 let difference = if engine.name() == "scalar" {
                     props.clone().or(difference)
                 } else {
@@ -311,7 +374,18 @@ mod tests {
         let broken = AnyFilter::from_file_bytes(&fixed).unwrap();
         let expected = reference_answers(&f, keys.keys());
         let none = reference_answers(&f, Keys::U64(&[]));
-        let d = compare(&Scalar, &broken, &keys, &[], (&expected, &none)).unwrap();
+        let empty = FilterBuilder::new()
+            .kind(KindSpec::Counting {
+                counter_bits: CounterBits::Four,
+            })
+            .empty_any(500)
+            .unwrap();
+        let d = compare(&Scalar, &empty, &broken, &keys, &[], (&expected, &none)).unwrap();
+        assert!(
+            matches!(&d, Some(Difference::Failed(m)) if m.contains("insert")),
+            "{d:?}"
+        );
+        let d = compare_images(&Scalar, &broken, &keys, &[], (&expected, &none)).unwrap();
         assert!(matches!(d, Some(Difference::Bits { .. })), "{d:?}");
         let d = properties(&broken, &keys);
         assert!(

@@ -5,10 +5,11 @@
 use std::process::ExitCode;
 
 use bloomlanes_host::kinds::ops;
-use bloomlanes_host::{Error, Result};
+use bloomlanes_host::{backend, Error, Result};
 use clap::Args;
 use serde_json::json;
 
+use crate::args::BackendArg;
 use crate::inputs::{describe_inputs, inputs_json};
 use crate::insert::{save, Edit, EditArgs};
 use crate::kind::kind_json;
@@ -27,6 +28,10 @@ pub struct DeleteArgs {
     /// others and reporting those.
     #[arg(long)]
     strict: bool,
+    /// Which backend deletes the keys (SIMD bulk deletes; the others take the core's per-key
+    /// path).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
 }
 
 /// Runs `delete`.
@@ -38,7 +43,8 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
         output,
         mut warnings,
     } = a.edit.load()?;
-    let removed = ops::remove(&mut filter, &a.edit.filter, keys.keys())?;
+    let engine = backend::select(a.backend.into(), keys.len())?;
+    let removed = ops::remove(&*engine, &mut filter, &a.edit.filter, keys.keys())?;
     let missing = removed.not_present.len();
     let shown: Vec<String> = removed
         .not_present

@@ -83,8 +83,8 @@ impl EditArgs {
 pub struct InsertArgs {
     #[command(flatten)]
     edit: EditArgs,
-    /// Which backend inserts the keys into a static filter (the other kinds take the core's
-    /// per-key path).
+    /// Which backend inserts the keys (the SIMD backends have bulk inserts for every kind; the
+    /// others take the core's per-key path for the kinds other than static).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
 }
