@@ -83,6 +83,14 @@ impl FilterBuilder {
         self.backend = backend;
         self
     }
+    /// The capacity given with [`FilterBuilder::capacity`], if any.
+    pub fn capacity_given(&self) -> Option<u64> {
+        self.capacity
+    }
+    /// The hash seed.
+    pub fn seed_value(&self) -> u64 {
+        self.seed
+    }
     /// The backend asked for.
     pub fn backend_choice(&self) -> BackendChoice {
         self.backend

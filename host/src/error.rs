@@ -154,6 +154,13 @@ pub enum Error {
         /// The HDL crate's error.
         source: bloomlanes_hdl::HdlError,
     },
+    /// A live capture on a network interface failed (no such interface, no privilege …).
+    Capture {
+        /// The interface.
+        interface: String,
+        /// What went wrong.
+        what: String,
+    },
     /// The request needs a feature this build of `bloomlanes-host` was compiled without.
     Unsupported {
         /// What was asked for (e.g. `--backend gpu`).
@@ -313,6 +320,7 @@ impl fmt::Display for Error {
             Error::Hdl { dir, source } => {
                 write!(f, "export --hdl {}: {source}", dir.display())
             }
+            Error::Capture { interface, what } => write!(f, "interface {interface}: {what}"),
             Error::Unsupported { what, feature } => write!(
                 f,
                 "{what}: not available in this build (bloomlanes-host was compiled without its \
@@ -325,7 +333,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Usage(_) | Error::OutputLength { .. } | Error::Unsupported { .. } => None,
+            Error::Usage(_)
+            | Error::OutputLength { .. }
+            | Error::Unsupported { .. }
+            | Error::Capture { .. } => None,
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source

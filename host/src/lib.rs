@@ -33,9 +33,12 @@
 pub mod backend;
 pub mod builder;
 pub mod bulk;
+#[cfg(target_os = "linux")]
+pub mod capture;
 pub mod error;
 #[cfg(feature = "hdl")]
 pub mod hdl_io;
+pub mod hll;
 pub mod input;
 pub mod ops;
 pub mod parquet_io;

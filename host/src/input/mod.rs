@@ -1,43 +1,57 @@
-//! Reading keys from files: text lines, decimal integers, a CSV column, binary little-endian u64
-//! words, or the 5-tuples of a packet capture (see [`pcap`]), into one [`KeySet`]. One file per
-//! format family (`text.rs`: lines, decimal, u64; `csv.rs`; [`pcap`]) and one for the key set
-//! (`keyset.rs`); a new input format is a new file here plus its [`InputFormat`] variant.
+//! Reading keys from inputs, streamed: text lines, decimal integers, text flow keys, a CSV
+//! column, binary little-endian u64 words, or the flow keys (5-tuples) of a packet capture.
+//!
+//! Every input goes through one pipeline ([`pipeline`]): [`source`] opens it (a memory map for a
+//! regular file; standard input as `-`; gzip, zstd and xz undone on the fly), [`chunk`] cuts it
+//! into chunks of whole records, and worker threads parse and hash the keys of each chunk
+//! ([`keys`]) and hand them to the command's stage (insert, probe, count, collect). Memory stays
+//! bounded whatever the input's size. [`read_inputs`] collects the keys into a [`KeySet`] for
+//! the callers that need them all at once.
 //!
 //! Keys from every format hash consistently: a text line, a CSV field and a Parquet `BYTE_ARRAY`
 //! value with the same bytes are the same key, and so are a binary u64, a decimal line and a
 //! Parquet `INT64` value with the same number.
 
-use std::collections::HashSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
 
-mod csv;
+pub mod chunk;
+mod keys;
 mod keyset;
 pub mod pcap;
-mod text;
+pub mod pipeline;
+pub mod source;
+mod stream;
 
+pub use keys::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
+pub(crate) use keys::{Batch, ChunkParser, Keep, Stage};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
+pub use pipeline::PipelineConfig;
+pub use source::Compression;
+pub(crate) use stream::{stream_keys, stream_keys_as};
 
-/// How an input file is read (also the CLI's `--format` values, with feature `cli`).
+/// How an input is read (also the CLI's `--format` values, with feature `cli`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum InputFormat {
     /// Decide from the contents and the name: a pcap/pcapng magic number means a capture; a
     /// `.csv`/`.tsv` name (or a CSV column given) means CSV; `.u64`/`.bin` means binary u64;
-    /// anything else is text lines.
+    /// other text is lines. Binary contents of no known format are an error.
     #[default]
     Auto,
     /// One key per line (the line's bytes without its `\n` or `\r\n`); empty lines are skipped.
     Lines,
     /// One unsigned integer per line (decimal, or hex with `0x`), hashed like a binary u64.
     Decimal,
+    /// One flow key per line as text: `10.0.0.1:1234>10.0.0.2:80/tcp`, IPv6 in brackets;
+    /// hashed as the 13- or 37-byte key of a captured packet of that flow.
+    Flows,
     /// One column of a CSV file (the field's bytes after unquoting).
     Csv,
     /// Binary little-endian u64 keys, 8 bytes each.
     U64,
-    /// The distinct IPv4/IPv6 5-tuples of a pcap or pcapng capture.
+    /// The flow key (5-tuple) of every IPv4/IPv6 packet of a pcap or pcapng capture.
     Pcap,
 }
 
@@ -48,6 +62,7 @@ impl InputFormat {
             InputFormat::Auto => "auto",
             InputFormat::Lines => "lines",
             InputFormat::Decimal => "decimal",
+            InputFormat::Flows => "flows",
             InputFormat::Csv => "csv",
             InputFormat::U64 => "u64",
             InputFormat::Pcap => "pcap",
@@ -66,6 +81,11 @@ pub struct InputOptions {
     pub csv_header: bool,
     /// CSV field delimiter (default `,`; `\t` for `.tsv` files under auto).
     pub csv_delimiter: Option<u8>,
+    /// A parser for each line (lines format) or CSV field, replacing the format's own: the hook
+    /// for typed keys.
+    pub field_parser: Option<FieldParser>,
+    /// Threads and chunk sizes of the pipeline.
+    pub pipeline: PipelineConfig,
 }
 
 impl Default for InputOptions {
@@ -75,6 +95,8 @@ impl Default for InputOptions {
             csv_column: None,
             csv_header: true,
             csv_delimiter: None,
+            field_parser: None,
+            pipeline: PipelineConfig::default(),
         }
     }
 }
@@ -82,53 +104,56 @@ impl Default for InputOptions {
 /// How many keys an input gave, and what was skipped (for reports).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputSummary {
-    /// The file (`-` for standard input).
+    /// The file (`<stdin>` for standard input).
     pub path: PathBuf,
     /// The format it was read as.
     pub format: &'static str,
+    /// How it was compressed (`none`, `gzip`, `zstd`, `xz`).
+    pub compression: &'static str,
     /// Keys taken from it.
     pub keys: u64,
     /// Records skipped (captures: packets that are not IP or are cut short).
     pub skipped: u64,
+    /// Bytes read (after decompression).
+    pub bytes: u64,
+    /// Warnings (e.g. a capture's truncated last record, ignored).
+    pub warnings: Vec<String>,
 }
 
-fn read_all(path: &Path) -> Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::io(Path::new("<stdin>"), "read", e))?;
-        return Ok(buf);
-    }
-    if path.is_dir() {
-        return Err(Error::input(path, None, "is a directory, not a file"));
-    }
-    std::fs::read(path).map_err(|e| Error::io(path, "read", e))
-}
-
-pub(crate) fn extension(path: &Path) -> String {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
-/// The format `path` with contents `bytes` is read as.
-pub fn detect(path: &Path, bytes: &[u8], opts: &InputOptions) -> InputFormat {
+/// The format `path` with first bytes `head` is read as (auto-detection, see
+/// [`InputFormat::Auto`]); an error if it cannot be told.
+pub fn detect(path: &Path, head: &[u8], opts: &InputOptions) -> Result<InputFormat> {
     if opts.format != InputFormat::Auto {
-        return opts.format;
+        return Ok(opts.format);
     }
-    if pcap::is_capture(bytes) {
-        return InputFormat::Pcap;
+    if pcap::is_capture(head) {
+        return Ok(InputFormat::Pcap);
     }
-    match extension(path).as_str() {
-        "csv" | "tsv" => InputFormat::Csv,
-        "u64" | "bin" => InputFormat::U64,
-        "pcap" | "pcapng" | "cap" => InputFormat::Pcap,
-        _ if opts.csv_column.is_some() => InputFormat::Csv,
-        _ => InputFormat::Lines,
+    let ext = source::format_extension(path);
+    match ext.as_str() {
+        "csv" | "tsv" => return Ok(InputFormat::Csv),
+        "u64" | "bin" => return Ok(InputFormat::U64),
+        "pcap" | "pcapng" | "cap" => {
+            return Err(Error::input(
+                path,
+                Some(Location::Byte(0)),
+                "named like a capture but not a pcap or pcapng file (unknown magic number)",
+            ))
+        }
+        _ => {}
     }
+    if opts.csv_column.is_some() {
+        return Ok(InputFormat::Csv);
+    }
+    if let Some(at) = memchr::memchr(0, head) {
+        return Err(Error::input(
+            path,
+            Some(Location::Byte(at as u64)),
+            "cannot tell this input's format: it holds binary data (a NUL byte) and is no \
+             capture or compressed stream known here; give --format (lines, decimal, flows, csv, u64, pcap)",
+        ));
+    }
+    Ok(InputFormat::Lines)
 }
 
 /// Reads the keys of one input into `out`.
@@ -137,61 +162,36 @@ pub fn read_input(
     opts: &InputOptions,
     out: &mut KeySetBuilder,
 ) -> Result<InputSummary> {
-    let bytes = read_all(path)?;
-    let shown = if path.as_os_str() == "-" {
-        Path::new("<stdin>")
-    } else {
-        path
-    };
-    let format = detect(path, &bytes, opts);
-    let before = out.len();
-    let mut skipped = 0;
-    match format {
-        InputFormat::Auto | InputFormat::Lines => text::read_lines(&bytes, out),
-        InputFormat::Decimal => text::read_decimal(shown, &bytes, out)?,
-        InputFormat::U64 => text::read_u64(shown, &bytes, out)?,
-        InputFormat::Csv => csv::read_csv(shown, path, &bytes, opts, out)?,
-        InputFormat::Pcap => skipped = read_pcap(shown, &bytes, out)?,
-    }
-    Ok(InputSummary {
-        path: shown.to_path_buf(),
-        format: format.name(),
-        keys: (out.len() - before) as u64,
-        skipped,
-    })
+    let collect = stream::Collect;
+    let mut summaries = stream_keys(
+        std::slice::from_ref(&path.to_path_buf()),
+        opts,
+        0,
+        &collect,
+        &mut |b: KeySetBuilder| {
+            out.append(b);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    Ok(summaries.remove(0))
 }
 
-/// Reads every input into one key set.
+/// Reads every input into one key set (for callers that need all keys at once; the commands
+/// stream instead).
 pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Vec<InputSummary>)> {
     let mut b = KeySetBuilder::default();
-    let mut summaries = Vec::with_capacity(paths.len());
-    for p in paths {
-        summaries.push(read_input(p, opts, &mut b)?);
-    }
+    let collect = stream::Collect;
+    let summaries = stream_keys(
+        paths,
+        opts,
+        0,
+        &collect,
+        &mut |part: KeySetBuilder| {
+            b.append(part);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
     Ok((b.finish(), summaries))
-}
-
-fn read_pcap(path: &Path, bytes: &[u8], out: &mut KeySetBuilder) -> Result<u64> {
-    if !pcap::is_capture(bytes) {
-        return Err(Error::input(
-            path,
-            Some(Location::Byte(0)),
-            "not a pcap or pcapng capture (unknown magic number)",
-        ));
-    }
-    let cap = pcap::parse(bytes).map_err(|e| {
-        Error::input_with(
-            path,
-            Some(Location::Byte(e.offset)),
-            format!("unreadable capture: {}", e.what),
-            e,
-        )
-    })?;
-    let mut seen = HashSet::with_capacity(cap.tuples.len());
-    for t in &cap.tuples {
-        if seen.insert(t.as_slice()) {
-            out.push_bytes(t, KeyKind::Tuples);
-        }
-    }
-    Ok(cap.non_ip + cap.malformed)
 }

@@ -1,0 +1,344 @@
+//! Opening one input: a file (memory-mapped when it is a regular uncompressed file), standard
+//! input (`-`), or a gzip, zstd or xz stream (detected by its magic bytes, decompressed on the
+//! fly). Nothing is read whole: the bytes are handed on in chunks by [`super::chunk`].
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Location, Result};
+
+/// Bytes looked at to decide an input's format (the start of its decompressed contents).
+pub const SNIFF_BYTES: usize = 64 * 1024;
+
+/// How an input is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Not compressed.
+    None,
+    /// gzip (RFC 1952), possibly several members.
+    Gzip,
+    /// Zstandard frames.
+    Zstd,
+    /// xz (LZMA2).
+    Xz,
+}
+
+impl Compression {
+    /// The name for messages: `gzip`, `zstd`, `xz`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+        }
+    }
+
+    /// The compression whose magic bytes `head` starts with.
+    pub fn detect(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+            Compression::Xz
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// Compressed forms that are recognised but not read (an error naming them beats reading them
+/// as text).
+fn unsupported_compression(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"BZh") && head.len() > 3 && head[3].is_ascii_digit() {
+        Some("bzip2")
+    } else if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+        Some("lz4")
+    } else if head.starts_with(b"PK\x03\x04") {
+        Some("zip")
+    } else if head.starts_with(&[0x5d, 0x00, 0x00]) {
+        Some("lzma")
+    } else {
+        None
+    }
+}
+
+/// Where the (decompressed) bytes of an input come from.
+pub enum Body {
+    /// A regular uncompressed file, mapped read-only.
+    Mapped(Arc<Mmap>),
+    /// Anything else, read front to back.
+    Stream(Box<dyn Read + Send>),
+}
+
+/// An opened input: its name for messages, its compression, its first bytes and its body.
+pub struct Opened {
+    /// The name in messages (`<stdin>` for `-`).
+    pub shown: PathBuf,
+    /// The path as given (its extension helps to guess the format).
+    pub path: PathBuf,
+    /// How it is compressed.
+    pub compression: Compression,
+    /// The first (up to [`SNIFF_BYTES`]) decompressed bytes, also still at the start of `body`.
+    pub head: Vec<u8>,
+    /// The bytes.
+    pub body: Body,
+    /// Whether it can be opened again for a second pass (a regular file).
+    pub reopenable: bool,
+    /// Its length in bytes on disk, when known (for progress).
+    pub disk_len: Option<u64>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("shown", &self.shown)
+            .field("compression", &self.compression)
+            .field("reopenable", &self.reopenable)
+            .finish()
+    }
+}
+
+/// The name `-` stands for in messages.
+pub fn shown_name(path: &Path) -> PathBuf {
+    if path.as_os_str() == "-" {
+        PathBuf::from("<stdin>")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// A read that reports its source as the input's error, with what was being decompressed.
+struct Named<R> {
+    inner: R,
+    compression: Compression,
+    done: u64,
+}
+
+impl<R: Read> Read for Named<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.done += n as u64;
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} stream is damaged or cut short after {} decompressed bytes ({e})",
+                    self.compression.name(),
+                    self.done
+                ),
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "compression")]
+fn decoder(
+    c: Compression,
+    raw: Box<dyn Read + Send>,
+    shown: &Path,
+) -> Result<Box<dyn Read + Send>> {
+    let r: Box<dyn Read + Send> = match c {
+        Compression::None => return Ok(raw),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(raw)),
+        Compression::Zstd => Box::new(
+            zstd::stream::read::Decoder::new(raw).map_err(|e| Error::io(shown, "decompress", e))?,
+        ),
+        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(raw)),
+    };
+    Ok(Box::new(Named {
+        inner: r,
+        compression: c,
+        done: 0,
+    }))
+}
+
+#[cfg(not(feature = "compression"))]
+fn decoder(
+    c: Compression,
+    raw: Box<dyn Read + Send>,
+    _shown: &Path,
+) -> Result<Box<dyn Read + Send>> {
+    match c {
+        Compression::None => Ok(raw),
+        _ => Err(Error::Unsupported {
+            what: "compressed inputs",
+            feature: "compression",
+        }),
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+pub(crate) fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The first bytes of `r`, and a reader that yields every byte of `r` again from the start.
+fn sniff(mut r: Box<dyn Read + Send>, shown: &Path) -> Result<(Vec<u8>, Box<dyn Read + Send>)> {
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let n = read_full(&mut r, &mut head).map_err(|e| read_error(shown, e))?;
+    head.truncate(n);
+    let again: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(r));
+    Ok((head, again))
+}
+
+/// A read failure on an input, as an error naming it (a decompression failure is a damaged
+/// input, not an I/O fault).
+pub(crate) fn read_error(shown: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::InvalidData {
+        Error::input(shown, None, e.to_string())
+    } else {
+        Error::io(shown, "read", e)
+    }
+}
+
+/// Opens `path` (`-`: standard input), detecting and undoing its compression.
+pub fn open(path: &Path) -> Result<Opened> {
+    let shown = shown_name(path);
+    let (raw, map, reopenable, disk_len): (Option<Box<dyn Read + Send>>, _, _, _) =
+        if path.as_os_str() == "-" {
+            (Some(Box::new(io::stdin())), None, false, None)
+        } else {
+            if path.is_dir() {
+                return Err(Error::input(path, None, "is a directory, not a file"));
+            }
+            let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+            let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
+            if meta.is_file() && meta.len() > 0 {
+                // SAFETY: the map is read-only and private. The tool never writes its inputs; if
+                // another program truncates the file while it is read, the process may take a
+                // SIGBUS, as with every mmap-based reader (the same contract as `FilterFile`).
+                let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
+                let _ = map.advise(memmap2::Advice::Sequential);
+                (None, Some(map), true, Some(meta.len()))
+            } else {
+                let len = meta.is_file().then_some(meta.len());
+                (Some(Box::new(file)), None, meta.is_file(), len)
+            }
+        };
+    if let Some(map) = map {
+        let compression = Compression::detect(&map);
+        if compression == Compression::None {
+            if let Some(name) = unsupported_compression(&map) {
+                return Err(unsupported(&shown, name));
+            }
+            let head = map[..map.len().min(SNIFF_BYTES)].to_vec();
+            return Ok(Opened {
+                shown,
+                path: path.to_path_buf(),
+                compression,
+                head,
+                body: Body::Mapped(Arc::new(map)),
+                reopenable,
+                disk_len,
+            });
+        }
+        // A compressed regular file: read it (a map of it would count towards the resident
+        // set as it is read).
+        drop(map);
+        let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        let raw: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, file));
+        return finish_stream(path, shown, raw, compression, reopenable, disk_len);
+    }
+    let raw = raw.expect("a stream when not mapped");
+    // Peek at the raw bytes for the compression magic, then hand every byte on.
+    let (raw_head, raw) = sniff(raw, &shown)?;
+    let compression = Compression::detect(&raw_head);
+    if compression == Compression::None {
+        if let Some(name) = unsupported_compression(&raw_head) {
+            return Err(unsupported(&shown, name));
+        }
+        return Ok(Opened {
+            shown,
+            path: path.to_path_buf(),
+            compression,
+            head: raw_head,
+            body: Body::Stream(raw),
+            reopenable,
+            disk_len,
+        });
+    }
+    finish_stream(path, shown, raw, compression, reopenable, disk_len)
+}
+
+fn unsupported(shown: &Path, name: &str) -> Error {
+    Error::input(
+        shown,
+        Some(Location::Byte(0)),
+        format!("is {name}-compressed, which is not read here (gzip, zstd and xz are); decompress it first"),
+    )
+}
+
+fn finish_stream(
+    path: &Path,
+    shown: PathBuf,
+    raw: Box<dyn Read + Send>,
+    compression: Compression,
+    reopenable: bool,
+    disk_len: Option<u64>,
+) -> Result<Opened> {
+    let dec = decoder(compression, raw, &shown)?;
+    let (head, body) = sniff(dec, &shown)?;
+    Ok(Opened {
+        shown,
+        path: path.to_path_buf(),
+        compression,
+        head,
+        body: Body::Stream(body),
+        reopenable,
+        disk_len,
+    })
+}
+
+/// The extension that tells the format: `keys.csv.gz` → `csv`.
+pub fn format_extension(path: &Path) -> String {
+    let ext = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    let e = ext(path);
+    if matches!(e.as_str(), "gz" | "gzip" | "zst" | "zstd" | "xz") {
+        if let Some(stem) = path.file_stem() {
+            return ext(Path::new(stem));
+        }
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_bytes() {
+        assert_eq!(Compression::detect(&[0x1f, 0x8b, 8]), Compression::Gzip);
+        assert_eq!(
+            Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Compression::Zstd
+        );
+        assert_eq!(Compression::detect(b"\xfd7zXZ\x00\x00"), Compression::Xz);
+        assert_eq!(Compression::detect(b"hello"), Compression::None);
+        assert_eq!(unsupported_compression(b"BZh91AY"), Some("bzip2"));
+        assert_eq!(format_extension(Path::new("a/keys.csv.gz")), "csv");
+        assert_eq!(format_extension(Path::new("keys.TXT")), "txt");
+    }
+}
