@@ -59,9 +59,10 @@ impl FilterFile {
             .map_err(|e| Error::io(path, "read", e))?
             .len();
         if len < HEADER_LEN as u64 {
-            // Too short to map usefully (and an empty file cannot be mapped); parse a copy so the
-            // error names the truncation.
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, "read", e))?;
+            // Too short to map usefully (and an empty file cannot be mapped), or not a regular
+            // file (a pipe, /dev/zero): read a copy, bounded by the length its header states, so
+            // the error names the truncation and nothing is read without bound.
+            let bytes = read_bounded(&file).map_err(|e| Error::io(path, "read", e))?;
             let f = Filter::from_file_bytes(&bytes).map_err(|e| corrupt(path, e))?;
             return Ok(FilterFile {
                 path: path.to_path_buf(),
@@ -156,6 +157,24 @@ impl FilterFile {
         s.fpr_from_bits = Some(view.fpr_from_bits());
         s
     }
+}
+
+/// Reads a filter file that cannot be mapped: its header, then at most the payload the header
+/// states (plus one byte, to tell trailing bytes), however long the source would go on.
+fn read_bounded(file: &File) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(HEADER_LEN as u64).read_to_end(&mut bytes)?;
+    if bytes.len() < HEADER_LEN {
+        return Ok(bytes);
+    }
+    let needed = match format::parse_with(&bytes, format::Verify::HeaderOnly) {
+        Err(format::FormatError::Truncated { needed, .. }) => needed,
+        _ => return Ok(bytes), // a bad header (or an empty payload): the parser names it
+    };
+    file.take(needed - HEADER_LEN as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Writes a file atomically: `write` fills a temporary file in the same directory, which is

@@ -383,7 +383,7 @@ mod tests {
         let cut = c.cut(w, 0, false).unwrap();
         assert_eq!(&w[..cut.len], b"a,\"x\ny\"\nb,c\n");
         let e = c.cut(w, 0, true).unwrap_err().to_string();
-        assert!(e.contains("line 4 (byte offset 15)"), "{e}");
+        assert!(e.contains("line 4 (byte offset 14)"), "{e}");
         assert!(e.contains("unterminated quote"), "{e}");
         // A quote inside an unquoted field is data, and "" inside quotes is a quote.
         let mut c = CsvCutter::new(Path::new("t.csv"), b',');

@@ -247,9 +247,10 @@ pub fn build_stream(
     })
 }
 
-/// Whether `path` can be read a second time (a regular file).
+/// Whether `path` can be read a second time: not standard input, a pipe or a device (a path
+/// that cannot be opened at all fails with its own error when it is read).
 fn reopenable(path: &std::path::Path) -> bool {
-    path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+    path.as_os_str() != "-" && std::fs::metadata(path).map_or(true, |m| m.is_file() || m.is_dir())
 }
 
 /// What a streamed query writes besides its counts.
