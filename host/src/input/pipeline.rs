@@ -252,14 +252,14 @@ fn read_chunks(
                         cutter.taken(window, c.len);
                         break c;
                     }
-                    if want > MAX_RECORD_BYTES {
+                    if want >= MAX_RECORD_BYTES {
                         let what = cutter.overlong(pos as u64);
                         return Err((
                             seq,
                             Error::input(&shown, Some(Location::Byte(pos as u64)), what),
                         ));
                     }
-                    want *= 2;
+                    want = (want * 2).min(MAX_RECORD_BYTES);
                 };
                 if let Some(w) = cut.warning {
                     end.warnings.push(w);
@@ -313,14 +313,14 @@ fn read_chunks(
                         cutter.taken(&buf, c.len);
                         break c;
                     }
-                    if want > MAX_RECORD_BYTES {
+                    if want >= MAX_RECORD_BYTES {
                         let what = cutter.overlong(offset);
                         return Err((
                             seq,
                             Error::input(&shown, Some(Location::Byte(offset)), what),
                         ));
                     }
-                    want *= 2;
+                    want = (want * 2).min(MAX_RECORD_BYTES);
                 };
                 if let Some(w) = cut.warning {
                     end.warnings.push(w);
