@@ -1,4 +1,4 @@
-//! Cutting an input into chunks of whole records: each format's [`Cutter`] says how long the
+//! Cutting an input into chunks of whole records: each format's `Cutter` says how long the
 //! longest prefix of whole records in a window is, so that no record is split between two
 //! chunks (lines at a newline, binary u64 keys at a multiple of 8 bytes, CSV records at a newline
 //! outside quotes, packets at their record boundaries).

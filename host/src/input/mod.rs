@@ -4,7 +4,7 @@
 //! Every input goes through one pipeline ([`pipeline`]): [`source`] opens it (a memory map for a
 //! regular file; standard input as `-`; gzip, zstd and xz undone on the fly), [`chunk`] cuts it
 //! into chunks of whole records, and worker threads parse and hash the keys of each chunk
-//! ([`keys`]) and hand them to the command's stage (insert, probe, count, collect). Memory stays
+//! (`keys.rs`) and hand them to the command's stage (insert, probe, count, collect). Memory stays
 //! bounded whatever the input's size. [`read_inputs`] collects the keys into a [`KeySet`] for
 //! the callers that need them all at once.
 //!

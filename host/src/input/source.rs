@@ -114,12 +114,14 @@ pub fn shown_name(path: &Path) -> PathBuf {
 }
 
 /// A read that reports its source as the input's error, with what was being decompressed.
+#[cfg(feature = "compression")]
 struct Named<R> {
     inner: R,
     compression: Compression,
     done: u64,
 }
 
+#[cfg(feature = "compression")]
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.inner.read(buf) {

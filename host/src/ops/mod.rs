@@ -1,5 +1,5 @@
 //! The operations on filter files that the command line exposes, one file each: [`query`]
-//! (probe keys in memory), [`stream`] (build and query from streamed inputs), [`classify`]
+//! (probe keys in memory), [`stream`] (build and query from streamed inputs), [`mod@classify`]
 //! (per-packet verdicts) and [`merge`] (union, intersection). Statistics are [`FilterFile::stats`]
 //! (the core's [`Stats`](bloomlanes_core::Stats)); building is [`FilterBuilder`].
 //!

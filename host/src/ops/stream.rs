@@ -163,11 +163,11 @@ impl Stage for InsertStage<'_> {
     }
 }
 
+/// An insert engine, its name, and the backend of a deferred engine.
+type InsertEngine = (Inserter, String, Option<Box<dyn Backend>>);
+
 /// The per-worker insert engine for `choice`, its name, and the backend of a deferred engine.
-fn inserter(
-    choice: BackendChoice,
-    threads: usize,
-) -> Result<(Inserter, String, Option<Box<dyn Backend>>)> {
+fn inserter(choice: BackendChoice, threads: usize) -> Result<InsertEngine> {
     Ok(match choice {
         BackendChoice::Auto | BackendChoice::Simd => {
             let p = Probe::active();

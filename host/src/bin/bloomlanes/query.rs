@@ -122,7 +122,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             let mut text = serde_json::to_string_pretty(&v).map_err(|e| stdout_err(e.into()))?;
             text.remove(0); // the opening brace
             let close = if listed_any { "\n  ]," } else { "]," };
-            write!(out, "{close}{text}\n").map_err(stdout_err)?;
+            writeln!(out, "{close}{text}").map_err(stdout_err)?;
         } else {
             drop(out);
             emit(&v)?;
