@@ -440,8 +440,9 @@ pub(crate) fn parse_chunk<S: Stage>(
         ChunkParser::Lines { field } => {
             let mut start = 0usize;
             let mut line = 0u64;
+            let mut ends = memchr::memchr_iter(b'\n', bytes);
             while start < bytes.len() {
-                let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+                let end = ends.next().unwrap_or(bytes.len());
                 line += 1;
                 let mut l = &bytes[start..end];
                 if let [rest @ .., b'\r'] = l {
@@ -460,7 +461,8 @@ pub(crate) fn parse_chunk<S: Stage>(
                 }
                 start = end + 1;
             }
-            counts.lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+            // Newlines: one per line but an unterminated last one.
+            counts.lines = line - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
         }
         ChunkParser::Csv {
             delimiter,
