@@ -166,14 +166,13 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// Writes key `i` for people into `out` (JSON-quoted when `json`).
+    /// Writes key `i` for people into `out` (JSON-quoted when `json`); no allocation for text
+    /// that is valid UTF-8 or for integers.
     pub fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {
         let text = match self.shown[i] {
-            Shown::Text(a, b) => {
-                String::from_utf8_lossy(&self.arena[a as usize..b as usize]).into_owned()
-            }
-            Shown::Tuple(a, b) => pcap::format_tuple(&self.arena[a as usize..b as usize]),
-            Shown::Int(v) => v.to_string(),
+            Shown::Text(a, b) => String::from_utf8_lossy(&self.arena[a as usize..b as usize]),
+            Shown::Tuple(a, b) => pcap::format_tuple(&self.arena[a as usize..b as usize]).into(),
+            Shown::Int(v) => return write_u64(v, json, out),
         };
         if json {
             write_json_string(&text, out);
@@ -183,25 +182,52 @@ impl Batch {
     }
 }
 
-/// Writes `s` as a JSON string.
-pub(crate) fn write_json_string(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-            }
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
+/// Writes `v` in decimal (quoted when `json`: listed keys are JSON strings).
+pub(crate) fn write_u64(v: u64, json: bool, out: &mut Vec<u8>) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut v = v;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
         }
     }
+    if json {
+        out.push(b'"');
+    }
+    out.extend_from_slice(&buf[at..]);
+    if json {
+        out.push(b'"');
+    }
+}
+
+/// Writes `s` as a JSON string (runs that need no escape are copied whole).
+pub(crate) fn write_json_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => br#"\""#,
+            b'\\' => br"\\",
+            b'\n' => br"\n",
+            b'\r' => br"\r",
+            b'\t' => br"\t",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&b[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&b[start..]);
     out.push(b'"');
 }
 
@@ -578,6 +604,17 @@ pub(crate) fn parse_chunk<S: Stage>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_strings_escape_what_json_needs() {
+        let mut out = Vec::new();
+        write_json_string("a\"b\\c\nd\u{1}é", &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), r#""a\"b\\c\nd\u0001é""#);
+        let mut out = Vec::new();
+        write_u64(0, false, &mut out);
+        write_u64(u64::MAX, true, &mut out);
+        assert_eq!(out, b"0\"18446744073709551615\"");
+    }
 
     #[test]
     fn decimal_fields() {

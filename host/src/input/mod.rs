@@ -25,7 +25,7 @@ pub mod source;
 mod stream;
 
 pub use keys::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
-pub(crate) use keys::{Batch, ChunkParser, Keep, Stage};
+pub(crate) use keys::{write_u64, Batch, ChunkParser, Keep, Stage};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
 pub use pipeline::PipelineConfig;
 pub use source::Compression;

@@ -125,13 +125,27 @@ pub struct Classifier<'a> {
     flows: bool,
 }
 
-/// Per-batch buffers of a [`Classifier`].
+/// Per-batch buffers of a [`Classifier`] (kept from chunk to chunk, so that no large buffer is
+/// allocated per chunk).
 #[derive(Default)]
 pub struct ClassifyScratch {
     hashes: Vec<u64>,
     index: Vec<u32>,
     keys: Vec<FlowKey>,
     words: Vec<u64>,
+    /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
+    recs: Vec<Rec>,
+}
+
+/// A record of a chunk: its byte range, its frame's byte range, its link type, whether it is a
+/// packet (pcapng blocks that are not packets are copied as they are).
+#[derive(Clone, Copy)]
+struct Rec {
+    start: u32,
+    end: u32,
+    frame: (u32, u32),
+    linktype: u32,
+    packet: bool,
 }
 
 /// The verdicts of a run of packets.
@@ -311,36 +325,52 @@ pub fn classify(
     let mut bits = BitWriter::default();
     let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
         let bytes = chunk.bytes();
-        let mut recs: Vec<(usize, usize, bool)> = Vec::new(); // (start, end, is_packet)
-        let verdicts = match file_header {
-            Some(h) => {
-                let mut frames = Vec::new();
-                pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
-                    recs.push((at, at + rec.len(), true));
-                    frames.push((h.linktype, frame));
+        let base = bytes.as_ptr() as usize;
+        let mut recs = std::mem::take(&mut scratch.recs);
+        recs.clear();
+        let off = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
+        match file_header {
+            Some(h) => pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
+                recs.push(Rec {
+                    start: at as u32,
+                    end: (at + rec.len()) as u32,
+                    frame: (off(frame), off(frame) + frame.len() as u32),
+                    linktype: h.linktype,
+                    packet: true,
                 });
-                classifier.classify(frames.into_iter(), scratch)
-            }
+            }),
             None => {
                 let mut st: NgState = chunk.ng.as_deref().cloned().unwrap_or_default();
-                let mut frames = Vec::new();
-                let base = bytes.as_ptr() as usize;
                 let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
-                    let at = blk.as_ptr() as usize - base;
-                    let is_packet = matches!(kind, NgBlock::Packet(_));
-                    recs.push((at, at + blk.len(), is_packet));
-                    if let NgBlock::Packet(p) = kind {
-                        frames.push((p.linktype, p.frame));
-                    }
+                    let (frame, linktype, packet) = match kind {
+                        NgBlock::Packet(p) => (
+                            (off(p.frame), off(p.frame) + p.frame.len() as u32),
+                            p.linktype,
+                            true,
+                        ),
+                        _ => ((0, 0), 0, false),
+                    };
+                    recs.push(Rec {
+                        start: off(blk),
+                        end: off(blk) + blk.len() as u32,
+                        frame,
+                        linktype,
+                        packet,
+                    });
                 });
-                classifier.classify(frames.into_iter(), scratch)
             }
-        };
+        }
+        let verdicts = classifier.classify(
+            recs.iter()
+                .filter(|r| r.packet)
+                .map(|r| (r.linktype, &bytes[r.frame.0 as usize..r.frame.1 as usize])),
+            scratch,
+        );
         let mut runs: Vec<(usize, usize)> = Vec::new();
         if let Some(sel) = select {
             let mut p = 0;
-            for (a, b, is_packet) in recs {
-                let keep = if is_packet {
+            for r in &recs {
+                let keep = if r.packet {
                     let m = verdicts.matched(p);
                     p += 1;
                     m == (sel == Select::Matching)
@@ -348,6 +378,7 @@ pub fn classify(
                     true
                 };
                 if keep {
+                    let (a, b) = (r.start as usize, r.end as usize);
                     match runs.last_mut() {
                         Some(last) if last.1 == a => last.1 = b,
                         _ => runs.push((a, b)),
@@ -355,6 +386,7 @@ pub fn classify(
                 }
             }
         }
+        scratch.recs = recs;
         Ok(ChunkVerdicts { verdicts, runs })
     };
     let matching = select == Some(Select::Matching);

@@ -14,7 +14,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::hll::Hll;
-use crate::input::{self, Batch, InputOptions, InputSummary, Keep, Stage};
+use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
 use crate::store::FilterFile;
 
 /// How a filter's capacity was chosen.
@@ -337,7 +337,7 @@ impl Stage for QueryStage<'_> {
                     if ints.is_empty() {
                         batch.write_key(i, self.listing.json, &mut out.text);
                     } else {
-                        let _ = write!(out.text, "{}", ints[i]);
+                        write_u64(ints[i], self.listing.json, &mut out.text);
                     }
                     out.ends.push(out.text.len() as u32);
                 }
@@ -365,7 +365,7 @@ impl Stage for QueryStage<'_> {
                     if ints.is_empty() {
                         batch.write_key(i, self.listing.json, &mut out.text);
                     } else {
-                        let _ = write!(out.text, "{}", ints[i]);
+                        write_u64(ints[i], self.listing.json, &mut out.text);
                     }
                     if !self.listing.json {
                         out.text.push(b'\n');
