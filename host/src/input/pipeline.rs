@@ -114,11 +114,12 @@ where
                 }
             }
         });
+        let mut workers = Vec::with_capacity(cfg.threads);
         for _ in 0..cfg.threads {
             let rx = Arc::clone(&work_rx);
             let tx = done_tx.clone();
             let cancel = &cancel;
-            scope.spawn(move || {
+            workers.push(scope.spawn(move || {
                 let mut st = state();
                 loop {
                     let next = rx.lock().map(|r| r.recv());
@@ -134,7 +135,7 @@ where
                         break;
                     }
                 }
-            });
+            }));
         }
         drop(work_rx);
         drop(done_tx);
@@ -172,6 +173,14 @@ where
         // Drain so that the reader and workers can finish.
         drop(done_rx);
         let read = reader.join().unwrap_or(Err(()));
+        // Joined, not left to the scope: the scope waits only for the closures, and a thread
+        // still running its thread-local destructors when this returns looks like a leak to a
+        // leak checker (and holds memory past the call). A worker's panic is passed on.
+        for w in workers {
+            if let Err(panic) = w.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
         result?;
         match read {
             Ok((end, seq)) => {
