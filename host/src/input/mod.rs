@@ -195,3 +195,27 @@ pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Ve
     )?;
     Ok((b.finish(), summaries))
 }
+
+/// Reads the keys of a stream that is already open (`name` names it in messages), as
+/// [`read_input`] reads a file: compression detected and undone, the format decided from
+/// `opts` and the first bytes, the records cut into chunks of `opts.pipeline` sizes.
+pub fn read_reader(
+    name: &Path,
+    reader: Box<dyn std::io::Read + Send>,
+    opts: &InputOptions,
+) -> Result<(KeySet, InputSummary)> {
+    let input = source::open_reader(name, reader)?;
+    let mut b = KeySetBuilder::default();
+    let summary = stream::stream_one(
+        input,
+        opts,
+        0,
+        &stream::Collect,
+        &mut |part: KeySetBuilder| {
+            b.append(part);
+            Ok(())
+        },
+        &mut |_, _| {},
+    )?;
+    Ok((b.finish(), summary))
+}

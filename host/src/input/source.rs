@@ -259,7 +259,25 @@ pub fn open(path: &Path) -> Result<Opened> {
         let raw: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, file));
         return finish_stream(path, shown, raw, compression, reopenable, disk_len);
     }
-    let raw = raw.expect("a stream when not mapped");
+    let Some(raw) = raw else {
+        return Err(Error::input(&shown, None, "neither mapped nor streamed"));
+    };
+    open_stream(path, shown, raw, reopenable, disk_len)
+}
+
+/// Opens a stream that is already there (`name` names it in messages): its compression is
+/// detected and undone as for files.
+pub fn open_reader(name: &Path, reader: Box<dyn Read + Send>) -> Result<Opened> {
+    open_stream(name, name.to_path_buf(), reader, false, None)
+}
+
+fn open_stream(
+    path: &Path,
+    shown: PathBuf,
+    raw: Box<dyn Read + Send>,
+    reopenable: bool,
+    disk_len: Option<u64>,
+) -> Result<Opened> {
     // Peek at the raw bytes for the compression magic, then hand every byte on.
     let (raw_head, raw) = sniff(raw, &shown)?;
     let compression = Compression::detect(&raw_head);

@@ -225,61 +225,14 @@ pub(crate) fn stream_keys_as<S: Stage>(
     progress(Progress::stream(doing, 0, 0, bytes_total));
     for path in paths {
         let input = source::open(path)?;
-        let shown = input.shown.clone();
-        let compression = input.compression;
-        let exact_bytes = compression == source::Compression::None;
-        let plan = plan(&input, opts)?;
-        let parser = plan.parser.clone();
-        let mut summary = InputSummary {
-            path: shown.clone(),
-            format: plan.format.name(),
-            compression: compression.name(),
-            ..InputSummary::default()
-        };
-        let mut lines_before = 0u64;
-        let work =
-            |chunk: &super::chunk::Chunk, scratch: &mut Scratch| -> Result<ChunkResult<S::Out>> {
-                match parse_chunk(&parser, chunk, seed, stage, scratch) {
-                    Ok(r) => Ok(Ok(r)),
-                    Err(StageOrFault::Fault(f)) => Ok(Err(f)),
-                    Err(StageOrFault::Stage(e)) => Err(e),
-                }
-            };
-        let end = pipeline::run(
-            input,
-            plan.start,
-            plan.cutter,
-            &opts.pipeline,
-            &Scratch::default,
-            &work,
-            &mut |chunk, r: ChunkResult<S::Out>| {
-                let (out, counts) = r.map_err(|f| {
-                    let at = match f.line {
-                        Some(l) => Location::LineByte(lines_before + l, f.byte),
-                        None => Location::Byte(f.byte),
-                    };
-                    Error::input(&shown, Some(at), f.what)
-                })?;
-                lines_before += counts.lines;
-                summary.keys += counts.keys;
-                summary.skipped += counts.skipped;
-                consume(out)?;
-                let done_bytes = if exact_bytes {
-                    chunk.offset + chunk.bytes().len() as u64
-                } else {
-                    0
-                };
-                progress(Progress::stream(
-                    doing,
-                    keys_before + summary.keys,
-                    bytes_before + done_bytes,
-                    bytes_total,
-                ));
-                Ok(())
-            },
-        )?;
-        summary.bytes = end.bytes;
-        summary.warnings = end.warnings;
+        let summary = stream_one(input, opts, seed, stage, consume, &mut |keys, bytes| {
+            progress(Progress::stream(
+                doing,
+                keys_before + keys,
+                bytes_before + bytes,
+                bytes_total,
+            ))
+        })?;
         keys_before += summary.keys;
         bytes_before += std::fs::metadata(path)
             .ok()
@@ -289,6 +242,69 @@ pub(crate) fn stream_keys_as<S: Stage>(
     }
     progress(Progress::stream(doing, keys_before, bytes_total, bytes_total).finished());
     Ok(summaries)
+}
+
+/// Streams the keys of one opened input through `stage`; `progress(keys, bytes)` after each
+/// chunk (bytes: 0 when they are not the input's own, i.e. decompressed).
+pub(crate) fn stream_one<S: Stage>(
+    input: Opened,
+    opts: &InputOptions,
+    seed: u64,
+    stage: &S,
+    consume: &mut dyn FnMut(S::Out) -> Result<()>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<InputSummary> {
+    let shown = input.shown.clone();
+    let compression = input.compression;
+    let exact_bytes = compression == source::Compression::None;
+    let plan = plan(&input, opts)?;
+    let parser = plan.parser.clone();
+    let mut summary = InputSummary {
+        path: shown.clone(),
+        format: plan.format.name(),
+        compression: compression.name(),
+        ..InputSummary::default()
+    };
+    let mut lines_before = 0u64;
+    let work =
+        |chunk: &super::chunk::Chunk, scratch: &mut Scratch| -> Result<ChunkResult<S::Out>> {
+            match parse_chunk(&parser, chunk, seed, stage, scratch) {
+                Ok(r) => Ok(Ok(r)),
+                Err(StageOrFault::Fault(f)) => Ok(Err(f)),
+                Err(StageOrFault::Stage(e)) => Err(e),
+            }
+        };
+    let end = pipeline::run(
+        input,
+        plan.start,
+        plan.cutter,
+        &opts.pipeline,
+        &Scratch::default,
+        &work,
+        &mut |chunk, r: ChunkResult<S::Out>| {
+            let (out, counts) = r.map_err(|f| {
+                let at = match f.line {
+                    Some(l) => Location::LineByte(lines_before + l, f.byte),
+                    None => Location::Byte(f.byte),
+                };
+                Error::input(&shown, Some(at), f.what)
+            })?;
+            lines_before += counts.lines;
+            summary.keys += counts.keys;
+            summary.skipped += counts.skipped;
+            consume(out)?;
+            let done_bytes = if exact_bytes {
+                chunk.offset + chunk.bytes().len() as u64
+            } else {
+                0
+            };
+            progress(summary.keys, done_bytes);
+            Ok(())
+        },
+    )?;
+    summary.bytes = end.bytes;
+    summary.warnings = end.warnings;
+    Ok(summary)
 }
 
 /// Collects keys (their bytes) into key-set builders, one per chunk.
