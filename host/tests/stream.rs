@@ -335,6 +335,26 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     let bz = write(&d, "k.bz2", b"BZh91AY&SY\x00\x00");
     let e = fails(&["build", s(&bz), "-o", s(&out)], 1);
     assert!(e.contains("k.bz2") && e.contains("bzip2"), "{e}");
+    // A zip inside a gzip is refused as the zip is, not read as text.
+    let mut gz_zip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz_zip
+        .write_all(b"PK\x03\x04\x14\x00\x00\x00keys.txt")
+        .unwrap();
+    let gz_zip = write(&d, "k.zip.gz", gz_zip.finish().unwrap());
+    let e = fails(&["build", s(&gz_zip), "-o", s(&out)], 1);
+    assert!(
+        e.contains("k.zip.gz") && e.contains("zip-compressed"),
+        "{e}"
+    );
+    // Inputs that merely start like another compressor's magic are read: a text line "BZh9 …"
+    // (no bzip2 block magic follows) and a u64 file whose first key is 93 (`5d 00 00 …`, not a
+    // legacy .lzma header).
+    let bzh = write(&d, "bzh.txt", "BZh9 is a key\nother\n");
+    assert_eq!(json(&["build", s(&bzh), "-o", s(&out)])["keys"], 2);
+    let ints: Vec<u8> = [93u64, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let ints = write(&d, "ints.u64", ints);
+    let v = json(&["build", s(&ints), "--format", "u64", "-o", s(&out)]);
+    assert_eq!(v["keys"], 3, "{v}");
 }
 
 // ---- classify --------------------------------------------------------------------------------

@@ -53,15 +53,32 @@ impl Compression {
 }
 
 /// Compressed forms that are recognised but not read (an error naming them beats reading them
-/// as text).
+/// as text). Each signature is checked past its magic bytes, so that a text line such as
+/// `BZh9 …` or a binary u64 file whose first key is 93 (`5d 00 00 …`) is not mistaken for one.
 fn unsupported_compression(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"BZh") && head.len() > 3 && head[3].is_ascii_digit() {
+    // bzip2: "BZh", the block size digit, then the 48-bit magic of a block (π) or of the
+    // end of the stream (√π).
+    let bzip2_block = |b: &[u8]| {
+        b == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59] || b == [0x17, 0x72, 0x45, 0x38, 0x50, 0x90]
+    };
+    // legacy .lzma: the properties byte 0x5d, then a dictionary size of 2^n or 2^n + 2^(n-1)
+    // bytes, at least 4 KiB (what every LZMA encoder writes).
+    let lzma_dict = |b: &[u8]| {
+        let d = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        d >= 4096 && (d.is_power_of_two() || (d % 3 == 0 && (d / 3).is_power_of_two()))
+    };
+    if head.len() >= 10
+        && head.starts_with(b"BZh")
+        && head[3].is_ascii_digit()
+        && bzip2_block(&head[4..10])
+    {
         Some("bzip2")
-    } else if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+    } else if head.len() >= 5 && head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) && head[4] >> 6 == 1 {
+        // lz4 frame: the magic, then a frame descriptor of version 01.
         Some("lz4")
     } else if head.starts_with(b"PK\x03\x04") {
         Some("zip")
-    } else if head.starts_with(&[0x5d, 0x00, 0x00]) {
+    } else if head.len() >= 5 && head[0] == 0x5d && lzma_dict(&head[1..5]) {
         Some("lzma")
     } else {
         None
@@ -316,6 +333,23 @@ fn finish_stream(
 ) -> Result<Opened> {
     let dec = decoder(compression, raw, &shown)?;
     let (head, body) = sniff(dec, &shown)?;
+    // What was compressed is read as it is: compressed again (a `.zip.gz`, a `.gz.xz`), it is
+    // refused as the plain file would be, not read as text.
+    let inner = Compression::detect(&head);
+    if inner != Compression::None {
+        return Err(Error::input(
+            &shown,
+            Some(Location::Byte(0)),
+            format!(
+                "is {}-compressed, and what it holds is {}-compressed again; decompress it to the keys first",
+                compression.name(),
+                inner.name()
+            ),
+        ));
+    }
+    if let Some(name) = unsupported_compression(&head) {
+        return Err(unsupported(&shown, name));
+    }
     Ok(Opened {
         shown,
         path: path.to_path_buf(),
@@ -357,8 +391,50 @@ mod tests {
         );
         assert_eq!(Compression::detect(b"\xfd7zXZ\x00\x00"), Compression::Xz);
         assert_eq!(Compression::detect(b"hello"), Compression::None);
-        assert_eq!(unsupported_compression(b"BZh91AY"), Some("bzip2"));
+        assert_eq!(unsupported_compression(b"BZh91AY&SY"), Some("bzip2"));
+        assert_eq!(unsupported_compression(b"BZh9 is a key\n"), None);
+        assert_eq!(unsupported_compression(b"PK\x03\x04\x14\x00"), Some("zip"));
+        // xz's own .lzma header (preset 6: 8 MiB dictionary), and a u64 file whose first key is 93.
+        assert_eq!(
+            unsupported_compression(&[0x5d, 0, 0, 0x80, 0, 0xff, 0xff]),
+            Some("lzma")
+        );
+        assert_eq!(
+            unsupported_compression(&[0x5d, 0, 0, 0, 0, 0, 0, 0, 1]),
+            None
+        );
+        assert_eq!(
+            unsupported_compression(&[0x04, 0x22, 0x4d, 0x18, 0x64, 0x40]),
+            Some("lz4")
+        );
+        assert_eq!(
+            unsupported_compression(&[0x04, 0x22, 0x4d, 0x18, 0, 0]),
+            None
+        );
         assert_eq!(format_extension(Path::new("a/keys.csv.gz")), "csv");
         assert_eq!(format_extension(Path::new("keys.TXT")), "txt");
+    }
+
+    #[cfg(feature = "compression")]
+    #[test]
+    fn compressed_contents_are_checked_as_plain_files_are() {
+        use std::io::Write;
+        let gzip = |b: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(b).unwrap();
+            e.finish().unwrap()
+        };
+        let open = |b: Vec<u8>| open_reader(Path::new("k.gz"), Box::new(io::Cursor::new(b)));
+        let zip = b"PK\x03\x04\x14\x00\x00\x00".to_vec();
+        let plain = open(zip.clone()).unwrap_err().to_string();
+        assert_eq!(open(gzip(&zip)).unwrap_err().to_string(), plain);
+        let twice = open(gzip(&gzip(b"a\nb\n"))).unwrap_err().to_string();
+        assert!(
+            twice.contains("k.gz") && twice.contains("gzip-compressed again"),
+            "{twice}"
+        );
+        let once = open(gzip(b"a\nb\n")).unwrap();
+        assert_eq!(once.compression, Compression::Gzip);
+        assert_eq!(once.head, b"a\nb\n");
     }
 }
