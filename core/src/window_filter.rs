@@ -12,7 +12,7 @@ use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
 use crate::storage::Words;
-use crate::window::{self, window_words, WindowMut, WindowState};
+use crate::window::{self, window_words, WindowMut, WindowShapeError, WindowState};
 
 /// A sliding-window filter: `g + 1` rotating generations of split-block images (see
 /// [`window`]).
@@ -62,6 +62,29 @@ impl WindowFilter {
             state: WindowState::default(),
             words: Words::zeroed(window_words(&params)),
         })
+    }
+
+    /// A window filter from its parts, e.g. copied back from a bulk backend: the parameters, the
+    /// interleaved storage words, the rotation state and the key count. Refused unless the
+    /// parameters are of a window, the words are `(g + 1) × z × L × W / 32` and the current
+    /// generation is at most `g`.
+    pub fn from_parts(
+        params: Params,
+        words: &[u32],
+        state: WindowState,
+        keys: Option<u64>,
+    ) -> Result<WindowFilter, WindowShapeError> {
+        let mut w = WindowFilter::new(params).ok_or(WindowShapeError::NotWindow)?;
+        if words.len() != w.words.as_slice().len() {
+            return Err(WindowShapeError::Length);
+        }
+        if u64::from(state.current) >= window::generations(&w.params) {
+            return Err(WindowShapeError::State);
+        }
+        w.words.as_mut_slice().copy_from_slice(words);
+        w.state = state;
+        w.keys = keys;
+        Ok(w)
     }
 
     /// A window over the last `window` keys in `generations` generations, sized so that its

@@ -260,6 +260,37 @@ fn time_window_rotates_by_timestamps() {
 }
 
 #[test]
+fn window_from_parts_rebuilds_a_window_and_refuses_parts_that_do_not_fit() {
+    use bloomlanes_core::window::WindowShapeError;
+    let kind = FilterKind::Window {
+        generations: 3,
+        unit: WindowUnit::Keys,
+        span: 5,
+    };
+    let mut w = WindowFilter::new(Params::new(Layout::L8x32, 2).with_kind(kind)).unwrap();
+    (0..23u64).for_each(|k| w.insert(&k));
+    let params = *w.params();
+    let back = WindowFilter::from_parts(params, w.words(), w.state(), w.key_count()).unwrap();
+    assert!(back == w);
+    let short = &w.words()[1..];
+    assert_eq!(
+        WindowFilter::from_parts(params, short, w.state(), None).unwrap_err(),
+        WindowShapeError::Length
+    );
+    let mut state = w.state();
+    state.current = 4;
+    assert_eq!(
+        WindowFilter::from_parts(params, w.words(), state, None).unwrap_err(),
+        WindowShapeError::State
+    );
+    let static_params = Params::new(Layout::L8x32, 2);
+    assert_eq!(
+        WindowFilter::from_parts(static_params, w.words(), w.state(), None).unwrap_err(),
+        WindowShapeError::NotWindow
+    );
+}
+
+#[test]
 fn scalable_filter_grows_and_stays_under_its_target() {
     // Small stages would test the luck of their few blocks as much as the formula: start at
     // 50 000 keys (stage 0 has ~3 000 blocks).

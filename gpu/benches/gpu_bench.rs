@@ -10,9 +10,21 @@
 //! - `REPS` default 5
 //! - `CHUNK_LOG2` keys per streamed chunk, default 22
 //! - `E2E_INSERT` insert kernel end to end: `bulk` (default) or `atomic`
-//! - `SCRATCH_LOG2` scratch cap of the partitioned insert in hashes, default 28 (2 GiB)
+//! - `SCRATCH_LOG2` scratch cap of the partitioned insert in hashes, default 32 (the batch)
 //! - `PART_SWEEP` partition sizes tried for 8x32 at filters past L2, default `4M,8M,16M,24M,32M`
 //!   (empty to skip)
+//! - `SECTIONS` which tables to print, default `static,counting,window,lookup,e2e`
+//! - counting filters (issue #14): `COUNTING_SIZES` bytes of counters, default `2G`;
+//!   `COUNTING_KEYS_LOG2`, default 28
+//! - sliding windows: `WINDOW_GEN_BYTES` per generation, default `512M`; `WINDOW_G` default 4;
+//!   `WINDOW_SPAN_LOG2` default 26; `WINDOW_KEYS_LOG2` default 28
+//! - partitioned lookups (issue #17): `LOOKUP_SIZES` default `2G`; `LOOKUP_KEYS_LOG2` default 28;
+//!   `LOOKUP_SWEEP` batch sizes `A..B` (log2, every other), default `20..28` (empty to skip);
+//!   `LOOKUP_PART_SWEEP` partition sizes, default `8M,16M,24M,32M,48M` (empty to skip)
+//! - `KIND_LAYOUTS` layouts of the counting, window and lookup tables, default `8x32`
+//!
+//! The partitioned insert's scratch is sized to the batch by default (`SCRATCH_LOG2=32`: one
+//! sweep of the filter per batch); `SCRATCH_LOG2=28` reproduces the earlier 2 GiB chunks.
 
 use std::time::Instant;
 
@@ -20,6 +32,9 @@ use bloomlanes_core::{Layout, Params};
 use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
+
+#[path = "gpu_bench/kinds.rs"]
+mod kinds;
 
 /// Seed of the device-resident keys.
 const KEY_SEED: u64 = 0x5eed;
@@ -177,76 +192,39 @@ fn partition_details(
     Ok(())
 }
 
-fn main() -> Result<(), GpuError> {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a.contains('='))
-        .collect();
-    let sizes: Vec<u64> = setting(&args, "SIZES", "1M,256M,2G,8G")
-        .split(',')
-        .map(parse_size)
-        .collect();
-    let keys_log2: u32 = setting(&args, "KEYS_LOG2", "30").parse().unwrap();
-    let e2e_log2: u32 = setting(&args, "E2E_KEYS_LOG2", "28").parse().unwrap();
-    let reps: usize = setting(&args, "REPS", "5").parse().unwrap();
-    let chunk_log2: u32 = setting(&args, "CHUNK_LOG2", "22").parse().unwrap();
-    let scratch_log2: u32 = setting(&args, "SCRATCH_LOG2", "28").parse().unwrap();
-    let sweep: Vec<u64> = setting(&args, "PART_SWEEP", "4M,8M,16M,24M,32M")
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(parse_size)
-        .collect();
-    let layouts: Vec<Layout> = setting(&args, "LAYOUTS", "8x32,8x64,16x32,16x64")
-        .split(',')
-        .map(|n| Layout::from_name(n.trim()).expect("layout"))
-        .collect();
-
-    let dev = match probe() {
-        Ok(d) => d,
-        Err(e) => {
-            println!("SKIP: gpu_bench: {e}");
-            return Ok(());
-        }
-    };
-    if let Err(e) = bloomlanes_gpu::require_nvrtc() {
-        println!("SKIP: gpu_bench: {e}");
-        return Ok(());
-    }
-    let (nv_major, nv_minor) = bloomlanes_gpu::nvrtc_version()?;
-    println!(
-        "device: {} ({} GiB, sm_{}{}), NVRTC {nv_major}.{nv_minor}",
-        dev.name,
-        dev.memory_bytes >> 30,
-        dev.compute_capability.0,
-        dev.compute_capability.1
-    );
-    let n = 1usize << keys_log2;
-    println!(
-        "keys on device: 2^{keys_log2} random u64; reps {reps}, median; G/s = 10^9 keys per second\n"
-    );
+/// The static filter's tables: inserts (atomics, bulk reduce, partitioned) and lookups for each
+/// size and layout against the speed of light, then the partitioned insert in detail.
+#[allow(clippy::too_many_arguments)]
+fn static_tables(
+    sizes: &[u64],
+    layouts: &[Layout],
+    n: usize,
+    reps: usize,
+    sweep: &[u64],
+    scratch_log2: u32,
+    stream: &GpuStream,
+) -> Result<(), GpuError> {
     let keys = DeviceBuffer::random_u64(n, KEY_SEED)?;
     let mut out = DeviceBuffer::<u8>::zeros(n)?;
-    let stream = GpuStream::new()?;
-
     println!(
         "| filter | layout | insert G/s (atomics) | insert G/s (bulk reduce) | insert G/s (partitioned) | partitions | auto picks | lookup G/s | speed of light G/s | lookup / SoL |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut sol_by_size = Vec::new();
-    for &size in &sizes {
+    for &size in sizes {
         // Speed of light: one random 32-byte read from a buffer of the same size per key.
         let sol = {
             let buf = DeviceBuffer::<u64>::zeros((size / 8) as usize)?;
             let ms = time_ms(
                 reps,
-                &stream,
+                stream,
                 || Ok(()),
-                || GpuFilter::speed_of_light_async(&buf, &keys, &mut out, &stream),
+                || GpuFilter::speed_of_light_async(&buf, &keys, &mut out, stream),
             )?;
             n as f64 / ms / 1e6
         };
         sol_by_size.push((size, sol));
-        for &layout in &layouts {
+        for &layout in layouts {
             let blocks = (size / layout.block_bytes() as u64) as u32;
             let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
             let gs = g.stream().clone();
@@ -302,7 +280,79 @@ fn main() -> Result<(), GpuError> {
             );
         }
     }
-    partition_details(&sizes, &keys, reps, &sweep, scratch_log2)?;
+    partition_details(sizes, &keys, reps, sweep, scratch_log2)?;
+    Ok(())
+}
+
+fn main() -> Result<(), GpuError> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a.contains('='))
+        .collect();
+    let sizes: Vec<u64> = setting(&args, "SIZES", "1M,256M,2G,8G")
+        .split(',')
+        .map(parse_size)
+        .collect();
+    let keys_log2: u32 = setting(&args, "KEYS_LOG2", "30").parse().unwrap();
+    let e2e_log2: u32 = setting(&args, "E2E_KEYS_LOG2", "28").parse().unwrap();
+    let reps: usize = setting(&args, "REPS", "5").parse().unwrap();
+    let chunk_log2: u32 = setting(&args, "CHUNK_LOG2", "22").parse().unwrap();
+    let scratch_log2: u32 = setting(&args, "SCRATCH_LOG2", "32").parse().unwrap();
+    let sections = setting(&args, "SECTIONS", "static,counting,window,lookup,e2e");
+    let section = |name: &str| sections.split(',').any(|s| s.trim() == name);
+    let sweep: Vec<u64> = setting(&args, "PART_SWEEP", "4M,8M,16M,24M,32M")
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_size)
+        .collect();
+    let layouts: Vec<Layout> = setting(&args, "LAYOUTS", "8x32,8x64,16x32,16x64")
+        .split(',')
+        .map(|n| Layout::from_name(n.trim()).expect("layout"))
+        .collect();
+
+    let dev = match probe() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("SKIP: gpu_bench: {e}");
+            return Ok(());
+        }
+    };
+    if let Err(e) = bloomlanes_gpu::require_nvrtc() {
+        println!("SKIP: gpu_bench: {e}");
+        return Ok(());
+    }
+    let (nv_major, nv_minor) = bloomlanes_gpu::nvrtc_version()?;
+    println!(
+        "device: {} ({} GiB, sm_{}{}), NVRTC {nv_major}.{nv_minor}",
+        dev.name,
+        dev.memory_bytes >> 30,
+        dev.compute_capability.0,
+        dev.compute_capability.1
+    );
+    let n = 1usize << keys_log2;
+    println!(
+        "keys on device: 2^{keys_log2} random u64; reps {reps}, median; G/s = 10^9 keys per second\n"
+    );
+    let stream = GpuStream::new()?;
+    if section("static") {
+        static_tables(&sizes, &layouts, n, reps, &sweep, scratch_log2, &stream)?;
+    }
+    let layouts_kinds: Vec<Layout> = setting(&args, "KIND_LAYOUTS", "8x32")
+        .split(',')
+        .map(|n| Layout::from_name(n.trim()).expect("layout"))
+        .collect();
+    if section("counting") {
+        kinds::counting(&args, reps, &layouts_kinds)?;
+    }
+    if section("window") {
+        kinds::window(&args, reps, &layouts_kinds)?;
+    }
+    if section("lookup") {
+        kinds::lookups(&args, reps, &layouts_kinds)?;
+    }
+    if !section("e2e") {
+        return Ok(());
+    }
 
     // End to end from pinned host memory.
     let m = 1usize << e2e_log2;

@@ -59,6 +59,17 @@ pub enum GpuError {
         /// Blocks asked for.
         blocks: u64,
     },
+    /// The parameters are of another kind of filter than the GPU type asked for (e.g. a static
+    /// filter's parameters for [`GpuCountingFilter`](crate::GpuCountingFilter)).
+    WrongKind {
+        /// The kind the type holds, e.g. "counting".
+        expected: &'static str,
+        /// The kind of the parameters given.
+        found: &'static str,
+    },
+    /// An operation this filter does not support, and why (e.g. an insert without a time into a
+    /// window counted in nanoseconds).
+    Unsupported(&'static str),
     /// A buffer or launch whose size cannot be expressed: `len` elements of `elem_bytes` bytes
     /// overflow the address space, or (with `elem_bytes` 0) `len` items need more CTAs than a
     /// grid may have.
@@ -120,6 +131,13 @@ impl std::fmt::Display for GpuError {
             GpuError::HashMismatch(m) => write!(f, "{m}"),
             GpuError::Batch(e) => write!(f, "malformed batch: {e}"),
             GpuError::Incompatible(e) => write!(f, "{e}"),
+            GpuError::WrongKind { expected, found } => {
+                write!(
+                    f,
+                    "expected the parameters of a {expected} filter, found {found}"
+                )
+            }
+            GpuError::Unsupported(m) => write!(f, "unsupported: {m}"),
             GpuError::TooLarge { blocks } => {
                 write!(f, "{blocks} blocks is more than a filter may have")
             }

@@ -11,10 +11,14 @@ use cudarc::driver::{CudaContext, CudaSlice, PushKernelArg};
 use crate::buffer::{alloc_zeros, check_free};
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
 use crate::launch::{launch_keys, KeyArgs, Pass};
+use crate::lookup::{LookupState, LookupTarget};
 use crate::module::{grid, kernels, layout_free_kernels, Kernels};
 use crate::partition::Partitioner;
 use crate::pipeline::{HostOp, PinnedOp, Pipeline, DEFAULT_CHUNK_KEYS};
-use crate::{context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel, PinnedBuffer};
+use crate::{
+    context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel, LookupAuto, LookupKernel,
+    LookupOutput, LookupPath, PinnedBuffer,
+};
 
 /// A split-block Bloom filter in GPU memory.
 pub struct GpuFilter {
@@ -31,6 +35,7 @@ pub struct GpuFilter {
     chunk_keys: usize,
     insert_kernel: InsertKernel,
     partitioner: Partitioner,
+    lookup: LookupState,
 }
 
 impl std::fmt::Debug for GpuFilter {
@@ -70,6 +75,7 @@ impl GpuFilter {
             keys: Some(0),
             chunk_keys: DEFAULT_CHUNK_KEYS,
             insert_kernel: InsertKernel::Auto,
+            lookup: LookupState::default(),
         })
     }
 
@@ -169,16 +175,20 @@ impl GpuFilter {
         self.partitioner.partitions(&self.params)
     }
 
-    /// Caps the partitioned insert's scratch buffer at `keys` hashes (8 bytes each; at least 64).
-    /// Larger batches are partitioned and inserted in chunks of at most this many keys. A buffer
-    /// already allocated larger is kept (see [`GpuFilter::release_scratch`]).
+    /// Caps the partitioning scratch of partitioned inserts and lookups at `keys` keys (8 bytes
+    /// each, 12 with the positions of a lookup; at least 64). By default it is sized to the batch
+    /// (up to 2^32 − 1 keys), so the filter is swept once per batch; larger batches than the cap
+    /// go through in chunks of at most this many keys, one sweep each. A buffer already allocated
+    /// larger is kept (see [`GpuFilter::release_scratch`]).
     pub fn set_scratch_keys(&mut self, keys: usize) {
         self.partitioner.set_scratch_keys(keys);
     }
 
-    /// Frees the partitioned insert's scratch buffer (it is allocated again when needed).
+    /// Frees the scratch buffers of partitioned inserts and lookups (allocated again when
+    /// needed).
     pub fn release_scratch(&mut self) {
         self.partitioner.release_scratch();
+        self.lookup.release();
     }
 
     /// The L2 cache size the device reports, in bytes (0 if unknown).
@@ -358,6 +368,98 @@ impl GpuFilter {
             out: out.view_mut(),
         };
         launch_keys(&self.k, &self.params, stream.raw(), args, pass)
+    }
+
+    // ---- lookups with a choice of output and path --------------------------------------------
+
+    /// Chooses how [`GpuFilter::lookup_device_async`] probes the filter (answers are identical);
+    /// the default is [`LookupKernel::Auto`].
+    pub fn set_lookup_kernel(&mut self, kernel: LookupKernel) {
+        self.lookup.kernel = kernel;
+    }
+
+    /// The choice made with [`GpuFilter::set_lookup_kernel`].
+    pub fn lookup_kernel(&self) -> LookupKernel {
+        self.lookup.kernel
+    }
+
+    /// Sets the rule by which [`LookupKernel::Auto`] partitions lookups.
+    pub fn set_lookup_auto(&mut self, rule: LookupAuto) {
+        self.lookup.auto = rule;
+    }
+
+    /// The rule by which [`LookupKernel::Auto`] partitions lookups.
+    pub fn lookup_auto(&self) -> LookupAuto {
+        self.lookup.auto
+    }
+
+    fn lookup_target(&mut self) -> LookupTarget<'_> {
+        LookupTarget {
+            kernels: &self.k,
+            params: &self.params,
+            words: &self.words,
+            partitioner: &mut self.partitioner,
+            state: &mut self.lookup,
+        }
+    }
+
+    /// Whether a lookup of `keys` device-resident keys through [`GpuFilter::lookup_device_async`]
+    /// is partitioned under the current settings.
+    pub fn lookup_partitioned_for(&self, keys: usize) -> bool {
+        self.lookup
+            .partitioned_for(self.byte_len(), self.partitioner.l2_or_fallback(), keys)
+    }
+
+    /// Looks up device-resident keys into `out` (bytes, a bitmap, or the list of maybe-present
+    /// positions), queued on `stream`, directly or partitioned (see [`LookupKernel`]); returns
+    /// the path taken. Records and strings are hashed into a scratch buffer first. The scratch
+    /// buffers belong to the filter, hence `&mut self` (their reuse by calls on other streams is
+    /// ordered by the buffers' events).
+    pub fn lookup_device_async(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        out: LookupOutput<'_>,
+        stream: &GpuStream,
+    ) -> Result<LookupPath, GpuError> {
+        keys.check_shape()?;
+        self.check_hash(keys.are_hashes())?;
+        let args = keys.to_args(&self.k, self.check_stream.raw())?;
+        self.lookup_target().lookup(args, out, stream.raw())
+    }
+
+    /// [`GpuFilter::lookup_device_async`] on the filter's stream, waiting for the answers.
+    pub fn lookup_device(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        out: LookupOutput<'_>,
+    ) -> Result<LookupPath, GpuError> {
+        let s = self.stream.clone();
+        let path = self.lookup_device_async(keys, out, &s)?;
+        s.synchronize()?;
+        Ok(path)
+    }
+
+    /// The screening form, waiting: writes the indices of the keys that may be present into
+    /// `list` (in no particular order) and returns how many. `list` holds one entry per key.
+    pub fn positions_device(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        list: &mut DeviceBuffer<u32>,
+    ) -> Result<usize, GpuError> {
+        let mut count = match self.lookup.count.take() {
+            Some(c) => c,
+            None => DeviceBuffer::<u64>::zeros(1)?,
+        };
+        let r = self.lookup_device(
+            keys,
+            LookupOutput::Positions {
+                list,
+                count: &mut count,
+            },
+        );
+        let found = r.and_then(|_| count.to_host());
+        self.lookup.count = Some(count);
+        Ok(found?[0] as usize)
     }
 
     /// The speed-of-light reference for a lookup, for benchmarks: for each key, one random

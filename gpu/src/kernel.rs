@@ -23,16 +23,25 @@ pub const MAX_PARTITIONS: u32 = 2048;
 /// Keys per thread of the partitioned insert's scatter pass: a CTA groups `THREADS *
 /// SCATTER_KEYS_PER_THREAD` hashes by partition in shared memory before writing them out.
 pub const SCATTER_KEYS_PER_THREAD: u32 = 16;
+/// Keys per thread of the scatter pass that also writes each hash's key index (partitioned
+/// lookups and deletes): half the tile, so that the indices fit in the same shared memory.
+pub const SCATTER_POS_KEYS_PER_THREAD: u32 = 8;
+/// The bit of a counting delete's per-key status that says the key was accepted (`BL_ACCEPTED`);
+/// the low bits (one per lane, at most 16) say which counters it decremented.
+pub(crate) const STATUS_ACCEPTED: u32 = 1 << 31;
 /// Shared memory the bulk-reduce insert stages block masks in, per CTA.
 const BULK_STAGING_BYTES: usize = 32 * 1024;
 
 /// The `.cu` files, in the order they are concatenated after the prelude.
-const CUDA_FILES: [(&str, &str); 6] = [
+const CUDA_FILES: [(&str, &str); 9] = [
     ("types.cu", include_str!("cuda/types.cu")),
     ("xxh64.cu", include_str!("cuda/xxh64.cu")),
     ("block.cu", include_str!("cuda/block.cu")),
     ("keys.cu", include_str!("cuda/keys.cu")),
     ("partition.cu", include_str!("cuda/partition.cu")),
+    ("lookup.cu", include_str!("cuda/lookup.cu")),
+    ("counting.cu", include_str!("cuda/counting.cu")),
+    ("window.cu", include_str!("cuda/window.cu")),
     ("util.cu", include_str!("cuda/util.cu")),
 ];
 
@@ -54,19 +63,36 @@ pub(crate) enum Kernel {
     BitmapHash,
     BitmapRecords,
     BitmapStrings,
+    HashRecords,
+    HashStrings,
     PartHist,
     PartScan,
     PartScatter,
+    PartScatterPos,
+    ProbeBitmap,
+    ProbeList,
+    PositionsKeys,
+    CountInsert,
+    CountCheck,
+    CountDelete,
+    CountUndo,
+    WindowInsert,
+    WindowContains,
+    WindowBitmap,
+    WindowClear,
     Union,
     Intersect,
     CheckOffsets,
+    StatusBytes,
+    StatusScatter,
+    BitsToBytes,
     FillRandom,
     SpeedOfLight,
 }
 
 impl Kernel {
     /// Every kernel, in discriminant order.
-    pub(crate) const ALL: [Kernel; 22] = [
+    pub(crate) const ALL: [Kernel; 39] = [
         Kernel::InsertU64,
         Kernel::InsertHash,
         Kernel::InsertU64Bulk,
@@ -81,12 +107,29 @@ impl Kernel {
         Kernel::BitmapHash,
         Kernel::BitmapRecords,
         Kernel::BitmapStrings,
+        Kernel::HashRecords,
+        Kernel::HashStrings,
         Kernel::PartHist,
         Kernel::PartScan,
         Kernel::PartScatter,
+        Kernel::PartScatterPos,
+        Kernel::ProbeBitmap,
+        Kernel::ProbeList,
+        Kernel::PositionsKeys,
+        Kernel::CountInsert,
+        Kernel::CountCheck,
+        Kernel::CountDelete,
+        Kernel::CountUndo,
+        Kernel::WindowInsert,
+        Kernel::WindowContains,
+        Kernel::WindowBitmap,
+        Kernel::WindowClear,
         Kernel::Union,
         Kernel::Intersect,
         Kernel::CheckOffsets,
+        Kernel::StatusBytes,
+        Kernel::StatusScatter,
+        Kernel::BitsToBytes,
         Kernel::FillRandom,
         Kernel::SpeedOfLight,
     ];
@@ -108,12 +151,29 @@ impl Kernel {
             Kernel::BitmapHash => "bl_bitmap_hash",
             Kernel::BitmapRecords => "bl_bitmap_records",
             Kernel::BitmapStrings => "bl_bitmap_strings",
+            Kernel::HashRecords => "bl_hash_records",
+            Kernel::HashStrings => "bl_hash_strings",
             Kernel::PartHist => "bl_part_hist",
             Kernel::PartScan => "bl_part_scan",
             Kernel::PartScatter => "bl_part_scatter",
+            Kernel::PartScatterPos => "bl_part_scatter_pos",
+            Kernel::ProbeBitmap => "bl_probe_bitmap",
+            Kernel::ProbeList => "bl_probe_list",
+            Kernel::PositionsKeys => "bl_positions_keys",
+            Kernel::CountInsert => "bl_count_insert",
+            Kernel::CountCheck => "bl_count_check",
+            Kernel::CountDelete => "bl_count_delete",
+            Kernel::CountUndo => "bl_count_undo",
+            Kernel::WindowInsert => "bl_window_insert",
+            Kernel::WindowContains => "bl_window_contains",
+            Kernel::WindowBitmap => "bl_window_bitmap",
+            Kernel::WindowClear => "bl_window_clear",
             Kernel::Union => "bl_union",
             Kernel::Intersect => "bl_intersect",
             Kernel::CheckOffsets => "bl_check_offsets",
+            Kernel::StatusBytes => "bl_status_bytes",
+            Kernel::StatusScatter => "bl_status_scatter",
+            Kernel::BitsToBytes => "bl_bits_to_bytes",
             Kernel::FillRandom => "bl_fill_random",
             Kernel::SpeedOfLight => "bl_speed_of_light",
         }
@@ -135,6 +195,8 @@ fn prelude(layout: Layout) -> String {
     define("BL_KPT", KEYS_PER_THREAD.to_string());
     define("BL_MAXP", MAX_PARTITIONS.to_string());
     define("BL_SKPT", SCATTER_KEYS_PER_THREAD.to_string());
+    define("BL_SKPT_POS", SCATTER_POS_KEYS_PER_THREAD.to_string());
+    define("BL_ACCEPTED", format!("0x{STATUS_ACCEPTED:08x}u"));
     // Shared-memory staging slots per thread of the bulk-reduce insert.
     let slots = (BULK_STAGING_BYTES / (THREADS as usize * layout.block_bytes()))
         .clamp(1, KEYS_PER_THREAD as usize);
@@ -201,6 +263,57 @@ mod tests {
             Kernel::ALL.len(),
             "every entry point is listed in Kernel"
         );
+    }
+
+    #[test]
+    fn the_kinds_kernels_have_the_signatures_their_launches_push() {
+        // The launches in counting_delete.rs, window.rs, lookup.rs, hashed.rs and partition.rs
+        // push their arguments in these orders and types (their SAFETY comments quote them).
+        let src = kernel_source(Layout::L16x64);
+        let keys = "const u64* keys, u64 n, u64 seed, int mode";
+        for (k, params) in [
+            (Kernel::CountInsert, format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits")),
+            (Kernel::CountCheck, format!("const u32* image, u64 blocks, {keys}, u32* status, u64* stats")),
+            (
+                Kernel::CountDelete,
+                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, u32* status, u64* stats"),
+            ),
+            (
+                Kernel::CountUndo,
+                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, const u32* status"),
+            ),
+            (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
+            (
+                Kernel::HashStrings,
+                "const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out".into(),
+            ),
+            (
+                Kernel::ProbeBitmap,
+                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits".into(),
+            ),
+            (
+                Kernel::ProbeList,
+                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count".into(),
+            ),
+            (
+                Kernel::PositionsKeys,
+                format!("const u32* words, u64 blocks, {keys}, u32* list, u64 cap, u64* count"),
+            ),
+            (
+                Kernel::PartScatterPos,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out, u32* __restrict__ out_pos".into(),
+            ),
+            (Kernel::StatusBytes, "const u32* status, u64 n, u8* out".into()),
+            (Kernel::StatusScatter, "const u32* status, const u32* pos, u64 n, u8* out".into()),
+            (Kernel::BitsToBytes, "const u32* bits, u64 n, u8* out".into()),
+            (Kernel::WindowInsert, format!("u32* words, u64 blocks, u32 gens, u32 gen, {keys}")),
+            (Kernel::WindowContains, format!("const u32* words, u64 blocks, u32 gens, {keys}, u8* out")),
+            (Kernel::WindowBitmap, format!("const u32* words, u64 blocks, u32 gens, {keys}, u32* bits")),
+            (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+        ] {
+            let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
+            assert!(src.contains(&signature), "no `{signature}`");
+        }
     }
 
     #[test]

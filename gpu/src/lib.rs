@@ -7,7 +7,14 @@
 //!
 //! Inserts of device-resident batches into filters larger than the L2 cache are partitioned by
 //! default ([`InsertKernel::Auto`], [`InsertKernel::Partitioned`]): the hashes are grouped by
-//! filter region first so that the read-modify-writes of the filter hit L2.
+//! filter region first so that the read-modify-writes of the filter hit L2. Lookups through
+//! [`GpuFilter::lookup_device_async`] are partitioned the same way when it pays
+//! ([`LookupKernel::Auto`], [`LookupAuto`]) and write bytes, a bitmap or the list of
+//! maybe-present positions ([`LookupOutput`]); the older `contains_*` calls stay direct.
+//!
+//! The filter kinds of `bloomlanes_core` (issue #14) have GPU types with the same bits:
+//! [`GpuCountingFilter`] (inserts, deletes with the core's key-by-key semantics, lookups) and
+//! [`GpuWindowFilter`] (inserts that rotate where the core does, lookups over all generations).
 //!
 //! CUDA is loaded at run time (`cudarc` with dynamic loading): this crate builds and links on
 //! machines without CUDA, and every entry point returns [`GpuError::NoDriver`] there instead of
@@ -21,36 +28,51 @@
 //! - `launch`: the one launcher of the key kernels, for every (operation × key form).
 //! - `buffer`, `pinned`, `stream`: device memory, page-locked host memory, streams and timers.
 //! - `device_keys`: keys in device memory and the checks that run before they are used.
-//! - `partition`: the partitioned insert. `pipeline`: the host-memory pipeline.
+//! - `partition`: grouping by filter region, and the partitioned insert. `lookup`: lookups into
+//!   three outputs, direct or partitioned. `hashed`: keys as the hash-taking kernels see them.
+//! - `pipeline`: the host-memory pipeline; `stage`: host chunks one at a time (for the kinds).
 //! - `filter`: [`GpuFilter`], whose methods tie the rooms together.
+//! - `counting`, `counting_delete`: [`GpuCountingFilter`] and its delete semantics; `window`,
+//!   `window_plan`: [`GpuWindowFilter`] and where its batches rotate.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod buffer;
 mod compile;
+mod counting;
+mod counting_delete;
 mod device_keys;
 mod error;
 mod filter;
+mod hashed;
 mod kernel;
 mod launch;
 mod loader;
+mod lookup;
 mod module;
 mod partition;
 mod pinned;
 mod pipeline;
+mod stage;
 mod stream;
+mod window;
+mod window_plan;
 
 pub use buffer::DeviceBuffer;
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
+pub use counting::GpuCountingFilter;
+pub use counting_delete::DeleteReport;
 pub use device_keys::DeviceKeys;
 pub use error::GpuError;
 pub use filter::GpuFilter;
 pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
+pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
 pub use stream::{GpuStream, Timer};
+pub use window::GpuWindowFilter;
 
 use std::sync::{Arc, Mutex};
 
@@ -116,6 +138,8 @@ mod tests {
     fn public_types_stay_send_and_sync() {
         // The host crate moves filters and buffers across threads; the split must keep that.
         send_sync::<GpuFilter>();
+        send_sync::<GpuCountingFilter>();
+        send_sync::<GpuWindowFilter>();
         send_sync::<DeviceBuffer<u64>>();
         send_sync::<PinnedBuffer<u64>>();
         send_sync::<GpuStream>();

@@ -1,20 +1,42 @@
-//! The partitioned insert: device-resident u64 keys or hashes are first grouped by the filter
-//! region they fall in (histogram, scan, scatter), then inserted, so that the read-modify-writes
-//! of a filter larger than L2 hit L2.
+//! Partitioning: device-resident u64 keys or hashes are first grouped by the filter region they
+//! fall in (histogram, scan, scatter), then inserted or probed, so that the filter accesses of a
+//! filter larger than L2 hit L2. Used by the partitioned insert (here), partitioned lookups
+//! ([`crate::lookup`]) and the counting filter's inserts and deletes ([`crate::counting`]).
+//!
+//! # Memory traffic of the partitioned insert (per key, counted from the algorithm)
+//!
+//! Pass 1 (histogram) reads the key: 8 bytes. Pass 3 (scatter) reads it again and writes its hash:
+//! 16 bytes. The insert reads the hash (8 bytes) and, partition by partition, reads and writes
+//! each filter block it touches once per sweep: `2 × F × (1 − e^(−m/z)) / m` bytes per key for a
+//! filter of `F` bytes and `z` blocks and a sweep of `m` keys. The scratch buffer is sized to the
+//! batch (8 bytes per key), so a batch is one sweep; only when the device cannot hold it is the
+//! batch split (each part one more sweep).
+//!
+//! - 8 GiB filter (8x32, `z = 2^28`), 2^30 keys in one sweep: 8 + 16 + 8 + 2 × 8 × 0.98 ≈ 48 bytes
+//!   per key, a bound of 3.35 TB/s ÷ 48 B ≈ 70 G keys/s on the H100's HBM3. In sweeps of 2^28
+//!   keys (the scratch cap before): 32 + 2 × 32 × 0.63 ≈ 72 bytes, ≈ 46 G keys/s. The target of
+//!   issue #17 (27 G/s) is below both bounds, so it stands as stated.
+//! - 2 GiB filter (`z = 2^26`), 2^28 keys: 32 + 2 × 8 × 0.98 ≈ 48 bytes, ≈ 70 G keys/s.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bloomlanes_core::Params;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
-use crate::kernel::{Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, THREADS};
+use crate::hashed::{Hashed, MODE_HASHES, MODE_U64};
+use crate::kernel::{
+    Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, SCATTER_POS_KEYS_PER_THREAD,
+    THREADS,
+};
 use crate::launch::{launch_keys, DirectInsert, KeyArgs, Pass};
 use crate::module::{grid, Kernels};
 use crate::GpuError;
 
-/// Default cap of the scratch buffer, in hashes (2^28 = 2 GiB).
-const DEFAULT_SCRATCH_KEYS: usize = 1 << 28;
+/// Default cap of the scratch buffer, in hashes: as many as the u32 cursors count, i.e. the
+/// scratch is sized to the batch (one sweep of the filter per batch).
+const DEFAULT_SCRATCH_KEYS: usize = u32::MAX as usize;
 /// The smallest scratch buffer worth partitioning with when memory is short.
 const MIN_SCRATCH_KEYS: usize = 1 << 20;
 /// [`InsertKernel::Auto`] partitions batches of at least this many keys (and at least one key
@@ -26,6 +48,7 @@ const FALLBACK_PARTITION_BYTES: u64 = 16 << 20;
 // The scatter pass packs (partition, index in tile) into one u32 as 16 + 16 bits.
 const _: () = assert!(MAX_PARTITIONS.is_multiple_of(THREADS) && MAX_PARTITIONS < 1 << 16);
 const _: () = assert!(THREADS * SCATTER_KEYS_PER_THREAD <= 1 << 16);
+const _: () = assert!(THREADS * SCATTER_POS_KEYS_PER_THREAD <= 1 << 16);
 
 /// How inserts of u64 keys and hashes set bits. Every choice gives the same filter bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -45,12 +68,13 @@ pub enum InsertKernel {
     /// roughly in order, so the blocks being updated at any moment fit in L2 and the
     /// read-modify-writes hit L2 instead of DRAM.
     ///
-    /// The scratch buffer holds at most
-    /// [`GpuFilter::set_scratch_keys`](crate::GpuFilter::set_scratch_keys) hashes (2^28 = 2 GiB
-    /// by default; larger batches go through in chunks), is allocated on first use and kept
-    /// until [`GpuFilter::release_scratch`](crate::GpuFilter::release_scratch) or the filter is
-    /// dropped. If it cannot be allocated the insert fails with [`GpuError::OutOfMemory`] (no
-    /// bits are set). Inserts from host memory (`insert`, `insert_pinned`), which are bound by
+    /// The scratch buffer is sized to the batch (8 bytes per key), so the filter is swept once
+    /// per batch, however large the filter; [`GpuFilter::set_scratch_keys`](crate::GpuFilter::set_scratch_keys)
+    /// caps it (larger batches then go through in chunks, one sweep each). It is allocated on
+    /// first use and kept until [`GpuFilter::release_scratch`](crate::GpuFilter::release_scratch)
+    /// or the filter is dropped. When the device cannot hold it, the request is halved (one more
+    /// sweep per halving) down to 2^20 keys; below that the insert fails with
+    /// [`GpuError::OutOfMemory`] naming the bytes asked for and free (no bits are set). Inserts from host memory (`insert`, `insert_pinned`), which are bound by
     /// the host-to-device copy, use the bulk-reduce kernel instead.
     Partitioned,
     /// The default: [`InsertKernel::Partitioned`] for device-resident batches of at least 2^22
@@ -75,6 +99,8 @@ impl InsertKernel {
 struct Scratch {
     /// The grouped hashes of one chunk.
     hashes: CudaSlice<u64>,
+    /// The index in the chunk of each grouped hash's key, when asked for (as many as `hashes`).
+    positions: Option<CudaSlice<u32>>,
     /// Keys per partition ([`MAX_PARTITIONS`] words).
     counts: CudaSlice<u32>,
     /// Next free position of each partition's run ([`MAX_PARTITIONS`] words).
@@ -129,8 +155,13 @@ impl Partitioner {
 
     /// Partitions of a filter of `params` (1 to [`MAX_PARTITIONS`]).
     pub(crate) fn partitions(&self, params: &Params) -> u32 {
-        params
-            .byte_len()
+        self.partitions_for_bytes(params.byte_len())
+    }
+
+    /// Partitions of a filter whose arrays span `bytes` (e.g. a counting filter's image and
+    /// counters): 1 to [`MAX_PARTITIONS`].
+    pub(crate) fn partitions_for_bytes(&self, bytes: u64) -> u32 {
+        bytes
             .div_ceil(self.partition_bytes())
             .clamp(1, u64::from(MAX_PARTITIONS)) as u32
     }
@@ -148,29 +179,55 @@ impl Partitioner {
     /// Whether an insert of `keys` device-resident keys into a filter of `params` is partitioned
     /// under `kernel` (see [`InsertKernel::Auto`] for the rule).
     pub(crate) fn wanted(&self, kernel: InsertKernel, params: &Params, keys: usize) -> bool {
+        self.wanted_for_bytes(kernel, params.byte_len(), params.blocks, keys)
+    }
+
+    /// The L2 size, or twice the fallback partition size when the device does not report it.
+    pub(crate) fn l2_or_fallback(&self) -> u64 {
+        if self.l2_bytes == 0 {
+            2 * FALLBACK_PARTITION_BYTES
+        } else {
+            self.l2_bytes
+        }
+    }
+
+    /// [`Partitioner::wanted`] for a filter of `blocks` blocks whose arrays span `bytes`.
+    pub(crate) fn wanted_for_bytes(
+        &self,
+        kernel: InsertKernel,
+        bytes: u64,
+        blocks: u32,
+        keys: usize,
+    ) -> bool {
         match kernel {
             InsertKernel::Partitioned => true,
             InsertKernel::Auto => {
-                let l2 = if self.l2_bytes == 0 {
-                    2 * FALLBACK_PARTITION_BYTES
-                } else {
-                    self.l2_bytes
-                };
-                params.byte_len() > l2 / 2
+                bytes > self.l2_or_fallback() / 2
                     && keys >= AUTO_MIN_KEYS
-                    && keys as u64 * 4 >= u64::from(params.blocks)
+                    && keys as u64 * 4 >= u64::from(blocks)
             }
             InsertKernel::Atomic | InsertKernel::BulkReduce => false,
         }
     }
 
-    /// Makes sure the scratch buffer holds `min(n, cap)` hashes (reusing a big enough one) and
-    /// returns its capacity; while the device is short of memory the request is halved, down to
-    /// `MIN_SCRATCH_KEYS` (or `n` if smaller), before giving up with [`GpuError::OutOfMemory`].
-    fn ensure_scratch(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<usize, GpuError> {
+    /// The cap of the scratch buffer, in keys.
+    pub(crate) fn scratch_keys(&self) -> usize {
+        self.scratch_keys
+    }
+
+    /// Makes sure the scratch buffer holds `min(n, cap)` hashes (and as many positions if
+    /// `positions`), reusing a big enough one, and returns its capacity; while the device is
+    /// short of memory the request is halved, down to `MIN_SCRATCH_KEYS` (or `n` if smaller),
+    /// before giving up with [`GpuError::OutOfMemory`].
+    fn ensure_scratch(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        positions: bool,
+    ) -> Result<usize, GpuError> {
         let want = n.min(self.scratch_keys).max(1);
         if let Some(s) = &self.scratch {
-            if s.hashes.len() >= want {
+            if s.hashes.len() >= want && (!positions || s.positions.is_some()) {
                 return Ok(s.hashes.len());
             }
         }
@@ -178,15 +235,24 @@ impl Partitioner {
         let counts = alloc_zeros::<u32>(stream, "partition counts", MAX_PARTITIONS as usize)?;
         let cursor = alloc_zeros::<u32>(stream, "partition cursors", MAX_PARTITIONS as usize)?;
         let floor = MIN_SCRATCH_KEYS.min(want);
+        let bytes_per_key = if positions { 12 } else { 8 };
         let mut len = want;
-        let hashes = loop {
-            match alloc_zeros::<u64>(stream, "partitioned insert scratch", len) {
-                Ok(h) => break h,
+        let (hashes, pos) = loop {
+            let attempt = alloc_zeros::<u64>(stream, "partition scratch", len).and_then(|h| {
+                let p = if positions {
+                    Some(alloc_zeros::<u32>(stream, "partition positions", len)?)
+                } else {
+                    None
+                };
+                Ok((h, p))
+            });
+            match attempt {
+                Ok(buffers) => break buffers,
                 Err(GpuError::OutOfMemory { .. }) if len > floor => len = (len / 2).max(floor),
                 Err(GpuError::OutOfMemory { free_bytes, .. }) => {
                     return Err(GpuError::OutOfMemory {
-                        what: "partitioned insert scratch",
-                        requested_bytes: want as u64 * 8,
+                        what: "partition scratch",
+                        requested_bytes: want as u64 * bytes_per_key,
                         free_bytes,
                     })
                 }
@@ -195,10 +261,68 @@ impl Partitioner {
         };
         self.scratch = Some(Scratch {
             hashes,
+            positions: pos,
             counts,
             cursor,
         });
         Ok(len)
+    }
+
+    /// Groups `keys` by partition of `parts` in chunks of at most the scratch size, in input
+    /// order: for each chunk `r` of the batch, queues passes 1–3 on `stream` and calls `f(r,
+    /// grouped hashes, their key positions in the chunk if `positions`)`, which queues its work
+    /// on the same stream. Nothing is queued if the scratch buffer cannot be allocated.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_each_group(
+        &mut self,
+        kernels: &Kernels,
+        seed: u64,
+        parts: u32,
+        keys: &Hashed<'_>,
+        positions: bool,
+        stream: &Arc<CudaStream>,
+        mut f: impl FnMut(
+            Range<usize>,
+            CudaView<'_, u64>,
+            Option<CudaView<'_, u32>>,
+        ) -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let chunk = self
+            .ensure_scratch(stream, n, positions)?
+            .min(self.scratch_keys);
+        let sms = self.sms;
+        let scratch = self.scratch.as_mut().expect("scratch allocated above");
+        let groups = Groups {
+            sms,
+            seed,
+            parts,
+            hashes: keys.are_hashes(),
+        };
+        let mut a = 0;
+        while a < n {
+            let b = (a + chunk).min(n);
+            let mut grouped = scratch.hashes.slice_mut(..b - a);
+            let mut pos = match (&mut scratch.positions, positions) {
+                (Some(p), true) => Some(p.slice_mut(..b - a)),
+                _ => None,
+            };
+            groups.queue(
+                kernels,
+                &keys.keys.slice(a..b),
+                &mut scratch.counts,
+                &mut scratch.cursor,
+                &mut grouped,
+                pos.as_mut(),
+                stream,
+            )?;
+            f(a..b, grouped.as_view(), pos.as_ref().map(|p| p.as_view()))?;
+            a = b;
+        }
+        Ok(())
     }
 
     /// The partitioned insert of device-resident u64 keys (or hashes if `hashes`) into `words`,
@@ -212,46 +336,26 @@ impl Partitioner {
         hashes: bool,
         stream: &Arc<CudaStream>,
     ) -> Result<(), GpuError> {
-        let n = keys.len();
-        if n == 0 {
-            return Ok(());
-        }
-        let chunk = self.ensure_scratch(stream, n)?.min(self.scratch_keys);
         let parts = self.partitions(params);
-        let (sms, seed) = (self.sms, params.seed);
-        let scratch = self.scratch.as_mut().expect("scratch allocated above");
-        let mut a = 0;
-        while a < n {
-            let b = (a + chunk).min(n);
-            let mut grouped = scratch.hashes.slice_mut(..b - a);
-            let groups = Groups {
-                sms,
-                seed,
-                parts,
-                hashes,
-            };
-            groups.queue(
-                kernels,
-                &keys.slice(a..b),
-                &mut scratch.counts,
-                &mut scratch.cursor,
-                &mut grouped,
-                stream,
-            )?;
-            let pass = Pass::Insert {
-                words: &mut *words,
-                kernel: DirectInsert::BulkReduce,
-            };
-            launch_keys(
-                kernels,
-                params,
-                stream,
-                KeyArgs::Hashes(grouped.as_view()),
-                pass,
-            )?;
-            a = b;
-        }
-        Ok(())
+        let keys = Hashed {
+            keys: keys.slice(..),
+            mode: if hashes { MODE_HASHES } else { MODE_U64 },
+        };
+        self.for_each_group(
+            kernels,
+            params.seed,
+            parts,
+            &keys,
+            false,
+            stream,
+            |_, grouped, _| {
+                let pass = Pass::Insert {
+                    words: &mut *words,
+                    kernel: DirectInsert::BulkReduce,
+                };
+                launch_keys(kernels, params, stream, KeyArgs::Hashes(grouped), pass)
+            },
+        )
     }
 
     /// Passes 1–3 alone: the hashes of `keys` (u64 keys, or hashes if `hashes`; fewer than 2^32)
@@ -278,7 +382,7 @@ impl Partitioner {
                 message: "a batch to partition must hold fewer than 2^32 keys".into(),
             });
         }
-        self.ensure_scratch(stream, 1)?;
+        self.ensure_scratch(stream, 1, false)?;
         let groups = Groups {
             sms: self.sms,
             seed: params.seed,
@@ -292,6 +396,7 @@ impl Partitioner {
             &mut scratch.counts,
             &mut scratch.cursor,
             out,
+            None,
             stream,
         )
     }
@@ -310,7 +415,9 @@ struct Groups {
 impl Groups {
     /// Queues on `stream`: the partition histogram of `keys` into `counts`, its exclusive scan
     /// into `cursor`, and the scatter of the keys' hashes, grouped by partition, into
-    /// `out[..keys.len()]`.
+    /// `out[..keys.len()]` (with, if `out_pos` is given, the index of each hash's key in `keys`
+    /// at the same place of `out_pos`).
+    #[allow(clippy::too_many_arguments)]
     fn queue(
         &self,
         kernels: &Kernels,
@@ -318,6 +425,7 @@ impl Groups {
         counts: &mut CudaSlice<u32>,
         cursor: &mut CudaSlice<u32>,
         out: &mut CudaViewMut<'_, u64>,
+        out_pos: Option<&mut CudaViewMut<'_, u32>>,
         stream: &Arc<CudaStream>,
     ) -> Result<(), GpuError> {
         let m = keys.len() as u64;
@@ -329,6 +437,7 @@ impl Groups {
             || counts.len() < mp
             || cursor.len() < mp
             || out.len() < keys.len()
+            || out_pos.as_ref().is_some_and(|p| p.len() < keys.len())
             || m > u64::from(u32::MAX)
         {
             return Err(GpuError::Cuda {
@@ -342,7 +451,7 @@ impl Groups {
             });
         }
         let (seed, parts) = (self.seed, self.parts);
-        let mode: i32 = if self.hashes { 1 } else { 0 };
+        let mode = if self.hashes { MODE_HASHES } else { MODE_U64 };
         stream
             .memset_zeros(counts)
             .map_err(|e| GpuError::cuda("cuMemsetD8Async(partition counts)", 0, e))?;
@@ -374,28 +483,52 @@ impl Groups {
         unsafe { l.launch(grid(1, 1)?) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scan)", 0, e))?;
 
-        let cfg = grid(m, u64::from(THREADS * SCATTER_KEYS_PER_THREAD))?;
-        let mut l = stream.launch_builder(kernels.get(Kernel::PartScatter));
-        l.arg(keys)
-            .arg(&m)
-            .arg(&seed)
-            .arg(&mode)
-            .arg(&parts)
-            .arg(&mut *cursor)
-            .arg(out);
-        // SAFETY: `bl_part_scatter(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
-        // u32* cursor, u64* out)` takes these arguments in this order. It reads `keys[i]`,
-        // `i < m`, and updates `cursor[p]`, `p < parts ≤ MAX_PARTITIONS` (both checked above). It
-        // writes each of the `m` hashes once, at `cursor[p] + its rank among this CTA's hashes of
-        // partition p`: the cursors start (pass 2, same stream) at the exclusive prefix sums of
-        // the counts that pass 1 took of these same `m` keys with the same seed, mode and
-        // partitions, after `counts` was zeroed, and the keys cannot change between the passes
-        // (borrowed for this call; earlier writes are ordered before pass 1 by cudarc's
-        // events). So every position is below the sum of all counts = `m` ≤ `out.len()`, and the
-        // u32 cursors do not overflow (`m ≤ 2^32 − 1`, checked). The tile and rank packing fit
-        // their 16-bit fields (the const assertions above).
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scatter)", m, e))?;
+        // The scatter's SAFETY argument below covers both variants: they differ only in the tile
+        // size and in writing each hash's key index (`i < m`) to `out_pos` beside the hash.
+        let scatter = |l: &mut cudarc::driver::LaunchArgs<'_>, cfg, name| {
+            // SAFETY: `bl_part_scatter(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
+            // u32* cursor, u64* out)` and `bl_part_scatter_pos(…, u64* out, u32* out_pos)` take
+            // the arguments pushed by the caller in this order. They read `keys[i]`, `i < m`,
+            // and update `cursor[p]`, `p < parts ≤ MAX_PARTITIONS` (both checked above). They
+            // write each of the `m` hashes once (and its key index once), at `cursor[p] + its
+            // rank among this CTA's hashes of partition p`: the cursors start (pass 2, same
+            // stream) at the exclusive prefix sums of the counts that pass 1 took of these same
+            // `m` keys with the same seed, mode and partitions, after `counts` was zeroed, and
+            // the keys cannot change between the passes (borrowed for this call; earlier writes
+            // are ordered before pass 1 by cudarc's events). So every position is below the sum
+            // of all counts = `m` ≤ `out.len()` (and ≤ `out_pos.len()`, checked), and the kernel
+            // skips any position ≥ `m` besides. The u32 cursors do not overflow
+            // (`m ≤ 2^32 − 1`, checked). The tile and rank packing fit their 16-bit fields (the
+            // const assertions above).
+            unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda(name, m, e))
+        };
+        match out_pos {
+            None => {
+                let cfg = grid(m, u64::from(THREADS * SCATTER_KEYS_PER_THREAD))?;
+                let mut l = stream.launch_builder(kernels.get(Kernel::PartScatter));
+                l.arg(keys)
+                    .arg(&m)
+                    .arg(&seed)
+                    .arg(&mode)
+                    .arg(&parts)
+                    .arg(&mut *cursor)
+                    .arg(out);
+                scatter(&mut l, cfg, "cuLaunchKernel(bl_part_scatter)")?;
+            }
+            Some(pos) => {
+                let cfg = grid(m, u64::from(THREADS * SCATTER_POS_KEYS_PER_THREAD))?;
+                let mut l = stream.launch_builder(kernels.get(Kernel::PartScatterPos));
+                l.arg(keys)
+                    .arg(&m)
+                    .arg(&seed)
+                    .arg(&mode)
+                    .arg(&parts)
+                    .arg(&mut *cursor)
+                    .arg(out)
+                    .arg(pos);
+                scatter(&mut l, cfg, "cuLaunchKernel(bl_part_scatter_pos)")?;
+            }
+        }
         Ok(())
     }
 }

@@ -72,7 +72,7 @@ fn staging_copy(dst: &mut [u8], src: &[u8]) {
 
 /// The chunks of `keys`: at most `chunk_keys` keys and (for records and strings) about
 /// `CHUNK_BYTES` bytes each, in multiples of 64 keys but for the last.
-fn plan(keys: &Keys<'_>, chunk_keys: usize) -> Vec<Range<usize>> {
+pub(crate) fn plan(keys: &Keys<'_>, chunk_keys: usize) -> Vec<Range<usize>> {
     let n = keys.len();
     let mut v = Vec::new();
     match keys {
@@ -218,7 +218,7 @@ pub(crate) struct Pipeline<'a> {
 
 impl Pipeline<'_> {
     /// The bytes and offsets of chunk `r` of `keys`.
-    fn payload<'k>(keys: &Keys<'k>, r: &Range<usize>) -> (&'k [u8], &'k [u64]) {
+    pub(crate) fn payload<'k>(keys: &Keys<'k>, r: &Range<usize>) -> (&'k [u8], &'k [u64]) {
         match *keys {
             Keys::U64(k) | Keys::Hashes(k) => (bytemuck::cast_slice(&k[r.clone()]), &[]),
             Keys::Records(rec) => (&rec.data()[r.start * rec.width()..r.end * rec.width()], &[]),

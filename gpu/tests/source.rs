@@ -74,6 +74,24 @@ fn source_carries_core_constants() {
 }
 
 #[test]
+fn the_kinds_constants_come_from_the_prelude() {
+    for layout in Layout::ALL {
+        let s = kernel_source(layout);
+        // The counting delete's accepted bit, and the scatter tile of the positions variant.
+        assert_eq!(
+            s.matches("#define BL_ACCEPTED 0x80000000u\n").count(),
+            1,
+            "{layout}"
+        );
+        assert_eq!(s.matches("#define BL_SKPT_POS ").count(), 1, "{layout}");
+        assert!(
+            !s.contains("0x80000000u;"),
+            "{layout}: a retyped accepted bit"
+        );
+    }
+}
+
+#[test]
 fn nvrtc_compiles_every_layout() {
     if !common::nvrtc() {
         common::skip("nvrtc_compiles_every_layout: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88, or set BLOOMLANES_NVRTC)");
@@ -96,9 +114,26 @@ fn nvrtc_compiles_every_layout() {
                     "bl_part_hist",
                     "bl_part_scan",
                     "bl_part_scatter",
+                    "bl_part_scatter_pos",
                     "bl_check_offsets",
                     "bl_bitmap_strings",
                     "bl_insert_hash_bulk",
+                    "bl_hash_records",
+                    "bl_hash_strings",
+                    "bl_probe_bitmap",
+                    "bl_probe_list",
+                    "bl_positions_keys",
+                    "bl_count_insert",
+                    "bl_count_check",
+                    "bl_count_delete",
+                    "bl_count_undo",
+                    "bl_window_insert",
+                    "bl_window_contains",
+                    "bl_window_bitmap",
+                    "bl_window_clear",
+                    "bl_status_bytes",
+                    "bl_status_scatter",
+                    "bl_bits_to_bytes",
                 ] {
                     assert!(
                         ptx.contains(&format!(".entry {entry}")),
@@ -107,6 +142,13 @@ fn nvrtc_compiles_every_layout() {
                 }
             } else {
                 assert_eq!(&c.image[..4], b"\x7fELF", "{layout}: CUBIN is an ELF image");
+                // Every entry point made it into the machine code (its name is in the ELF).
+                for name in ["bl_count_delete", "bl_window_bitmap", "bl_probe_list"] {
+                    assert!(
+                        c.image.windows(name.len()).any(|w| w == name.as_bytes()),
+                        "{layout}: {name} missing from the CUBIN"
+                    );
+                }
             }
         }
     }

@@ -2,12 +2,21 @@
 //! `cargo run --release -p bloomlanes-hdl --example report -- <out-dir>`.
 use bloomlanes_core::Layout;
 use bloomlanes_hdl::report::{bram_minimum, describe};
-use bloomlanes_hdl::{export, HdlConfig, KeyMode, RamStyle};
+use bloomlanes_hdl::{export, HdlConfig, KeyMode, MulStyle, RamStyle};
 
-fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize, name: &str) -> HdlConfig {
+fn cfg(
+    layout: Layout,
+    blocks: u32,
+    key: KeyMode,
+    ports: usize,
+    mul: MulStyle,
+    ram: RamStyle,
+    name: &str,
+) -> HdlConfig {
     let mut c = HdlConfig::new(layout, blocks, key, 0);
     c.lookup_ports = ports;
-    c.ram_style = RamStyle::Block;
+    c.ram_style = ram;
+    c.mul_style = mul;
     c.top_name = name.to_string();
     c
 }
@@ -17,39 +26,68 @@ fn main() {
         .nth(1)
         .unwrap_or_else(|| "hdl-report".to_string());
     let only: Option<String> = std::env::args().nth(2);
+    use KeyMode::*;
+    use MulStyle::*;
+    use RamStyle::*;
     let configs = [
         cfg(
             Layout::L8x32,
             1024,
-            KeyMode::Bytes(8),
+            Bytes(8),
             1,
+            Dsp,
+            Block,
             "bl_8x32_z1024_k8",
         ),
         cfg(
-            Layout::L8x64,
-            1000,
-            KeyMode::Bytes(13),
-            2,
-            "bl_8x64_z1000_k13_p2",
+            Layout::L8x32,
+            1024,
+            Bytes(8),
+            1,
+            Lut,
+            Block,
+            "bl_8x32_z1024_k8_lut",
         ),
         cfg(
-            Layout::L16x32,
-            100,
-            KeyMode::Prehashed,
+            Layout::L8x32,
+            1024,
+            VarBytes(64),
             1,
-            "bl_16x32_z100_h",
+            Dsp,
+            Block,
+            "bl_8x32_z1024_v64",
+        ),
+        cfg(
+            Layout::L8x32,
+            1024,
+            Prehashed,
+            1,
+            Dsp,
+            Block,
+            "bl_8x32_z1024_h",
         ),
         cfg(
             Layout::L16x64,
             1500,
-            KeyMode::Bytes(8),
+            Bytes(8),
             3,
+            Dsp,
+            Block,
             "bl_16x64_z1500_k8_p3",
         ),
-        cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1, "bl_8x32_z64_h"),
+        cfg(
+            Layout::L8x32,
+            1024,
+            Prehashed,
+            1,
+            Dsp,
+            Ultra,
+            "bl_8x32_z1024_h_uram",
+        ),
+        cfg(Layout::L8x32, 64, Prehashed, 1, Dsp, Block, "bl_8x32_z64_h"),
     ];
-    println!("| configuration | latency | LUT | FF | RAMB36 | RAMB18 | LUTRAM | DSP | BRAM (36K eq.) | minimum | Yosys s |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| configuration | latency | LUT | FF | RAMB36 | RAMB18 | URAM | LUTRAM | DSP | BRAM (36K eq.) | minimum | Yosys s |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for c in &configs {
         if only.as_ref().is_some_and(|o| o != &c.top_name) {
             continue;
@@ -60,13 +98,14 @@ fn main() {
                 let lat = s.design.latency_cycles;
                 if let Some(f) = &s.synth {
                     println!(
-                        "| {} (`{}`) | {lat} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
+                        "| {} (`{}`) | {lat} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} |",
                         describe(c),
                         c.top_name,
                         f.lut,
                         f.ff,
                         f.ramb36,
                         f.ramb18,
+                        f.uram,
                         f.lutram,
                         f.dsp,
                         f.bram36_equiv(),

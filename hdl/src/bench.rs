@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::verilog::Geo;
+use crate::geo::Geo;
 
 pub(crate) fn verilog_bench(g: &Geo) -> String {
     let t = &g.top;
@@ -24,7 +24,8 @@ pub(crate) fn verilog_bench(g: &Geo) -> String {
 module {t}_tb;
     parameter MAX_OPS = 1024;
     parameter LOAD_BANKS = 0;
-    parameter MAX_CYCLES = 100000000;
+    // 0: 200000 cycles plus 300 per operation (a run that takes longer is stuck).
+    parameter MAX_CYCLES = 0;
     reg clk = 1'b0;
     reg rst = 1'b1;
     always #5 clk = ~clk;
@@ -33,7 +34,33 @@ module {t}_tb;
     integer cyc;
     integer rs;
     integer done_ports;
-    wire busy;",
+    integer limit;
+    integer mism;
+    integer checked;
+    wire busy;
+    // Stops at once, with a message, when an input file is missing (instead of running on).
+    task require;
+        input [8*64-1:0] name;
+        integer f;
+        begin
+            f = $fopen(name, \"r\");
+            if (f == 0) begin
+                $display(\"ERROR: %0s is missing; bloomlanes export --hdl writes it (see the Makefile's sim target)\", name);
+                $finish;
+            end
+            $fclose(f);
+        end
+    endtask
+    // Whether an optional file exists.
+    function exists;
+        input [8*64-1:0] name;
+        integer f;
+        begin
+            f = $fopen(name, \"r\");
+            exists = (f != 0);
+            if (f != 0) $fclose(f);
+        end
+    endfunction",
         cl = 3 + p
     );
     for q in 0..p {
@@ -44,23 +71,37 @@ module {t}_tb;
     wire s{q}_ready;
     reg [1:0] s{q}_op;
     reg [{tw1}:0] s{q}_tag;
-    reg [{kw1}:0] s{q}_key;
+    reg [{kw1}:0] s{q}_key;{lenreg}
     wire m{q}_valid;
     reg m{q}_ready;
     wire m{q}_hit;
     wire [{tw1}:0] m{q}_tag;
     integer n{q};
     integer idx{q};
-    integer got{q};",
+    integer got{q};
+    integer has_exp{q};
+    reg exp{q} [0:MAX_OPS-1];",
             sw1 = sw - 1,
             tw1 = tw - 1,
-            kw1 = kw - 1
+            kw1 = kw - 1,
+            lenreg = if g.var_len {
+                format!("\n    reg [6:0] s{q}_len;")
+            } else {
+                String::new()
+            }
         );
     }
     let mut conns = vec![
         ".clk(clk)".to_string(),
         ".rst(rst)".to_string(),
         ".busy(busy)".to_string(),
+        ".mg_req(1'b0)".to_string(),
+        ".mg_clear(1'b0)".to_string(),
+        ".mg_we(1'b0)".to_string(),
+        format!(".mg_addr({}'d0)", g.aw),
+        format!(".mg_wdata({}'d0)", g.lanes),
+        ".mg_ack()".to_string(),
+        ".mg_rdata()".to_string(),
     ];
     for q in 0..p {
         conns.push(format!(".s{q}_valid(s{q}_valid)"));
@@ -70,6 +111,9 @@ module {t}_tb;
         }
         conns.push(format!(".s{q}_tag(s{q}_tag)"));
         conns.push(format!(".s{q}_key(s{q}_key)"));
+        if g.var_len {
+            conns.push(format!(".s{q}_len(s{q}_len)"));
+        }
         conns.push(format!(".m{q}_valid(m{q}_valid)"));
         conns.push(format!(".m{q}_ready(m{q}_ready)"));
         conns.push(format!(".m{q}_hit(m{q}_hit)"));
@@ -81,17 +125,26 @@ module {t}_tb;
         conns.join(",\n        ")
     );
     v.push_str(
-        "    initial begin\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n",
+        "    initial begin\n        require(\"bench_cfg.hex\");\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n        mism = 0;\n        checked = 0;\n        limit = MAX_CYCLES;\n",
     );
+    for lane in 0..g.lanes {
+        let _ = writeln!(
+            v,
+            "        if (LOAD_BANKS != 0) require(\"{}\");",
+            crate::bank_file_name(t, lane)
+        );
+    }
     for q in 0..p {
         let _ = writeln!(
             v,
-            "        n{q} = cfg[{}];\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;",
-            4 + q
+            "        n{q} = cfg[{}];\n        if (n{q} > MAX_OPS) begin\n            $display(\"ERROR: port {q} has %0d operations; MAX_OPS is %0d\", n{q}, MAX_OPS);\n            $finish;\n        end\n        if (n{q} > 0) require(\"stim_p{q}.hex\");\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        has_exp{q} = (n{q} > 0) && exists(\"bench_expect_p{q}.hex\");\n        if (has_exp{q}) $readmemh(\"bench_expect_p{q}.hex\", exp{q}, 0, n{q} - 1);\n        if (MAX_CYCLES == 0) limit = limit + 300 * n{q};\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;{lenz}",
+            4 + q,
+            lenz = if g.var_len { format!("\n        s{q}_len = 7'd0;") } else { String::new() }
         );
     }
     v.push_str(
-        "        fd = $fopen(\"bench_log.txt\", \"w\");
+        "        if (MAX_CYCLES == 0) limit = limit + 200000;
+        fd = $fopen(\"bench_log.txt\", \"w\");
         cyc = 0;
         repeat (4) @(posedge clk);
         rst <= 1'b0;
@@ -110,18 +163,26 @@ module {t}_tb;
             end
             if (m{q}_valid && m{q}_ready) begin
                 $fwrite(fd, \"r {q} %0d %h %0d\\n\", cyc, m{q}_tag, m{q}_hit);
+                if (has_exp{q}) begin
+                    checked = checked + 1;
+                    if (m{q}_hit !== exp{q}[got{q}]) begin
+                        mism = mism + 1;
+                        if (mism <= 5) $display(\"MISMATCH: port {q} answer %0d: hit %0d, expected %0d\", got{q}, m{q}_hit, exp{q}[got{q}]);
+                    end
+                end
                 got{q} = got{q} + 1;
             end
             if (!(s{q}_valid && !s{q}_ready)) begin
                 if (idx{q} < n{q} && (idx{q} < cfg[0] || ({{$random(rs)}} % 100) < cfg[1])) begin
                     s{q}_valid <= 1'b1;
-                    {{s{q}_op, s{q}_tag, s{q}_key}} <= stim{q}[idx{q}];
+                    {{s{q}_op, s{q}_tag, {len}s{q}_key}} <= stim{q}[idx{q}];
                 end else begin
                     s{q}_valid <= 1'b0;
                 end
             end
             m{q}_ready <= (got{q} < cfg[0]) || (({{$random(rs)}} % 100) < cfg[2]);
-            if (idx{q} >= n{q} && got{q} >= n{q}) done_ports = done_ports + 1;"
+            if (idx{q} >= n{q} && got{q} >= n{q}) done_ports = done_ports + 1;",
+            len = if g.var_len { format!("s{q}_len, ") } else { String::new() }
         );
     }
     let _ = writeln!(
@@ -129,10 +190,12 @@ module {t}_tb;
         "            cyc = cyc + 1;
             if (done_ports == {p}) begin
                 $fclose(fd);
+                if (checked > 0 && mism == 0) $display(\"PASS: %0d answers equal the expected ones (%0d cycles)\", checked, cyc);
+                if (mism > 0) $display(\"FAIL: %0d of %0d answers differ from the expected ones\", mism, checked);
                 $finish;
             end
-            if (cyc > MAX_CYCLES) begin
-                $display(\"TIMEOUT after %0d cycles\", cyc);
+            if (cyc > limit) begin
+                $display(\"ERROR: TIMEOUT after %0d cycles (answers still missing)\", cyc);
                 $fclose(fd);
                 $finish;
             end
@@ -287,9 +350,13 @@ int main(int argc, char** argv) {{
 ",
         );
         c.push_str(&set_signal(&format!("top->s{q}_key"), kw, "w", 0));
-        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw));
+        let lw = if g.var_len { 7 } else { 0 };
+        if g.var_len {
+            c.push_str(&set_signal(&format!("top->s{q}_len"), lw, "w", kw));
+        }
+        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw + lw));
         if q == 0 {
-            c.push_str(&set_signal("top->s0_op", 2, "w", kw + tw));
+            c.push_str(&set_signal("top->s0_op", 2, "w", kw + lw + tw));
         }
         let _ = writeln!(
             c,

@@ -1,424 +1,437 @@
-//! The schedule of the pipelined XXH64: one pipeline stage per 64-bit multiply on the critical
-//! path, unrolled for a fixed key width. Mirrors `bloomlanes_core::xxh64` step by step.
+//! XXH64 as a pipeline on the [`Pipe`] builder, step by step like `bloomlanes_core::xxh64`:
+//! every 64×64 multiply by a prime is a set of registered partial products and a pipelined adder
+//! tree ([`Arith::mulc`]), so no stage holds more than one table lookup or one narrow adder.
+//! Two forms: fixed-width keys (the steps unrolled for the width) and variable-length keys up
+//! to 64 bytes (every step present, enabled by the length; one key per clock either way).
 
-use std::collections::BTreeSet;
+use bloomlanes_core::xxh64::{
+    lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
+    PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
+};
 
-/// One register assigned in a stage: `name <= expr`, where `$x` in `expr` names variable `x` of
-/// the previous stage.
-pub(crate) struct Assign {
-    pub name: String,
-    pub width: u32,
-    pub expr: String,
+use crate::arith::{Arith, Term};
+use crate::pipe::{Op, Pipe, V};
+
+/// Largest key length of the variable-length hash.
+pub(crate) const VAR_MAX: usize = 64;
+
+struct H<'a> {
+    p: &'a mut Pipe,
+    a: Arith,
 }
 
-/// The unrolled hash.
-pub(crate) struct Plan {
-    /// Variables of stage 0: name, width, bit offset in the key input.
-    pub inputs: Vec<(String, u32, u32)>,
-    /// Stages 1..=H.
-    pub stages: Vec<Vec<Assign>>,
+/// The accumulator of a round: a constant or a value.
+#[derive(Clone, Copy)]
+enum Acc {
+    K(u64),
+    V(V),
 }
 
-/// Variables each stage holds (after liveness): for stage `s` (0 = inputs), name → width.
-pub(crate) fn live_vars(plan: &Plan) -> Vec<Vec<(String, u32)>> {
-    let h = plan.stages.len();
-    // refs[s] = variables referenced by stage s (1-based).
-    let refs: Vec<BTreeSet<String>> = plan
-        .stages
-        .iter()
-        .map(|st| st.iter().flat_map(|a| refs_of(&a.expr)).collect())
-        .collect();
-    let mut out: Vec<Vec<(String, u32)>> = Vec::with_capacity(h + 1);
-    out.push(
-        plan.inputs
+impl H<'_> {
+    fn mul(&mut self, x: V, k: u64, c: u64) -> V {
+        self.a.mulc(self.p, x, k, 64, Vec::new(), c)
+    }
+
+    fn mul_plus(&mut self, x: V, k: u64, extra: V, c: u64) -> V {
+        self.a.mulc(self.p, x, k, 64, vec![Term::new(extra, 0)], c)
+    }
+
+    /// `rotl(acc + p, 31) * PRIME64_1` where `p = input * PRIME64_2` is given.
+    fn round_p(&mut self, acc: Acc, pv: V) -> V {
+        let s = match acc {
+            Acc::K(0) => pv,
+            Acc::K(k) => {
+                let kv = self.p.konst(k, 64);
+                self.a
+                    .sum(self.p, vec![Term::new(pv, 0), Term::new(kv, 0)], 64)
+            }
+            Acc::V(v) => self
+                .a
+                .sum(self.p, vec![Term::new(pv, 0), Term::new(v, 0)], 64),
+        };
+        let r = self.p.rotl(s, ROUND_ROTATE);
+        self.mul(r, PRIME64_1, 0)
+    }
+
+    /// `round(0, v)`.
+    fn round0(&mut self, v: V) -> V {
+        let pv = self.mul(v, PRIME64_2, 0);
+        self.round_p(Acc::K(0), pv)
+    }
+
+    /// `rotl(h ^ x, r) * k + c` (`h` may be a constant node).
+    fn step(&mut self, h: V, x: V, r: u32, k: u64, c: u64) -> V {
+        let t = self.p.xor(h, x);
+        let t = self.p.rotl(t, r);
+        self.mul(t, k, c)
+    }
+
+    fn shr(&mut self, h: V, s: u32) -> V {
+        self.p.wire(Op::Shr(h, s), 64, "shr")
+    }
+
+    /// The avalanche, with its last xor-shift: the final hash.
+    fn avalanche(&mut self, h: V) -> V {
+        let [s0, s1, s2] = AVALANCHE_SHIFTS;
+        let s = self.shr(h, s0);
+        let t = self.p.xor(h, s);
+        let h = self.mul(t, PRIME64_2, 0);
+        let s = self.shr(h, s1);
+        let t = self.p.xor(h, s);
+        let h = self.mul(t, PRIME64_3, 0);
+        let s = self.shr(h, s2);
+        self.p.xor(h, s)
+    }
+
+    /// `(h ^ round(0, v)) * PRIME64_1 + PRIME64_4 (+ extra)`.
+    fn merge(&mut self, h: V, v: V, extra: Option<V>, c: u64) -> V {
+        let m = self.round0(v);
+        let t = self.p.xor(h, m);
+        match extra {
+            Some(e) => self.mul_plus(t, PRIME64_1, e, PRIME64_4.wrapping_add(c)),
+            None => self.mul(t, PRIME64_1, PRIME64_4.wrapping_add(c)),
+        }
+    }
+
+    /// `rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)`.
+    fn converge(&mut self, v: &[V; 4]) -> V {
+        let terms = v
             .iter()
-            .map(|(n, w, _)| (n.clone(), *w))
-            .collect(),
-    );
-    for s in 1..=h {
-        let assigned: Vec<(String, u32)> = plan.stages[s - 1]
-            .iter()
-            .map(|a| (a.name.clone(), a.width))
+            .zip(MERGE_ROTATES)
+            .map(|(&x, r)| Term::new(self.p.rotl(x, r), 0))
             .collect();
-        let mut vars = assigned.clone();
-        for (name, w) in &out[s - 1] {
-            if assigned.iter().any(|(n, _)| n == name) {
-                continue;
-            }
-            let used_later = refs[s..].iter().any(|r| r.contains(name)) || (s == h && name == "h");
-            if used_later {
-                vars.push((name.clone(), *w));
-            }
+        self.a.sum(self.p, terms, 64)
+    }
+
+    fn mux(&mut self, sel: V, one: V, zero: V, w: u32) -> V {
+        self.p.reg(Op::Mux(sel, one, zero), w, "mux")
+    }
+
+    /// A registered multiplexer tree: `inputs[index]`, `sel` least significant bit first.
+    fn select(&mut self, sel: &[V], inputs: &[V], w: u32) -> V {
+        let mut level: Vec<V> = inputs.to_vec();
+        for (i, &s) in sel.iter().enumerate() {
+            level = level
+                .chunks(2)
+                .map(|c| {
+                    if c.len() == 1 {
+                        c[0]
+                    } else if i % 2 == 1 || i + 1 == sel.len() {
+                        self.mux(s, c[1], c[0], w)
+                    } else {
+                        self.p.wire(Op::Mux(s, c[1], c[0]), w, "m")
+                    }
+                })
+                .collect();
         }
-        out.push(vars);
-    }
-    out
-}
-
-/// Names referenced as `$name` in `expr`.
-pub(crate) fn refs_of(expr: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let b = expr.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'$' {
-            let start = i + 1;
-            let mut j = start;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
-                j += 1;
-            }
-            out.push(expr[start..j].to_string());
-            i = j;
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
-
-/// Replaces every `$name` in `expr` with `prefix` + `name`.
-pub(crate) fn resolve(expr: &str, prefix: &str) -> String {
-    let mut out = String::with_capacity(expr.len() + 16);
-    let b = expr.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'$' {
-            out.push_str(prefix);
-            i += 1;
-        } else {
-            let start = i;
-            while i < b.len() && b[i] != b'$' {
-                i += 1;
-            }
-            out.push_str(&expr[start..i]);
-        }
-    }
-    out
-}
-
-fn a(name: impl Into<String>, expr: impl Into<String>) -> Assign {
-    Assign {
-        name: name.into(),
-        width: 64,
-        expr: expr.into(),
+        level[0]
     }
 }
 
-/// The plan for XXH64 over `n` bytes (`n ≥ 1`), following `bloomlanes_core::xxh64`:
-/// stripes of 32 bytes into four accumulators, merge, `+ len`, then 8-byte words, a 4-byte word
-/// and single bytes of the tail, then the avalanche (its last xor-shift is left to the user).
-/// Constants referenced: `PRIME64_1..5`, `XXH_V1..4` (accumulator seeds), `XXH_H0`
-/// (`seed + PRIME64_5 + n`), `XXH_LEN` (`n`).
-pub(crate) fn plan_bytes(n: usize) -> Plan {
+fn seeds(seed: u64) -> [u64; 4] {
+    lane_init(seed)
+}
+
+/// XXH64 of `n` bytes (`n ≥ 1`); `key` holds the key's 64-bit words (byte `i` = bits
+/// `8i+7..8i` of the concatenation, a last partial word zero-extended). Returns the final hash.
+pub(crate) fn fixed(p: &mut Pipe, a: Arith, key: &[V], n: usize, seed: u64) -> V {
+    let mut h = H { p, a };
+    let word = |h: &mut H, j: usize| h.p.slice(key[j], 0, 64.min(8 * (n - 8 * j) as u32));
     let stripes = n / 32;
     let rest = n % 32;
-    let tail_words = rest / 8;
-    let has_u32 = rest % 8 >= 4;
-    let tail_bytes = rest % 4;
-    let words = 4 * stripes + tail_words;
-
-    let mut inputs = Vec::new();
-    for j in 0..words {
-        inputs.push((format!("k{j}"), 64, 64 * j as u32));
-    }
-    let mut off = 64 * words as u32;
-    if has_u32 {
-        inputs.push(("u".to_string(), 32, off));
-        off += 32;
-    }
-    for i in 0..tail_bytes {
-        inputs.push((format!("b{i}"), 8, off + 8 * i as u32));
-    }
-
-    let mut stages: Vec<Vec<Assign>> = Vec::new();
-    // Stage 1: every multiply of a key word by a prime, in parallel.
-    let mut s1 = Vec::new();
-    for j in 0..words {
-        s1.push(a(format!("p{j}"), format!("$k{j} * PRIME64_2")));
-    }
-    if has_u32 {
-        s1.push(a("q", "{32'd0, $u} * PRIME64_1"));
-    }
-    for i in 0..tail_bytes {
-        s1.push(a(format!("c{i}"), format!("{{56'd0, $b{i}}} * PRIME64_5")));
-    }
-    stages.push(s1);
-    // Stage 2: round(0, word) of the tail words; first stripe into the accumulators.
-    let mut s2 = Vec::new();
-    for j in 4 * stripes..words {
-        s2.push(a(format!("r{j}"), format!("rotl64($p{j}, 31) * PRIME64_1")));
-    }
+    let mut hv: V;
     if stripes > 0 {
-        for i in 1..=4 {
-            s2.push(a(
-                format!("v{i}"),
-                format!("rotl64(XXH_V{i} + $p{}, 31) * PRIME64_1", i - 1),
-            ));
+        let mut v = [Acc::K(0); 4];
+        for (i, s) in seeds(seed).into_iter().enumerate() {
+            v[i] = Acc::K(s);
         }
+        for s in 0..stripes {
+            for (i, acc) in v.iter_mut().enumerate() {
+                let k = word(&mut h, 4 * s + i);
+                let pv = h.mul(k, PRIME64_2, 0);
+                *acc = Acc::V(h.round_p(*acc, pv));
+            }
+        }
+        let vs = v.map(|x| match x {
+            Acc::V(v) => v,
+            Acc::K(_) => unreachable!(),
+        });
+        hv = h.converge(&vs);
+        for (i, &x) in vs.iter().enumerate() {
+            let c = if i == 3 { n as u64 } else { 0 };
+            hv = h.merge(hv, x, None, c);
+        }
+    } else {
+        hv = h.p.konst(short_init(seed).wrapping_add(n as u64), 64);
     }
-    // Carry the tail words' p through stage 2 is not needed: r replaces them.
-    if !s2.is_empty() {
-        stages.push(s2);
+    let base = 32 * stripes;
+    for j in 0..rest / 8 {
+        let k = word(&mut h, (base + 8 * j) / 8);
+        let r = h.round0(k);
+        hv = h.step(hv, r, TAIL8_ROTATE, PRIME64_1, PRIME64_4);
     }
-    let mut h_defined = false;
-    if stripes > 0 {
-        for s in 1..stripes {
-            stages.push(
-                (1..=4)
-                    .map(|i| {
-                        a(
-                            format!("v{i}"),
-                            format!("rotl64($v{i} + $p{}, 31) * PRIME64_1", 4 * s + i - 1),
-                        )
-                    })
-                    .collect(),
-            );
-        }
-        let mut m1: Vec<Assign> = (1..=4)
-            .map(|i| a(format!("m{i}"), format!("$v{i} * PRIME64_2")))
-            .collect();
-        m1.push(a(
-            "h",
-            "rotl64($v1, 1) + rotl64($v2, 7) + rotl64($v3, 12) + rotl64($v4, 18)",
-        ));
-        stages.push(m1);
-        stages.push(
-            (1..=4)
-                .map(|i| a(format!("m{i}"), format!("rotl64($m{i}, 31) * PRIME64_1")))
-                .collect(),
-        );
-        for i in 1..=4 {
-            let tail = if i == 4 { " + XXH_LEN" } else { "" };
-            stages.push(vec![a(
-                "h",
-                format!("($h ^ $m{i}) * PRIME64_1 + PRIME64_4{tail}"),
-            )]);
-        }
-        h_defined = true;
+    let mut off = base + 8 * (rest / 8);
+    if rest % 8 >= 4 {
+        let w = key[off / 8];
+        let u = h.p.slice(w, 8 * (off % 8) as u32, 32);
+        let q = h.mul(u, PRIME64_1, 0);
+        hv = h.step(hv, q, TAIL4_ROTATE, PRIME64_2, PRIME64_3);
+        off += 4;
     }
-    let h_src = |defined: &mut bool| -> &'static str {
-        if *defined {
-            "$h"
-        } else {
-            *defined = true;
-            "XXH_H0"
-        }
+    while off < n {
+        let b = h.p.slice(key[off / 8], 8 * (off % 8) as u32, 8);
+        let c = h.mul(b, PRIME64_5, 0);
+        hv = h.step(hv, c, TAIL1_ROTATE, PRIME64_1, 0);
+        off += 1;
+    }
+    h.avalanche(hv)
+}
+
+/// XXH64 of a key of `len` bytes, `0 ≤ len ≤ max ≤ 64`: `key` holds `ceil(max / 8)` 64-bit
+/// words, `len` is 7 bits wide. Every step exists once; the length enables it.
+pub(crate) fn variable(p: &mut Pipe, a: Arith, key: &[V], len: V, max: usize, seed: u64) -> V {
+    assert!((1..=VAR_MAX).contains(&max) && key.len() == max.div_ceil(8));
+    let mut h = H { p, a };
+    let zero = h.p.konst(0, 64);
+    // A last partial word (max not a multiple of 8) is zero-extended to 64 bits.
+    let key: Vec<V> = key
+        .iter()
+        .map(|&k| {
+            let w = h.p.width(k);
+            if w < 64 {
+                let z = h.p.konst(0, 64 - w);
+                h.p.wire(Op::Concat(vec![z, k]), 64, "kz")
+            } else {
+                k
+            }
+        })
+        .collect();
+    let kw = |j: usize| key.get(j).copied().unwrap_or(zero);
+    // Length fields (len ≤ 64): stripes = 2 iff len = 64, 1 iff 32 ≤ len < 64.
+    let eq64 = h.p.slice(len, 6, 1);
+    let b5 = h.p.slice(len, 5, 1);
+    let ge32 = h.p.wire(Op::Or(eq64, b5), 1, "ge32");
+    let tw = h.p.slice(len, 3, 2);
+    let has_u = h.p.slice(len, 2, 1);
+    let tb = h.p.slice(len, 0, 2);
+    // p_j = k_j * PRIME64_2 for every word that exists.
+    let words = key.len();
+    let pw: Vec<V> = (0..words).map(|j| h.mul(key[j], PRIME64_2, 0)).collect();
+    let pz = |j: usize| pw.get(j).copied();
+    let h_small = {
+        let c = h.p.konst(short_init(seed), 64);
+        h.a.sum(h.p, vec![Term::new(len, 0), Term::new(c, 0)], 64)
     };
-    for j in 4 * stripes..words {
-        let h = h_src(&mut h_defined);
-        stages.push(vec![a(
-            "h",
-            format!("rotl64({h} ^ $r{j}, 27) * PRIME64_1 + PRIME64_4"),
-        )]);
+    let mut hv = h_small;
+    if max >= 32 {
+        let sd = seeds(seed);
+        let mut v = [zero; 4];
+        for i in 0..4 {
+            let s0 = h.round_p(Acc::K(sd[i]), pw[i]);
+            v[i] = match pz(4 + i) {
+                Some(p1) if max == 64 => {
+                    let s1 = h.round_p(Acc::V(s0), p1);
+                    h.mux(eq64, s1, s0, 64)
+                }
+                _ => s0,
+            };
+        }
+        let mut hb = h.converge(&v);
+        for (i, &x) in v.iter().enumerate() {
+            hb = if i == 3 {
+                h.merge(hb, x, Some(len), 0)
+            } else {
+                h.merge(hb, x, None, 0)
+            };
+        }
+        hv = h.mux(ge32, hb, h_small, 64);
     }
-    if has_u32 {
-        let h = h_src(&mut h_defined);
-        stages.push(vec![a(
-            "h",
-            format!("rotl64({h} ^ $q, 23) * PRIME64_2 + PRIME64_3"),
-        )]);
+    // Tail words: word j of the tail is word 4·stripes + j (stripes ≤ 1 when there is a tail).
+    let tw0 = h.p.slice(tw, 0, 1);
+    let tw1 = h.p.slice(tw, 1, 1);
+    let tw_nz = h.p.wire(Op::Or(tw0, tw1), 1, "twnz");
+    let tw3 = h.p.wire(Op::Eq(tw, 3), 1, "tw3");
+    let en_w = [tw_nz, tw1, tw3];
+    for (j, &en) in en_w.iter().enumerate() {
+        if 8 * j >= max {
+            break;
+        }
+        let src = match (pz(j), pz(4 + j)) {
+            (Some(lo), Some(hi)) => h.mux(ge32, hi, lo, 64),
+            (Some(lo), None) => lo,
+            _ => break,
+        };
+        let r = h.round_p(Acc::K(0), src);
+        let hn = h.step(hv, r, TAIL8_ROTATE, PRIME64_1, PRIME64_4);
+        hv = h.mux(en, hn, hv, 64);
     }
-    for i in 0..tail_bytes {
-        let h = h_src(&mut h_defined);
-        stages.push(vec![a("h", format!("rotl64({h} ^ $c{i}, 11) * PRIME64_1"))]);
+    // The 4-byte word at byte 32·ge32 + 8·tw.
+    if max >= 4 {
+        let opts: Vec<V> = (0..8).map(|i| h.p.slice(kw(i), 0, 32)).collect();
+        let sel = [tw0, tw1, ge32];
+        let u = h.select(&sel, &opts, 32);
+        let q = h.mul(u, PRIME64_1, 0);
+        let hn = h.step(hv, q, TAIL4_ROTATE, PRIME64_2, PRIME64_3);
+        hv = h.mux(has_u, hn, hv, 64);
     }
-    stages.push(vec![a("h", "($h ^ ($h >> 33)) * PRIME64_2")]);
-    stages.push(vec![a("h", "($h ^ ($h >> 29)) * PRIME64_3")]);
-    Plan { inputs, stages }
+    // Up to three single bytes at byte 32·ge32 + 8·tw + 4·has_u + t.
+    let tb0 = h.p.slice(tb, 0, 1);
+    let tb1 = h.p.slice(tb, 1, 1);
+    let tb_nz = h.p.wire(Op::Or(tb0, tb1), 1, "tbnz");
+    let tb3 = h.p.wire(Op::Eq(tb, 3), 1, "tb3");
+    let en_b = [tb_nz, tb1, tb3];
+    let sel = [has_u, tw0, tw1, ge32];
+    for (t, &en) in en_b.iter().enumerate() {
+        if t >= max {
+            break;
+        }
+        let opts: Vec<V> = (0..16)
+            .map(|i| {
+                let byte = 4 * i + t;
+                let w = kw(byte / 8);
+                h.p.slice(w, 8 * (byte % 8) as u32, 8)
+            })
+            .collect();
+        let b = h.select(&sel, &opts, 8);
+        let c = h.mul(b, PRIME64_5, 0);
+        let hn = h.step(hv, c, TAIL1_ROTATE, PRIME64_1, 0);
+        hv = h.mux(en, hn, hv, 64);
+    }
+    h.avalanche(hv)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
+    use crate::MulStyle;
+    use std::collections::HashMap;
 
-    /// A tiny evaluator of the plan's expression language, to check the schedule against core
-    /// without a simulator.
-    fn eval_plan(plan: &Plan, key: &[u8], seed: u64) -> u64 {
-        use std::collections::HashMap;
-        let n = key.len() as u64;
-        let mut consts: HashMap<&str, u64> = HashMap::new();
-        consts.insert("PRIME64_1", PRIME64_1);
-        consts.insert("PRIME64_2", PRIME64_2);
-        consts.insert("PRIME64_3", PRIME64_3);
-        consts.insert("PRIME64_4", PRIME64_4);
-        consts.insert("PRIME64_5", PRIME64_5);
-        consts.insert(
-            "XXH_V1",
-            seed.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2),
-        );
-        consts.insert("XXH_V2", seed.wrapping_add(PRIME64_2));
-        consts.insert("XXH_V3", seed);
-        consts.insert("XXH_V4", seed.wrapping_sub(PRIME64_1));
-        consts.insert("XXH_H0", seed.wrapping_add(PRIME64_5).wrapping_add(n));
-        consts.insert("XXH_LEN", n);
-        let mut vars: HashMap<String, u64> = HashMap::new();
-        for (name, w, off) in &plan.inputs {
-            let mut v = 0u64;
-            for i in 0..*w as usize / 8 {
-                v |= u64::from(key[*off as usize / 8 + i]) << (8 * i);
-            }
-            vars.insert(name.clone(), v);
+    struct Xs(u64);
+    impl Xs {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
         }
-        for stage in &plan.stages {
-            let mut next = vars.clone();
-            for asg in stage {
-                next.insert(asg.name.clone(), eval(&asg.expr, &vars, &consts));
-            }
-            vars = next;
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
         }
-        let h = vars["h"];
-        h ^ (h >> 32)
     }
 
-    // Recursive-descent evaluator for: expr := term (('+'|'^'|'*') term)* with the usual
-    // precedence (* > + > ^), terms: $var, CONST, decimal, rotl64(e, n), (e), (e >> n), {Nd0, e}.
-    fn eval(
-        expr: &str,
-        vars: &std::collections::HashMap<String, u64>,
-        consts: &std::collections::HashMap<&str, u64>,
-    ) -> u64 {
-        let toks = tokenize(expr);
-        let mut p = 0;
-        let v = parse_xor(&toks, &mut p, vars, consts);
-        assert_eq!(p, toks.len(), "trailing tokens in {expr}");
-        v
+    fn words_of(key: &[u8], words: usize) -> Vec<u64> {
+        (0..words)
+            .map(|j| {
+                (0..8).fold(0u64, |acc, i| {
+                    acc | u64::from(key.get(8 * j + i).copied().unwrap_or(0)) << (8 * i)
+                })
+            })
+            .collect()
     }
 
-    fn tokenize(s: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let c: Vec<char> = s.chars().collect();
-        let mut i = 0;
-        while i < c.len() {
-            let ch = c[i];
-            if ch.is_whitespace() {
-                i += 1;
-            } else if ch == '>' {
-                out.push(">>".into());
-                i += 2;
-            } else if ch.is_alphanumeric() || ch == '$' || ch == '_' || ch == '\'' {
-                let st = i;
-                while i < c.len() && (c[i].is_alphanumeric() || "$_'".contains(c[i])) {
-                    i += 1;
+    fn inputs(p: &mut Pipe, words: usize) -> Vec<V> {
+        (0..words)
+            .map(|j| p.input(&format!("k{j}"), 64, "k"))
+            .collect()
+    }
+
+    fn feed(words: &[u64], len: Option<u64>) -> HashMap<String, u64> {
+        let mut m: HashMap<String, u64> = words
+            .iter()
+            .enumerate()
+            .map(|(j, w)| (format!("k{j}"), *w))
+            .collect();
+        if let Some(l) = len {
+            m.insert("len".into(), l);
+        }
+        m
+    }
+
+    const STYLES: [Arith; 3] = [
+        Arith {
+            mul: MulStyle::Dsp,
+            add_bits: 16,
+        },
+        Arith {
+            mul: MulStyle::Lut,
+            add_bits: 64,
+        },
+        Arith {
+            mul: MulStyle::Lut,
+            add_bits: 9,
+        },
+    ];
+
+    #[test]
+    fn fixed_width_pipeline_matches_core_xxh64() {
+        let mut x = Xs(0x1234_5678_9abc_def0);
+        for (si, a) in STYLES.into_iter().enumerate() {
+            for n in 1..=100usize {
+                if si > 0 && n % 7 != 0 && n > 40 {
+                    continue;
                 }
-                out.push(c[st..i].iter().collect());
-            } else {
-                out.push(ch.to_string());
-                i += 1;
+                let words = n.div_ceil(8);
+                let mut p = Pipe::new();
+                let k = inputs(&mut p, words);
+                for seed in [0u64, 0xdead_beef_cafe_f00d] {
+                    let mut q = p.clone();
+                    let h = fixed(&mut q, a, &k, n, seed);
+                    for _ in 0..3 {
+                        let key = x.bytes(n);
+                        let got = Pipe::get(&q.eval(&feed(&words_of(&key, words), None)), h);
+                        assert_eq!(got, bloomlanes_core::xxh64(&key, seed), "n = {n}, {a:?}");
+                    }
+                }
             }
-        }
-        out
-    }
-
-    type Env<'a> = (
-        &'a std::collections::HashMap<String, u64>,
-        &'a std::collections::HashMap<&'a str, u64>,
-    );
-
-    fn parse_xor(
-        t: &[String],
-        p: &mut usize,
-        vars: &std::collections::HashMap<String, u64>,
-        consts: &std::collections::HashMap<&str, u64>,
-    ) -> u64 {
-        let env: Env = (vars, consts);
-        let mut v = parse_add(t, p, env);
-        while *p < t.len() && t[*p] == "^" {
-            *p += 1;
-            v ^= parse_add(t, p, env);
-        }
-        v
-    }
-    fn parse_add(t: &[String], p: &mut usize, env: Env) -> u64 {
-        let mut v = parse_mul(t, p, env);
-        while *p < t.len() && t[*p] == "+" {
-            *p += 1;
-            v = v.wrapping_add(parse_mul(t, p, env));
-        }
-        v
-    }
-    fn parse_mul(t: &[String], p: &mut usize, env: Env) -> u64 {
-        let mut v = parse_shift(t, p, env);
-        while *p < t.len() && t[*p] == "*" {
-            *p += 1;
-            v = v.wrapping_mul(parse_shift(t, p, env));
-        }
-        v
-    }
-    fn parse_shift(t: &[String], p: &mut usize, env: Env) -> u64 {
-        let v = parse_atom(t, p, env);
-        if *p < t.len() && t[*p] == ">>" {
-            *p += 1;
-            let n: u32 = t[*p].parse().unwrap();
-            *p += 1;
-            return v >> n;
-        }
-        v
-    }
-    fn parse_atom(t: &[String], p: &mut usize, env: Env) -> u64 {
-        let tok = t[*p].clone();
-        *p += 1;
-        match tok.as_str() {
-            "(" => {
-                let v = parse_xor(t, p, env.0, env.1);
-                assert_eq!(t[*p], ")");
-                *p += 1;
-                v
-            }
-            "{" => {
-                // {Nd0, e}
-                *p += 2; // width literal and comma
-                let v = parse_xor(t, p, env.0, env.1);
-                assert_eq!(t[*p], "}");
-                *p += 1;
-                v
-            }
-            "rotl64" => {
-                assert_eq!(t[*p], "(");
-                *p += 1;
-                let v = parse_xor(t, p, env.0, env.1);
-                assert_eq!(t[*p], ",");
-                let n: u32 = t[*p + 1].parse().unwrap();
-                assert_eq!(t[*p + 2], ")");
-                *p += 3;
-                v.rotate_left(n)
-            }
-            s if s.starts_with('$') => env.0[&s[1..]],
-            s if s.chars().all(|c| c.is_ascii_digit()) => s.parse().unwrap(),
-            s => env.1[s],
         }
     }
 
     #[test]
-    fn plan_matches_core_xxh64_for_every_width() {
-        let mut x = 0x1234_5678_9abc_def0u64;
-        for n in 1..=100usize {
-            let plan = plan_bytes(n);
-            for seed in [0u64, 7, 0xdead_beef_cafe_f00d] {
-                let key: Vec<u8> = (0..n)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
+    fn variable_length_pipeline_matches_core_xxh64_for_every_length() {
+        let mut x = Xs(77);
+        for a in STYLES {
+            for max in [64usize, 44, 40, 13, 4, 1] {
+                let words = max.div_ceil(8);
+                let mut p = Pipe::new();
+                // As the front end feeds it: the last word only as wide as the key input.
+                let k: Vec<V> = (0..words)
+                    .map(|j| {
+                        let w = (8 * (max - 8 * j)).min(64) as u32;
+                        p.input(&format!("k{j}"), w, "k")
                     })
                     .collect();
-                assert_eq!(
-                    eval_plan(&plan, &key, seed),
-                    bloomlanes_core::xxh64(&key, seed),
-                    "n = {n}"
-                );
+                let len = p.input("len", 7, "len");
+                let seed = 0x5eed_0000_0000_0001;
+                let h = variable(&mut p, a, &k, len, max, seed);
+                for n in 0..=max {
+                    for _ in 0..4 {
+                        // Bytes past the length are garbage: the hash must ignore them.
+                        let mut key = x.bytes(8 * words);
+                        let got =
+                            Pipe::get(&p.eval(&feed(&words_of(&key, words), Some(n as u64))), h);
+                        key.truncate(n);
+                        assert_eq!(
+                            got,
+                            bloomlanes_core::xxh64(&key, seed),
+                            "len {n} max {max} {a:?}"
+                        );
+                    }
+                }
             }
         }
     }
 
     #[test]
-    fn liveness_keeps_only_what_is_used() {
-        let plan = plan_bytes(13);
-        let live = live_vars(&plan);
-        assert_eq!(live.len(), plan.stages.len() + 1);
-        assert_eq!(live.last().unwrap(), &vec![("h".to_string(), 64)]);
-        // The key words never travel past the stage that multiplies them.
-        assert!(live[1].iter().all(|(n, _)| !n.starts_with('k')));
+    fn no_stage_holds_more_than_one_wide_operation() {
+        // Every adder of the pipeline is at most add_bits (+ 1 carry) wide.
+        let mut p = Pipe::new();
+        let k = inputs(&mut p, 8);
+        let len = p.input("len", 7, "len");
+        let a = Arith {
+            mul: MulStyle::Lut,
+            add_bits: 16,
+        };
+        let _ = variable(&mut p, a, &k, len, 64, 0);
+        assert!(p.widest_add() <= 17, "widest adder {}", p.widest_add());
     }
 }

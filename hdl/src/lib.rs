@@ -21,8 +21,15 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::{Filter, Layout, Params};
 
+mod arith;
+pub mod axis;
 mod bench;
+mod board;
+mod front;
+mod geo;
 mod hash;
+pub mod kit;
+mod pipe;
 pub mod report;
 pub mod sim;
 mod verilog;
@@ -33,8 +40,12 @@ pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Sim
 /// Largest number of entries of one bank (`z × W`): 2^24 bits, far more than any FPGA's block RAM
 /// per bank; it keeps addresses, bank files and simulations sane.
 pub const MAX_BANK_ENTRIES: u64 = 1 << 24;
+/// Default of [`HdlConfig::adder_bits`].
+pub const DEFAULT_ADDER_BITS: u32 = 16;
 /// Largest key width in bytes for [`KeyMode::Bytes`] (the hash is unrolled per byte width).
 pub const MAX_KEY_BYTES: usize = 256;
+/// Largest key length of [`KeyMode::VarBytes`].
+pub const MAX_VAR_KEY_BYTES: usize = 64;
 /// Largest number of stream ports ([`HdlConfig::lookup_ports`]).
 pub const MAX_PORTS: usize = 8;
 
@@ -47,13 +58,17 @@ pub enum KeyMode {
     Bytes(usize),
     /// The input is the 64-bit XXH64 hash itself (computed by the host).
     Prehashed,
+    /// Keys of 0 to this many bytes (at most [`MAX_VAR_KEY_BYTES`]), hashed on chip at one key
+    /// per clock: the key input holds the bytes (byte `i` = bits `8i+7..8i`, bytes at and above
+    /// the length are ignored) and a 7-bit length input says how many there are.
+    VarBytes(usize),
 }
 
 impl KeyMode {
     /// Width of the key input in bits.
     pub fn key_bits(self) -> u32 {
         match self {
-            KeyMode::Bytes(n) => 8 * n as u32,
+            KeyMode::Bytes(n) | KeyMode::VarBytes(n) => 8 * n as u32,
             KeyMode::Prehashed => 64,
         }
     }
@@ -64,20 +79,105 @@ impl fmt::Display for KeyMode {
         match self {
             KeyMode::Bytes(n) => write!(f, "{n}-byte keys"),
             KeyMode::Prehashed => f.write_str("prehashed"),
+            KeyMode::VarBytes(n) => write!(f, "keys of 0 to {n} bytes"),
         }
+    }
+}
+
+/// What the keys of a filter are, as its builder knows them (the CLI passes the filter's key
+/// type); [`check_key_mode`] refuses a hardware key input that cannot hash them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    /// Every key is exactly this many bytes (e.g. 8 for u64 keys, 13 for IPv4 5-tuples).
+    Fixed(usize),
+    /// Keys of varying length (strings, lines); the longest, if known.
+    Variable {
+        /// Length of the longest key in bytes, when known.
+        max: Option<usize>,
+    },
+    /// The filter holds caller-supplied 64-bit hashes (hash id 0): only a prehashed design
+    /// can answer for it.
+    Prehashed,
+}
+
+impl fmt::Display for KeyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyKind::Fixed(n) => write!(f, "fixed {n}-byte keys"),
+            KeyKind::Variable { max: Some(n) } => {
+                write!(f, "variable-length keys of up to {n} bytes")
+            }
+            KeyKind::Variable { max: None } => f.write_str("variable-length keys"),
+            KeyKind::Prehashed => f.write_str("caller-supplied hashes"),
+        }
+    }
+}
+
+/// Checks that a design with key input `mode` hashes the keys of a filter built from `kind`
+/// exactly as the software did, and refuses a mismatch with a message that names both:
+/// fixed `n`-byte keys need [`KeyMode::Bytes`]`(n)` or [`KeyMode::VarBytes`]`(m ≥ n)`;
+/// variable-length keys need [`KeyMode::VarBytes`] (long enough for the longest key when it is
+/// known); caller-supplied hashes need [`KeyMode::Prehashed`]. A prehashed design fits every
+/// filter (the host hashes the keys).
+pub fn check_key_mode(mode: KeyMode, kind: KeyKind) -> Result<(), HdlError> {
+    let refuse = |why: String| {
+        Err(HdlError::Mismatch(format!(
+            "the filter was built from {kind}, the design takes {mode}: {why}"
+        )))
+    };
+    match (kind, mode) {
+        (_, KeyMode::Prehashed) => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::Bytes(m)) if n == m => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::Bytes(m)) => {
+            refuse(format!("use a key width of {n} bytes, not {m}"))
+        }
+        (KeyKind::Fixed(n), KeyMode::VarBytes(m)) if n <= m => Ok(()),
+        (KeyKind::Fixed(n), KeyMode::VarBytes(m)) => refuse(format!(
+            "{n}-byte keys do not fit a variable-length input of at most {m} bytes"
+        )),
+        (KeyKind::Variable { .. }, KeyMode::Bytes(m)) => refuse(format!(
+            "a fixed {m}-byte input would hash only keys of exactly {m} bytes; use \
+             variable-length keys (up to {MAX_VAR_KEY_BYTES} bytes) or a prehashed design"
+        )),
+        (KeyKind::Variable { max: Some(k) }, KeyMode::VarBytes(m)) if k > m => refuse(format!(
+            "the longest key has {k} bytes; use a maximum of at least {k} bytes (at most \
+             {MAX_VAR_KEY_BYTES}) or a prehashed design"
+        )),
+        (KeyKind::Variable { .. }, KeyMode::VarBytes(_)) => Ok(()),
+        (KeyKind::Prehashed, _) => refuse(
+            "the filter stores caller-supplied hashes, so the keys cannot be hashed on chip; \
+             use a prehashed design"
+                .to_string(),
+        ),
     }
 }
 
 /// A hint to synthesis about which memory resource the banks should use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum RamStyle {
-    /// No attribute: the synthesis tool chooses (small banks often become LUT RAM).
-    #[default]
+    /// No attribute: the synthesis tool chooses (small banks often become LUT RAM, which Yosys
+    /// cannot map 1 bit wide for UltraScale+).
     Auto,
-    /// `(* ram_style = "block" *)`: block RAM even for small banks.
+    /// `(* ram_style = "block" *)`: block RAM even for small banks (the default).
+    #[default]
     Block,
     /// `(* ram_style = "distributed" *)`: LUT RAM.
     Distributed,
+    /// `(* ram_style = "ultra" *)`: UltraScale+ UltraRAM (URAM288, 4K × 72 each: a 1-bit bank
+    /// uses one of its 72 columns, so this pays off only for deep banks).
+    Ultra,
+}
+
+/// How the hash pipeline builds its 64 × 64-bit multiplies by the XXH64 primes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MulStyle {
+    /// 16 × 16-bit partial products, each a registered multiply with registered operands and
+    /// result (one DSP block each: 10 per 64 × 64 multiply), summed by a pipelined adder tree.
+    #[default]
+    Dsp,
+    /// 4-bit table partial products (one LUT4 per product bit), summed by a pipelined adder
+    /// tree; no DSPs (for parts with few or slow multipliers, e.g. iCE40).
+    Lut,
 }
 
 /// Everything the generator needs to know.
@@ -102,10 +202,16 @@ pub struct HdlConfig {
     pub ram_style: RamStyle,
     /// Name of the top module (a Verilog identifier); the other modules are prefixed with it.
     pub top_name: String,
+    /// Multiplies of the hash pipeline.
+    pub mul_style: MulStyle,
+    /// Widest adder in one pipeline stage (8 to 64 bits); wider sums are split into segments
+    /// with a registered carry. Smaller is faster and costs latency and flip-flops.
+    pub adder_bits: u32,
 }
 
 impl HdlConfig {
-    /// A configuration with one port, 8-bit tags, automatic RAM style and top module `bloomlanes`.
+    /// A configuration with one port, 8-bit tags, block RAM banks, DSP multiplies, 16-bit
+    /// adders and top module `bloomlanes`.
     pub fn new(layout: Layout, blocks: u32, key: KeyMode, seed: u64) -> HdlConfig {
         HdlConfig {
             layout,
@@ -114,8 +220,10 @@ impl HdlConfig {
             seed,
             lookup_ports: 1,
             tag_bits: 8,
-            ram_style: RamStyle::Auto,
+            ram_style: RamStyle::Block,
             top_name: "bloomlanes".to_string(),
+            mul_style: MulStyle::Dsp,
+            adder_bits: DEFAULT_ADDER_BITS,
         }
     }
 
@@ -155,6 +263,19 @@ impl HdlConfig {
                     "key width must be 1 to {MAX_KEY_BYTES} bytes, not {n}"
                 ));
             }
+        }
+        if let KeyMode::VarBytes(n) = self.key {
+            if n == 0 || n > MAX_VAR_KEY_BYTES {
+                return bad(format!(
+                    "variable-length keys must have a maximum of 1 to {MAX_VAR_KEY_BYTES} bytes, not {n}"
+                ));
+            }
+        }
+        if !(8..=64).contains(&self.adder_bits) {
+            return bad(format!(
+                "adder_bits must be 8 to 64, not {}",
+                self.adder_bits
+            ));
         }
         if self.lookup_ports == 0 || self.lookup_ports > MAX_PORTS {
             return bad(format!(

@@ -30,6 +30,8 @@ pub struct SynthFigures {
     pub ramb36: u64,
     /// RAMB18E2 cells.
     pub ramb18: u64,
+    /// UltraRAM cells (URAM288).
+    pub uram: u64,
     /// LUT RAM cells (RAM32M, RAM64X1D, RAM256X1D, ...).
     pub lutram: u64,
     /// DSP48E2 cells.
@@ -157,6 +159,7 @@ pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthF
         ff: sum(&cells, |n| n.starts_with("FD")),
         ramb36: sum(&cells, |n| n.starts_with("RAMB36")),
         ramb18: sum(&cells, |n| n.starts_with("RAMB18")),
+        uram: sum(&cells, |n| n.starts_with("URAM")),
         lutram: sum(&cells, |n| n.starts_with("RAM") && !n.starts_with("RAMB")),
         dsp: sum(&cells, |n| n.starts_with("DSP")),
         carry: sum(&cells, |n| n.starts_with("CARRY")),
@@ -266,18 +269,27 @@ pub fn export(
         std::fs::write(&p, text)?;
         files.push(p);
     }
-    let banks = match filter {
+    for (rel, text) in crate::verilog::kit_files(cfg) {
+        let p = dir.join(&rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, text)?;
+        files.push(p);
+    }
+    let empty;
+    let f = match filter {
         Some(f) => {
             cfg.check_filter(f)?;
-            write_bank_files_for(f, dir, &top)?
+            f
         }
-        None => write_bank_files_for(
-            &Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed)),
-            dir,
-            &top,
-        )?,
+        None => {
+            empty = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
+            &empty
+        }
     };
-    files.extend(banks);
+    files.extend(write_bank_files_for(f, dir, &top)?);
+    files.extend(crate::sim::write_export_bench(cfg, f, dir)?);
     let (synth_fig, skipped) = if !synth {
         (None, Some("not requested".to_string()))
     } else if !on_path("yosys") {
@@ -341,8 +353,8 @@ pub fn report_text(
         (Some(f), _) => {
             let _ = writeln!(
                 s,
-                "\n## Yosys `synth_xilinx -family xcup`\n\n| LUT | FF | RAMB36 | RAMB18 | LUTRAM | DSP | CARRY8 | BRAM (36K eq.) | minimum | \n|---|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                f.lut, f.ff, f.ramb36, f.ramb18, f.lutram, f.dsp, f.carry, f.bram36_equiv(), f.bram_min
+                "\n## Yosys `synth_xilinx -family xcup`\n\n| LUT | FF | RAMB36 | RAMB18 | URAM | LUTRAM | DSP | CARRY8 | BRAM (36K eq.) | minimum | \n|---|---|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                f.lut, f.ff, f.ramb36, f.ramb18, f.uram, f.lutram, f.dsp, f.carry, f.bram36_equiv(), f.bram_min
             );
             if let Some(i) = &f.ice40 {
                 let _ = writeln!(

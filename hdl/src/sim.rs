@@ -69,7 +69,8 @@ pub fn simulator_available() -> Option<Simulator> {
 /// The key of one operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Key {
-    /// Key bytes ([`KeyMode::Bytes`]; the length must equal the configured width).
+    /// Key bytes ([`KeyMode::Bytes`]: the length must equal the configured width;
+    /// [`KeyMode::VarBytes`]: at most the configured maximum).
     Bytes(Vec<u8>),
     /// A 64-bit hash ([`KeyMode::Prehashed`]).
     Hash(u64),
@@ -136,23 +137,40 @@ pub struct CheckStats {
 
 static RUN_ID: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh empty folder under the system temporary folder.
+/// A fresh empty folder under the system temporary folder, private to this user (mode 0700 on
+/// Unix) and created by this call: a name that already exists (another program's file, folder
+/// or link there) is never used, so the run's files cannot be redirected elsewhere.
 pub fn fresh_dir(what: &str) -> std::io::Result<PathBuf> {
-    let n = RUN_ID.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!(
-        "bloomlanes-hdl-{what}-{}-{n}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let n = RUN_ID.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "bloomlanes-hdl-{what}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 100 => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The stimulus line of `op` for `cfg`: `{op, tag, key}` in hex.
 pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
-    let kw = cfg.key.key_bits() as usize;
+    let lw = if matches!(cfg.key, KeyMode::VarBytes(_)) {
+        crate::front::LEN_BITS as usize
+    } else {
+        0
+    };
+    let kw = cfg.key.key_bits() as usize + lw;
     let tw = cfg.tag_bits as usize;
     let total = kw + tw + 2;
     let mut bits = vec![false; total.div_ceil(4) * 4];
@@ -162,6 +180,16 @@ pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
                 for j in 0..8 {
                     bits[8 * i + j] = byte >> j & 1 == 1;
                 }
+            }
+        }
+        (Key::Bytes(b), KeyMode::VarBytes(n)) if b.len() <= n => {
+            for (i, byte) in b.iter().enumerate() {
+                for j in 0..8 {
+                    bits[8 * i + j] = byte >> j & 1 == 1;
+                }
+            }
+            for j in 0..lw {
+                bits[8 * n + j] = b.len() >> j & 1 == 1;
             }
         }
         (Key::Hash(h), KeyMode::Prehashed) => {
@@ -519,6 +547,11 @@ pub fn simulate_lookups(
                 "a {}-byte key for a design with {n}-byte keys",
                 k.len()
             ))),
+            KeyMode::VarBytes(n) if k.len() <= n => Ok(Key::Bytes(k.clone())),
+            KeyMode::VarBytes(n) => Err(HdlError::Mismatch(format!(
+                "a {}-byte key for a design with keys of at most {n} bytes",
+                k.len()
+            ))),
             KeyMode::Prehashed => Ok(Key::Hash(xxh64(k, cfg.seed))),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -538,4 +571,115 @@ pub fn simulate_lookup_hashes(
         )));
     }
     lookups_in(cfg, filter, hashes.iter().map(|&h| Key::Hash(h)).collect())
+}
+
+/// Operations per port of the stimulus that [`crate::export`] writes for the Verilog bench.
+pub const EXPORT_BENCH_OPS: usize = 1000;
+
+/// Writes a self-checking stimulus for the exported Verilog bench into `dir`: `bench_cfg.hex`,
+/// `stim_p<p>.hex` and `bench_expect_p<p>.hex` (the hit bit core expects for every answer) for
+/// banks loaded from `filter` (`LOAD_BANKS = 1`). Port 0 looks up random keys, inserts new ones
+/// and looks those up (they must hit); the other ports look up random keys whose answer no
+/// insert of port 0 can change, so the expectations hold whatever the timing.
+pub fn write_export_bench(
+    cfg: &HdlConfig,
+    filter: &Filter,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, HdlError> {
+    cfg.check_filter(filter)?;
+    let mut x = 0x0123_4567_89ab_cdefu64 ^ cfg.seed;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let key = |next: &mut dyn FnMut() -> u64| match cfg.key {
+        KeyMode::Prehashed => Key::Hash(next()),
+        KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| next() as u8).collect()),
+        KeyMode::VarBytes(n) => {
+            let len = (next() % (n as u64 + 1)) as usize;
+            Key::Bytes((0..len).map(|_| next() as u8).collect())
+        }
+    };
+    let n = EXPORT_BENCH_OPS;
+    let third = n / 3;
+    let mut after = filter.clone();
+    let mut port0: Vec<Op> = Vec::new();
+    for i in 0..third {
+        port0.push(Op {
+            code: op::LOOKUP,
+            tag: i as u32,
+            key: key(&mut next),
+        });
+    }
+    let inserted: Vec<Key> = (0..third).map(|_| key(&mut next)).collect();
+    for (i, k) in inserted.iter().enumerate() {
+        after.insert_hash(key_hash(cfg, k));
+        port0.push(Op {
+            code: op::INSERT,
+            tag: (third + i) as u32,
+            key: k.clone(),
+        });
+    }
+    for (i, k) in inserted.iter().enumerate() {
+        port0.push(Op {
+            code: op::LOOKUP,
+            tag: (2 * third + i) as u32,
+            key: k.clone(),
+        });
+    }
+    let mut ops = vec![port0];
+    for _ in 1..cfg.lookup_ports {
+        let mut v = Vec::new();
+        while v.len() < n {
+            let k = key(&mut next);
+            let h = key_hash(cfg, &k);
+            if filter.contains_hash(h) == after.contains_hash(h) {
+                v.push(Op {
+                    code: op::LOOKUP,
+                    tag: v.len() as u32,
+                    key: k,
+                });
+            }
+        }
+        ops.push(v);
+    }
+    // Expected answers: the first lookups of port 0 see the exported filter, the last ones the
+    // filter after the inserts; the other ports' answers are the same in both.
+    let mut files = Vec::new();
+    let mut c = String::new();
+    for v in [200u32, 90, 80, 7] {
+        let _ = writeln!(c, "{v:08x}");
+    }
+    for o in &ops {
+        let _ = writeln!(c, "{:08x}", o.len());
+    }
+    let p = dir.join("bench_cfg.hex");
+    std::fs::write(&p, c)?;
+    files.push(p);
+    for (port, list) in ops.iter().enumerate() {
+        let mut stim = String::new();
+        let mut exp = String::new();
+        for (i, o) in list.iter().enumerate() {
+            stim.push_str(&stim_line(cfg, o)?);
+            stim.push('\n');
+            let h = key_hash(cfg, &o.key);
+            let hit = match o.code {
+                op::LOOKUP if port == 0 && i < third => filter.contains_hash(h),
+                op::LOOKUP => after.contains_hash(h),
+                _ => false,
+            };
+            exp.push_str(if hit { "1\n" } else { "0\n" });
+        }
+        for (name, text) in [
+            (format!("stim_p{port}.hex"), stim),
+            (format!("bench_expect_p{port}.hex"), exp),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, text)?;
+            files.push(p);
+        }
+    }
+    Ok(files)
 }

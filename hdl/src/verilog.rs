@@ -2,105 +2,22 @@
 
 use std::fmt::Write as _;
 
-use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
 use bloomlanes_core::SALTS;
 
-use crate::hash::{self, Plan};
-use crate::{bank_file_name, bench, op, Design, HdlConfig, KeyMode, RamStyle};
-
-/// Derived sizes of a configuration.
-pub(crate) struct Geo {
-    pub top: String,
-    pub lanes: usize,
-    pub w: u32,
-    /// log2 W.
-    pub bit_bits: u32,
-    pub z: u32,
-    /// Bits of the block index (0 when z = 1).
-    pub block_bits: u32,
-    pub aw: u32,
-    pub depth: u64,
-    pub kw: u32,
-    pub tw: u32,
-    pub ports: usize,
-    pub replicas: usize,
-    pub hash_stages: u32,
-    /// Register stages of the index multiplies before the address register.
-    pub index_stages: u32,
-    pub latency: u32,
-    pub fifo_depth: u32,
-    pub fifo_bits: u32,
-    /// Width of a stimulus word: op (2) + tag + key.
-    pub stim_bits: u32,
-}
-
-pub(crate) fn ceil_log2(x: u64) -> u32 {
-    if x <= 1 {
-        0
-    } else {
-        64 - (x - 1).leading_zeros()
-    }
-}
-
-pub(crate) fn geo(cfg: &HdlConfig, plan: Option<&Plan>) -> Geo {
-    let lanes = cfg.layout.lanes();
-    let w = cfg.layout.word_bits();
-    let bit_bits = cfg.layout.bit_index_bits();
-    let block_bits = ceil_log2(u64::from(cfg.blocks));
-    let aw = block_bits + bit_bits;
-    let hash_stages = plan.map_or(0, |p| p.stages.len() as u32);
-    // accept -> input register -> hash stages -> index partial products -> address register ->
-    // bank read -> FIFO write -> m_valid.
-    let index_stages = INDEX_STAGES;
-    let latency = hash_stages + index_stages + 4;
-    let fifo_bits = ceil_log2(u64::from(latency) + 2).max(1);
-    let kw = cfg.key.key_bits();
-    Geo {
-        top: cfg.top_name.clone(),
-        lanes,
-        w,
-        bit_bits,
-        z: cfg.blocks,
-        block_bits,
-        aw,
-        depth: cfg.bank_entries(),
-        kw,
-        tw: cfg.tag_bits,
-        ports: cfg.lookup_ports,
-        replicas: cfg.replicas(),
-        hash_stages,
-        index_stages,
-        latency,
-        fifo_depth: 1 << fifo_bits,
-        fifo_bits,
-        stim_bits: 2 + cfg.tag_bits + kw,
-    }
-}
-
-/// Register stages between the hash and the address register: x1 holds `CHUNK`-bit partial
-/// products of the index multiplies, x2 the sums of pairs of them; the address register sums
-/// the rest.
-const INDEX_STAGES: u32 = 2;
-/// Operand chunk of the index partial products (bits); `2 * CHUNK` divides 32.
-const CHUNK: u32 = 4;
-
-fn h64(x: u64) -> String {
-    format!("64'h{x:016x}")
-}
+use crate::front::{self, Front, LEN_BITS};
+use crate::geo::{bank_module_name, geo, shape, Geo, MEM_STAGES};
+use crate::{axis, bank_file_name, bench, board, kit, op, Design, HdlConfig, KeyMode, RamStyle};
 
 pub(crate) fn generate(cfg: &HdlConfig) -> Design {
-    let plan = match cfg.key {
-        KeyMode::Bytes(n) => Some(hash::plan_bytes(n)),
-        KeyMode::Prehashed => None,
-    };
-    let g = geo(cfg, plan.as_ref());
+    let front = front::build(cfg, &shape(cfg));
+    let g = geo(cfg, &front);
     let mut v = String::new();
     header(&mut v, cfg, &g);
     v.push_str("`default_nettype none\n\n");
-    top_module(&mut v, cfg, &g);
+    top_module(&mut v, &g);
     // One file holds every module of the design; only the top module is named after it.
     v.push_str("// verilator lint_off DECLFILENAME\n");
-    front_module(&mut v, cfg, &g, plan.as_ref());
+    front_module(&mut v, cfg, &g, &front);
     port_module(&mut v, &g);
     bank_modules(&mut v, cfg, &g);
     v.push_str("// verilator lint_on DECLFILENAME\n`default_nettype wire\n");
@@ -117,12 +34,40 @@ pub(crate) fn generate(cfg: &HdlConfig) -> Design {
     }
 }
 
+/// The files of the build and verification kit, as (path relative to the export folder, text).
+pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
+    let front = front::build(cfg, &shape(cfg));
+    let g = geo(cfg, &front);
+    let t = &g.top;
+    let mut files = vec![
+        (format!("{t}_board.v"), board::board_tops(cfg, &g)),
+        (format!("{t}_axis.v"), axis::axis_module(cfg, &g)),
+        ("Makefile".to_string(), board::makefile(cfg, &g)),
+        (
+            "fpga/hx8k_breakout.pcf".to_string(),
+            board::pcf_hx8k_breakout(),
+        ),
+        ("fpga/ulx3s.lpf".to_string(), board::lpf_ulx3s()),
+        ("fpga/fmax.sh".to_string(), board::fmax_script()),
+    ];
+    files.extend(kit::files(cfg, &g));
+    files
+}
+
 fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
     let top = &g.top;
     let key = match cfg.key {
         KeyMode::Bytes(n) => format!(
             "{n}-byte keys (s<p>_key[{}:0], byte i = bits 8i+7..8i), hashed on chip by XXH64 \
              (seed 0x{:016x}) in {} pipeline stages",
+            8 * n - 1,
+            cfg.seed,
+            g.hash_stages
+        ),
+        KeyMode::VarBytes(n) => format!(
+            "keys of 0 to {n} bytes (s<p>_key[{}:0], byte i = bits 8i+7..8i; s<p>_len[6:0] = \
+             the length, bytes at and above it ignored), hashed on chip by XXH64 (seed \
+             0x{:016x}) in {} pipeline stages, one key per clock whatever the length",
             8 * n - 1,
             cfg.seed,
             g.hash_stages
@@ -142,8 +87,12 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 // (constants from bloomlanes-core). Parallel-partitioned: lane i is bank i, 1 bit wide,
 // z*W = {depth} entries, address = block*W + bit = {{block, bit}} ({aw} bits). An insert writes 1
 // into every bank; a lookup reads one bit of every bank and ANDs them.
+// Timing: every multiply is registered partial products and a pipelined adder tree (adders of
+// at most {adder} bits per stage); the bank outputs are registered twice (block RAM output
+// register, then a fabric register) before the registered AND of the lanes.
 //
-// Ports: {ports} stream port(s) with valid/ready handshakes (AXI4-Stream style).
+// Ports: {ports} stream port(s) with valid/ready handshakes (AXI4-Stream style; see
+// {top}_axis for the AXI4-Stream and AXI4-Lite wrapper, when exported).
 //   Port 0: s0_valid/s0_ready, s0_op (0 lookup, 1 insert, 2 clear, 3 no-op), s0_tag, s0_key.
 //   Ports 1..: lookups only (no op input). Every port p answers on m<p>_valid/m<p>_ready with
 //   m<p>_hit (1 = may be present; always 0 for insert, clear and no-op) and m<p>_tag, one answer
@@ -155,8 +104,7 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 //   every operation in flight) could overflow; with m<p>_ready high it never drops.
 // Latency: {lat} cycles from the cycle an operation is accepted (s<p>_valid && s<p>_ready) to the
 //   first cycle its answer is offered (m<p>_valid); the bank read/write happens {mem} cycles
-//   after acceptance (input register, {hs} hash stage(s), {is} index multiply stage(s),
-//   address register).
+//   after acceptance (input register, {hs} hash stage(s), index stages, address register).
 // Read-after-write: on port 0 there is no restriction: operations are applied in order, so a
 //   lookup accepted in any cycle after an insert sees it (no forwarding needed: both pass the
 //   same pipeline and the banks are written before the next read). A lookup on port p >= 1 sees
@@ -166,7 +114,7 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
 // Clear (op 2 on port 0): operations accepted before it, or in the same cycle on other ports,
 //   are answered from the contents before the clear. From the cycle after the clear is accepted,
 //   busy is high and every s<p>_ready low until all {depth} entries of every bank are zero
-//   ({clr} cycles in all); its answer (hit 0) is offered like any other. rst does not clear.
+//   (about {clr} cycles in all); its answer (hit 0) is offered like any other. rst does not clear.
 // Bank contents at start: parameter LOAD_BANKS = 1 makes bank i read {file0} .. (one
 //   $readmemh file per lane: one hex digit 0/1 per line, entry block*W + bit) from the
 //   working folder; otherwise the banks start empty.
@@ -180,20 +128,20 @@ fn header(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         shift = cfg.layout.lane_shift(),
         depth = g.depth,
         aw = g.aw,
+        adder = cfg.adder_bits,
         ports = g.ports,
         replicas = g.replicas,
         fd = g.fifo_depth,
         lat = g.latency,
-        mem = g.hash_stages + g.index_stages + 2,
+        mem = g.front_stages,
         hs = g.hash_stages,
-        is = g.index_stages,
-        clr = u64::from(g.hash_stages + g.index_stages) + 3 + g.depth,
+        clr = u64::from(g.front_stages) + 1 + g.depth,
         file0 = bank_file_name(top, 0),
     );
     v.push('\n');
 }
 
-fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
+fn top_module(v: &mut String, g: &Geo) {
     let t = &g.top;
     let (kw, tw, aw, l) = (g.kw, g.tw, g.aw, g.lanes);
     let _ = writeln!(v, "module {t} #(\n    parameter LOAD_BANKS = 0\n) (");
@@ -201,6 +149,13 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         "    input  wire clk".to_string(),
         "    input  wire rst".to_string(),
         "    output wire busy".to_string(),
+        "    input  wire mg_req".to_string(),
+        "    input  wire mg_clear".to_string(),
+        "    input  wire mg_we".to_string(),
+        format!("    input  wire [{}:0] mg_addr", aw - 1),
+        format!("    input  wire [{}:0] mg_wdata", l - 1),
+        "    output reg  mg_ack".to_string(),
+        format!("    output reg  [{}:0] mg_rdata", l - 1),
     ];
     for p in 0..g.ports {
         ports.push(format!("    input  wire s{p}_valid"));
@@ -210,6 +165,9 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         }
         ports.push(format!("    input  wire [{}:0] s{p}_tag", tw - 1));
         ports.push(format!("    input  wire [{}:0] s{p}_key", kw - 1));
+        if g.var_len {
+            ports.push(format!("    input  wire [{}:0] s{p}_len", LEN_BITS - 1));
+        }
         ports.push(format!("    output wire m{p}_valid"));
         ports.push(format!("    input  wire m{p}_ready"));
         ports.push(format!("    output wire m{p}_hit"));
@@ -233,7 +191,7 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
     // Clear FSM signals.
     let _ = writeln!(
         v,
-        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;",
+        "    reg busy_q;\n    reg clearing;\n    reg [{}:0] clr_addr;\n    // Management access (mg_*): idle, drain the pipelines, access port A, wait for the data.\n    reg [1:0] mg_state;\n    reg [15:0] mg_cnt;\n    reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)\n    wire mg_idle = (mg_state == 2'd0);\n    wire mg_access = (mg_state == 2'd2);",
         aw - 1
     );
     for p in 0..g.ports {
@@ -248,24 +206,29 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         } else {
             "OP_LOOKUP".to_string()
         };
+        let len_conn = if g.var_len {
+            format!(", .i_len(s{p}_len)")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             v,
-            "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag(s{p}_tag), .i_key(s{p}_key),\n        .o_valid(f{p}_valid), .o_op(f{p}_op), .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );"
+            "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag(s{p}_tag), .i_key(s{p}_key){len_conn},\n        .o_valid(f{p}_valid), .o_op(f{p}_op), .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );"
         );
-        // Memory stage registers (aligned with the banks' registered read data).
+        // Memory stages: bank read register (r1), bank output register (r2), AND register (w).
         let _ = writeln!(
             v,
-            "    reg r{p}_valid;\n    reg r{p}_lookup;\n    reg [{}:0] r{p}_tag;\n    wire [{}:0] r{p}_bits;",
-            tw - 1,
-            l - 1
+            "    reg r{p}_valid1, r{p}_valid2, w{p}_valid;\n    reg r{p}_lookup1, r{p}_lookup2, w{p}_hit;\n    reg [{tw1}:0] r{p}_tag1, r{p}_tag2, w{p}_tag;\n    wire [{}:0] r{p}_bits;",
+            l - 1,
+            tw1 = tw - 1
         );
         let _ = writeln!(
             v,
-            "    always @(posedge clk) begin\n        if (rst) r{p}_valid <= 1'b0;\n        else r{p}_valid <= f{p}_valid;\n        r{p}_lookup <= (f{p}_op == OP_LOOKUP);\n        r{p}_tag <= f{p}_tag;\n    end"
+            "    always @(posedge clk) begin\n        if (rst) begin\n            r{p}_valid1 <= 1'b0;\n            r{p}_valid2 <= 1'b0;\n            w{p}_valid <= 1'b0;\n        end else begin\n            r{p}_valid1 <= f{p}_valid;\n            r{p}_valid2 <= r{p}_valid1;\n            w{p}_valid <= r{p}_valid2;\n        end\n        r{p}_lookup1 <= (f{p}_op == OP_LOOKUP);\n        r{p}_lookup2 <= r{p}_lookup1;\n        w{p}_hit <= r{p}_lookup2 & (&r{p}_bits);\n        r{p}_tag1 <= f{p}_tag;\n        r{p}_tag2 <= r{p}_tag1;\n        w{p}_tag <= r{p}_tag2;\n    end"
         );
         let _ = writeln!(
             v,
-            "    {t}_port u_port{p} (\n        .clk(clk), .rst(rst), .hold(busy_next), .s_fire(s{p}_fire), .s_ready(s{p}_ready),\n        .w_valid(r{p}_valid), .w_hit(r{p}_lookup & (&r{p}_bits)), .w_tag(r{p}_tag),\n        .m_valid(m{p}_valid), .m_ready(m{p}_ready), .m_hit(m{p}_hit), .m_tag(m{p}_tag)\n    );\n"
+            "    {t}_port u_port{p} (\n        .clk(clk), .rst(rst), .hold(hold), .s_fire(s{p}_fire), .s_ready(s{p}_ready),\n        .w_valid(w{p}_valid), .w_hit(w{p}_hit), .w_tag(w{p}_tag),\n        .m_valid(m{p}_valid), .m_ready(m{p}_ready), .m_hit(m{p}_hit), .m_tag(m{p}_tag)\n    );\n"
         );
     }
     // Clear control.
@@ -273,9 +236,50 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         v,
         "    // ---- clear: starts the cycle after the clear reaches the banks, one entry per cycle
     wire clear_fire = s0_fire & (s0_op == OP_CLEAR);
-    wire clear_start = f0_valid & (f0_op == OP_CLEAR);
+    wire clear_start = (f0_valid & (f0_op == OP_CLEAR)) | (mg_access & mg_clear);
     wire clear_done = clearing & (clr_addr == LAST_ADDR);
-    wire busy_next = clear_fire | (busy_q & ~clear_done);
+    wire busy_next = clear_fire | (mg_access & mg_clear) | (busy_q & ~clear_done);
+    wire mg_start = mg_idle & mg_req & ~mg_ack & ~busy_next;
+    wire hold = busy_next | mg_start | ~mg_idle;
+    // mg_*: a request (mg_req held until mg_ack) stops every port, waits until operations in
+    // flight have passed the banks, then clears (mg_clear), writes mg_wdata (bit i into lane
+    // i's bank, every replica) or reads (mg_rdata) entry mg_addr; mg_ack pulses when done.
+    always @(posedge clk) begin
+        if (rst) begin
+            mg_state <= 2'd0;
+            mg_cnt <= 16'd0;
+            mg_zero <= 1'b1;
+            mg_ack <= 1'b0;
+        end else begin
+            mg_ack <= 1'b0;
+            case (mg_state)
+                2'd0: if (mg_start) begin
+                    mg_state <= 2'd1;
+                    mg_cnt <= 16'd{drain};
+                    mg_zero <= 1'b0;
+                end
+                2'd1: if (mg_zero) mg_state <= 2'd2; else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
+                2'd2: begin
+                    mg_state <= 2'd3;
+                    mg_cnt <= 16'd{mem};
+                    mg_zero <= 1'b0;
+                end
+                default: if (mg_zero) begin
+                    if (~mg_clear | ~busy_q) begin
+                        mg_state <= 2'd0;
+                        mg_ack <= 1'b1;
+                    end
+                end else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
+            endcase
+        end
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= r0_bits;
+    end
     assign busy = busy_q;
     always @(posedge clk) begin
         if (rst) begin
@@ -294,13 +298,14 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         end
     end
     // ---- bank port A (all replicas): port 0's inserts and the clear; port 0's lookups read replica 0
-    wire a_we = clearing | (f0_valid & (f0_op == OP_INSERT));
-    wire a_din = ~clearing;"
+    wire a_we = clearing | (mg_access & mg_we & ~mg_clear) | (f0_valid & (f0_op == OP_INSERT));",
+        drain = g.front_stages + 2,
+        mem = MEM_STAGES - 2,
     );
     for lane in 0..l {
         let _ = writeln!(
             v,
-            "    wire [{}:0] a_addr{lane} = clearing ? clr_addr : f0_addr[{}:{}];",
+            "    wire a_din{lane} = clearing ? 1'b0 : mg_access ? mg_wdata[{lane}] : 1'b1;\n    wire [{}:0] a_addr{lane} = clearing ? clr_addr : mg_access ? mg_addr : f0_addr[{}:{}];",
             aw - 1,
             (lane as u32 + 1) * aw - 1,
             lane as u32 * aw
@@ -316,7 +321,7 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
             let mut conns = vec![
                 ".clk(clk)".to_string(),
                 ".a_we(a_we)".to_string(),
-                ".a_din(a_din)".to_string(),
+                format!(".a_din(a_din{lane})"),
                 format!(".a_addr(a_addr{lane})"),
             ];
             if read_a {
@@ -338,25 +343,21 @@ fn top_module(v: &mut String, cfg: &HdlConfig, g: &Geo) {
             );
         }
     }
-    let _ = cfg;
     v.push_str("endmodule\n\n");
 }
 
-fn bank_module_name(top: &str, read_a: bool, has_b: bool) -> String {
-    format!(
-        "{top}_bank_{}{}",
-        if read_a { "rw" } else { "w" },
-        if has_b { "_r" } else { "" }
-    )
-}
-
-fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, plan: Option<&Plan>) {
+fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, front: &Front) {
     let t = &g.top;
     let (kw, tw, aw, l) = (g.kw, g.tw, g.aw, g.lanes);
+    let len_port = if g.var_len {
+        format!("    input  wire [{}:0] i_len,\n", LEN_BITS - 1)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         v,
-        "// Hash and index pipeline of one port: input register, {} hash stage(s), {} index stage(s),
-// address register.
+        "// Hash and index pipeline of one port ({} stages: input register, hash, index, address
+// register), generated from bloomlanes-core's constants. Salts: {salts}.
 module {t}_front (
     input  wire clk,
     input  wire rst,
@@ -364,292 +365,27 @@ module {t}_front (
     input  wire [1:0] i_op,
     input  wire [{}:0] i_tag,
     input  wire [{}:0] i_key,
-    output reg  o_valid,
-    output reg  [1:0] o_op,
-    output reg  [{}:0] o_tag,
-    output reg  [{}:0] o_addr
-);",
-        g.hash_stages,
-        g.index_stages,
+{len_port}    output wire o_valid,
+    output wire [1:0] o_op,
+    output wire [{}:0] o_tag,
+    output wire [{}:0] o_addr
+);
+    // Partial products keep only the bits that reach the result; the rest is unused on purpose.
+    /* verilator lint_off UNUSEDSIGNAL */",
+        front.stages,
         tw - 1,
         kw - 1,
         tw - 1,
-        l as u32 * aw - 1
+        l as u32 * aw - 1,
+        salts = SALTS[..l]
+            .iter()
+            .map(|s| format!("{s:08x}"))
+            .collect::<Vec<_>>()
+            .join(" "),
     );
-    // Constants, all from bloomlanes-core (only those the pipeline uses, for a clean lint).
-    let uses =
-        |name: &str| plan.is_some_and(|p| p.stages.iter().flatten().any(|a| a.expr.contains(name)));
-    for (name, val) in [
-        ("PRIME64_1", PRIME64_1),
-        ("PRIME64_2", PRIME64_2),
-        ("PRIME64_3", PRIME64_3),
-        ("PRIME64_4", PRIME64_4),
-        ("PRIME64_5", PRIME64_5),
-    ] {
-        if uses(name) {
-            let _ = writeln!(v, "    localparam [63:0] {name} = {};", h64(val));
-        }
-    }
-    if let KeyMode::Bytes(n) = cfg.key {
-        let s = cfg.seed;
-        let consts = [
-            ("XXH_H0", s.wrapping_add(PRIME64_5).wrapping_add(n as u64)),
-            ("XXH_LEN", n as u64),
-            ("XXH_V1", s.wrapping_add(PRIME64_1).wrapping_add(PRIME64_2)),
-            ("XXH_V2", s.wrapping_add(PRIME64_2)),
-            ("XXH_V3", s),
-            ("XXH_V4", s.wrapping_sub(PRIME64_1)),
-        ];
-        for (name, val) in consts {
-            if uses(name) {
-                let _ = writeln!(v, "    localparam [63:0] {name} = {};", h64(val));
-            }
-        }
-    }
-    for (lane, salt) in SALTS.iter().enumerate().take(l) {
-        let _ = writeln!(v, "    localparam [31:0] SALT_{lane} = 32'h{salt:08x};");
-    }
-    if g.block_bits > 0 {
-        let _ = writeln!(v, "    localparam [31:0] BLOCKS = 32'd{};", g.z);
-    }
-    let _ = writeln!(
-        v,
-        "    // Lane bit = product bits [31:{}] (shift {} = 32 - log2 W).",
-        32 - g.bit_bits,
-        cfg.layout.lane_shift()
-    );
-    if uses("rotl64") {
-        v.push_str(
-            "    function [63:0] rotl64;\n        input [63:0] x;\n        input integer r;\n        rotl64 = (x << r) | (x >> (64 - r));\n    endfunction\n",
-        );
-    }
-    // Input register: the hash and index logic starts from flip-flops, whatever drives the ports.
-    let _ = writeln!(
-        v,
-        "    reg in_valid;\n    reg [1:0] in_op;\n    reg [{}:0] in_tag;\n    reg [{}:0] in_key;\n    always @(posedge clk) begin\n        if (rst) in_valid <= 1'b0;\n        else in_valid <= i_valid;\n        in_op <= i_op;\n        in_tag <= i_tag;\n        in_key <= i_key;\n    end",
-        tw - 1,
-        kw - 1
-    );
-    // Pipeline.
-    let final_h = if let Some(plan) = plan {
-        let live = hash::live_vars(plan);
-        for (name, width, off) in &plan.inputs {
-            let _ = writeln!(
-                v,
-                "    wire [{}:0] s0_{name} = in_key[{}:{}];",
-                width - 1,
-                off + width - 1,
-                off
-            );
-        }
-        let mut prev_valid = "in_valid".to_string();
-        let mut prev_op = "in_op".to_string();
-        let mut prev_tag = "in_tag".to_string();
-        for (si, stage) in plan.stages.iter().enumerate() {
-            let s = si + 1;
-            let _ = writeln!(
-                v,
-                "    // stage {s}\n    reg s{s}_valid;\n    reg [1:0] s{s}_op;\n    reg [{}:0] s{s}_tag;",
-                tw - 1
-            );
-            for (name, width) in &live[s] {
-                let _ = writeln!(v, "    reg [{}:0] s{s}_{name};", width - 1);
-            }
-            let _ = writeln!(
-                v,
-                "    always @(posedge clk) begin\n        if (rst) s{s}_valid <= 1'b0;\n        else s{s}_valid <= {prev_valid};\n        s{s}_op <= {prev_op};\n        s{s}_tag <= {prev_tag};"
-            );
-            let prefix = format!("s{}_", s - 1);
-            for (name, _) in &live[s] {
-                let expr = match stage.iter().find(|a| &a.name == name) {
-                    Some(a) => hash::resolve(&a.expr, &prefix),
-                    None => format!("{prefix}{name}"),
-                };
-                let _ = writeln!(v, "        s{s}_{name} <= {expr};");
-            }
-            v.push_str("    end\n");
-            prev_valid = format!("s{s}_valid");
-            prev_op = format!("s{s}_op");
-            prev_tag = format!("s{s}_tag");
-        }
-        let h = plan.stages.len();
-        let _ = writeln!(
-            v,
-            "    wire [63:0] hx = s{h}_h ^ (s{h}_h >> 32);  // last step of the XXH64 avalanche"
-        );
-        (prev_valid, prev_op, prev_tag)
-    } else {
-        v.push_str("    wire [63:0] hx = in_key;\n");
-        (
-            "in_valid".to_string(),
-            "in_op".to_string(),
-            "in_tag".to_string(),
-        )
-    };
-    let (pv, po, pt) = final_h;
-    index_pipeline(v, g, &pv, &po, &pt);
-}
-
-/// `{pad'd0, x}` (just `x` when `pad` is 0).
-fn zext(pad: u32, x: &str) -> String {
-    if pad == 0 {
-        x.to_string()
-    } else {
-        format!("{{{pad}'d0, {x}}}")
-    }
-}
-
-/// `{x, sh'd0}` (just `x` when `sh` is 0).
-fn shl(x: &str, sh: u32) -> String {
-    if sh == 0 {
-        x.to_string()
-    } else {
-        format!("{{{x}, {sh}'d0}}")
-    }
-}
-
-/// Width of partial product `k` (chunk `c` bits of the multiplier, constant of `cb` bits,
-/// shifted by `c * k`) when the sum is taken mod 2^`total`.
-fn pp_width(c: u32, cb: u32, k: u32, total: u32) -> u32 {
-    (c + cb).min(total - c * k)
-}
-
-/// `(x * K) mod 2^w` for a `c`-bit chunk `x = src[lo + c - 1:lo]` of the multiplier and a
-/// constant `K = konst[cb-1:0]`, written as the sum of the `c` masked shifted copies of the
-/// constant (an array multiplier: plain adders, no `$mul`, so no DSP block for a constant).
-fn masked_pp(src: &str, lo: u32, c: u32, konst: &str, cb: u32, w: u32) -> String {
-    let terms: Vec<String> = (0..c)
-        .map(|b| {
-            let m = cb.min(w - b);
-            let k = shl(&format!("{konst}[{}:0]", m - 1), b);
-            format!("({{{w}{{{src}[{}]}}}} & {})", lo + b, zext(w - m - b, &k))
-        })
-        .collect();
-    terms.join(" + ")
-}
-
-/// The block-index and lane-bit multiplies, pipelined. Both have a constant operand (z, SALT_i),
-/// so they are array multipliers: stage x1 registers `CHUNK`-bit partial products (sums of
-/// masked copies of the constant, only the product bits that can reach the used result bits),
-/// stage x2 the sums of pairs of them, and the address register sums the rest.
-fn index_pipeline(v: &mut String, g: &Geo, pv: &str, po: &str, pt: &str) {
-    let (tw, l) = (g.tw, g.lanes);
-    let bb = g.block_bits;
-    let c = CHUNK;
-    let n = 32 / c;
-    let c2 = 2 * c;
-    let n2 = n / 2;
-    let mut unused: Vec<String> = Vec::new();
-    let mut regs = String::new();
-    let mut x1 = String::new();
-    let mut x2 = String::new();
-    // z takes zb bits (bb + 1 when z = 2^bb); the block sum is taken mod 2^(32 + bb).
-    let zb = 32 - g.z.leading_zeros();
-    let bt = 32 + bb;
-    if bb > 0 {
-        // ((h >> 32) * z) >> 32 = (sum_k (h_k * z) << (c k)) >> 32, h_k = chunk k of h[63:32].
-        for k in 0..n {
-            let w = pp_width(c, zb, k, bt);
-            let _ = writeln!(regs, "    reg [{}:0] x1_bq{k};", w - 1);
-            let _ = writeln!(
-                x1,
-                "        x1_bq{k} <= {};",
-                masked_pp("hx", 32 + c * k, c, "BLOCKS", zb, w)
-            );
-        }
-        for j in 0..n2 {
-            let w = pp_width(c2, zb, j, bt);
-            let (k0, k1) = (2 * j, 2 * j + 1);
-            let w0 = pp_width(c, zb, k0, bt);
-            let w1 = pp_width(c, zb, k1, bt);
-            let _ = writeln!(regs, "    reg [{}:0] x2_bq{j};", w - 1);
-            let _ = writeln!(
-                x2,
-                "        x2_bq{j} <= {} + {};",
-                zext(w - w0, &format!("x1_bq{k0}")),
-                zext(w - w1 - c, &shl(&format!("x1_bq{k1}"), c))
-            );
-        }
-    } else {
-        unused.push("hx[63:32]".into());
-    }
-    // lo32(x * S) = sum_k ((x_k * S) mod 2^(32 - c k)) << (c k), x_k = chunk k of h[31:0].
-    for lane in 0..l {
-        for k in 0..n {
-            let w = 32 - c * k;
-            let _ = writeln!(regs, "    reg [{}:0] x1_sp{lane}_{k};", w - 1);
-            let _ = writeln!(
-                x1,
-                "        x1_sp{lane}_{k} <= {};",
-                masked_pp("hx", c * k, c, &format!("SALT_{lane}"), 32, w)
-            );
-        }
-        for j in 0..n2 {
-            let w = 32 - c2 * j;
-            let _ = writeln!(regs, "    reg [{}:0] x2_sp{lane}_{j};", w - 1);
-            let _ = writeln!(
-                x2,
-                "        x2_sp{lane}_{j} <= x1_sp{lane}_{} + {};",
-                2 * j,
-                shl(&format!("x1_sp{lane}_{}[{}:0]", 2 * j + 1, w - c - 1), c)
-            );
-        }
-    }
-    let _ = writeln!(
-        v,
-        "    // Index stages: x1 {c}-bit partial products of the block-index and lane-bit multiplies,\n    // x2 sums of pairs of them.\n    reg x1_valid;\n    reg [1:0] x1_op;\n    reg [{tw1}:0] x1_tag;\n    reg x2_valid;\n    reg [1:0] x2_op;\n    reg [{tw1}:0] x2_tag;",
-        tw1 = tw - 1
-    );
-    v.push_str(&regs);
-    let _ = write!(
-        v,
-        "    always @(posedge clk) begin\n        if (rst) x1_valid <= 1'b0;\n        else x1_valid <= {pv};\n        x1_op <= {po};\n        x1_tag <= {pt};\n{x1}    end\n    always @(posedge clk) begin\n        if (rst) x2_valid <= 1'b0;\n        else x2_valid <= x1_valid;\n        x2_op <= x1_op;\n        x2_tag <= x1_tag;\n{x2}    end\n"
-    );
-    // Address stage: sum the pair sums.
-    if bb > 0 {
-        let terms: Vec<String> = (0..n2)
-            .map(|j| {
-                let w = pp_width(c2, zb, j, bt);
-                zext(bt - w - c2 * j, &shl(&format!("x2_bq{j}"), c2 * j))
-            })
-            .collect();
-        let _ = writeln!(
-            v,
-            "    // Block index: bits [{}:32] of the product ((h >> 32) * z < z * 2^32).\n    wire [{}:0] bprod = {};\n    wire [{}:0] blk = bprod[{}:32];",
-            31 + bb,
-            31 + bb,
-            terms.join(" + "),
-            bb - 1,
-            31 + bb
-        );
-        unused.push("bprod[31:0]".into());
-    } else {
-        v.push_str("    // One block: the block index is always 0.\n");
-    }
-    let bits = g.bit_bits;
-    for lane in 0..l {
-        let terms: Vec<String> = (0..n2)
-            .map(|j| shl(&format!("x2_sp{lane}_{j}"), c2 * j))
-            .collect();
-        let _ = writeln!(v, "    wire [31:0] lp{lane} = {};", terms.join(" + "));
-        unused.push(format!("lp{lane}[{}:0]", 31 - bits));
-    }
-    let _ = writeln!(v, "    wire unused_ok = &{{1'b0, {}}};", unused.join(", "));
-    let addrs: Vec<String> = (0..l)
-        .rev()
-        .map(|lane| {
-            if bb > 0 {
-                format!("blk, lp{lane}[31:{}]", 32 - bits)
-            } else {
-                format!("lp{lane}[31:{}]", 32 - bits)
-            }
-        })
-        .collect();
-    let _ = writeln!(
-        v,
-        "    always @(posedge clk) begin\n        if (rst) o_valid <= 1'b0;\n        else o_valid <= x2_valid;\n        o_op <= x2_op;\n        o_tag <= x2_tag;\n        o_addr <= {{{}}};\n    end\nendmodule\n",
-        addrs.join(", ")
-    );
+    let _ = cfg;
+    v.push_str(&front.body);
+    v.push_str("    /* verilator lint_on UNUSEDSIGNAL */\nendmodule\n\n");
 }
 
 fn port_module(v: &mut String, g: &Geo) {
@@ -659,7 +395,10 @@ fn port_module(v: &mut String, g: &Geo) {
     let _ = writeln!(
         v,
         "// Answer FIFO of one port ({d} entries) with credit counting: s_ready is a register that stays
-// high while every operation in flight is sure of a FIFO entry, so no stage ever stalls.
+// high while every operation in flight is sure of a FIFO entry, so no stage ever stalls. The
+// credit test reads registers only: acc counts accepted operations, rp dequeued ones, occ_r
+// holds acc - rp one cycle late, and occ_r <= {d}-3 leaves room for the operations accepted in
+// the cycle occ_r lags, in this cycle and in the next one.
 module {t}_port (
     input  wire clk,
     input  wire rst,
@@ -677,9 +416,9 @@ module {t}_port (
     reg [{tw}:0] mem [0:{d1}];
     reg [{fb}:0] wp;
     reg [{fb}:0] rp;
-    reg [{fb}:0] occ;
+    reg [{fb}:0] acc;
     wire deq = m_valid & m_ready;
-    wire [{fb}:0] occ_next = occ + {{{fb}'d0, s_fire}} - {{{fb}'d0, deq}};
+    reg [{fb}:0] occ_r;
     assign m_valid = (wp != rp);
     assign m_hit = mem[rp[{fb1}:0]][{tw}];
     assign m_tag = mem[rp[{fb1}:0]][{tw1}:0];
@@ -690,19 +429,22 @@ module {t}_port (
         if (rst) begin
             wp <= {fbp}'d0;
             rp <= {fbp}'d0;
-            occ <= {fbp}'d0;
+            acc <= {fbp}'d0;
+            occ_r <= {fbp}'d0;
             s_ready <= 1'b0;
         end else begin
             if (w_valid) wp <= wp + {fbp}'d1;
             if (deq) rp <= rp + {fbp}'d1;
-            occ <= occ_next;
-            s_ready <= ~hold & (occ_next < {fbp}'d{d});
+            if (s_fire) acc <= acc + {fbp}'d1;
+            occ_r <= acc - rp;
+            s_ready <= ~hold & (occ_r <= {fbp}'d{d3});
         end
     end
 endmodule
 ",
         d = g.fifo_depth,
         d1 = g.fifo_depth - 1,
+        d3 = g.fifo_depth - 3,
         tw1 = tw - 1,
         fb1 = fb - 1,
         fbp = fb + 1,
@@ -715,6 +457,7 @@ fn bank_modules(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         RamStyle::Auto => "",
         RamStyle::Block => " (* ram_style = \"block\" *)",
         RamStyle::Distributed => " (* ram_style = \"distributed\" *)",
+        RamStyle::Ultra => " (* ram_style = \"ultra\" *)",
     };
     let mut kinds = Vec::new();
     for r in 0..g.replicas {
@@ -748,7 +491,8 @@ fn bank_modules(v: &mut String, cfg: &HdlConfig, g: &Geo) {
         };
         let _ = writeln!(
             v,
-            "// One bank: {depth} x 1 bit, {desc}; synchronous reads (block RAM).
+            "// One bank: {depth} x 1 bit, {desc}; synchronous reads (block RAM) and an output
+// register (the block RAM's own, or the first fabric register).
 module {name} #(
     parameter LOAD = 0,
     parameter INIT_FILE = \"bank.hex\"
@@ -767,13 +511,13 @@ module {name} #(
         );
         if read_a {
             v.push_str(
-                "    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n        else a_dout <= mem[a_addr];\n    end\n",
+                "    reg a_rd;\n    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n        else a_rd <= mem[a_addr];\n    end\n    always @(posedge clk) a_dout <= a_rd;\n",
             );
         } else {
             v.push_str("    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n    end\n");
         }
         if has_b {
-            v.push_str("    always @(posedge clk) b_dout <= mem[b_addr];\n");
+            v.push_str("    reg b_rd;\n    always @(posedge clk) b_rd <= mem[b_addr];\n    always @(posedge clk) b_dout <= b_rd;\n");
         }
         v.push_str("endmodule\n\n");
     }

@@ -54,6 +54,8 @@ fn configs() -> Vec<HdlConfig> {
         cfg(Layout::L16x64, 37, KeyMode::Bytes(13), 1),
         cfg(Layout::L8x64, 3, KeyMode::Prehashed, 3),
         cfg(Layout::L16x32, 11, KeyMode::Prehashed, 1),
+        cfg(Layout::L8x32, 4000, KeyMode::VarBytes(64), 1),
+        cfg(Layout::L16x64, 7, KeyMode::VarBytes(40), 3),
     ]
 }
 

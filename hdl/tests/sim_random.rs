@@ -7,7 +7,7 @@ use bloomlanes_hdl::sim::{BenchParams, Simulator};
 use bloomlanes_hdl::KeyMode;
 use common::*;
 
-const OPS: usize = 100_000;
+const OPS: usize = 40_000;
 
 fn params(seed: u32) -> BenchParams {
     BenchParams {
@@ -26,6 +26,7 @@ fn matrix() -> Vec<bloomlanes_hdl::HdlConfig> {
         cfg(Layout::L16x64, 1, KeyMode::Bytes(13), 1),
         cfg(Layout::L8x32, 1000, KeyMode::Bytes(8), 2),
         cfg(Layout::L16x64, 5, KeyMode::Bytes(40), 1),
+        cfg(Layout::L8x64, 300, KeyMode::VarBytes(64), 2),
     ]
 }
 

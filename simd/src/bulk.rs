@@ -1,46 +1,20 @@
-//! The bulk algorithm, written once over the tiny per-ISA [`Kernel`] surface (hashbrown's
-//! `Group`, memchr's `Vector`): hash a group of keys, prefetch their blocks, then probe them while
-//! the next group's blocks are already on their way.
+//! The bulk algorithm, written once over the per-ISA surface of [`crate::vector`]: hash a group
+//! of keys, prefetch their blocks, then probe them while the next group's blocks are already on
+//! their way.
 //!
-//! Everything here is `#[inline(always)]` so that it is compiled inside each ISA's
-//! `#[target_feature]` entry point (see `arch::x86_64::*::entry`), with that ISA's instructions.
+//! Everything here is `#[inline(always)]` and generic over an [`Isa`] and a layout [`Shape`], so
+//! that it is compiled inside each ISA's `#[target_feature]` entry points ([`entry_points!`]),
+//! with that ISA's instructions, once per layout.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use bloomlanes_core::{block_index, Keys, Layout};
+use bloomlanes_core::{block_index, Keys, Layout, Params};
+
+use crate::shape::{with_shape, Shape};
+use crate::vector::{self, Isa};
 
 /// Keys hashed and probed per group; also the width of the result bit mask of one group.
 pub(crate) const GROUP: usize = 32;
-
-/// The per-ISA surface: build one key's block mask in vector registers and test it against, or
-/// OR it into, one block. `layout` is always a compile-time constant at the call sites (the
-/// driver is instantiated per layout), so the `match` on it folds away.
-pub(crate) trait Kernel {
-    /// Whether every bit of `hash`'s mask is set in the block that starts at `block`.
-    ///
-    /// # Safety
-    /// `block` points to `layout.block_u32s()` readable `u32`s (any alignment of `u32`), and the
-    /// CPU supports the kernel's instruction set.
-    unsafe fn contains(layout: Layout, block: *const u32, hash: u64) -> bool;
-
-    /// ORs `hash`'s mask into the block that starts at `block`.
-    ///
-    /// # Safety
-    /// As [`Kernel::contains`], and the words are writable and not accessed by anyone else.
-    unsafe fn insert(layout: Layout, block: *mut u32, hash: u64);
-
-    /// Writes `hash`'s mask as `layout.block_u32s()` words into `out` (the rest is untouched).
-    ///
-    /// # Safety
-    /// The CPU supports the kernel's instruction set.
-    unsafe fn mask(layout: Layout, hash: u64, out: &mut [u32; 32]);
-
-    /// `out[i] = xxh64_u64(keys[i], seed)`; `out.len() == keys.len()`.
-    ///
-    /// # Safety
-    /// The CPU supports the kernel's instruction set.
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]);
-}
 
 /// Where the results of a group go.
 pub(crate) trait Sink {
@@ -158,11 +132,10 @@ impl Prefetch {
 /// `u32`s) and prefetches the blocks.
 ///
 /// # Safety
-/// `words` points to `blocks × layout.block_u32s()` words; the CPU supports `K`.
+/// The CPU supports `I`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn fill<K: Kernel>(
-    layout: Layout,
+unsafe fn fill<I: Isa, S: Shape>(
     blocks: u32,
     words: *const u32,
     seed: u64,
@@ -174,8 +147,8 @@ unsafe fn fill<K: Kernel>(
 ) {
     let hashes = &mut g.hashes[..n];
     match keys {
-        // SAFETY: the caller guarantees the CPU supports K.
-        Keys::U64(k) => unsafe { K::hash_u64(&k[start..start + n], seed, hashes) },
+        // SAFETY: the caller guarantees that the CPU supports I.
+        Keys::U64(k) => unsafe { I::hash_u64(&k[start..start + n], seed, hashes) },
         Keys::Hashes(h) => hashes.copy_from_slice(&h[start..start + n]),
         _ => {
             for (i, h) in hashes.iter_mut().enumerate() {
@@ -184,20 +157,21 @@ unsafe fn fill<K: Kernel>(
         }
     }
     for i in 0..n {
-        let off = block_index(g.hashes[i], blocks) as usize * layout.block_u32s();
+        let off = block_index(g.hashes[i], blocks) as usize * S::LAYOUT.block_u32s();
         g.offsets[i] = off;
-        pf.block(layout, words.wrapping_add(off));
+        pf.block(S::LAYOUT, words.wrapping_add(off));
     }
 }
 
 /// Runs `probe(offset, hash)` over every key of `keys`, group by group, with the blocks of the
-/// next group prefetched before the current group is probed. `probe` answers one bit per key.
+/// next group prefetched before the current group is probed, and hands each group's answers (one
+/// bit per key) to `put`. `offset` is the key's block's first word: `block_index × block_u32s`
+/// for a filter of `blocks` blocks of `S`.
 ///
 /// # Safety
-/// `words` points to `blocks × layout.block_u32s()` words; the CPU supports `K`.
+/// The CPU supports `I`.
 #[inline(always)]
-unsafe fn drive<K: Kernel>(
-    layout: Layout,
+unsafe fn drive<I: Isa, S: Shape>(
     blocks: u32,
     words: *const u32,
     seed: u64,
@@ -209,45 +183,23 @@ unsafe fn drive<K: Kernel>(
     if n == 0 {
         return;
     }
-    let pf = Prefetch::choose(layout, blocks, words);
+    let pf = Prefetch::choose(S::LAYOUT, blocks, words);
     // Two groups used in turn (indexing instead of swapping avoids copying them).
     let mut groups = [Group::EMPTY, Group::EMPTY];
     let mut cur = 0;
     let mut start = 0;
     let mut len = n.min(GROUP);
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        fill::<K>(
-            layout,
-            blocks,
-            words,
-            seed,
-            &keys,
-            0,
-            len,
-            &mut groups[0],
-            pf,
-        )
-    };
+    // SAFETY: the caller guarantees that the CPU supports I; `words` is only prefetched through.
+    unsafe { fill::<I, S>(blocks, words, seed, &keys, 0, len, &mut groups[0], pf) };
     let mut hits = [0u8; GROUP];
     loop {
         let next_start = start + len;
         let next_len = (n - next_start).min(GROUP);
         if next_len > 0 {
-            // SAFETY: forwarded from the caller.
-            unsafe {
-                fill::<K>(
-                    layout,
-                    blocks,
-                    words,
-                    seed,
-                    &keys,
-                    next_start,
-                    next_len,
-                    &mut groups[cur ^ 1],
-                    pf,
-                )
-            };
+            let next = &mut groups[cur ^ 1];
+            // SAFETY: the caller guarantees that the CPU supports I; `words` is only prefetched
+            // through.
+            unsafe { fill::<I, S>(blocks, words, seed, &keys, next_start, next_len, next, pf) };
         }
         let g = &groups[cur];
         for ((h, &off), &hash) in hits[..len].iter_mut().zip(&g.offsets).zip(&g.hashes) {
@@ -263,179 +215,121 @@ unsafe fn drive<K: Kernel>(
     }
 }
 
-/// The layout with index `L` (const generics cannot take an enum on stable Rust).
-#[inline(always)]
-pub(crate) const fn layout_of(l: u8) -> Layout {
-    match l {
-        0 => Layout::L8x32,
-        1 => Layout::L8x64,
-        2 => Layout::L16x32,
-        _ => Layout::L16x64,
-    }
-}
-
-/// Calls `$f::<K, L>` with the const index of `$layout`, so each layout gets its own loop.
-macro_rules! per_layout {
-    ($layout:expr, $f:ident :: <$k:ty> ($($arg:expr),* $(,)?)) => {
-        match $layout {
-            Layout::L8x32 => $f::<$k, 0>($($arg),*),
-            Layout::L8x64 => $f::<$k, 1>($($arg),*),
-            Layout::L16x32 => $f::<$k, 2>($($arg),*),
-            Layout::L16x64 => $f::<$k, 3>($($arg),*),
-        }
-    };
-}
-
-#[inline(always)]
-unsafe fn contains_l<K: Kernel, const L: u8>(
-    blocks: u32,
-    words: *const u32,
-    seed: u64,
-    keys: Keys<'_>,
-    sink: &mut impl Sink,
-) {
-    let layout = layout_of(L);
-    // SAFETY: forwarded from the caller; `off` comes from `block_index(_, blocks)` and so the
-    // block `words[off..off + block_u32s]` lies inside the filter.
-    unsafe {
-        drive::<K>(
-            layout,
-            blocks,
-            words,
-            seed,
-            keys,
-            |off, h| K::contains(layout, words.add(off), h),
-            |s, n, hits| sink.put(s, n, hits),
-        )
-    }
-}
-
-/// Bulk lookup. The caller checked that the sink is as long as the batch.
+/// Bulk lookup of every key into `sink` (which the caller made as long as the batch).
 ///
 /// # Safety
-/// The CPU supports `K`.
+/// `words` holds exactly `p.blocks` blocks of `p.layout` (the [`FilterRef`] invariant); the
+/// CPU supports `I`.
+///
+/// [`FilterRef`]: bloomlanes_core::FilterRef
 #[inline(always)]
-pub(crate) unsafe fn contains<K: Kernel>(
-    layout: Layout,
-    blocks: u32,
+pub(crate) unsafe fn contains<I: Isa>(
+    p: Params,
     words: &[u32],
-    seed: u64,
     keys: Keys<'_>,
     sink: &mut impl Sink,
 ) {
-    debug_assert_eq!(words.len(), blocks as usize * layout.block_u32s());
+    debug_assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
     let w = words.as_ptr();
-    // SAFETY: `words` holds `blocks` whole blocks (the FilterRef invariant, checked by the caller).
-    unsafe { per_layout!(layout, contains_l::<K>(blocks, w, seed, keys, sink)) }
-}
-
-#[inline(always)]
-unsafe fn insert_l<K: Kernel, const L: u8>(
-    blocks: u32,
-    words: *mut u32,
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    let layout = layout_of(L);
-    // SAFETY: as in `contains_l`; the words are exclusively borrowed by the caller.
-    unsafe {
-        drive::<K>(
-            layout,
-            blocks,
-            words,
-            seed,
-            keys,
-            |off, h| {
-                K::insert(layout, words.add(off), h);
-                false
-            },
-            |_, _, _| {},
-        )
-    }
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller). Every `off` is `block_index(_, p.blocks) ×
+        // block_u32s` with `block_index < p.blocks`, so `w + off` starts a whole block inside
+        // `words`, which holds `p.blocks` blocks of `S` (caller) and is borrowed for the call.
+        unsafe {
+            drive::<I, S>(
+                p.blocks,
+                w,
+                p.seed,
+                keys,
+                |off, h| vector::contains::<I, S>(w.add(off), h),
+                |s, n, hits| sink.put(s, n, hits),
+            )
+        }
+    })
 }
 
 /// Bulk insert into exclusively borrowed words.
 ///
 /// # Safety
-/// The CPU supports `K`.
+/// `words` holds exactly `p.blocks` blocks of `p.layout` (the [`FilterMut`] invariant); the
+/// CPU supports `I`.
+///
+/// [`FilterMut`]: bloomlanes_core::FilterMut
 #[inline(always)]
-pub(crate) unsafe fn insert<K: Kernel>(
-    layout: Layout,
-    blocks: u32,
-    words: &mut [u32],
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    debug_assert_eq!(words.len(), blocks as usize * layout.block_u32s());
+pub(crate) unsafe fn insert<I: Isa>(p: Params, words: &mut [u32], keys: Keys<'_>) {
+    debug_assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
     let w = words.as_mut_ptr();
-    // SAFETY: `words` holds `blocks` whole blocks and is exclusively ours for the call.
-    unsafe { per_layout!(layout, insert_l::<K>(blocks, w, seed, keys)) }
-}
-
-#[inline(always)]
-unsafe fn insert_atomic_l<K: Kernel, const L: u8>(
-    blocks: u32,
-    words: &[AtomicU32],
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    let layout = layout_of(L);
-    let per = layout.block_u32s();
-    let mut mask = [0u32; 32];
-    // SAFETY: forwarded from the caller; `words.as_ptr()` is only prefetched through, the
-    // accesses below are atomic and bounds-checked.
-    unsafe {
-        drive::<K>(
-            layout,
-            blocks,
-            words.as_ptr().cast::<u32>(),
-            seed,
-            keys,
-            |off, h| {
-                K::mask(layout, h, &mut mask);
-                let block = &words[off..off + per];
-                for (a, &m) in block.iter().zip(&mask[..per]) {
-                    // Skip the read-modify-write when the bits are already there (common in
-                    // a filling filter): a plain load is far cheaper than a locked OR.
-                    if m != 0 && a.load(Ordering::Relaxed) & m != m {
-                        a.fetch_or(m, Ordering::Relaxed);
-                    }
-                }
-                false
-            },
-            |_, _, _| {},
-        )
-    }
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller). Every `off` is `block_index(_, p.blocks) ×
+        // block_u32s` with `block_index < p.blocks`, so `w + off` starts a whole block inside
+        // `words`, which holds `p.blocks` blocks of `S` (caller) and is exclusively borrowed for
+        // the call, so the block is writable and no one else accesses it.
+        unsafe {
+            drive::<I, S>(
+                p.blocks,
+                w,
+                p.seed,
+                keys,
+                |off, h| {
+                    vector::insert::<I, S>(w.add(off), h);
+                    false
+                },
+                |_, _, _| {},
+            )
+        }
+    })
 }
 
 /// Bulk insert into shared words by atomic OR (no bit is lost to a concurrent writer).
 ///
+/// # Panics
+/// If `words` is not `p.blocks` blocks of `p.layout` long.
+///
 /// # Safety
-/// The CPU supports `K`.
+/// The CPU supports `I`.
 #[inline(always)]
-pub(crate) unsafe fn insert_atomic<K: Kernel>(
-    layout: Layout,
-    blocks: u32,
-    words: &[AtomicU32],
-    seed: u64,
-    keys: Keys<'_>,
-) {
-    assert_eq!(words.len(), blocks as usize * layout.block_u32s());
-    // SAFETY: forwarded from the caller.
-    unsafe { per_layout!(layout, insert_atomic_l::<K>(blocks, words, seed, keys)) }
+pub(crate) unsafe fn insert_atomic<I: Isa>(p: Params, words: &[AtomicU32], keys: Keys<'_>) {
+    assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
+    with_shape!(p.layout, S => {
+        let per = S::LAYOUT.block_u32s();
+        let mut mask = [0u32; 32];
+        // SAFETY: the CPU supports I (caller). `words.as_ptr()` is only prefetched through; the
+        // words are read and written below with atomic operations on bounds-checked slices.
+        unsafe {
+            drive::<I, S>(
+                p.blocks,
+                words.as_ptr().cast::<u32>(),
+                p.seed,
+                keys,
+                |off, h| {
+                    vector::mask_words::<I, S>(h, &mut mask);
+                    let block = &words[off..off + per];
+                    for (a, &m) in block.iter().zip(&mask[..per]) {
+                        // Skip the read-modify-write when the bits are already there (common
+                        // in a filling filter): a plain load is far cheaper than a locked OR.
+                        if m != 0 && a.load(Ordering::Relaxed) & m != m {
+                            a.fetch_or(m, Ordering::Relaxed);
+                        }
+                    }
+                    false
+                },
+                |_, _, _| {},
+            )
+        }
+    })
 }
 
 /// Hashes every key of `keys` into `out` (`out.len() == keys.len()`), integer keys in the
-/// kernel's lanes.
+/// ISA's lanes.
 ///
 /// # Safety
-/// The CPU supports `K`.
+/// The CPU supports `I`.
 #[inline(always)]
-pub(crate) unsafe fn hash<K: Kernel>(keys: Keys<'_>, seed: u64, out: &mut [u64]) {
+pub(crate) unsafe fn hash<I: Isa>(keys: Keys<'_>, seed: u64, out: &mut [u64]) {
     assert_eq!(out.len(), keys.len());
     match keys {
-        // SAFETY: the caller guarantees the CPU supports K.
-        Keys::U64(k) => unsafe { K::hash_u64(k, seed, out) },
+        // SAFETY: the caller guarantees that the CPU supports I.
+        Keys::U64(k) => unsafe { I::hash_u64(k, seed, out) },
         Keys::Hashes(h) => out.copy_from_slice(h),
         _ => {
             for (i, h) in out.iter_mut().enumerate() {
@@ -445,18 +339,27 @@ pub(crate) unsafe fn hash<K: Kernel>(keys: Keys<'_>, seed: u64, out: &mut [u64])
     }
 }
 
+/// Entries of the prefetch ring of [`insert_hashes`] (a power of two).
+const RING: usize = 256;
+/// How many newer in-range hashes follow one in the ring before it is inserted
+/// (`RING_LAG + GROUP <= RING`).
+const RING_LAG: usize = 128;
+
+/// [`insert_hashes`] for blocks of `S`.
+///
+/// # Safety
+/// The CPU supports `I`.
 #[inline(always)]
-unsafe fn insert_hashes_l<K: Kernel, const L: u8>(
+unsafe fn insert_hashes_shaped<I: Isa, S: Shape>(
     blocks: u32,
     first: u32,
     words: &mut [u32],
     hashes: &[u64],
 ) {
-    let layout = layout_of(L);
-    let per = layout.block_u32s();
+    let per = S::LAYOUT.block_u32s();
     let sub = (words.len() / per) as u32;
     let w = words.as_mut_ptr();
-    let pf = Prefetch::choose(layout, sub, w);
+    let pf = Prefetch::choose(S::LAYOUT, sub, w);
     // A ring of the in-range hashes and their block offsets: each group of GROUP hashes is
     // compacted into it (branch-free: the range test is unpredictable when scanning a shared
     // batch) and its blocks prefetched; entries are inserted once RING_LAG newer ones follow
@@ -474,56 +377,57 @@ unsafe fn insert_hashes_l<K: Kernel, const L: u8>(
             head += usize::from(b < sub);
         }
         for i in from..head {
-            pf.block(layout, w.wrapping_add(ring_off[i % RING]));
+            pf.block(S::LAYOUT, w.wrapping_add(ring_off[i % RING]));
         }
         while head - tail > RING_LAG {
-            // SAFETY: `ring_off` entries below `head` are `b × per` for a block `b < sub` of
-            // `words`, so the block lies in `words`, which is exclusively ours; the CPU supports
-            // K (caller).
-            unsafe { K::insert(layout, w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
+            // SAFETY: the ring entries below `head` are `b × per` for a block `b < sub`, so the
+            // block lies inside `words`, which is exclusively borrowed; the CPU supports I
+            // (caller).
+            unsafe { vector::insert::<I, S>(w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
             tail += 1;
         }
     }
     while tail < head {
-        // SAFETY: as above.
-        unsafe { K::insert(layout, w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
+        // SAFETY: the entries `tail .. head` still in the ring are offsets `b × per` of blocks
+        // `b < sub` inside the exclusively borrowed `words`; the CPU supports I (caller).
+        unsafe { vector::insert::<I, S>(w.add(ring_off[tail % RING]), ring_h[tail % RING]) };
         tail += 1;
     }
 }
 
-/// Entries of the prefetch ring of [`insert_hashes`] (a power of two).
-const RING: usize = 256;
-/// How many newer in-range hashes follow one in the ring before it is inserted
-/// (`RING_LAG + GROUP <= RING`).
-const RING_LAG: usize = 128;
-
-/// Inserts into the block range `first .. first + words.len() / layout.block_u32s()` of a filter
-/// of `blocks` blocks (`words` holds exactly those blocks) every hash of `hashes` whose block
-/// falls in that range; the others are skipped.
+/// Inserts into the block range `first .. first + words.len() / block_u32s` of a filter with
+/// parameters `p` (`words` holds exactly those blocks) every hash of `hashes` whose block falls
+/// in that range; the others are skipped.
+///
+/// # Panics
+/// If `words` is not a whole number of blocks.
 ///
 /// # Safety
-/// The CPU supports `K`.
+/// The CPU supports `I`.
 #[inline(always)]
-pub(crate) unsafe fn insert_hashes<K: Kernel>(
-    layout: Layout,
-    blocks: u32,
+pub(crate) unsafe fn insert_hashes<I: Isa>(
+    p: Params,
     first: u32,
     words: &mut [u32],
     hashes: &[u64],
 ) {
-    assert!(words.len().is_multiple_of(layout.block_u32s()));
-    // SAFETY: forwarded from the caller; the kernel only touches blocks inside `words`.
-    unsafe { per_layout!(layout, insert_hashes_l::<K>(blocks, first, words, hashes)) }
+    assert!(words.len().is_multiple_of(p.layout.block_u32s()));
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller).
+        unsafe { insert_hashes_shaped::<I, S>(p.blocks, first, words, hashes) }
+    })
 }
 
-/// Defines the entry points of one kernel, each compiled with `$feature` (memchr style:
-/// the generic code above is inlined into these functions and so uses the ISA's instructions).
+/// Defines the entry points of one [`Isa`], each compiled with `$feature` (memchr style: the
+/// generic code above is inlined into these functions and so uses the ISA's instructions), and
+/// their dispatch table `FNS`.
 macro_rules! entry_points {
-    ($kernel:ty $(, $feature:literal)?) => {
+    ($isa:ty $(, $feature:literal)?) => {
         /// Bulk lookup, one byte per key.
         ///
         /// # Safety
-        /// The CPU supports this module's instruction set.
+        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
+        /// module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn contains_bytes(
             p: bloomlanes_core::Params,
@@ -531,18 +435,15 @@ macro_rules! entry_points {
             keys: bloomlanes_core::Keys<'_>,
             out: &mut [u8],
         ) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe {
-                crate::bulk::contains::<$kernel>(
-                    p.layout, p.blocks, words, p.seed, keys, &mut crate::bulk::Bytes(out),
-                )
-            }
+            // SAFETY: both conditions are the caller's.
+            unsafe { crate::bulk::contains::<$isa>(p, words, keys, &mut crate::bulk::Bytes(out)) }
         }
 
         /// Bulk lookup, one bit per key.
         ///
         /// # Safety
-        /// The CPU supports this module's instruction set.
+        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
+        /// module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn contains_bitmap(
             p: bloomlanes_core::Params,
@@ -550,26 +451,23 @@ macro_rules! entry_points {
             keys: bloomlanes_core::Keys<'_>,
             out: &mut [u64],
         ) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe {
-                crate::bulk::contains::<$kernel>(
-                    p.layout, p.blocks, words, p.seed, keys, &mut crate::bulk::Bitmap(out),
-                )
-            }
+            // SAFETY: both conditions are the caller's.
+            unsafe { crate::bulk::contains::<$isa>(p, words, keys, &mut crate::bulk::Bitmap(out)) }
         }
 
         /// Bulk insert into exclusively borrowed words.
         ///
         /// # Safety
-        /// The CPU supports this module's instruction set.
+        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
+        /// module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn insert(
             p: bloomlanes_core::Params,
             words: &mut [u32],
             keys: bloomlanes_core::Keys<'_>,
         ) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe { crate::bulk::insert::<$kernel>(p.layout, p.blocks, words, p.seed, keys) }
+            // SAFETY: both conditions are the caller's.
+            unsafe { crate::bulk::insert::<$isa>(p, words, keys) }
         }
 
         /// Bulk insert into shared words by atomic OR.
@@ -582,10 +480,8 @@ macro_rules! entry_points {
             words: &[core::sync::atomic::AtomicU32],
             keys: bloomlanes_core::Keys<'_>,
         ) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe {
-                crate::bulk::insert_atomic::<$kernel>(p.layout, p.blocks, words, p.seed, keys)
-            }
+            // SAFETY: the instruction set is the caller's condition; the word count is checked.
+            unsafe { crate::bulk::insert_atomic::<$isa>(p, words, keys) }
         }
 
         /// Hashes every key into `out`.
@@ -594,8 +490,8 @@ macro_rules! entry_points {
         /// The CPU supports this module's instruction set.
         $(#[target_feature(enable = $feature)])?
         pub(crate) unsafe fn hash(keys: bloomlanes_core::Keys<'_>, seed: u64, out: &mut [u64]) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe { crate::bulk::hash::<$kernel>(keys, seed, out) }
+            // SAFETY: the instruction set is the caller's condition.
+            unsafe { crate::bulk::hash::<$isa>(keys, seed, out) }
         }
 
         /// Inserts the hashes whose block lies in the block range that `words` holds.
@@ -609,10 +505,9 @@ macro_rules! entry_points {
             words: &mut [u32],
             hashes: &[u64],
         ) {
-            // SAFETY: the caller guarantees the instruction set.
-            unsafe {
-                crate::bulk::insert_hashes::<$kernel>(p.layout, p.blocks, first, words, hashes)
-            }
+            // SAFETY: the instruction set is the caller's condition; the kernel only touches
+            // blocks inside `words`.
+            unsafe { crate::bulk::insert_hashes::<$isa>(p, first, words, hashes) }
         }
 
         /// The dispatch table of this module.

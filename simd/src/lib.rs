@@ -44,8 +44,12 @@ use rayon::prelude::*;
 
 mod arch;
 mod bulk;
+#[cfg(test)]
+mod kernel_tests;
 mod portable;
 mod scalar;
+mod shape;
+mod vector;
 
 /// An implementation of the bulk operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -193,13 +197,13 @@ pub fn active_path() -> SimdPath {
     })
 }
 
-/// One path's entry points (the dispatch table). Each is `unsafe` only because the x86 ones are
-/// `#[target_feature]` functions: calling them requires that the CPU has the features, which a
-/// table reached through [`SimdPath::fns`] guarantees.
+/// One path's entry points (the dispatch table).
 ///
-/// The filter arguments are a [`Params`] and the filter's words, which hold exactly
-/// `params.blocks` blocks (the [`FilterRef`]/[`FilterMut`] invariant, which every caller here
-/// passes on).
+/// Each is `unsafe` because the x86 ones are `#[target_feature]` functions, which may only run on
+/// a CPU that has the features (a table reached through [`SimdPath::fns`] guarantees it), and
+/// because the vector ones index the filter's words without bounds checks: the words passed
+/// beside a [`Params`] must hold exactly `params.blocks` blocks of `params.layout` (the
+/// [`FilterRef`]/[`FilterMut`] invariant, which every caller here passes on).
 pub(crate) struct Fns {
     pub(crate) contains_bytes: unsafe fn(Params, &[u32], Keys<'_>, &mut [u8]),
     pub(crate) contains_bitmap: unsafe fn(Params, &[u32], Keys<'_>, &mut [u64]),
@@ -214,11 +218,24 @@ const PAR_CHUNK: usize = 16 * 1024;
 
 /// Views exclusively borrowed words as atomics, for concurrent OR from many threads.
 fn as_atomic(words: &mut [u32]) -> &[AtomicU32] {
-    // SAFETY: `AtomicU32` has the same size and alignment as `u32` (documented guarantee), so
-    // the pointer and length describe a valid `[AtomicU32]`. The `&mut` borrow guarantees that no
-    // one else reads or writes the words non-atomically while the returned shared borrow (which
-    // has the same lifetime) lives; all access through it is atomic.
-    unsafe { &*(words as *mut [u32] as *const [AtomicU32]) }
+    // `AtomicU32` is documented to have "the same size and bit validity as the underlying
+    // integer type, `u32`", but its alignment "is always equal to its size, even on targets where
+    // `u32` has a lesser alignment" (std::sync::atomic::AtomicU32). So equal alignment is not a
+    // guarantee of the language (std's own `AtomicU32::from_mut_slice` exists only on targets
+    // where it holds): it is checked here, at compile time, for the target at hand.
+    const {
+        assert!(core::mem::size_of::<AtomicU32>() == core::mem::size_of::<u32>());
+        assert!(core::mem::align_of::<AtomicU32>() == core::mem::align_of::<u32>());
+    };
+    let len = words.len();
+    let ptr = words.as_mut_ptr().cast::<AtomicU32>();
+    // SAFETY: `ptr` comes from a live `&mut [u32]` of `len` elements, so it is non-null and
+    // points to `len` initialised `u32`s; `AtomicU32` has the size and bit validity of `u32`
+    // (std docs) and, asserted above, its alignment too, so the same memory is `len` valid,
+    // aligned `AtomicU32`s. The returned borrow inherits the exclusive borrow of `words` (same
+    // lifetime), so no one reads or writes the words non-atomically while it lives; all access
+    // through it is atomic.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
 }
 
 /// The bulk operations of one [`SimdPath`].
@@ -276,17 +293,17 @@ impl Probe {
             keys.len().div_ceil(64),
             "one output word per 64 keys"
         );
-        // SAFETY: `self.fns` belongs to an available path; `filter.words()` holds exactly
-        // `filter.params().blocks` blocks (FilterRef invariant).
+        // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
+        // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
         unsafe { (self.fns.contains_bitmap)(*filter.params(), filter.words(), keys, out) }
     }
 
     /// Inserts every key.
     pub fn insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
         let params = *filter.params();
-        // SAFETY: `self.fns` belongs to an available path; the words hold exactly
-        // `params.blocks` blocks (FilterMut invariant) and are exclusively borrowed through
-        // `filter` for the call.
+        // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
+        // the words hold exactly `params.blocks` blocks (FilterMut invariant) and are
+        // exclusively borrowed through `filter` for the call.
         unsafe { (self.fns.insert)(params, filter.words_mut(), keys) }
     }
 
@@ -386,12 +403,16 @@ impl Probe {
                     .enumerate()
                     .for_each(|(t, out)| {
                         let lo = t * PAR_HASH_TASK;
-                        // SAFETY: `self.fns` belongs to an available path.
+                        // SAFETY: `self.fns` belongs to an available path (only `Probe::new`
+                        // builds a Probe); hashing reads only the keys.
                         unsafe { (self.fns.hash)(chunk.slice(lo..lo + out.len()), seed, out) };
                     });
                 let buf = &*buf;
                 parts.par_iter_mut().for_each(|(first, words)| {
-                    // SAFETY: as below.
+                    // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a
+                    // Probe); `words` is a whole number of blocks `first ..` of this filter, cut
+                    // from its exclusively borrowed words, and the kernel checks each hash's block
+                    // against that range before touching it.
                     unsafe { (self.fns.insert_hashes)(params, *first, words, buf) };
                 });
                 start += len;
@@ -424,7 +445,8 @@ impl Probe {
                 let mut i = lo;
                 while i < hi {
                     let m = (hi - i).min(buf.len());
-                    // SAFETY: `self.fns` belongs to an available path.
+                    // SAFETY: `self.fns` belongs to an available path (only `Probe::new`
+                    // builds a Probe); hashing reads only the keys.
                     unsafe { (self.fns.hash)(chunk.slice(i..i + m), seed, &mut buf[..m]) };
                     for &h in &buf[..m] {
                         bk[range_of(block_index(h, blocks))].push(h);
@@ -438,8 +460,10 @@ impl Probe {
                 .enumerate()
                 .for_each(|(r, (first, words))| {
                     for bk in buckets {
-                        // SAFETY: `self.fns` belongs to an available path; `words` holds whole
-                        // blocks `first ..` of this filter, exclusively ours.
+                        // SAFETY: `self.fns` belongs to an available path (only `Probe::new`
+                        // builds a Probe); `words` holds whole blocks `first ..` of this filter,
+                        // cut from its exclusively borrowed words, and the kernel checks each
+                        // hash's block against that range before touching it.
                         unsafe { (self.fns.insert_hashes)(params, *first, words, &bk[r]) };
                     }
                 });
@@ -532,9 +556,9 @@ impl<'a> SharedFilter<'a> {
 
     /// Inserts every key, concurrently with any other thread's `insert` on the same filter.
     pub fn insert(&self, keys: Keys<'_>) {
-        // SAFETY: `self.probe.fns` belongs to an available path; `words` is the whole filter
-        // (`params.blocks` whole blocks, taken from a FilterMut), accessed only atomically
-        // while shared.
+        // SAFETY: `self.probe.fns` belongs to an available path (only `Probe::new` builds a
+        // Probe); `words` is the whole filter (`params.blocks` whole blocks, taken from a
+        // FilterMut), accessed only atomically while shared.
         unsafe { (self.probe.fns.insert_atomic)(self.params, self.words, keys) }
     }
 }
@@ -546,7 +570,7 @@ pub mod bench_support {
     pub fn hash_u64_avx2(keys: &[u64], seed: u64, out: &mut [u64]) -> bool {
         #[cfg(target_arch = "x86_64")]
         if crate::arch::x86_64::has_avx2() {
-            // SAFETY: AVX2 was just detected.
+            // SAFETY: `hash_u64_vector` needs only AVX2, which `has_avx2` just detected.
             unsafe { crate::arch::x86_64::avx2::hash_u64_vector(keys, seed, out) };
             return true;
         }

@@ -184,3 +184,24 @@ fn large_batches_cross_parallel_chunks() {
     )
     .unwrap();
 }
+
+/// Every layout with every key form, unaligned words, on every path (the property tests above
+/// sample these combinations; this runs each one for sure).
+#[test]
+fn every_layout_and_key_form() {
+    let mut state = 5;
+    let keys: Vec<u64> = (0..300).map(|_| splitmix(&mut state)).collect();
+    let forms = [
+        Form::U64,
+        Form::Hashes,
+        Form::Records(1),
+        Form::Records(13),
+        Form::Records(40),
+        Form::Strings,
+    ];
+    for layout in Layout::ALL {
+        for form in forms {
+            check(layout, 37, 9, form, &keys[..150], &keys[75..], 1, 4).unwrap();
+        }
+    }
+}

@@ -26,12 +26,11 @@ __device__ __forceinline__ void bl_mask(u32 lo, u32 m[BL_BLOCK_U32S]) {
   }
 }
 
-// Insert: OR the lane bits into the block with the fewest atomics (two 32-bit lanes share one
-// 64-bit atomic; the byte image is little-endian, so lane 2j is the low half).
-__device__ __forceinline__ void bl_insert_hashed(u32* __restrict__ words, u64 blocks, u64 h) {
-  u64 blk = bl_block(h, blocks);
-  u32 b[BL_LANES]; bl_bits((u32)h, b);
-  u64* w = (u64*)(words + blk * BL_BLOCK_U32S);
+// Insert: OR the lane bits into the block that starts at `block` with the fewest atomics (two
+// 32-bit lanes share one 64-bit atomic; the byte image is little-endian, so lane 2j is the low half).
+__device__ __forceinline__ void bl_insert_block(u32* __restrict__ block, u32 lo) {
+  u32 b[BL_LANES]; bl_bits(lo, b);
+  u64* w = (u64*)block;
 #if BL_WORD_BITS == 32
   #pragma unroll
   for (int j = 0; j < BL_LANES / 2; j++) atomicOr(w + j, (u64)(1u << b[2 * j]) | ((u64)(1u << b[2 * j + 1]) << 32));
@@ -40,16 +39,19 @@ __device__ __forceinline__ void bl_insert_hashed(u32* __restrict__ words, u64 bl
   for (int i = 0; i < BL_LANES; i++) atomicOr(w + i, 1ull << b[i]);
 #endif
 }
+__device__ __forceinline__ void bl_insert_hashed(u32* __restrict__ words, u64 blocks, u64 h) {
+  bl_insert_block(words + bl_block(h, blocks) * BL_BLOCK_U32S, (u32)h);
+}
 
-// Lookup: the whole block in 16-byte vector loads, then every lane tested.
-__device__ __forceinline__ bool bl_contains_hashed(const u32* __restrict__ words, u64 blocks, u64 h) {
-  u64 blk = bl_block(h, blocks);
-  const uint4* p = (const uint4*)(words + blk * BL_BLOCK_U32S);
+// Lookup: the whole block that starts at `block` in 16-byte vector loads, then every lane tested.
+// `block` must not be written while the kernel runs (read through the read-only cache).
+__device__ __forceinline__ bool bl_block_has(const u32* __restrict__ block, u32 lo) {
+  const uint4* p = (const uint4*)block;
   uint4 v[BL_BLOCK_VEC4];
   #pragma unroll
   for (int k = 0; k < BL_BLOCK_VEC4; k++) v[k] = __ldg(p + k);
   const u32* w = (const u32*)v;
-  u32 b[BL_LANES]; bl_bits((u32)h, b);
+  u32 b[BL_LANES]; bl_bits(lo, b);
   bool ok = true;
   #pragma unroll
   for (int i = 0; i < BL_LANES; i++) {
@@ -60,4 +62,15 @@ __device__ __forceinline__ bool bl_contains_hashed(const u32* __restrict__ words
 #endif
   }
   return ok;
+}
+__device__ __forceinline__ bool bl_contains_hashed(const u32* __restrict__ words, u64 blocks, u64 h) {
+  return bl_block_has(words + bl_block(h, blocks) * BL_BLOCK_U32S, (u32)h);
+}
+// One bit per key into a bitmap of u32 words, for kernels whose warps hold 32 consecutive keys
+// starting at a multiple of 32 (key i of lane i % 32): the warp's ballot is word i / 32. Words are
+// written while the 64-bit word they belong to starts before n (so the tail of the last u64 word
+// is cleared) and never past it: the output holds n.div_ceil(64) u64 words.
+__device__ __forceinline__ void bl_put_bits(u32* __restrict__ bits, u64 i, u64 n, bool r) {
+  u32 m = __ballot_sync(0xffffffffu, r);
+  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
 }

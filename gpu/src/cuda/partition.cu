@@ -10,10 +10,9 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_hist(const u64*
   for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) hist[p] = 0;
   __syncthreads();
   u64 stride = (u64)gridDim.x * (BL_THREADS * BL_KPT);
-  for (u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x; base < n; base += stride) {
+  for (u64 base = bl_kpt_base(); base < n; base += stride) {
     u64 k[BL_KPT];
-    #pragma unroll
-    for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+    bl_load_keys(keys, n, base, k);
     #pragma unroll
     for (int j = 0; j < BL_KPT; j++) {
       u64 i = base + j * BL_THREADS;
@@ -48,23 +47,30 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scan(const u32*
   #pragma unroll
   for (int j = 0; j < BL_PER; j++) { u32 p = threadIdx.x * BL_PER + j; if (p < parts) cursor[p] = run; run += v[j]; }
 }
-// Pass 3: each CTA hashes a tile of BL_THREADS * BL_SKPT keys, groups the hashes by partition in
+// Pass 3: each CTA hashes a tile of BL_THREADS * SKPT keys, groups the hashes by partition in
 // shared memory, reserves one range per partition present with one atomic on its cursor, and
-// writes the grouped tile out (runs of consecutive addresses: coalesced).
-#define BL_TILE (BL_THREADS * BL_SKPT)
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out) {
+// writes the grouped tile out (runs of consecutive addresses: coalesced). With POS, the index of
+// each hash's key in the batch goes to out_pos at the same place (for partitioned lookups).
+template <int SKPT, bool POS>
+__device__ __forceinline__ void bl_part_scatter_tile(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts,
+    u32* __restrict__ cursor, u64* __restrict__ out, u32* __restrict__ out_pos) {
+  constexpr u32 TILE = BL_THREADS * SKPT;
   __shared__ u32 start[BL_MAXP];  // counts, then the tile-local start of each partition
   __shared__ u32 gbase[BL_MAXP];  // global position of the partition's run minus its local start
-  __shared__ u64 tile[BL_TILE];
+  // The grouped tile: TILE hashes, then (POS) their TILE key indices (48 KiB of static shared in
+  // all without POS, 40 KiB with it at half the tile).
+  __shared__ __align__(8) u8 tile_bytes[TILE * 8 + (POS ? TILE * 4 : 0)];
+  u64* tile = (u64*)tile_bytes;
+  u32* tile_pos = (u32*)(tile_bytes + TILE * 8);
   for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) start[p] = 0;
   __syncthreads();
-  u64 base = (u64)blockIdx.x * BL_TILE;
-  u64 h[BL_SKPT];
-  u32 pr[BL_SKPT];
+  u64 base = (u64)blockIdx.x * TILE;
+  u64 h[SKPT];
+  u32 pr[SKPT];
   #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) { u64 i = base + j * BL_THREADS + threadIdx.x; h[j] = i < n ? __ldg(keys + i) : 0; }
+  for (int j = 0; j < SKPT; j++) { u64 i = base + j * BL_THREADS + threadIdx.x; h[j] = i < n ? __ldg(keys + i) : 0; }
   #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) {
+  for (int j = 0; j < SKPT; j++) {
     u64 i = base + j * BL_THREADS + threadIdx.x;
     if (i < n) {
       h[j] = bl_key_hash(h[j], seed, mode);
@@ -76,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u
   u32 v[BL_PER], sum = 0;
   #pragma unroll
   for (int j = 0; j < BL_PER; j++) { u32 p = threadIdx.x * BL_PER + j; v[j] = p < parts ? start[p] : 0u; sum += v[j]; }
-  // gbase is not written yet: lend its first words to the scan (48 KiB of static shared in all).
+  // gbase is not written yet: lend its first words to the scan.
   u32 run = bl_block_scan(sum, gbase);
   #pragma unroll
   for (int j = 0; j < BL_PER; j++) {
@@ -89,17 +95,30 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u
   }
   __syncthreads();
   #pragma unroll
-  for (int j = 0; j < BL_SKPT; j++) {
+  for (int j = 0; j < SKPT; j++) {
     u64 i = base + j * BL_THREADS + threadIdx.x;
-    if (i < n) tile[start[pr[j] >> 16] + (pr[j] & 0xffffu)] = h[j];
+    if (i < n) {
+      u32 slot = start[pr[j] >> 16] + (pr[j] & 0xffffu);
+      tile[slot] = h[j];
+      if constexpr (POS) tile_pos[slot] = (u32)i;
+    }
   }
   __syncthreads();
-  u32 m = (u32)min((u64)BL_TILE, n - base);
+  u32 m = (u32)min((u64)TILE, n - base);
   for (u32 t = threadIdx.x; t < m; t += BL_THREADS) {
     u64 x = tile[t];
     // Below n whenever pass 1 counted these same keys; the test keeps a batch changed between
     // the passes from writing past the output.
     u32 pos = gbase[bl_part(x, parts)] + t;
-    if (pos < n) out[pos] = x;
+    if (pos < n) {
+      out[pos] = x;
+      if constexpr (POS) out_pos[pos] = tile_pos[t];
+    }
   }
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out) {
+  bl_part_scatter_tile<BL_SKPT, false>(keys, n, seed, mode, parts, cursor, out, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter_pos(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out, u32* __restrict__ out_pos) {
+  bl_part_scatter_tile<BL_SKPT_POS, true>(keys, n, seed, mode, parts, cursor, out, out_pos);
 }

@@ -31,6 +31,7 @@ pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig
         blocks,
         match key {
             KeyMode::Bytes(n) => format!("k{n}"),
+            KeyMode::VarBytes(n) => format!("v{n}"),
             KeyMode::Prehashed => "h".to_string(),
         }
     );
@@ -40,6 +41,10 @@ pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig
 pub fn random_key(cfg: &HdlConfig, rng: &mut Rng) -> Key {
     match cfg.key {
         KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| rng.next() as u8).collect()),
+        KeyMode::VarBytes(n) => {
+            let len = rng.below(n as u64 + 1) as usize;
+            Key::Bytes((0..len).map(|_| rng.next() as u8).collect())
+        }
         KeyMode::Prehashed => Key::Hash(rng.next()),
     }
 }

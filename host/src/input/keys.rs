@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bloomlanes_core::{xxh64, xxh64_u64, Keys};
+use bloomlanes_core::{xxh64, xxh64_u64, KeyType, Keys};
 
 use super::chunk::Chunk;
 use super::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
@@ -39,6 +39,8 @@ pub type FieldFn = dyn Fn(&[u8], &mut Vec<u8>) -> Result<Parsed, String> + Send 
 pub struct FieldParser {
     name: &'static str,
     f: Arc<FieldFn>,
+    /// The key type it parses (typed keys are shown in their type's text form).
+    key_type: Option<KeyType>,
 }
 
 impl FieldParser {
@@ -50,7 +52,28 @@ impl FieldParser {
         FieldParser {
             name,
             f: Arc::new(f),
+            key_type: None,
         }
+    }
+
+    /// Keys of type `key_type` written as text (see [`crate::key_text`]): hashed as the type's
+    /// Parquet plain encoding, shown in the type's canonical text form; a blank field has no
+    /// key.
+    pub fn typed(key_type: KeyType) -> FieldParser {
+        let mut p = FieldParser::new("typed", move |f, out| {
+            if f.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Parsed::Skip);
+            }
+            crate::key_text::parse_into(key_type, f, out).map_err(|e| e.to_string())?;
+            Ok(Parsed::Written)
+        });
+        p.key_type = Some(key_type);
+        p
+    }
+
+    /// The key type of a [`FieldParser::typed`] parser.
+    pub fn key_type(&self) -> Option<KeyType> {
+        self.key_type
     }
 
     /// Its name.
@@ -66,7 +89,19 @@ impl FieldParser {
     /// Unsigned integers, decimal or `0x` hex, `_` separators allowed, surrounding blanks
     /// ignored; an empty field has no key.
     pub fn decimal() -> FieldParser {
-        FieldParser::new("decimal", |f, _| parse_decimal(f))
+        FieldParser::new("decimal", |f, _| {
+            parse_decimal(f).map_err(|e| {
+                let t = f.trim_ascii();
+                let negative = t.len() > 1
+                    && t[0] == b'-'
+                    && t[1..].iter().all(|c| c.is_ascii_digit() || *c == b'_');
+                if negative {
+                    format!("{e} (a negative number: give --key-type i64)")
+                } else {
+                    e
+                }
+            })
+        })
     }
 
     /// Flow keys as text (`10.0.0.1:1234>10.0.0.2:80/tcp`, see
@@ -152,6 +187,8 @@ pub(crate) enum Shown {
     Tuple(u32, u32),
     /// An integer.
     Int(u64),
+    /// A typed key: its bytes `arena[start..end]`, shown in its type's text form.
+    Typed(u32, u32, KeyType),
 }
 
 /// A batch of hashed keys, with their text when the stage lists them.
@@ -166,6 +203,23 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
+    /// The bits of key `i` when it is 8 or 4 bytes (an integer, or a typed key of that width):
+    /// what the float probe rule looks at.
+    pub fn key_bits(&self, i: usize) -> Option<u64> {
+        match *self.shown.get(i)? {
+            Shown::Int(v) => Some(v),
+            Shown::Typed(a, b, _) => {
+                let k = &self.arena[a as usize..b as usize];
+                match k.len() {
+                    8 => Some(u64::from_le_bytes(k.try_into().ok()?)),
+                    4 => Some(u64::from(u32::from_le_bytes(k.try_into().ok()?))),
+                    _ => None,
+                }
+            }
+            Shown::Text(..) | Shown::Tuple(..) => None,
+        }
+    }
+
     /// Writes key `i` for people into `out` (JSON-quoted when `json`); no allocation for text
     /// that is valid UTF-8 or for integers.
     pub fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {
@@ -173,6 +227,9 @@ impl Batch {
             Shown::Text(a, b) => String::from_utf8_lossy(&self.arena[a as usize..b as usize]),
             Shown::Tuple(a, b) => pcap::format_tuple(&self.arena[a as usize..b as usize]).into(),
             Shown::Int(v) => return write_u64(v, json, out),
+            Shown::Typed(a, b, t) => {
+                crate::key_text::display(t, &self.arena[a as usize..b as usize]).into()
+            }
         };
         if json {
             write_json_string(&text, out);
@@ -386,6 +443,20 @@ impl<S: Stage> Feed<'_, S> {
         self.push_hash(h)
     }
 
+    /// A typed key of `key_len` bytes (in the field buffer): its bytes are kept to be shown.
+    #[inline]
+    fn typed(&mut self, key_len: usize, t: KeyType) -> crate::Result<()> {
+        if self.keep != Keep::Nothing {
+            let b = &mut self.scratch.batch;
+            let a = b.arena.len() as u32;
+            b.arena.extend_from_slice(&self.scratch.field[..key_len]);
+            let e = b.arena.len() as u32;
+            b.shown.push(Shown::Typed(a, e, t));
+        }
+        let h = xxh64(&self.scratch.field[..key_len], self.seed);
+        self.push_hash(h)
+    }
+
     #[inline]
     fn int(&mut self, v: u64) -> crate::Result<()> {
         if self.keep != Keep::Nothing {
@@ -420,7 +491,10 @@ impl<S: Stage> Feed<'_, S> {
         let r = match r? {
             Parsed::Field => self.bytes(f, false),
             // The flow parser writes flow keys (shown as 5-tuples when their bytes are kept).
-            Parsed::Written => self.written(n, f, p.name() == "flow"),
+            Parsed::Written => match p.key_type() {
+                Some(t) => self.typed(n, t),
+                None => self.written(n, f, p.name() == "flow"),
+            },
             Parsed::U64(v) => self.int(v),
             Parsed::Skip => Ok(()),
         };

@@ -11,8 +11,16 @@
 //! Keys from every format hash consistently: a text line, a CSV field and a Parquet `BYTE_ARRAY`
 //! value with the same bytes are the same key, and so are a binary u64, a decimal line and a
 //! Parquet `INT64` value with the same number.
+//!
+//! The container (lines, CSV, binary, capture) and the key type are separate: text is parsed as
+//! [`InputOptions::key_type`] by [`crate::key_text`] (signed and unsigned integers, floats, dates,
+//! timestamps, UUIDs …), and every read records its [`KeyType`] in the [`KeySet`] so that a
+//! filter knows what its keys were. `--format auto` refuses to guess when it cannot be sure
+//! (binary or compressed data, text whose every line is a number and no key type given).
 
 use std::path::{Path, PathBuf};
+
+use bloomlanes_core::KeyType;
 
 use crate::error::{Error, Location, Result};
 
@@ -21,6 +29,7 @@ mod keys;
 mod keyset;
 pub mod pcap;
 pub mod pipeline;
+mod sniff;
 pub mod source;
 mod stream;
 
@@ -42,7 +51,8 @@ pub enum InputFormat {
     Auto,
     /// One key per line (the line's bytes without its `\n` or `\r\n`); empty lines are skipped.
     Lines,
-    /// One unsigned integer per line (decimal, or hex with `0x`), hashed like a binary u64.
+    /// One integer per line (decimal, or hex with `0x`), hashed like a binary u64 (key type
+    /// `u64` unless `--key-type` says otherwise; with a CSV column: that column's integers).
     Decimal,
     /// One flow key per line as text: `10.0.0.1:1234>10.0.0.2:80/tcp`, IPv6 in brackets;
     /// hashed as the 13- or 37-byte key of a captured packet of that flow.
@@ -86,6 +96,13 @@ pub struct InputOptions {
     pub field_parser: Option<FieldParser>,
     /// Threads and chunk sizes of the pipeline.
     pub pipeline: PipelineConfig,
+    /// The key type (`--key-type`): how text fields and lines are parsed. `None`: the format
+    /// decides (lines and CSV: bytes, decimal and binary: `u64`, captures: flow), or
+    /// [`InputOptions::filter_key_type`].
+    pub key_type: Option<KeyType>,
+    /// The key type recorded in the filter the keys are for (a query): text is parsed as this
+    /// type when `key_type` is not given.
+    pub filter_key_type: Option<KeyType>,
 }
 
 impl Default for InputOptions {
@@ -97,6 +114,8 @@ impl Default for InputOptions {
             csv_delimiter: None,
             field_parser: None,
             pipeline: PipelineConfig::default(),
+            key_type: None,
+            filter_key_type: None,
         }
     }
 }
@@ -118,6 +137,8 @@ pub struct InputSummary {
     pub bytes: u64,
     /// Warnings (e.g. a capture's truncated last record, ignored).
     pub warnings: Vec<String>,
+    /// The key type its keys were read as.
+    pub key_type: KeyType,
 }
 
 /// The format `path` with first bytes `head` is read as (auto-detection, see
@@ -150,10 +171,21 @@ pub fn detect(path: &Path, head: &[u8], opts: &InputOptions) -> Result<InputForm
             path,
             Some(Location::Byte(at as u64)),
             "cannot tell this input's format: it holds binary data (a NUL byte) and is no \
-             capture or compressed stream known here; give --format (lines, decimal, flows, csv, u64, pcap)",
+             capture or compressed stream known here; give --format u64 for little-endian \
+             8-byte keys, or --format lines, decimal, flows, csv or pcap",
         ));
     }
     Ok(InputFormat::Lines)
+}
+
+/// The container a format reads: `--format decimal` with a CSV column (or a `.csv`/`.tsv`
+/// name) reads that column's integers.
+fn container(path: &Path, format: InputFormat, opts: &InputOptions) -> InputFormat {
+    let csv_name = matches!(source::format_extension(path).as_str(), "csv" | "tsv");
+    match format {
+        InputFormat::Decimal if opts.csv_column.is_some() || csv_name => InputFormat::Csv,
+        f => f,
+    }
 }
 
 /// Reads the keys of one input into `out`.
@@ -193,7 +225,37 @@ pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Ve
         },
         &mut |_| {},
     )?;
-    Ok((b.finish(), summaries))
+    let key_type = one_key_type(&summaries)?;
+    Ok((b.finish().with_key_type(key_type), summaries))
+}
+
+/// `--format u64` reads 8-byte keys: a `--key-type` of another width cannot describe them.
+fn check_binary_type(explicit: Option<KeyType>, used: KeyType) -> Result<()> {
+    match explicit {
+        Some(t) if t != used && t != KeyType::Any => Err(Error::usage(format!(
+            "--format u64 reads 8-byte little-endian keys; --key-type {t} keys are not 8-byte \
+             integers (use --key-type u64, i64, f64 or a timestamp type)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The key type of all the inputs: they must agree (one filter has one key type).
+pub(crate) fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
+    let Some(first) = summaries.first() else {
+        return Ok(KeyType::Any);
+    };
+    if let Some(other) = summaries.iter().find(|s| s.key_type != first.key_type) {
+        return Err(Error::usage(format!(
+            "the inputs have keys of different types: {} ({}) and {} ({}); one filter holds keys \
+             of one type: give --key-type, or read them separately",
+            first.path.display(),
+            first.key_type,
+            other.path.display(),
+            other.key_type
+        )));
+    }
+    Ok(first.key_type)
 }
 
 /// Reads the keys of a stream that is already open (`name` names it in messages), as
@@ -217,5 +279,6 @@ pub fn read_reader(
         },
         &mut |_, _| {},
     )?;
-    Ok((b.finish(), summary))
+    let key_type = summary.key_type;
+    Ok((b.finish().with_key_type(key_type), summary))
 }

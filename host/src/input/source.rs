@@ -65,7 +65,7 @@ fn unsupported_compression(head: &[u8]) -> Option<&'static str> {
     // bytes, at least 4 KiB (what every LZMA encoder writes).
     let lzma_dict = |b: &[u8]| {
         let d = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        d >= 4096 && (d.is_power_of_two() || (d % 3 == 0 && (d / 3).is_power_of_two()))
+        d >= 4096 && (d.is_power_of_two() || (d.is_multiple_of(3) && (d / 3).is_power_of_two()))
     };
     if head.len() >= 10
         && head.starts_with(b"BZh")

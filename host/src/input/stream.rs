@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::Keys;
+use bloomlanes_core::{KeyMatch, KeyType, Keys, Physical};
 
 use super::chunk::{CsvCutter, Cutter, LineCutter, PcapCutter, PcapngCutter, U64Cutter};
 use super::keys::{parse_chunk, ChunkCounts, Fault, Scratch, Shown, StageOrFault};
+use super::sniff;
 use super::source::{self, Opened};
 use super::{
     detect, pcap, pipeline, Batch, ChunkParser, FieldParser, InputFormat, InputOptions,
@@ -26,32 +27,119 @@ struct Plan {
     pub cutter: Box<dyn Cutter>,
     /// The worker's parser.
     pub parser: ChunkParser,
+    /// What its keys are.
+    pub key_type: KeyType,
 }
 
-/// Decides how to read `input`.
+/// The parser of text fields of type `t` (`None`: the field's bytes): integers of type `u64`
+/// through the fast decimal parser, everything else through [`crate::key_text`].
+fn text_parser(t: Option<KeyType>) -> Option<FieldParser> {
+    match t {
+        None | Some(KeyType::Bytes | KeyType::Any) => None,
+        Some(KeyType::U64) => Some(FieldParser::decimal()),
+        Some(t) => Some(FieldParser::typed(t)),
+    }
+}
+
+/// The lines of `head` that are surely whole (the last one only when `head` is the whole input).
+fn head_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let whole = head.len() < source::SNIFF_BYTES;
+    let end = if whole {
+        head.len()
+    } else {
+        memchr::memrchr(b'\n', head).unwrap_or(0)
+    };
+    head[..end]
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+}
+
+/// Decides how to read `input`, and what its keys are (see [`InputOptions::key_type`]): text
+/// is parsed as the type given, else as the filter's recorded type (a query), else as the
+/// format's own; `--format auto` refuses compressed or container data, binary data and text
+/// whose every line is a number (see `sniff`).
 fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
     let shown = &input.shown;
-    let format = detect(&input.path, &input.head, opts).map_err(|e| rename(e, shown))?;
-    let lines = |field: Option<FieldParser>| Plan {
+    let head = &input.head;
+    let format = detect(&input.path, head, opts).map_err(|e| rename(e, shown))?;
+    let explicit = opts.key_type;
+    let text_type = explicit.or(opts.filter_key_type.filter(|t| *t != KeyType::Any));
+    let auto = opts.format == InputFormat::Auto;
+    let whole = head.len() < source::SNIFF_BYTES;
+    let lines = |field: Option<FieldParser>, key_type: KeyType| Plan {
         format,
         start: 0,
         cutter: Box::new(LineCutter),
         parser: ChunkParser::Lines { field },
+        key_type,
     };
-    Ok(match format {
-        InputFormat::Auto | InputFormat::Lines => lines(opts.field_parser.clone()),
-        InputFormat::Decimal => lines(Some(FieldParser::decimal())),
-        InputFormat::Flows => lines(Some(FieldParser::flow_text())),
-        InputFormat::U64 => Plan {
-            format,
-            start: 0,
-            cutter: Box::new(U64Cutter {
-                shown: shown.clone(),
-            }),
-            parser: ChunkParser::U64,
-        },
-        InputFormat::Csv => csv_plan(input, opts)?,
+    Ok(match super::container(&input.path, format, opts) {
+        InputFormat::Auto | InputFormat::Lines => {
+            sniff::refuse_container(shown, head, "text lines")?;
+            if auto {
+                sniff::refuse_binary(shown, head, whole)?;
+            }
+            if let Some(p) = &opts.field_parser {
+                let t = p.key_type().or(text_type).unwrap_or(KeyType::Bytes);
+                lines(Some(p.clone()), t)
+            } else {
+                match text_type {
+                    None | Some(KeyType::Bytes | KeyType::Any) => {
+                        if auto && text_type.is_none() {
+                            let (n, numeric) = sniff::all_numeric(head_lines(head));
+                            if numeric {
+                                return Err(sniff::numeric_guess(shown, n, "line"));
+                            }
+                        }
+                        lines(None, KeyType::Bytes)
+                    }
+                    Some(t) => lines(text_parser(Some(t)), t),
+                }
+            }
+        }
+        InputFormat::Decimal => {
+            sniff::refuse_container(shown, head, "decimal text")?;
+            let t = text_type.unwrap_or(KeyType::U64);
+            lines(text_parser(Some(t)), t)
+        }
+        InputFormat::Flows => {
+            if let Some(t) = explicit.filter(|t| !matches!(t, KeyType::Flow | KeyType::Any)) {
+                return Err(Error::usage(format!(
+                    "--key-type {t}: --format flows reads flow 5-tuples (--key-type flow)"
+                )));
+            }
+            lines(Some(FieldParser::flow_text()), KeyType::Flow)
+        }
+        InputFormat::U64 => {
+            let t = explicit
+                .or(opts.filter_key_type)
+                .filter(|t| t.physical() == Physical::Int64 || t.physical() == Physical::Double)
+                .unwrap_or(KeyType::U64);
+            super::check_binary_type(explicit, t)?;
+            Plan {
+                format,
+                start: 0,
+                cutter: Box::new(U64Cutter {
+                    shown: shown.clone(),
+                }),
+                parser: ChunkParser::U64,
+                key_type: t,
+            }
+        }
+        InputFormat::Csv => {
+            sniff::refuse_container(shown, head, "CSV")?;
+            let t = match (format, text_type) {
+                (InputFormat::Decimal, None) => Some(KeyType::U64),
+                (_, t) => t,
+            };
+            csv_plan(input, opts, t)?
+        }
         InputFormat::Pcap => {
+            if let Some(t) = explicit.filter(|t| !matches!(t, KeyType::Flow | KeyType::Any)) {
+                return Err(Error::usage(format!(
+                    "--key-type {t}: the keys of a capture are flow 5-tuples (--key-type flow)"
+                )));
+            }
             let head = &input.head;
             if head.len() >= 4
                 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == 0x0a0d_0d0a
@@ -61,6 +149,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                     start: 0,
                     cutter: Box::new(PcapngCutter::new(shown)),
                     parser: ChunkParser::Pcapng,
+                    key_type: KeyType::Flow,
                 }
             } else {
                 if !pcap::is_capture(head) {
@@ -83,6 +172,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                         big_endian: h.big_endian,
                         linktype: h.linktype,
                     },
+                    key_type: KeyType::Flow,
                 }
             }
         }
@@ -104,7 +194,9 @@ fn rename(e: Error, shown: &Path) -> Error {
     }
 }
 
-fn csv_plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
+/// Reads one CSV column, its fields parsed as `key_type` (`None`: taken as bytes, but a column
+/// whose every field in the first 64 KiB looks like a number is refused, as for lines).
+fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> Result<Plan> {
     let shown = &input.shown;
     let delimiter =
         opts.csv_delimiter
@@ -170,6 +262,18 @@ fn csv_plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
             format!("CSV column index {column} is out of range: records have {fields} fields"),
         ));
     }
+    let field = match &opts.field_parser {
+        Some(p) => Some(p.clone()),
+        None => text_parser(key_type),
+    };
+    if field.is_none() && key_type.is_none() {
+        refuse_numeric_column(input, opts, delimiter, column)?;
+    }
+    let key_type = field
+        .as_ref()
+        .and_then(FieldParser::key_type)
+        .or(key_type)
+        .unwrap_or(KeyType::Bytes);
     Ok(Plan {
         format: InputFormat::Csv,
         start: 0,
@@ -179,9 +283,61 @@ fn csv_plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
             header: opts.csv_header,
             column,
             fields,
-            field: opts.field_parser.clone(),
+            field,
         },
+        key_type,
     })
+}
+
+/// Refuses a CSV column read as bytes whose every field (in the records of the head that are
+/// surely whole) looks like a number: `--key-type` must say how to hash them.
+fn refuse_numeric_column(
+    input: &Opened,
+    opts: &InputOptions,
+    delimiter: u8,
+    column: usize,
+) -> Result<()> {
+    let head = &input.head;
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_reader(&head[..]);
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    let mut rec = ::csv::ByteRecord::new();
+    let mut skip_header = opts.csv_header;
+    let mut width = None;
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(_) => return Ok(()), // malformed: the reader names the record
+        }
+        if *width.get_or_insert(rec.len()) != rec.len() {
+            return Ok(()); // a record of another width: the reader names it
+        }
+        if std::mem::take(&mut skip_header) {
+            continue;
+        }
+        if let Some(f) = rec.get(column) {
+            values.push(f.to_vec());
+        }
+        if values.len() > sniff::NUMERIC_SAMPLE {
+            break;
+        }
+    }
+    if head.len() >= source::SNIFF_BYTES {
+        values.pop(); // the last record may be cut by the end of the head
+    }
+    let (n, numeric) = sniff::all_numeric(values.iter().map(Vec::as_slice));
+    if numeric {
+        return Err(sniff::numeric_guess(
+            &input.shown,
+            n,
+            "field of the CSV column",
+        ));
+    }
+    Ok(())
 }
 
 type ChunkResult<O> = std::result::Result<(O, ChunkCounts), Fault>;
@@ -258,11 +414,22 @@ pub(crate) fn stream_one<S: Stage>(
     let compression = input.compression;
     let exact_bytes = compression == source::Compression::None;
     let plan = plan(&input, opts)?;
+    // A query's keys of another byte form than the filter's would all be answered "absent".
+    if let Some(filter) = opts.filter_key_type {
+        if filter.check_query(plan.key_type) == KeyMatch::Mismatch {
+            return Err(Error::KeyType {
+                path: shown.clone(),
+                filter,
+                query: plan.key_type,
+            });
+        }
+    }
     let parser = plan.parser.clone();
     let mut summary = InputSummary {
         path: shown.clone(),
         format: plan.format.name(),
         compression: compression.name(),
+        key_type: plan.key_type,
         ..InputSummary::default()
     };
     let mut lines_before = 0u64;
@@ -336,6 +503,7 @@ impl Stage for Collect {
                     out.push_bytes(&batch.arena[a as usize..b as usize], KeyKind::Tuples)
                 }
                 Shown::Int(v) => out.push_u64(v),
+                Shown::Typed(a, b, t) => out.push_typed(&batch.arena[a as usize..b as usize], t),
             }
         }
         Ok(())

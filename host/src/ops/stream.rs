@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use bloomlanes_core::{Filter, FilterRef, Keys};
+use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
+use bloomlanes_core::{Filter, FilterRef, KeyMatch, KeyType, Keys, Physical};
 use bloomlanes_simd::Probe;
 
 use crate::backend::{self, Backend, BackendChoice, Querier};
@@ -238,6 +239,7 @@ pub fn build_stream(
         keys += i.keys;
     }
     filter.add_key_count(keys);
+    filter.set_key_type(input::one_key_type(&inputs)?);
     Ok(StreamBuilt {
         filter,
         inputs,
@@ -309,13 +311,57 @@ struct QueryStage<'a> {
     prober: Prober<'a>,
     listing: Listing,
     seed: u64,
+    /// The filter, when its keys are floats: the ±0 / NaN probe rule applies.
+    floats: Option<(FilterRef<'a, u32>, bool)>,
+}
+
+impl QueryStage<'_> {
+    /// Applies the float lookup rule (see [`super::apply_float_probes`]) to the answers `words`
+    /// of a batch: a key `0.0` or `-0.0` may be present if either zero is, and NaN is always
+    /// "may be present".
+    fn float_rule(&self, batch: &Batch, ints: &[u64], n: usize, words: &mut [u64]) {
+        let Some((view, double)) = self.floats else {
+            return;
+        };
+        for i in 0..n {
+            let bits = if ints.is_empty() {
+                batch.key_bits(i)
+            } else {
+                Some(ints[i])
+            };
+            let Some(bits) = bits else { continue };
+            let probe = if double {
+                float_probes(f64::from_bits(bits))
+            } else {
+                float_probes_f32(f32::from_bits(bits as u32))
+            };
+            let hit = |b: u64| {
+                if double {
+                    view.contains(&f64::from_bits(b))
+                } else {
+                    view.contains(&f32::from_bits(b as u32))
+                }
+            };
+            let answer = match probe {
+                FloatProbe::Bits(_) => continue,
+                FloatProbe::AlwaysMaybe => true,
+                FloatProbe::BothZeros(a, b) => hit(a) || hit(b),
+            };
+            let bit = 1u64 << (i % 64);
+            if answer {
+                words[i / 64] |= bit;
+            } else {
+                words[i / 64] &= !bit;
+            }
+        }
+    }
 }
 
 impl Stage for QueryStage<'_> {
     type Out = QueryChunk;
 
     fn keep(&self) -> Keep {
-        if self.listing.keys.is_some() {
+        if self.listing.keys.is_some() || self.floats.is_some() {
             Keep::Text
         } else {
             Keep::Nothing
@@ -355,6 +401,7 @@ impl Stage for QueryStage<'_> {
             }
             Prober::Deferred => {}
         }
+        self.float_rule(batch, ints, n, &mut words);
         let matches: u64 = words.iter().map(|w| u64::from(w.count_ones())).sum();
         if let Some(want) = self.listing.keys {
             for i in 0..n {
@@ -395,6 +442,10 @@ pub struct StreamQueried {
     pub engine: String,
     /// Seconds of the pass.
     pub seconds: f64,
+    /// The key type the keys were read as.
+    pub key_type: KeyType,
+    /// How it compares with the filter's (never [`KeyMatch::Mismatch`]: that is an error).
+    pub key_match: KeyMatch,
 }
 
 /// Probes the keys of `paths` against `filter`, streamed; `on_chunk` gets each chunk's answers
@@ -427,11 +478,24 @@ pub fn query_stream(
             (Prober::Deferred, engine.name())
         }
     };
+    let filter_type = view.params().key_type;
+    let view_path = filter.path();
+    let floats = match filter_type.physical() {
+        Physical::Double => Some((view, true)),
+        Physical::Float => Some((view, false)),
+        _ => None,
+    };
     let stage = QueryStage {
         prober,
         listing,
         seed,
+        floats,
     };
+    // Text is read as the filter's key type unless told otherwise; keys of another byte form
+    // are refused before any is probed (see `input::stream`'s plan).
+    let mut opts = opts.clone();
+    opts.filter_key_type.get_or_insert(filter_type);
+    let opts = &opts;
     let start = Instant::now();
     let (mut keys, mut matches) = (0, 0);
     let inputs = input::stream_keys_as(
@@ -449,13 +513,24 @@ pub fn query_stream(
             on_chunk(&c)
         },
         progress,
-    )?;
+    )
+    .map_err(|e| match e {
+        Error::KeyType { filter, query, .. } => Error::KeyType {
+            path: view_path.to_path_buf(),
+            filter,
+            query,
+        },
+        e => e,
+    })?;
+    let key_type = input::one_key_type(&inputs)?;
     Ok(StreamQueried {
         inputs,
         keys,
         matches,
         engine: name,
         seconds: start.elapsed().as_secs_f64(),
+        key_type,
+        key_match: filter_type.check_query(key_type),
     })
 }
 

@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use bloomlanes_host::input::pcap::format_tuple;
 use bloomlanes_host::ops::classify::{self, Outputs, Select, Totals};
-use bloomlanes_host::{FilterFile, Result};
+use bloomlanes_host::{outfile, Error, FilterFile, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use crate::inputs::InputArgs;
-use crate::output::{emit, say, with_output};
+use crate::output::{check_output, emit, say, with_output};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
 
@@ -77,6 +77,18 @@ pub fn with_outputs<T>(
     run: impl FnOnce(Outputs<'_>) -> Result<T>,
 ) -> Result<T> {
     let select = Select::from(o.select);
+    // Checked before any packet is read: a folder, FIFO or device is refused at once, and two
+    // outputs cannot share standard output.
+    for p in o.write.iter().chain(o.bitmap.iter()) {
+        check_output(p)?;
+    }
+    if let (Some(p), Some(b)) = (&o.write, &o.bitmap) {
+        if outfile::is_stdout(p) && outfile::is_stdout(b) {
+            return Err(Error::usage(
+                "-w - and --bitmap - cannot both write to standard output",
+            ));
+        }
+    }
     match (&o.write, &o.bitmap) {
         (None, None) => run(Outputs {
             packets: None,

@@ -7,7 +7,8 @@ use bloomlanes_host::{parquet_io, store, Filter, FilterFile, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{emit, say};
+use crate::args::OpenArgs;
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `export`.
@@ -16,7 +17,8 @@ use crate::Ctx;
 pub struct ExportArgs {
     /// The filter file.
     filter: PathBuf,
-    /// Write the Parquet split-block form (layout 8x32, seed 0 only).
+    /// Write the Parquet split-block form (layout 8x32, seed 0 only); "-": standard output (the
+    /// report then goes to standard error).
     #[arg(long, value_name = "FILE")]
     parquet: Option<PathBuf>,
     /// Write HDL bank files and the generated RTL into this directory.
@@ -30,18 +32,29 @@ pub struct ExportArgs {
     /// computed by the host.
     #[arg(long, requires = "hdl", value_name = "N")]
     key_bytes: Option<usize>,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `export`.
 pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
-    let file = FilterFile::open(&a.filter)?;
+    if let Some(out) = &a.parquet {
+        check_output(out)?;
+    }
+    let file = FilterFile::open_with(&a.filter, a.open.verify())?;
     let filter = file.to_filter();
     if let Some(out) = &a.parquet {
         let bytes = parquet_io::export(&filter)?;
+        let mut warnings = Warnings::default();
+        for w in parquet_io::sizing::reader_warnings(filter.byte_len() as u64) {
+            warnings.warn(format!("{}: {w}", a.filter.display()));
+        }
         store::write_atomic(out, &bytes)?;
         if ctx.json {
             emit(
-                &json!({"output": out.display().to_string(), "form": "parquet", "bytes": bytes.len()}),
+                &json!({"output": out.display().to_string(), "form": "parquet",
+                         "bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
+                         "warnings": warnings.json()}),
             )?;
         } else {
             say(&format!(

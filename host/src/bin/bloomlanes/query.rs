@@ -8,10 +8,11 @@ use serde_json::json;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
-use crate::args::BackendArg;
+use crate::args::{BackendArg, OpenArgs};
 use crate::inputs::{inputs_json, warn_inputs, InputArgs};
-use crate::output::{emit, say, stdout_err, with_output};
+use crate::output::{check_output, emit, say, stdout_err, with_output, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -29,7 +30,8 @@ pub struct QueryArgs {
     /// Print only how many keys may be present.
     #[arg(long, conflicts_with = "bitmap")]
     count: bool,
-    /// Write the answers as a bitmap: bit j (LSB first) of byte i answers key 8i+j, in input order.
+    /// Write the answers as a bitmap: bit j (LSB first) of byte i answers key 8i+j, in input order
+    /// ("-": standard output; the report then goes to standard error).
     #[arg(long, value_name = "FILE")]
     bitmap: Option<PathBuf>,
     /// Print the keys that are definitely absent instead of those that may be present.
@@ -38,12 +40,19 @@ pub struct QueryArgs {
     /// Which backend probes the keys.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `query`: the keys are streamed and their answers printed (or counted, or written as a
 /// bitmap) in input order as they come.
 pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
-    let filter = FilterFile::open(&a.filter)?;
+    if let Some(path) = &a.bitmap {
+        check_output(path)?;
+    }
+    let opening = Instant::now();
+    let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
+    let open_seconds = opening.elapsed().as_secs_f64();
     ops::check_hashable(&filter)?;
     let want = !a.absent;
     let list = !a.count && a.bitmap.is_none();
@@ -103,6 +112,11 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         None => run_query(None)?,
     };
     warn_inputs(&r.inputs);
+    let filter_type = filter.params().key_type;
+    let mut warnings = Warnings::default();
+    if let Some(note) = ops::key_type_note(filter_type, r.key_type, r.key_match) {
+        warnings.warn(note);
+    }
     let absent = r.keys - r.matches;
     if ctx.json {
         let mut v = json!({
@@ -113,6 +127,12 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "absent": absent,
             "backend": r.engine,
             "seconds": r.seconds,
+            "key_type": r.key_type.to_string(),
+            "filter_key_type": filter_type.to_string(),
+            "key_check": format!("{:?}", r.key_match).to_lowercase(),
+            "warnings": warnings.json(),
+            "open_seconds": open_seconds,
+            "payload_verified": filter.payload_verified(),
         });
         if let Some(p) = &a.bitmap {
             v["bitmap"] = json!(p.display().to_string());

@@ -1,130 +1,29 @@
 //! AVX2: 8 lanes of 32 bits per register. The lane bit indices of 8 lanes come from one
 //! `vpmulld` of the splatted `lo32(hash)` by the salts and one shift; `vpsllvd` (32-bit words) or
 //! `vpsllvq` (64-bit words) turns them into the mask; `vptest` checks it against the block.
+//! Integer keys are hashed 4 at a time in 64-bit lanes (the multiply emulated with `vpmuludq`).
 //!
 //! Every function here is `unsafe` with the contract "the CPU supports AVX2" and is only reached
-//! through the `#[target_feature(enable = "avx2")]` entry points at the bottom, which the
-//! dispatcher calls only after `is_x86_feature_detected!("avx2")`.
+//! through the `#[target_feature(enable = "avx2")]` entry points at the bottom (or the AVX-512
+//! ones, which imply AVX2), which the dispatcher calls only after detecting the features.
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
-use bloomlanes_core::{xxh64_u64, Layout, SALTS};
+use bloomlanes_core::xxh64::{
+    short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
+    TAIL8_ROTATE,
+};
+use bloomlanes_core::{xxh64_u64, SALTS};
 
-use crate::bulk::Kernel;
+use crate::shape::Shape;
+use crate::vector::{Isa, Vector, MAX_REGS};
 
-/// The AVX2 kernel.
+/// The AVX2 instruction set.
 pub(crate) struct Avx2;
 
-/// Salts of lanes `8 × half ..` as one register.
-#[inline(always)]
-unsafe fn salts(half: usize) -> __m256i {
-    // SAFETY: SALTS has 16 entries, so 8 from `8 × half` (half ∈ {0, 1}) are in bounds;
-    // loadu has no alignment requirement.
-    unsafe { _mm256_loadu_si256(SALTS.as_ptr().add(8 * half).cast()) }
-}
-
-/// Lane bit indices (one per 32-bit lane) of lanes `8 × half .. 8 × half + 8`.
-#[inline(always)]
-pub(crate) unsafe fn indices(layout: Layout, h: u32, half: usize) -> __m256i {
-    // SAFETY: AVX2 is available (module contract).
-    unsafe {
-        let p = _mm256_mullo_epi32(_mm256_set1_epi32(h as i32), salts(half));
-        match layout.word_bits() {
-            32 => _mm256_srli_epi32::<27>(p),
-            _ => _mm256_srli_epi32::<26>(p),
-        }
-    }
-}
-
-/// 32-bit-word masks: `1 << idx` in every lane.
-#[inline(always)]
-pub(crate) unsafe fn mask32(idx: __m256i) -> __m256i {
-    // SAFETY: AVX2 is available (module contract).
-    unsafe { _mm256_sllv_epi32(_mm256_set1_epi32(1), idx) }
-}
-
-/// 64-bit-word masks of 8 lanes: lanes 0..4 and 4..8 as two registers of 4 × u64.
-#[inline(always)]
-pub(crate) unsafe fn mask64(idx: __m256i) -> [__m256i; 2] {
-    // SAFETY: AVX2 is available (module contract).
-    unsafe {
-        let one = _mm256_set1_epi64x(1);
-        let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(idx));
-        let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(idx));
-        [_mm256_sllv_epi64(one, lo), _mm256_sllv_epi64(one, hi)]
-    }
-}
-
-/// The block mask as `layout.block_bytes() / 32` registers (1, 2, 2 or 4), in block order.
-#[inline(always)]
-unsafe fn masks(layout: Layout, hash: u64) -> ([__m256i; 4], usize) {
-    let h = hash as u32;
-    // SAFETY: AVX2 is available (module contract).
-    unsafe {
-        let z = _mm256_setzero_si256();
-        match layout {
-            Layout::L8x32 => ([mask32(indices(layout, h, 0)), z, z, z], 1),
-            Layout::L16x32 => (
-                [
-                    mask32(indices(layout, h, 0)),
-                    mask32(indices(layout, h, 1)),
-                    z,
-                    z,
-                ],
-                2,
-            ),
-            Layout::L8x64 => {
-                let [a, b] = mask64(indices(layout, h, 0));
-                ([a, b, z, z], 2)
-            }
-            Layout::L16x64 => {
-                let [a, b] = mask64(indices(layout, h, 0));
-                let [c, d] = mask64(indices(layout, h, 1));
-                ([a, b, c, d], 4)
-            }
-        }
-    }
-}
-
-impl Kernel for Avx2 {
-    #[inline(always)]
-    unsafe fn contains(layout: Layout, block: *const u32, hash: u64) -> bool {
-        // SAFETY: AVX2 is available (module contract); `block` points to `n × 8` readable
-        // u32s (Kernel contract: n × 32 bytes = the block), read unaligned.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            let mut missing = _mm256_setzero_si256();
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let b = _mm256_loadu_si256(block.add(8 * i).cast());
-                missing = _mm256_or_si256(missing, _mm256_andnot_si256(b, mi));
-            }
-            _mm256_testz_si256(missing, missing) != 0
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn insert(layout: Layout, block: *mut u32, hash: u64) {
-        // SAFETY: as in `contains`; the block is writable and exclusively ours.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let p = block.add(8 * i).cast::<__m256i>();
-                _mm256_storeu_si256(p, _mm256_or_si256(_mm256_loadu_si256(p), mi));
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn mask(layout: Layout, hash: u64, out: &mut [u32; 32]) {
-        // SAFETY: AVX2 is available; at most 4 × 8 = 32 u32s are stored into `out`.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                _mm256_storeu_si256(out.as_mut_ptr().add(8 * i).cast(), mi);
-            }
-        }
-    }
+impl Isa for Avx2 {
+    type Wide = __m256i;
+    type Narrow = __m256i;
 
     #[inline(always)]
     unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
@@ -132,23 +31,26 @@ impl Kernel for Avx2 {
         let n = keys.len().min(out.len());
         let (keys, out) = (&keys[..n], &mut out[..n]);
         let mut i = 0;
-        if crate::arch::x86_64::HYBRID_HASH_AVX2 {
+        if super::HYBRID_HASH_AVX2 {
             // 4 keys in vector lanes and the next 4 with scalar `imul`, interleaved: the two
             // use different execution units, so their multiplies overlap.
             while i + 8 <= n {
-                // SAFETY: AVX2 is available; 4 u64 are read at `i` and `i + 8 <= n`.
+                // SAFETY: AVX2 is available (contract); the 4 u64 read at `i` lie below
+                // `i + 8 <= n = keys.len()`.
                 let v =
                     unsafe { xxh64_u64x4(_mm256_loadu_si256(keys.as_ptr().add(i).cast()), seed) };
                 for (o, &k) in out[i + 4..i + 8].iter_mut().zip(&keys[i + 4..i + 8]) {
                     *o = xxh64_u64(k, seed);
                 }
-                // SAFETY: AVX2 is available; 4 u64 are written at `i` and `i + 8 <= n`.
+                // SAFETY: AVX2 is available (contract); the 4 u64 written at `i` lie below
+                // `i + 8 <= n = out.len()`.
                 unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), v) };
                 i += 8;
             }
         }
         while i + 4 <= n {
-            // SAFETY: AVX2 is available; 4 u64 are read and written at `i`, `i + 4 <= n`.
+            // SAFETY: AVX2 is available (contract); the 4 u64 read from `keys` and written to
+            // `out` at `i` lie below `i + 4 <= n`, the length of both.
             unsafe {
                 let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
                 _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
@@ -161,10 +63,106 @@ impl Kernel for Avx2 {
     }
 }
 
+/// Lane bit indices (one per 32-bit lane) of lanes `first .. first + 8` of a block of `S`.
+///
+/// # Safety
+/// The CPU supports AVX2; `first + 8 <= 16`.
+#[inline(always)]
+pub(crate) unsafe fn lane_indices<S: Shape>(h: u32, first: usize) -> __m256i {
+    // SAFETY: AVX2 is available (contract); SALTS has 16 entries and `first + 8 <= 16`, so the
+    // 8 salts read are in bounds (loadu: no alignment needed).
+    unsafe {
+        let salts = _mm256_loadu_si256(SALTS.as_ptr().add(first).cast());
+        let p = _mm256_mullo_epi32(_mm256_set1_epi32(h as i32), salts);
+        _mm256_srl_epi32(p, _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32))
+    }
+}
+
+/// 64-bit-word masks `1 << idx` of the 8 lanes whose indices are the 8 u32 of `idx`: lanes 0..4
+/// and 4..8 as two registers of 4 × u64.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[inline(always)]
+unsafe fn pow2_u64x8(idx: __m256i) -> [__m256i; 2] {
+    // SAFETY: AVX2 is available (contract); only register operations.
+    unsafe {
+        let one = _mm256_set1_epi64x(1);
+        let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(idx));
+        let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(idx));
+        [_mm256_sllv_epi64(one, lo), _mm256_sllv_epi64(one, hi)]
+    }
+}
+
+impl Vector for __m256i {
+    const WORDS: usize = 8;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: AVX2 is available (trait contract).
+        unsafe { _mm256_setzero_si256() }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u32) -> Self {
+        // SAFETY: AVX2 is available and the 32 bytes at `p` are readable (trait contract);
+        // `loadu` has no alignment requirement.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, p: *mut u32) {
+        // SAFETY: AVX2 is available and the 32 bytes at `p` are writable and ours (trait
+        // contract); `storeu` has no alignment requirement.
+        unsafe { _mm256_storeu_si256(p.cast(), self) }
+    }
+
+    #[inline(always)]
+    unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
+        let layout = S::LAYOUT;
+        // SAFETY: AVX2 is available (trait contract); `g < lanes / 8 <= 2`, so `8g + 8 <= 16`
+        // salts, and the registers written, `g` or `2g` and `2g + 1`, are below
+        // `block_u32s / 8 <= 4 < MAX_REGS`.
+        unsafe {
+            let mut m = [_mm256_setzero_si256(); MAX_REGS];
+            for g in 0..layout.lanes() / 8 {
+                let idx = lane_indices::<S>(h, 8 * g);
+                if layout.word_bits() == 32 {
+                    m[g] = _mm256_sllv_epi32(_mm256_set1_epi32(1), idx);
+                } else {
+                    [m[2 * g], m[2 * g + 1]] = pow2_u64x8(idx);
+                }
+            }
+            m
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: AVX2 is available (trait contract).
+        unsafe { _mm256_or_si256(self, other) }
+    }
+
+    #[inline(always)]
+    unsafe fn clear_in(self, block: Self) -> Self {
+        // SAFETY: AVX2 is available (trait contract). `andnot(a, b)` is `!a & b`.
+        unsafe { _mm256_andnot_si256(block, self) }
+    }
+
+    #[inline(always)]
+    unsafe fn is_zero(self) -> bool {
+        // SAFETY: AVX2 is available (trait contract).
+        unsafe { _mm256_testz_si256(self, self) != 0 }
+    }
+}
+
 /// `a × b mod 2^64` per 64-bit lane from three 32 × 32 → 64 multiplies (AVX2 has no `vpmullq`).
+///
+/// # Safety
+/// The CPU supports AVX2.
 #[inline(always)]
 unsafe fn mul64(a: __m256i, b: u64) -> __m256i {
-    // SAFETY: AVX2 is available (module contract).
+    // SAFETY: AVX2 is available (contract); only register operations.
     unsafe {
         let b_lo = _mm256_set1_epi64x(b as i64);
         let b_hi = _mm256_set1_epi64x((b >> 32) as i64);
@@ -177,35 +175,56 @@ unsafe fn mul64(a: __m256i, b: u64) -> __m256i {
     }
 }
 
+/// `x` rotated left by `L` bits in every 64-bit lane; `R` must be `64 − L`.
+///
+/// # Safety
+/// The CPU supports AVX2.
 #[inline(always)]
 unsafe fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
-    // SAFETY: AVX2 is available (module contract).
+    const { assert!(L + R == 64) };
+    // SAFETY: AVX2 is available (contract); only register operations.
     unsafe { _mm256_or_si256(_mm256_slli_epi64::<L>(x), _mm256_srli_epi64::<R>(x)) }
 }
 
-/// `xxh64_u64` of 4 keys at once, lane for lane the same as the core's scalar definition.
+/// `xxh64_u64` of 4 keys at once, lane for lane the core's definition, with the core's
+/// constants (`bloomlanes_core::xxh64`).
+///
+/// # Safety
+/// The CPU supports AVX2.
 #[inline(always)]
 pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
-    // SAFETY: AVX2 is available (module contract).
+    const ROUND: i32 = ROUND_ROTATE as i32;
+    const TAIL8: i32 = TAIL8_ROTATE as i32;
+    const S0: i32 = AVALANCHE_SHIFTS[0] as i32;
+    const S1: i32 = AVALANCHE_SHIFTS[1] as i32;
+    const S2: i32 = AVALANCHE_SHIFTS[2] as i32;
+    // SAFETY: AVX2 is available (contract); only register operations.
     unsafe {
         let set = |v: u64| _mm256_set1_epi64x(v as i64);
-        // round(0, key) = rotl(key × P2, 31) × P1
-        let r = mul64(rotl::<31, 33>(mul64(k, PRIME64_2)), PRIME64_1);
-        let mut h = _mm256_xor_si256(set(seed.wrapping_add(PRIME64_5).wrapping_add(8)), r);
-        h = _mm256_add_epi64(mul64(rotl::<27, 37>(h), PRIME64_1), set(PRIME64_4));
+        // round(0, key) = rotl(key × P2, ROUND_ROTATE) × P1
+        let r = mul64(
+            rotl::<ROUND, { 64 - ROUND }>(mul64(k, PRIME64_2)),
+            PRIME64_1,
+        );
+        // An 8-byte input: h = short_init(seed) + 8, then the one 8-byte tail step.
+        let mut h = _mm256_xor_si256(set(short_init(seed).wrapping_add(8)), r);
+        h = _mm256_add_epi64(
+            mul64(rotl::<TAIL8, { 64 - TAIL8 }>(h), PRIME64_1),
+            set(PRIME64_4),
+        );
         // avalanche
-        h = _mm256_xor_si256(h, _mm256_srli_epi64::<33>(h));
+        h = _mm256_xor_si256(h, _mm256_srli_epi64::<S0>(h));
         h = mul64(h, PRIME64_2);
-        h = _mm256_xor_si256(h, _mm256_srli_epi64::<29>(h));
+        h = _mm256_xor_si256(h, _mm256_srli_epi64::<S1>(h));
         h = mul64(h, PRIME64_3);
-        _mm256_xor_si256(h, _mm256_srli_epi64::<32>(h))
+        _mm256_xor_si256(h, _mm256_srli_epi64::<S2>(h))
     }
 }
 
 crate::bulk::entry_points!(Avx2, "avx2");
 
-/// XXH64 of `u64` keys, 4 at a time in AVX2 lanes only, whatever [`super::HYBRID_HASH_AVX2`] says (for
-/// the benchmark that decides it).
+/// XXH64 of `u64` keys, 4 at a time in AVX2 lanes only, whatever [`super::HYBRID_HASH_AVX2`]
+/// says (for the benchmark that decides it).
 ///
 /// # Safety
 /// The CPU supports AVX2.
@@ -213,7 +232,8 @@ crate::bulk::entry_points!(Avx2, "avx2");
 pub(crate) unsafe fn hash_u64_vector(keys: &[u64], seed: u64, out: &mut [u64]) {
     let n = keys.len().min(out.len());
     let mut i = 0;
-    // SAFETY: AVX2 is available (contract); each step reads and writes 4 u64 below `n`.
+    // SAFETY: AVX2 is available (contract); each step reads `keys[i .. i + 4]` and writes
+    // `out[i .. i + 4]`, with `i + 4 <= n`, the length of both prefixes.
     unsafe {
         while i + 4 <= n {
             let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());

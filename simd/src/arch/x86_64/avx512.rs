@@ -1,6 +1,7 @@
 //! AVX-512 (F + DQ): 16 lanes of 32 bits or 8 of 64 bits per register. A whole 16×32 or 8×64
 //! block (one cache line) is one register: one `vpmulld`, one shift, one `vpsllvd`/`vpsllvq`,
-//! one compare into a mask register. XXH64 of 8 integer keys at once with `vpmullq`.
+//! one compare into a mask register. The 256-bit 8x32 block is left to AVX2 registers
+//! ([`Isa::Narrow`]). XXH64 of 8 integer keys at once with `vpmullq`.
 //!
 //! Every function here is `unsafe` with the contract "the CPU supports AVX-512F and AVX-512DQ"
 //! (which, in Rust's feature model, implies AVX2); it is only reached through the entry points
@@ -8,149 +9,164 @@
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::xxh64::{PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, PRIME64_5};
-use bloomlanes_core::{xxh64_u64, Layout, SALTS};
+use bloomlanes_core::xxh64::{
+    short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
+    TAIL8_ROTATE,
+};
+use bloomlanes_core::{xxh64_u64, SALTS};
 
-use super::avx2::{indices as indices8, Avx2};
-use crate::bulk::Kernel;
+use super::avx2::lane_indices as lane_indices8;
+use crate::shape::Shape;
+use crate::vector::{Isa, Vector, MAX_REGS};
 
-/// The AVX-512 kernel.
+/// The AVX-512 (F + DQ) instruction set.
 pub(crate) struct Avx512;
 
-/// Lane bit indices of all 16 lanes.
-#[inline(always)]
-unsafe fn indices16(layout: Layout, h: u32) -> __m512i {
-    // SAFETY: AVX-512F is available (module contract); SALTS is 16 × u32 = 64 bytes, read
-    // unaligned.
-    unsafe {
-        let s = _mm512_loadu_si512(SALTS.as_ptr().cast());
-        let p = _mm512_mullo_epi32(_mm512_set1_epi32(h as i32), s);
-        match layout.word_bits() {
-            32 => _mm512_srli_epi32::<27>(p),
-            _ => _mm512_srli_epi32::<26>(p),
-        }
-    }
-}
-
-/// 64-bit masks `1 << idx` of 8 lanes whose indices are the 8 u32 of `idx`.
-#[inline(always)]
-unsafe fn mask64(idx: __m256i) -> __m512i {
-    // SAFETY: AVX-512F is available (module contract).
-    unsafe { _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_cvtepu32_epi64(idx)) }
-}
-
-/// The block mask of a 512- or 1024-bit block as 1 or 2 registers (8x32 is left to AVX2).
-#[inline(always)]
-unsafe fn masks(layout: Layout, hash: u64) -> ([__m512i; 2], usize) {
-    let h = hash as u32;
-    // SAFETY: AVX-512F is available (module contract); AVX2 is implied by it.
-    unsafe {
-        match layout {
-            Layout::L16x32 => {
-                let m = _mm512_sllv_epi32(_mm512_set1_epi32(1), indices16(layout, h));
-                ([m, _mm512_setzero_si512()], 1)
-            }
-            Layout::L8x64 => ([mask64(indices8(layout, h, 0)), _mm512_setzero_si512()], 1),
-            _ => {
-                let idx = indices16(layout, h);
-                let lo = _mm512_castsi512_si256(idx);
-                let hi = _mm512_extracti64x4_epi64::<1>(idx);
-                ([mask64(lo), mask64(hi)], 2)
-            }
-        }
-    }
-}
-
-impl Kernel for Avx512 {
-    #[inline(always)]
-    unsafe fn contains(layout: Layout, block: *const u32, hash: u64) -> bool {
-        if layout == Layout::L8x32 {
-            // SAFETY: AVX2 is implied by AVX-512F; the block contract is forwarded.
-            return unsafe { Avx2::contains(layout, block, hash) };
-        }
-        // SAFETY: AVX-512F is available; `block` points to `n × 16` readable u32s (the block).
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            let mut missing = _mm512_setzero_si512();
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let b = _mm512_loadu_si512(block.add(16 * i).cast());
-                missing = _mm512_or_si512(missing, _mm512_andnot_si512(b, mi));
-            }
-            _mm512_test_epi32_mask(missing, missing) == 0
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn insert(layout: Layout, block: *mut u32, hash: u64) {
-        if layout == Layout::L8x32 {
-            // SAFETY: AVX2 is implied by AVX-512F; the block contract is forwarded.
-            return unsafe { Avx2::insert(layout, block, hash) };
-        }
-        // SAFETY: as in `contains`; the block is writable and exclusively ours.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let p = block.add(16 * i);
-                let b = _mm512_loadu_si512(p.cast());
-                _mm512_storeu_si512(p.cast(), _mm512_or_si512(b, mi));
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn mask(layout: Layout, hash: u64, out: &mut [u32; 32]) {
-        if layout == Layout::L8x32 {
-            // SAFETY: AVX2 is implied by AVX-512F.
-            return unsafe { Avx2::mask(layout, hash, out) };
-        }
-        // SAFETY: AVX-512F is available; at most 2 × 16 = 32 u32s are stored into `out`.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                _mm512_storeu_si512(out.as_mut_ptr().add(16 * i).cast(), mi);
-            }
-        }
-    }
+impl Isa for Avx512 {
+    type Wide = __m512i;
+    type Narrow = __m256i;
 
     #[inline(always)]
     unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
         debug_assert_eq!(keys.len(), out.len());
+        let n = keys.len().min(out.len());
         let mut i = 0;
-        // SAFETY: AVX-512F/DQ are available; each iteration reads and writes 8 u64 at `i`,
-        // with `i + 8 <= len` for both slices.
+        // SAFETY: AVX-512F/DQ are available (contract); each step reads `keys[i .. i + 8]` and
+        // writes `out[i .. i + 8]`, with `i + 8 <= n`, the length of both prefixes.
         unsafe {
-            while i + 8 <= keys.len() {
+            while i + 8 <= n {
                 let k = _mm512_loadu_si512(keys.as_ptr().add(i).cast());
                 _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), xxh64_u64x8(k, seed));
                 i += 8;
             }
         }
-        for (o, &k) in out[i..].iter_mut().zip(&keys[i..]) {
+        for (o, &k) in out[i..n].iter_mut().zip(&keys[i..n]) {
             *o = xxh64_u64(k, seed);
         }
     }
 }
 
-/// `xxh64_u64` of 8 keys at once, lane for lane the same as the core's scalar definition.
+/// Lane bit indices of all 16 lanes of a block of `S`.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[inline(always)]
+unsafe fn lane_indices16<S: Shape>(h: u32) -> __m512i {
+    // SAFETY: AVX-512F is available (contract); SALTS is 16 × u32 = 64 bytes, read unaligned.
+    unsafe {
+        let s = _mm512_loadu_si512(SALTS.as_ptr().cast());
+        let p = _mm512_mullo_epi32(_mm512_set1_epi32(h as i32), s);
+        _mm512_srl_epi32(p, _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32))
+    }
+}
+
+/// 64-bit masks `1 << idx` of 8 lanes whose indices are the 8 u32 of `idx`.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[inline(always)]
+unsafe fn pow2_u64x8(idx: __m256i) -> __m512i {
+    // SAFETY: AVX-512F is available (contract); only register operations.
+    unsafe { _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_cvtepu32_epi64(idx)) }
+}
+
+impl Vector for __m512i {
+    const WORDS: usize = 16;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: AVX-512F is available (trait contract).
+        unsafe { _mm512_setzero_si512() }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u32) -> Self {
+        // SAFETY: AVX-512F is available and the 64 bytes at `p` are readable (trait contract);
+        // `loadu` has no alignment requirement.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, p: *mut u32) {
+        // SAFETY: AVX-512F is available and the 64 bytes at `p` are writable and ours (trait
+        // contract); `storeu` has no alignment requirement.
+        unsafe { _mm512_storeu_si512(p.cast(), self) }
+    }
+
+    #[inline(always)]
+    unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
+        let layout = S::LAYOUT;
+        // SAFETY: AVX-512F (and so AVX2) is available (trait contract); the registers written
+        // (0, or 0 and 1) are below MAX_REGS; `lane_indices8` reads salts 0..8.
+        unsafe {
+            let mut m = [_mm512_setzero_si512(); MAX_REGS];
+            match (layout.lanes(), layout.word_bits()) {
+                (16, 32) => m[0] = _mm512_sllv_epi32(_mm512_set1_epi32(1), lane_indices16::<S>(h)),
+                (8, 64) => m[0] = pow2_u64x8(lane_indices8::<S>(h, 0)),
+                (16, 64) => {
+                    let idx = lane_indices16::<S>(h);
+                    m[0] = pow2_u64x8(_mm512_castsi512_si256(idx));
+                    m[1] = pow2_u64x8(_mm512_extracti64x4_epi64::<1>(idx));
+                }
+                // 8x32 (256 bits) is held in `Isa::Narrow` registers, never here.
+                _ => {}
+            }
+            m
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: AVX-512F is available (trait contract).
+        unsafe { _mm512_or_si512(self, other) }
+    }
+
+    #[inline(always)]
+    unsafe fn clear_in(self, block: Self) -> Self {
+        // SAFETY: AVX-512F is available (trait contract). `andnot(a, b)` is `!a & b`.
+        unsafe { _mm512_andnot_si512(block, self) }
+    }
+
+    #[inline(always)]
+    unsafe fn is_zero(self) -> bool {
+        // SAFETY: AVX-512F is available (trait contract).
+        unsafe { _mm512_test_epi32_mask(self, self) == 0 }
+    }
+}
+
+/// `xxh64_u64` of 8 keys at once, lane for lane the core's definition, with the core's
+/// constants (`bloomlanes_core::xxh64`).
+///
+/// # Safety
+/// The CPU supports AVX-512F and AVX-512DQ.
 #[inline(always)]
 unsafe fn xxh64_u64x8(k: __m512i, seed: u64) -> __m512i {
-    // SAFETY: AVX-512F (rotates, shifts) and AVX-512DQ (`vpmullq`) are available.
+    const ROUND: u32 = ROUND_ROTATE;
+    const TAIL8: u32 = TAIL8_ROTATE;
+    const S0: u32 = AVALANCHE_SHIFTS[0];
+    const S1: u32 = AVALANCHE_SHIFTS[1];
+    const S2: u32 = AVALANCHE_SHIFTS[2];
+    // SAFETY: AVX-512F (rotates, shifts) and AVX-512DQ (`vpmullq`) are available (contract);
+    // only register operations.
     unsafe {
         let set = |v: u64| _mm512_set1_epi64(v as i64);
+        // round(0, key) = rotl(key × P2, ROUND_ROTATE) × P1
         let r = _mm512_mullo_epi64(
-            _mm512_rol_epi64::<31>(_mm512_mullo_epi64(k, set(PRIME64_2))),
+            _mm512_rol_epi64::<{ ROUND as i32 }>(_mm512_mullo_epi64(k, set(PRIME64_2))),
             set(PRIME64_1),
         );
-        let mut h = _mm512_xor_si512(set(seed.wrapping_add(PRIME64_5).wrapping_add(8)), r);
+        // An 8-byte input: h = short_init(seed) + 8, then the one 8-byte tail step.
+        let mut h = _mm512_xor_si512(set(short_init(seed).wrapping_add(8)), r);
         h = _mm512_add_epi64(
-            _mm512_mullo_epi64(_mm512_rol_epi64::<27>(h), set(PRIME64_1)),
+            _mm512_mullo_epi64(_mm512_rol_epi64::<{ TAIL8 as i32 }>(h), set(PRIME64_1)),
             set(PRIME64_4),
         );
-        h = _mm512_xor_si512(h, _mm512_srli_epi64::<33>(h));
+        // avalanche
+        h = _mm512_xor_si512(h, _mm512_srli_epi64::<S0>(h));
         h = _mm512_mullo_epi64(h, set(PRIME64_2));
-        h = _mm512_xor_si512(h, _mm512_srli_epi64::<29>(h));
+        h = _mm512_xor_si512(h, _mm512_srli_epi64::<S1>(h));
         h = _mm512_mullo_epi64(h, set(PRIME64_3));
-        _mm512_xor_si512(h, _mm512_srli_epi64::<32>(h))
+        _mm512_xor_si512(h, _mm512_srli_epi64::<S2>(h))
     }
 }
 

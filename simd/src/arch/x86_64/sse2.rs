@@ -6,41 +6,59 @@
 //! `2^idx` (for `idx = 31` it overflows to `0x8000_0000`, which is exactly `1 << 31`).
 //!
 //! Every function here is `unsafe` with the contract "the CPU supports SSE2" (always true on
-//! x86_64).
+//! x86_64); the entry points at the bottom carry `#[target_feature(enable = "sse2")]`.
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::{xxh64_u64, Layout, SALTS};
+use bloomlanes_core::{xxh64_u64, SALTS};
 
-use crate::bulk::Kernel;
+use crate::shape::Shape;
+use crate::vector::{Isa, Vector, MAX_REGS};
 
-/// The SSE2 kernel.
+/// The SSE2 instruction set.
 pub(crate) struct Sse2;
 
-/// Lane bit indices of lanes `4q .. 4q + 4`.
+impl Isa for Sse2 {
+    type Wide = __m128i;
+    type Narrow = __m128i;
+
+    #[inline(always)]
+    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
+        // Two 64-bit lanes and no 64-bit multiply: scalar `imul` is faster.
+        for (o, &k) in out.iter_mut().zip(keys) {
+            *o = xxh64_u64(k, seed);
+        }
+    }
+}
+
+/// Lane bit indices of lanes `4q .. 4q + 4` of a block of `S`.
+///
+/// # Safety
+/// The CPU supports SSE2; `q < 4`.
 #[inline(always)]
-unsafe fn indices(layout: Layout, h: u32, q: usize) -> __m128i {
-    // SAFETY: SSE2 is available; SALTS has 16 entries and q < 4, so the load is in bounds.
+unsafe fn lane_indices<S: Shape>(h: u32, q: usize) -> __m128i {
+    // SAFETY: SSE2 is available (contract); SALTS has 16 entries and `q < 4`, so the 4 salts
+    // read from `4q` are in bounds (loadu: no alignment needed).
     unsafe {
         let s = _mm_loadu_si128(SALTS.as_ptr().add(4 * q).cast());
         let a = _mm_set1_epi32(h as i32);
         let even = _mm_mul_epu32(a, s); // lanes 0 and 2, 64-bit products
         let odd = _mm_mul_epu32(a, _mm_srli_epi64::<32>(s)); // lanes 1 and 3
-                                                             // low 32 bits of each product, back in lane order 0, 1, 2, 3
+                                                             // The low 32 bits of each product, back in lane order 0, 1, 2, 3.
         let even = _mm_shuffle_epi32::<0b00_00_10_00>(even);
         let odd = _mm_shuffle_epi32::<0b00_00_10_00>(odd);
         let p = _mm_unpacklo_epi32(even, odd);
-        match layout.word_bits() {
-            32 => _mm_srli_epi32::<27>(p),
-            _ => _mm_srli_epi32::<26>(p),
-        }
+        _mm_srl_epi32(p, _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32))
     }
 }
 
 /// `1 << (idx & 31)` in every 32-bit lane.
+///
+/// # Safety
+/// The CPU supports SSE2.
 #[inline(always)]
 unsafe fn pow2(idx: __m128i) -> __m128i {
-    // SAFETY: SSE2 is available.
+    // SAFETY: SSE2 is available (contract); only register operations.
     unsafe {
         let e = _mm_slli_epi32::<23>(_mm_and_si128(idx, _mm_set1_epi32(31)));
         _mm_cvttps_epi32(_mm_castsi128_ps(_mm_add_epi32(
@@ -50,78 +68,71 @@ unsafe fn pow2(idx: __m128i) -> __m128i {
     }
 }
 
-/// The block mask as `block_bytes / 16` registers (2, 4, 4 or 8) in block order.
-#[inline(always)]
-unsafe fn masks(layout: Layout, hash: u64) -> ([__m128i; 8], usize) {
-    let h = hash as u32;
-    // SAFETY: SSE2 is available.
-    unsafe {
-        let mut m = [_mm_setzero_si128(); 8];
-        let quads = layout.lanes() / 4;
-        if layout.word_bits() == 32 {
-            for (q, mq) in m.iter_mut().enumerate().take(quads) {
-                *mq = pow2(indices(layout, h, q));
-            }
-            (m, quads)
-        } else {
-            for q in 0..quads {
-                let idx = indices(layout, h, q);
+impl Vector for __m128i {
+    const WORDS: usize = 4;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: SSE2 is available (trait contract).
+        unsafe { _mm_setzero_si128() }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u32) -> Self {
+        // SAFETY: SSE2 is available and the 16 bytes at `p` are readable (trait contract);
+        // `loadu` has no alignment requirement.
+        unsafe { _mm_loadu_si128(p.cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, p: *mut u32) {
+        // SAFETY: SSE2 is available and the 16 bytes at `p` are writable and ours (trait
+        // contract); `storeu` has no alignment requirement.
+        unsafe { _mm_storeu_si128(p.cast(), self) }
+    }
+
+    #[inline(always)]
+    unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
+        let layout = S::LAYOUT;
+        // SAFETY: SSE2 is available (trait contract); `q < lanes / 4 <= 4`, and the registers
+        // written, `q` or `2q` and `2q + 1`, are below `block_u32s / 4 <= 8 = MAX_REGS`.
+        unsafe {
+            let mut m = [_mm_setzero_si128(); MAX_REGS];
+            for q in 0..layout.lanes() / 4 {
+                let idx = lane_indices::<S>(h, q);
                 let p = pow2(idx);
-                let high = _mm_cmpgt_epi32(idx, _mm_set1_epi32(31));
-                let lo = _mm_andnot_si128(high, p);
-                let hi = _mm_and_si128(high, p);
-                m[2 * q] = _mm_unpacklo_epi32(lo, hi);
-                m[2 * q + 1] = _mm_unpackhi_epi32(lo, hi);
+                if layout.word_bits() == 32 {
+                    m[q] = p;
+                } else {
+                    // 64-bit words: lane bit `idx` is bit `idx` of the low word or bit
+                    // `idx − 32` of the high word; `pow2` already took `idx & 31`.
+                    let high = _mm_cmpgt_epi32(idx, _mm_set1_epi32(31));
+                    let lo = _mm_andnot_si128(high, p);
+                    let hi = _mm_and_si128(high, p);
+                    m[2 * q] = _mm_unpacklo_epi32(lo, hi);
+                    m[2 * q + 1] = _mm_unpackhi_epi32(lo, hi);
+                }
             }
-            (m, 2 * quads)
-        }
-    }
-}
-
-impl Kernel for Sse2 {
-    #[inline(always)]
-    unsafe fn contains(layout: Layout, block: *const u32, hash: u64) -> bool {
-        // SAFETY: SSE2 is available; `block` points to `n × 4` readable u32s (the block).
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            let mut missing = _mm_setzero_si128();
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let b = _mm_loadu_si128(block.add(4 * i).cast());
-                missing = _mm_or_si128(missing, _mm_andnot_si128(b, mi));
-            }
-            _mm_movemask_epi8(_mm_cmpeq_epi32(missing, _mm_setzero_si128())) == 0xffff
+            m
         }
     }
 
     #[inline(always)]
-    unsafe fn insert(layout: Layout, block: *mut u32, hash: u64) {
-        // SAFETY: as in `contains`; the block is writable and exclusively ours.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                let p = block.add(4 * i).cast::<__m128i>();
-                _mm_storeu_si128(p, _mm_or_si128(_mm_loadu_si128(p), mi));
-            }
-        }
+    unsafe fn or(self, other: Self) -> Self {
+        // SAFETY: SSE2 is available (trait contract).
+        unsafe { _mm_or_si128(self, other) }
     }
 
     #[inline(always)]
-    unsafe fn mask(layout: Layout, hash: u64, out: &mut [u32; 32]) {
-        // SAFETY: SSE2 is available; at most 8 × 4 = 32 u32s are stored into `out`.
-        unsafe {
-            let (m, n) = masks(layout, hash);
-            for (i, &mi) in m.iter().enumerate().take(n) {
-                _mm_storeu_si128(out.as_mut_ptr().add(4 * i).cast(), mi);
-            }
-        }
+    unsafe fn clear_in(self, block: Self) -> Self {
+        // SAFETY: SSE2 is available (trait contract). `andnot(a, b)` is `!a & b`.
+        unsafe { _mm_andnot_si128(block, self) }
     }
 
     #[inline(always)]
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
-        // Two 64-bit lanes and no 64-bit multiply: scalar `imul` is faster.
-        for (o, &k) in out.iter_mut().zip(keys) {
-            *o = xxh64_u64(k, seed);
-        }
+    unsafe fn is_zero(self) -> bool {
+        // SAFETY: SSE2 is available (trait contract).
+        unsafe { _mm_movemask_epi8(_mm_cmpeq_epi32(self, _mm_setzero_si128())) == 0xffff }
     }
 }
 

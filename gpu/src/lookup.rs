@@ -1,0 +1,602 @@
+//! Lookups of device-resident batches into three outputs (bytes, a bitmap, or the list of
+//! maybe-present positions), probed directly or partitioned.
+//!
+//! # The partitioned lookup
+//!
+//! A lookup into a filter larger than L2 costs one random block read from DRAM per key. The
+//! partitioned lookup first groups the batch by filter region with the partitioned insert's
+//! passes (histogram, scan, scatter; [`crate::partition`]), writing each key's hash and its index
+//! in the batch, then probes the grouped hashes in order: the blocks probed at any moment lie in
+//! one or two partitions of a third of L2, so the filter is read from DRAM about once per batch.
+//! The answers go back to input order through their indices: as bits OR'd into a bitmap (which
+//! for 2^28 keys is 32 MiB and stays in L2), expanded to bytes afterwards if bytes were asked
+//! for, or as the list of maybe-present indices (the screening form, in no particular order: no
+//! reordering pass).
+//!
+//! # Memory traffic per key (counted from the algorithm)
+//!
+//! Histogram: the key, 8 bytes read. Scatter: the key again (8) and its hash and index written
+//! (8 + 4). Probe: hash and index read (8 + 4) and the filter's blocks, each read once per batch:
+//! `F × (1 − e^(−n/z)) / n` bytes per key for a filter of `F` bytes and `z` blocks. Output: a
+//! bitmap bit (1/8 byte, in L2), plus 1/8 read + 1 byte written to expand it to bytes, or 4 bytes
+//! per maybe-present key for the list.
+//!
+//! - 2 GiB filter (8x32, `z = 2^26`), `n = 2^28` keys: 8 + 12 + 12 + 8 × 0.98 ≈ 40 bytes per key
+//!   (+ 1.1 for bytes, + 4 per present key for positions): a bound of 3.35 TB/s ÷ 40 B ≈ 84 G
+//!   lookups/s at the H100's HBM3 bandwidth (≈ 77 G/s for bytes, ≈ 76 G/s for positions when all
+//!   keys are present). Issue #17 asks for 2× the random-read speed of light (2 × 28.5 = 57 G/s
+//!   measured on the H100): below 85% of these bounds, so the target stands as stated.
+//! - The direct lookup moves 8 bytes of key and 1 byte of answer per key but reads a random 32-byte
+//!   sector (or more) per key from DRAM, and is bound by the random-access rate instead (measured
+//!   by `bl_speed_of_light`: 28.5 G/s at 2 GiB on the H100, i.e. ~117 bytes of DRAM time per key).
+//!
+//! # When [`LookupKernel::Auto`] partitions
+//!
+//! The model above: partitioning costs ~32 bytes per key plus `F / n` for the filter, the direct
+//! path ~117 bytes of DRAM time per key at the random-access rate; partitioning pays once
+//! `F / n` is below ~80 bytes. [`LookupAuto`] partitions when the filter is larger than half the
+//! L2 cache, the batch holds at least 2^22 keys (the passes' launch overheads amortised), and the
+//! filter holds at most 64 bytes per key of the batch (a margin under the break-even). All three
+//! numbers are settings ([`LookupAuto`]) and the crossover is measured by `gpu_bench`'s
+//! `LOOKUP_SWEEP` table, which times both paths at several batch sizes.
+
+use std::sync::Arc;
+
+use bloomlanes_core::Params;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
+
+use crate::buffer::alloc_zeros;
+use crate::hashed::{HashScratch, Hashed};
+use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
+use crate::launch::{launch_keys, KeyArgs, Pass};
+use crate::module::{grid, Kernels};
+use crate::partition::Partitioner;
+use crate::{DeviceBuffer, GpuError};
+
+/// How [`GpuFilter::lookup_device_async`](crate::GpuFilter::lookup_device_async) probes the
+/// filter. Every choice gives the same answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LookupKernel {
+    /// One random block read per key, in input order.
+    Direct,
+    /// Group the batch by filter region first, then probe region by region (see the module
+    /// documentation of `lookup`: 12 bytes of scratch per key, sized to the batch).
+    Partitioned,
+    /// [`LookupKernel::Partitioned`] when [`LookupAuto`]'s rule says it pays, else direct; also
+    /// direct if the scratch cannot be allocated.
+    #[default]
+    Auto,
+}
+
+/// The rule of [`LookupKernel::Auto`]: partition a lookup of `n` keys into a filter of `F` bytes
+/// when `F` is larger than `min_filter_bytes` (0 = half the L2 cache), `n ≥ min_keys` and
+/// `F ≤ n × max_filter_bytes_per_key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LookupAuto {
+    /// Filters of at most this many bytes are probed directly; 0 = half the L2 cache.
+    pub min_filter_bytes: u64,
+    /// Batches of fewer keys are probed directly.
+    pub min_keys: usize,
+    /// Partition only when the filter holds at most this many bytes per key of the batch.
+    pub max_filter_bytes_per_key: u64,
+}
+
+impl Default for LookupAuto {
+    fn default() -> Self {
+        LookupAuto {
+            min_filter_bytes: 0,
+            min_keys: 1 << 22,
+            max_filter_bytes_per_key: 64,
+        }
+    }
+}
+
+impl LookupAuto {
+    /// Whether a lookup of `keys` keys into a filter of `filter_bytes` bytes is partitioned on a
+    /// device with `l2_bytes` of L2 cache.
+    pub fn partitions(&self, filter_bytes: u64, l2_bytes: u64, keys: usize) -> bool {
+        let floor = if self.min_filter_bytes == 0 {
+            l2_bytes / 2
+        } else {
+            self.min_filter_bytes
+        };
+        filter_bytes > floor
+            && keys >= self.min_keys
+            && filter_bytes <= (keys as u64).saturating_mul(self.max_filter_bytes_per_key)
+    }
+}
+
+/// Where a device-resident lookup writes its answers.
+#[derive(Debug)]
+pub enum LookupOutput<'a> {
+    /// `out[i]` = 1 if key `i` may be present, else 0 (at least one byte per key).
+    Bytes(&'a mut DeviceBuffer<u8>),
+    /// Bit `i % 64` of word `i / 64` = whether key `i` may be present (at least
+    /// `n.div_ceil(64)` words; bits past the last key in its word are zero).
+    Bitmap(&'a mut DeviceBuffer<u64>),
+    /// The screening form: the indices of the keys that may be present, in no particular order,
+    /// in `list[..count[0]]`. `list` holds at least one entry per key; batches of fewer than 2^32
+    /// keys.
+    Positions {
+        /// Receives the indices.
+        list: &'a mut DeviceBuffer<u32>,
+        /// `count[0]` receives how many.
+        count: &'a mut DeviceBuffer<u64>,
+    },
+}
+
+/// Which path a lookup took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LookupPath {
+    /// One random block read per key.
+    Direct,
+    /// Grouped by filter region, then probed.
+    Partitioned,
+}
+
+/// A filter's lookup settings and scratch.
+#[derive(Default)]
+pub(crate) struct LookupState {
+    pub(crate) kernel: LookupKernel,
+    pub(crate) auto: LookupAuto,
+    hashes: HashScratch,
+    /// The bitmap behind a partitioned lookup into bytes.
+    bitmap: Option<CudaSlice<u64>>,
+    /// The count behind the synchronous positions call.
+    pub(crate) count: Option<DeviceBuffer<u64>>,
+}
+
+impl LookupState {
+    /// Whether a lookup of `n` keys into a filter of `filter_bytes` on a device with `l2_bytes`
+    /// of L2 is partitioned under these settings.
+    pub(crate) fn partitioned_for(&self, filter_bytes: u64, l2_bytes: u64, n: usize) -> bool {
+        match self.kernel {
+            LookupKernel::Direct => false,
+            LookupKernel::Partitioned => true,
+            LookupKernel::Auto => self.auto.partitions(filter_bytes, l2_bytes, n),
+        }
+    }
+
+    /// Frees the scratch buffers.
+    pub(crate) fn release(&mut self) {
+        self.hashes.release();
+        self.bitmap = None;
+        self.count = None;
+    }
+}
+
+/// A filter's bits, as the lookup kernels read them.
+pub(crate) struct LookupTarget<'a> {
+    pub(crate) kernels: &'a Kernels,
+    pub(crate) params: &'a Params,
+    /// At least `params.u32_len()` words.
+    pub(crate) words: &'a CudaSlice<u32>,
+    pub(crate) partitioner: &'a mut Partitioner,
+    pub(crate) state: &'a mut LookupState,
+}
+
+fn bad_launch(message: String) -> GpuError {
+    GpuError::Cuda {
+        op: "lookup launch",
+        bytes: 0,
+        message,
+    }
+}
+
+/// The lengths of an output's buffers.
+#[derive(Clone, Copy, Debug)]
+enum OutputLens {
+    Bytes(usize),
+    Bitmap(usize),
+    Positions { list: usize, count: usize },
+}
+
+fn output_lens(out: &LookupOutput<'_>) -> OutputLens {
+    match out {
+        LookupOutput::Bytes(o) => OutputLens::Bytes(o.len()),
+        LookupOutput::Bitmap(o) => OutputLens::Bitmap(o.len()),
+        LookupOutput::Positions { list, count } => OutputLens::Positions {
+            list: list.len(),
+            count: count.len(),
+        },
+    }
+}
+
+/// Checks that an output of these lengths holds the answers of `n` keys.
+fn check_output(lens: OutputLens, n: usize) -> Result<(), GpuError> {
+    let short = |needed: usize, found: usize| {
+        if found < needed {
+            Err(GpuError::OutputTooShort { needed, found })
+        } else {
+            Ok(())
+        }
+    };
+    match lens {
+        OutputLens::Bytes(len) => short(n, len),
+        OutputLens::Bitmap(len) => short(n.div_ceil(64), len),
+        OutputLens::Positions { list, count } => {
+            if n > u32::MAX as usize {
+                return Err(GpuError::TooManyElements {
+                    what: "lookup positions (u32)",
+                    len: n as u64,
+                    elem_bytes: 4,
+                });
+            }
+            short(n, list)?;
+            short(1, count)
+        }
+    }
+}
+
+impl LookupTarget<'_> {
+    /// Queues the lookup of `args` into `out` on `stream` (the caller checked the keys' shape
+    /// and hash); returns the path taken. Records and strings are hashed into scratch first.
+    pub(crate) fn lookup(
+        &mut self,
+        args: KeyArgs<'_>,
+        mut out: LookupOutput<'_>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<LookupPath, GpuError> {
+        let n = args.len();
+        check_output(output_lens(&out), n)?;
+        if (self.words.len() as u64) < self.params.u32_len() {
+            return Err(bad_launch(format!(
+                "filter buffer of {} words for {}",
+                self.words.len(),
+                self.params.u32_len()
+            )));
+        }
+        let partitioned = self.state.partitioned_for(
+            self.params.byte_len(),
+            self.partitioner.l2_or_fallback(),
+            n,
+        );
+        let auto = self.state.kernel == LookupKernel::Auto;
+        let probe = Probe {
+            kernels: self.kernels,
+            params: self.params,
+            words: self.words,
+            stream,
+        };
+        let state = &mut *self.state;
+        let hashed = state
+            .hashes
+            .hashed(self.kernels, self.params.seed, stream, args)?;
+        if partitioned {
+            match probe.partitioned(self.partitioner, &mut state.bitmap, &hashed, &mut out) {
+                Ok(()) => return Ok(LookupPath::Partitioned),
+                // Nothing the direct path leaves stale was queued (it writes every answer and
+                // zeroes the count again): probe directly.
+                Err(GpuError::OutOfMemory { .. }) if auto => {}
+                Err(e) => return Err(e),
+            }
+        }
+        probe.direct(&hashed, &mut out)?;
+        Ok(LookupPath::Direct)
+    }
+}
+
+/// Queues `dst` zeroed on `stream`.
+fn zero<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    dst: &mut CudaViewMut<'_, T>,
+) -> Result<(), GpuError> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    stream
+        .memset_zeros(dst)
+        .map_err(|e| GpuError::cuda("cuMemsetD8Async(lookup output)", 0, e))
+}
+
+/// The probe launches over one filter, on one stream.
+struct Probe<'a> {
+    kernels: &'a Kernels,
+    params: &'a Params,
+    /// At least `params.u32_len()` words (checked by `LookupTarget::lookup`).
+    words: &'a CudaSlice<u32>,
+    stream: &'a Arc<CudaStream>,
+}
+
+impl Probe<'_> {
+    /// The unpartitioned lookup of `keys` into `out`.
+    fn direct(&self, keys: &Hashed<'_>, out: &mut LookupOutput<'_>) -> Result<(), GpuError> {
+        let args = || {
+            if keys.are_hashes() {
+                KeyArgs::Hashes(keys.keys.slice(..))
+            } else {
+                KeyArgs::U64(keys.keys.slice(..))
+            }
+        };
+        let (kernels, params, words, stream) = (self.kernels, self.params, self.words, self.stream);
+        match out {
+            LookupOutput::Bytes(o) => {
+                let pass = Pass::Contains {
+                    words,
+                    out: o.view_mut(),
+                };
+                launch_keys(kernels, params, stream, args(), pass)
+            }
+            LookupOutput::Bitmap(o) => {
+                let pass = Pass::Bitmap {
+                    words,
+                    out: o.view_mut(),
+                };
+                launch_keys(kernels, params, stream, args(), pass)
+            }
+            LookupOutput::Positions { list, count } => {
+                zero(stream, &mut count.view_mut())?;
+                self.positions_direct(keys, &mut list.view_mut(), &mut count.view_mut())
+            }
+        }
+    }
+
+    /// The partitioned lookup of `keys` into `out`; `bitmap` is the scratch bitmap of a lookup
+    /// into bytes. Nothing is queued but zeroing the output if the scratch cannot be allocated.
+    fn partitioned(
+        &self,
+        partitioner: &mut Partitioner,
+        bitmap: &mut Option<CudaSlice<u64>>,
+        keys: &Hashed<'_>,
+        out: &mut LookupOutput<'_>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len();
+        let stream = self.stream;
+        let words64 = n.div_ceil(64);
+        let mut scratch_bits = None;
+        match out {
+            LookupOutput::Bytes(_) => {
+                if bitmap.as_ref().is_none_or(|b| b.len() < words64) {
+                    *bitmap = None;
+                    *bitmap = Some(alloc_zeros::<u64>(stream, "lookup bitmap", words64)?);
+                }
+                let mut v = bitmap
+                    .as_mut()
+                    .expect("allocated above")
+                    .slice_mut(..words64);
+                zero(stream, &mut v)?;
+                scratch_bits = Some(v);
+            }
+            LookupOutput::Bitmap(o) => zero(stream, &mut o.view_mut().slice_mut(..words64))?,
+            LookupOutput::Positions { count, .. } => zero(stream, &mut count.view_mut())?,
+        }
+        let parts = partitioner.partitions(self.params);
+        partitioner.for_each_group(
+            self.kernels,
+            self.params.seed,
+            parts,
+            keys,
+            true,
+            stream,
+            |r, hashes, pos| {
+                let pos = pos.ok_or_else(|| bad_launch("grouping without positions".into()))?;
+                let base = r.start as u64;
+                match &mut *out {
+                    LookupOutput::Bytes(_) => {
+                        let bits = scratch_bits.as_mut().expect("set for bytes");
+                        self.bitmap(&hashes, &pos, base, n, bits)
+                    }
+                    LookupOutput::Bitmap(o) => {
+                        self.bitmap(&hashes, &pos, base, n, &mut o.view_mut())
+                    }
+                    LookupOutput::Positions { list, count } => self.list(
+                        &hashes,
+                        &pos,
+                        base,
+                        &mut list.view_mut(),
+                        &mut count.view_mut(),
+                    ),
+                }
+            },
+        )?;
+        if let (LookupOutput::Bytes(o), Some(bits)) = (out, scratch_bits) {
+            self.bits_to_bytes(&bits.as_view(), n, &mut o.view_mut())?;
+        }
+        Ok(())
+    }
+
+    /// Probes the grouped `hashes` of the chunk of keys `base .. base + hashes.len()` (key
+    /// `base + pos[i]` has hash `hashes[i]`) into `bits`, the bitmap of all `n` keys of the
+    /// batch.
+    fn bitmap(
+        &self,
+        hashes: &CudaView<'_, u64>,
+        pos: &CudaView<'_, u32>,
+        base: u64,
+        n: usize,
+        bits: &mut CudaViewMut<'_, u64>,
+    ) -> Result<(), GpuError> {
+        let m = hashes.len() as u64;
+        if pos.len() < hashes.len() || base + m > n as u64 || bits.len() < n.div_ceil(64) {
+            return Err(bad_launch(format!(
+                "probe of keys {base}..{} of {n} into {} bitmap words",
+                base + m,
+                bits.len()
+            )));
+        }
+        if m == 0 {
+            return Ok(());
+        }
+        let blocks = u64::from(self.params.blocks);
+        let mut l = self
+            .stream
+            .launch_builder(self.kernels.get(Kernel::ProbeBitmap));
+        l.arg(self.words)
+            .arg(&blocks)
+            .arg(hashes)
+            .arg(pos)
+            .arg(&m)
+            .arg(&base)
+            .arg(bits);
+        // SAFETY: `bl_probe_bitmap(const u32* words, u64 blocks, const u64* hashes, const u32*
+        // pos, u64 n, u64 base, u32* bits)` takes these arguments in this order (the u64 bitmap
+        // as u32 words: 4-aligned, any bits valid). It reads `hashes[i]` and `pos[i]` for `i < m`
+        // (both at least `m` long, checked) and blocks `((h >> 32) × blocks) >> 32 < blocks` of
+        // `words` (`≥ params.u32_len()` words, checked by the caller). It sets bit `base + p`
+        // only for `p = pos[i] < m` (tested in the kernel, whatever `pos` holds), and
+        // `base + m ≤ n` (checked), so the u32 word `(base + p) / 32 < n.div_ceil(32) ≤ 2 ×
+        // bits.len()` lies inside `bits`.
+        unsafe { l.launch(grid(m, u64::from(THREADS * KEYS_PER_THREAD))?) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_probe_bitmap)", m, e))?;
+        Ok(())
+    }
+
+    /// Probes the grouped `hashes` of the chunk starting at key `base` into the list.
+    fn list(
+        &self,
+        hashes: &CudaView<'_, u64>,
+        pos: &CudaView<'_, u32>,
+        base: u64,
+        list: &mut CudaViewMut<'_, u32>,
+        count: &mut CudaViewMut<'_, u64>,
+    ) -> Result<(), GpuError> {
+        let m = hashes.len() as u64;
+        if pos.len() < hashes.len() || count.is_empty() {
+            return Err(bad_launch(format!("probe of {m} keys into an empty count")));
+        }
+        if m == 0 {
+            return Ok(());
+        }
+        let (blocks, cap) = (u64::from(self.params.blocks), list.len() as u64);
+        let mut l = self
+            .stream
+            .launch_builder(self.kernels.get(Kernel::ProbeList));
+        l.arg(self.words)
+            .arg(&blocks)
+            .arg(hashes)
+            .arg(pos)
+            .arg(&m)
+            .arg(&base)
+            .arg(list)
+            .arg(&cap)
+            .arg(count);
+        // SAFETY: `bl_probe_list(const u32* words, u64 blocks, const u64* hashes, const u32* pos,
+        // u64 n, u64 base, u32* list, u64 cap, u64* count)` takes these arguments in this order.
+        // It reads `hashes[i]`, `pos[i]` for `i < m` (at least `m` each, checked) and blocks
+        // `< blocks` of `words` (checked by the caller); it adds to `count[0]` (`count` is not
+        // empty, checked) and writes `list[s]` only for `s < cap = list.len()`.
+        unsafe { l.launch(grid(m, u64::from(THREADS * KEYS_PER_THREAD))?) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_probe_list)", m, e))?;
+        Ok(())
+    }
+
+    /// The unpartitioned screening form: the indices of the maybe-present keys into the list.
+    fn positions_direct(
+        &self,
+        keys: &Hashed<'_>,
+        list: &mut CudaViewMut<'_, u32>,
+        count: &mut CudaViewMut<'_, u64>,
+    ) -> Result<(), GpuError> {
+        let n = keys.len() as u64;
+        if count.is_empty() {
+            return Err(bad_launch("positions into an empty count".into()));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let (blocks, seed, cap) = (
+            u64::from(self.params.blocks),
+            self.params.seed,
+            list.len() as u64,
+        );
+        let mut l = self
+            .stream
+            .launch_builder(self.kernels.get(Kernel::PositionsKeys));
+        l.arg(self.words)
+            .arg(&blocks)
+            .arg(&keys.keys)
+            .arg(&n)
+            .arg(&seed)
+            .arg(&keys.mode)
+            .arg(list)
+            .arg(&cap)
+            .arg(count);
+        // SAFETY: `bl_positions_keys(const u32* words, u64 blocks, const u64* keys, u64 n,
+        // u64 seed, int mode, u32* list, u64 cap, u64* count)` takes these arguments in this
+        // order. It reads `keys[i]`, `i < n` = the view's length, and blocks `< blocks` of
+        // `words` (checked by the caller); it adds to `count[0]` (not empty, checked) and writes
+        // `list[s]` only for `s < cap = list.len()`.
+        unsafe { l.launch(grid(n, u64::from(THREADS * KEYS_PER_THREAD))?) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_positions_keys)", n, e))?;
+        Ok(())
+    }
+
+    /// `out[i]` = bit `i` of `bits`, for `i < n`.
+    fn bits_to_bytes(
+        &self,
+        bits: &CudaView<'_, u64>,
+        n: usize,
+        out: &mut CudaViewMut<'_, u8>,
+    ) -> Result<(), GpuError> {
+        if bits.len() < n.div_ceil(64) || out.len() < n {
+            return Err(bad_launch(format!(
+                "{} bitmap words and {} bytes for {n} keys",
+                bits.len(),
+                out.len()
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let m = n as u64;
+        let mut l = self
+            .stream
+            .launch_builder(self.kernels.get(Kernel::BitsToBytes));
+        l.arg(bits).arg(&m).arg(out);
+        // SAFETY: `bl_bits_to_bytes(const u32* bits, u64 n, u8* out)` takes these arguments in
+        // this order (the u64 bitmap as u32 words: 4-aligned, any bits valid). Thread `i < n`
+        // reads u32 word `i / 32 < n.div_ceil(32) ≤ 2 × bits.len()` and writes `out[i]`
+        // (`out.len() ≥ n`); both checked above.
+        unsafe { l.launch(grid(m, u64::from(THREADS))?) }
+            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_bits_to_bytes)", m, e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_partitions_big_batches_into_filters_past_half_of_l2() {
+        let rule = LookupAuto::default();
+        let (l2, gib) = (50u64 << 20, 1u64 << 30);
+        // 2 GiB and 2^28 keys: 8 bytes of filter per key.
+        assert!(rule.partitions(2 * gib, l2, 1 << 28));
+        // 2 GiB and 2^25 keys: 64 bytes per key, the edge; 2^25 − 1 keys: just past it.
+        assert!(rule.partitions(2 * gib, l2, 1 << 25));
+        assert!(!rule.partitions(2 * gib, l2, (1 << 25) - 1));
+        // Fewer than min_keys, or a filter that fits in half of L2: direct.
+        assert!(!rule.partitions(64 << 20, l2, (1 << 22) - 1));
+        assert!(rule.partitions(64 << 20, l2, 1 << 22));
+        assert!(!rule.partitions(l2 / 2, l2, 1 << 30));
+        assert!(rule.partitions(l2 / 2 + 1, l2, 1 << 30));
+        // Explicit settings replace the defaults.
+        let rule = LookupAuto {
+            min_filter_bytes: gib,
+            min_keys: 10,
+            max_filter_bytes_per_key: u64::MAX,
+        };
+        assert!(!rule.partitions(gib, l2, 1 << 20));
+        assert!(rule.partitions(gib + 1, l2, 10));
+        assert!(!rule.partitions(gib + 1, l2, 9));
+    }
+
+    #[test]
+    fn outputs_are_checked_against_the_batch() {
+        let too_short = |r: Result<(), GpuError>| matches!(r, Err(GpuError::OutputTooShort { .. }));
+        assert!(check_output(OutputLens::Bytes(100), 100).is_ok());
+        assert!(too_short(check_output(OutputLens::Bytes(99), 100)));
+        assert!(check_output(OutputLens::Bitmap(2), 128).is_ok());
+        assert!(too_short(check_output(OutputLens::Bitmap(2), 129)));
+        assert!(check_output(OutputLens::Bitmap(0), 0).is_ok());
+        let pos = |list, count| OutputLens::Positions { list, count };
+        assert!(check_output(pos(5, 1), 5).is_ok());
+        assert!(too_short(check_output(pos(4, 1), 5)));
+        assert!(too_short(check_output(pos(5, 0), 5)));
+        assert!(matches!(
+            check_output(pos(usize::MAX, 1), 1 << 32),
+            Err(GpuError::TooManyElements { .. })
+        ));
+    }
+}

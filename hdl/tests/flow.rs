@@ -1,0 +1,216 @@
+//! The export as an engineer uses it: synthesis of every layout, the self-contained Verilog
+//! bench (self-checking, fails fast on a missing file), several filters in one design, and the
+//! key-width check.
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bloomlanes_core::Params;
+use bloomlanes_core::{Filter, Layout};
+use bloomlanes_hdl::sim::{self, on_path};
+use bloomlanes_hdl::{check_key_mode, export, generate, HdlConfig, KeyKind, KeyMode, RamStyle};
+use common::*;
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().expect("start tool");
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), s)
+}
+
+#[test]
+fn synth_works_for_every_layout() {
+    // `export --synth` used to fail for every filter: Yosys mapped the 1-bit banks to LUT RAM.
+    if !on_path("yosys") {
+        eprintln!("SKIP: synth_works_for_every_layout: yosys is not installed");
+        return;
+    }
+    // Small prehashed designs (the hash adds logic, not memories; 8x32 z=300 is too big for the
+    // iCE40 part of the synthesis); 16x64 z=600 needs RAMB36s.
+    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+        let mut c = cfg(layout, [300, 100, 9, 600][i], KeyMode::Prehashed, 1 + i % 2);
+        assert_eq!(c.ram_style, RamStyle::Block, "block RAM is the default");
+        c.top_name = format!("syn_{}", layout.name());
+        let dir = sim::fresh_dir("synth").unwrap();
+        let t0 = Instant::now();
+        let s = export(&c, None, &dir, true).unwrap_or_else(|e| panic!("{layout}: {e}"));
+        let f = s.synth.expect("synthesis figures");
+        assert!(
+            f.ramb36 + f.ramb18 >= f.bram_min.min(1),
+            "{layout}: banks not in block RAM: {f:?}"
+        );
+        assert!(f.lut > 0 && f.ff > 0, "{layout}: {f:?}");
+        eprintln!(
+            "{layout}: {} LUT, {} FF, {} RAMB36 + {} RAMB18 (minimum {}), {} DSP, {:.1} s",
+            f.lut,
+            f.ff,
+            f.ramb36,
+            f.ramb18,
+            f.bram_min,
+            f.dsp,
+            t0.elapsed().as_secs_f64()
+        );
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
+#[test]
+fn exported_bench_checks_itself_and_fails_fast() {
+    if !on_path("iverilog") {
+        eprintln!("SKIP: exported_bench_checks_itself_and_fails_fast: iverilog is not installed");
+        return;
+    }
+    let mut f = Filter::new(Params::new(Layout::L8x32, 40).with_seed(7));
+    for i in 0..300u64 {
+        f.insert(&i.to_le_bytes());
+    }
+    let mut c = HdlConfig::for_filter(&f, KeyMode::Prehashed);
+    c.lookup_ports = 2;
+    c.top_name = "bench_ph".into();
+    let dir = sim::fresh_dir("bench").unwrap();
+    export(&c, Some(&f), &dir, false).unwrap();
+    let compile = |dir: &std::path::Path| {
+        run(Command::new("iverilog").current_dir(dir).args([
+            "-g2005",
+            "-o",
+            "sim.vvp",
+            "-s",
+            "bench_ph_tb",
+            "-Pbench_ph_tb.LOAD_BANKS=1",
+            "-Pbench_ph_tb.MAX_OPS=1024",
+            "bench_ph.v",
+            "bench_ph_tb.v",
+        ]))
+    };
+    let (ok, out) = compile(&dir);
+    assert!(ok, "{out}");
+    let (ok, out) = run(Command::new("vvp")
+        .current_dir(&dir)
+        .args(["-n", "sim.vvp"]));
+    assert!(ok && out.contains("PASS: 1999 answers"), "{out}");
+    // A wrong expectation is reported.
+    let exp = dir.join("bench_expect_p1.hex");
+    let text = std::fs::read_to_string(&exp).unwrap();
+    let flipped: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 5 {
+                if l == "1" { "0\n" } else { "1\n" }.to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&exp, flipped).unwrap();
+    let (_, out) = run(Command::new("vvp")
+        .current_dir(&dir)
+        .args(["-n", "sim.vvp"]));
+    assert!(out.contains("FAIL: 1 of 1999"), "{out}");
+    // A missing input stops the bench at once with a message naming the file.
+    for missing in ["bench_ph_bank03.hex", "stim_p1.hex", "bench_cfg.hex"] {
+        let keep = dir.join(format!("{missing}.keep"));
+        std::fs::rename(dir.join(missing), &keep).unwrap();
+        let t0 = Instant::now();
+        let (_, out) = run(Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]));
+        assert!(
+            out.contains(&format!("ERROR: {missing} is missing")),
+            "{out}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            t0.elapsed()
+        );
+        std::fs::rename(&keep, dir.join(missing)).unwrap();
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn two_filters_live_in_one_design() {
+    let a = {
+        let mut c = cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+        c.top_name = "filt_a".into();
+        c
+    };
+    let b = {
+        let mut c = cfg(Layout::L16x64, 10, KeyMode::VarBytes(16), 2);
+        c.top_name = "filt_b".into();
+        c
+    };
+    let dir = sim::fresh_dir("two").unwrap();
+    let mut files = Vec::new();
+    for c in [&a, &b] {
+        export(c, None, &dir, false).unwrap();
+        files.push(format!("{}.v", c.top_name));
+        files.push(format!("{}_axis.v", c.top_name));
+    }
+    // Every module name of one filter starts with its top name.
+    for c in [&a, &b] {
+        let d = generate(c).unwrap();
+        for line in d.rtl.lines().filter(|l| l.starts_with("module ")) {
+            assert!(
+                line.starts_with(&format!("module {}", c.top_name)),
+                "{line}"
+            );
+        }
+    }
+    if on_path("iverilog") {
+        let wrapper = "module both(input wire clk); endmodule\n";
+        std::fs::write(dir.join("both.v"), wrapper).unwrap();
+        let (ok, out) = run(Command::new("iverilog")
+            .current_dir(&dir)
+            .args(["-g2005", "-o", "/dev/null"])
+            .args(&files)
+            .arg("both.v"));
+        assert!(ok, "{out}");
+    } else {
+        eprintln!("SKIP: two_filters_live_in_one_design (icarus part): iverilog is not installed");
+    }
+    if on_path("yosys") {
+        let script = format!("read_verilog {}; hierarchy -check", files.join(" "));
+        let (ok, out) = run(Command::new("yosys")
+            .current_dir(&dir)
+            .args(["-q", "-p", &script]));
+        assert!(ok, "{out}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn key_width_must_match_the_filter() {
+    use KeyMode::*;
+    let ok = [
+        (KeyKind::Fixed(8), Bytes(8)),
+        (KeyKind::Fixed(8), VarBytes(8)),
+        (KeyKind::Fixed(13), VarBytes(64)),
+        (KeyKind::Fixed(8), Prehashed),
+        (KeyKind::Variable { max: None }, VarBytes(64)),
+        (KeyKind::Variable { max: Some(20) }, VarBytes(20)),
+        (KeyKind::Variable { max: Some(200) }, Prehashed),
+        (KeyKind::Prehashed, Prehashed),
+    ];
+    for (kind, mode) in ok {
+        assert!(check_key_mode(mode, kind).is_ok(), "{kind} / {mode}");
+    }
+    let bad = [
+        (KeyKind::Fixed(8), Bytes(4)),
+        (KeyKind::Fixed(16), VarBytes(8)),
+        (KeyKind::Variable { max: None }, Bytes(8)),
+        (KeyKind::Variable { max: Some(65) }, VarBytes(64)),
+        (KeyKind::Prehashed, Bytes(8)),
+        (KeyKind::Prehashed, VarBytes(64)),
+    ];
+    for (kind, mode) in bad {
+        let e = check_key_mode(mode, kind).expect_err(&format!("{kind} / {mode}"));
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&kind.to_string()) && msg.contains(&mode.to_string()),
+            "{msg}"
+        );
+    }
+}

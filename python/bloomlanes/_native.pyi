@@ -1,0 +1,147 @@
+"""Type stubs of the extension module ``bloomlanes._native`` (re-exported by ``bloomlanes``)."""
+
+import os
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+#: Anything ``insert``/``contains`` accept: a numpy array (uint64, int64, uint32, int32,
+#: float32, float64, datetime64[D|ms|us|ns], fixed-width bytes 'S<n>' / 'V<n>', object arrays of
+#: bytes/str), an object with ``__arrow_c_array__`` or ``__arrow_c_stream__`` (pyarrow Array or
+#: ChunkedArray of integers, floats, date32, timestamp[ms|us|ns], string, large_string, binary,
+#: large_binary, fixed_size_binary), a list or tuple of bytes/str/int/float, or one such scalar.
+Keys = Union[npt.ArrayLike, Sequence[Union[bytes, str, int, float]], bytes, str, int, float, Any]
+
+class FormatError(ValueError):
+    """A corrupt, truncated or foreign filter file or Parquet bloom filter."""
+
+class IncompatibleFiltersError(ValueError):
+    """Filters with different layout, block count, seed, hash or key type combined."""
+
+class KeyTypeError(TypeError):
+    """Keys of another type than the filter's (they would hash other bytes)."""
+
+class Filter:
+    """A split-block Bloom filter (layouts 8x32 = Parquet, 8x64, 16x32, 16x64).
+
+    ``Filter(capacity, fpr=0.01)`` sizes a filter for ``capacity`` keys at a false-positive
+    rate (or ``bits_per_key=b`` bits per key). ``layout=None`` picks, for a rate, the layout
+    that meets it in the fewest bits (8x32 for ``bits_per_key``). ``key_type`` is one of
+    ``bytes``, ``u64``, ``i64``, ``u32``, ``i32``, ``f32``, ``f64``, ``date``, ``timestamp-ms``,
+    ``timestamp-us``, ``timestamp-ns``, ``fixed:N`` (``uuid`` = ``fixed:16``); ``None`` records
+    the type of the first keys inserted. Every key type hashes the bytes of its Parquet plain
+    encoding (docs/FORMAT.md section 2), so the filter matches Parquet writers' filters.
+
+    Keys whose type differs from the filter's raise :class:`KeyTypeError`. Float lookups find
+    ``0.0`` and ``-0.0`` alike and answer ``True`` for NaN. Arrow nulls are skipped on insert
+    and answer ``False``; numpy NaT is refused.
+
+    Thread safety: any number of threads may call ``contains`` at once (the GIL is released);
+    ``insert`` and the in-place operators take the filter exclusively.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        fpr: Optional[float] = None,
+        *,
+        bits_per_key: Optional[float] = None,
+        layout: Optional[str] = None,
+        seed: int = 0,
+        key_type: Optional[str] = None,
+    ) -> None: ...
+    @staticmethod
+    def with_params(
+        layout: str, blocks: int, *, seed: int = 0, key_type: Optional[str] = None
+    ) -> "Filter":
+        """An empty filter of exactly ``blocks`` blocks of ``layout`` (e.g. to build shards
+        that will be merged: they must all have the same parameters)."""
+    def empty_like(self) -> "Filter":
+        """An empty filter with the same parameters."""
+    @property
+    def layout(self) -> str: ...
+    @property
+    def blocks(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def key_type(self) -> Optional[str]:
+        """The recorded key type, or ``None`` when not recorded (yet)."""
+    @property
+    def hash(self) -> str:
+        """``"xxh64"`` (or ``"prehashed"`` for files of caller-hashed filters)."""
+    @property
+    def nbytes(self) -> int:
+        """Size of the bit array in bytes."""
+    @property
+    def key_count(self) -> Optional[int]:
+        """Number of keys inserted (recorded in the file header), ``None`` when unknown (after
+        ``|`` or ``&``). Settable, e.g. after merging shards of one key stream."""
+    @key_count.setter
+    def key_count(self, keys: Optional[int]) -> None: ...
+    @property
+    def path(self) -> Optional[str]:
+        """The file a memory-mapped filter reads (``None`` once it was changed, or in memory)."""
+    @property
+    def params(self) -> Dict[str, Any]:
+        """``{"layout", "blocks", "seed", "key_type"}``: what ``with_params`` takes."""
+    def insert(self, keys: Keys) -> None:
+        """Inserts keys (arrays read in place; the GIL is released)."""
+    def contains(self, keys: Keys, *, bitmap: bool = False) -> npt.NDArray[Any]:
+        """Looks keys up: a numpy ``bool`` array (``True`` = may be present), or with
+        ``bitmap=True`` the packed bits as ``uint8`` (bit ``j``, least significant first, of
+        byte ``i`` answers key ``8i + j``; ``np.unpackbits(b, bitorder="little")``), the
+        format of the CLI's ``query --bitmap``."""
+    def __contains__(self, key: Any) -> bool: ...
+    def clear(self) -> None:
+        """Removes every key."""
+    def stats(self) -> Dict[str, Any]:
+        """Statistics with the field names of ``bloomlanes stats --json``: layout, lanes,
+        word_bits, blocks, bytes, seed, hash, key_type, recorded_keys, set_bits, fill_ratio,
+        estimated_keys, keys, expected_fpr, fpr_from_bits, bits_per_key, parquet_compatible,
+        memory_mapped."""
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the ``.blf`` file (written to a temporary file, then renamed over ``path``)."""
+    @staticmethod
+    def load(
+        path: Union[str, "os.PathLike[str]"], *, mmap: bool = True, verify: bool = True
+    ) -> "Filter":
+        """Opens a ``.blf`` file, memory-mapped read-only by default (copied into memory on the
+        first change). ``verify=False`` skips the payload checksum (the header is always
+        checked). Raises :class:`FormatError` for a bad file, ``OSError`` for I/O errors."""
+    def to_bytes(self) -> bytes:
+        """The whole ``.blf`` file."""
+    @staticmethod
+    def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "Filter":
+        """A filter from the bytes of a ``.blf`` file."""
+    def to_parquet_bytes(self) -> bytes:
+        """The Parquet split-block form (Thrift header + bitset): layout 8x32, seed 0 only."""
+    @staticmethod
+    def from_parquet_bytes(
+        data: Union[bytes, bytearray, memoryview], *, key_type: Optional[str] = None
+    ) -> "Filter":
+        """A filter from a Parquet bloom filter (header + bitset and nothing after it)."""
+    def copy(self) -> "Filter": ...
+    def __copy__(self) -> "Filter": ...
+    def __deepcopy__(self, memo: Any) -> "Filter": ...
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
+    @staticmethod
+    def _unpickle(data: bytes, learn_key_type: bool) -> "Filter": ...
+    def __or__(self, other: "Filter") -> "Filter":
+        """The union (OR): the filter of both key sets; the key count becomes unknown."""
+    def __and__(self, other: "Filter") -> "Filter":
+        """The intersection (AND): contains every key of both sets' intersection."""
+    def __ior__(self, other: "Filter") -> "Filter": ...
+    def __iand__(self, other: "Filter") -> "Filter": ...
+    def __eq__(self, other: object) -> bool: ...
+
+def simd_path() -> str:
+    """The SIMD path of the bulk operations on this CPU (``BLOOMLANES_SIMD`` overrides)."""
+
+def set_threads(threads: int) -> None:
+    """Runs the bulk operations on ``threads`` threads from now on (0: every core, the
+    default; the environment variable ``BLOOMLANES_THREADS`` sets it at import)."""
+
+def threads() -> int:
+    """Number of threads the bulk operations use."""

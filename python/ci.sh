@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The Python package's CI step: a fresh virtual environment with numpy, pyarrow and Dask from
+# PyPI, the abi3 wheel built by maturin, installed like a user would, then pytest. Called by
+# .ci/run; runs on its own too (`bash python/ci.sh`). Prints the time of each step.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+venv="$target/python-ci/venv"
+wheels="$target/python-ci/wheels"
+step() { printf '\n--- python: %s (%ss)\n' "$1" "$SECONDS"; }
+
+step "virtual environment and packages from PyPI"
+rm -rf "$venv" "$wheels"
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check \
+  maturin numpy pyarrow "dask[distributed,dataframe]" pytest
+"$venv/bin/python" -c 'import numpy, pyarrow, dask, distributed; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "dask", dask.__version__)'
+
+step "maturin build --release (abi3 wheel)"
+(cd "$here" && "$venv/bin/maturin" build --release --out "$wheels" --interpreter "$venv/bin/python")
+ls -l "$wheels"
+
+step "install the wheel"
+"$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheels"/bloomlanes-*.whl
+(cd /tmp && "$venv/bin/python" -c 'import bloomlanes; print(bloomlanes.__file__, "simd:", bloomlanes.simd_path())')
+
+step "pytest"
+# From the tests folder, so that the installed package (not the source folder) is imported.
+(cd "$here/tests" && "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider --durations=5 .)
+
+step "python done"

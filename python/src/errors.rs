@@ -1,0 +1,119 @@
+//! The Python exceptions of the package, and the conversion of every Rust error into one of them
+//! with the Rust error's own message.
+//!
+//! | exception | base | raised for |
+//! |---|---|---|
+//! | `FormatError` | `ValueError` | a corrupt, truncated or foreign `.blf` file or Parquet bloom filter |
+//! | `IncompatibleFiltersError` | `ValueError` | `|`, `&` or a merge of filters with different parameters |
+//! | `KeyTypeError` | `TypeError` | keys whose type differs from the filter's key type |
+//! | `ValueError` | | bad sizing, bad arguments, malformed key batches |
+//! | `TypeError` | | inputs that are not keys (unsupported dtypes, objects) |
+//! | `OSError` | | file system errors (with the path) |
+
+use std::fmt::Display;
+
+use bloomlanes_core::{
+    BatchError, FormatError as CoreFormatError, MergeError, ParquetError, SizingError,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::{create_exception, PyErr};
+
+create_exception!(
+    bloomlanes,
+    FormatError,
+    PyValueError,
+    "A corrupt, truncated or foreign filter file or Parquet bloom filter (a ValueError)."
+);
+create_exception!(
+    bloomlanes,
+    IncompatibleFiltersError,
+    PyValueError,
+    "Two filters that cannot be combined: different layout, block count, seed, hash or key type \
+     (a ValueError)."
+);
+create_exception!(
+    bloomlanes,
+    KeyTypeError,
+    PyTypeError,
+    "Keys of another type than the filter's key type: they would hash to other bytes and be \
+     reported absent (a TypeError)."
+);
+
+/// Why an operation failed, outside the GIL; turned into a Python exception by [`to_py`].
+#[derive(Debug)]
+pub(crate) enum Error {
+    /// A bad file or Parquet form (`FormatError`), with an optional path prefix.
+    Format(String),
+    /// Filters that cannot be combined.
+    Merge(MergeError),
+    /// Keys of the wrong type.
+    KeyType(String),
+    /// A bad value (sizing, offsets, arguments).
+    Value(String),
+    /// An input of the wrong kind.
+    Type(String),
+    /// An I/O error on a path.
+    Io(std::io::Error, String),
+}
+
+impl Error {
+    /// A value error with this message.
+    pub(crate) fn value(msg: impl Display) -> Error {
+        Error::Value(msg.to_string())
+    }
+    /// A type error with this message.
+    pub(crate) fn type_(msg: impl Display) -> Error {
+        Error::Type(msg.to_string())
+    }
+    /// A format error about `path`.
+    pub(crate) fn format_at(path: impl Display, e: CoreFormatError) -> Error {
+        Error::Format(format!("{path}: {e}"))
+    }
+}
+
+impl From<CoreFormatError> for Error {
+    fn from(e: CoreFormatError) -> Error {
+        Error::Format(e.to_string())
+    }
+}
+impl From<ParquetError> for Error {
+    fn from(e: ParquetError) -> Error {
+        Error::Format(e.to_string())
+    }
+}
+impl From<MergeError> for Error {
+    fn from(e: MergeError) -> Error {
+        Error::Merge(e)
+    }
+}
+impl From<SizingError> for Error {
+    fn from(e: SizingError) -> Error {
+        Error::Value(e.to_string())
+    }
+}
+impl From<BatchError> for Error {
+    fn from(e: BatchError) -> Error {
+        Error::Value(e.to_string())
+    }
+}
+
+/// The Python exception for `e`.
+pub(crate) fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Format(m) => FormatError::new_err(m),
+        Error::Merge(m) => IncompatibleFiltersError::new_err(m.to_string()),
+        Error::KeyType(m) => KeyTypeError::new_err(m),
+        Error::Value(m) => PyValueError::new_err(m),
+        Error::Type(m) => PyTypeError::new_err(m),
+        Error::Io(io, path) => {
+            // pyo3 maps the io::ErrorKind to the matching OSError subclass (FileNotFoundError …).
+            PyErr::from(std::io::Error::new(io.kind(), format!("{path}: {io}")))
+        }
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        to_py(e)
+    }
+}

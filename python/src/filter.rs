@@ -1,0 +1,523 @@
+//! `bloomlanes.Filter`: the Python class over [`Storage`].
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use bloomlanes_core::{Filter, HashId, KeyMatch, KeyType, Params, Sizing};
+use bloomlanes_simd::Probe;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::convert::{numpy_empty, parse_key_type, parse_layout, with_bytes};
+use crate::errors::Error;
+use crate::input::{extract, Part};
+use crate::ops;
+use crate::storage::Storage;
+
+/// What `__reduce__` returns: the constructor and its arguments (file bytes, pending key type).
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
+
+/// A split-block Bloom filter (see the package docstring and `bloomlanes/_native.pyi`).
+#[pyclass(module = "bloomlanes", name = "Filter", frozen)]
+pub(crate) struct PyFilter {
+    pub(crate) inner: RwLock<Storage>,
+    /// Made without a key type: the first keys inserted record theirs.
+    pub(crate) learn_key_type: AtomicBool,
+}
+
+/// Whether keys of type `keys` may be used with a filter of type `filter`.
+pub(crate) fn check_keys(params: &Params, keys: KeyType) -> Result<(), Error> {
+    if params.hash != HashId::Xxh64 {
+        return Err(Error::type_(
+            "this filter holds caller-supplied hashes (hash id 0): it cannot hash keys",
+        ));
+    }
+    if keys == KeyType::Any {
+        return Ok(());
+    }
+    let filter = params.key_type;
+    match filter.check_query(keys) {
+        KeyMatch::Same | KeyMatch::Unchecked => Ok(()),
+        KeyMatch::SameBytes => Err(Error::KeyType(format!(
+            "keys of type {keys} do not match the filter's key type {filter}: the same bytes \
+             but another meaning; convert the keys (e.g. numpy's .view or .astype) or build \
+             the filter with key_type='{keys}'"
+        ))),
+        KeyMatch::Mismatch => Err(Error::KeyType(format!(
+            "keys of type {keys} do not match the filter's key type {filter}: they hash other \
+             bytes, so every present key would be reported absent"
+        ))),
+    }
+}
+
+impl PyFilter {
+    pub(crate) fn wrap(storage: Storage, learn: bool) -> PyFilter {
+        PyFilter {
+            inner: RwLock::new(storage),
+            learn_key_type: AtomicBool::new(learn),
+        }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Checks the keys' type against the filter's; records it on a filter made without one.
+    pub(crate) fn check_or_learn(&self, storage: &mut Storage, keys: KeyType) -> Result<(), Error> {
+        let params = storage.params();
+        if keys != KeyType::Any
+            && params.key_type == KeyType::Any
+            && self.learn_key_type.swap(false, Ordering::AcqRel)
+        {
+            let old = storage.to_owned_filter();
+            let mut learned = Filter::from_image(
+                &old.to_image(),
+                bloomlanes_core::Header::new(params.with_key_type(keys), old.key_count()),
+            )?;
+            learned.set_key_count(old.key_count());
+            *storage = Storage::Owned(learned);
+            return Ok(());
+        }
+        check_keys(&params, keys)
+    }
+
+    /// Answers for every key of `input` into `out` (one byte each).
+    fn contains_into(
+        &self,
+        parts: &[Part<'_>],
+        key_type: KeyType,
+        out: &mut [u8],
+    ) -> Result<(), Error> {
+        let g = self.read();
+        check_keys(&g.params(), key_type)?;
+        let view = g.view();
+        let probe = Probe::active();
+        ops::in_pool(|| {
+            let mut start = 0;
+            for p in parts {
+                let n = p.values.len();
+                ops::contains(&probe, view, p, key_type, &mut out[start..start + n])?;
+                start += n;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[pymethods]
+impl PyFilter {
+    #[new]
+    #[pyo3(signature = (capacity, fpr=None, *, bits_per_key=None, layout=None, seed=0, key_type=None))]
+    fn new(
+        capacity: u64,
+        fpr: Option<f64>,
+        bits_per_key: Option<f64>,
+        layout: Option<&str>,
+        seed: u64,
+        key_type: Option<&str>,
+    ) -> PyResult<PyFilter> {
+        let sizing = match (fpr, bits_per_key) {
+            (Some(_), Some(_)) => {
+                return Err(Error::value("give fpr or bits_per_key, not both").into())
+            }
+            (Some(r), None) => Sizing::FalsePositiveRate(r),
+            (None, Some(b)) => Sizing::BitsPerKey(b),
+            (None, None) => Sizing::FalsePositiveRate(0.01),
+        };
+        let layout = parse_layout(layout)?;
+        let kt = parse_key_type(key_type)?;
+        let params = Params::for_keys(capacity, sizing, layout)
+            .map_err(Error::from)?
+            .with_seed(seed)
+            .with_key_type(kt.unwrap_or(KeyType::Any));
+        Ok(PyFilter::wrap(
+            Storage::Owned(Filter::new(params)),
+            kt.is_none(),
+        ))
+    }
+
+    /// An empty filter of exactly `blocks` blocks of `layout`.
+    #[staticmethod]
+    #[pyo3(signature = (layout, blocks, *, seed=0, key_type=None))]
+    fn with_params(
+        layout: &str,
+        blocks: u32,
+        seed: u64,
+        key_type: Option<&str>,
+    ) -> PyResult<PyFilter> {
+        let layout = parse_layout(Some(layout))?.ok_or_else(|| {
+            Error::value("with_params needs a layout (8x32, 8x64, 16x32 or 16x64)")
+        })?;
+        if blocks == 0 {
+            return Err(Error::value("blocks must be at least 1").into());
+        }
+        let kt = parse_key_type(key_type)?;
+        let params = Params::new(layout, blocks)
+            .with_seed(seed)
+            .with_key_type(kt.unwrap_or(KeyType::Any));
+        Ok(PyFilter::wrap(
+            Storage::Owned(Filter::new(params)),
+            kt.is_none(),
+        ))
+    }
+
+    /// An empty filter with the same parameters.
+    fn empty_like(&self) -> PyFilter {
+        let params = self.read().params();
+        PyFilter::wrap(
+            Storage::Owned(Filter::new(params)),
+            self.learn_key_type.load(Ordering::Acquire),
+        )
+    }
+
+    #[getter]
+    fn layout(&self) -> String {
+        self.read().params().layout.to_string()
+    }
+    #[getter]
+    fn blocks(&self) -> u32 {
+        self.read().params().blocks
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.read().params().seed
+    }
+    #[getter]
+    fn key_type(&self) -> Option<String> {
+        let kt = self.read().params().key_type;
+        (kt != KeyType::Any).then(|| kt.to_string())
+    }
+    #[getter]
+    fn hash(&self) -> &'static str {
+        self.read().params().hash.name()
+    }
+    #[getter]
+    fn nbytes(&self) -> u64 {
+        self.read().params().byte_len()
+    }
+    #[getter]
+    fn key_count(&self) -> Option<u64> {
+        self.read().key_count()
+    }
+    #[setter]
+    fn set_key_count(&self, keys: Option<u64>) {
+        self.write().owned_mut().set_key_count(keys);
+    }
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.read().path().map(|p| p.display().to_string())
+    }
+    #[getter]
+    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.read().params();
+        let d = PyDict::new(py);
+        d.set_item("layout", p.layout.to_string())?;
+        d.set_item("blocks", p.blocks)?;
+        d.set_item("seed", p.seed)?;
+        d.set_item(
+            "key_type",
+            (p.key_type != KeyType::Any).then(|| p.key_type.to_string()),
+        )?;
+        Ok(d)
+    }
+
+    /// Inserts keys (see the stub for the accepted forms).
+    fn insert(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+        let hint = self.read().params().key_type;
+        let input = extract(keys, hint)?;
+        let parts = input.parts()?;
+        let key_type = input.key_type;
+        py.detach(|| -> Result<(), Error> {
+            let mut g = self.write();
+            self.check_or_learn(&mut g, key_type)?;
+            if parts.is_empty() {
+                return Ok(());
+            }
+            let probe = Probe::active();
+            let filter = g.owned_mut();
+            let inserted = ops::in_pool(|| -> Result<u64, Error> {
+                let mut total = 0;
+                for p in &parts {
+                    total += ops::insert(&probe, filter.as_view_mut(), p)?;
+                }
+                Ok(total)
+            })?;
+            filter.add_key_count(inserted);
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Looks keys up: a numpy bool array, or with `bitmap=True` packed bits (uint8, LSB first).
+    #[pyo3(signature = (keys, *, bitmap=false))]
+    fn contains<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        bitmap: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let hint = self.read().params().key_type;
+        let input = extract(keys, hint)?;
+        let n = input.len();
+        if !bitmap {
+            let (arr, ptr) = numpy_empty(py, n, "bool")?;
+            let out: &mut [u8] = if n == 0 {
+                &mut []
+            } else {
+                // SAFETY: `arr` is a fresh, C-contiguous numpy array of `n` one-byte bools that
+                // nothing else references yet; it outlives this slice (held in `arr`).
+                unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, n) }
+            };
+            let parts = input.parts()?;
+            let key_type = input.key_type;
+            py.detach(|| self.contains_into(&parts, key_type, out))?;
+            return Ok(arr);
+        }
+        let words = n.div_ceil(64);
+        let (arr, ptr) = numpy_empty(py, words, "<u8")?;
+        let out: &mut [u64] = if words == 0 {
+            &mut []
+        } else {
+            // SAFETY: as above: a fresh, contiguous, 8-byte aligned array of `words` u64s.
+            unsafe { std::slice::from_raw_parts_mut(ptr as *mut u64, words) }
+        };
+        let parts = input.parts()?;
+        let key_type = input.key_type;
+        py.detach(|| -> Result<(), Error> {
+            if parts.len() == 1 && ops::bitmap_direct(&parts[0], key_type) {
+                let g = self.read();
+                check_keys(&g.params(), key_type)?;
+                let probe = Probe::active();
+                return ops::in_pool(|| {
+                    ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out)
+                });
+            }
+            let mut bytes = vec![0u8; n];
+            self.contains_into(&parts, key_type, &mut bytes)?;
+            ops::in_pool(|| ops::pack(&bytes, out));
+            Ok(())
+        })?;
+        let bytes = arr.call_method1("view", ("u1",))?;
+        let sliced = bytes.get_item(pyo3::types::PySlice::new(py, 0, n.div_ceil(8) as isize, 1))?;
+        Ok(sliced)
+    }
+
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let hint = self.read().params().key_type;
+        let input = extract(key, hint)?;
+        if input.len() != 1 {
+            return Err(Error::type_(format!(
+                "`in` takes one key, got {} (use contains() for many)",
+                input.len()
+            ))
+            .into());
+        }
+        let mut out = [0u8];
+        self.contains_into(&input.parts()?, input.key_type, &mut out)?;
+        Ok(out[0] == 1)
+    }
+
+    /// Removes every key.
+    fn clear(&self) {
+        self.write().owned_mut().clear();
+    }
+
+    /// Statistics, with the field names of `bloomlanes stats --json`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (s, mapped) = py.detach(|| {
+            let g = self.read();
+            let view = g.view();
+            let mut s = bloomlanes_core::Stats::new(g.params(), g.key_count(), view.count_ones());
+            s.fpr_from_bits = Some(view.fpr_from_bits());
+            (s, g.path().is_some())
+        });
+        let d = PyDict::new(py);
+        let p = s.params;
+        d.set_item("layout", p.layout.to_string())?;
+        d.set_item("lanes", p.layout.lanes())?;
+        d.set_item("word_bits", p.layout.word_bits())?;
+        d.set_item("blocks", p.blocks)?;
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("seed", p.seed)?;
+        d.set_item("hash", p.hash.name())?;
+        d.set_item("key_type", p.key_type.to_string())?;
+        d.set_item("recorded_keys", s.recorded_keys)?;
+        d.set_item("set_bits", s.ones)?;
+        d.set_item("fill_ratio", s.fill_ratio)?;
+        d.set_item("estimated_keys", s.estimated_keys)?;
+        d.set_item("keys", s.keys)?;
+        d.set_item("expected_fpr", s.expected_fpr)?;
+        d.set_item("fpr_from_bits", s.fpr_from_bits)?;
+        d.set_item("bits_per_key", s.bits_per_key)?;
+        d.set_item("parquet_compatible", s.parquet_compatible)?;
+        d.set_item("memory_mapped", mapped)?;
+        Ok(d)
+    }
+
+    /// Writes the `.blf` file (the CLI's format).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.read().save(&path))?;
+        Ok(())
+    }
+
+    /// Opens a `.blf` file, memory-mapped read-only by default.
+    #[staticmethod]
+    #[pyo3(signature = (path, *, mmap=true, verify=true))]
+    fn load(py: Python<'_>, path: PathBuf, mmap: bool, verify: bool) -> PyResult<PyFilter> {
+        let storage = py.detach(|| Storage::load(&path, mmap, verify))?;
+        Ok(PyFilter::wrap(storage, false))
+    }
+
+    /// The whole `.blf` file as bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let g = self.read();
+        PyBytes::new_with(py, g.file_len(), |buf| {
+            g.file_bytes_into(buf);
+            Ok(())
+        })
+    }
+
+    /// A filter from the bytes of a `.blf` file (copied into memory).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyFilter> {
+        with_bytes(data, |bytes| {
+            let f = py
+                .detach(|| Filter::from_file_bytes(bytes))
+                .map_err(Error::from)?;
+            Ok(PyFilter::wrap(Storage::Owned(f), false))
+        })
+    }
+
+    /// The Parquet split-block form (Thrift header + bitset); 8x32, seed 0 only.
+    fn to_parquet_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let f = self.read().to_owned_filter();
+        let bytes = f.to_parquet().map_err(Error::from)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A filter from a Parquet bloom filter (header + bitset, nothing after it).
+    #[staticmethod]
+    #[pyo3(signature = (data, *, key_type=None))]
+    fn from_parquet_bytes(data: &Bound<'_, PyAny>, key_type: Option<&str>) -> PyResult<PyFilter> {
+        let kt = parse_key_type(key_type)?;
+        with_bytes(data, |bytes| {
+            let (f, used) = Filter::from_parquet(bytes).map_err(Error::from)?;
+            if used != bytes.len() {
+                return Err(Error::Format(format!(
+                    "{} unexpected bytes after the Parquet bloom filter ({used} bytes)",
+                    bytes.len() - used
+                ))
+                .into());
+            }
+            let params = f.params().with_key_type(kt.unwrap_or(KeyType::Any));
+            let f = Filter::from_image(&f.to_image(), bloomlanes_core::Header::new(params, None))
+                .map_err(Error::from)?;
+            Ok(PyFilter::wrap(Storage::Owned(f), kt.is_none()))
+        })
+    }
+
+    fn copy(&self) -> PyFilter {
+        PyFilter::wrap(
+            Storage::Owned(self.read().to_owned_filter()),
+            self.learn_key_type.load(Ordering::Acquire),
+        )
+    }
+    fn __copy__(&self) -> PyFilter {
+        self.copy()
+    }
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyFilter {
+        self.copy()
+    }
+
+    /// Pickling: the file bytes, and whether the key type is still to be learned (a filter made
+    /// without a key type and not yet given keys).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let ctor = py.get_type::<PyFilter>().getattr("_unpickle")?;
+        let learn = self.learn_key_type.load(Ordering::Acquire);
+        Ok((ctor, (self.to_bytes(py)?, learn)))
+    }
+
+    /// The inverse of `__reduce__`.
+    #[staticmethod]
+    fn _unpickle(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        learn_key_type: bool,
+    ) -> PyResult<PyFilter> {
+        let f = PyFilter::from_bytes(py, data)?;
+        f.learn_key_type.store(learn_key_type, Ordering::Release);
+        Ok(f)
+    }
+
+    fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyFilter>() {
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, true))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyFilter>() {
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, false))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
+        let (a, b) = (slf.get(), other.get());
+        slf.py().detach(|| a.update(b, true))?;
+        Ok(())
+    }
+    fn __iand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
+        let (a, b) = (slf.get(), other.get());
+        slf.py().detach(|| a.update(b, false))?;
+        Ok(())
+    }
+
+    /// Whether both filters have the same parameters, key count and bits.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        let Ok(o) = other.cast::<PyFilter>() else {
+            return false;
+        };
+        if std::ptr::eq(self, o.get()) {
+            return true;
+        }
+        let (a, b) = (self.read(), o.get().read());
+        a.params() == b.params()
+            && a.key_count() == b.key_count()
+            && a.view().words() == b.view().words()
+    }
+
+    fn __repr__(&self) -> String {
+        let g = self.read();
+        let p = g.params();
+        format!(
+            "Filter(layout='{}', blocks={}, seed={}, key_type={}, key_count={}, nbytes={}{})",
+            p.layout,
+            p.blocks,
+            p.seed,
+            if p.key_type == KeyType::Any {
+                "None".to_string()
+            } else {
+                format!("'{}'", p.key_type)
+            },
+            g.key_count().map_or("None".into(), |k| k.to_string()),
+            p.byte_len(),
+            g.path()
+                .map_or(String::new(), |p| format!(", path='{}'", p.display()))
+        )
+    }
+}

@@ -1,0 +1,69 @@
+//! `bloomlanes._native`: the Python extension module of bloomlanes (PyO3, stable ABI for
+//! CPython >= 3.9). The Python package `bloomlanes` (python/bloomlanes) re-exports it; its
+//! typed interface is `bloomlanes/_native.pyi`.
+//!
+//! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
+//!   bits; `convert`: arguments from Python;
+//! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data
+//!   Interface structs;
+//! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions;
+//!   `bench`: the Rust side of the benchmark.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod arrow;
+mod bench;
+mod convert;
+mod errors;
+mod filter;
+mod input;
+mod ops;
+mod setops;
+mod storage;
+
+use pyo3::prelude::*;
+
+/// The SIMD path the bulk operations use on this CPU (`avx512`, `avx2`, `sse2`, `portable` or
+/// `scalar`; the environment variable `BLOOMLANES_SIMD` overrides it).
+#[pyfunction]
+fn simd_path() -> &'static str {
+    bloomlanes_simd::active_path().name()
+}
+
+/// Runs the bulk operations on `threads` threads from now on (0: every core, the default).
+#[pyfunction]
+fn set_threads(threads: usize) -> PyResult<()> {
+    ops::set_threads(threads)?;
+    Ok(())
+}
+
+/// Number of threads the bulk operations use.
+#[pyfunction]
+fn threads() -> usize {
+    ops::threads()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<filter::PyFilter>()?;
+    m.add_function(wrap_pyfunction!(simd_path, m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_rust_bulk_seconds, m)?)?;
+    m.add("FormatError", py.get_type::<errors::FormatError>())?;
+    m.add(
+        "IncompatibleFiltersError",
+        py.get_type::<errors::IncompatibleFiltersError>(),
+    )?;
+    m.add("KeyTypeError", py.get_type::<errors::KeyTypeError>())?;
+    if let Ok(n) = std::env::var("BLOOMLANES_THREADS") {
+        let n: usize = n.trim().parse().map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "BLOOMLANES_THREADS={n:?} is not a number of threads"
+            ))
+        })?;
+        ops::set_threads(n)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! `|`, `&`, `|=` and `&=` of filters: one compatibility check (core's), the words combined on
+//! every core. Two filters' locks are always taken in address order.
+
+use std::sync::atomic::Ordering;
+
+use bloomlanes_core::{Filter, KeyType};
+use rayon::prelude::*;
+
+use crate::errors::Error;
+use crate::filter::PyFilter;
+use crate::ops;
+use crate::storage::Storage;
+
+impl PyFilter {
+    /// A new filter: `self | other` (`or`) or `self & other`.
+    pub(crate) fn combine(&self, other: &PyFilter, or: bool) -> Result<PyFilter, Error> {
+        // Two locks are always taken in address order (no deadlock with a concurrent `b | a`).
+        let (a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
+            let a = self.read();
+            (a, other.read())
+        } else {
+            let b = other.read();
+            (self.read(), b)
+        };
+        let (pa, pb) = (a.params(), b.params());
+        pa.check_compatible(&pb)?;
+        let mut out = Filter::new(pa.with_key_type(pa.merged_key_type(&pb)));
+        let (va, vb) = (a.view(), b.view());
+        ops::in_pool(|| {
+            out.words_mut()
+                .par_chunks_mut(1 << 14)
+                .zip(
+                    va.words()
+                        .par_chunks(1 << 14)
+                        .zip(vb.words().par_chunks(1 << 14)),
+                )
+                .for_each(|(o, (x, y))| {
+                    for (o, (x, y)) in o.iter_mut().zip(x.iter().zip(y)) {
+                        *o = if or { x | y } else { x & y };
+                    }
+                })
+        });
+        out.set_key_count(None);
+        let learn = self.learn_key_type.load(Ordering::Acquire)
+            && other.learn_key_type.load(Ordering::Acquire);
+        Ok(PyFilter::wrap(Storage::Owned(out), learn))
+    }
+
+    /// `self |= other` or `self &= other`.
+    pub(crate) fn update(&self, other: &PyFilter, or: bool) -> Result<(), Error> {
+        if std::ptr::eq(self, other) {
+            return Ok(()); // x | x == x & x == x
+        }
+        // Address order, as in `combine`.
+        let (mut a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
+            let a = self.write();
+            (a, other.read())
+        } else {
+            let b = other.read();
+            (self.write(), b)
+        };
+        let (pa, pb) = (a.params(), b.params());
+        pa.check_compatible(&pb)?;
+        if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {
+            self.learn_key_type.store(true, Ordering::Release);
+            self.check_or_learn(&mut a, pb.key_type)?;
+        }
+        let filter = a.owned_mut();
+        let vb = b.view();
+        ops::in_pool(|| {
+            filter
+                .words_mut()
+                .par_chunks_mut(1 << 14)
+                .zip(vb.words().par_chunks(1 << 14))
+                .for_each(|(x, y)| {
+                    for (x, y) in x.iter_mut().zip(y) {
+                        if or {
+                            *x |= y;
+                        } else {
+                            *x &= y;
+                        }
+                    }
+                })
+        });
+        filter.set_key_count(None);
+        Ok(())
+    }
+}
