@@ -611,6 +611,46 @@ fn bad_captures_are_named_and_outputs_left_unwritten() {
     assert!(e.contains("junk.pcap") && e.contains("not a pcap"), "{e}");
 }
 
+/// `-w -` writes the capture to standard output (the report goes to standard error), byte for
+/// byte what a file gets; outputs are checked before any packet is read.
+#[test]
+fn classify_writes_to_standard_output_and_checks_outputs_first() {
+    let d = tmp();
+    let frames = mixed_frames();
+    let cap = write(&d, "mixed.pcap", pcap_file(&frames));
+    let flows = write(&d, "flows.txt", half_the_flows());
+    let f = at(&d, "flows.blf");
+    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    let file = at(&d, "match.pcap");
+    json(&["classify", s(&f), s(&cap), "-w", s(&file)]);
+    let out = bl()
+        .args(["classify", s(&f), s(&cap), "-w", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, std::fs::read(&file).unwrap());
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(report.contains("600 packets"), "{report}");
+    // A folder as output is refused before reading (the capture is not even opened).
+    let e = fails(
+        &[
+            "classify",
+            s(&f),
+            "/nonexistent.pcap",
+            "-w",
+            s(&d.path().to_path_buf()),
+        ],
+        1,
+    );
+    assert!(e.contains("folder") || e.contains("directory"), "{e}");
+    let e = fails(&["classify", s(&f), s(&cap), "-w", "-", "--bitmap", "-"], 2);
+    assert!(e.contains("standard output"), "{e}");
+}
+
 // ---- issue #11 regressions in the input and listing code -------------------------------------
 
 /// #1: listing every key (text, JSON, absent) is linear; here its output is checked in full.
