@@ -754,6 +754,35 @@ fn decimal_errors_echo_a_bounded_part_of_the_line() {
 }
 
 /// #9: an unterminated CSV quote is an error naming where it opened.
+/// Blank lines before a CSV header are skipped as a CSV reader skips them, whatever the chunk
+/// size (found by fuzzing: with 1-byte chunks the blank line was taken for the header), and
+/// lines keep their numbers in messages.
+#[test]
+fn blank_lines_before_a_csv_header() {
+    let d = tmp();
+    let p = write(&d, "b.csv", "\n\r\nid,name\n1,a\n2,b\n");
+    let out = at(&d, "o.blf");
+    for chunk in ["1", "3", "1048576"] {
+        let v = json(&[
+            "build",
+            s(&p),
+            "--csv-column",
+            "name",
+            "-o",
+            s(&out),
+            "--chunk-bytes",
+            chunk,
+        ]);
+        assert_eq!(v["keys"], 2, "chunk {chunk}: {v}");
+    }
+    let bad = write(&d, "bad.csv", "\n\nid,name\n1,a\n2,b,c\n");
+    let e = fails(
+        &["build", s(&bad), "--csv-column", "name", "-o", s(&out)],
+        1,
+    );
+    assert!(e.contains("bad.csv") && e.contains("line 5"), "{e}");
+}
+
 #[test]
 fn unterminated_csv_quote_is_an_error() {
     let d = tmp();

@@ -21,8 +21,10 @@ use crate::error::{Error, Location, Result};
 struct Plan {
     /// The format decided.
     pub format: InputFormat,
-    /// Bytes before the first record (a pcap file header).
+    /// Bytes before the first record (a pcap file header; blank lines before a CSV header).
     pub start: u64,
+    /// Lines before the first record (to number the lines of messages).
+    pub start_lines: u64,
     /// The record boundaries.
     pub cutter: Box<dyn Cutter>,
     /// The worker's parser.
@@ -69,6 +71,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
     let lines = |field: Option<FieldParser>, key_type: KeyType| Plan {
         format,
         start: 0,
+        start_lines: 0,
         cutter: Box::new(LineCutter),
         parser: ChunkParser::Lines { field },
         key_type,
@@ -119,6 +122,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
             Plan {
                 format,
                 start: 0,
+                start_lines: 0,
                 cutter: Box::new(U64Cutter {
                     shown: shown.clone(),
                 }),
@@ -147,6 +151,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                 Plan {
                     format,
                     start: 0,
+                    start_lines: 0,
                     cutter: Box::new(PcapngCutter::new(shown)),
                     parser: ChunkParser::Pcapng,
                     key_type: KeyType::Flow,
@@ -164,6 +169,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                 Plan {
                     format,
                     start: 24,
+                    start_lines: 0,
                     cutter: Box::new(PcapCutter {
                         shown: shown.clone(),
                         big_endian: h.big_endian,
@@ -274,9 +280,20 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
         .and_then(FieldParser::key_type)
         .or(key_type)
         .unwrap_or(KeyType::Bytes);
+    // Blank lines before the first record are skipped by a CSV reader; skipped here, so that
+    // the first record (the header) is the first of chunk 0 however small the chunks are.
+    let blank = head
+        .iter()
+        .take_while(|&&b| b == b'\n' || b == b'\r')
+        .count();
+    let blank = head[..blank]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
     Ok(Plan {
         format: InputFormat::Csv,
-        start: 0,
+        start: blank as u64,
+        start_lines: memchr::memchr_iter(b'\n', &head[..blank]).count() as u64,
         cutter: Box::new(CsvCutter::new(shown, delimiter)),
         parser: ChunkParser::Csv {
             delimiter,
@@ -432,7 +449,7 @@ pub(crate) fn stream_one<S: Stage>(
         key_type: plan.key_type,
         ..InputSummary::default()
     };
-    let mut lines_before = 0u64;
+    let mut lines_before = plan.start_lines;
     let work =
         |chunk: &super::chunk::Chunk, scratch: &mut Scratch| -> Result<ChunkResult<S::Out>> {
             match parse_chunk(&parser, chunk, seed, stage, scratch) {
