@@ -637,13 +637,7 @@ fn classify_writes_to_standard_output_and_checks_outputs_first() {
     assert!(report.contains("600 packets"), "{report}");
     // A folder as output is refused before reading (the capture is not even opened).
     let e = fails(
-        &[
-            "classify",
-            s(&f),
-            "/nonexistent.pcap",
-            "-w",
-            s(&d.path().to_path_buf()),
-        ],
+        &["classify", s(&f), "/nonexistent.pcap", "-w", s(d.path())],
         1,
     );
     assert!(e.contains("folder") || e.contains("directory"), "{e}");
