@@ -460,6 +460,9 @@ pub fn query_stream(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
     super::check_hashable(filter)?;
+    if let Some(bound) = keys_bound(paths) {
+        filter.advise_lookups(usize::try_from(bound).unwrap_or(usize::MAX));
+    }
     let view = filter.view();
     let seed = view.params().seed;
     let threads = opts.pipeline.threads;
@@ -532,6 +535,28 @@ pub fn query_stream(
         key_type,
         key_match: filter_type.check_query(key_type),
     })
+}
+
+/// An upper bound on the keys of `paths` (a key takes at least one byte) when every one is a
+/// regular, uncompressed file; `None` for standard input, pipes and compressed files. Few
+/// lookups into a large filter file then turn off its read-ahead
+/// ([`FilterFile::advise_lookups`]).
+fn keys_bound(paths: &[PathBuf]) -> Option<u64> {
+    use std::io::Read;
+    let mut total = 0u64;
+    for p in paths {
+        if p.as_os_str() == "-" {
+            return None;
+        }
+        let meta = std::fs::metadata(p).ok().filter(|m| m.is_file())?;
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(p).ok()?.read(&mut head).ok()?;
+        if input::Compression::detect(&head[..n]) != input::Compression::None {
+            return None;
+        }
+        total = total.saturating_add(meta.len());
+    }
+    Some(total)
 }
 
 /// Probes a chunk's hashes on the calling thread and makes its answers.
