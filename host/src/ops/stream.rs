@@ -279,6 +279,8 @@ pub struct QueryChunk {
     pub bits: Vec<u64>,
     /// Deferred engines: the hashes to probe, and the end of each key's text in `text`.
     deferred: Vec<u64>,
+    /// Deferred engines, float filters: each key's bits, for the float lookup rule.
+    float_bits: Vec<Option<u64>>,
     ends: Vec<u32>,
 }
 
@@ -320,39 +322,51 @@ impl QueryStage<'_> {
     /// of a batch: a key `0.0` or `-0.0` may be present if either zero is, and NaN is always
     /// "may be present".
     fn float_rule(&self, batch: &Batch, ints: &[u64], n: usize, words: &mut [u64]) {
-        let Some((view, double)) = self.floats else {
-            return;
-        };
-        for i in 0..n {
-            let bits = if ints.is_empty() {
+        float_rule(self.floats, n, words, |i| {
+            if ints.is_empty() {
                 batch.key_bits(i)
             } else {
                 Some(ints[i])
-            };
-            let Some(bits) = bits else { continue };
-            let probe = if double {
-                float_probes(f64::from_bits(bits))
-            } else {
-                float_probes_f32(f32::from_bits(bits as u32))
-            };
-            let hit = |b: u64| {
-                if double {
-                    view.contains(&f64::from_bits(b))
-                } else {
-                    view.contains(&f32::from_bits(b as u32))
-                }
-            };
-            let answer = match probe {
-                FloatProbe::Bits(_) => continue,
-                FloatProbe::AlwaysMaybe => true,
-                FloatProbe::BothZeros(a, b) => hit(a) || hit(b),
-            };
-            let bit = 1u64 << (i % 64);
-            if answer {
-                words[i / 64] |= bit;
-            } else {
-                words[i / 64] &= !bit;
             }
+        });
+    }
+}
+
+/// The float lookup rule on the answers `words` of `n` keys whose bits `bits_of` gives (`None`:
+/// not a float key), for a filter of floats (`floats`: the filter and whether they are f64).
+fn float_rule(
+    floats: Option<(FilterRef<'_, u32>, bool)>,
+    n: usize,
+    words: &mut [u64],
+    bits_of: impl Fn(usize) -> Option<u64>,
+) {
+    let Some((view, double)) = floats else {
+        return;
+    };
+    for i in 0..n {
+        let Some(bits) = bits_of(i) else { continue };
+        let probe = if double {
+            float_probes(f64::from_bits(bits))
+        } else {
+            float_probes_f32(f32::from_bits(bits as u32))
+        };
+        let hit = |b: u64| {
+            if double {
+                view.contains(&f64::from_bits(b))
+            } else {
+                view.contains(&f32::from_bits(b as u32))
+            }
+        };
+        let answer = match probe {
+            FloatProbe::Bits(_) => continue,
+            FloatProbe::AlwaysMaybe => true,
+            FloatProbe::BothZeros(a, b) => hit(a) || hit(b),
+        };
+        let bit = 1u64 << (i % 64);
+        if answer {
+            words[i / 64] |= bit;
+        } else {
+            words[i / 64] &= !bit;
         }
     }
 }
@@ -378,6 +392,15 @@ impl Stage for QueryStage<'_> {
         let n = keys.len();
         if let Prober::Deferred = self.prober {
             hashes_of(keys, ints, self.seed, &mut out.deferred);
+            if self.floats.is_some() {
+                for i in 0..n {
+                    out.float_bits.push(if ints.is_empty() {
+                        batch.key_bits(i)
+                    } else {
+                        Some(ints[i])
+                    });
+                }
+            }
             if self.listing.keys.is_some() {
                 for i in 0..n {
                     if ints.is_empty() {
@@ -509,7 +532,7 @@ pub fn query_stream(
         &stage,
         &mut |mut c: QueryChunk| {
             if let Some(q) = querier.as_mut() {
-                c = answer_deferred(&mut **q, c, listing)?;
+                c = answer_deferred(&mut **q, c, listing, floats)?;
             }
             keys += c.keys;
             matches += c.matches;
@@ -560,10 +583,18 @@ fn keys_bound(paths: &[PathBuf]) -> Option<u64> {
 }
 
 /// Probes a chunk's hashes on the calling thread and makes its answers.
-fn answer_deferred(q: &mut dyn Querier, c: QueryChunk, listing: Listing) -> Result<QueryChunk> {
+fn answer_deferred(
+    q: &mut dyn Querier,
+    c: QueryChunk,
+    listing: Listing,
+    floats: Option<(FilterRef<'_, u32>, bool)>,
+) -> Result<QueryChunk> {
     let n = c.deferred.len();
     let mut words = vec![0u64; n.div_ceil(64)];
     q.contains(Keys::Hashes(&c.deferred), &mut words)?;
+    if !c.float_bits.is_empty() {
+        float_rule(floats, n, &mut words, |i| c.float_bits[i]);
+    }
     let mut out = QueryChunk::default();
     if let Some(want) = listing.keys {
         let mut start = 0usize;
