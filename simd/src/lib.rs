@@ -11,6 +11,14 @@
 //!
 //! Results are bit-identical to the core's scalar reference for every path, layout and key form.
 //!
+//! # Filter kinds
+//! Counting and stable filters ([`Probe::insert_counting`], [`Probe::remove_counting`] and their
+//! parallel forms; lookups are [`Probe::contains`] of the projection), sliding windows
+//! ([`Probe::insert_window`], [`Probe::insert_window_at`], [`Probe::contains_window`]) and
+//! scalable filters ([`Probe::insert_scalable`], [`Probe::contains_scalable`]) have bulk
+//! operations on every path too, each leaving exactly the words of the core's key-by-key
+//! operations in input order.
+//!
 //! # Paths and dispatch
 //! [`SimdPath`] names the implementations: `scalar` (the core reference, key by key),
 //! `portable` (the `wide` crate, compiled for the target's own vector ISA), and on x86_64 `sse2`,
@@ -56,6 +64,16 @@ mod portable;
 mod scalar;
 mod shape;
 mod vector;
+
+// The filter kinds of issue #14 (counting, stable, window, scalable): their kernels, entry
+// points and `Probe` methods.
+mod counter_lanes;
+mod counting;
+mod counting_kernel;
+mod kind_entry;
+mod scalable;
+mod window;
+mod window_kernel;
 
 /// An implementation of the bulk operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
