@@ -10,9 +10,9 @@
 //! The handler does only what is async-signal-safe: it reads the table through atomics (no lock,
 //! no allocation), `unlinkat`s each armed file (for a folder: `getdents64` and `unlinkat` its
 //! entries and those of its subfolders, then the folder), restores the default action and raises
-//! the signal again, so the process ends exactly as it would have (its exit status names the signal). `SIGKILL` cannot be
-//! caught: what it leaves behind is removed by [`super::clean_stale`] when a later run writes
-//! into the same folder.
+//! the signal again, so the process ends exactly as it would have (its exit status names the
+//! signal). `SIGKILL` cannot be caught: what it leaves behind is removed by
+//! [`super::clean_stale`] when a later run writes into the same folder.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
