@@ -176,6 +176,13 @@ pub enum Error {
         /// Which kinds do support it, and what to do instead.
         hint: &'static str,
     },
+    /// A live capture on a network interface failed (no such interface, no privilege …).
+    Capture {
+        /// The interface.
+        interface: String,
+        /// What went wrong.
+        what: String,
+    },
     /// The request needs a feature this build of `bloomlanes-host` was compiled without.
     Unsupported {
         /// What was asked for (e.g. `--backend gpu`).
@@ -357,6 +364,7 @@ impl fmt::Display for Error {
                 kind,
                 hint,
             } => write!(f, "{}: cannot {op} a {kind} filter: {hint}", path.display()),
+            Error::Capture { interface, what } => write!(f, "interface {interface}: {what}"),
             Error::Unsupported { what, feature } => write!(
                 f,
                 "{what}: not available in this build (bloomlanes-host was compiled without its \
@@ -373,6 +381,7 @@ impl std::error::Error for Error {
             | Error::OutputLength { .. }
             | Error::Unsupported { .. }
             | Error::KindUnsupported { .. }
+            | Error::Capture { .. }
             | Error::KeyType { .. } => None,
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),

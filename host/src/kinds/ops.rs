@@ -34,6 +34,9 @@ fn per_chunk(
         stage,
         done: done as u64,
         total: total as u64,
+        bytes: 0,
+        bytes_total: 0,
+        finished: done == total,
     };
     progress(report(0));
     let mut at = 0;

@@ -34,14 +34,6 @@ impl Opened {
         }
     }
 
-    /// Whether the payload checksum was checked.
-    pub fn payload_verified(&self) -> bool {
-        match self {
-            Opened::Static(f) => f.payload_verified(),
-            Opened::Kind(_) => true,
-        }
-    }
-
     /// Refuses a filter of caller-supplied hashes: its keys cannot be hashed here.
     pub fn check_hashable(&self, path: &Path) -> Result<()> {
         if self.params().hash == HashId::Prehashed {
