@@ -526,3 +526,25 @@ fn counting_filters_export_their_projection() {
     );
     json(&["merge", s(&s1), s(&st), "-o", s(&at(&d, "m.blf"))]);
 }
+
+#[test]
+fn float_keys_follow_the_probe_rule_in_every_kind() {
+    let d = tmp();
+    let keys = write(&d, "f.txt", "-0.0\nNaN\n1.5\n");
+    let q = write(&d, "q.txt", "0.0\n-0.0\nnan\n1.5\n");
+    let kinds: [&[&str]; 4] = [
+        &["--kind", "counting"],
+        &["--kind", "stable"],
+        &["--kind", "window", "--window-keys", "100"],
+        &["--kind", "scalable"],
+    ];
+    for kind in kinds {
+        let f = at(&d, "f.blf");
+        let mut args = vec!["build", s(&keys), "--key-type", "f64", "-o", s(&f)];
+        args.extend_from_slice(kind);
+        json(&args);
+        // A filter holding -0.0 answers 0.0 too (writers hash raw bits), and NaN always.
+        let v = json(&["query", s(&f), s(&q)]);
+        assert_eq!(v["matches"], 4, "{kind:?}: {v}");
+    }
+}

@@ -16,7 +16,7 @@ pub mod stream;
 pub use classify::{classify, Select};
 pub use merge::{merge, MergeOp};
 pub use query::{
-    apply_float_probes, check_hashable, check_key_type, key_type_note, query, query_with_progress,
-    QueryResult,
+    apply_float_probes, apply_float_probes_any, check_hashable, check_key_type, key_type_note,
+    query, query_with_progress, QueryResult,
 };
 pub use stream::{build_stream, count_distinct, query_stream, CapacitySource, Listing};

@@ -1,7 +1,7 @@
 //! Probing a batch of keys against a filter file.
 
 use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
-use bloomlanes_core::{Bitmap, FilterRef, HashId, KeyMatch, KeyType, Keys, Physical};
+use bloomlanes_core::{AnyFilter, Bitmap, FilterRef, HashId, KeyMatch, KeyType, Keys, Physical};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -76,6 +76,40 @@ pub fn apply_float_probes(
     keys: Keys<'_>,
     answers: &mut Bitmap,
 ) {
+    apply_float_rule(
+        key_type,
+        keys,
+        answers,
+        |x| view.contains(&x),
+        |x| view.contains(&x),
+    );
+}
+
+/// [`apply_float_probes`] for a filter of any kind (counting, stable, window, scalable: each
+/// answers through its own lookup).
+pub fn apply_float_probes_any(
+    filter: &AnyFilter,
+    key_type: KeyType,
+    keys: Keys<'_>,
+    answers: &mut Bitmap,
+) {
+    apply_float_rule(
+        key_type,
+        keys,
+        answers,
+        |x| filter.contains(&x),
+        |x| filter.contains(&x),
+    );
+}
+
+/// The float rule over answers, with the filter's lookup of a double and of a float.
+fn apply_float_rule(
+    key_type: KeyType,
+    keys: Keys<'_>,
+    answers: &mut Bitmap,
+    has_f64: impl Fn(f64) -> bool,
+    has_f32: impl Fn(f32) -> bool,
+) {
     let physical = key_type.physical();
     if !matches!(physical, Physical::Float | Physical::Double) {
         return;
@@ -102,9 +136,9 @@ pub fn apply_float_probes(
         };
         let hit = |b: u64| {
             if double {
-                view.contains(&f64::from_bits(b))
+                has_f64(f64::from_bits(b))
             } else {
-                view.contains(&f32::from_bits(b as u32))
+                has_f32(f32::from_bits(b as u32))
             }
         };
         match probe {

@@ -186,9 +186,7 @@ fn run_kind(ctx: &Ctx, a: &QueryArgs, filter: &AnyFilter, open_seconds: f64) -> 
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
     let mut answers = kinds::ops::contains(&*engine, filter, keys.keys(), &mut |p| bar.update(p))?;
-    if let AnyFilter::Counting(c) = filter {
-        ops::apply_float_probes(c.projection(), keys.key_type(), keys.keys(), &mut answers);
-    }
+    ops::apply_float_probes_any(filter, keys.key_type(), keys.keys(), &mut answers);
     let seconds = start.elapsed().as_secs_f64();
     let backend = kinds::ops::engine_name(&*engine, filter, Stage::Query);
     let matches = answers.count_ones();
