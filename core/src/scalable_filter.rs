@@ -123,6 +123,23 @@ impl ScalableFilter {
         Ok(())
     }
 
+    /// For bulk backends: the last stage and how many keys it takes before the next insert
+    /// would add a stage, after adding that stage first if the last one is full (exactly what
+    /// [`ScalableFilter::insert_hash`] does before its insert). Insert at most that many keys
+    /// into the returned stage and add them to its key count ([`Filter::add_key_count`]), then
+    /// ask again. Fails only when the next stage would exceed the largest filter.
+    pub fn open_stage(&mut self) -> Result<(&mut Filter, u64), SizingError> {
+        let last = self.stages.len() - 1;
+        if self.stages[last].key_count().unwrap_or(0) >= self.stage_capacity(last) {
+            self.grow()?;
+        }
+        let last = self.stages.len() - 1;
+        let room = self
+            .stage_capacity(last)
+            .saturating_sub(self.stages[last].key_count().unwrap_or(0));
+        Ok((&mut self.stages[last], room))
+    }
+
     /// Inserts a key; see [`ScalableFilter::insert_hash`].
     pub fn insert<K: Key + ?Sized>(&mut self, key: &K) -> Result<(), SizingError> {
         self.insert_hash(self.params.hash_key(key))

@@ -145,6 +145,14 @@ impl<'a> WindowMut<'a> {
         *self.state
     }
 
+    /// The interleaved storage words and the rotation state, for a bulk backend that sets bits
+    /// in the current generation itself (it must count the keys it sets in
+    /// `keys_in_current`, and rotate with [`WindowMut::rotate`] exactly where
+    /// [`WindowMut::insert_hash`] would).
+    pub fn parts_mut(&mut self) -> (&mut [u32], &mut WindowState) {
+        (self.words, self.state)
+    }
+
     /// Whether the key with `hash` is in one of the generations.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {

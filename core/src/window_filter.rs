@@ -124,6 +124,11 @@ impl WindowFilter {
         self.keys
     }
 
+    /// Records the key count (e.g. after a bulk insert by another backend), or forgets it.
+    pub fn set_key_count(&mut self, keys: Option<u64>) {
+        self.keys = keys;
+    }
+
     /// The storage words: `g + 1` generations interleaved by block.
     pub fn words(&self) -> &[u32] {
         self.words.as_slice()

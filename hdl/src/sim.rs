@@ -144,18 +144,30 @@ pub struct CheckStats {
 
 static RUN_ID: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh empty folder under the system temporary folder.
+/// A fresh empty folder under the system temporary folder, private to this user (mode 0700 on
+/// Unix) and created by this call: a name that already exists (another program's file, folder
+/// or link there) is never used, so the run's files cannot be redirected elsewhere.
 pub fn fresh_dir(what: &str) -> std::io::Result<PathBuf> {
-    let n = RUN_ID.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!(
-        "bloomlanes-hdl-{what}-{}-{n}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let n = RUN_ID.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "bloomlanes-hdl-{what}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 100 => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The stimulus line of `op` for `cfg`: `{op, tag, key}` in hex.

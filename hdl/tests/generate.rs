@@ -253,3 +253,19 @@ fn export_writes_everything() {
     assert!(s.synth.is_none());
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn fresh_dirs_are_new_and_private() {
+    let a = sim::fresh_dir("fresh").unwrap();
+    let b = sim::fresh_dir("fresh").unwrap();
+    assert_ne!(a, b);
+    assert_eq!(std::fs::read_dir(&a).unwrap().count(), 0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+    std::fs::remove_dir(&a).unwrap();
+    std::fs::remove_dir(&b).unwrap();
+}

@@ -1,7 +1,7 @@
 //! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
 //! then the keys.
 
-use bloomlanes_core::{Filter, Layout, Params, Sizing};
+use bloomlanes_core::{Filter, KeyType, Layout, Params, Sizing};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -24,6 +24,8 @@ pub struct FilterBuilder {
     layout: Option<Layout>,
     seed: u64,
     backend: BackendChoice,
+    key_type: Option<KeyType>,
+    pow2: bool,
 }
 
 impl Default for FilterBuilder {
@@ -34,6 +36,8 @@ impl Default for FilterBuilder {
             layout: None,
             seed: 0,
             backend: BackendChoice::Auto,
+            key_type: None,
+            pow2: false,
         }
     }
 }
@@ -83,6 +87,17 @@ impl FilterBuilder {
         self.backend = backend;
         self
     }
+    /// The key type recorded in the filter (`None`: the key set's, see [`KeySet::key_type`]).
+    pub fn key_type(mut self, key_type: Option<KeyType>) -> Self {
+        self.key_type = key_type;
+        self
+    }
+    /// Round the block count up to a power of two (what every Parquet reader accepts: Arrow C++
+    /// and Velox refuse other sizes).
+    pub fn pow2(mut self, on: bool) -> Self {
+        self.pow2 = on;
+        self
+    }
     /// The backend asked for.
     pub fn backend_choice(&self) -> BackendChoice {
         self.backend
@@ -91,7 +106,14 @@ impl FilterBuilder {
     /// The parameters of a filter for `keys` keys (or the capacity), by [`Params::for_keys`].
     pub fn params(&self, keys: u64) -> Result<Params> {
         let n = self.capacity.unwrap_or(keys).max(1);
-        Ok(Params::for_keys(n, self.sizing, self.layout)?.with_seed(self.seed))
+        let mut p = Params::for_keys(n, self.sizing, self.layout)?
+            .with_seed(self.seed)
+            .with_key_type(self.key_type.unwrap_or(KeyType::Any));
+        if self.pow2 {
+            // Past 2^31 blocks the next power of two does not fit: keep the largest one.
+            p.blocks = p.blocks.checked_next_power_of_two().unwrap_or(1 << 31);
+        }
+        Ok(p)
     }
 
     /// An empty filter sized for `keys` keys (or the capacity); a filter too large to allocate
@@ -123,7 +145,10 @@ impl FilterBuilder {
         keys: &KeySet,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Built> {
-        let mut filter = self.empty(keys.len() as u64)?;
+        let mut filter = self
+            .clone()
+            .key_type(self.key_type.or(Some(keys.key_type())))
+            .empty(keys.len() as u64)?;
         let engine = backend::select(self.backend, keys.len())?;
         bulk::insert(&*engine, &mut filter, keys.keys(), progress)?;
         Ok(Built {
@@ -149,7 +174,8 @@ mod tests {
         let built = b.build(&keys).unwrap();
         let expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
             .unwrap()
-            .with_seed(9);
+            .with_seed(9)
+            .with_key_type(KeyType::U64);
         assert_eq!(*built.filter.params(), expected);
         assert_eq!(built.filter.key_count(), Some(10_000));
         assert!((0..10_000u64).all(|k| built.filter.contains(&k)));

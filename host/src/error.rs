@@ -122,6 +122,16 @@ pub enum Error {
         /// The `parquet` crate's error.
         source: parquet::errors::ParquetError,
     },
+    /// Keys of one type were given to a filter of keys of another byte form: every present key
+    /// would be answered "absent", so the query is refused (exit code 2).
+    KeyType {
+        /// The filter (or Parquet file).
+        path: PathBuf,
+        /// The filter's recorded key type.
+        filter: bloomlanes_core::KeyType,
+        /// The query's key type.
+        query: bloomlanes_core::KeyType,
+    },
     /// A batch of keys is malformed.
     Batch {
         /// How.
@@ -207,7 +217,7 @@ impl Error {
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Sizing { .. } => 2,
+            Error::Usage(_) | Error::Sizing { .. } | Error::KeyType { .. } => 2,
             _ => 1,
         }
     }
@@ -296,6 +306,19 @@ impl fmt::Display for Error {
             Error::ParquetFile { path, source } => {
                 write!(f, "{}: unreadable Parquet file: {source}", path.display())
             }
+            Error::KeyType {
+                path,
+                filter,
+                query,
+            } => write!(
+                f,
+                "{}: the filter holds {filter} keys ({}), but the keys given are {query} ({}): \
+                 every present key would be answered \"absent\"; give --key-type {filter} \
+                 (text keys are then parsed as {filter})",
+                path.display(),
+                byte_form(*filter),
+                byte_form(*query)
+            ),
             Error::Batch { source } => write!(f, "malformed batch of keys: {source}"),
             Error::OutputLength { needed, found } => write!(
                 f,
@@ -325,7 +348,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Usage(_) | Error::OutputLength { .. } | Error::Unsupported { .. } => None,
+            Error::Usage(_)
+            | Error::OutputLength { .. }
+            | Error::Unsupported { .. }
+            | Error::KeyType { .. } => None,
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source
@@ -347,6 +373,20 @@ impl std::error::Error for Error {
             #[cfg(feature = "hdl")]
             Error::Hdl { source, .. } => Some(source),
         }
+    }
+}
+
+/// How keys of a type are hashed, for messages.
+fn byte_form(t: bloomlanes_core::KeyType) -> String {
+    use bloomlanes_core::Physical;
+    match t.physical() {
+        Physical::ByteArray => "variable-length bytes".into(),
+        Physical::Int32 => "4-byte little-endian integers".into(),
+        Physical::Int64 => "8-byte little-endian integers".into(),
+        Physical::Float => "4-byte IEEE floats".into(),
+        Physical::Double => "8-byte IEEE doubles".into(),
+        Physical::FixedLenByteArray(n) => format!("{n}-byte strings"),
+        Physical::Unknown => "not recorded".into(),
     }
 }
 

@@ -2,13 +2,16 @@
 //! command-line tool.
 //!
 //! - [`input`] reads keys (text lines, decimal integers, a CSV column, binary u64, packet
-//!   5-tuples from pcap/pcapng) into a [`KeySet`].
+//!   5-tuples from pcap/pcapng) into a [`KeySet`] that records their [`KeyType`];
+//!   [`key_text`] parses typed keys written as text (integers, floats, dates, timestamps,
+//!   UUIDs).
 //! - [`FilterBuilder`] sizes and fills a filter with a chosen [`BackendChoice`]; [`bulk`] is the
 //!   batch loop under it, with a [`Progress`] hook that costs nothing unused.
 //! - [`FilterFile`] opens filter files memory-mapped and checked; [`store`] writes them
-//!   atomically.
+//!   atomically, through [`outfile`] (unnamed temporary files, `-` for standard output).
 //! - [`ops`] queries (answers as a [`Bitmap`]) and merges; [`FilterFile::stats`] inspects;
-//!   [`parquet_io`] imports and exports the Parquet split-block form; [`verify`] cross-checks
+//!   [`parquet_io`] imports and exports the Parquet split-block form, reads the bloom filters of
+//!   `.parquet` files and probes datasets, and writes filters into files; [`verify`] cross-checks
 //!   backends; `hdl_io` (feature `hdl`) exports Verilog.
 //! - [`backend`] holds the engines: scalar and SIMD always, the GPU with the `gpu` feature.
 //!
@@ -24,7 +27,8 @@
 //! ```
 //!
 //! Features (all on by default): `cli` (the `bloomlanes` binary), `gpu` (the CUDA backend),
-//! `hdl` (Verilog export and RTL simulation), `parquet` (reading `.parquet` files). With
+//! `hdl` (Verilog export and RTL simulation), `parquet` (writing filters into `.parquet` files;
+//! reading them needs no feature). With
 //! `default-features = false` the library needs neither a command-line parser nor CUDA, HDL or
 //! Parquet-reader crates.
 #![warn(missing_docs)]
@@ -37,7 +41,9 @@ pub mod error;
 #[cfg(feature = "hdl")]
 pub mod hdl_io;
 pub mod input;
+pub mod key_text;
 pub mod ops;
+pub mod outfile;
 pub mod parquet_io;
 pub mod sample;
 pub mod store;
@@ -54,5 +60,6 @@ pub use store::{load_filter, save_filter, FilterFile};
 /// The core crate, under its own name (so that `core` keeps meaning the language's core).
 pub use bloomlanes_core;
 pub use bloomlanes_core::{
-    Bitmap, Filter, FilterRef, HashId, Header, Key, Keys, Layout, Params, Sizing, Stats,
+    Bitmap, Filter, FilterRef, HashId, Header, Key, KeyMatch, KeyType, Keys, Layout, Params,
+    Sizing, Stats,
 };

@@ -1,15 +1,19 @@
-//! Filter files on disk: memory-mapped for reading, written through a temporary file in the same
-//! directory that is renamed into place, so a crash never leaves a half-written filter.
+//! Filter files on disk: memory-mapped for reading (other files read with a bound), written
+//! through [`outfile`] so that a crash never leaves a half-written filter or a
+//! temporary file.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// How much of a filter file [`FilterFile::open_with`] checks (the core's [`format::Verify`]).
+pub use bloomlanes_core::format::Verify;
 use bloomlanes_core::format::{self, HEADER_LEN};
 use bloomlanes_core::{Filter, FilterRef, Header, Key, Params, Stats};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+use crate::outfile;
 
 enum Data {
     /// The file mapped into memory; the payload is viewed in place.
@@ -24,6 +28,8 @@ pub struct FilterFile {
     path: PathBuf,
     header: Header,
     data: Data,
+    /// Whether the payload checksum was checked.
+    payload_verified: bool,
 }
 
 impl std::fmt::Debug for FilterFile {
@@ -43,58 +49,174 @@ fn corrupt(path: &Path, source: format::FormatError) -> Error {
     }
 }
 
+/// Refuses what cannot hold a filter file: folders, character devices (`/dev/zero` would be
+/// read forever), sockets. Regular files, pipes and block devices may.
+fn check_readable_kind(path: &Path, t: &std::fs::FileType) -> Result<()> {
+    let what = if t.is_dir() {
+        "a directory"
+    } else {
+        match special_kind(t) {
+            Some(what) => what,
+            None => return Ok(()),
+        }
+    };
+    Err(Error::input(
+        path,
+        None,
+        format!("is {what}, not a filter file"),
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(t: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> Option<&'static str> {
+    None
+}
+
+/// Refuses a file of another kind than static (counting, window, scalable).
+fn check_static(path: &Path, header: &Header) -> Result<()> {
+    if header.params.kind != bloomlanes_core::FilterKind::Static {
+        let e = format::FormatError::WrongKind {
+            expected: "static",
+            found: header.params.kind.name(),
+        };
+        return Err(corrupt(path, e));
+    }
+    Ok(())
+}
+
+/// Reads a filter file from a stream, never more than its header says the file holds plus one
+/// byte (so that trailing bytes are still reported): an endless stream (a pipe fed forever) ends
+/// with an error once the header is read or its bound is passed, and memory grows only with the
+/// bytes that actually arrive.
+pub fn read_bounded(path: &Path, mut stream: impl Read) -> Result<Vec<u8>> {
+    let err = |e| Error::io(path, "read", e);
+    let mut bytes = Vec::with_capacity(HEADER_LEN);
+    (&mut stream)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    if bytes.len() < HEADER_LEN {
+        return Ok(bytes); // the parser names the truncation
+    }
+    let needed = match format::parse_with(&bytes, Verify::HeaderOnly) {
+        Err(format::FormatError::Truncated { needed, .. }) => needed,
+        Err(e) => return Err(corrupt(path, e)),
+        Ok(_) => HEADER_LEN as u64,
+    };
+    stream
+        .take(needed - HEADER_LEN as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    Ok(bytes)
+}
+
 impl FilterFile {
-    /// Opens and checks the filter file at `path`.
+    /// Opens and checks the filter file at `path`, its payload checksum included (reading every
+    /// page of the file once: see [`FilterFile::open_with`]).
     pub fn open(path: &Path) -> Result<FilterFile> {
-        if path.is_dir() {
-            return Err(Error::input(
-                path,
-                None,
-                "is a directory, not a filter file",
-            ));
+        FilterFile::open_with(path, Verify::Full)
+    }
+
+    /// Opens and checks the filter file at `path`; with [`Verify::HeaderOnly`], everything but
+    /// the payload checksum (the header, its checksum, the lengths), so that opening a
+    /// multi-gigabyte file reads one page instead of all of them, and bits damaged on disk go
+    /// unnoticed. [`FilterFile::payload_verified`] tells which was done.
+    ///
+    /// A regular file is memory-mapped. A pipe (FIFO, `<(…)`) or block device is read, but never
+    /// more than its header says a filter holds plus one byte; a folder, character device
+    /// (`/dev/zero`) or socket is refused.
+    pub fn open_with(path: &Path, verify: Verify) -> Result<FilterFile> {
+        // Decided before opening: opening a device may have effects of its own.
+        if let Ok(m) = std::fs::metadata(path) {
+            check_readable_kind(path, &m.file_type())?;
         }
         let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(path, "read", e))?
-            .len();
-        if len < HEADER_LEN as u64 {
-            // Too short to map usefully (and an empty file cannot be mapped); parse a copy so the
-            // error names the truncation.
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, "read", e))?;
-            let f = Filter::from_file_bytes(&bytes).map_err(|e| corrupt(path, e))?;
-            return Ok(FilterFile {
-                path: path.to_path_buf(),
-                header: f.header(),
-                data: Data::Owned(f),
-            });
+        let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
+        check_readable_kind(path, &meta.file_type())?;
+        if !meta.is_file() || meta.len() < HEADER_LEN as u64 {
+            // A stream, or too short to map usefully (an empty file cannot be mapped): read it
+            // with a bound, so that the error names the truncation or fault.
+            let bytes = read_bounded(path, &file)?;
+            return FilterFile::from_bytes(path, &bytes, verify);
         }
         // SAFETY: the map is read-only and private to this process. This tool never modifies a
-        // filter file in place (it writes a temporary file and renames it), so the mapped bytes
+        // filter file in place (it writes a new file and renames it), so the mapped bytes
         // do not change under us unless another program truncates or rewrites the file while it
         // is open, which is outside this tool's contract (as for every mmap-based reader).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
-        let header = format::parse(&map).map_err(|e| corrupt(path, e))?.0;
-        if header.params.kind != bloomlanes_core::FilterKind::Static {
-            let e = bloomlanes_core::FormatError::WrongKind {
-                expected: "static",
-                found: header.params.kind.name(),
-            };
-            return Err(corrupt(path, e));
+        // The checksum reads the file front to back: ask for read-ahead while it runs.
+        #[cfg(unix)]
+        if verify == Verify::Full {
+            let _ = map.advise(memmap2::Advice::Sequential);
         }
+        let header = format::parse_with(&map, verify)
+            .map_err(|e| corrupt(path, e))?
+            .0;
+        #[cfg(unix)]
+        if verify == Verify::Full {
+            let _ = map.advise(memmap2::Advice::Normal);
+        }
+        check_static(path, &header)?;
         let aligned = cfg!(target_endian = "little")
             && bytemuck::try_cast_slice::<u8, u32>(&map[HEADER_LEN..]).is_ok();
         let data = if aligned {
             Data::Mapped(map)
         } else {
-            let f = Filter::from_file_bytes(&map).map_err(|e| corrupt(path, e))?;
+            let f = Filter::from_image(&map[HEADER_LEN..], header).map_err(|e| corrupt(path, e))?;
             Data::Owned(f)
         };
         Ok(FilterFile {
             path: path.to_path_buf(),
             header,
             data,
+            payload_verified: verify == Verify::Full,
         })
+    }
+
+    /// A filter file read into memory (`bytes`: the whole file).
+    fn from_bytes(path: &Path, bytes: &[u8], verify: Verify) -> Result<FilterFile> {
+        let (header, payload) = format::parse_with(bytes, verify).map_err(|e| corrupt(path, e))?;
+        check_static(path, &header)?;
+        let f = Filter::from_image(payload, header).map_err(|e| corrupt(path, e))?;
+        Ok(FilterFile {
+            path: path.to_path_buf(),
+            header,
+            data: Data::Owned(f),
+            payload_verified: verify == Verify::Full,
+        })
+    }
+
+    /// Whether the payload checksum was checked when the file was opened ([`Verify::Full`]).
+    pub fn payload_verified(&self) -> bool {
+        self.payload_verified
+    }
+
+    /// Tells the system that `keys` lookups follow, so that a memory-mapped file not yet in the
+    /// page cache is read as they need it. Few lookups into a large file (fewer than one per 8
+    /// pages) touch pages at random: read-ahead (megabytes per page fault) would read far more
+    /// than they need, so it is turned off (`MADV_RANDOM`). A hint only; answers never change.
+    pub fn advise_lookups(&self, keys: usize) {
+        #[cfg(unix)]
+        if let Data::Mapped(map) = &self.data {
+            const PAGE: u64 = 4096;
+            if (keys as u64).saturating_mul(8) < map.len() as u64 / PAGE {
+                let _ = map.advise(memmap2::Advice::Random);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = keys;
     }
 
     /// The file's path.
@@ -158,49 +280,41 @@ impl FilterFile {
     }
 }
 
-/// Writes a file atomically: `write` fills a temporary file in the same directory, which is
-/// flushed to disk and renamed over `path` only when everything succeeded.
+/// Writes an output: `write` fills it (buffered) and it appears at `path` only once complete
+/// and on disk, replacing any file there in one step; on any failure, or if the process is
+/// killed, the old file (or no file) stays as it was and nothing is left behind. `path` may be
+/// `-` for standard output, or a symbolic link (the file it names is replaced); a folder, FIFO
+/// or device is refused. See [`outfile`] for the details.
 pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if path.is_dir() {
-        return Err(Error::input(
-            path,
-            None,
-            "is a directory; give a file name to write",
-        ));
+    if outfile::Destination::of(path)? == outfile::Destination::Stdout {
+        return outfile::write_stdout(write);
     }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bloomlanes-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(path, "create a temporary file beside", e))?;
+    let mut file = outfile::AtomicFile::create(path)?;
     {
-        let mut w = io::BufWriter::new(tmp.as_file_mut());
+        let mut w = io::BufWriter::with_capacity(1 << 20, &mut file);
         write(&mut w).map_err(|e| Error::io(path, "write", e))?;
         w.flush().map_err(|e| Error::io(path, "write", e))?;
     }
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(path, "sync", e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io(path, "rename the temporary file to", e.error))?;
-    Ok(())
+    file.commit()
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` as [`write_atomic_with`] does.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
-/// Saves `filter` to `path` in the bloomlanes file format, atomically.
+/// Saves `filter` to `path` in the bloomlanes file format, as [`write_atomic_with`] does.
 pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
-    let image = filter.to_image();
+    // The byte image is the words in little-endian order: on such machines, the words
+    // themselves (no copy of a possibly multi-gigabyte filter).
+    #[cfg(target_endian = "little")]
+    let image: std::borrow::Cow<'_, [u8]> =
+        std::borrow::Cow::Borrowed(bytemuck::cast_slice(filter.words()));
+    #[cfg(not(target_endian = "little"))]
+    let image: std::borrow::Cow<'_, [u8]> = std::borrow::Cow::Owned(filter.to_image());
     let header = filter.header().encode(&image);
     write_atomic_with(path, |w| {
         w.write_all(&header)?;
@@ -234,9 +348,91 @@ mod tests {
         assert!(file.is_mapped());
         assert_eq!(*file.params(), *f.params());
         assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
+        // A hint only: the answers stay.
+        file.advise_lookups(1);
+        file.advise_lookups(usize::MAX);
+        assert!(["a", "b", "c"].iter().all(|k| file.contains(k)));
         assert_eq!(file.stats(), f.stats());
         assert_eq!(file.to_filter(), f);
         assert_eq!(load_filter(&path).unwrap(), f);
+    }
+
+    #[test]
+    fn skipping_the_payload_check_opens_damaged_bits_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let mut f = Filter::new(Params::new(Layout::L8x32, 64));
+        f.insert("a");
+        let mut bytes = f.to_file_bytes();
+        let full = {
+            std::fs::write(&path, &bytes).unwrap();
+            FilterFile::open(&path).unwrap()
+        };
+        assert!(full.payload_verified());
+        bytes[HEADER_LEN + 5] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(FilterFile::open(&path).is_err());
+        let quick = FilterFile::open_with(&path, Verify::HeaderOnly).unwrap();
+        assert!(quick.is_mapped() && !quick.payload_verified());
+        assert_eq!(quick.count_ones(), f.count_ones() + 1);
+        // The header is still checked.
+        bytes[20] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(FilterFile::open_with(&path, Verify::HeaderOnly).is_err());
+    }
+
+    #[test]
+    fn character_devices_are_refused_and_pipes_read_with_a_bound() {
+        let e = FilterFile::open(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("character device"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let mut f = Filter::new(Params::new(Layout::L16x32, 9).with_seed(4));
+        f.insert("x");
+        let good = f.to_file_bytes();
+        let feed = |bytes: Vec<u8>, forever: bool| {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                let _ = w.write_all(&bytes);
+                // An endless stream: the reader must stop on its own (then this write fails).
+                while forever && w.write_all(&[0; 4096]).is_ok() {}
+            })
+        };
+        // A whole filter through a pipe.
+        let writer = feed(good.clone(), false);
+        let read = FilterFile::open(&fifo).unwrap();
+        writer.join().unwrap();
+        assert!(!read.is_mapped() && read.contains("x"));
+        assert_eq!(read.to_filter(), f);
+        // A filter followed by an endless stream: at most one byte past it is read.
+        let writer = feed(good.clone(), true);
+        let e = FilterFile::open(&fifo).unwrap_err();
+        writer.join().unwrap();
+        assert!(
+            matches!(
+                e,
+                Error::Format {
+                    source: format::FormatError::TrailingBytes(1),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Endless zeros: refused on the header.
+        let writer = feed(Vec::new(), true);
+        let e = FilterFile::open(&fifo).unwrap_err();
+        writer.join().unwrap();
+        assert!(e.to_string().contains("magic"), "{e}");
+        // The bound alone, on an in-memory endless stream.
+        let mut endless = std::io::Cursor::new(good.clone()).chain(std::io::repeat(1));
+        let bytes = read_bounded(Path::new("s"), &mut endless).unwrap();
+        assert_eq!(bytes.len(), good.len() + 1);
     }
 
     #[test]

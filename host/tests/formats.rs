@@ -314,7 +314,9 @@ fn parquet_column_bloom_filters_import_value_by_value() {
         assert!(sbbf_ids.check(&id));
         assert!(lib.view().contains(&(id as u64)), "bloomlanes finds {id}");
     }
-    let dec: String = ids(n).iter().map(|i| format!("{}\n", *i as u64)).collect();
+    // Signed decimals (the INT64 column records key type i64, so text is parsed as i64).
+    assert_eq!(v["key_type"], "i64");
+    let dec: String = ids(n).iter().map(|i| format!("{i}\n")).collect();
     let q = write(&d, "ids.txt", dec);
     assert_eq!(
         json(&["query", s(&fid), s(&q), "--format", "decimal", "--count"])["matches"],
@@ -377,7 +379,8 @@ fn hdl_export_writes_rtl_and_banks() {
         .assert()
         .success();
     let rtl = at(&d, "rtl");
-    let v = json(&["export", s(&f), "--hdl", s(&rtl), "--key-bytes", "2"]);
+    // Text lines are variable-length keys: hashed on chip with a length field.
+    let v = json(&["export", s(&f), "--hdl", s(&rtl), "--max-key-bytes", "8"]);
     assert_eq!(v["form"], "hdl");
     let files: Vec<String> = v["files"]
         .as_array()
@@ -403,6 +406,10 @@ fn hdl_export_writes_rtl_and_banks() {
         1,
     );
     assert!(e.contains("key width"), "{e}");
+    assert!(!bad.exists());
+    // A fixed-width input does not fit keys of text lines (the filter records their type).
+    let e = fails(&["export", s(&f), "--hdl", s(&bad), "--key-bytes", "2"], 1);
+    assert!(e.contains("variable-length keys"), "{e}");
     assert!(!bad.exists());
     assert_eq!(dir_files(&d), ["f.blf", "k.txt", "rtl"]);
 }

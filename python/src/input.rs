@@ -186,7 +186,8 @@ impl<'py> Input<'py> {
                 self.owners.push(Owner::Words64(v));
             }
             RawValues::Days64(p, n) if misaligned(*p) => {
-                // SAFETY: as above.
+                // SAFETY: `p` points to `n` 64-bit day counts (unaligned), kept alive by the
+                // owner of this run; as bytes (alignment 1) the `n * 8` bytes are readable.
                 let bytes = unsafe { slice(p.cast::<u8>(), *n * 8) };
                 let v: Vec<u64> = bytes
                     .chunks_exact(8)
@@ -361,7 +362,8 @@ fn from_arrow_stream<'py>(obj: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> 
     let schema = unsafe { arrow::stream_schema(stream)? };
     let mut input = Input::new(KeyType::Any);
     loop {
-        // SAFETY: as above.
+        // SAFETY: the stream is the live one held by `cap` for the whole loop, and this loop is
+        // its only consumer, so `get_next` is never called concurrently or after release.
         let Some(array) = (unsafe { arrow::stream_next(stream)? }) else {
             break;
         };

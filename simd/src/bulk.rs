@@ -39,10 +39,14 @@ pub(crate) struct Bitmap<'a>(pub(crate) &'a mut [u64]);
 impl Sink for Bitmap<'_> {
     #[inline(always)]
     fn put(&mut self, start: usize, n: usize, hits: &[u8; GROUP]) {
+        // Eight answer bytes (each 0 or 1) become eight bits per step; bytes past the `n`
+        // answers of a short last group are stale, so their bits are masked off (`n <= 32`).
         let mut bits = 0u64;
-        for (i, &h) in hits[..n].iter().enumerate() {
-            bits |= u64::from(h) << i;
+        for (i, eight) in hits.chunks_exact(8).enumerate() {
+            let eight = u64::from_le_bytes(eight.try_into().expect("chunks of 8 bytes"));
+            bits |= pack8(eight) << (8 * i);
         }
+        bits &= (1u64 << n) - 1;
         // GROUP is 32: a group fills the low or the high half of one word, low half first.
         let word = &mut self.0[start / 64];
         if start.is_multiple_of(64) {
@@ -51,6 +55,15 @@ impl Sink for Bitmap<'_> {
             *word |= bits << 32;
         }
     }
+}
+
+/// Packs eight bytes, each 0 or 1, into the low eight bits: byte `k` (little-endian) becomes bit
+/// `k`. Byte `j` of the constant is `2^(7 − j)`, i.e. bit `7j + 7`, so input bit `8k` times it
+/// lands at bit `8k + 7j + 7`, which is `56 + k` for `j = 7 − k`; the 64 exponents `8k + 7j + 7`
+/// are distinct (`8Δk = 7Δj` has no other solution in range), so no partial products carry.
+#[inline(always)]
+fn pack8(bytes: u64) -> u64 {
+    bytes.wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
 /// The hashes and block offsets of one group.
@@ -522,3 +535,28 @@ macro_rules! entry_points {
     };
 }
 pub(crate) use entry_points;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack8_puts_byte_k_at_bit_k() {
+        for pattern in 0u32..256 {
+            let bytes: [u8; 8] = core::array::from_fn(|k| ((pattern >> k) & 1) as u8);
+            assert_eq!(pack8(u64::from_le_bytes(bytes)), u64::from(pattern));
+        }
+    }
+
+    #[test]
+    fn bitmap_sink_masks_stale_hits_of_a_short_group() {
+        let mut words = [u64::MAX; 2];
+        let mut sink = Bitmap(&mut words);
+        let mut hits = [1u8; GROUP];
+        hits[1] = 0;
+        sink.put(0, GROUP, &hits);
+        sink.put(32, 3, &hits);
+        assert_eq!(words[0], 0b101 << 32 | (u64::from(u32::MAX) & !0b10));
+        assert_eq!(words[1], u64::MAX, "other words untouched");
+    }
+}

@@ -11,6 +11,14 @@
 //!
 //! Results are bit-identical to the core's scalar reference for every path, layout and key form.
 //!
+//! # Filter kinds
+//! Counting and stable filters ([`Probe::insert_counting`], [`Probe::remove_counting`] and their
+//! parallel forms; lookups are [`Probe::contains`] of the projection), sliding windows
+//! ([`Probe::insert_window`], [`Probe::insert_window_at`], [`Probe::contains_window`]) and
+//! scalable filters ([`Probe::insert_scalable`], [`Probe::contains_scalable`]) have bulk
+//! operations on every path too, each leaving exactly the words of the core's key-by-key
+//! operations in input order.
+//!
 //! # Paths and dispatch
 //! [`SimdPath`] names the implementations: `scalar` (the core reference, key by key),
 //! `portable` (the `wide` crate, compiled for the target's own vector ISA), and on x86_64 `sse2`,
@@ -42,14 +50,30 @@ use std::sync::OnceLock;
 use bloomlanes_core::{block_index, FilterMut, FilterRef, Keys, Params};
 use rayon::prelude::*;
 
+pub use partition::{
+    release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
+};
+
 mod arch;
 mod bulk;
+mod cache;
 #[cfg(test)]
 mod kernel_tests;
+mod partition;
 mod portable;
 mod scalar;
 mod shape;
 mod vector;
+
+// The filter kinds of issue #14 (counting, stable, window, scalable): their kernels, entry
+// points and `Probe` methods.
+mod counter_lanes;
+mod counting;
+mod counting_kernel;
+mod kind_entry;
+mod scalable;
+mod window;
+mod window_kernel;
 
 /// An implementation of the bulk operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -247,18 +271,27 @@ fn as_atomic(words: &mut [u32]) -> &[AtomicU32] {
 pub struct Probe {
     path: SimdPath,
     fns: &'static Fns,
+    /// When bulk operations partition the batch (`partition`).
+    partitioning: Partitioning,
 }
 
 impl fmt::Debug for Probe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Probe").field("path", &self.path).finish()
+        f.debug_struct("Probe")
+            .field("path", &self.path)
+            .field("partitioning", &self.partitioning.mode)
+            .finish()
     }
 }
 
 impl Probe {
     /// The operations of `path`, or `None` if this CPU (or target) lacks it.
     pub fn new(path: SimdPath) -> Option<Probe> {
-        path.fns().map(|fns| Probe { path, fns })
+        path.fns().map(|fns| Probe {
+            path,
+            fns,
+            partitioning: Partitioning::default(),
+        })
     }
 
     /// The operations of [`active_path`].
@@ -271,12 +304,17 @@ impl Probe {
         self.path
     }
 
-    /// Looks up every key: `out[i]` is 1 if key `i` may be present, else 0.
+    /// Looks up every key: `out[i]` is 1 if key `i` may be present, else 0. Large batches for
+    /// filters beyond the caches are partitioned by filter region when the probe's
+    /// [`Partitioning`] says it pays (same answers).
     ///
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         assert_eq!(out.len(), keys.len(), "one output byte per key");
+        if self.partitioned_bytes(filter, keys, out, false) {
+            return;
+        }
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
         // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
         unsafe { (self.fns.contains_bytes)(*filter.params(), filter.words(), keys, out) }
@@ -293,13 +331,20 @@ impl Probe {
             keys.len().div_ceil(64),
             "one output word per 64 keys"
         );
+        if self.partitioned_bitmap(filter, keys, out, false) {
+            return;
+        }
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
         // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
         unsafe { (self.fns.contains_bitmap)(*filter.params(), filter.words(), keys, out) }
     }
 
-    /// Inserts every key.
-    pub fn insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+    /// Inserts every key (partitioned by filter region, like [`Probe::contains`], when the
+    /// probe's [`Partitioning`] says it pays; same words).
+    pub fn insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+        let Some(mut filter) = self.partitioned_insert(filter, keys) else {
+            return;
+        };
         let params = *filter.params();
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
         // the words hold exactly `params.blocks` blocks (FilterMut invariant) and are
@@ -307,12 +352,16 @@ impl Probe {
         unsafe { (self.fns.insert)(params, filter.words_mut(), keys) }
     }
 
-    /// [`Probe::contains`] on every core (rayon's global pool), in chunks of 16 Ki keys.
+    /// [`Probe::contains`] on every core (rayon's current pool), in chunks of 16 Ki keys, or
+    /// partitioned with a task per partition (see [`Partitioning`]).
     ///
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn par_contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         assert_eq!(out.len(), keys.len(), "one output byte per key");
+        if self.partitioned_bytes(filter, keys, out, true) {
+            return;
+        }
         out.par_chunks_mut(PAR_CHUNK)
             .enumerate()
             .for_each(|(c, out)| {
@@ -321,7 +370,8 @@ impl Probe {
             });
     }
 
-    /// [`Probe::contains_bitmap`] on every core (rayon's global pool), in chunks of 16 Ki keys.
+    /// [`Probe::contains_bitmap`] on every core (rayon's current pool), in chunks of 16 Ki
+    /// keys, or partitioned with a task per partition (see [`Partitioning`]).
     ///
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
@@ -331,6 +381,9 @@ impl Probe {
             keys.len().div_ceil(64),
             "one output word per 64 keys"
         );
+        if self.partitioned_bitmap(filter, keys, out, true) {
+            return;
+        }
         out.par_chunks_mut(PAR_CHUNK / 64)
             .enumerate()
             .for_each(|(c, out)| {
@@ -343,13 +396,20 @@ impl Probe {
     /// [`Probe::insert`] on every core (rayon's current pool), leaving exactly the words of a
     /// sequential insert of the same keys.
     ///
-    /// No atomics: the filter is exclusively borrowed, so its blocks are split into disjoint
-    /// ranges (a few per thread) and each range's task inserts, with the plain vector kernel,
-    /// the hashes that fall into it (see [`Probe::par_insert_ranges`]; one range per thread up to
-    /// 4 threads, 4 per thread beyond). Filters of at most
-    /// [`PAR_INSERT_MIN_BYTES`], batches under [`PAR_INSERT_MIN_KEYS`] keys and one-thread pools
-    /// take the single-thread [`Probe::insert`], which is faster there.
+    /// No atomics: the filter is exclusively borrowed. In [`PartitionMode::Auto`] (the default)
+    /// one-thread pools and batches under [`PAR_INSERT_MIN_KEYS`] keys take [`Probe::insert`];
+    /// filters that fit in L2 get a private copy per thread when the batch pays for the copies
+    /// ([`Probe::par_insert_copies`]); everything else is partitioned by filter region, a few
+    /// partitions per thread, each written by one task only. [`PartitionMode::Partitioned`]
+    /// always partitions. [`PartitionMode::Direct`] keeps the block-range scheme: the blocks
+    /// are split into disjoint ranges (a few per thread) and each range's task inserts, with the
+    /// plain vector kernel, the hashes that fall into it (see [`Probe::par_insert_ranges`]; one
+    /// range per thread up to 4 threads, 4 per thread beyond), with filters of at most
+    /// [`PAR_INSERT_MIN_BYTES`], short batches and one-thread pools on one thread.
     pub fn par_insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+        let Some(filter) = partition::par_insert(self, filter, keys) else {
+            return;
+        };
         let threads = rayon::current_num_threads();
         let bytes = filter.params().byte_len();
         if threads <= 1 || bytes <= PAR_INSERT_MIN_BYTES as u64 || keys.len() < PAR_INSERT_MIN_KEYS

@@ -1,5 +1,7 @@
 //! Writes seed corpora made by the library itself (what the CLI writes): filters of every kind,
-//! layout and key type, and Parquet forms. `make_seeds DIR` fills `DIR/<target>/`.
+//! layout and key type (also the stream reader's seeds), Parquet forms, small `.parquet` files with
+//! bloom filters (footer written here in the Thrift compact protocol, as `parquet add-filters`
+//! writes it), and typed key texts. `make_seeds DIR` fills `DIR/<target>/`.
 use std::path::Path;
 
 use bloomlanes_core::{
@@ -48,5 +50,205 @@ fn main() {
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.insert("a");
     put(&parquet, f.to_parquet().unwrap());
+    // The stream reader reads the same files (plus whatever follows them).
+    let stream = dir.join("filter_stream");
+    std::fs::create_dir_all(&stream).unwrap();
+    for seed in std::fs::read_dir(&files).unwrap() {
+        let seed = seed.unwrap();
+        std::fs::copy(seed.path(), stream.join(seed.file_name())).unwrap();
+    }
+
+    let files = dir.join("parquet_file");
+    std::fs::create_dir_all(&files).unwrap();
+    for (groups, with_length) in [(1, true), (2, false), (3, true)] {
+        put(&files, parquet_file(groups, with_length));
+    }
+    let texts = dir.join("key_text");
+    std::fs::create_dir_all(&texts).unwrap();
+    // One byte choosing the key type (see fuzz_targets/key_text.rs), then the text.
+    for (which, text) in [
+        (0u8, "alice"),
+        (1, "18446744073709551615"),
+        (2, "-500"),
+        (2, "0x7fff_ffff"),
+        (3, "4294967295"),
+        (4, "-2147483648"),
+        (5, "-0.0"),
+        (6, "NaN"),
+        (6, "1e-300"),
+        (7, "2024-02-29"),
+        (8, "2024-01-02T03:04:05.123Z"),
+        (9, "1969-12-31 23:59:59.999999-01:30"),
+        (10, "1700000000000000000"),
+        (11, "00112233-4455-6677-8899-aabbccddeeff"),
+        (12, "0xbeef01"),
+        (13, "10.0.0.1:1234 -> 10.0.0.2:53 proto 17"),
+        (13, "[::1]:1 -> [fe80::2]:2 proto 6"),
+    ] {
+        let mut b = vec![which];
+        b.extend_from_slice(text.as_bytes());
+        put(&texts, b);
+    }
     println!("{n} seeds in {}", dir.display());
+}
+
+/// A compact-protocol writer, just enough for a Parquet footer.
+#[derive(Default)]
+struct Compact {
+    out: Vec<u8>,
+    last: Vec<i16>,
+}
+
+impl Compact {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.out.push(v as u8);
+    }
+    fn header(&mut self, id: i16, t: u8) {
+        let last = self.last.last_mut().unwrap();
+        let delta = id - *last;
+        *last = id;
+        if (1..=15).contains(&delta) {
+            self.out.push((delta as u8) << 4 | t);
+        } else {
+            self.out.push(t);
+            self.varint(((i64::from(id) << 1) ^ (i64::from(id) >> 63)) as u64);
+        }
+    }
+    fn int(&mut self, id: i16, t: u8, v: i64) {
+        self.header(id, t);
+        self.varint(((v << 1) ^ (v >> 63)) as u64);
+    }
+    fn i32(&mut self, id: i16, v: i32) {
+        self.int(id, 5, i64::from(v));
+    }
+    fn i64(&mut self, id: i16, v: i64) {
+        self.int(id, 6, v);
+    }
+    fn bin(&mut self, id: i16, b: &[u8]) {
+        self.header(id, 8);
+        self.varint(b.len() as u64);
+        self.out.extend_from_slice(b);
+    }
+    fn begin(&mut self, id: i16) {
+        self.header(id, 12);
+        self.last.push(0);
+    }
+    fn begin_elem(&mut self) {
+        self.last.push(0);
+    }
+    fn end(&mut self) {
+        self.out.push(0);
+        self.last.pop();
+    }
+    fn list(&mut self, id: i16, elem: u8, n: usize) {
+        self.header(id, 9);
+        if n < 15 {
+            self.out.push((n as u8) << 4 | elem);
+        } else {
+            self.out.push(0xf0 | elem);
+            self.varint(n as u64);
+        }
+    }
+}
+
+/// A small `.parquet` file: columns `n` (INT32 DATE), `s` (BYTE_ARRAY), `u` (FLBA(16) UUID),
+/// `groups` row groups of fake pages, a bloom filter per chunk.
+fn parquet_file(groups: usize, with_length: bool) -> Vec<u8> {
+    let mut file = b"PAR1".to_vec();
+    let mut chunks = Vec::new();
+    for g in 0..groups {
+        for c in 0..3 {
+            let pages = file.len() as i64;
+            file.extend_from_slice(&[
+                0x15, 0x00, 0x15, 0x08, 0x15, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7,
+            ]);
+            let mut f = Filter::new(Params::new(Layout::L8x32, 1 + g as u32));
+            f.insert(&(g as i32 * 10 + c));
+            let form = f.to_parquet().unwrap();
+            chunks.push((pages, 14i64, form));
+        }
+    }
+    let mut blooms = Vec::new();
+    for (_, _, form) in &chunks {
+        blooms.push((file.len() as i64, form.len() as i32));
+        file.extend_from_slice(form);
+    }
+    let mut w = Compact::default();
+    w.last.push(0);
+    w.i32(1, 2);
+    w.list(2, 12, 4);
+    let schema: [(&str, Option<i32>, Option<i32>, Option<i32>); 4] = [
+        ("schema", None, None, None),
+        ("n", Some(1), None, Some(6)),
+        ("s", Some(6), None, Some(0)),
+        ("u", Some(7), Some(16), None),
+    ];
+    for (i, (name, ty, len, conv)) in schema.iter().enumerate() {
+        w.begin_elem();
+        if let Some(t) = ty {
+            w.i32(1, *t);
+        }
+        if let Some(l) = len {
+            w.i32(2, *l);
+        }
+        w.i32(3, 0);
+        w.bin(4, name.as_bytes());
+        if i == 0 {
+            w.i32(5, 3);
+        }
+        if let Some(c) = conv {
+            w.i32(6, *c);
+        }
+        if *name == "u" {
+            w.begin(10);
+            w.begin(14);
+            w.end();
+            w.end();
+        }
+        w.end();
+    }
+    w.i64(3, 10 * groups as i64);
+    w.list(4, 12, groups);
+    for g in 0..groups {
+        w.begin_elem();
+        w.list(1, 12, 3);
+        for c in 0..3 {
+            let (pages, size, _) = &chunks[g * 3 + c];
+            let (bo, bl) = blooms[g * 3 + c];
+            w.begin_elem();
+            w.i64(2, *pages);
+            w.begin(3);
+            w.i32(1, [1, 6, 7][c]);
+            w.list(2, 5, 1);
+            w.varint(0);
+            w.list(3, 8, 1);
+            let name = ["n", "s", "u"][c];
+            w.varint(name.len() as u64);
+            w.out.extend_from_slice(name.as_bytes());
+            w.i32(4, 0);
+            w.i64(5, 10);
+            w.i64(6, *size);
+            w.i64(7, *size);
+            w.i64(9, *pages);
+            w.i64(14, bo);
+            if with_length {
+                w.i32(15, bl);
+            }
+            w.end();
+            w.end();
+        }
+        w.i64(2, 42);
+        w.i64(3, 10);
+        w.end();
+    }
+    w.end();
+    let meta = w.out;
+    file.extend_from_slice(&meta);
+    file.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    file.extend_from_slice(b"PAR1");
+    file
 }

@@ -117,51 +117,35 @@ __device__ __forceinline__ void bl_count_undo_hashed(u32* image, u32* counters, 
   }
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_insert(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32 cbits) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) bl_count_insert_hashed(image, counters, blocks, bl_key_hash(k[j], seed, mode), cbits);
-  }
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    if (i < n) bl_count_insert_hashed(image, counters, blocks, bl_key_hash(k, seed, mode), cbits);
+  });
 }
 // status[i] = BL_ACCEPTED iff all of key i's image bits are set, else 0; stats[0] += accepted.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_check(const u32* image, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* status, u64* stats) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    bool ok = i < n ? bl_contains_hashed(image, blocks, bl_key_hash(k[j], seed, mode)) : false;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    bool ok = i < n ? bl_contains_hashed(image, blocks, bl_key_hash(k, seed, mode)) : false;
     if (i < n) status[i] = ok ? BL_ACCEPTED : 0u;
     u32 m = __ballot_sync(0xffffffffu, ok);
     if ((threadIdx.x & 31) == 0 && m) atomicAdd(stats, (u64)__popc(m));
-  }
+  });
 }
 // For each accepted key: its counters decremented, status[i] |= the lanes decremented;
 // stats[1] += counters found at 0.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_delete(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32 cbits, u32* status, u64* stats) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
   u32 under = 0;
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
     if (i < n && (status[i] & BL_ACCEPTED)) {
-      status[i] = bl_count_delete_hashed(image, counters, blocks, bl_key_hash(k[j], seed, mode), cbits, &under);
+      status[i] = bl_count_delete_hashed(image, counters, blocks, bl_key_hash(k, seed, mode), cbits, &under);
     }
-  }
+  });
   if (under) atomicAdd(stats + 1, (u64)under);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_undo(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32 cbits, const u32* status) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
     if (i < n) {
       u32 s = status[i];
-      if (s & ~BL_ACCEPTED) bl_count_undo_hashed(image, counters, blocks, bl_key_hash(k[j], seed, mode), cbits, s);
+      if (s & ~BL_ACCEPTED) bl_count_undo_hashed(image, counters, blocks, bl_key_hash(k, seed, mode), cbits, s);
     }
-  }
+  });
 }

@@ -3,9 +3,12 @@
 // are in flight together; MODE 0 = u64 keys (hashed), 1 = caller hashes (used as they are).
 // Records and strings: one thread per key. Records: key i is data[i*width, (i+1)*width).
 // Strings: key i is data[offsets[i]-base, offsets[i+1]-base), of data_len bytes in all.
+// The thread shapes below serve every kernel file after this one.
 __device__ __forceinline__ u64 bl_key_hash(u64 k, u64 seed, int mode) {
   return mode == 0 ? bl_hash_u64(k, seed) : k;
 }
+// The item of this thread in the one-item-per-thread kernels.
+__device__ __forceinline__ u64 bl_thread_index() { return (u64)blockIdx.x * BL_THREADS + threadIdx.x; }
 // The first key index of this thread in the BL_KPT-keys-per-thread kernels (its keys are
 // base + j * BL_THREADS), and its keys loaded first so that the loads are in flight together.
 __device__ __forceinline__ u64 bl_kpt_base() { return (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x; }
@@ -13,49 +16,48 @@ __device__ __forceinline__ void bl_load_keys(const u64* __restrict__ keys, u64 n
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
 }
+// Calls body(i, k) for each of this thread's keys, key i = k (0 past n), once all are loaded.
+// Every thread calls the body for every j, so a body may use warp collectives; it tests i < n.
+template <class Body>
+__device__ __forceinline__ void bl_each_key(const u64* keys, u64 n, Body body) {
+  u64 base = bl_kpt_base(), k[BL_KPT];
+  bl_load_keys(keys, n, base, k);
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) body(base + j * BL_THREADS, k[j]);
+}
+// out[i] = r[j] for this thread's keys i = base + j * BL_THREADS below n.
+template <class T>
+__device__ __forceinline__ void bl_store_keys(u8* __restrict__ out, u64 n, u64 base, const T r[BL_KPT]) {
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
+}
 template <int MODE>
 __device__ __forceinline__ void bl_insert_keys(u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) bl_insert_hashed(words, blocks, bl_key_hash(k[j], seed, MODE));
-  }
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    if (i < n) bl_insert_hashed(words, blocks, bl_key_hash(k, seed, MODE));
+  });
 }
 template <int MODE>
 __device__ __forceinline__ void bl_contains_keys(const u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed, u8* __restrict__ out) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  u64 base = bl_kpt_base(), k[BL_KPT];
+  bl_load_keys(keys, n, base, k);
   bool r[BL_KPT];
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
     u64 i = base + j * BL_THREADS;
     r[j] = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
   }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
+  bl_store_keys(out, n, base, r);
 }
 template <int MODE>
 __device__ __forceinline__ void bl_bitmap_keys(const u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed, u32* __restrict__ bits) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
-    u32 m = __ballot_sync(0xffffffffu, r);
-    if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
-  }
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k, seed, MODE)) : false;
+    bl_put_bits(bits, i, n, r);
+  });
 }
 // Insert by TMA bulk reduction (sm_90+): the block mask is staged in shared memory and ORed into
 // the filter with one cp.reduce.async.bulk per key instead of one atomic per lane word.
@@ -64,10 +66,8 @@ __device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64
     const u64* __restrict__ keys, u64 n, u64 seed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   __shared__ __align__(128) u32 sm[BL_THREADS * BL_SLOTS * BL_BLOCK_U32S];
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  u64 base = bl_kpt_base(), k[BL_KPT];
+  bl_load_keys(keys, n, base, k);
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
     u64 i = base + j * BL_THREADS;
@@ -126,40 +126,38 @@ __device__ __forceinline__ u64 bl_string_hash(const u8* data, u64 data_len, cons
   return bl_xxh64(data + a, b > a ? b - a : 0, seed);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_records(u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) bl_insert_hashed(words, blocks, bl_record_hash(data, width, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u32* bits) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   bool r = i < n ? bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed)) : false;
-  u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+  bl_put_bits(bits, i, n, r);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed)) : false;
-  u32 m = __ballot_sync(0xffffffffu, r);
-  if ((threadIdx.x & 31) == 0 && ((i >> 6) << 6) < n) bits[i >> 5] = m;
+  bl_put_bits(bits, i, n, r);
 }
 // The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
 // kinds, partitioned lookups and deletes).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = bl_record_hash(data, width, i, seed);
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_strings(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = bl_string_hash(data, data_len, offsets, base, i, seed);
 }

@@ -18,36 +18,24 @@ __device__ __forceinline__ void bl_append(bool r, u32 value, u32* __restrict__ l
 // pos[i] of a chunk of n keys that starts at key `base` of the batch; a maybe-present key sets
 // bit base + pos[i] of `bits` (zeroed by the host), or appends base + pos[i] to the list.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_bitmap(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits) {
-  u64 first = bl_kpt_base(), h[BL_KPT];
-  bl_load_keys(hashes, n, first, h);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = first + j * BL_THREADS;
-    if (i < n && bl_contains_hashed(words, blocks, h[j])) {
+  bl_each_key(hashes, n, [&](u64 i, u64 h) {
+    if (i < n && bl_contains_hashed(words, blocks, h)) {
       u32 p = pos[i];
       if (p < n) { u64 q = base + p; atomicOr(bits + (q >> 5), 1u << (q & 31)); }
     }
-  }
+  });
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_list(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count) {
-  u64 first = bl_kpt_base(), h[BL_KPT];
-  bl_load_keys(hashes, n, first, h);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = first + j * BL_THREADS;
+  bl_each_key(hashes, n, [=](u64 i, u64 h) {
     u32 p = i < n ? pos[i] : 0u;
-    bool r = i < n && p < n && bl_contains_hashed(words, blocks, h[j]);
+    bool r = i < n && p < n && bl_contains_hashed(words, blocks, h);
     bl_append(r, (u32)(base + p), list, cap, count);
-  }
+  });
 }
 // The unpartitioned screening form: appends i to the list for every maybe-present key i.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_positions_keys(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, mode)) : false;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k, seed, mode)) : false;
     bl_append(r, (u32)i, list, cap, count);
-  }
+  });
 }

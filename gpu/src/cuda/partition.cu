@@ -10,10 +10,9 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_hist(const u64*
   for (u32 p = threadIdx.x; p < parts; p += BL_THREADS) hist[p] = 0;
   __syncthreads();
   u64 stride = (u64)gridDim.x * (BL_THREADS * BL_KPT);
-  for (u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x; base < n; base += stride) {
+  for (u64 base = bl_kpt_base(); base < n; base += stride) {
     u64 k[BL_KPT];
-    #pragma unroll
-    for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+    bl_load_keys(keys, n, base, k);
     #pragma unroll
     for (int j = 0; j < BL_KPT; j++) {
       u64 i = base + j * BL_THREADS;

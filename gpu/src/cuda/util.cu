@@ -1,18 +1,18 @@
 // Layout-independent kernels: set operations, the input check of device strings, per-key result
 // conversions, the random key generator and the speed-of-light reference of the benchmarks.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_union(u32* a, const u32* b, u64 n) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) a[i] |= b[i];
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_intersect(u32* a, const u32* b, u64 n) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) a[i] &= b[i];
 }
 // String offsets are valid when each is at most data_len and none is smaller than the one before
 // it (bloomlanes_core::Strings::new). *first_bad (set to ~0 by the caller) ends as the smallest
 // index of an offset that is not, or stays ~0.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_check_offsets(const u64* offsets, u64 count, u64 data_len, u64* first_bad) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < count) {
     u64 v = offsets[i];
     if (v > data_len || (i > 0 && v < offsets[i - 1])) atomicMin(first_bad, i);
@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_check_offsets(const 
 }
 // SplitMix64 keys: key i = mix(seed + (i + 1) * golden).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_fill_random(u64* keys, u64 n, u64 seed) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) {
     u64 z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -31,10 +31,8 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_fill_random(u64* key
 // Speed of light for a lookup: read the key, one random 32-byte-aligned 32-byte read from a
 // buffer of `sectors` sectors, write one byte. Same thread shape as the lookups.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const uint4* buf, u64 sectors, const u64* keys, u64 n, u8* out) {
-  u64 base = (u64)blockIdx.x * (BL_THREADS * BL_KPT) + threadIdx.x;
-  u64 k[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; k[j] = i < n ? __ldg(keys + i) : 0; }
+  u64 base = bl_kpt_base(), k[BL_KPT];
+  bl_load_keys(keys, n, base, k);
   u8 r[BL_KPT];
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
@@ -45,17 +43,16 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const
       r[j] = ((a.x | a.y | a.z | a.w | b.x | b.y | b.z | b.w) & 1u) != 0;
     } else r[j] = 0;
   }
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
+  bl_store_keys(out, n, base, r);
 }
 // Per-key results of a counting delete: out[i] = 1 iff key i was deleted (status bit 31).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_bytes(const u32* status, u64 n, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = (u8)(status[i] >> 31);
 }
 // The same for statuses in grouped order: status[i] belongs to key pos[i] (< n).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_scatter(const u32* status, const u32* pos, u64 n, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) {
     u32 p = pos[i];
     if (p < n) out[p] = (u8)(status[i] >> 31);
@@ -63,6 +60,6 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_scatter(const
 }
 // out[i] = bit i of the bitmap `bits`, for i < n.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bits_to_bytes(const u32* bits, u64 n, u8* out) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < n) out[i] = (u8)((bits[i >> 5] >> (i & 31)) & 1u);
 }

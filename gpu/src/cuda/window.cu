@@ -15,39 +15,27 @@ __device__ __forceinline__ bool bl_window_has(const u32* __restrict__ words, u64
 }
 // Sets the keys' bits in generation `gen`.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_window_insert(u32* words, u64 blocks, u32 gens, u32 gen, const u64* keys, u64 n, u64 seed, int mode) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
     if (i < n) {
-      u64 h = bl_key_hash(k[j], seed, mode);
+      u64 h = bl_key_hash(k, seed, mode);
       bl_insert_block(words + (bl_block(h, blocks) * gens + gen) * BL_BLOCK_U32S, (u32)h);
     }
-  }
+  });
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_window_contains(const u32* words, u64 blocks, u32 gens, const u64* keys, u64 n, u64 seed, int mode, u8* out) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) out[i] = bl_window_has(words, blocks, gens, bl_key_hash(k[j], seed, mode));
-  }
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    if (i < n) out[i] = bl_window_has(words, blocks, gens, bl_key_hash(k, seed, mode));
+  });
 }
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_window_bitmap(const u32* words, u64 blocks, u32 gens, const u64* keys, u64 n, u64 seed, int mode, u32* bits) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    bool r = i < n ? bl_window_has(words, blocks, gens, bl_key_hash(k[j], seed, mode)) : false;
+  bl_each_key(keys, n, [&](u64 i, u64 k) {
+    bool r = i < n ? bl_window_has(words, blocks, gens, bl_key_hash(k, seed, mode)) : false;
     bl_put_bits(bits, i, n, r);
-  }
+  });
 }
 // Clears generation `gen`: one thread per u32 word of it (blocks * BL_BLOCK_U32S words).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_window_clear(u32* words, u64 blocks, u32 gens, u32 gen) {
-  u64 i = (u64)blockIdx.x * BL_THREADS + threadIdx.x;
+  u64 i = bl_thread_index();
   if (i < blocks * BL_BLOCK_U32S) {
     u64 b = i / BL_BLOCK_U32S, w = i % BL_BLOCK_U32S;
     words[(b * gens + gen) * BL_BLOCK_U32S + w] = 0;

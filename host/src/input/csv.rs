@@ -2,15 +2,21 @@
 
 use std::path::Path;
 
-use super::keyset::{KeyKind, KeySetBuilder};
-use super::{extension, InputOptions};
-use crate::error::{Error, Location, Result};
+use bloomlanes_core::KeyType;
 
+use super::keyset::{KeyKind, KeySetBuilder};
+use super::{extension, sniff, InputOptions};
+use crate::error::{Error, Location, Result};
+use crate::key_text;
+
+/// Reads one column; `key_type` `None` takes the fields as bytes but refuses a column whose
+/// every field looks like a number (`--format auto` does not guess).
 pub(super) fn read_csv(
     shown: &Path,
     path: &Path,
     bytes: &[u8],
     opts: &InputOptions,
+    key_type: Option<KeyType>,
     out: &mut KeySetBuilder,
 ) -> Result<()> {
     let delimiter = opts.csv_delimiter.unwrap_or(if extension(path) == "tsv" {
@@ -68,6 +74,8 @@ pub(super) fn read_csv(
     }
     let column = column.unwrap_or(0);
     let mut rec = ::csv::ByteRecord::new();
+    let mut scratch = Vec::new();
+    let (mut numeric_seen, mut all_numeric) = (0usize, key_type.is_none());
     loop {
         match rdr.read_byte_record(&mut rec) {
             Ok(false) => break,
@@ -75,7 +83,26 @@ pub(super) fn read_csv(
             Err(e) => return Err(csv_err(e)),
         }
         match rec.get(column) {
-            Some(field) => out.push_bytes(field, KeyKind::Text),
+            Some(field) => match key_type {
+                None | Some(KeyType::Bytes) => {
+                    if all_numeric && numeric_seen < sniff::NUMERIC_SAMPLE && !field.is_empty() {
+                        all_numeric = key_text::looks_numeric(field);
+                        numeric_seen += 1;
+                    }
+                    out.push_bytes(field, KeyKind::Text)
+                }
+                Some(t) => {
+                    scratch.clear();
+                    key_text::parse_into(t, field, &mut scratch).map_err(|e| {
+                        let at = rec
+                            .position()
+                            .map(|p| Location::LineByte(p.line(), p.byte()));
+                        let name = opts.csv_column.as_deref().unwrap_or("0");
+                        Error::input_with(shown, at, format!("CSV column {name}: {e}"), e)
+                    })?;
+                    out.push_typed(&scratch, t);
+                }
+            },
             None => {
                 let at = rec
                     .position()
@@ -90,6 +117,13 @@ pub(super) fn read_csv(
                 ));
             }
         }
+    }
+    if all_numeric && numeric_seen > 0 {
+        return Err(sniff::numeric_guess(
+            shown,
+            numeric_seen,
+            "field of the CSV column",
+        ));
     }
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! Owned batches of keys: [`KeySet`] (what the readers produce and the backends take as a
 //! borrowed [`Keys`]) and its [`KeySetBuilder`].
 
-use bloomlanes_core::{Keys, Records, Strings};
+use bloomlanes_core::{KeyType, Keys, Physical, Records, Strings};
 
 use super::pcap;
+use crate::key_text;
 
 /// What the keys of a [`KeySet`] are, for printing them back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +29,7 @@ enum Repr {
 pub struct KeySet {
     repr: Repr,
     kind: KeyKind,
+    key_type: KeyType,
 }
 
 impl KeySet {
@@ -36,6 +38,7 @@ impl KeySet {
         KeySet {
             repr: Repr::U64(keys),
             kind: KeyKind::Integers,
+            key_type: KeyType::U64,
         }
     }
 
@@ -49,7 +52,19 @@ impl KeySet {
         for k in keys {
             b.push_bytes(k.as_ref(), KeyKind::Text);
         }
-        b.finish()
+        b.finish().with_key_type(KeyType::Bytes)
+    }
+
+    /// The same keys, recorded as being of type `key_type` (the bytes are not changed).
+    pub fn with_key_type(mut self, key_type: KeyType) -> KeySet {
+        self.key_type = key_type;
+        self
+    }
+
+    /// What the keys are ([`KeyType::Any`] when not known): recorded in a filter built from
+    /// them, and checked against a filter queried with them.
+    pub fn key_type(&self) -> KeyType {
+        self.key_type
     }
 
     /// Number of keys.
@@ -80,8 +95,12 @@ impl KeySet {
         }
     }
 
-    /// Key `i` written for people (its number, text or 5-tuple).
+    /// Key `i` written for people (its number, text or 5-tuple), in the text form of its key
+    /// type (see [`key_text::display`]).
     pub fn display(&self, i: usize) -> String {
+        if !matches!(self.key_type, KeyType::Any | KeyType::Bytes) {
+            return key_text::display(self.key_type, &self.key_bytes(i));
+        }
         match (&self.repr, self.kind) {
             (Repr::U64(k), _) => k[i].to_string(),
             (_, KeyKind::Tuples) => pcap::format_tuple(self.bytes(i)),
@@ -135,6 +154,19 @@ impl KeySetBuilder {
         self.ints.reserve(n);
     }
 
+    /// Adds a key of type `key_type` given as the bytes that are hashed (8-byte integers and
+    /// doubles are kept as integers, the fastest form for the backends).
+    pub fn push_typed(&mut self, k: &[u8], key_type: KeyType) {
+        match (key_type.physical(), <[u8; 8]>::try_from(k)) {
+            (Physical::Int64 | Physical::Double, Ok(b)) => self.push_u64(u64::from_le_bytes(b)),
+            (Physical::ByteArray | Physical::Unknown, _) if key_type != KeyType::Flow => {
+                self.push_bytes(k, KeyKind::Text)
+            }
+            (_, _) if key_type == KeyType::Flow => self.push_bytes(k, KeyKind::Tuples),
+            _ => self.push_bytes(k, KeyKind::Integers),
+        }
+    }
+
     /// Adds a byte-string key.
     pub fn push_bytes(&mut self, k: &[u8], kind: KeyKind) {
         self.note(kind);
@@ -155,7 +187,7 @@ impl KeySetBuilder {
         self.len() == 0
     }
 
-    /// The key set: integers stay integers unless mixed with byte strings (then each becomes its
+    /// The key set (of key type [`KeyType::Any`]: see [`KeySet::with_key_type`]): integers stay integers unless mixed with byte strings (then each becomes its
     /// 8 little-endian bytes, which hash the same); byte strings of one width become records.
     pub fn finish(mut self) -> KeySet {
         let kind = self.kind.unwrap_or(KeyKind::Integers);
@@ -163,6 +195,7 @@ impl KeySetBuilder {
             return KeySet {
                 repr: Repr::U64(self.ints),
                 kind,
+                key_type: KeyType::Any,
             };
         }
         for k in std::mem::take(&mut self.ints) {
@@ -182,7 +215,11 @@ impl KeySetBuilder {
                 offsets: self.offsets,
             }
         };
-        KeySet { repr, kind }
+        KeySet {
+            repr,
+            kind,
+            key_type: KeyType::Any,
+        }
     }
 }
 

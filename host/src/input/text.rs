@@ -2,10 +2,13 @@
 
 use std::path::Path;
 
+use bloomlanes_core::KeyType;
+
 use super::keyset::{KeyKind, KeySetBuilder};
 use crate::error::{Error, Location, Result};
+use crate::key_text;
 
-fn lines(bytes: &[u8]) -> impl Iterator<Item = (u64, usize, &[u8])> {
+pub(super) fn lines(bytes: &[u8]) -> impl Iterator<Item = (u64, usize, &[u8])> {
     let mut start = 0usize;
     let mut line = 0u64;
     std::iter::from_fn(move || {
@@ -36,27 +39,28 @@ pub(super) fn read_lines(bytes: &[u8], out: &mut KeySetBuilder) {
     }
 }
 
-pub(super) fn read_decimal(path: &Path, bytes: &[u8], out: &mut KeySetBuilder) -> Result<()> {
+/// One key of type `key_type` per line, parsed by [`key_text`]; blank lines are skipped.
+pub(super) fn read_typed(
+    path: &Path,
+    bytes: &[u8],
+    key_type: KeyType,
+    out: &mut KeySetBuilder,
+) -> Result<()> {
+    let mut scratch = Vec::new();
     for (line, at, l) in lines(bytes) {
-        let s = String::from_utf8_lossy(l);
-        let t = s.trim();
-        if t.is_empty() {
+        if l.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-            Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
-            None => t.replace('_', "").parse::<u64>(),
-        };
-        match v {
-            Ok(v) => out.push_u64(v),
-            Err(_) => {
-                return Err(Error::input(
-                    path,
-                    Some(Location::LineByte(line, at as u64)),
-                    format!("{t:?} is not an unsigned 64-bit integer"),
-                ))
-            }
-        }
+        scratch.clear();
+        key_text::parse_into(key_type, l, &mut scratch).map_err(|e| {
+            Error::input_with(
+                path,
+                Some(Location::LineByte(line, at as u64)),
+                e.to_string(),
+                e,
+            )
+        })?;
+        out.push_typed(&scratch, key_type);
     }
     Ok(())
 }

@@ -11,4 +11,7 @@ mod merge;
 mod query;
 
 pub use merge::{merge, MergeOp};
-pub use query::{check_hashable, query, query_with_progress, QueryResult};
+pub use query::{
+    apply_float_probes, check_hashable, check_key_type, key_type_note, query, query_with_progress,
+    QueryResult,
+};

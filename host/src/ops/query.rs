@@ -1,6 +1,7 @@
 //! Probing a batch of keys against a filter file.
 
-use bloomlanes_core::{Bitmap, HashId};
+use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
+use bloomlanes_core::{Bitmap, FilterRef, HashId, KeyMatch, KeyType, Keys, Physical};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -32,7 +33,91 @@ pub fn check_hashable(filter: &FilterFile) -> Result<()> {
     Ok(())
 }
 
-/// Probes `keys` against `filter` with the chosen backend.
+/// Checks keys of type `query` against a filter of type `filter` (from the file `path`): a
+/// [`KeyMatch::Mismatch`] (different byte forms: every present key would be answered "absent")
+/// is an [`Error::KeyType`]; otherwise the match, for the caller to warn about
+/// [`KeyMatch::SameBytes`] or note [`KeyMatch::Unchecked`] (see [`key_type_note`]).
+pub fn check_key_type(path: &std::path::Path, filter: KeyType, query: KeyType) -> Result<KeyMatch> {
+    match filter.check_query(query) {
+        KeyMatch::Mismatch => Err(Error::KeyType {
+            path: path.to_path_buf(),
+            filter,
+            query,
+        }),
+        m => Ok(m),
+    }
+}
+
+/// What to tell a user about a key-type check that passed: `None` when the types are the same.
+pub fn key_type_note(filter: KeyType, query: KeyType, m: KeyMatch) -> Option<String> {
+    match m {
+        KeyMatch::Same | KeyMatch::Mismatch => None,
+        KeyMatch::SameBytes => Some(format!(
+            "the filter's keys are {filter} and the query's are {query}: the same bytes, compared \
+             as they are (right only if the values mean the same; query with --key-type {filter})"
+        )),
+        KeyMatch::Unchecked if filter == KeyType::Any => Some(format!(
+            "the filter records no key type (an older file or caller-hashed keys): the query's \
+             {query} keys cannot be checked against it"
+        )),
+        KeyMatch::Unchecked => Some(format!(
+            "the query's key type is not known: it cannot be checked against the filter's {filter}"
+        )),
+    }
+}
+
+/// Applies the float lookup rule to answers of float keys (see
+/// [`float_probes`](bloomlanes_core::key::float_probes)): a key `0.0` or `-0.0` may be present if
+/// either zero is, and NaN is always "may be present", since writers hash raw bits. Keys of other
+/// types are left as answered.
+pub fn apply_float_probes(
+    view: FilterRef<'_, u32>,
+    key_type: KeyType,
+    keys: Keys<'_>,
+    answers: &mut Bitmap,
+) {
+    let physical = key_type.physical();
+    if !matches!(physical, Physical::Float | Physical::Double) {
+        return;
+    }
+    let bits_of = |i: usize| -> Option<u64> {
+        match keys {
+            Keys::U64(k) => Some(k[i]),
+            Keys::Records(r) if r.width() == 8 => {
+                Some(u64::from_le_bytes(r.get(i).try_into().ok()?))
+            }
+            Keys::Records(r) if r.width() == 4 => {
+                Some(u64::from(u32::from_le_bytes(r.get(i).try_into().ok()?)))
+            }
+            _ => None,
+        }
+    };
+    let double = physical == Physical::Double;
+    for i in 0..keys.len() {
+        let Some(bits) = bits_of(i) else { continue };
+        let probe = if double {
+            float_probes(f64::from_bits(bits))
+        } else {
+            float_probes_f32(f32::from_bits(bits as u32))
+        };
+        let hit = |b: u64| {
+            if double {
+                view.contains(&f64::from_bits(b))
+            } else {
+                view.contains(&f32::from_bits(b as u32))
+            }
+        };
+        match probe {
+            FloatProbe::Bits(_) => {}
+            FloatProbe::AlwaysMaybe => answers.set(i, true),
+            FloatProbe::BothZeros(a, b) => answers.set(i, hit(a) || hit(b)),
+        }
+    }
+}
+
+/// Probes `keys` against `filter` with the chosen backend. Keys of another byte form than the
+/// filter's recorded key type are refused ([`check_key_type`]); float keys follow the ±0 / NaN
+/// rule ([`apply_float_probes`]).
 pub fn query(filter: &FilterFile, keys: &KeySet, choice: BackendChoice) -> Result<QueryResult> {
     query_with_progress(filter, keys, choice, &mut |_| {})
 }
@@ -45,8 +130,11 @@ pub fn query_with_progress(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<QueryResult> {
     check_hashable(filter)?;
+    check_key_type(filter.path(), filter.params().key_type, keys.key_type())?;
+    filter.advise_lookups(keys.len());
     let engine = backend::select(choice, keys.len())?;
-    let answers = bulk::contains(&*engine, filter.view(), keys.keys(), progress)?;
+    let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), progress)?;
+    apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
     Ok(QueryResult {
         matches: answers.count_ones(),
         answers,

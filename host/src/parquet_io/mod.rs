@@ -6,18 +6,30 @@
 //! text line with the same bytes, an `INT64` value like a u64 key. An imported filter is layout
 //! 8x32 with seed 0, so `bloomlanes query` answers exactly as the Parquet reader would.
 //!
-//! The bare form needs only the core; reading `.parquet` files needs the `parquet` feature (the
-//! `parquet` crate), and without it such a file is an [`Error::Unsupported`].
+//! Reading the bloom filters of `.parquet` files needs only the core and this module's own
+//! bounded footer reader ([`footer`], [`ParquetFile`]); an imported filter records the column's
+//! key type (INT32 → `i32`, DATE → `date`, TIMESTAMP → its unit, FLOAT → `f32`, BYTE_ARRAY →
+//! `bytes`, FIXED_LEN_BYTE_ARRAY(n) → `fixed:n` …). [`probe`] asks which files and row groups
+//! of a dataset may hold given keys. Writing filters into `.parquet` files ([`add_filters`])
+//! decodes the column values with the `parquet` crate (feature `parquet`), after the footer has
+//! been checked here.
 
 use std::fs::File;
 use std::path::Path;
 
-use bloomlanes_core::Filter;
+use bloomlanes_core::{Filter, KeyType};
 
 use crate::error::{Error, Location, Result};
 
 #[cfg(feature = "parquet")]
+pub mod add_filters;
 mod file;
+pub mod footer;
+pub mod probe;
+pub mod sizing;
+pub mod thrift;
+
+pub use file::{with_key_type, ParquetFile};
 
 /// Which column chunk's bloom filter to import.
 #[derive(Clone, Debug, Default)]
@@ -32,8 +44,11 @@ pub struct ColumnSelector {
 /// An imported filter and where it came from.
 #[derive(Debug)]
 pub struct Imported {
-    /// The filter (layout 8x32, XXH64 seed 0).
+    /// The filter (layout 8x32, XXH64 seed 0; the column's key type when read from a
+    /// `.parquet` file).
     pub filter: Filter,
+    /// The column's key type ([`KeyType::Any`] for a bare filter).
+    pub key_type: KeyType,
     /// The column path, when read from a `.parquet` file.
     pub column: Option<String>,
     /// The column's Parquet physical type, when read from a `.parquet` file.
@@ -78,23 +93,76 @@ pub fn import(path: &Path, sel: &ColumnSelector) -> Result<Imported> {
     }
     Ok(Imported {
         filter,
+        key_type: KeyType::Any,
         column: None,
         physical_type: None,
         row_group: None,
     })
 }
 
-#[cfg(feature = "parquet")]
 fn import_parquet_file(path: &Path, sel: &ColumnSelector) -> Result<Imported> {
-    file::import(path, sel)
+    let mut pf = ParquetFile::open(path)?;
+    let groups = pf.footer().row_groups.len();
+    if sel.row_group >= groups {
+        return Err(Error::usage(format!(
+            "--row-group {}: {} has {groups} row group(s) (numbered from 0)",
+            sel.row_group,
+            path.display()
+        )));
+    }
+    let column = match &sel.column {
+        Some(c) => pf.column(c)?,
+        None => (0..pf.footer().columns.len())
+            .find(|&i| {
+                pf.footer().row_groups[sel.row_group].chunks[i]
+                    .bloom
+                    .is_some()
+            })
+            .ok_or_else(|| {
+                Error::input(
+                    path,
+                    None,
+                    format!(
+                        "no column chunk in row group {} has a bloom filter (columns: {})",
+                        sel.row_group,
+                        pf.footer().column_names()
+                    ),
+                )
+            })?,
+    };
+    let leaf = pf.leaf(column).clone();
+    let filter = pf.bloom_filter(sel.row_group, column)?.ok_or_else(|| {
+        Error::input(
+            path,
+            None,
+            format!(
+                "column {:?} has no bloom filter in row group {}",
+                leaf.path, sel.row_group
+            ),
+        )
+    })?;
+    Ok(Imported {
+        key_type: filter.params().key_type,
+        filter,
+        column: Some(leaf.path),
+        physical_type: Some(leaf.physical.to_string()),
+        row_group: Some(sel.row_group),
+    })
 }
 
-#[cfg(not(feature = "parquet"))]
-fn import_parquet_file(_: &Path, _: &ColumnSelector) -> Result<Imported> {
-    Err(Error::Unsupported {
-        what: "reading .parquet files",
-        feature: "parquet",
-    })
+/// The bloom filters of every row group of column `column` of the `.parquet` file `path`: one
+/// entry per row group, `None` where the chunk has no filter.
+pub fn import_row_groups(
+    path: &Path,
+    column: &str,
+) -> Result<(footer::LeafColumn, Vec<Option<Filter>>)> {
+    let mut pf = ParquetFile::open(path)?;
+    let c = pf.column(column)?;
+    let leaf = pf.leaf(c).clone();
+    let filters = (0..pf.footer().row_groups.len())
+        .map(|g| pf.bloom_filter(g, c))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((leaf, filters))
 }
 
 /// The Parquet form (Thrift header + bitset) of `filter`; only 8x32 filters with seed 0 have one.
@@ -142,22 +210,13 @@ mod tests {
         );
     }
 
-    #[cfg(not(feature = "parquet"))]
     #[test]
-    fn parquet_files_need_the_feature() {
+    fn a_parquet_file_with_a_bad_footer_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.parquet");
         std::fs::write(&path, b"PAR1....PAR1").unwrap();
         let e = import(&path, &ColumnSelector::default()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::Unsupported {
-                    feature: "parquet",
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(e.to_string().contains("t.parquet"), "{e}");
+        assert!(matches!(e, Error::Input { .. }), "{e}");
     }
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
 use crate::inputs::{describe_inputs, inputs_json, InputArgs};
-use crate::output::{emit, say};
+use crate::output::{check_output, emit, say, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -21,7 +21,7 @@ pub struct BuildArgs {
     /// Input files ("-" reads standard input).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// The filter file to write.
+    /// The filter file to write ("-": standard output; the report then goes to standard error).
     #[arg(short, long)]
     output: PathBuf,
     #[command(flatten)]
@@ -39,12 +39,19 @@ pub struct BuildArgs {
     #[arg(long, default_value = "auto", value_parser = parse_layout)]
     layout: LayoutArg,
     /// Hash seed (seed 0 with layout 8x32 is the Parquet filter, exportable with `export --parquet`).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
     seed: u64,
     /// Which backend inserts the keys.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    /// Round the size up to a power of two (what every Parquet reader accepts; use it for a
+    /// filter that will go into a Parquet file with `export --parquet`).
+    #[arg(long)]
+    pow2: bool,
 }
+
+/// The expected false-positive rate above which a built filter is reported as nearly useless.
+const USELESS_FPR: f64 = 0.25;
 
 /// Runs `build`.
 pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
@@ -52,6 +59,7 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
         .capacity(a.capacity)
         .layout(a.layout.0)
         .seed(a.seed)
+        .pow2(a.pow2)
         .backend(a.backend.into());
     builder = match (a.fpp, a.bits_per_key) {
         (_, Some(b)) => builder.bits_per_key(b),
@@ -64,8 +72,14 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     if a.capacity == Some(0) {
         return Err(Error::usage("--capacity must be at least 1"));
     }
+    check_output(&a.output)?;
     let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
     // FilterBuilder::build, taken apart so that the insert alone is timed.
+    let target = match (a.fpp, a.bits_per_key) {
+        (_, Some(_)) => None,
+        (r, None) => Some(r.unwrap_or(0.01)),
+    };
+    let builder = builder.key_type(Some(keys.key_type()));
     let mut filter = builder.empty(keys.len() as u64)?;
     let engine = backend::select(builder.backend_choice(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
@@ -74,6 +88,22 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     let seconds = start.elapsed().as_secs_f64();
     store::save_filter(&a.output, &filter)?;
     let f = &filter;
+    let fpr = f.expected_fpr(None);
+    let mut warnings = Warnings::default();
+    if fpr >= USELESS_FPR || target.is_some_and(|t| fpr > 10.0 * t) {
+        let sized = a.capacity.map_or_else(
+            || "the sizing asked for".to_string(),
+            |c| format!("a capacity of {c}"),
+        );
+        warnings.warn(format!(
+            "{} holds {} keys but was sized for {sized}: its expected false-positive rate is \
+             {fpr:.3}{}, so most absent keys will be answered \"may be present\"; raise \
+             --capacity (or drop it to size for the keys read)",
+            a.output.display(),
+            keys.len(),
+            target.map_or(String::new(), |t| format!(" (target {t})"))
+        ));
+    }
     if ctx.json {
         emit(&json!({
             "output": a.output.display().to_string(),
@@ -83,20 +113,23 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
             "blocks": f.blocks(),
             "bytes": f.byte_len(),
             "seed": f.seed(),
+            "key_type": f.params().key_type.to_string(),
             "backend": engine.name(),
             "seconds": seconds,
-            "expected_fpr": f.expected_fpr(None),
+            "expected_fpr": fpr,
+            "warnings": warnings.json(),
         }))?;
     } else {
         say(&format!(
-            "built {}: {} keys from {}; layout {}, {} blocks, {} bytes, expected false-positive rate {:.3e} (backend {})",
+            "built {}: {} keys ({}) from {}; layout {}, {} blocks, {} bytes, expected false-positive rate {:.3e} (backend {})",
             a.output.display(),
             keys.len(),
+            f.params().key_type,
             describe_inputs(&summaries),
             f.layout(),
             f.blocks(),
             f.byte_len(),
-            f.expected_fpr(None),
+            fpr,
             engine.name()
         ))?;
     }

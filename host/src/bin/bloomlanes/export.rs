@@ -7,7 +7,8 @@ use bloomlanes_host::{parquet_io, store, Filter, FilterFile, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{emit, say};
+use crate::args::OpenArgs;
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `export`.
@@ -16,7 +17,8 @@ use crate::Ctx;
 pub struct ExportArgs {
     /// The filter file.
     filter: PathBuf,
-    /// Write the Parquet split-block form (layout 8x32, seed 0 only).
+    /// Write the Parquet split-block form (layout 8x32, seed 0 only); "-": standard output (the
+    /// report then goes to standard error).
     #[arg(long, value_name = "FILE")]
     parquet: Option<PathBuf>,
     /// Write HDL bank files and the generated RTL into this directory.
@@ -42,6 +44,8 @@ pub struct ExportArgs {
     /// module and file, so that several exported filters live in one design.
     #[arg(long, requires = "hdl", value_name = "NAME")]
     top: Option<String>,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `export`.
@@ -61,14 +65,23 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             )));
         }
     }
-    let file = FilterFile::open(&a.filter)?;
+    if let Some(out) = &a.parquet {
+        check_output(out)?;
+    }
+    let file = FilterFile::open_with(&a.filter, a.open.verify())?;
     let filter = file.to_filter();
     if let Some(out) = &a.parquet {
         let bytes = parquet_io::export(&filter)?;
+        let mut warnings = Warnings::default();
+        for w in parquet_io::sizing::reader_warnings(filter.byte_len() as u64) {
+            warnings.warn(format!("{}: {w}", a.filter.display()));
+        }
         store::write_atomic(out, &bytes)?;
         if ctx.json {
             emit(
-                &json!({"output": out.display().to_string(), "form": "parquet", "bytes": bytes.len()}),
+                &json!({"output": out.display().to_string(), "form": "parquet",
+                         "bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
+                         "warnings": warnings.json()}),
             )?;
         } else {
             say(&format!(
@@ -107,18 +120,15 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
     cfg.validate().map_err(hdl_err)?;
     // The design must hash the keys exactly as the filter's builder did: refuse a key input
     // that does not fit the recorded key type (e.g. 8-byte keys for a filter of text lines).
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings = Warnings::default();
     match KeyKind::of_params(filter.params()) {
         Some(kind) => check_key_mode(key, kind).map_err(hdl_err)?,
-        None if key != KeyMode::Prehashed => warnings.push(format!(
+        None if key != KeyMode::Prehashed => warnings.warn(format!(
             "{} does not record its key type, so the design's {key} cannot be checked against \
              the keys it was built from",
             a.filter.display()
         )),
         None => {}
-    }
-    for w in &warnings {
-        eprintln!("bloomlanes: warning: {w}");
     }
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
     let files: Vec<String> = summary
@@ -133,7 +143,7 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
             "key": key.to_string(),
             "ports": cfg.lookup_ports,
             "top": cfg.top_name,
-            "warnings": warnings,
+            "warnings": warnings.json(),
             "files": files,
             "report": summary.report.display().to_string(),
             "synth": summary.synth.as_ref().map(|f| json!({

@@ -1,15 +1,16 @@
 //! `bloomlanes import`: a Parquet bloom filter (of a `.parquet` column chunk, or bare) into a
-//! filter file.
+//! filter file; with `--row-group all`, the filters of every row group of a column (into a
+//! directory, one file each, or merged into one filter when their sizes agree).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bloomlanes_host::parquet_io::{self, ColumnSelector};
-use bloomlanes_host::{store, Filter, Result};
+use bloomlanes_host::{store, Error, Filter, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::output::{emit, say};
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// Arguments of `import`.
@@ -17,23 +18,42 @@ use crate::Ctx;
 pub struct ImportArgs {
     /// A .parquet file, or a bare Parquet bloom filter (Thrift header + bitset).
     source: PathBuf,
-    /// The filter file to write.
+    /// The filter file to write (with --row-group all: a directory, unless --merge; "-":
+    /// standard output, the report then goes to standard error).
     #[arg(short, long)]
     output: PathBuf,
     /// Column path (a.b.c), leaf name or 0-based index [default: the first column with a bloom filter].
     #[arg(long)]
     column: Option<String>,
-    /// Row group (0-based).
-    #[arg(long, default_value_t = 0)]
-    row_group: usize,
+    /// Row group (0-based), or "all": every row group's filter, written as `DIR/N.blf`
+    /// (or merged with --merge).
+    #[arg(long, default_value = "0", value_name = "N|all")]
+    row_group: String,
+    /// With --row-group all: OR the row groups' filters into one filter file (they must have the
+    /// same size; the union's false-positive rate is reported).
+    #[arg(long)]
+    merge: bool,
 }
 
 /// Runs `import`.
 pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
+    if a.row_group == "all" {
+        return import_all(ctx, &a);
+    }
+    if a.merge {
+        return Err(Error::usage("--merge goes with --row-group all"));
+    }
+    let row_group = a.row_group.parse::<usize>().map_err(|_| {
+        Error::usage(format!(
+            "--row-group {:?}: expected a number or \"all\"",
+            a.row_group
+        ))
+    })?;
     let sel = ColumnSelector {
         column: a.column.clone(),
-        row_group: a.row_group,
+        row_group,
     };
+    check_output(&a.output)?;
     let imp = parquet_io::import(&a.source, &sel)?;
     store::save_filter(&a.output, &imp.filter)?;
     let f: &Filter = &imp.filter;
@@ -43,6 +63,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
             "output": a.output.display().to_string(),
             "column": imp.column,
             "physical_type": imp.physical_type,
+            "key_type": imp.key_type.to_string(),
             "row_group": imp.row_group,
             "layout": f.layout().name(),
             "blocks": f.blocks(),
@@ -53,8 +74,9 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
     } else {
         let from = match (&imp.column, imp.row_group) {
             (Some(c), Some(g)) => format!(
-                "column {c} ({}) of row group {g} of {}",
+                "column {c} ({}, keys {}) of row group {g} of {}",
                 imp.physical_type.as_deref().unwrap_or("?"),
+                imp.key_type,
                 a.source.display()
             ),
             _ => a.source.display().to_string(),
@@ -68,4 +90,115 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
+    let column = a
+        .column
+        .as_deref()
+        .ok_or_else(|| Error::usage("--row-group all needs --column"))?;
+    let (leaf, filters) = parquet_io::import_row_groups(&a.source, column)?;
+    let mut warnings = Warnings::default();
+    let missing: Vec<usize> = (0..filters.len())
+        .filter(|&g| filters[g].is_none())
+        .collect();
+    if !missing.is_empty() {
+        warnings.warn(format!(
+            "row group(s) {missing:?} of {} have no bloom filter for column {}",
+            a.source.display(),
+            leaf.path
+        ));
+    }
+    let present: Vec<(usize, &Filter)> = filters
+        .iter()
+        .enumerate()
+        .filter_map(|(g, f)| f.as_ref().map(|f| (g, f)))
+        .collect();
+    if present.is_empty() {
+        return Err(Error::input(
+            &a.source,
+            None,
+            format!("no row group has a bloom filter for column {}", leaf.path),
+        ));
+    }
+    let written: Vec<(Option<usize>, PathBuf, u64)>;
+    let mut union_fpr = None;
+    if a.merge {
+        if !missing.is_empty() {
+            return Err(Error::input(
+                &a.source,
+                None,
+                "--merge: a merged filter would answer \"absent\" for keys of the row groups without a filter",
+            ));
+        }
+        let mut acc = present[0].1.clone();
+        for (g, f) in &present[1..] {
+            acc.union_with(f).map_err(|_| {
+                Error::usage(format!(
+                    "--merge: row group {g}'s filter has {} blocks and row group {}'s {}: filters \
+                     of different sizes cannot be merged; import them into a directory instead \
+                     (drop --merge)",
+                    f.blocks(),
+                    present[0].0,
+                    present[0].1.blocks()
+                ))
+            })?;
+        }
+        let fpr = acc.as_view().fpr_from_bits();
+        union_fpr = Some(fpr);
+        store::save_filter(&a.output, &acc)?;
+        written = vec![(None, a.output.clone(), acc.byte_len() as u64)];
+    } else {
+        make_dir(&a.output)?;
+        written = present
+            .iter()
+            .map(|(g, f)| {
+                let p = a.output.join(format!("{g}.blf"));
+                store::save_filter(&p, f).map(|()| (Some(*g), p, f.byte_len() as u64))
+            })
+            .collect::<Result<_>>()?;
+    }
+    if ctx.json {
+        emit(&json!({
+            "source": a.source.display().to_string(),
+            "output": a.output.display().to_string(),
+            "column": leaf.path,
+            "physical_type": leaf.physical.to_string(),
+            "key_type": leaf.key_type.map(|t| t.to_string()),
+            "row_groups": filters.len(),
+            "merged": a.merge,
+            "union_fpr_from_bits": union_fpr,
+            "files": written.iter().map(|(g, p, b)| json!({"row_group": g, "file": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
+            "warnings": warnings.json(),
+        }))?;
+    } else if let Some(fpr) = union_fpr {
+        say(&format!(
+            "merged the bloom filters of {} row groups of column {} ({}) of {} into {}: false-positive rate from its bits {fpr:.3e}",
+            present.len(),
+            leaf.path,
+            leaf.physical,
+            a.source.display(),
+            a.output.display()
+        ))?;
+    } else {
+        say(&format!(
+            "imported the bloom filters of {} row groups of column {} ({}) of {} into {}/<row group>.blf",
+            present.len(),
+            leaf.path,
+            leaf.physical,
+            a.source.display(),
+            a.output.display()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn make_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::usage(format!(
+            "--row-group all writes one file per row group: {} is not a directory (add --merge for one filter)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create the directory", e))
 }

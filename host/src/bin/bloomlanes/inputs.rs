@@ -2,7 +2,7 @@
 //! and how the inputs read are reported.
 
 use bloomlanes_host::input::InputSummary;
-use bloomlanes_host::{InputFormat, InputOptions};
+use bloomlanes_host::{InputFormat, InputOptions, KeyType};
 use clap::Args;
 use serde_json::{json, Value};
 
@@ -18,7 +18,18 @@ or are cut short are skipped and counted.
 
 Keys hash alike across formats: a text line, a CSV field and a Parquet BYTE_ARRAY value with the \
 same bytes are one key; a binary u64, a decimal line and a Parquet INT64 value with the same number \
-are one key.";
+are one key.
+
+Key types (--key-type): every key is hashed as its Parquet plain encoding, so a filter finds the \
+values a Parquet writer stored. Text is parsed as: u64/i64/u32/i32 decimal (sign, _ separators) \
+or 0x hex, range-checked; f32/f64 decimal or exponent, inf, -inf, nan (the quiet NaN), -0.0 (kept \
+distinct on insert; a lookup of 0.0 or -0.0 finds either, and NaN is always \"may be present\"); \
+date YYYY-MM-DD (days since 1970-01-01); timestamp-ms/us/ns an integer in the unit or RFC 3339 \
+(2024-01-02T03:04:05.123Z, +HH:MM offsets; none means UTC); fixed:N 2N hex digits, uuid the \
+canonical 8-4-4-4-12 text (16 big-endian bytes); flow SRC:PORT -> DST:PORT proto N. The filter \
+records the key type; `query` refuses keys of another byte form and warns about another type \
+with the same bytes (u64 vs i64). --format auto refuses to guess: a compressed or binary file is \
+not read as text, and lines that are all numbers need --key-type.";
 
 fn parse_delimiter(s: &str) -> std::result::Result<u8, String> {
     match s {
@@ -45,6 +56,17 @@ pub struct InputArgs {
     /// CSV field delimiter [default: "," ("\t" for .tsv)].
     #[arg(long, value_parser = parse_delimiter)]
     delimiter: Option<u8>,
+    /// What the keys are: bytes, u64, i64, u32, i32, f32, f64, date, timestamp-ms,
+    /// timestamp-us, timestamp-ns, fixed:N, uuid or flow. Text lines and CSV fields are parsed
+    /// as this type and hashed as its Parquet plain encoding [default: from the format; a
+    /// query reads text as the filter's recorded type].
+    #[arg(long, value_name = "TYPE", value_parser = parse_key_type)]
+    pub key_type: Option<KeyType>,
+}
+
+/// Parses a `--key-type` value.
+pub fn parse_key_type(s: &str) -> std::result::Result<KeyType, String> {
+    s.parse::<KeyType>().map_err(|e| e.to_string())
 }
 
 impl InputArgs {
@@ -55,6 +77,8 @@ impl InputArgs {
             csv_column: self.csv_column.clone(),
             csv_header: !self.no_header,
             csv_delimiter: self.delimiter,
+            key_type: self.key_type,
+            filter_key_type: None,
         }
     }
 }
@@ -65,7 +89,8 @@ pub fn inputs_json(s: &[InputSummary]) -> Value {
         s.iter()
             .map(|i| {
                 json!({"path": i.path.display().to_string(), "format": i.format,
-                       "keys": i.keys, "skipped": i.skipped})
+                       "keys": i.keys, "skipped": i.skipped,
+                       "key_type": i.key_type.to_string()})
             })
             .collect(),
     )
@@ -81,10 +106,11 @@ pub fn describe_inputs(s: &[InputSummary]) -> String {
                 String::new()
             };
             format!(
-                "{} ({}: {} keys{skipped})",
+                "{} ({}: {} keys of type {}{skipped})",
                 i.path.display(),
                 i.format,
-                i.keys
+                i.keys,
+                i.key_type
             )
         })
         .collect::<Vec<_>>()

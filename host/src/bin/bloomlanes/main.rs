@@ -16,6 +16,7 @@ mod import;
 mod inputs;
 mod merge;
 mod output;
+mod parquet;
 mod progress;
 mod query;
 mod stats;
@@ -52,6 +53,9 @@ enum Command {
     Import(import::ImportArgs),
     /// Export a filter: the Parquet split-block form, or HDL bank files plus the generated RTL.
     Export(export::ExportArgs),
+    /// Bloom filters inside .parquet files: add them to a file, or ask which row groups of a
+    /// dataset may hold given keys.
+    Parquet(parquet::ParquetArgs),
     /// Run the same keys through every backend present and compare bits and answers.
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Verify(verify::VerifyArgs),
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => merge::run(&ctx, a),
         Command::Import(a) => import::run(&ctx, a),
         Command::Export(a) => export::run(&ctx, a),
+        Command::Parquet(a) => parquet::run(&ctx, a),
         Command::Verify(a) => verify::run(&ctx, a),
         Command::Bench(a) => bench::run(&ctx, a),
     };

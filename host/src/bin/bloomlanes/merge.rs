@@ -7,7 +7,8 @@ use bloomlanes_host::{ops, store, FilterFile, MergeOp, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::output::{emit, say};
+use crate::args::OpenArgs;
+use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
 /// A `--op` value.
@@ -25,20 +26,24 @@ pub struct MergeArgs {
     /// Filter files (at least two; all with the same layout, block count, hash and seed).
     #[arg(required = true, num_args = 2..)]
     filters: Vec<PathBuf>,
-    /// The merged filter file to write.
+    /// The merged filter file to write ("-": standard output; the report then goes to standard
+    /// error).
     #[arg(short, long)]
     output: PathBuf,
     /// How to combine.
     #[arg(long, value_enum, default_value = "union")]
     op: OpArg,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
 /// Runs `merge`.
 pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
+    check_output(&a.output)?;
     let files = a
         .filters
         .iter()
-        .map(|p| FilterFile::open(p))
+        .map(|p| FilterFile::open_with(p, a.open.verify()))
         .collect::<Result<Vec<_>>>()?;
     let op = match a.op {
         OpArg::Union => MergeOp::Union,
@@ -46,6 +51,35 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
     };
     let merged = ops::merge(&files, op)?;
     store::save_filter(&a.output, &merged)?;
+    let input_fpr: Vec<f64> = files.iter().map(|f| f.view().fpr_from_bits()).collect();
+    let worst_input = input_fpr.iter().copied().fold(0.0, f64::max);
+    let fpr = merged.as_view().fpr_from_bits();
+    let mut warnings = Warnings::default();
+    if op == MergeOp::Union && fpr > 3.0 * worst_input && fpr > 0.001 {
+        warnings.warn(format!(
+            "the union's false-positive rate is {fpr:.3e} (from its bits), against at most \
+             {worst_input:.3e} for the inputs: the merged filter holds more keys than its size \
+             suits; build the inputs with --capacity for the union's keys"
+        ));
+    }
+    // The intersection of two key sets, by inclusion-exclusion over the three estimates.
+    let intersection = match (op, files.as_slice()) {
+        (MergeOp::Intersection, [x, y]) => {
+            let (x, y) = (x.to_filter(), y.to_filter());
+            let (_, est) = x.estimate_union_intersection(&y).map_err(|source| {
+                bloomlanes_host::Error::Merge {
+                    first: a.filters[0].clone(),
+                    other: a.filters[1].clone(),
+                    source,
+                }
+            })?;
+            let mut u = x.clone();
+            u.union_with(&y).expect("checked by the merge");
+            let sd = estimate_sd(&x) + estimate_sd(&y) + estimate_sd(&u);
+            Some((est.max(0.0), sd))
+        }
+        _ => None,
+    };
     let est = merged.estimated_keys();
     if ctx.json {
         emit(&json!({
@@ -55,19 +89,52 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             "layout": merged.layout().name(),
             "blocks": merged.blocks(),
             "fill_ratio": merged.fill_ratio(),
-            "estimated_keys": est,
+            "fpr_from_bits": fpr,
+            "input_fpr_from_bits": input_fpr,
+            "estimated_keys": if op == MergeOp::Union { est } else { None },
+            "intersection_estimate": intersection.map(|(e, sd)| json!({"keys": e, "standard_error": sd})),
+            "warnings": warnings.json(),
         }))?;
     } else {
+        let size = match (op, intersection) {
+            (MergeOp::Union, _) => format!(
+                "about {} keys",
+                est.map_or("unknown".into(), |e| format!("{e:.0}"))
+            ),
+            (_, Some((e, sd))) => format!(
+                "the intersection holds about {e:.0} ± {sd:.0} keys (one standard error, summed \
+                 over the three fill-ratio estimates it is made of)"
+            ),
+            _ => "the size of an intersection of more than two filters is not estimated".into(),
+        };
         say(&format!(
-            "merged {} filters ({}) into {}: layout {}, {} blocks, fill ratio {:.4}, about {} keys",
+            "merged {} filters ({}) into {}: layout {}, {} blocks, fill ratio {:.4}, \
+             false-positive rate {fpr:.3e} (inputs: {}); {size}",
             files.len(),
             op.name(),
             a.output.display(),
             merged.layout(),
             merged.blocks(),
             merged.fill_ratio(),
-            est.map_or("unknown".into(), |e| format!("{e:.0}"))
+            input_fpr
+                .iter()
+                .map(|r| format!("{r:.3e}"))
+                .collect::<Vec<_>>()
+                .join(", "),
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Standard error of a filter's key-count estimate from its fill ratio, by the bit-array model
+/// (Swamidass & Baldi 2007): `sqrt(m (e^t − 1 − t)) / k` with `t = k n / m`, `m` bits, `k` bits
+/// set per key (one per lane), `n` the estimate. Infinite for a saturated filter.
+fn estimate_sd(f: &bloomlanes_host::Filter) -> f64 {
+    let Some(n) = f.estimated_keys() else {
+        return f64::INFINITY;
+    };
+    let m = f.params().bit_len() as f64;
+    let k = f.layout().lanes() as f64;
+    let t = k * n / m;
+    (m * (t.exp_m1() - t)).max(0.0).sqrt() / k
 }

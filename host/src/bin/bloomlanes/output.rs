@@ -1,10 +1,11 @@
-//! Writing results: JSON objects and lines of text on standard output, with write failures as
-//! errors (a closed pipe ends the program quietly).
+//! Writing results: JSON objects and lines of text on standard output (standard error when an
+//! output file goes to standard output), with write failures as errors (a closed pipe ends the
+//! program quietly); checking output paths early.
 
 use std::io::{self, Write};
 use std::path::Path;
 
-use bloomlanes_host::{Error, Result};
+use bloomlanes_host::{outfile, Error, Result};
 use serde_json::Value;
 
 /// Whether `e` is a write to a closed pipe (`bloomlanes query … | head`): not worth a message.
@@ -17,16 +18,53 @@ pub fn stdout_err(e: io::Error) -> Error {
     Error::io(Path::new("<stdout>"), "write", e)
 }
 
-/// Prints `v` as pretty JSON.
+/// Where reports go: standard output, unless it carries data (`-o -`, `--bitmap -`,
+/// `--parquet -`): then standard error.
+fn report_stream() -> Box<dyn Write> {
+    if outfile::stdout_carries_data() {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    }
+}
+
+/// Prints `v` as pretty JSON (on standard error when standard output carries data).
 pub fn emit(v: &Value) -> Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = report_stream();
     serde_json::to_writer_pretty(&mut out, v).map_err(|e| stdout_err(e.into()))?;
     writeln!(out).map_err(stdout_err)
 }
 
-/// Prints a line (or several joined with `\n`).
+/// Warnings of one command: each printed to standard error at once, and kept for its JSON
+/// report (`"warnings": [...]`).
+#[derive(Debug, Default)]
+pub struct Warnings(Vec<String>);
+
+impl Warnings {
+    /// Prints `msg` as `bloomlanes: warning: msg` on standard error and keeps it.
+    pub fn warn(&mut self, msg: impl Into<String>) {
+        let msg = msg.into();
+        eprintln!("bloomlanes: warning: {msg}");
+        self.0.push(msg);
+    }
+
+    /// The warnings, as a JSON array of strings.
+    pub fn json(&self) -> Value {
+        Value::Array(self.0.iter().map(|w| Value::String(w.clone())).collect())
+    }
+}
+
+/// Prints a line, or several joined with `\n` (on standard error when standard output
+/// carries data).
 pub fn say(line: &str) -> Result<()> {
-    writeln!(io::stdout().lock(), "{line}").map_err(stdout_err)
+    writeln!(report_stream(), "{line}").map_err(stdout_err)
+}
+
+/// Checks an output path before the work that fills it: `-` (standard output, not a terminal),
+/// a regular file, a link to one, or a new name in an existing folder; never a folder, FIFO or
+/// device.
+pub fn check_output(path: &Path) -> Result<()> {
+    outfile::Destination::of(path).map(|_| ())
 }
 
 /// A rate for people: `1.23 G`, `45.6 M`, `7.8 k`.

@@ -2,11 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use bloomlanes_host::{FilterFile, Result, Stats};
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::args::OpenArgs;
 use crate::output::{emit, say};
 use crate::Ctx;
 
@@ -15,9 +17,11 @@ use crate::Ctx;
 pub struct StatsArgs {
     /// The filter file.
     filter: PathBuf,
+    #[command(flatten)]
+    open: OpenArgs,
 }
 
-fn stats_json(path: &Path, s: &Stats, mapped: bool) -> Value {
+fn stats_json(path: &Path, s: &Stats, f: &FilterFile, open: Duration) -> Value {
     json!({
         "file": path.display().to_string(),
         "layout": s.params.layout.name(),
@@ -34,16 +38,21 @@ fn stats_json(path: &Path, s: &Stats, mapped: bool) -> Value {
         "expected_fpr": s.expected_fpr,
         "bits_per_key": s.bits_per_key,
         "parquet_compatible": s.parquet_compatible,
-        "memory_mapped": mapped,
+        "memory_mapped": f.is_mapped(),
+        "payload_verified": f.payload_verified(),
+        "open_seconds": open.as_secs_f64(),
     })
 }
 
 /// Runs `stats`.
 pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
-    let f = FilterFile::open(&a.filter)?;
+    // Opening is timed here: with the payload check it reads the whole file.
+    let start = Instant::now();
+    let f = FilterFile::open_with(&a.filter, a.open.verify())?;
+    let open = start.elapsed();
     let s = f.stats();
     if ctx.json {
-        emit(&stats_json(&a.filter, &s, f.is_mapped()))?;
+        emit(&stats_json(&a.filter, &s, &f, open))?;
         return Ok(ExitCode::SUCCESS);
     }
     let opt = |v: Option<f64>, digits: usize| {
@@ -83,6 +92,14 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
             "parquet compatible: {}",
             if s.parquet_compatible { "yes" } else { "no" }
         ),
+        if f.payload_verified() {
+            format!(
+                "payload checksum:   verified (opening took {:.3} s)",
+                open.as_secs_f64()
+            )
+        } else {
+            "payload checksum:   not verified (--no-verify-payload)".to_string()
+        },
     ];
     say(&lines.join("\n"))?;
     Ok(ExitCode::SUCCESS)

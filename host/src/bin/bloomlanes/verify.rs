@@ -31,7 +31,7 @@ pub struct VerifyArgs {
     #[arg(long, default_value_t = 0.01)]
     fpp: f64,
     /// Hash seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
     seed: u64,
     /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
     /// simulator is installed (0 skips it).

@@ -1,0 +1,144 @@
+//! What `--format auto` refuses to guess: a compressed, Parquet or binary file is never read as
+//! text lines, and text whose every line looks like a number is not hashed as text without being
+//! told (`--key-type`), since a filter of the digits' bytes never finds the numbers.
+
+use std::path::Path;
+
+use crate::error::{Error, Location, Result};
+use crate::key_text::looks_numeric;
+
+/// How much of a file is looked at to decide that it is binary.
+const SNIFF_BYTES: usize = 64 * 1024;
+/// How many values are looked at to decide that they are all numbers.
+pub(super) const NUMERIC_SAMPLE: usize = 10_000;
+
+/// The compressed or container format named by the first bytes, if any.
+pub(super) fn container_magic(b: &[u8]) -> Option<&'static str> {
+    let magics: [(&[u8], &str); 7] = [
+        (&[0x1f, 0x8b], "gzip-compressed"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd-compressed"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0x00], "xz-compressed"),
+        (&[0x04, 0x22, 0x4d, 0x18], "lz4-compressed"),
+        (b"PK\x03\x04", "a zip archive"),
+        (b"PAR1", "a Parquet file (read its bloom filters with `bloomlanes import` or `bloomlanes parquet probe`)"),
+        (b"BLMLANES", "a bloomlanes filter file"),
+    ];
+    if b.len() >= 10
+        && b.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&b[3])
+        && b[4..10] == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59]
+    {
+        return Some("bzip2-compressed");
+    }
+    magics
+        .iter()
+        .find(|(m, _)| b.starts_with(m))
+        .map(|&(_, n)| n)
+}
+
+/// Refuses a compressed or container file read as text (any text format).
+pub(super) fn refuse_container(path: &Path, bytes: &[u8], as_what: &str) -> Result<()> {
+    if let Some(what) = container_magic(bytes) {
+        return Err(Error::input(
+            path,
+            Some(Location::Byte(0)),
+            format!("is {what}, not {as_what}; refusing to read it as text (decompress it first, e.g. `zcat FILE | bloomlanes … -`)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses, under `--format auto`, a file that does not look like text: a NUL byte or invalid
+/// UTF-8 in its first 64 KiB.
+pub(super) fn refuse_binary(path: &Path, bytes: &[u8]) -> Result<()> {
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    let bad = match head.iter().position(|&b| b == 0) {
+        Some(i) => Some((i, "a NUL byte")),
+        None => match std::str::from_utf8(head) {
+            // A character cut by the 64 KiB window is not an error.
+            Err(e) if e.error_len().is_some() || head.len() == bytes.len() => {
+                Some((e.valid_up_to(), "invalid UTF-8"))
+            }
+            _ => None,
+        },
+    };
+    if let Some((at, what)) = bad {
+        return Err(Error::input(
+            path,
+            Some(Location::Byte(at as u64)),
+            format!(
+                "{what}: this looks like a binary file, and --format auto reads text lines only \
+                 from text; give --format u64 for little-endian 8-byte keys, or --format lines to \
+                 hash its newline-separated bytes anyway"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The error for text whose every value looks like a number and whose key type was not given.
+pub(super) fn numeric_guess(path: &Path, checked: usize, what: &str) -> Error {
+    Error::input(
+        path,
+        None,
+        format!(
+            "every {what} looks like a number ({checked} checked), and --format auto cannot tell \
+             how to hash it: give --key-type (u64, i64, u32, i32, f32, f64, date, timestamp-ms, \
+             timestamp-us, timestamp-ns) to hash numbers as a Parquet writer does, or \
+             --key-type bytes to hash the text as written"
+        ),
+    )
+}
+
+/// Counts how many of `values` (at most [`NUMERIC_SAMPLE`] non-empty ones) there are and whether
+/// all look like numbers.
+pub(super) fn all_numeric<'a>(values: impl Iterator<Item = &'a [u8]>) -> (usize, bool) {
+    let mut n = 0;
+    for v in values
+        .filter(|v| !v.iter().all(u8::is_ascii_whitespace))
+        .take(NUMERIC_SAMPLE)
+    {
+        if !looks_numeric(v) {
+            return (n, false);
+        }
+        n += 1;
+    }
+    (n, n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containers_and_binary_are_named() {
+        assert_eq!(
+            container_magic(&[0x1f, 0x8b, 8, 0]),
+            Some("gzip-compressed")
+        );
+        assert_eq!(container_magic(b"hello"), None);
+        assert_eq!(container_magic(b"BZh91AY&SYxx"), Some("bzip2-compressed"));
+        assert_eq!(container_magic(b"BZh9 is text"), None);
+        let p = Path::new("k.dat");
+        let e = refuse_binary(p, &42u64.to_le_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("k.dat") && e.contains("--format u64"), "{e}");
+        assert!(refuse_binary(p, "héllo\nwörld\n".as_bytes()).is_ok());
+        assert!(refuse_binary(p, b"ab\xff\xfe").is_err());
+        let e = refuse_container(Path::new("w.gz"), &[0x1f, 0x8b, 8], "text").unwrap_err();
+        assert!(
+            e.to_string().contains("w.gz") && e.to_string().contains("gzip"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn numeric_sample() {
+        let lines: [&[u8]; 4] = [b"1", b"", b"-2.5", b"0x10"];
+        assert_eq!(all_numeric(lines.into_iter()), (3, true));
+        let lines: [&[u8]; 2] = [b"1", b"bob"];
+        assert!(!all_numeric(lines.into_iter()).1);
+        assert!(!all_numeric(std::iter::empty()).1);
+    }
+}

@@ -1,0 +1,672 @@
+//! Typed keys written as text: parsing a field or line into the bytes a filter hashes, and
+//! writing those bytes back as text. Pure functions over `&[u8]` (no I/O), shared by every
+//! reader of text keys (lines, CSV columns, command-line values).
+//!
+//! The bytes are those of the key type's Parquet plain encoding (see
+//! [`KeyType`] and `docs/FORMAT.md` §2), so a filter built from text
+//! finds the values a Parquet writer hashed:
+//!
+//! | key type | text accepted | bytes hashed |
+//! |---|---|---|
+//! | `bytes` | anything (taken as written, not trimmed) | the text's bytes |
+//! | `u64` `i64` `u32` `i32` | decimal with optional sign and `_` separators, or `0x` hex; range-checked | 8 or 4 little-endian bytes (two's complement) |
+//! | `f32` `f64` | decimal or exponent notation, `inf`, `-inf`, `nan` (any case), `-0.0` | the IEEE 754 bits, little-endian; `nan` is the quiet NaN `0x7fc00000` / `0x7ff8000000000000` |
+//! | `date` | `YYYY-MM-DD` (proleptic Gregorian) | days since 1970-01-01 as 4 little-endian bytes |
+//! | `timestamp-ms/us/ns` | an integer in the unit, or RFC 3339 `YYYY-MM-DDTHH:MM:SS[.f](Z\|±HH:MM)` (a space may replace `T`; no offset means UTC) | the count of units since the epoch, 8 little-endian bytes |
+//! | `fixed:N` | `2N` hex digits (`-` separators and a `0x` prefix allowed; a UUID in canonical text for `fixed:16`) | the `N` bytes (a UUID big-endian, as Parquet stores it) |
+//! | `flow` | `a.b.c.d:port -> e.f.g.h:port proto N`, `[v6]:port -> [v6]:port proto N`, or 26/74 hex digits | the 13- or 37-byte 5-tuple |
+//!
+//! Floats are hashed as their raw bits, as every Parquet writer does; `0.0` and `-0.0` are
+//! different keys on insert, and a lookup applies the core's
+//! [`float_probes`](bloomlanes_core::key::float_probes) rule (both zeros probed, NaN always
+//! "may be present"). Numbers other than bytes are trimmed of surrounding ASCII white space.
+
+use std::fmt;
+
+use bloomlanes_core::{KeyType, Physical};
+
+/// Why a text is not a value of the key type asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// The key type asked for.
+    pub key_type: KeyType,
+    /// The start of the offending text (at most 40 characters, lossily decoded).
+    pub excerpt: String,
+    /// What is wrong, and where useful what to do about it.
+    pub why: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a {} key: {}",
+            self.excerpt, self.key_type, self.why
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+const EXCERPT_CHARS: usize = 40;
+
+fn excerpt(text: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&text[..text.len().min(4 * EXCERPT_CHARS)]);
+    let mut e: String = s.chars().take(EXCERPT_CHARS).collect();
+    if e.len() < text.len() && (s.chars().count() > EXCERPT_CHARS || text.len() > 4 * EXCERPT_CHARS)
+    {
+        e.push('…');
+    }
+    e
+}
+
+fn err(ty: KeyType, text: &[u8], why: impl Into<String>) -> ParseError {
+    // The reason may quote part of the text: keep it short too.
+    let mut why: String = why.into();
+    if why.chars().count() > 4 * EXCERPT_CHARS {
+        why = why.chars().take(4 * EXCERPT_CHARS).collect::<String>() + "…";
+    }
+    ParseError {
+        key_type: ty,
+        excerpt: excerpt(text),
+        why,
+    }
+}
+
+/// Parses `text` as a key of type `ty` and appends the bytes that are hashed to `out`.
+/// [`KeyType::Any`] is taken as bytes. On error `out` is unchanged.
+pub fn parse_into(ty: KeyType, text: &[u8], out: &mut Vec<u8>) -> Result<(), ParseError> {
+    let e = |why: String| err(ty, text, why);
+    match ty {
+        KeyType::Bytes | KeyType::Any => {
+            out.extend_from_slice(text);
+            return Ok(());
+        }
+        KeyType::Flow => {
+            let t = trim(text);
+            return parse_flow(t, out).map_err(e);
+        }
+        KeyType::FixedBytes(n) => return parse_hex(trim(text), n as usize, out).map_err(e),
+        _ => {}
+    }
+    let t = trim(text);
+    let s = std::str::from_utf8(t).map_err(|_| e("not UTF-8 text".into()))?;
+    match ty {
+        KeyType::U64 => {
+            out.extend_from_slice(&int_in(s, 0, u64::MAX as i128, ty)?.to_le_bytes()[..8])
+        }
+        KeyType::I64 => out.extend_from_slice(
+            &(int_in(s, i64::MIN as i128, i64::MAX as i128, ty)? as i64).to_le_bytes(),
+        ),
+        KeyType::U32 => {
+            out.extend_from_slice(&(int_in(s, 0, u32::MAX as i128, ty)? as u32).to_le_bytes())
+        }
+        KeyType::I32 => out.extend_from_slice(
+            &(int_in(s, i32::MIN as i128, i32::MAX as i128, ty)? as i32).to_le_bytes(),
+        ),
+        KeyType::F32 => out.extend_from_slice(&parse_f32(s).map_err(e)?.to_bits().to_le_bytes()),
+        KeyType::F64 => out.extend_from_slice(&parse_f64(s).map_err(e)?.to_bits().to_le_bytes()),
+        KeyType::Date32 => out.extend_from_slice(&parse_date(s).map_err(e)?.to_le_bytes()),
+        KeyType::TimestampMillis => {
+            out.extend_from_slice(&parse_timestamp(s, 3).map_err(e)?.to_le_bytes())
+        }
+        KeyType::TimestampMicros => {
+            out.extend_from_slice(&parse_timestamp(s, 6).map_err(e)?.to_le_bytes())
+        }
+        KeyType::TimestampNanos => {
+            out.extend_from_slice(&parse_timestamp(s, 9).map_err(e)?.to_le_bytes())
+        }
+        _ => return Err(e(format!("key type {ty} has no text form"))),
+    }
+    Ok(())
+}
+
+/// Parses `text` as a key of type `ty`: the bytes that are hashed.
+pub fn parse(ty: KeyType, text: &[u8]) -> Result<Vec<u8>, ParseError> {
+    let mut out = Vec::new();
+    parse_into(ty, text, &mut out)?;
+    Ok(out)
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &b[start..end]
+}
+
+/// An integer: optional sign, decimal digits with `_` separators, or `0x` hex.
+fn parse_int(s: &str) -> Result<i128, String> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (radix, digits) = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(h) => (16, h),
+        None => (10, body),
+    };
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') {
+        return Err("not an integer".into());
+    }
+    let mut v: i128 = 0;
+    for c in digits.chars() {
+        if c == '_' {
+            continue;
+        }
+        let d = c
+            .to_digit(radix)
+            .ok_or_else(|| format!("{c:?} is not a digit of a base-{radix} integer"))?;
+        v = v
+            .checked_mul(i128::from(radix))
+            .and_then(|v| v.checked_add(i128::from(d)))
+            .ok_or_else(|| "out of range".to_string())?;
+        if v > u64::MAX as i128 + 1 {
+            return Err("out of range".into());
+        }
+    }
+    Ok(if neg { -v } else { v })
+}
+
+fn int_in(s: &str, min: i128, max: i128, ty: KeyType) -> Result<i128, ParseError> {
+    let v = parse_int(s).map_err(|why| err(ty, s.as_bytes(), why))?;
+    if v < min || v > max {
+        let hint = match ty {
+            KeyType::U64 if v < 0 => "; negative numbers need --key-type i64",
+            KeyType::U32 if v < 0 => "; negative numbers need --key-type i32",
+            KeyType::I32 | KeyType::U32 => "; wider numbers need --key-type i64 or u64",
+            KeyType::I64 if v > 0 => "; numbers above 2^63-1 need --key-type u64",
+            _ => "",
+        };
+        return Err(err(
+            ty,
+            s.as_bytes(),
+            format!("out of range ({min} to {max}){hint}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn float_text_ok(s: &str) -> Result<(), String> {
+    // Rust's parser also takes "infinity"; refuse what it would read that no writer writes? No:
+    // accept all it accepts, but refuse hex and the empty string with a clear message.
+    if s.is_empty() {
+        return Err("empty".into());
+    }
+    if s.contains(['x', 'X']) {
+        return Err("hexadecimal floats are not accepted".into());
+    }
+    Ok(())
+}
+
+/// A float: Rust's decimal syntax plus `inf`/`nan` in any case; `nan` (any sign) is the quiet NaN.
+fn parse_f64(s: &str) -> Result<f64, String> {
+    float_text_ok(s)?;
+    let v: f64 = s.parse().map_err(|_| "not a number".to_string())?;
+    Ok(if v.is_nan() { f64::NAN } else { v })
+}
+
+fn parse_f32(s: &str) -> Result<f32, String> {
+    float_text_ok(s)?;
+    let v: f32 = s.parse().map_err(|_| "not a number".to_string())?;
+    Ok(if v.is_nan() { f32::NAN } else { v })
+}
+
+/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The proleptic Gregorian date of day `z` since 1970-01-01.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+fn digits(s: &str, what: &str) -> Result<i64, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 9 {
+        return Err(format!("bad {what} {s:?}"));
+    }
+    s.parse().map_err(|_| format!("bad {what} {s:?}"))
+}
+
+/// `[+-]YYYY-MM-DD` as days since the epoch.
+fn parse_ymd(s: &str) -> Result<i64, String> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut parts = body.splitn(3, '-');
+    let (y, m, d) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(y), Some(m), Some(d)) if y.len() >= 4 && m.len() == 2 && d.len() == 2 => (y, m, d),
+        _ => return Err("expected a date YYYY-MM-DD".into()),
+    };
+    let y = digits(y, "year")? * if neg { -1 } else { 1 };
+    let m = digits(m, "month")? as u32;
+    let d = digits(d, "day")? as u32;
+    if !(1..=12).contains(&m) {
+        return Err(format!("month {m} is not 1 to 12"));
+    }
+    if d < 1 || d > days_in_month(y, m) {
+        return Err(format!("day {d} does not exist in {y:04}-{m:02}"));
+    }
+    Ok(days_from_civil(y, m, d))
+}
+
+fn parse_date(s: &str) -> Result<i32, String> {
+    let days = parse_ymd(s)?;
+    i32::try_from(days).map_err(|_| "out of range of a 32-bit day count".into())
+}
+
+/// A timestamp in units of `10^-digits` seconds: an integer count, or RFC 3339 text.
+fn parse_timestamp(s: &str, unit_digits: u32) -> Result<i64, String> {
+    if !s.contains(['-', ':']) || (s.starts_with('-') && !s[1..].contains(['-', ':'])) {
+        let v = parse_int(s)?;
+        return i64::try_from(v).map_err(|_| "out of range of a 64-bit count".into());
+    }
+    let sep = s
+        .find(['T', 't', ' '])
+        .ok_or("expected YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM] or an integer")?;
+    let days = parse_ymd(&s[..sep])?;
+    let rest = &s[sep + 1..];
+    let (clock, offset_secs) = split_offset(rest)?;
+    let (hms, frac) = match clock.split_once('.') {
+        Some((a, f)) => (a, Some(f)),
+        None => (clock, None),
+    };
+    let mut p = hms.split(':');
+    let (h, mi, se) = match (p.next(), p.next(), p.next(), p.next()) {
+        (Some(h), Some(m), Some(s), None) if h.len() == 2 && m.len() == 2 && s.len() == 2 => (
+            digits(h, "hour")?,
+            digits(m, "minute")?,
+            digits(s, "second")?,
+        ),
+        _ => return Err("expected a time HH:MM:SS".into()),
+    };
+    if h > 23 || mi > 59 || se > 60 {
+        return Err(format!("time {hms} is out of range"));
+    }
+    let mut sub: i128 = 0;
+    if let Some(f) = frac {
+        if f.is_empty() || !f.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("bad fraction of a second {f:?}"));
+        }
+        let (kept, dropped) = f.split_at(f.len().min(unit_digits as usize));
+        if dropped.bytes().any(|b| b != b'0') {
+            return Err(format!(
+                "the fraction {f:?} is finer than the unit (10^-{unit_digits} s); it would be cut"
+            ));
+        }
+        sub = kept.parse::<i128>().unwrap_or(0) * 10i128.pow(unit_digits - kept.len() as u32);
+    }
+    let secs =
+        i128::from(days) * 86_400 + i128::from(h * 3600 + mi * 60 + se) - i128::from(offset_secs);
+    let v = secs * 10i128.pow(unit_digits) + sub;
+    i64::try_from(v).map_err(|_| "out of range of a 64-bit count of the unit".into())
+}
+
+/// Splits `HH:MM:SS[.f]` from a trailing `Z` or `±HH:MM` (none: UTC).
+fn split_offset(rest: &str) -> Result<(&str, i64), String> {
+    if let Some(c) = rest.strip_suffix(['Z', 'z']) {
+        return Ok((c, 0));
+    }
+    if let Some(i) = rest.rfind(['+', '-']) {
+        let (c, off) = rest.split_at(i);
+        let sign = if off.starts_with('-') { -1 } else { 1 };
+        let (oh, om) = off[1..]
+            .split_once(':')
+            .ok_or_else(|| format!("bad UTC offset {off:?} (expected ±HH:MM)"))?;
+        if oh.len() != 2 || om.len() != 2 {
+            return Err(format!("bad UTC offset {off:?} (expected ±HH:MM)"));
+        }
+        let (oh, om) = (digits(oh, "offset hour")?, digits(om, "offset minute")?);
+        if oh > 23 || om > 59 {
+            return Err(format!("UTC offset {off} is out of range"));
+        }
+        return Ok((c, sign * (oh * 3600 + om * 60)));
+    }
+    Ok((rest, 0))
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Exactly `n` bytes written as hex digits, with optional `0x` prefix and `-`/`:` separators.
+fn parse_hex(t: &[u8], n: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    let t = t
+        .strip_prefix(b"0x")
+        .or_else(|| t.strip_prefix(b"0X"))
+        .unwrap_or(t);
+    let digits: Vec<u8> = t
+        .iter()
+        .copied()
+        .filter(|&c| c != b'-' && c != b':')
+        .collect();
+    if digits.len() != 2 * n {
+        return Err(format!(
+            "expected {n} bytes as {} hex digits, found {} characters",
+            2 * n,
+            digits.len()
+        ));
+    }
+    let start = out.len();
+    for pair in digits.chunks_exact(2) {
+        match (hex_val(pair[0]), hex_val(pair[1])) {
+            (Some(a), Some(b)) => out.push(a << 4 | b),
+            _ => {
+                out.truncate(start);
+                return Err(format!(
+                    "{:?} is not a hex digit pair",
+                    String::from_utf8_lossy(pair)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A 5-tuple in the form [`display`] writes, or its bytes in hex.
+fn parse_flow(t: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let s = std::str::from_utf8(t).map_err(|_| "not UTF-8 text".to_string())?;
+    if !s.contains("->") {
+        return match s.len() {
+            26 => parse_hex(t, 13, out),
+            74 => parse_hex(t, 37, out),
+            _ => Err("expected SRC:PORT -> DST:PORT proto N, or 13 or 37 bytes in hex".into()),
+        };
+    }
+    let (src, rest) = s.split_once("->").ok_or("expected ->")?;
+    let (dst, proto) = rest
+        .trim()
+        .split_once(" proto ")
+        .ok_or("expected \" proto N\" at the end")?;
+    let proto: u8 = proto
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad protocol number {proto:?}"))?;
+    let (sa, sp) = sock(src.trim())?;
+    let (da, dp) = sock(dst.trim())?;
+    match (sa, da) {
+        (std::net::IpAddr::V4(a), std::net::IpAddr::V4(b)) => {
+            out.extend_from_slice(&a.octets());
+            out.extend_from_slice(&b.octets());
+        }
+        (std::net::IpAddr::V6(a), std::net::IpAddr::V6(b)) => {
+            out.extend_from_slice(&a.octets());
+            out.extend_from_slice(&b.octets());
+        }
+        _ => return Err("source and destination are not of the same IP version".into()),
+    }
+    out.extend_from_slice(&sp.to_be_bytes());
+    out.extend_from_slice(&dp.to_be_bytes());
+    out.push(proto);
+    Ok(())
+}
+
+fn sock(s: &str) -> Result<(std::net::IpAddr, u16), String> {
+    let a: std::net::SocketAddr = s.parse().map_err(|_| format!("bad address:port {s:?}"))?;
+    Ok((a.ip(), a.port()))
+}
+
+/// Writes the hashed bytes of a key of type `ty` back as text (the inverse of [`parse`]; bytes
+/// are decoded lossily as UTF-8). Bytes of the wrong width are written in hex.
+pub fn display(ty: KeyType, b: &[u8]) -> String {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let a4 = || <[u8; 4]>::try_from(b).ok();
+    let a8 = || <[u8; 8]>::try_from(b).ok();
+    let shown = match ty {
+        KeyType::Bytes | KeyType::Any => return String::from_utf8_lossy(b).into_owned(),
+        KeyType::U64 => a8().map(|x| u64::from_le_bytes(x).to_string()),
+        KeyType::I64 => a8().map(|x| i64::from_le_bytes(x).to_string()),
+        KeyType::U32 => a4().map(|x| u32::from_le_bytes(x).to_string()),
+        KeyType::I32 => a4().map(|x| i32::from_le_bytes(x).to_string()),
+        KeyType::F32 => a4().map(|x| format!("{:?}", f32::from_le_bytes(x))),
+        KeyType::F64 => a8().map(|x| format!("{:?}", f64::from_le_bytes(x))),
+        KeyType::Date32 => a4().map(|x| {
+            let (y, m, d) = civil_from_days(i64::from(i32::from_le_bytes(x)));
+            format!("{}-{m:02}-{d:02}", year_text(y))
+        }),
+        KeyType::TimestampMillis => a8().map(|x| timestamp_text(i64::from_le_bytes(x), 3)),
+        KeyType::TimestampMicros => a8().map(|x| timestamp_text(i64::from_le_bytes(x), 6)),
+        KeyType::TimestampNanos => a8().map(|x| timestamp_text(i64::from_le_bytes(x), 9)),
+        KeyType::FixedBytes(16) if b.len() == 16 => Some(format!(
+            "{}-{}-{}-{}-{}",
+            hex(&b[..4]),
+            hex(&b[4..6]),
+            hex(&b[6..8]),
+            hex(&b[8..10]),
+            hex(&b[10..])
+        )),
+        KeyType::Flow => Some(crate::input::pcap::format_tuple(b)),
+        _ => None,
+    };
+    shown.unwrap_or_else(|| hex(b))
+}
+
+/// A year with at least 4 digits and its sign (ISO 8601 expanded form for years before 0).
+fn year_text(y: i64) -> String {
+    if y < 0 {
+        format!("-{:04}", -y)
+    } else {
+        format!("{y:04}")
+    }
+}
+
+/// RFC 3339 UTC text of `v` units of `10^-digits` seconds since the epoch.
+fn timestamp_text(v: i64, digits: u32) -> String {
+    let per = 10i64.pow(digits);
+    let (secs, sub) = (v.div_euclid(per), v.rem_euclid(per));
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    let w = digits as usize;
+    format!(
+        "{}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{sub:0w$}Z",
+        year_text(y),
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+/// Whether `text` looks like a number (an integer or a decimal float): what `--format auto`
+/// refuses to guess the type of.
+pub fn looks_numeric(text: &[u8]) -> bool {
+    let t = trim(text);
+    let Ok(s) = std::str::from_utf8(t) else {
+        return false;
+    };
+    if s.is_empty() {
+        return false;
+    }
+    let body = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if body.starts_with("0x") || body.starts_with("0X") {
+        return body.len() > 2
+            && body[2..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b'_');
+    }
+    body.bytes().any(|b| b.is_ascii_digit())
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+' | b'_'))
+        && s.parse::<f64>().is_ok() | parse_int(s).is_ok()
+}
+
+/// Whether keys of type `ty` are floats (their lookups follow the ±0 / NaN probe rule).
+pub fn is_float(ty: KeyType) -> bool {
+    matches!(ty.physical(), Physical::Float | Physical::Double)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(ty: &str, s: &str) -> Result<Vec<u8>, ParseError> {
+        parse(ty.parse().unwrap(), s.as_bytes())
+    }
+
+    #[test]
+    fn integers_signed_hex_and_ranges() {
+        assert_eq!(p("i64", "-500").unwrap(), (-500i64).to_le_bytes());
+        assert_eq!(p("u64", "0x10").unwrap(), 16u64.to_le_bytes());
+        assert_eq!(p("u64", " 1_000 ").unwrap(), 1000u64.to_le_bytes());
+        assert_eq!(
+            p("u64", "18446744073709551615").unwrap(),
+            u64::MAX.to_le_bytes()
+        );
+        assert!(p("u64", "18446744073709551616").is_err());
+        let e = p("u64", "-500").unwrap_err();
+        assert!(e.to_string().contains("--key-type i64"), "{e}");
+        assert_eq!(p("i32", "-2147483648").unwrap(), i32::MIN.to_le_bytes());
+        assert!(p("i32", "2147483648").is_err());
+        assert_eq!(p("u32", "4294967295").unwrap(), u32::MAX.to_le_bytes());
+        assert!(p("u32", "-1").is_err());
+        assert_eq!(
+            p("i64", "-9223372036854775808").unwrap(),
+            i64::MIN.to_le_bytes()
+        );
+        assert!(p("i64", "9223372036854775808").is_err());
+        for bad in [
+            "",
+            "-",
+            "0x",
+            "1.5",
+            "12a",
+            "_1",
+            "99999999999999999999999999999999999999999",
+        ] {
+            assert!(p("i64", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn floats_keep_raw_bits() {
+        assert_eq!(p("f64", "-0.0").unwrap(), (-0.0f64).to_bits().to_le_bytes());
+        assert_eq!(p("f64", "0").unwrap(), 0u64.to_le_bytes());
+        assert_eq!(p("f32", "0.1").unwrap(), 0.1f32.to_bits().to_le_bytes());
+        assert_eq!(
+            p("f64", "NaN").unwrap(),
+            0x7ff8_0000_0000_0000u64.to_le_bytes()
+        );
+        assert_eq!(
+            p("f64", "-nan").unwrap(),
+            0x7ff8_0000_0000_0000u64.to_le_bytes()
+        );
+        assert_eq!(p("f32", "nan").unwrap(), 0x7fc0_0000u32.to_le_bytes());
+        assert_eq!(
+            p("f64", "-inf").unwrap(),
+            f64::NEG_INFINITY.to_bits().to_le_bytes()
+        );
+        assert_eq!(p("f64", "1e300").unwrap(), 1e300f64.to_bits().to_le_bytes());
+        assert!(p("f64", "0x1p3").is_err());
+        assert!(p("f32", "one").is_err());
+    }
+
+    #[test]
+    fn dates_and_timestamps() {
+        assert_eq!(p("date", "1970-01-01").unwrap(), 0i32.to_le_bytes());
+        assert_eq!(p("date", "2024-03-01").unwrap(), 19783i32.to_le_bytes());
+        assert_eq!(p("date", "1969-12-31").unwrap(), (-1i32).to_le_bytes());
+        assert!(p("date", "2023-02-29").is_err());
+        assert!(p("date", "2024-13-01").is_err());
+        assert_eq!(
+            p("timestamp-us", "1700000000000000").unwrap(),
+            1_700_000_000_000_000i64.to_le_bytes()
+        );
+        assert_eq!(p("timestamp-ms", "-5").unwrap(), (-5i64).to_le_bytes());
+        assert_eq!(
+            p("timestamp-ms", "2023-11-14T22:13:20Z").unwrap(),
+            1_700_000_000_000i64.to_le_bytes()
+        );
+        assert_eq!(
+            p("timestamp-ns", "2023-11-15 00:13:20.000000001+02:00").unwrap(),
+            1_700_000_000_000_000_001i64.to_le_bytes()
+        );
+        assert!(p("timestamp-ms", "2023-11-14T22:13:20.0001Z").is_err());
+        assert!(p("timestamp-ns", "2300-01-01T00:00:00Z").is_err());
+        for v in [-86_400_000_001i64, 0, 1_700_000_000_123] {
+            let s = display(KeyType::TimestampMillis, &v.to_le_bytes());
+            assert_eq!(p("timestamp-ms", &s).unwrap(), v.to_le_bytes(), "{s}");
+        }
+        for d in [-800_000i32, -1, 0, 19_783, 2_000_000] {
+            let s = display(KeyType::Date32, &d.to_le_bytes());
+            assert_eq!(p("date", &s).unwrap(), d.to_le_bytes(), "{s}");
+        }
+    }
+
+    #[test]
+    fn uuids_fixed_bytes_and_flows() {
+        let u = p("uuid", "00112233-4455-6677-8899-aabbccddeeff").unwrap();
+        assert_eq!(u, (0..16).map(|i| i * 0x11).collect::<Vec<u8>>());
+        assert_eq!(
+            display(KeyType::FixedBytes(16), &u),
+            "00112233-4455-6677-8899-aabbccddeeff"
+        );
+        assert_eq!(p("fixed:2", "0xBEEF").unwrap(), [0xbe, 0xef]);
+        assert!(p("fixed:2", "beefee").is_err());
+        assert!(p("fixed:2", "zzzz").is_err());
+        let f = p("flow", "10.0.0.1:1234 -> 10.0.0.2:53 proto 17").unwrap();
+        assert_eq!(f, [10, 0, 0, 1, 10, 0, 0, 2, 0x04, 0xd2, 0, 53, 17]);
+        assert_eq!(
+            display(KeyType::Flow, &f),
+            "10.0.0.1:1234 -> 10.0.0.2:53 proto 17"
+        );
+        let f6 = p("flow", "[::1]:1 -> [::2]:2 proto 6").unwrap();
+        assert_eq!(f6.len(), 37);
+        assert!(p("flow", "10.0.0.1:1 -> [::2]:2 proto 6").is_err());
+    }
+
+    #[test]
+    fn display_round_trips_and_errors_are_short() {
+        for (ty, s) in [
+            ("i64", "-500"),
+            ("u32", "7"),
+            ("f64", "-0.0"),
+            ("f32", "1.5"),
+            ("f64", "NaN"),
+        ] {
+            let t: KeyType = ty.parse().unwrap();
+            let b = p(ty, s).unwrap();
+            assert_eq!(p(ty, &display(t, &b)).unwrap(), b, "{ty} {s}");
+        }
+        let long = "9".repeat(1_000_000);
+        let e = p("u64", &long).unwrap_err().to_string();
+        assert!(e.len() < 200, "{}", e.len());
+        // A reason quoting part of the text is cut too (found by the key_text fuzz target).
+        let stamp = format!("2024-01-02T0430::05{}", "\x1c".repeat(500));
+        let e = p("timestamp-ms", &stamp).unwrap_err().to_string();
+        assert!(e.len() < 600, "{}", e.len());
+        assert!(looks_numeric(b"-12.5e3") && looks_numeric(b"0x1f") && looks_numeric(b" 42"));
+        assert!(!looks_numeric(b"alice") && !looks_numeric(b"2024-01-01") && !looks_numeric(b"-"));
+    }
+}

@@ -1,0 +1,351 @@
+//! The counters of one key: per-ISA code that reads, updates and writes back the `L` counters a
+//! key touches in its block (one per lane) for the counting and stable filters.
+//!
+//! Counter `k` of a block (`k = lane × W + bit`, see `bloomlanes_core::counting`) is `c` bits at
+//! bit `c × (k mod 32/c)` of the block's counter word `k / (32/c)`. The `L` counters of a key lie
+//! in `L` different words: lane `i` owns the `Q = W × c / 32` words `i·Q .. (i+1)·Q` and the key
+//! touches word `i·Q + bit_i / (32/c)` of them.
+//!
+//! [`CounterIsa::lanes`] has a scalar default, lane by lane (the portable and SSE2 paths, which
+//! have no variable shifts). AVX2 and AVX-512 override it in *word space*: they sweep the whole
+//! block's counter words a register at a time (16 words per AVX-512 register, 8 per AVX2
+//! register), broadcast each word's lane bit index to it with one permute, and update the
+//! counter of the words the key touches under a mask (shift out, compare with the maximum, add
+//! or subtract one shifted back in). That is a fixed, branch-free sequence of about 12
+//! instructions per register: 2 registers for 8x32 with 4-bit counters. Gathers were tried
+//! first and measured 6× slower than the scalar lanes on the reference machine (AMD EPYC).
+
+use bloomlanes_core::lane_bit;
+
+use crate::shape::Shape;
+use crate::vector::Isa;
+
+/// Add one to every counter of the key that is below the maximum.
+pub(crate) const INC: u8 = 0;
+/// Subtract one from every counter of the key that is below the maximum (all are positive).
+pub(crate) const DEC: u8 = 1;
+/// Set every counter of the key to the maximum.
+pub(crate) const MAX: u8 = 2;
+
+/// Where counter `k` of a block lives: its word within the block's counters and its shift.
+#[inline(always)]
+const fn place<const C: u32>(k: u32) -> (usize, u32) {
+    let per_word = 32 / C;
+    ((k / per_word) as usize, (k % per_word) * C)
+}
+
+/// One ISA's update of a key's counters.
+pub(crate) trait CounterIsa: Isa {
+    /// Applies `OP` ([`INC`], [`DEC`] or [`MAX`]) to the `L` counters (`C` bits each) that `h`
+    /// (the low 32 bits of the key's hash) picks in the block whose counters start at `cb`; for
+    /// `DEC`, clears the bit of every counter that reaches 0 in the block's image at `ib`.
+    ///
+    /// # Safety
+    /// `cb` points to the `S::LAYOUT.block_u32s() × C` counter words of one block and `ib` to
+    /// its `S::LAYOUT.block_u32s()` image words, all writable and not accessed by anyone else
+    /// during the call; for `DEC` every counter of the key is positive; the CPU supports the
+    /// ISA.
+    #[inline(always)]
+    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
+        let layout = S::LAYOUT;
+        let max = (1u32 << C) - 1;
+        for lane in 0..layout.lanes() {
+            let k = lane as u32 * layout.word_bits() + lane_bit(layout, u64::from(h), lane);
+            let (w, sh) = place::<C>(k);
+            // SAFETY: `k < L × W`, so `w < L × W × C / 32 = block_u32s × C`: the word lies in
+            // the block's counters, which are ours to read and write (caller).
+            let p = unsafe { cb.add(w) };
+            // SAFETY: as above.
+            let word = unsafe { *p };
+            let v = (word >> sh) & max;
+            let new = match OP {
+                INC if v < max => word + (1 << sh),
+                DEC if v < max => {
+                    if v == 1 {
+                        // SAFETY: `k < L × W`, so its image word `k / 32` lies in the block's
+                        // image, ours to write (caller).
+                        unsafe { *ib.add(k as usize / 32) &= !(1u32 << (k % 32)) };
+                    }
+                    word.wrapping_sub(1 << sh)
+                }
+                MAX => word | (max << sh),
+                _ => word,
+            };
+            // SAFETY: as above.
+            unsafe { *p = new };
+        }
+    }
+}
+
+impl CounterIsa for crate::portable::Portable {}
+
+#[cfg(target_arch = "x86_64")]
+impl CounterIsa for crate::arch::x86_64::sse2::Sse2 {}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::*;
+
+    use bloomlanes_core::SALTS;
+
+    use super::{CounterIsa, DEC, INC, MAX};
+    use crate::arch::x86_64::avx2::{lane_indices, Avx2};
+    use crate::arch::x86_64::avx512::Avx512;
+    use crate::shape::Shape;
+
+    /// Counter words per lane (`Q = W × c / 32`: 4, 8 or 16).
+    const fn words_per_lane<S: Shape, const C: u32>() -> usize {
+        S::LAYOUT.word_bits() as usize * C as usize / 32
+    }
+
+    /// Clears, in the image block of `S` at `ib`, the key's bit in every lane `i` whose bit
+    /// `i` is set in `flags`; `groups[g]` holds the lane bit indices of lanes `8g .. 8g + 8`.
+    ///
+    /// # Safety
+    /// The image block is readable, writable and ours; the CPU supports AVX2.
+    #[inline(always)]
+    unsafe fn clear_image_avx2<S: Shape>(ib: *mut u32, groups: [__m256i; 2], flags: u32) {
+        // SAFETY: AVX2 is available (contract); group `g < L / 8` covers image words
+        // `8g .. 8g + 8` (32-bit lanes) or `16g .. 16g + 16` (64-bit lanes), inside the block's
+        // `L × W / 32` words, which are ours (contract).
+        unsafe {
+            let pow = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+            for (g, &bits) in groups.iter().enumerate().take(S::LAYOUT.lanes() / 8) {
+                let f = _mm256_set1_epi32((flags >> (8 * g)) as i32);
+                let f = _mm256_cmpeq_epi32(_mm256_and_si256(f, pow), pow);
+                if S::LAYOUT.word_bits() == 32 {
+                    let p = ib.add(8 * g).cast::<__m256i>();
+                    let m = _mm256_sllv_epi32(_mm256_set1_epi32(1), bits);
+                    let img = _mm256_loadu_si256(p);
+                    _mm256_storeu_si256(p, _mm256_andnot_si256(_mm256_and_si256(m, f), img));
+                } else {
+                    let halves = [
+                        (_mm256_castsi256_si128(bits), _mm256_castsi256_si128(f)),
+                        (
+                            _mm256_extracti128_si256::<1>(bits),
+                            _mm256_extracti128_si256::<1>(f),
+                        ),
+                    ];
+                    for (k, (b, f)) in halves.into_iter().enumerate() {
+                        let p = ib.add(16 * g + 8 * k).cast::<__m256i>();
+                        let m = _mm256_sllv_epi64(_mm256_set1_epi64x(1), _mm256_cvtepu32_epi64(b));
+                        let f = _mm256_cvtepi32_epi64(f);
+                        let img = _mm256_loadu_si256(p);
+                        _mm256_storeu_si256(p, _mm256_andnot_si256(_mm256_and_si256(m, f), img));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lane flags (bit `lane`) of one register's zero-word mask `z` (bit `t` for word
+    /// `first + t` of the block, `words` words), with `q` words per lane.
+    #[inline(always)]
+    fn lane_flags(z: u32, first: usize, words: usize, q: usize) -> u32 {
+        let step = q.min(words);
+        let group = (1u32 << step) - 1;
+        let mut flags = 0;
+        let mut t = 0;
+        while t < words {
+            flags |= u32::from((z >> t) & group != 0) << ((first + t) / q);
+            t += step;
+        }
+        flags
+    }
+
+    /// [`CounterIsa::lanes`] in AVX2 registers (8 counter words each).
+    ///
+    /// # Safety
+    /// As [`CounterIsa::lanes`], with AVX2.
+    #[inline(always)]
+    unsafe fn lanes_avx2<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
+        let q = words_per_lane::<S, C>();
+        let regs = S::LAYOUT.lanes() * q / 8;
+        let max = ((1u32 << C) - 1) as i32;
+        // SAFETY: AVX2 is available (contract). Register `r` covers counter words
+        // `8r .. 8r + 8` and `r < L·Q / 8`, so it lies in the block's `L·Q = block_u32s × C`
+        // counter words, which are readable, writable and ours (contract); the image bits
+        // cleared are `lane × W + bit < L × W` of the block's image, also ours (contract). The
+        // lane indices read salts `8g .. 8g + 8` with `8g + 8 <= L <= 16`.
+        unsafe {
+            let per_shift = _mm_cvtsi32_si128((32 / C).trailing_zeros() as i32);
+            let c_shift = _mm_cvtsi32_si128(C.trailing_zeros() as i32);
+            let q_shift = _mm_cvtsi32_si128(q.trailing_zeros() as i32);
+            let groups = [
+                lane_indices::<S>(h, 0),
+                if S::LAYOUT.lanes() == 16 {
+                    lane_indices::<S>(h, 8)
+                } else {
+                    _mm256_setzero_si256()
+                },
+            ];
+            let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            let mut zeros = 0;
+            for r in 0..regs {
+                // Word `8r + t` belongs to lane `(8r + t) / Q`, whose group of 8 lanes is
+                // `r / Q` (8Q is a multiple of 8), at sub-word `(8r + t) mod Q`.
+                let word = _mm256_add_epi32(_mm256_set1_epi32(8 * r as i32), iota);
+                let lane = _mm256_and_si256(_mm256_srl_epi32(word, q_shift), _mm256_set1_epi32(7));
+                let sub = _mm256_and_si256(word, _mm256_set1_epi32(q as i32 - 1));
+                let bit = _mm256_permutevar8x32_epi32(groups[r / q], lane);
+                let sel = _mm256_cmpeq_epi32(_mm256_srl_epi32(bit, per_shift), sub);
+                let sh = _mm256_sll_epi32(
+                    _mm256_and_si256(bit, _mm256_set1_epi32((32 / C) as i32 - 1)),
+                    c_shift,
+                );
+                let p = cb.add(8 * r).cast::<__m256i>();
+                let c = _mm256_loadu_si256(p);
+                let v = _mm256_and_si256(_mm256_srlv_epi32(c, sh), _mm256_set1_epi32(max));
+                let below = _mm256_and_si256(sel, _mm256_cmpgt_epi32(_mm256_set1_epi32(max), v));
+                let one = _mm256_sllv_epi32(_mm256_set1_epi32(1), sh);
+                let new = match OP {
+                    INC => _mm256_add_epi32(c, _mm256_and_si256(below, one)),
+                    DEC => {
+                        let z = _mm256_and_si256(sel, _mm256_cmpeq_epi32(v, _mm256_set1_epi32(1)));
+                        let z = _mm256_movemask_ps(_mm256_castsi256_ps(z)) as u32;
+                        zeros |= lane_flags(z, 8 * r, 8, q);
+                        _mm256_sub_epi32(c, _mm256_and_si256(below, one))
+                    }
+                    MAX => _mm256_or_si256(
+                        c,
+                        _mm256_and_si256(sel, _mm256_sllv_epi32(_mm256_set1_epi32(max), sh)),
+                    ),
+                    _ => c,
+                };
+                _mm256_storeu_si256(p, new);
+            }
+            if OP == DEC {
+                clear_image_avx2::<S>(ib, groups, zeros);
+            }
+        }
+    }
+
+    impl CounterIsa for Avx2 {
+        #[inline(always)]
+        unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
+            // SAFETY: the caller's contract (AVX2 is this ISA).
+            unsafe { lanes_avx2::<S, C, OP>(ib, cb, h) }
+        }
+    }
+
+    /// [`CounterIsa::lanes`] in AVX-512 registers (16 counter words each, updated under mask
+    /// registers).
+    ///
+    /// # Safety
+    /// As [`CounterIsa::lanes`], with AVX-512F.
+    #[inline(always)]
+    unsafe fn lanes_avx512<S: Shape, const C: u32, const OP: u8>(
+        ib: *mut u32,
+        cb: *mut u32,
+        h: u32,
+    ) {
+        let q = words_per_lane::<S, C>();
+        let regs = S::LAYOUT.lanes() * q / 16;
+        let max = (1u32 << C) - 1;
+        // SAFETY: AVX-512F is available (contract); SALTS is 16 u32 (64 bytes, read
+        // unaligned). Register `r` covers counter words `16r .. 16r + 16` and `r < L·Q / 16`,
+        // so it lies in the block's `L·Q = block_u32s × C` counter words, which are readable,
+        // writable and ours (contract); the image bits cleared are `lane × W + bit < L × W` of
+        // the block's image, also ours (contract).
+        unsafe {
+            let per_shift = _mm_cvtsi32_si128((32 / C).trailing_zeros() as i32);
+            let c_shift = _mm_cvtsi32_si128(C.trailing_zeros() as i32);
+            let q_shift = _mm_cvtsi32_si128(q.trailing_zeros() as i32);
+            let bits = _mm512_srl_epi32(
+                _mm512_mullo_epi32(
+                    _mm512_set1_epi32(h as i32),
+                    _mm512_loadu_si512(SALTS.as_ptr().cast()),
+                ),
+                _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32),
+            );
+            let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            let mut zeros = 0u32;
+            for r in 0..regs {
+                let word = _mm512_add_epi32(_mm512_set1_epi32(16 * r as i32), iota);
+                let lane = _mm512_srl_epi32(word, q_shift);
+                let sub = _mm512_and_si512(word, _mm512_set1_epi32(q as i32 - 1));
+                let bit = _mm512_permutexvar_epi32(lane, bits);
+                let sel = _mm512_cmpeq_epi32_mask(_mm512_srl_epi32(bit, per_shift), sub);
+                let sh = _mm512_sll_epi32(
+                    _mm512_and_si512(bit, _mm512_set1_epi32((32 / C) as i32 - 1)),
+                    c_shift,
+                );
+                let p = cb.add(16 * r);
+                let c = _mm512_loadu_si512(p.cast());
+                let v = _mm512_and_si512(_mm512_srlv_epi32(c, sh), _mm512_set1_epi32(max as i32));
+                let below = _mm512_mask_cmplt_epu32_mask(sel, v, _mm512_set1_epi32(max as i32));
+                let one = _mm512_sllv_epi32(_mm512_set1_epi32(1), sh);
+                let new = match OP {
+                    INC => _mm512_mask_add_epi32(c, below, c, one),
+                    DEC => {
+                        let z = _mm512_mask_cmpeq_epi32_mask(sel, v, _mm512_set1_epi32(1));
+                        // The zero flags of the selected words, one per lane, packed in lane
+                        // order (each of the register's 16 / Q lanes has exactly one).
+                        let packed = _mm512_maskz_compress_epi32(sel, _mm512_movm_epi32(z));
+                        let f = u32::from(_mm512_test_epi32_mask(packed, packed));
+                        zeros |= f << (16 * r / q);
+                        _mm512_mask_sub_epi32(c, below, c, one)
+                    }
+                    MAX => _mm512_mask_or_epi32(
+                        c,
+                        sel,
+                        c,
+                        _mm512_sllv_epi32(_mm512_set1_epi32(max as i32), sh),
+                    ),
+                    _ => c,
+                };
+                _mm512_storeu_si512(p.cast(), new);
+            }
+            if OP == DEC {
+                clear_image_avx512::<S>(ib, bits, zeros);
+            }
+        }
+    }
+
+    /// Clears, in the image block of `S` at `ib`, the key's bit in every lane `i` whose bit
+    /// `i` is set in `flags`; `bits` holds the lane bit indices of all 16 lanes.
+    ///
+    /// # Safety
+    /// The image block is readable, writable and ours; the CPU supports AVX-512F (and so AVX2).
+    #[inline(always)]
+    unsafe fn clear_image_avx512<S: Shape>(ib: *mut u32, bits: __m512i, flags: u32) {
+        // SAFETY: AVX-512F and AVX2 are available (contract); the registers read and written
+        // are the block's `L × W / 32` image words (16 × 32-bit lanes: one register; 8 or 16
+        // 64-bit lanes: one or two), which are ours (contract).
+        unsafe {
+            match (S::LAYOUT.lanes(), S::LAYOUT.word_bits()) {
+                (8, 32) => {
+                    let lo = _mm512_castsi512_si256(bits);
+                    clear_image_avx2::<S>(ib, [lo, lo], flags)
+                }
+                (16, 32) => {
+                    let m = _mm512_sllv_epi32(_mm512_set1_epi32(1), bits);
+                    let img = _mm512_loadu_si512(ib.cast());
+                    let img = _mm512_mask_andnot_epi32(img, flags as __mmask16, m, img);
+                    _mm512_storeu_si512(ib.cast(), img);
+                }
+                _ => {
+                    let halves = [
+                        _mm512_castsi512_si256(bits),
+                        _mm512_extracti64x4_epi64::<1>(bits),
+                    ];
+                    for (k, b) in halves.into_iter().enumerate().take(S::LAYOUT.lanes() / 8) {
+                        let p = ib.add(16 * k);
+                        let m = _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_cvtepu32_epi64(b));
+                        let img = _mm512_loadu_si512(p.cast());
+                        let f = (flags >> (8 * k)) as __mmask8;
+                        _mm512_storeu_si512(p.cast(), _mm512_mask_andnot_epi64(img, f, m, img));
+                    }
+                }
+            }
+        }
+    }
+
+    impl CounterIsa for Avx512 {
+        #[inline(always)]
+        unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
+            // SAFETY: the caller's contract (AVX-512F is part of this ISA).
+            unsafe { lanes_avx512::<S, C, OP>(ib, cb, h) }
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Partitioned bulk operations: past the random-access wall for filters larger than the caches.
+//!
+//! A direct bulk lookup reads one random block per key; once the filter is larger than the
+//! last-level cache every key waits for DRAM, and the rate is the random-access rate however
+//! well the reads overlap. A partitioned operation instead hashes a large batch, scatters the
+//! hashes by filter region (partitions of `2^k` consecutive blocks whose slice of the filter
+//! fits in L2), and then probes (or inserts) partition by partition: the blocks it touches at
+//! any moment lie in one slice, which is read from memory once per batch, sequentially, and
+//! then hit in L2 by the partition's keys. Lookups then gather the answers back into input
+//! order (bytes or a bitmap), or list the positions of the keys that may be present (the
+//! screening form: [`Probe::contains_positions`]). The idea is Schmidt, Bandle and Giceva's
+//! ("A four-dimensional analysis of partitioned approximate filters", VLDB 2021), on the same
+//! vocabulary as the GPU's partitioned lookups (`bloomlanes-gpu`, `lookup.rs`).
+//!
+//! # The passes
+//!
+//! 1. Scatter: the keys are hashed 256 at a time and each hash is appended to its partition's
+//!    write-combining line; full lines go to pages chained per partition (non-temporal stores
+//!    when the scratch outgrows the last-level cache). Lookups also write each key's partition
+//!    (2 bytes). All threads: each task scatters its own contiguous range of the batch.
+//! 2. Probe or insert: partition by partition (all threads: one task per partition), with the
+//!    vector kernels of the [`Probe`]'s path; inserts own their partition's blocks, so no
+//!    atomics. Answers are bits in partition order.
+//! 3. Gather (lookups): the keys in input order, one cursor per partition; each task gathers
+//!    its own range of the batch.
+//!
+//! # Memory traffic per key (counted from the algorithm)
+//!
+//! For `n` integer keys and a filter of `F` bytes, one round (see [`Partitioning::round_keys`]),
+//! with `F' = F × (1 − e^(−n / lines)) / n` the filter bytes read per key (each cache line of
+//! the filter that a key of the round hits is read once):
+//!
+//! - Lookup into bytes: scatter reads the key (8) and writes the hash (8, streamed) and the
+//!   partition id (2, plus 2 read for ownership); the probe reads the hash (8) and `F'`, and
+//!   writes the answer bit (1/8, plus 1/8 read); the gather reads the id (2) and the bit
+//!   (1/8) and writes the byte (1, plus 1 read). In all `32.5 + F'` bytes. Into a bitmap:
+//!   `30.6 + F'`. Positions: the bitmap's, plus 4 bytes per maybe-present key.
+//! - Insert: scatter 8 + 8, the insert pass reads the hash (8) and reads and writes back the
+//!   filter lines hit (`2F'`): `24 + 2F'` bytes.
+//! - 1 GiB filter (8x32), `n = 2^26` keys: `F' ≈ 15.7`, so 48.2 bytes per key into bytes, 46.3
+//!   into a bitmap, 55.4 per insert. The direct paths move 9 bytes per key but one random
+//!   64-byte line each, bound by the random-access rate instead. Measured bounds: BENCHMARKS.md.
+//!
+//! # When [`PartitionMode::Auto`] partitions
+//!
+//! When the filter is larger than [`PartitionAuto::min_filter_bytes`], the batch holds at
+//! least [`PartitionAuto::min_keys`] keys and the filter holds at most
+//! [`PartitionAuto::max_filter_bytes_per_key`] bytes per key of the batch (so that reading
+//! every slice once costs less than a random access per key). The defaults come from the
+//! batch-size sweep of the `partition` benchmark.
+
+mod gather;
+mod par_insert;
+mod run;
+mod scatter;
+
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Params};
+
+pub use crate::cache::CacheSizes;
+use crate::Probe;
+use scatter::PartOf;
+
+pub(crate) use par_insert::par_insert;
+
+/// Frees the scratch memory that partitioned operations keep for reuse. They keep the scratch
+/// of the two largest recent calls (about 10 bytes per key of a round, see
+/// [`Partitioning::round_keys`]), because fresh memory must be faulted in page by page, which
+/// costs about as much again as the partitioning itself.
+pub fn release_partition_scratch() {
+    run::release_scratch();
+}
+
+/// Whether bulk operations partition the batch by filter region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PartitionMode {
+    /// Never: one random block access per key, in input order.
+    Direct,
+    /// Always (for tests and measurements; slow for filters that fit in the caches).
+    Partitioned,
+    /// When [`PartitionAuto`] says it pays.
+    #[default]
+    Auto,
+}
+
+/// The rule of [`PartitionMode::Auto`]: partition a batch of `n` keys for a filter of `F` bytes
+/// when `F > min_filter_bytes`, `n ≥ min_keys` and `F ≤ n × max_filter_bytes_per_key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionAuto {
+    /// Filters of at most this many bytes are probed directly; 0 = the last-level cache size.
+    pub min_filter_bytes: u64,
+    /// Batches of fewer keys are probed directly.
+    pub min_keys: usize,
+    /// Partition only when the filter holds at most this many bytes per key of the batch.
+    pub max_filter_bytes_per_key: u64,
+}
+
+impl Default for PartitionAuto {
+    fn default() -> Self {
+        PartitionAuto {
+            min_filter_bytes: 0,
+            min_keys: 1 << 16,
+            max_filter_bytes_per_key: 64,
+        }
+    }
+}
+
+impl PartitionAuto {
+    /// Whether a batch of `keys` keys for a filter of `filter_bytes` bytes is partitioned on a
+    /// machine with `caches`.
+    pub fn partitions(&self, filter_bytes: u64, caches: CacheSizes, keys: usize) -> bool {
+        let floor = if self.min_filter_bytes == 0 {
+            caches.llc as u64
+        } else {
+            self.min_filter_bytes
+        };
+        filter_bytes > floor
+            && keys >= self.min_keys
+            && filter_bytes <= (keys as u64).saturating_mul(self.max_filter_bytes_per_key)
+    }
+}
+
+/// How a [`Probe`] partitions bulk operations: the mode, the rule of the automatic mode, and
+/// the sizes of the partitioned passes. `Default` is the automatic mode on this machine's
+/// detected caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partitioning {
+    /// Whether to partition.
+    pub mode: PartitionMode,
+    /// The rule of [`PartitionMode::Auto`].
+    pub auto: PartitionAuto,
+    /// The cache sizes the rule and the sizes below go by.
+    pub caches: CacheSizes,
+    /// Filter bytes per partition (rounded down to a power of two of blocks, at least one
+    /// block); 0 = half the L2 cache.
+    pub slice_bytes: usize,
+    /// Keys per round: a larger batch is partitioned a round at a time, which bounds the
+    /// scratch (about 10 bytes per key of a round) at the cost of reading the filter once per
+    /// round; 0 = `max(F / 16, 2^22)` keys for a filter of `F` bytes (so the filter adds at
+    /// most 16 bytes of traffic per key).
+    pub round_keys: usize,
+    /// Keys per scatter and gather task of the all-core operations; 0 = a round's share of
+    /// two tasks per thread, at least 2^14.
+    pub task_keys: usize,
+    /// Fewer partitions (larger slices) where the batch would leave fewer keys than this per
+    /// partition on average; 0 = no such limit.
+    pub min_part_keys: usize,
+}
+
+impl Default for Partitioning {
+    fn default() -> Self {
+        Partitioning {
+            mode: PartitionMode::Auto,
+            auto: PartitionAuto::default(),
+            caches: CacheSizes::detected(),
+            slice_bytes: 0,
+            round_keys: 0,
+            task_keys: 0,
+            min_part_keys: 256,
+        }
+    }
+}
+
+/// The most partitions (2^13: their write-combining lines take 512 KiB; partition ids are
+/// `u16`).
+const MAX_PARTS: usize = 1 << 13;
+
+/// The shape of one partitioned operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub(crate) part_of: PartOf,
+    pub(crate) parts: usize,
+    pub(crate) blocks_per_part: u64,
+    /// A multiple of 64.
+    pub(crate) round_keys: usize,
+    /// A multiple of 64, at most `round_keys`.
+    pub(crate) task_keys: usize,
+    /// Non-temporal scatter stores.
+    pub(crate) stream: bool,
+    pub(crate) seed: u64,
+}
+
+impl Partitioning {
+    /// The plan of a partitioned operation on `n` keys (at least one) with `threads` threads;
+    /// at least `min_parts` partitions where the filter has that many blocks.
+    pub(crate) fn plan(&self, params: &Params, n: usize, threads: usize, min_parts: usize) -> Plan {
+        let blocks = u64::from(params.blocks);
+        let block_bytes = params.layout.block_bytes() as u64;
+        let filter_bytes = params.byte_len();
+        let slice = match self.slice_bytes {
+            0 => self.caches.l2 as u64 / 2,
+            s => s as u64,
+        };
+        let parts_for = |bits: u32| blocks.div_ceil(1u64 << bits) as usize;
+        // Slices of at most `slice` bytes; then fewer partitions where there would be more than
+        // the cap; then more where there would be fewer than `min_parts`.
+        let mut bits = (slice / block_bytes).max(1).ilog2().min(32);
+        let min_parts = min_parts.min(MAX_PARTS);
+        let cap = match self.min_part_keys {
+            0 => MAX_PARTS,
+            k => (n / k).clamp(min_parts.max(1), MAX_PARTS),
+        };
+        while bits < 32 && parts_for(bits) > cap {
+            bits += 1;
+        }
+        while bits > 0 && parts_for(bits) < min_parts {
+            bits -= 1;
+        }
+        let round_keys = match self.round_keys {
+            0 => ((filter_bytes / 16) as usize).max(1 << 22),
+            r => r,
+        }
+        .clamp(64, 1 << 31)
+        .next_multiple_of(64);
+        let round = round_keys.min(n.next_multiple_of(64));
+        let task_keys = if threads <= 1 {
+            round_keys
+        } else {
+            match self.task_keys {
+                0 => round.div_ceil(2 * threads).max(1 << 14),
+                t => t,
+            }
+            .next_multiple_of(64)
+            .min(round_keys)
+        };
+        Plan {
+            part_of: PartOf { blocks, bits },
+            parts: parts_for(bits),
+            blocks_per_part: 1 << bits,
+            round_keys,
+            task_keys,
+            stream: round.saturating_mul(10) > self.caches.llc,
+            seed: params.seed,
+        }
+    }
+
+    /// Whether a lookup or insert of `n` keys into a filter with `params` is partitioned.
+    pub fn partitions(&self, params: &Params, n: usize) -> bool {
+        match self.mode {
+            PartitionMode::Direct => false,
+            PartitionMode::Partitioned => n > 0,
+            PartitionMode::Auto => self.auto.partitions(params.byte_len(), self.caches, n),
+        }
+    }
+}
+
+impl Probe {
+    /// This probe with the partitioning settings `partitioning`.
+    pub fn with_partitioning(mut self, partitioning: Partitioning) -> Probe {
+        self.partitioning = partitioning;
+        self
+    }
+
+    /// The partitioning settings of this probe.
+    pub fn partitioning(&self) -> &Partitioning {
+        &self.partitioning
+    }
+
+    /// Looks up every key and lists the positions of those that may be present (the screening
+    /// form): `out` is cleared and receives each such `i` in ascending order.
+    ///
+    /// # Panics
+    /// If the batch holds more than 2^32 keys.
+    pub fn contains_positions(
+        &self,
+        filter: FilterRef<'_, u32>,
+        keys: Keys<'_>,
+        out: &mut Vec<u32>,
+    ) {
+        self.positions(filter, keys, out, false)
+    }
+
+    /// [`Probe::contains_positions`] on every core.
+    ///
+    /// # Panics
+    /// If the batch holds more than 2^32 keys.
+    pub fn par_contains_positions(
+        &self,
+        filter: FilterRef<'_, u32>,
+        keys: Keys<'_>,
+        out: &mut Vec<u32>,
+    ) {
+        self.positions(filter, keys, out, true)
+    }
+
+    fn positions(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut Vec<u32>, par: bool) {
+        assert!(
+            keys.len() as u64 <= 1 << 32,
+            "positions are u32: at most 2^32 keys per batch"
+        );
+        out.clear();
+        let mut bits = vec![0u64; keys.len().div_ceil(64)];
+        if par {
+            self.par_contains_bitmap(filter, keys, &mut bits);
+        } else {
+            self.contains_bitmap(filter, keys, &mut bits);
+        }
+        gather::positions(&bits, 0, out);
+    }
+
+    /// The partitioned lookup, if the settings say so for this batch; `false` if not taken.
+    pub(crate) fn partitioned_contains(
+        &self,
+        filter: FilterRef<'_, u32>,
+        keys: Keys<'_>,
+        out: run::Out<'_>,
+        parallel: bool,
+    ) -> bool {
+        let n = keys.len();
+        if !self.partitioning.partitions(filter.params(), n) {
+            return false;
+        }
+        let threads = if parallel {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let plan = self.partitioning.plan(filter.params(), n, threads, 1);
+        run::contains(self, &plan, filter, keys, out, parallel);
+        true
+    }
+
+    /// [`Probe::partitioned_contains`] into bytes.
+    pub(crate) fn partitioned_bytes(
+        &self,
+        filter: FilterRef<'_, u32>,
+        keys: Keys<'_>,
+        out: &mut [u8],
+        parallel: bool,
+    ) -> bool {
+        self.partitioned_contains(filter, keys, run::Out::Bytes(out), parallel)
+    }
+
+    /// [`Probe::partitioned_contains`] into a bitmap.
+    pub(crate) fn partitioned_bitmap(
+        &self,
+        filter: FilterRef<'_, u32>,
+        keys: Keys<'_>,
+        out: &mut [u64],
+        parallel: bool,
+    ) -> bool {
+        self.partitioned_contains(filter, keys, run::Out::Bits(out), parallel)
+    }
+
+    /// The one-thread partitioned insert, if the settings say so for this batch; gives the
+    /// filter back if not taken.
+    pub(crate) fn partitioned_insert<'f>(
+        &self,
+        filter: FilterMut<'f, u32>,
+        keys: Keys<'_>,
+    ) -> Option<FilterMut<'f, u32>> {
+        let n = keys.len();
+        if !self.partitioning.partitions(filter.params(), n) {
+            return Some(filter);
+        }
+        let plan = self.partitioning.plan(filter.params(), n, 1, 1);
+        run::insert(self, &plan, filter, keys, false);
+        None
+    }
+}

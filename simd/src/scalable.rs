@@ -1,0 +1,125 @@
+//! Bulk operations of the scalable filter (`bloomlanes_core::ScalableFilter`): the core manages
+//! the chain of stages (when one is full, how the next is sized); each stage is a static filter,
+//! so its bulk lookups and inserts are the static kernels of [`Probe`].
+//!
+//! ```
+//! use bloomlanes_core::{Keys, Layout, Params, ScalableFilter};
+//! use bloomlanes_simd::Probe;
+//!
+//! let probe = Probe::active();
+//! let mut f = ScalableFilter::new(Params::new(Layout::L8x32, 1), 100, 0.01, 2, 0.8).unwrap();
+//! let keys: Vec<u64> = (0..10_000).collect();
+//! probe.insert_scalable(&mut f, Keys::U64(&keys)).unwrap();
+//! assert!(f.stages().len() > 1);
+//! let mut found = vec![0u8; keys.len()];
+//! probe.contains_scalable(&f, Keys::U64(&keys), &mut found);
+//! assert!(found.iter().all(|&b| b == 1));
+//! ```
+
+use bloomlanes_core::{Keys, ScalableFilter, SizingError};
+
+use crate::kind_entry::{hash_into, CHUNK};
+use crate::Probe;
+
+impl Probe {
+    /// Looks up every key in every stage of a scalable filter: `out[i]` is 1 if some stage may
+    /// hold key `i`, else 0 (the core's [`ScalableFilter::contains_hash`]). Keys are hashed
+    /// once; each stage (newest, largest first) is asked only about the keys no stage has
+    /// answered yet.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len()`.
+    pub fn contains_scalable(&self, filter: &ScalableFilter, keys: Keys<'_>, out: &mut [u8]) {
+        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        let seed = filter.params().seed;
+        let mut hashes = vec![0u64; CHUNK.min(keys.len())];
+        let mut pending = Vec::with_capacity(hashes.len());
+        let mut at = Vec::with_capacity(hashes.len());
+        let mut hits = vec![0u8; hashes.len()];
+        for start in (0..keys.len()).step_by(CHUNK) {
+            let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
+            let out = &mut out[start..start + chunk.len()];
+            let hashes = &mut hashes[..chunk.len()];
+            hash_into(self, chunk, seed, hashes);
+            out.fill(0);
+            pending.clear();
+            pending.extend_from_slice(hashes);
+            at.clear();
+            at.extend(0..chunk.len() as u32);
+            for stage in filter.stages().iter().rev() {
+                if pending.is_empty() {
+                    break;
+                }
+                let hits = &mut hits[..pending.len()];
+                self.contains(stage.as_view(), Keys::Hashes(&pending), hits);
+                // Keep the keys this stage did not find, in order. Branch-free: whether a
+                // stage finds a key is unpredictable, and a branch on it mispredicted about
+                // once per present key. `out[at[j]]` is still 0 (no stage has found key
+                // `at[j]` yet) and `hits[j]` is 0 or 1.
+                let mut kept = 0;
+                for j in 0..pending.len() {
+                    let hit = hits[j];
+                    out[at[j] as usize] |= hit;
+                    pending[kept] = pending[j];
+                    at[kept] = at[j];
+                    kept += usize::from(hit == 0);
+                }
+                pending.truncate(kept);
+                at.truncate(kept);
+            }
+        }
+    }
+
+    /// [`Probe::contains_scalable`] into a bitmap: bit `i % 64` of `out[i / 64]` is set if key
+    /// `i` may be present; bits past the last key are cleared.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len().div_ceil(64)`.
+    pub fn contains_scalable_bitmap(
+        &self,
+        filter: &ScalableFilter,
+        keys: Keys<'_>,
+        out: &mut [u64],
+    ) {
+        assert_eq!(
+            out.len(),
+            keys.len().div_ceil(64),
+            "one output word per 64 keys"
+        );
+        let mut bytes = vec![0u8; CHUNK];
+        for (c, words) in out.chunks_mut(CHUNK / 64).enumerate() {
+            let start = c * CHUNK;
+            let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
+            let bytes = &mut bytes[..chunk.len()];
+            self.contains_scalable(filter, chunk, bytes);
+            words.fill(0);
+            for (i, &b) in bytes.iter().enumerate() {
+                words[i / 64] |= u64::from(b) << (i % 64);
+            }
+        }
+    }
+
+    /// Inserts every key into a scalable filter, in order, exactly as the core's
+    /// [`ScalableFilter::insert_hash`] key by key: the keys fill the last stage up to its
+    /// capacity with one bulk insert, then the core adds the next stage
+    /// ([`ScalableFilter::open_stage`]) and the rest go on there.
+    ///
+    /// # Errors
+    /// When the next stage would exceed the largest filter ([`SizingError`]); the keys before
+    /// that point are inserted, as with the core's key-by-key inserts.
+    pub fn insert_scalable(
+        &self,
+        filter: &mut ScalableFilter,
+        keys: Keys<'_>,
+    ) -> Result<(), SizingError> {
+        let mut i = 0;
+        while i < keys.len() {
+            let (stage, room) = filter.open_stage()?;
+            let take = room.min((keys.len() - i) as u64) as usize;
+            self.insert(stage.as_view_mut(), keys.slice(i..i + take));
+            stage.add_key_count(take as u64);
+            i += take;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! The bulk kernels of the sliding-window filter over the per-ISA [`Vector`]: a lookup builds the
+//! key's block mask once and tests it against the `g + 1` copies of its block, which are
+//! consecutive in memory (`bloomlanes_core::window` interleaves the generations by block), so
+//! one contiguous read, prefetched for upcoming keys, answers it; an insert ORs the mask into
+//! the current generation's copy.
+
+use bloomlanes_core::{block_index, Params};
+
+use crate::counting_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
+use crate::shape::{with_shape, Shape};
+use crate::vector::{self, Isa, Vector};
+
+/// Prefetch distance of the window kernels, in keys.
+const AHEAD: usize = 16;
+
+/// Whether any of the `gens` consecutive blocks of `S` from `base` holds every bit of `h`'s
+/// mask, with `V` registers.
+///
+/// # Safety
+/// `base` points to `gens` readable blocks of `S`; `V` tiles a block of `S` in at most
+/// `MAX_REGS` registers; the CPU supports `V`.
+#[inline(always)]
+unsafe fn any_has_with<V: Vector, S: Shape>(base: *const u32, gens: usize, h: u64) -> bool {
+    let per = S::LAYOUT.block_u32s();
+    let regs = per / V::WORDS;
+    // SAFETY: the CPU supports V (caller); block `g < gens` starts at `base + g × per` and is
+    // readable (caller); the parts read are below `regs`, the block's register count.
+    unsafe {
+        let mask = V::block_mask::<S>(h as u32);
+        // Every generation is tested, without an early exit: for present keys the generation
+        // that holds them is random, and a branch on it mispredicted about once per key
+        // (present-key lookups ran at 0.4× the rate of absent ones, which test all copies).
+        let mut found = false;
+        for g in 0..gens {
+            let block = base.add(g * per);
+            let mut missing = V::zero();
+            for (i, m) in mask.iter().enumerate().take(regs) {
+                missing = missing.or(m.clear_in(V::load_part::<S>(block, i)));
+            }
+            found |= missing.is_zero();
+        }
+        found
+    }
+}
+
+/// Whether any of the `gens` consecutive blocks of `S` from `base` holds every bit of `h`'s
+/// mask.
+///
+/// # Safety
+/// `base` points to `gens` readable blocks of `S`; the CPU supports `I`.
+#[inline(always)]
+unsafe fn any_has<I: Isa, S: Shape>(base: *const u32, gens: usize, h: u64) -> bool {
+    // The register choice of `vector::contains` (wide registers for blocks at least as wide),
+    // which `vector`'s compile-time check proves to tile every shape.
+    // SAFETY: the caller's contract; both of I's vectors run on a CPU that supports I, and the
+    // chosen one tiles the block (as in `vector::contains`, checked there at compile time).
+    unsafe {
+        if S::LAYOUT.block_u32s() >= I::Wide::WORDS {
+            any_has_with::<I::Wide, S>(base, gens, h)
+        } else {
+            any_has_with::<I::Narrow, S>(base, gens, h)
+        }
+    }
+}
+
+/// [`contains`] for blocks of `S`.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+unsafe fn contains_shaped<I: Isa, S: Shape>(
+    blocks: u32,
+    gens: usize,
+    words: &[u32],
+    hashes: &[u64],
+    out: &mut [u8],
+) {
+    let per = S::LAYOUT.block_u32s();
+    let stride = gens * per;
+    assert_eq!(words.len(), blocks as usize * stride);
+    assert_eq!(out.len(), hashes.len());
+    let w = words.as_ptr();
+    let pf = words.len() * 4 > PREFETCH_MIN_BYTES;
+    let at = |h: u64| block_index(h, blocks) as usize * stride;
+    for (i, (o, &h)) in out.iter_mut().zip(hashes).enumerate() {
+        if pf {
+            if let Some(&a) = hashes.get(i + AHEAD) {
+                prefetch_bytes(w.wrapping_add(at(a)), stride * 4);
+            }
+        }
+        // SAFETY: the key's block index is below `blocks`, so its `gens` copies
+        // `at(h) .. at(h) + stride` lie in `words` (length asserted above), borrowed for the
+        // call; the CPU supports I (caller).
+        *o = u8::from(unsafe { any_has::<I, S>(w.add(at(h)), gens, h) });
+    }
+}
+
+/// Window lookups: `out[i]` is 1 if all the bits of `hashes[i]` are set in one of the `gens`
+/// generations of the interleaved `words` of a filter with parameters `p`, else 0.
+///
+/// # Panics
+/// If `words` is not `gens × p.blocks` blocks or `out` is not as long as `hashes`.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn contains<I: Isa>(
+    p: Params,
+    gens: usize,
+    words: &[u32],
+    hashes: &[u64],
+    out: &mut [u8],
+) {
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller); the shapes are checked by `contains_shaped`.
+        unsafe { contains_shaped::<I, S>(p.blocks, gens, words, hashes, out) }
+    })
+}
+
+/// [`set`] for blocks of `S`.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+unsafe fn set_shaped<I: Isa, S: Shape>(
+    blocks: u32,
+    gens: usize,
+    current: usize,
+    words: &mut [u32],
+    hashes: &[u64],
+) {
+    let per = S::LAYOUT.block_u32s();
+    assert!(current < gens);
+    assert_eq!(words.len(), blocks as usize * gens * per);
+    let w = words.as_mut_ptr();
+    let pf = words.len() * 4 > PREFETCH_MIN_BYTES;
+    let at = |h: u64| (block_index(h, blocks) as usize * gens + current) * per;
+    for (i, &h) in hashes.iter().enumerate() {
+        if pf {
+            if let Some(&a) = hashes.get(i + AHEAD) {
+                prefetch_bytes(w.wrapping_add(at(a)), per * 4);
+            }
+        }
+        // SAFETY: block index `< blocks` and `current < gens` (asserted), so the block
+        // `at(h) .. at(h) + per` lies in `words` (length asserted), exclusively borrowed for the
+        // call; the CPU supports I (caller).
+        unsafe { vector::insert::<I, S>(w.add(at(h)), h) };
+    }
+}
+
+/// Sets the bits of every hash of `hashes` in generation `current` of the interleaved `words`
+/// (`gens` generations) of a filter with parameters `p` (no rotation, no key counting).
+///
+/// # Panics
+/// If `current >= gens` or `words` is not `gens × p.blocks` blocks.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn set<I: Isa>(
+    p: Params,
+    gens: usize,
+    current: usize,
+    words: &mut [u32],
+    hashes: &[u64],
+) {
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller); the shapes are checked by `set_shaped`.
+        unsafe { set_shaped::<I, S>(p.blocks, gens, current, words, hashes) }
+    })
+}
