@@ -101,6 +101,11 @@ impl Filter {
     pub fn add_key_count(&mut self, n: u64) {
         self.keys = self.keys.map(|k| k.saturating_add(n));
     }
+    /// Records what the keys are (a streamed build learns it from its inputs as it reads
+    /// them); the bits are not changed.
+    pub fn set_key_type(&mut self, key_type: crate::KeyType) {
+        self.params.key_type = key_type;
+    }
     /// Size of the bit array in bytes.
     pub fn byte_len(&self) -> usize {
         self.params.byte_len() as usize

@@ -87,6 +87,14 @@ impl FilterBuilder {
         self.backend = backend;
         self
     }
+    /// The capacity given with [`FilterBuilder::capacity`], if any.
+    pub fn capacity_given(&self) -> Option<u64> {
+        self.capacity
+    }
+    /// The hash seed.
+    pub fn seed_value(&self) -> u64 {
+        self.seed
+    }
     /// The key type recorded in the filter (`None`: the key set's, see [`KeySet::key_type`]).
     pub fn key_type(mut self, key_type: Option<KeyType>) -> Self {
         self.key_type = key_type;

@@ -18,6 +18,10 @@ pub enum Stage {
     Insert,
     /// Looking keys up.
     Query,
+    /// Counting the distinct keys of the inputs (sizing a filter without `--capacity`).
+    Count,
+    /// Classifying packets (a count of packets, not keys).
+    Classify,
 }
 
 impl Stage {
@@ -26,6 +30,8 @@ impl Stage {
         match self {
             Stage::Insert => "inserting",
             Stage::Query => "querying",
+            Stage::Count => "counting",
+            Stage::Classify => "classifying",
         }
     }
 }
@@ -39,8 +45,34 @@ pub struct Progress {
     pub stage: Stage,
     /// Keys done so far.
     pub done: u64,
-    /// Keys in all.
+    /// Keys in all (0 while a stream's length is unknown).
     pub total: u64,
+    /// Bytes of input read so far (streams; 0 for in-memory batches).
+    pub bytes: u64,
+    /// Bytes of input in all (0 when unknown: standard input, compressed files).
+    pub bytes_total: u64,
+    /// This is the stage's last report.
+    pub finished: bool,
+}
+
+impl Progress {
+    /// A report on a stream: `done` keys (or packets) from `bytes` of `bytes_total` bytes.
+    pub fn stream(stage: Stage, done: u64, bytes: u64, bytes_total: u64) -> Progress {
+        Progress {
+            stage,
+            done,
+            total: 0,
+            bytes,
+            bytes_total,
+            finished: false,
+        }
+    }
+
+    /// The same report, marked as the stage's last.
+    pub fn finished(mut self) -> Progress {
+        self.finished = true;
+        self
+    }
 }
 
 /// Keys per batch for `engine`: its batch size rounded down to a whole number of answer words
@@ -62,6 +94,9 @@ pub fn insert(
         stage: Stage::Insert,
         done: done as u64,
         total: total as u64,
+        bytes: 0,
+        bytes_total: 0,
+        finished: done == total,
     };
     progress(report(0));
     let step = step(engine);
@@ -88,6 +123,9 @@ pub fn contains(
         stage: Stage::Query,
         done: done as u64,
         total: total as u64,
+        bytes: 0,
+        bytes_total: 0,
+        finished: done == total,
     };
     progress(report(0));
     let mut answers = Bitmap::new(total);

@@ -164,6 +164,13 @@ pub enum Error {
         /// The HDL crate's error.
         source: bloomlanes_hdl::HdlError,
     },
+    /// A live capture on a network interface failed (no such interface, no privilege …).
+    Capture {
+        /// The interface.
+        interface: String,
+        /// What went wrong.
+        what: String,
+    },
     /// The request needs a feature this build of `bloomlanes-host` was compiled without.
     Unsupported {
         /// What was asked for (e.g. `--backend gpu`).
@@ -336,6 +343,7 @@ impl fmt::Display for Error {
             Error::Hdl { dir, source } => {
                 write!(f, "export --hdl {}: {source}", dir.display())
             }
+            Error::Capture { interface, what } => write!(f, "interface {interface}: {what}"),
             Error::Unsupported { what, feature } => write!(
                 f,
                 "{what}: not available in this build (bloomlanes-host was compiled without its \
@@ -351,6 +359,7 @@ impl std::error::Error for Error {
             Error::Usage(_)
             | Error::OutputLength { .. }
             | Error::Unsupported { .. }
+            | Error::Capture { .. }
             | Error::KeyType { .. } => None,
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),

@@ -37,9 +37,12 @@
 pub mod backend;
 pub mod builder;
 pub mod bulk;
+#[cfg(target_os = "linux")]
+pub mod capture;
 pub mod error;
 #[cfg(feature = "hdl")]
 pub mod hdl_io;
+pub mod hll;
 pub mod input;
 pub mod key_text;
 pub mod ops;

@@ -226,7 +226,20 @@ fn binary_u64_and_decimal_keys_agree() {
 fn stdin_input() {
     let d = tmp();
     let f = at(&d, "s.blf");
-    bl().args(["build", "-", "-o", s(&f)])
+    // Standard input cannot be read twice: sizing needs --capacity, said clearly.
+    let out = bl()
+        .args(["build", "-", "-o", s(&f)])
+        .write_stdin("a\nb\nc\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("<stdin>") && err.contains("--capacity"),
+        "{err}"
+    );
+    assert!(!f.exists());
+    bl().args(["build", "-", "-o", s(&f), "--capacity", "3"])
         .write_stdin("a\nb\nc\n")
         .assert()
         .success();

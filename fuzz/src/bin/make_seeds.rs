@@ -50,6 +50,36 @@ fn main() {
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.insert("a");
     put(&parquet, f.to_parquet().unwrap());
+    // The input readers: the captures and key files the host's tests write, behind the byte
+    // that picks the format and chunk size.
+    let captures = dir.join("capture");
+    let texts = dir.join("text_inputs");
+    let packed = dir.join("decompress");
+    for d in [&captures, &texts, &packed] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let frames = sample_frames();
+    for pick in [0u8, 5, 130] {
+        put(&captures, [vec![pick], pcap_file(&frames)].concat());
+        put(&captures, [vec![pick], pcapng_file(&frames)].concat());
+    }
+    let samples: [&[u8]; 6] = [
+        b"alpha\r\n\nbeta\ngamma delta\nlast",
+        b"1\n 0x2a \n\n1_000\n18446744073709551615\n",
+        b"10.0.0.1:1234>10.0.0.2:80/tcp\n[2001:db8::1]:53 > [2001:db8::2]:53/udp\n",
+        b"id,name\r\n1,\"multi\nline, \"\"quoted\"\"\"\n2,plain\n3,\"\"\n",
+        &[
+            1, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255,
+        ],
+        b"id,name\n1,\"unterminated\n2,b\n",
+    ];
+    for (i, s) in samples.iter().enumerate() {
+        for pick in [i as u8, i as u8 + 0x46, i as u8 + 0xc0] {
+            put(&texts, [vec![pick], s.to_vec()].concat());
+        }
+        put(&packed, [vec![3u8], s.to_vec()].concat());
+    }
+    put(&packed, vec![0, 8, 0, 0, 0, 0, 0, 0, 3]);
     // The stream reader reads the same files (plus whatever follows them).
     let stream = dir.join("filter_stream");
     std::fs::create_dir_all(&stream).unwrap();
@@ -251,4 +281,74 @@ fn parquet_file(groups: usize, with_length: bool) -> Vec<u8> {
     file.extend_from_slice(&(meta.len() as u32).to_le_bytes());
     file.extend_from_slice(b"PAR1");
     file
+}
+
+/// Ethernet frames: IPv4 UDP (one VLAN-tagged), IPv6 TCP, ARP, and one cut inside its IP header.
+fn sample_frames() -> Vec<Vec<u8>> {
+    let eth = |ethertype: u16, tags: usize, payload: &[u8]| {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        for _ in 0..tags {
+            f.extend_from_slice(&[0x81, 0x00, 0, 100]);
+        }
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    let mut udp = vec![
+        0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    udp.extend_from_slice(&[0x04, 0xd2, 0, 53, 0, 8, 0, 0]);
+    let mut tcp6 = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+    tcp6.extend_from_slice(&[0x20, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    tcp6.extend_from_slice(&[0x20, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    tcp6.extend_from_slice(&[0x0f, 0xa0, 1, 187]);
+    tcp6.extend_from_slice(&[0; 16]);
+    vec![
+        eth(0x0800, 0, &udp),
+        eth(0x0800, 1, &udp),
+        eth(0x86dd, 0, &tcp6),
+        eth(0x0806, 0, &[0; 28]),
+        eth(0x0800, 0, &udp[..12]),
+    ]
+}
+
+fn pcap_file(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&[2, 0, 4, 0]);
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for f in frames {
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
+    }
+    b
+}
+
+fn pcapng_file(frames: &[Vec<u8>]) -> Vec<u8> {
+    let block = |kind: u32, body: &[u8]| {
+        let len = 12 + body.len().div_ceil(4) * 4;
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&(len as u32).to_le_bytes());
+        b.extend_from_slice(body);
+        b.resize(len - 4, 0);
+        b.extend_from_slice(&(len as u32).to_le_bytes());
+        b
+    };
+    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
+    shb.extend_from_slice(&[1, 0, 0, 0]);
+    shb.extend_from_slice(&u64::MAX.to_le_bytes());
+    let mut out = block(0x0a0d_0d0a, &shb);
+    out.extend(block(1, &[1, 0, 0, 0, 0xff, 0xff, 0, 0]));
+    for f in frames {
+        let mut epb = vec![0; 12];
+        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        epb.extend_from_slice(f);
+        out.extend(block(6, &epb));
+    }
+    out
 }

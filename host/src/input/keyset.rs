@@ -69,7 +69,11 @@ impl KeySet {
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.keys().len()
+        match &self.repr {
+            Repr::U64(k) => k.len(),
+            Repr::Records { data, width } => data.len() / width,
+            Repr::Strings { offsets, .. } => offsets.len() - 1,
+        }
     }
 
     /// Whether there are no keys.
@@ -116,11 +120,13 @@ impl KeySet {
         }
     }
 
+    /// Key `i`'s bytes, without re-checking the offsets (they were valid when the set was
+    /// made): constant time, so that listing every key is linear.
     fn bytes(&self, i: usize) -> &[u8] {
-        match self.keys() {
-            Keys::Records(r) => r.get(i),
-            Keys::Strings(s) => s.get(i),
-            Keys::U64(_) | Keys::Hashes(_) => &[],
+        match &self.repr {
+            Repr::Records { data, width } => &data[i * width..(i + 1) * width],
+            Repr::Strings { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
+            Repr::U64(_) => &[],
         }
     }
 }
@@ -175,6 +181,23 @@ impl KeySetBuilder {
         }
         self.data.extend_from_slice(k);
         self.offsets.push(self.data.len() as u64);
+    }
+
+    /// Appends the keys of `other` after these.
+    pub fn append(&mut self, other: KeySetBuilder) {
+        if let Some(kind) = other.kind {
+            self.note(kind);
+        }
+        self.ints.extend_from_slice(&other.ints);
+        if other.offsets.len() > 1 {
+            if self.offsets.is_empty() {
+                self.offsets.push(0);
+            }
+            let base = self.data.len() as u64;
+            self.data.extend_from_slice(&other.data);
+            self.offsets
+                .extend(other.offsets[1..].iter().map(|o| o + base));
+        }
     }
 
     /// Number of keys so far.

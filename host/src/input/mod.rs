@@ -1,7 +1,12 @@
-//! Reading keys from files: text lines, decimal integers, a CSV column, binary little-endian u64
-//! words, or the 5-tuples of a packet capture (see [`pcap`]), into one [`KeySet`]. One file per
-//! format family (`text.rs`: lines, decimal, u64; `csv.rs`; [`pcap`]) and one for the key set
-//! (`keyset.rs`); a new input format is a new file here plus its [`InputFormat`] variant.
+//! Reading keys from inputs, streamed: text lines, decimal integers, text flow keys, a CSV
+//! column, binary little-endian u64 words, or the flow keys (5-tuples) of a packet capture.
+//!
+//! Every input goes through one pipeline ([`pipeline`]): [`source`] opens it (a memory map for a
+//! regular file; standard input as `-`; gzip, zstd and xz undone on the fly), [`chunk`] cuts it
+//! into chunks of whole records, and worker threads parse and hash the keys of each chunk
+//! (`keys.rs`) and hand them to the command's stage (insert, probe, count, collect). Memory stays
+//! bounded whatever the input's size. [`read_inputs`] collects the keys into a [`KeySet`] for
+//! the callers that need them all at once.
 //!
 //! Keys from every format hash consistently: a text line, a CSV field and a Parquet `BYTE_ARRAY`
 //! value with the same bytes are the same key, and so are a binary u64, a decimal line and a
@@ -13,29 +18,35 @@
 //! filter knows what its keys were. `--format auto` refuses to guess when it cannot be sure
 //! (binary or compressed data, text whose every line is a number and no key type given).
 
-use std::collections::HashSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{KeyType, Physical};
+use bloomlanes_core::KeyType;
 
 use crate::error::{Error, Location, Result};
 
-mod csv;
+pub mod chunk;
+mod keys;
 mod keyset;
 pub mod pcap;
+pub mod pipeline;
 mod sniff;
-mod text;
+pub mod source;
+mod stream;
 
+pub use keys::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
+pub(crate) use keys::{write_u64, Batch, ChunkParser, Keep, Stage};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
+pub use pipeline::PipelineConfig;
+pub use source::Compression;
+pub(crate) use stream::{stream_keys, stream_keys_as};
 
-/// How an input file is read (also the CLI's `--format` values, with feature `cli`).
+/// How an input is read (also the CLI's `--format` values, with feature `cli`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum InputFormat {
     /// Decide from the contents and the name: a pcap/pcapng magic number means a capture; a
     /// `.csv`/`.tsv` name (or a CSV column given) means CSV; `.u64`/`.bin` means binary u64;
-    /// anything else is text lines.
+    /// other text is lines. Binary contents of no known format are an error.
     #[default]
     Auto,
     /// One key per line (the line's bytes without its `\n` or `\r\n`); empty lines are skipped.
@@ -43,11 +54,14 @@ pub enum InputFormat {
     /// One integer per line (decimal, or hex with `0x`), hashed like a binary u64 (key type
     /// `u64` unless `--key-type` says otherwise; with a CSV column: that column's integers).
     Decimal,
+    /// One flow key per line as text: `10.0.0.1:1234>10.0.0.2:80/tcp`, IPv6 in brackets;
+    /// hashed as the 13- or 37-byte key of a captured packet of that flow.
+    Flows,
     /// One column of a CSV file (the field's bytes after unquoting).
     Csv,
     /// Binary little-endian u64 keys, 8 bytes each.
     U64,
-    /// The distinct IPv4/IPv6 5-tuples of a pcap or pcapng capture.
+    /// The flow key (5-tuple) of every IPv4/IPv6 packet of a pcap or pcapng capture.
     Pcap,
 }
 
@@ -58,6 +72,7 @@ impl InputFormat {
             InputFormat::Auto => "auto",
             InputFormat::Lines => "lines",
             InputFormat::Decimal => "decimal",
+            InputFormat::Flows => "flows",
             InputFormat::Csv => "csv",
             InputFormat::U64 => "u64",
             InputFormat::Pcap => "pcap",
@@ -76,6 +91,11 @@ pub struct InputOptions {
     pub csv_header: bool,
     /// CSV field delimiter (default `,`; `\t` for `.tsv` files under auto).
     pub csv_delimiter: Option<u8>,
+    /// A parser for each line (lines format) or CSV field, replacing the format's own: the hook
+    /// for typed keys.
+    pub field_parser: Option<FieldParser>,
+    /// Threads and chunk sizes of the pipeline.
+    pub pipeline: PipelineConfig,
     /// The key type (`--key-type`): how text fields and lines are parsed. `None`: the format
     /// decides (lines and CSV: bytes, decimal and binary: `u64`, captures: flow), or
     /// [`InputOptions::filter_key_type`].
@@ -92,6 +112,8 @@ impl Default for InputOptions {
             csv_column: None,
             csv_header: true,
             csv_delimiter: None,
+            field_parser: None,
+            pipeline: PipelineConfig::default(),
             key_type: None,
             filter_key_type: None,
         }
@@ -101,61 +123,65 @@ impl Default for InputOptions {
 /// How many keys an input gave, and what was skipped (for reports).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputSummary {
-    /// The file (`-` for standard input).
+    /// The file (`<stdin>` for standard input).
     pub path: PathBuf,
     /// The format it was read as.
     pub format: &'static str,
+    /// How it was compressed (`none`, `gzip`, `zstd`, `xz`).
+    pub compression: &'static str,
     /// Keys taken from it.
     pub keys: u64,
     /// Records skipped (captures: packets that are not IP or are cut short).
     pub skipped: u64,
+    /// Bytes read (after decompression).
+    pub bytes: u64,
+    /// Warnings (e.g. a capture's truncated last record, ignored).
+    pub warnings: Vec<String>,
     /// The key type its keys were read as.
     pub key_type: KeyType,
 }
 
-fn read_all(path: &Path) -> Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .map_err(|e| Error::io(Path::new("<stdin>"), "read", e))?;
-        return Ok(buf);
-    }
-    if path.is_dir() {
-        return Err(Error::input(path, None, "is a directory, not a file"));
-    }
-    std::fs::read(path).map_err(|e| Error::io(path, "read", e))
-}
-
-pub(crate) fn extension(path: &Path) -> String {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
-/// The format `path` with contents `bytes` is read as.
-pub fn detect(path: &Path, bytes: &[u8], opts: &InputOptions) -> InputFormat {
+/// The format `path` with first bytes `head` is read as (auto-detection, see
+/// [`InputFormat::Auto`]); an error if it cannot be told.
+pub fn detect(path: &Path, head: &[u8], opts: &InputOptions) -> Result<InputFormat> {
     if opts.format != InputFormat::Auto {
-        return opts.format;
+        return Ok(opts.format);
     }
-    if pcap::is_capture(bytes) {
-        return InputFormat::Pcap;
+    if pcap::is_capture(head) {
+        return Ok(InputFormat::Pcap);
     }
-    match extension(path).as_str() {
-        "csv" | "tsv" => InputFormat::Csv,
-        "u64" | "bin" => InputFormat::U64,
-        "pcap" | "pcapng" | "cap" => InputFormat::Pcap,
-        _ if opts.csv_column.is_some() => InputFormat::Csv,
-        _ => InputFormat::Lines,
+    let ext = source::format_extension(path);
+    match ext.as_str() {
+        "csv" | "tsv" => return Ok(InputFormat::Csv),
+        "u64" | "bin" => return Ok(InputFormat::U64),
+        "pcap" | "pcapng" | "cap" => {
+            return Err(Error::input(
+                path,
+                Some(Location::Byte(0)),
+                "named like a capture but not a pcap or pcapng file (unknown magic number)",
+            ))
+        }
+        _ => {}
     }
+    if opts.csv_column.is_some() {
+        return Ok(InputFormat::Csv);
+    }
+    if let Some(at) = memchr::memchr(0, head) {
+        return Err(Error::input(
+            path,
+            Some(Location::Byte(at as u64)),
+            "cannot tell this input's format: it holds binary data (a NUL byte) and is no \
+             capture or compressed stream known here; give --format u64 for little-endian \
+             8-byte keys, or --format lines, decimal, flows, csv or pcap",
+        ));
+    }
+    Ok(InputFormat::Lines)
 }
 
 /// The container a format reads: `--format decimal` with a CSV column (or a `.csv`/`.tsv`
 /// name) reads that column's integers.
 fn container(path: &Path, format: InputFormat, opts: &InputOptions) -> InputFormat {
-    let csv_name = matches!(extension(path).as_str(), "csv" | "tsv");
+    let csv_name = matches!(source::format_extension(path).as_str(), "csv" | "tsv");
     match format {
         InputFormat::Decimal if opts.csv_column.is_some() || csv_name => InputFormat::Csv,
         f => f,
@@ -168,107 +194,54 @@ pub fn read_input(
     opts: &InputOptions,
     out: &mut KeySetBuilder,
 ) -> Result<InputSummary> {
-    let bytes = read_all(path)?;
-    let shown = if path.as_os_str() == "-" {
-        Path::new("<stdin>")
-    } else {
-        path
-    };
-    let format = detect(path, &bytes, opts);
-    let before = out.len();
-    let mut skipped = 0;
-    let explicit = opts.key_type;
-    let text_type = explicit.or(opts.filter_key_type.filter(|t| *t != KeyType::Any));
-    let auto = opts.format == InputFormat::Auto;
-    let key_type = match container(path, format, opts) {
-        InputFormat::Auto | InputFormat::Lines => {
-            sniff::refuse_container(shown, &bytes, "text lines")?;
-            if auto {
-                sniff::refuse_binary(shown, &bytes)?;
-            }
-            match text_type {
-                None | Some(KeyType::Bytes | KeyType::Any) => {
-                    if auto && text_type.is_none() {
-                        let (n, numeric) = sniff::all_numeric(text::lines(&bytes).map(|l| l.2));
-                        if numeric {
-                            return Err(sniff::numeric_guess(shown, n, "line"));
-                        }
-                    }
-                    text::read_lines(&bytes, out);
-                    KeyType::Bytes
-                }
-                Some(t) => {
-                    text::read_typed(shown, &bytes, t, out)?;
-                    t
-                }
-            }
-        }
-        InputFormat::Decimal => {
-            sniff::refuse_container(shown, &bytes, "decimal text")?;
-            let t = text_type.unwrap_or(KeyType::U64);
-            text::read_typed(shown, &bytes, t, out)?;
-            t
-        }
-        InputFormat::U64 => {
-            let t = explicit
-                .or(opts.filter_key_type)
-                .filter(|t| t.physical() == Physical::Int64 || t.physical() == Physical::Double)
-                .unwrap_or(KeyType::U64);
-            check_binary_type(explicit, t)?;
-            text::read_u64(shown, &bytes, out)?;
-            t
-        }
-        InputFormat::Csv => {
-            sniff::refuse_container(shown, &bytes, "CSV")?;
-            let t = match (format, text_type) {
-                (InputFormat::Decimal, None) => Some(KeyType::U64),
-                (_, t) => t,
-            };
-            csv::read_csv(shown, path, &bytes, opts, t, out)?;
-            t.unwrap_or(KeyType::Bytes)
-        }
-        InputFormat::Pcap => {
-            if let Some(t) = explicit.filter(|t| !matches!(t, KeyType::Flow | KeyType::Any)) {
-                return Err(Error::usage(format!(
-                    "--key-type {t}: the keys of a capture are flow 5-tuples (--key-type flow)"
-                )));
-            }
-            skipped = read_pcap(shown, &bytes, out)?;
-            KeyType::Flow
-        }
-    };
-    Ok(InputSummary {
-        path: shown.to_path_buf(),
-        format: format.name(),
-        keys: (out.len() - before) as u64,
-        skipped,
-        key_type,
-    })
+    let collect = stream::Collect;
+    let mut summaries = stream_keys(
+        std::slice::from_ref(&path.to_path_buf()),
+        opts,
+        0,
+        &collect,
+        &mut |b: KeySetBuilder| {
+            out.append(b);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    Ok(summaries.remove(0))
+}
+
+/// Reads every input into one key set (for callers that need all keys at once; the commands
+/// stream instead).
+pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Vec<InputSummary>)> {
+    let mut b = KeySetBuilder::default();
+    let collect = stream::Collect;
+    let summaries = stream_keys(
+        paths,
+        opts,
+        0,
+        &collect,
+        &mut |part: KeySetBuilder| {
+            b.append(part);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    let key_type = one_key_type(&summaries)?;
+    Ok((b.finish().with_key_type(key_type), summaries))
 }
 
 /// `--format u64` reads 8-byte keys: a `--key-type` of another width cannot describe them.
 fn check_binary_type(explicit: Option<KeyType>, used: KeyType) -> Result<()> {
     match explicit {
         Some(t) if t != used && t != KeyType::Any => Err(Error::usage(format!(
-            "--format u64 reads 8-byte little-endian keys; --key-type {t} keys are not 8-byte              integers (use --key-type u64, i64, f64 or a timestamp type)"
+            "--format u64 reads 8-byte little-endian keys; --key-type {t} keys are not 8-byte \
+             integers (use --key-type u64, i64, f64 or a timestamp type)"
         ))),
         _ => Ok(()),
     }
 }
 
-/// Reads every input into one key set.
-pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Vec<InputSummary>)> {
-    let mut b = KeySetBuilder::default();
-    let mut summaries = Vec::with_capacity(paths.len());
-    for p in paths {
-        summaries.push(read_input(p, opts, &mut b)?);
-    }
-    let key_type = one_key_type(&summaries)?;
-    Ok((b.finish().with_key_type(key_type), summaries))
-}
-
 /// The key type of all the inputs: they must agree (one filter has one key type).
-fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
+pub(crate) fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
     let Some(first) = summaries.first() else {
         return Ok(KeyType::Any);
     };
@@ -285,27 +258,27 @@ fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
     Ok(first.key_type)
 }
 
-fn read_pcap(path: &Path, bytes: &[u8], out: &mut KeySetBuilder) -> Result<u64> {
-    if !pcap::is_capture(bytes) {
-        return Err(Error::input(
-            path,
-            Some(Location::Byte(0)),
-            "not a pcap or pcapng capture (unknown magic number)",
-        ));
-    }
-    let cap = pcap::parse(bytes).map_err(|e| {
-        Error::input_with(
-            path,
-            Some(Location::Byte(e.offset)),
-            format!("unreadable capture: {}", e.what),
-            e,
-        )
-    })?;
-    let mut seen = HashSet::with_capacity(cap.tuples.len());
-    for t in &cap.tuples {
-        if seen.insert(t.as_slice()) {
-            out.push_bytes(t, KeyKind::Tuples);
-        }
-    }
-    Ok(cap.non_ip + cap.malformed)
+/// Reads the keys of a stream that is already open (`name` names it in messages), as
+/// [`read_input`] reads a file: compression detected and undone, the format decided from
+/// `opts` and the first bytes, the records cut into chunks of `opts.pipeline` sizes.
+pub fn read_reader(
+    name: &Path,
+    reader: Box<dyn std::io::Read + Send>,
+    opts: &InputOptions,
+) -> Result<(KeySet, InputSummary)> {
+    let input = source::open_reader(name, reader)?;
+    let mut b = KeySetBuilder::default();
+    let summary = stream::stream_one(
+        input,
+        opts,
+        0,
+        &stream::Collect,
+        &mut |part: KeySetBuilder| {
+            b.append(part);
+            Ok(())
+        },
+        &mut |_, _| {},
+    )?;
+    let key_type = summary.key_type;
+    Ok((b.finish().with_key_type(key_type), summary))
 }

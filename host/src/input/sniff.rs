@@ -49,14 +49,14 @@ pub(super) fn refuse_container(path: &Path, bytes: &[u8], as_what: &str) -> Resu
 }
 
 /// Refuses, under `--format auto`, a file that does not look like text: a NUL byte or invalid
-/// UTF-8 in its first 64 KiB.
-pub(super) fn refuse_binary(path: &Path, bytes: &[u8]) -> Result<()> {
+/// UTF-8 in its first 64 KiB (`bytes`: its start, or all of it when `complete`).
+pub(super) fn refuse_binary(path: &Path, bytes: &[u8], complete: bool) -> Result<()> {
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     let bad = match head.iter().position(|&b| b == 0) {
         Some(i) => Some((i, "a NUL byte")),
         None => match std::str::from_utf8(head) {
             // A character cut by the 64 KiB window is not an error.
-            Err(e) if e.error_len().is_some() || head.len() == bytes.len() => {
+            Err(e) if e.error_len().is_some() || (complete && head.len() == bytes.len()) => {
                 Some((e.valid_up_to(), "invalid UTF-8"))
             }
             _ => None,
@@ -120,12 +120,12 @@ mod tests {
         assert_eq!(container_magic(b"BZh91AY&SYxx"), Some("bzip2-compressed"));
         assert_eq!(container_magic(b"BZh9 is text"), None);
         let p = Path::new("k.dat");
-        let e = refuse_binary(p, &42u64.to_le_bytes())
+        let e = refuse_binary(p, &42u64.to_le_bytes(), true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("k.dat") && e.contains("--format u64"), "{e}");
-        assert!(refuse_binary(p, "héllo\nwörld\n".as_bytes()).is_ok());
-        assert!(refuse_binary(p, b"ab\xff\xfe").is_err());
+        assert!(refuse_binary(p, "héllo\nwörld\n".as_bytes(), true).is_ok());
+        assert!(refuse_binary(p, b"ab\xff\xfe", true).is_err());
         let e = refuse_container(Path::new("w.gz"), &[0x1f, 0x8b, 8], "text").unwrap_err();
         assert!(
             e.to_string().contains("w.gz") && e.to_string().contains("gzip"),

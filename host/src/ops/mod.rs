@@ -1,5 +1,6 @@
 //! The operations on filter files that the command line exposes, one file each: [`query`]
-//! (probe keys) and [`merge`] (union, intersection). Statistics are [`FilterFile::stats`]
+//! (probe keys in memory), [`stream`] (build and query from streamed inputs), [`mod@classify`]
+//! (per-packet verdicts) and [`merge`] (union, intersection). Statistics are [`FilterFile::stats`]
 //! (the core's [`Stats`](bloomlanes_core::Stats)); building is [`FilterBuilder`].
 //!
 //! A new operation (classify, dedup, delete …) is a new file here, re-exported below.
@@ -7,11 +8,15 @@
 //! [`FilterFile::stats`]: crate::FilterFile::stats
 //! [`FilterBuilder`]: crate::FilterBuilder
 
+pub mod classify;
 mod merge;
 mod query;
+pub mod stream;
 
+pub use classify::{classify, Select};
 pub use merge::{merge, MergeOp};
 pub use query::{
     apply_float_probes, check_hashable, check_key_type, key_type_note, query, query_with_progress,
     QueryResult,
 };
+pub use stream::{build_stream, count_distinct, query_stream, CapacitySource, Listing};

@@ -9,10 +9,10 @@
 //!
 //! The handler does only what is async-signal-safe: it reads the table through atomics (no lock,
 //! no allocation), `unlinkat`s each armed file (for a folder: `getdents64` and `unlinkat` its
-//! entries, then the folder), restores the default action and raises the signal again, so the
-//! process ends exactly as it would have (its exit status names the signal). `SIGKILL` cannot be
-//! caught: what it leaves behind is removed by [`super::clean_stale`] when a later run writes
-//! into the same folder.
+//! entries and those of its subfolders, then the folder), restores the default action and raises
+//! the signal again, so the process ends exactly as it would have (its exit status names the
+//! signal). `SIGKILL` cannot be caught: what it leaves behind is removed by
+//! [`super::clean_stale`] when a later run writes into the same folder.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
@@ -187,11 +187,24 @@ fn remove_slot(slot: &Slot) {
 #[repr(C, align(8))]
 struct DirentBuf([u8; 4096]);
 
-/// Removes the folder `name` (NUL-terminated) in `dir_fd` and the files directly in it, with
-/// system calls only (no allocation, no lock).
+/// How deep [`remove_flat_dir`] descends: a staging folder of `export --hdl` holds files and one
+/// level of subfolders (board constraints, the cocotb and formal kits); one more for safety.
+#[cfg(target_os = "linux")]
+const REMOVE_DEPTH: u32 = 3;
+
+/// Removes the folder `name` (NUL-terminated) in `dir_fd`, its files and its subfolders up to
+/// [`REMOVE_DEPTH`] levels, with system calls only (no allocation, no lock).
 #[cfg(target_os = "linux")]
 fn remove_flat_dir(dir_fd: RawFd, name: &[u8; NAME_CAP + 1]) {
-    // SAFETY: `name` is NUL-terminated; `openat` is async-signal-safe.
+    remove_tree(dir_fd, name, REMOVE_DEPTH);
+}
+
+/// Removes the folder `name` (NUL-terminated somewhere in the slice) in `dir_fd` and what is in
+/// it, descending at most `depth` more levels into subfolders.
+#[cfg(target_os = "linux")]
+fn remove_tree(dir_fd: RawFd, name: &[u8], depth: u32) {
+    // SAFETY: `name` is NUL-terminated (callers pass a name whose terminator is inside the
+    // slice); `openat` is async-signal-safe.
     let fd = unsafe {
         libc::openat(
             dir_fd,
@@ -230,11 +243,17 @@ fn remove_flat_dir(dir_fd: RawFd, name: &[u8; NAME_CAP + 1]) {
                 if reclen == 0 || at + reclen > records.len() {
                     break;
                 }
+                let is_dir = records[at + 18] == libc::DT_DIR;
                 let entry = &records[at + 19..at + reclen];
                 let len = entry.iter().position(|&b| b == 0).unwrap_or(entry.len());
                 if len < entry.len() && entry[..len] != *b"." && entry[..len] != *b".." {
+                    if is_dir {
+                        if depth > 0 {
+                            remove_tree(fd, entry, depth - 1);
+                            removed += 1;
+                        }
                     // SAFETY: the entry name is NUL-terminated inside `buf` (checked above).
-                    if unsafe { libc::unlinkat(fd, entry.as_ptr().cast(), 0) } == 0 {
+                    } else if unsafe { libc::unlinkat(fd, entry.as_ptr().cast(), 0) } == 0 {
                         removed += 1;
                     }
                 }
@@ -278,6 +297,11 @@ mod tests {
         std::fs::create_dir(&staged).unwrap();
         for i in 0..300 {
             std::fs::write(staged.join(format!("bank{i:03}.hex")), b"0\n").unwrap();
+        }
+        // Subfolders, as `export --hdl` stages them (fpga/, cocotb/, formal/).
+        for sub in ["fpga", "cocotb", "cocotb/deeper"] {
+            std::fs::create_dir(staged.join(sub)).unwrap();
+            std::fs::write(staged.join(sub).join("f.txt"), b"x").unwrap();
         }
         let a = arm(fd.as_raw_fd(), b"a.tmp", false).unwrap();
         let kept = arm(fd.as_raw_fd(), b"kept.tmp", false).unwrap();

@@ -1,24 +1,23 @@
 //! `bloomlanes build`: a filter file from keys.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::Instant;
-
-use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{backend, bulk, store, Error, FilterBuilder, Result};
+use bloomlanes_host::hll::Hll;
+use bloomlanes_host::ops::{self, CapacitySource};
+use bloomlanes_host::{store, Error, FilterBuilder, Result};
 use clap::Args;
 use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
-use crate::inputs::{describe_inputs, inputs_json, InputArgs};
+use crate::inputs::{describe_inputs, inputs_json, warn_inputs, InputArgs};
 use crate::output::{check_output, emit, say, Warnings};
-use crate::progress::Bar;
+use crate::progress::{human_rate, Bar};
 use crate::Ctx;
 
 /// Arguments of `build`.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// Input files ("-" reads standard input).
+    /// Input files ("-" reads standard input; gzip, zstd and xz are decompressed).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// The filter file to write ("-": standard output; the report then goes to standard error).
@@ -32,7 +31,8 @@ pub struct BuildArgs {
     /// Bits per key instead of a target rate.
     #[arg(long)]
     bits_per_key: Option<f64>,
-    /// Size for this many keys [default: the number of keys read].
+    /// Size for this many keys [default: the distinct keys counted in a first pass over the
+    /// inputs (HyperLogLog, ±0.8%); required when an input is standard input or a pipe].
     #[arg(long)]
     capacity: Option<u64>,
     /// Block layout: auto picks the one that meets --fpp in the fewest bits (8x32 for --bits-per-key).
@@ -73,21 +73,19 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
         return Err(Error::usage("--capacity must be at least 1"));
     }
     check_output(&a.output)?;
-    let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
-    // FilterBuilder::build, taken apart so that the insert alone is timed.
     let target = match (a.fpp, a.bits_per_key) {
         (_, Some(_)) => None,
         (r, None) => Some(r.unwrap_or(0.01)),
     };
-    let builder = builder.key_type(Some(keys.key_type()));
-    let mut filter = builder.empty(keys.len() as u64)?;
-    let engine = backend::select(builder.backend_choice(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
-    let start = Instant::now();
-    bulk::insert(&*engine, &mut filter, keys.keys(), &mut |p| bar.update(p))?;
-    let seconds = start.elapsed().as_secs_f64();
-    store::save_filter(&a.output, &filter)?;
-    let f = &filter;
+    let built = ops::build_stream(&builder, &a.inputs, &a.input.options(), &mut |p| {
+        bar.update(p)
+    })?;
+    warn_inputs(&built.inputs);
+    store::save_filter(&a.output, &built.filter)?;
+    let f = &built.filter;
+    let keys: u64 = built.inputs.iter().map(|i| i.keys).sum();
+    let rate = keys as f64 / built.seconds.max(1e-9);
     let fpr = f.expected_fpr(None);
     let mut warnings = Warnings::default();
     if fpr >= USELESS_FPR || target.is_some_and(|t| fpr > 10.0 * t) {
@@ -96,41 +94,54 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
             |c| format!("a capacity of {c}"),
         );
         warnings.warn(format!(
-            "{} holds {} keys but was sized for {sized}: its expected false-positive rate is \
+            "{} holds {keys} keys but was sized for {sized}: its expected false-positive rate is \
              {fpr:.3}{}, so most absent keys will be answered \"may be present\"; raise \
              --capacity (or drop it to size for the keys read)",
             a.output.display(),
-            keys.len(),
             target.map_or(String::new(), |t| format!(" (target {t})"))
         ));
     }
     if ctx.json {
+        let capacity = match built.capacity {
+            CapacitySource::Given(c) => json!({"capacity": c, "source": "given"}),
+            CapacitySource::Counted { estimate, capacity } => json!({
+                "capacity": capacity,
+                "source": "counted",
+                "estimated_distinct_keys": estimate,
+                "method": "HyperLogLog (2^14 registers) over a first pass, +2%",
+                "relative_standard_error": Hll::STANDARD_ERROR,
+            }),
+        };
         emit(&json!({
             "output": a.output.display().to_string(),
-            "inputs": inputs_json(&summaries),
-            "keys": keys.len(),
+            "inputs": inputs_json(&built.inputs),
+            "keys": keys,
+            "capacity": capacity,
             "layout": f.layout().name(),
             "blocks": f.blocks(),
             "bytes": f.byte_len(),
             "seed": f.seed(),
             "key_type": f.params().key_type.to_string(),
-            "backend": engine.name(),
-            "seconds": seconds,
+            "backend": built.engine,
+            "seconds": built.seconds,
+            "keys_per_second": rate,
             "expected_fpr": fpr,
             "warnings": warnings.json(),
         }))?;
     } else {
         say(&format!(
-            "built {}: {} keys ({}) from {}; layout {}, {} blocks, {} bytes, expected false-positive rate {:.3e} (backend {})",
+            "built {}: {} keys ({}) from {}; {}; layout {}, {} blocks, {} bytes, expected false-positive rate {:.3e} (backend {}, {})",
             a.output.display(),
-            keys.len(),
+            keys,
             f.params().key_type,
-            describe_inputs(&summaries),
+            describe_inputs(&built.inputs),
+            built.capacity.describe(),
             f.layout(),
             f.blocks(),
             f.byte_len(),
             fpr,
-            engine.name()
+            built.engine,
+            human_rate(rate, false),
         ))?;
     }
     Ok(ExitCode::SUCCESS)

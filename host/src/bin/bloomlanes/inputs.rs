@@ -1,20 +1,26 @@
 //! The input arguments shared by `build`, `query` and `verify` (`--format` and the CSV options),
 //! and how the inputs read are reported.
 
-use bloomlanes_host::input::InputSummary;
+use bloomlanes_host::input::{InputSummary, PipelineConfig};
 use bloomlanes_host::{InputFormat, InputOptions, KeyType};
 use clap::Args;
 use serde_json::{json, Value};
 
 /// The long help of the commands that read keys.
 pub const TUPLE_HELP: &str = "\
+Inputs are streamed (memory stays bounded whatever their size): files, \"-\" for standard input, \
+gzip, zstd and xz compressed files or streams (told by their magic bytes). An input whose format \
+cannot be told (binary data that is no capture or compressed stream) is an error: give --format.
+
 Packet captures (pcap or pcapng; Ethernet with VLAN tags, raw IP, loopback, Linux SLL/SLL2) give \
-one key per distinct flow, its 5-tuple as bytes in network byte order:
+one key per IP packet (use `classify` for per-packet verdicts and per-flow counts), its flow's \
+5-tuple as bytes in network byte order:
   IPv4, 13 bytes: src addr (4) | dst addr (4) | src port (2) | dst port (2) | protocol (1)
   IPv6, 37 bytes: src addr (16) | dst addr (16) | src port (2) | dst port (2) | protocol (1)
 Ports are those of TCP, UDP, UDP-Lite, SCTP and DCCP (zero for other protocols and for non-first \
 fragments); the IPv6 protocol is the upper layer after extension headers. Packets that are not IP \
-or are cut short are skipped and counted.
+or are cut short are skipped and counted; a truncated last record is a warning. --format flows \
+reads flows as text, one per line: 10.0.0.1:1234>10.0.0.2:80/tcp, [2001:db8::1]:53>[2001:db8::2]:53/udp.
 
 Keys hash alike across formats: a text line, a CSV field and a Parquet BYTE_ARRAY value with the \
 same bytes are one key; a binary u64, a decimal line and a Parquet INT64 value with the same number \
@@ -56,6 +62,12 @@ pub struct InputArgs {
     /// CSV field delimiter [default: "," ("\t" for .tsv)].
     #[arg(long, value_parser = parse_delimiter)]
     delimiter: Option<u8>,
+    /// Worker threads of the streaming pipeline [default: the cores available].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Bytes per chunk of the streaming pipeline (tests cut records at every boundary with a few).
+    #[arg(long, hide = true)]
+    chunk_bytes: Option<usize>,
     /// What the keys are: bytes, u64, i64, u32, i32, f32, f64, date, timestamp-ms,
     /// timestamp-us, timestamp-ns, fixed:N, uuid or flow. Text lines and CSV fields are parsed
     /// as this type and hashed as its Parquet plain encoding [default: from the format; a
@@ -79,6 +91,29 @@ impl InputArgs {
             csv_delimiter: self.delimiter,
             key_type: self.key_type,
             filter_key_type: None,
+            field_parser: None,
+            pipeline: self.pipeline(),
+        }
+    }
+
+    /// The pipeline's sizes.
+    pub fn pipeline(&self) -> PipelineConfig {
+        let mut p = match self.threads {
+            Some(t) => PipelineConfig::with_threads(t),
+            None => PipelineConfig::default(),
+        };
+        if let Some(b) = self.chunk_bytes {
+            p = p.chunk_bytes(b);
+        }
+        p
+    }
+}
+
+/// Prints the inputs' warnings on standard error.
+pub fn warn_inputs(s: &[InputSummary]) {
+    for i in s {
+        for w in &i.warnings {
+            eprintln!("bloomlanes: warning: {w}");
         }
     }
 }
@@ -89,7 +124,8 @@ pub fn inputs_json(s: &[InputSummary]) -> Value {
         s.iter()
             .map(|i| {
                 json!({"path": i.path.display().to_string(), "format": i.format,
-                       "keys": i.keys, "skipped": i.skipped,
+                       "compression": i.compression, "keys": i.keys, "skipped": i.skipped,
+                       "bytes": i.bytes, "warnings": i.warnings,
                        "key_type": i.key_type.to_string()})
             })
             .collect(),
@@ -105,10 +141,14 @@ pub fn describe_inputs(s: &[InputSummary]) -> String {
             } else {
                 String::new()
             };
+            let format = if i.compression == "none" {
+                i.format.to_string()
+            } else {
+                format!("{}, {}", i.format, i.compression)
+            };
             format!(
-                "{} ({}: {} keys of type {}{skipped})",
+                "{} ({format}: {} keys of type {}{skipped})",
                 i.path.display(),
-                i.format,
                 i.keys,
                 i.key_type
             )

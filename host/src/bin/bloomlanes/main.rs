@@ -11,6 +11,9 @@ use serde_json::json;
 mod args;
 mod bench;
 mod build;
+#[cfg(target_os = "linux")]
+mod capture;
+mod classify;
 mod export;
 mod import;
 mod inputs;
@@ -45,6 +48,13 @@ enum Command {
     /// Probe keys against a filter: print the keys that may be present, count them, or write a bitmap.
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Query(query::QueryArgs),
+    /// Classify every packet of a pcap/pcapng capture: is its flow (5-tuple) in the filter?
+    /// Writes the matching packets, a per-packet bitmap, counts per flow.
+    Classify(classify::ClassifyArgs),
+    /// Classify the packets of a network interface live (Linux; needs root or CAP_NET_RAW,
+    /// then drops privileges with --user) until --count, --duration or Ctrl-C.
+    #[cfg(target_os = "linux")]
+    Capture(capture::CaptureArgs),
     /// Show a filter's layout, size, fill ratio, estimated keys and expected false-positive rate.
     Stats(stats::StatsArgs),
     /// Combine compatible filters: union (OR) or intersection (AND).
@@ -80,6 +90,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(a) => build::run(&ctx, a),
         Command::Query(a) => query::run(&ctx, a),
+        Command::Classify(a) => classify::run(&ctx, a),
+        #[cfg(target_os = "linux")]
+        Command::Capture(a) => capture::run(&ctx, a),
         Command::Stats(a) => stats::run(&ctx, a),
         Command::Merge(a) => merge::run(&ctx, a),
         Command::Import(a) => import::run(&ctx, a),

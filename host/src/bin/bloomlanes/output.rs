@@ -18,6 +18,32 @@ pub fn stdout_err(e: io::Error) -> Error {
     Error::io(Path::new("<stdout>"), "write", e)
 }
 
+/// Runs `write` with a writer into `path` through the library's atomic writer (a temporary file
+/// renamed into place only when everything succeeded); an error of `write` itself (a bad input,
+/// say) is returned as it is, not as a failure to write `path`.
+pub fn with_output<T>(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<T>) -> Result<T> {
+    let mut result: Option<Result<T>> = None;
+    let written = bloomlanes_host::store::write_atomic_with(path, |w| {
+        let r = write(w);
+        let failed = r.is_err();
+        result = Some(r);
+        if failed {
+            Err(io::Error::other("stopped: the output is not complete"))
+        } else {
+            Ok(())
+        }
+    });
+    match (result, written) {
+        (Some(Err(e)), _) | (_, Err(e)) => Err(e),
+        (Some(Ok(v)), Ok(())) => Ok(v),
+        (None, Ok(())) => Err(Error::io(
+            path,
+            "write",
+            io::Error::other("the output was never written"),
+        )),
+    }
+}
+
 /// Where reports go: standard output, unless it carries data (`-o -`, `--bitmap -`,
 /// `--parquet -`): then standard error.
 fn report_stream() -> Box<dyn Write> {

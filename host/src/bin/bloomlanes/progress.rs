@@ -1,15 +1,36 @@
 //! Progress bars for the library's [`Progress`] hook: drawn with indicatif on standard error when
-//! it is a terminal and bars are wanted, nothing otherwise.
+//! it is a terminal and bars are wanted, nothing otherwise (quiet when piped). A stream of known
+//! length gets a bar over its bytes, one of unknown length (standard input, a compressed file, a
+//! live capture) a spinner; both show the rate in human units (`45.6 M keys/s`, `12.3 Mpps`).
 
 use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
-use bloomlanes_host::Progress;
+use bloomlanes_host::{Progress, Stage};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// One bar at a time, started by the first report of a stage and cleared by its last.
 pub struct Bar {
     enabled: bool,
-    bar: Option<ProgressBar>,
+    bar: Option<(ProgressBar, Stage, Instant)>,
+}
+
+/// A rate for people: `45.6 M keys/s`, `12.3 Mpps`.
+pub fn human_rate(per_second: f64, packets: bool) -> String {
+    let (v, prefix) = if per_second >= 1e9 {
+        (per_second / 1e9, "G")
+    } else if per_second >= 1e6 {
+        (per_second / 1e6, "M")
+    } else if per_second >= 1e3 {
+        (per_second / 1e3, "k")
+    } else {
+        (per_second, "")
+    };
+    if packets {
+        format!("{v:.1} {prefix}pps")
+    } else {
+        format!("{v:.1} {prefix} keys/s").replace("  ", " ")
+    }
 }
 
 impl Bar {
@@ -26,27 +47,78 @@ impl Bar {
         if !self.enabled {
             return;
         }
-        if p.done == 0 || self.bar.is_none() {
-            self.bar = Some(new_bar(p));
-        }
-        if let Some(bar) = &self.bar {
-            bar.set_position(p.done);
-            if p.done >= p.total {
-                bar.finish_and_clear();
-                self.bar = None;
+        let fresh = match &self.bar {
+            Some((_, stage, _)) => *stage != p.stage || (p.done == 0 && p.bytes == 0),
+            None => true,
+        };
+        if fresh {
+            if let Some((b, _, _)) = self.bar.take() {
+                b.finish_and_clear();
             }
+            self.bar = Some((new_bar(p), p.stage, Instant::now()));
+        }
+        let Some((bar, _, start)) = &self.bar else {
+            return;
+        };
+        let packets = p.stage == Stage::Classify;
+        let unit = if packets { "packets" } else { "keys" };
+        let secs = start.elapsed().as_secs_f64().max(1e-9);
+        let rate = human_rate(p.done as f64 / secs, packets);
+        if p.bytes_total > 0 {
+            bar.set_position(p.bytes.min(p.bytes_total));
+            bar.set_message(format!("{} {} {unit}, {rate}", p.stage.name(), p.done));
+        } else if p.total > 0 {
+            bar.set_position(p.done);
+            bar.set_message(format!("{} {rate}", p.stage.name()));
+        } else {
+            bar.set_message(format!("{} {} {unit}, {rate}", p.stage.name(), p.done));
+            bar.tick();
+        }
+        if p.finished || (p.total > 0 && p.done >= p.total && p.bytes_total == 0) {
+            bar.finish_and_clear();
+            self.bar = None;
         }
     }
 }
 
 fn new_bar(p: Progress) -> ProgressBar {
-    let bar = ProgressBar::new(p.total);
-    let style = ProgressStyle::with_template(
-        "{msg:>10} [{bar:40}] {human_pos}/{human_len} keys ({per_sec}, eta {eta})",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
+    let (len, template) = if p.bytes_total > 0 {
+        (
+            p.bytes_total,
+            "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} (eta {eta})",
+        )
+    } else if p.total > 0 {
+        (
+            p.total,
+            "{msg} [{bar:30}] {human_pos}/{human_len} keys (eta {eta})",
+        )
+    } else {
+        (0, "{spinner} {msg} ({elapsed})")
+    };
+    let bar = if len > 0 {
+        ProgressBar::new(len)
+    } else {
+        let b = ProgressBar::new_spinner();
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    };
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
     bar.set_style(style);
     bar.set_message(p.stage.name());
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_rate;
+
+    #[test]
+    fn rates_read_as_people_write_them() {
+        assert_eq!(human_rate(12_345_678.0, true), "12.3 Mpps");
+        assert_eq!(human_rate(45_600_000.0, false), "45.6 M keys/s");
+        assert_eq!(human_rate(1_500.0, false), "1.5 k keys/s");
+        assert_eq!(human_rate(12.0, false), "12.0 keys/s");
+    }
 }

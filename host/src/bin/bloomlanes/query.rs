@@ -1,18 +1,18 @@
 //! `bloomlanes query`: probe keys against a filter; list, count or write a bitmap.
 
+use bloomlanes_host::ops::stream::BitWriter;
+use bloomlanes_host::ops::{self, Listing};
+use bloomlanes_host::{Error, FilterFile, Result};
+use clap::Args;
+use serde_json::json;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{backend, bulk, ops, store, FilterFile, Result};
-use clap::Args;
-use serde_json::json;
-
 use crate::args::{BackendArg, OpenArgs};
-use crate::inputs::{inputs_json, InputArgs};
-use crate::output::{check_output, emit, say, stdout_err, Warnings};
+use crate::inputs::{inputs_json, warn_inputs, InputArgs};
+use crate::output::{check_output, emit, say, stdout_err, with_output, Warnings};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -21,7 +21,8 @@ use crate::Ctx;
 pub struct QueryArgs {
     /// The filter file.
     filter: PathBuf,
-    /// Input files with the keys to probe ("-" reads standard input).
+    /// Input files with the keys to probe ("-" reads standard input; gzip, zstd and xz are
+    /// decompressed).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     #[command(flatten)]
@@ -43,7 +44,8 @@ pub struct QueryArgs {
     open: OpenArgs,
 }
 
-/// Runs `query`.
+/// Runs `query`: the keys are streamed and their answers printed (or counted, or written as a
+/// bitmap) in input order as they come.
 pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     if let Some(path) = &a.bitmap {
         check_output(path)?;
@@ -52,41 +54,82 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     let filter = FilterFile::open_with(&a.filter, a.open.verify())?;
     let open_seconds = opening.elapsed().as_secs_f64();
     ops::check_hashable(&filter)?;
-    let filter_type = filter.params().key_type;
-    let mut opts = a.input.options();
-    opts.filter_key_type = Some(filter_type);
-    let (keys, summaries) = read_inputs(&a.inputs, &opts)?;
-    let key_match = ops::check_key_type(&a.filter, filter_type, keys.key_type())?;
-    let mut warnings = Warnings::default();
-    if let Some(note) = ops::key_type_note(filter_type, keys.key_type(), key_match) {
-        warnings.warn(note);
-    }
-    filter.advise_lookups(keys.len());
-    // ops::query, taken apart so that the lookups alone are timed.
-    let engine = backend::select(a.backend.into(), keys.len())?;
-    let mut bar = Bar::new(ctx.progress);
-    let start = Instant::now();
-    let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), &mut |p| bar.update(p))?;
-    ops::apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
-    let seconds = start.elapsed().as_secs_f64();
-    let matches = answers.count_ones();
-    if let Some(path) = &a.bitmap {
-        store::write_atomic(path, &answers.to_bytes())?;
-    }
     let want = !a.absent;
     let list = !a.count && a.bitmap.is_none();
+    let listing = Listing {
+        keys: list.then_some(want),
+        json: ctx.json,
+        bits: a.bitmap.is_some(),
+    };
+    let opts = a.input.options();
+    let mut bar = Bar::new(ctx.progress);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let list_name = if a.absent {
+        "absent_keys"
+    } else {
+        "matching_keys"
+    };
+    let mut listed_any = false;
+    let mut run_query = |bitmap: Option<&mut dyn Write>| -> Result<ops::stream::StreamQueried> {
+        let mut bitmap = bitmap;
+        let mut bits = BitWriter::default();
+        if list && ctx.json {
+            write!(out, "{{\n  \"{list_name}\": [").map_err(stdout_err)?;
+        }
+        let r = ops::query_stream(
+            &filter,
+            &a.inputs,
+            &opts,
+            a.backend.into(),
+            listing,
+            &mut |c| {
+                if list && !c.text.is_empty() {
+                    if ctx.json {
+                        out.write_all(if listed_any { b",\n    " } else { b"\n    " })
+                            .map_err(stdout_err)?;
+                    }
+                    listed_any = true;
+                    out.write_all(&c.text).map_err(stdout_err)?;
+                }
+                if let Some(w) = bitmap.as_mut() {
+                    bits.write(*w, &c.bits, c.keys as usize).map_err(|e| {
+                        Error::io(a.bitmap.as_deref().unwrap_or("-".as_ref()), "write", e)
+                    })?;
+                }
+                Ok(())
+            },
+            &mut |p| bar.update(p),
+        )?;
+        if let Some(w) = bitmap.as_mut() {
+            bits.finish(*w)
+                .map_err(|e| Error::io(a.bitmap.as_deref().unwrap_or("-".as_ref()), "write", e))?;
+        }
+        Ok(r)
+    };
+    let r = match &a.bitmap {
+        Some(path) => with_output(path, |w| run_query(Some(w)))?,
+        None => run_query(None)?,
+    };
+    warn_inputs(&r.inputs);
+    let filter_type = filter.params().key_type;
+    let mut warnings = Warnings::default();
+    if let Some(note) = ops::key_type_note(filter_type, r.key_type, r.key_match) {
+        warnings.warn(note);
+    }
+    let absent = r.keys - r.matches;
     if ctx.json {
         let mut v = json!({
             "filter": a.filter.display().to_string(),
-            "inputs": inputs_json(&summaries),
-            "keys": keys.len(),
-            "matches": matches,
-            "absent": keys.len() as u64 - matches,
-            "backend": engine.name(),
-            "seconds": seconds,
-            "key_type": keys.key_type().to_string(),
+            "inputs": inputs_json(&r.inputs),
+            "keys": r.keys,
+            "matches": r.matches,
+            "absent": absent,
+            "backend": r.engine,
+            "seconds": r.seconds,
+            "key_type": r.key_type.to_string(),
             "filter_key_type": filter_type.to_string(),
-            "key_check": format!("{key_match:?}").to_lowercase(),
+            "key_check": format!("{:?}", r.key_match).to_lowercase(),
             "warnings": warnings.json(),
             "open_seconds": open_seconds,
             "payload_verified": filter.payload_verified(),
@@ -95,31 +138,28 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             v["bitmap"] = json!(p.display().to_string());
         }
         if list {
-            let shown: Vec<String> = answers.indices(want).map(|i| keys.display(i)).collect();
-            v[if a.absent {
-                "absent_keys"
-            } else {
-                "matching_keys"
-            }] = json!(shown);
+            // The listing is already out; close its array and add the totals.
+            let mut text = serde_json::to_string_pretty(&v).map_err(|e| stdout_err(e.into()))?;
+            text.remove(0); // the opening brace
+            let close = if listed_any { "\n  ]," } else { "]," };
+            writeln!(out, "{close}{text}").map_err(stdout_err)?;
+        } else {
+            drop(out);
+            emit(&v)?;
+            return Ok(ExitCode::SUCCESS);
         }
-        emit(&v)?;
-    } else if list {
-        let mut out = io::BufWriter::new(io::stdout().lock());
-        for i in answers.indices(want) {
-            writeln!(out, "{}", keys.display(i)).map_err(stdout_err)?;
-        }
-        out.flush().map_err(stdout_err)?;
-    } else {
+    } else if !list {
         let mut line = format!(
             "{} of {} keys may be present ({} definitely absent)",
-            matches,
-            keys.len(),
-            keys.len() as u64 - matches
+            r.matches, r.keys, absent
         );
         if let Some(p) = &a.bitmap {
             line.push_str(&format!("; bitmap written to {}", p.display()));
         }
+        drop(out);
         say(&line)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    out.flush().map_err(stdout_err)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,240 @@
+//! `bloomlanes classify`: per-packet verdicts for a pcap/pcapng capture (a file, `-`, or a
+//! compressed stream): the matching (or not matching) packets written as a capture, a bitmap of
+//! one bit per packet, and counts per flow and in total.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bloomlanes_host::input::pcap::format_tuple;
+use bloomlanes_host::ops::classify::{self, Outputs, Select, Totals};
+use bloomlanes_host::{outfile, Error, FilterFile, Result};
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value};
+
+use crate::inputs::InputArgs;
+use crate::output::{check_output, emit, say, with_output};
+use crate::progress::{human_rate, Bar};
+use crate::Ctx;
+
+/// Which packets `--write` gets.
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum SelectArg {
+    /// Packets whose flow may be in the filter.
+    #[default]
+    Matching,
+    /// Every other packet (flows not in the filter, and packets that are not IP).
+    NotMatching,
+}
+
+impl From<SelectArg> for Select {
+    fn from(s: SelectArg) -> Select {
+        match s {
+            SelectArg::Matching => Select::Matching,
+            SelectArg::NotMatching => Select::NotMatching,
+        }
+    }
+}
+
+/// The outputs shared by `classify` and `capture`.
+#[derive(Args, Debug)]
+pub struct VerdictOutputs {
+    /// Write the selected packets (see --select) to this capture file, in the input's format
+    /// (pcap or pcapng; a live capture writes pcap) with its timestamps, link types and snap
+    /// lengths, through a temporary file renamed into place on success.
+    #[arg(short, long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// Which packets --write gets.
+    #[arg(long, value_enum, default_value = "matching")]
+    pub select: SelectArg,
+    /// Write one bit per packet (bit j of byte i answers packet 8i+j, set when its flow may be
+    /// in the filter).
+    #[arg(long, value_name = "FILE")]
+    pub bitmap: Option<PathBuf>,
+    /// Count packets per flow (--json lists every flow; otherwise the 10 busiest are shown).
+    #[arg(long)]
+    pub flows: bool,
+}
+
+/// Arguments of `classify`.
+#[derive(Args, Debug)]
+pub struct ClassifyArgs {
+    /// The filter file (flow keys, e.g. built from a capture or with --format flows).
+    filter: PathBuf,
+    /// The capture: pcap or pcapng ("-" reads standard input; gzip, zstd and xz are
+    /// decompressed).
+    capture: PathBuf,
+    #[command(flatten)]
+    outputs: VerdictOutputs,
+    #[command(flatten)]
+    input: InputArgs,
+}
+
+/// Runs `outputs`' writers around `run`: each output through the atomic writer.
+pub fn with_outputs<T>(
+    o: &VerdictOutputs,
+    run: impl FnOnce(Outputs<'_>) -> Result<T>,
+) -> Result<T> {
+    let select = Select::from(o.select);
+    // Checked before any packet is read: a folder, FIFO or device is refused at once, and two
+    // outputs cannot share standard output.
+    for p in o.write.iter().chain(o.bitmap.iter()) {
+        check_output(p)?;
+    }
+    if let (Some(p), Some(b)) = (&o.write, &o.bitmap) {
+        if outfile::is_stdout(p) && outfile::is_stdout(b) {
+            return Err(Error::usage(
+                "-w - and --bitmap - cannot both write to standard output",
+            ));
+        }
+    }
+    match (&o.write, &o.bitmap) {
+        (None, None) => run(Outputs {
+            packets: None,
+            bitmap: None,
+            flows: o.flows,
+        }),
+        (Some(p), None) => with_output(p, |w| {
+            run(Outputs {
+                packets: Some((w, select)),
+                bitmap: None,
+                flows: o.flows,
+            })
+        }),
+        (None, Some(b)) => with_output(b, |w| {
+            run(Outputs {
+                packets: None,
+                bitmap: Some(w),
+                flows: o.flows,
+            })
+        }),
+        (Some(p), Some(b)) => with_output(p, |pw| {
+            with_output(b, |bw| {
+                run(Outputs {
+                    packets: Some((pw, select)),
+                    bitmap: Some(bw),
+                    flows: o.flows,
+                })
+            })
+        }),
+    }
+}
+
+/// The per-flow counts, busiest first (all of them, or the first `limit`).
+pub fn flows_json(t: &Totals, limit: Option<usize>) -> Value {
+    let Some(flows) = &t.flows else {
+        return Value::Null;
+    };
+    let mut v: Vec<_> = flows.iter().collect();
+    v.sort_by(|a, b| {
+        b.1.packets
+            .cmp(&a.1.packets)
+            .then(a.0.bytes().cmp(b.0.bytes()))
+    });
+    Value::Array(
+        v.into_iter()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(k, c)| {
+                json!({"flow": format_tuple(k.bytes()), "packets": c.packets, "matched": c.matched})
+            })
+            .collect(),
+    )
+}
+
+/// The totals as JSON fields.
+pub fn totals_json(t: &Totals) -> Value {
+    json!({
+        "packets": t.packets,
+        "matched": t.matched,
+        "not_matched": t.packets - t.matched,
+        "non_ip": t.non_ip,
+        "malformed": t.malformed,
+        "written": t.written,
+        "flows_counted": t.flows.as_ref().map(|f| f.len()),
+        "untracked_packets": t.untracked_packets,
+        "warnings": t.warnings,
+    })
+}
+
+/// The busiest flows, for people.
+pub fn print_flows(t: &Totals) -> Result<()> {
+    if let Value::Array(rows) = flows_json(t, Some(10)) {
+        let n = t.flows.as_ref().map_or(0, |f| f.len());
+        let mut lines = vec![format!("{n} flows; the busiest:")];
+        for r in rows {
+            lines.push(format!(
+                "  {:>10} packets  {}  {}",
+                r["packets"],
+                if r["matched"] == true {
+                    "match"
+                } else {
+                    "     "
+                },
+                r["flow"].as_str().unwrap_or("")
+            ));
+        }
+        say(&lines.join("\n"))?;
+    }
+    Ok(())
+}
+
+/// Runs `classify`.
+pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
+    let filter = FilterFile::open(&a.filter)?;
+    let mut bar = Bar::new(ctx.progress);
+    let cfg = a.input.pipeline();
+    let start = Instant::now();
+    let totals = with_outputs(&a.outputs, |out| {
+        classify::classify(&filter, &a.capture, &cfg, out, &mut |p| bar.update(p))
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    for w in &totals.warnings {
+        eprintln!("bloomlanes: warning: {w}");
+    }
+    let rate = totals.packets as f64 / seconds.max(1e-9);
+    if ctx.json {
+        let mut v = totals_json(&totals);
+        v["filter"] = json!(a.filter.display().to_string());
+        v["capture"] = json!(a.capture.display().to_string());
+        v["seconds"] = json!(seconds);
+        v["packets_per_second"] = json!(rate);
+        v["bytes"] = json!(totals.bytes);
+        if let Some(p) = &a.outputs.write {
+            v["write"] = json!(p.display().to_string());
+        }
+        if let Some(p) = &a.outputs.bitmap {
+            v["bitmap"] = json!(p.display().to_string());
+        }
+        if a.outputs.flows {
+            v["flows"] = flows_json(&totals, None);
+        }
+        emit(&v)?;
+    } else {
+        let mut line = format!(
+            "{} packets: {} match, {} do not ({} not IP, {} cut short or malformed); {}",
+            totals.packets,
+            totals.matched,
+            totals.packets - totals.matched,
+            totals.non_ip,
+            totals.malformed,
+            human_rate(rate, true)
+        );
+        if let Some(p) = &a.outputs.write {
+            line.push_str(&format!(
+                "; {} packets written to {}",
+                totals.written,
+                p.display()
+            ));
+        }
+        if let Some(p) = &a.outputs.bitmap {
+            line.push_str(&format!("; bitmap written to {}", p.display()));
+        }
+        say(&line)?;
+        if a.outputs.flows {
+            print_flows(&totals)?;
+        }
+    }
+    std::io::stdout().flush().ok();
+    Ok(ExitCode::SUCCESS)
+}

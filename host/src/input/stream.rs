@@ -1,0 +1,528 @@
+//! Keys of whole inputs through the pipeline: choosing each input's cutter and parser
+//! ([`plan`]), running the chunks through a [`Stage`] and numbering faults by line and byte
+//! ([`stream_keys`]).
+
+use std::path::{Path, PathBuf};
+
+use bloomlanes_core::{KeyMatch, KeyType, Keys, Physical};
+
+use super::chunk::{CsvCutter, Cutter, LineCutter, PcapCutter, PcapngCutter, U64Cutter};
+use super::keys::{parse_chunk, ChunkCounts, Fault, Scratch, Shown, StageOrFault};
+use super::sniff;
+use super::source::{self, Opened};
+use super::{
+    detect, pcap, pipeline, Batch, ChunkParser, FieldParser, InputFormat, InputOptions,
+    InputSummary, Keep, KeyKind, KeySetBuilder, Stage,
+};
+use crate::bulk::{Progress, Stage as Doing};
+use crate::error::{Error, Location, Result};
+
+/// How one input is read: its format, where its records start, its cutter and parser.
+struct Plan {
+    /// The format decided.
+    pub format: InputFormat,
+    /// Bytes before the first record (a pcap file header; blank lines before a CSV header).
+    pub start: u64,
+    /// Lines before the first record (to number the lines of messages).
+    pub start_lines: u64,
+    /// The record boundaries.
+    pub cutter: Box<dyn Cutter>,
+    /// The worker's parser.
+    pub parser: ChunkParser,
+    /// What its keys are.
+    pub key_type: KeyType,
+}
+
+/// The parser of text fields of type `t` (`None`: the field's bytes): integers of type `u64`
+/// through the fast decimal parser, everything else through [`crate::key_text`].
+fn text_parser(t: Option<KeyType>) -> Option<FieldParser> {
+    match t {
+        None | Some(KeyType::Bytes | KeyType::Any) => None,
+        Some(KeyType::U64) => Some(FieldParser::decimal()),
+        Some(t) => Some(FieldParser::typed(t)),
+    }
+}
+
+/// The lines of `head` that are surely whole (the last one only when `head` is the whole input).
+fn head_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let whole = head.len() < source::SNIFF_BYTES;
+    let end = if whole {
+        head.len()
+    } else {
+        memchr::memrchr(b'\n', head).unwrap_or(0)
+    };
+    head[..end]
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+}
+
+/// Decides how to read `input`, and what its keys are (see [`InputOptions::key_type`]): text
+/// is parsed as the type given, else as the filter's recorded type (a query), else as the
+/// format's own; `--format auto` refuses compressed or container data, binary data and text
+/// whose every line is a number (see `sniff`).
+fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
+    let shown = &input.shown;
+    let head = &input.head;
+    let format = detect(&input.path, head, opts).map_err(|e| rename(e, shown))?;
+    let explicit = opts.key_type;
+    let text_type = explicit.or(opts.filter_key_type.filter(|t| *t != KeyType::Any));
+    let auto = opts.format == InputFormat::Auto;
+    let whole = head.len() < source::SNIFF_BYTES;
+    let lines = |field: Option<FieldParser>, key_type: KeyType| Plan {
+        format,
+        start: 0,
+        start_lines: 0,
+        cutter: Box::new(LineCutter),
+        parser: ChunkParser::Lines { field },
+        key_type,
+    };
+    Ok(match super::container(&input.path, format, opts) {
+        InputFormat::Auto | InputFormat::Lines => {
+            sniff::refuse_container(shown, head, "text lines")?;
+            if auto {
+                sniff::refuse_binary(shown, head, whole)?;
+            }
+            if let Some(p) = &opts.field_parser {
+                let t = p.key_type().or(text_type).unwrap_or(KeyType::Bytes);
+                lines(Some(p.clone()), t)
+            } else {
+                match text_type {
+                    None | Some(KeyType::Bytes | KeyType::Any) => {
+                        if auto && text_type.is_none() {
+                            let (n, numeric) = sniff::all_numeric(head_lines(head));
+                            if numeric {
+                                return Err(sniff::numeric_guess(shown, n, "line"));
+                            }
+                        }
+                        lines(None, KeyType::Bytes)
+                    }
+                    Some(t) => lines(text_parser(Some(t)), t),
+                }
+            }
+        }
+        InputFormat::Decimal => {
+            sniff::refuse_container(shown, head, "decimal text")?;
+            let t = text_type.unwrap_or(KeyType::U64);
+            lines(text_parser(Some(t)), t)
+        }
+        InputFormat::Flows => {
+            if let Some(t) = explicit.filter(|t| !matches!(t, KeyType::Flow | KeyType::Any)) {
+                return Err(Error::usage(format!(
+                    "--key-type {t}: --format flows reads flow 5-tuples (--key-type flow)"
+                )));
+            }
+            lines(Some(FieldParser::flow_text()), KeyType::Flow)
+        }
+        InputFormat::U64 => {
+            let t = explicit
+                .or(opts.filter_key_type)
+                .filter(|t| t.physical() == Physical::Int64 || t.physical() == Physical::Double)
+                .unwrap_or(KeyType::U64);
+            super::check_binary_type(explicit, t)?;
+            Plan {
+                format,
+                start: 0,
+                start_lines: 0,
+                cutter: Box::new(U64Cutter {
+                    shown: shown.clone(),
+                }),
+                parser: ChunkParser::U64,
+                key_type: t,
+            }
+        }
+        InputFormat::Csv => {
+            sniff::refuse_container(shown, head, "CSV")?;
+            let t = match (format, text_type) {
+                (InputFormat::Decimal, None) => Some(KeyType::U64),
+                (_, t) => t,
+            };
+            csv_plan(input, opts, t)?
+        }
+        InputFormat::Pcap => {
+            if let Some(t) = explicit.filter(|t| !matches!(t, KeyType::Flow | KeyType::Any)) {
+                return Err(Error::usage(format!(
+                    "--key-type {t}: the keys of a capture are flow 5-tuples (--key-type flow)"
+                )));
+            }
+            let head = &input.head;
+            if head.len() >= 4
+                && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == 0x0a0d_0d0a
+            {
+                Plan {
+                    format,
+                    start: 0,
+                    start_lines: 0,
+                    cutter: Box::new(PcapngCutter::new(shown)),
+                    parser: ChunkParser::Pcapng,
+                    key_type: KeyType::Flow,
+                }
+            } else {
+                if !pcap::is_capture(head) {
+                    return Err(Error::input(
+                        shown,
+                        Some(Location::Byte(0)),
+                        "not a pcap or pcapng capture (unknown magic number)",
+                    ));
+                }
+                let h = pcap::parse_file_header(head)
+                    .map_err(|e| super::chunk::capture_error(shown, 0, e))?;
+                Plan {
+                    format,
+                    start: 24,
+                    start_lines: 0,
+                    cutter: Box::new(PcapCutter {
+                        shown: shown.clone(),
+                        big_endian: h.big_endian,
+                    }),
+                    parser: ChunkParser::Pcap {
+                        big_endian: h.big_endian,
+                        linktype: h.linktype,
+                    },
+                    key_type: KeyType::Flow,
+                }
+            }
+        }
+    })
+}
+
+/// An error about `path` (as given) told about `shown` (`<stdin>` for `-`).
+fn rename(e: Error, shown: &Path) -> Error {
+    match e {
+        Error::Input {
+            at, what, source, ..
+        } => Error::Input {
+            path: shown.to_path_buf(),
+            at,
+            what,
+            source,
+        },
+        e => e,
+    }
+}
+
+/// Reads one CSV column, its fields parsed as `key_type` (`None`: taken as bytes, but a column
+/// whose every field in the first 64 KiB looks like a number is refused, as for lines).
+fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> Result<Plan> {
+    let shown = &input.shown;
+    let delimiter =
+        opts.csv_delimiter
+            .unwrap_or(if source::format_extension(&input.path) == "tsv" {
+                b'\t'
+            } else {
+                b','
+            });
+    let head = &input.head;
+    if head.len() == source::SNIFF_BYTES && memchr::memchr(b'\n', head).is_none() {
+        return Err(Error::input(
+            shown,
+            Some(Location::Line(1)),
+            format!(
+                "the first CSV record is longer than {} KiB",
+                source::SNIFF_BYTES >> 10
+            ),
+        ));
+    }
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_reader(&head[..]);
+    let mut first = ::csv::ByteRecord::new();
+    let has_first = rdr.read_byte_record(&mut first).map_err(|e| {
+        let at = e.position().map(|p| Location::LineByte(p.line(), p.byte()));
+        Error::input(shown, at, format!("malformed CSV: {e}"))
+    })?;
+    let fields = if has_first { first.len() } else { 0 };
+    let column = match (&opts.csv_column, opts.csv_header) {
+        (None, _) => 0,
+        (Some(name), true) => match first.iter().position(|h| h == name.as_bytes()) {
+            Some(i) => i,
+            None => match name.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => {
+                    let names: Vec<String> = first
+                        .iter()
+                        .map(|h| String::from_utf8_lossy(h).into_owned())
+                        .collect();
+                    return Err(Error::input(
+                        shown,
+                        Some(Location::Line(1)),
+                        format!(
+                            "no CSV column named {name:?} (the header has: {})",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            },
+        },
+        (Some(name), false) => name.parse::<usize>().map_err(|_| {
+            Error::usage(format!(
+                "--csv-column {name:?} must be a 0-based index when the CSV file has no header row"
+            ))
+        })?,
+    };
+    if has_first && column >= fields {
+        return Err(Error::input(
+            shown,
+            Some(Location::Line(1)),
+            format!("CSV column index {column} is out of range: records have {fields} fields"),
+        ));
+    }
+    let field = match &opts.field_parser {
+        Some(p) => Some(p.clone()),
+        None => text_parser(key_type),
+    };
+    if field.is_none() && key_type.is_none() {
+        refuse_numeric_column(input, opts, delimiter, column)?;
+    }
+    let key_type = field
+        .as_ref()
+        .and_then(FieldParser::key_type)
+        .or(key_type)
+        .unwrap_or(KeyType::Bytes);
+    // Blank lines before the first record are skipped by a CSV reader; skipped here, so that
+    // the first record (the header) is the first of chunk 0 however small the chunks are.
+    let blank = head
+        .iter()
+        .take_while(|&&b| b == b'\n' || b == b'\r')
+        .count();
+    let blank = head[..blank]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    Ok(Plan {
+        format: InputFormat::Csv,
+        start: blank as u64,
+        start_lines: memchr::memchr_iter(b'\n', &head[..blank]).count() as u64,
+        cutter: Box::new(CsvCutter::new(shown, delimiter)),
+        parser: ChunkParser::Csv {
+            delimiter,
+            header: opts.csv_header,
+            column,
+            fields,
+            field,
+        },
+        key_type,
+    })
+}
+
+/// Refuses a CSV column read as bytes whose every field (in the records of the head that are
+/// surely whole) looks like a number: `--key-type` must say how to hash them.
+fn refuse_numeric_column(
+    input: &Opened,
+    opts: &InputOptions,
+    delimiter: u8,
+    column: usize,
+) -> Result<()> {
+    let head = &input.head;
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .delimiter(delimiter)
+        .flexible(true)
+        .from_reader(&head[..]);
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    let mut rec = ::csv::ByteRecord::new();
+    let mut skip_header = opts.csv_header;
+    let mut width = None;
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(_) => return Ok(()), // malformed: the reader names the record
+        }
+        if *width.get_or_insert(rec.len()) != rec.len() {
+            return Ok(()); // a record of another width: the reader names it
+        }
+        if std::mem::take(&mut skip_header) {
+            continue;
+        }
+        if let Some(f) = rec.get(column) {
+            values.push(f.to_vec());
+        }
+        if values.len() > sniff::NUMERIC_SAMPLE {
+            break;
+        }
+    }
+    if head.len() >= source::SNIFF_BYTES {
+        values.pop(); // the last record may be cut by the end of the head
+    }
+    let (n, numeric) = sniff::all_numeric(values.iter().map(Vec::as_slice));
+    if numeric {
+        return Err(sniff::numeric_guess(
+            &input.shown,
+            n,
+            "field of the CSV column",
+        ));
+    }
+    Ok(())
+}
+
+type ChunkResult<O> = std::result::Result<(O, ChunkCounts), Fault>;
+
+/// Streams the keys of every input, in order, through `stage` (hashing under `seed`) on the
+/// pipeline's workers; `consume` gets each chunk's result in input order. `progress` hears
+/// about every chunk (stage `doing`).
+pub(crate) fn stream_keys<S: Stage>(
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    seed: u64,
+    stage: &S,
+    consume: &mut dyn FnMut(S::Out) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<InputSummary>> {
+    stream_keys_as(Doing::Insert, paths, opts, seed, stage, consume, progress)
+}
+
+/// [`stream_keys`] reporting progress as `doing`.
+pub(crate) fn stream_keys_as<S: Stage>(
+    doing: Doing,
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    seed: u64,
+    stage: &S,
+    consume: &mut dyn FnMut(S::Out) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<InputSummary>> {
+    let mut summaries = Vec::with_capacity(paths.len());
+    let mut keys_before = 0u64;
+    let mut bytes_before = 0u64;
+    let bytes_total: u64 = paths
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .filter(|m| m.is_file())
+                .map_or(0, |m| m.len())
+        })
+        .sum();
+    progress(Progress::stream(doing, 0, 0, bytes_total));
+    for path in paths {
+        let input = source::open(path)?;
+        let summary = stream_one(input, opts, seed, stage, consume, &mut |keys, bytes| {
+            progress(Progress::stream(
+                doing,
+                keys_before + keys,
+                bytes_before + bytes,
+                bytes_total,
+            ))
+        })?;
+        keys_before += summary.keys;
+        bytes_before += std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len());
+        summaries.push(summary);
+    }
+    progress(Progress::stream(doing, keys_before, bytes_total, bytes_total).finished());
+    Ok(summaries)
+}
+
+/// Streams the keys of one opened input through `stage`; `progress(keys, bytes)` after each
+/// chunk (bytes: 0 when they are not the input's own, i.e. decompressed).
+pub(crate) fn stream_one<S: Stage>(
+    input: Opened,
+    opts: &InputOptions,
+    seed: u64,
+    stage: &S,
+    consume: &mut dyn FnMut(S::Out) -> Result<()>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<InputSummary> {
+    let shown = input.shown.clone();
+    let compression = input.compression;
+    let exact_bytes = compression == source::Compression::None;
+    let plan = plan(&input, opts)?;
+    // A query's keys of another byte form than the filter's would all be answered "absent".
+    if let Some(filter) = opts.filter_key_type {
+        if filter.check_query(plan.key_type) == KeyMatch::Mismatch {
+            return Err(Error::KeyType {
+                path: shown.clone(),
+                filter,
+                query: plan.key_type,
+            });
+        }
+    }
+    let parser = plan.parser.clone();
+    let mut summary = InputSummary {
+        path: shown.clone(),
+        format: plan.format.name(),
+        compression: compression.name(),
+        key_type: plan.key_type,
+        ..InputSummary::default()
+    };
+    let mut lines_before = plan.start_lines;
+    let work =
+        |chunk: &super::chunk::Chunk, scratch: &mut Scratch| -> Result<ChunkResult<S::Out>> {
+            match parse_chunk(&parser, chunk, seed, stage, scratch) {
+                Ok(r) => Ok(Ok(r)),
+                Err(StageOrFault::Fault(f)) => Ok(Err(f)),
+                Err(StageOrFault::Stage(e)) => Err(e),
+            }
+        };
+    let end = pipeline::run(
+        input,
+        plan.start,
+        plan.cutter,
+        &opts.pipeline,
+        &Scratch::default,
+        &work,
+        &mut |chunk, r: ChunkResult<S::Out>| {
+            let (out, counts) = r.map_err(|f| {
+                let at = match f.line {
+                    Some(l) => Location::LineByte(lines_before + l, f.byte),
+                    None => Location::Byte(f.byte),
+                };
+                Error::input(&shown, Some(at), f.what)
+            })?;
+            lines_before += counts.lines;
+            summary.keys += counts.keys;
+            summary.skipped += counts.skipped;
+            consume(out)?;
+            let done_bytes = if exact_bytes {
+                chunk.offset + chunk.bytes().len() as u64
+            } else {
+                0
+            };
+            progress(summary.keys, done_bytes);
+            Ok(())
+        },
+    )?;
+    summary.bytes = end.bytes;
+    summary.warnings = end.warnings;
+    Ok(summary)
+}
+
+/// Collects keys (their bytes) into key-set builders, one per chunk.
+pub(crate) struct Collect;
+
+impl Stage for Collect {
+    type Out = KeySetBuilder;
+
+    fn keep(&self) -> Keep {
+        Keep::Bytes
+    }
+
+    fn flush(
+        &self,
+        _keys: Keys<'_>,
+        batch: &Batch,
+        ints: &[u64],
+        out: &mut KeySetBuilder,
+    ) -> Result<()> {
+        for &v in ints {
+            out.push_u64(v);
+        }
+        for s in &batch.shown {
+            match *s {
+                Shown::Text(a, b) => {
+                    out.push_bytes(&batch.arena[a as usize..b as usize], KeyKind::Text)
+                }
+                Shown::Tuple(a, b) => {
+                    out.push_bytes(&batch.arena[a as usize..b as usize], KeyKind::Tuples)
+                }
+                Shown::Int(v) => out.push_u64(v),
+                Shown::Typed(a, b, t) => out.push_typed(&batch.arena[a as usize..b as usize], t),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,440 @@
+//! Per-packet classification: for every packet of a pcap/pcapng stream (or of a live capture,
+//! see [`crate::capture`]), whether its flow key is in a filter. No deduplication: each packet
+//! is hashed and probed on its own, on every core, and the verdicts come back in capture order.
+//!
+//! Outputs, all optional: the selected packets (matching, or not matching) written as a capture
+//! of the input's own format with its timestamps, link types and snap lengths; one bit per
+//! packet (LSB first, set when the packet's flow may be in the filter); counts per flow.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+
+use bloomlanes_core::{xxh64, FilterRef, Keys};
+use bloomlanes_simd::Probe;
+
+use super::stream::BitWriter;
+use crate::bulk::{Progress, Stage as Doing};
+use crate::error::{Error, Location, Result};
+use crate::input::chunk::{Chunk, PcapCutter, PcapngCutter};
+use crate::input::pcap::{self, Flow, NgBlock, NgState, IPV6_TUPLE_LEN};
+use crate::input::{pipeline, source, PipelineConfig};
+use crate::store::FilterFile;
+
+/// Which packets go to the packet output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Select {
+    /// Packets whose flow may be in the filter.
+    #[default]
+    Matching,
+    /// All other packets (flows not in the filter, and packets with no flow key: not IP, or cut
+    /// short).
+    NotMatching,
+}
+
+/// Flows counted at most (a bound on the per-flow table's memory, about 100 bytes a flow);
+/// packets of further flows are counted in [`Totals::untracked_packets`].
+pub const MAX_FLOWS: usize = 1 << 20;
+
+/// A flow key as a map key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    bytes: [u8; IPV6_TUPLE_LEN],
+    len: u8,
+}
+
+impl FlowKey {
+    fn new(k: &[u8]) -> FlowKey {
+        let mut bytes = [0u8; IPV6_TUPLE_LEN];
+        bytes[..k.len()].copy_from_slice(k);
+        FlowKey {
+            bytes,
+            len: k.len() as u8,
+        }
+    }
+
+    /// The key's bytes (13 for IPv4, 37 for IPv6).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+/// Packets of one flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCount {
+    /// Packets seen.
+    pub packets: u64,
+    /// Whether the flow may be in the filter.
+    pub matched: bool,
+}
+
+/// What a classification counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Packets read.
+    pub packets: u64,
+    /// Packets whose flow may be in the filter.
+    pub matched: u64,
+    /// Packets that are not IP.
+    pub non_ip: u64,
+    /// Packets whose headers are cut short or malformed.
+    pub malformed: u64,
+    /// Packets written to the packet output.
+    pub written: u64,
+    /// Per-flow counts, when asked for.
+    pub flows: Option<HashMap<FlowKey, FlowCount>>,
+    /// Packets of flows beyond [`MAX_FLOWS`], not in `flows`.
+    pub untracked_packets: u64,
+    /// Bytes of capture read.
+    pub bytes: u64,
+    /// Warnings (a truncated last record).
+    pub warnings: Vec<String>,
+}
+
+impl Totals {
+    /// Adds `other`'s counts (not its flows).
+    fn add_counts(&mut self, o: &Totals) {
+        self.packets += o.packets;
+        self.matched += o.matched;
+        self.non_ip += o.non_ip;
+        self.malformed += o.malformed;
+    }
+
+    /// Merges a chunk's flow table.
+    fn merge_flows(&mut self, flows: HashMap<FlowKey, FlowCount>) {
+        let Some(all) = self.flows.as_mut() else {
+            return;
+        };
+        for (k, c) in flows {
+            if let Some(e) = all.get_mut(&k) {
+                e.packets += c.packets;
+            } else if all.len() < MAX_FLOWS {
+                all.insert(k, c);
+            } else {
+                self.untracked_packets += c.packets;
+            }
+        }
+    }
+}
+
+/// Decides packets against one filter: flow key, hash, probe, a batch at a time.
+pub struct Classifier<'a> {
+    probe: Probe,
+    view: FilterRef<'a, u32>,
+    seed: u64,
+    flows: bool,
+}
+
+/// Per-batch buffers of a [`Classifier`] (kept from chunk to chunk, so that no large buffer is
+/// allocated per chunk).
+#[derive(Default)]
+pub struct ClassifyScratch {
+    hashes: Vec<u64>,
+    index: Vec<u32>,
+    keys: Vec<FlowKey>,
+    words: Vec<u64>,
+    /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
+    recs: Vec<Rec>,
+}
+
+/// A record of a chunk: its byte range, its frame's byte range, its link type, whether it is a
+/// packet (pcapng blocks that are not packets are copied as they are).
+#[derive(Clone, Copy)]
+struct Rec {
+    start: u32,
+    end: u32,
+    frame: (u32, u32),
+    linktype: u32,
+    packet: bool,
+}
+
+/// The verdicts of a run of packets.
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    /// One bit per packet, set when its flow may be in the filter.
+    pub bits: Vec<u64>,
+    /// Counts.
+    pub totals: Totals,
+    /// Per-flow counts of this run (when asked for).
+    pub flows: HashMap<FlowKey, FlowCount>,
+}
+
+impl Verdicts {
+    /// Whether packet `i` matched.
+    pub fn matched(&self, i: usize) -> bool {
+        (self.bits[i / 64] >> (i % 64)) & 1 == 1
+    }
+}
+
+const CLASSIFY_BATCH: usize = 1024;
+
+impl<'a> Classifier<'a> {
+    /// A classifier over `filter`; `flows`: count packets per flow.
+    pub fn new(filter: &'a FilterFile, flows: bool) -> Result<Classifier<'a>> {
+        super::check_hashable(filter)?;
+        let view = filter.view();
+        Ok(Classifier {
+            probe: Probe::active(),
+            seed: view.params().seed,
+            view,
+            flows,
+        })
+    }
+
+    /// The SIMD path that probes.
+    pub fn path_name(&self) -> &'static str {
+        self.probe.path().name()
+    }
+
+    /// Classifies `frames` (link type, captured bytes) in order.
+    pub fn classify<'f>(
+        &self,
+        frames: impl Iterator<Item = (u32, &'f [u8])>,
+        scratch: &mut ClassifyScratch,
+    ) -> Verdicts {
+        let mut v = Verdicts::default();
+        let mut key = [0u8; IPV6_TUPLE_LEN];
+        for (i, (linktype, frame)) in frames.enumerate() {
+            if i % 64 == 0 {
+                v.bits.push(0);
+            }
+            v.totals.packets += 1;
+            match pcap::flow_key(linktype, frame, &mut key) {
+                Flow::Key(n) => {
+                    scratch.hashes.push(xxh64(&key[..n], self.seed));
+                    scratch.index.push(i as u32);
+                    if self.flows {
+                        scratch.keys.push(FlowKey::new(&key[..n]));
+                    }
+                    if scratch.hashes.len() == CLASSIFY_BATCH {
+                        self.flush(scratch, &mut v);
+                    }
+                }
+                Flow::NotIp => v.totals.non_ip += 1,
+                Flow::Malformed => v.totals.malformed += 1,
+            }
+        }
+        self.flush(scratch, &mut v);
+        v
+    }
+
+    fn flush(&self, s: &mut ClassifyScratch, v: &mut Verdicts) {
+        let n = s.hashes.len();
+        if n == 0 {
+            return;
+        }
+        s.words.clear();
+        s.words.resize(n.div_ceil(64), 0);
+        self.probe
+            .contains_bitmap(self.view, Keys::Hashes(&s.hashes), &mut s.words);
+        for j in 0..n {
+            let hit = (s.words[j / 64] >> (j % 64)) & 1;
+            let i = s.index[j] as usize;
+            v.bits[i / 64] |= hit << (i % 64);
+            v.totals.matched += hit;
+            if self.flows {
+                let e = v.flows.entry(s.keys[j]).or_default();
+                e.packets += 1;
+                e.matched = hit == 1;
+            }
+        }
+        s.hashes.clear();
+        s.index.clear();
+        s.keys.clear();
+    }
+}
+
+/// Where a classification's outputs go.
+#[derive(Default)]
+pub struct Outputs<'w> {
+    /// The selected packets, as a capture of the input's format.
+    pub packets: Option<(&'w mut dyn Write, Select)>,
+    /// One bit per packet.
+    pub bitmap: Option<&'w mut dyn Write>,
+    /// Count packets per flow.
+    pub flows: bool,
+}
+
+struct ChunkVerdicts {
+    verdicts: Verdicts,
+    /// Byte ranges of the chunk to write (runs of selected records and kept blocks).
+    runs: Vec<(usize, usize)>,
+}
+
+/// Classifies every packet of the capture at `path` (`-`: standard input; gzip, zstd and xz
+/// are undone) against `filter`.
+pub fn classify(
+    filter: &FilterFile,
+    path: &Path,
+    cfg: &PipelineConfig,
+    out: Outputs<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Totals> {
+    let classifier = Classifier::new(filter, out.flows)?;
+    let input = source::open(path)?;
+    let shown = input.shown.clone();
+    let head = input.head.clone();
+    let bytes_total = if input.compression == source::Compression::None {
+        input.disk_len.unwrap_or(0)
+    } else {
+        0
+    };
+    let ng =
+        head.len() >= 4 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == 0x0a0d_0d0a;
+    let (start, cutter, file_header): (
+        u64,
+        Box<dyn crate::input::chunk::Cutter>,
+        Option<pcap::FileHeader>,
+    ) = if ng {
+        (0, Box::new(PcapngCutter::new(&shown)), None)
+    } else {
+        if !pcap::is_capture(&head) {
+            return Err(Error::input(
+                &shown,
+                Some(Location::Byte(0)),
+                "not a pcap or pcapng capture (unknown magic number)",
+            ));
+        }
+        let h = pcap::parse_file_header(&head)
+            .map_err(|e| crate::input::chunk::capture_error(&shown, 0, e))?;
+        let cutter = PcapCutter {
+            shown: shown.clone(),
+            big_endian: h.big_endian,
+        };
+        (24, Box::new(cutter), Some(h))
+    };
+    let mut totals = Totals {
+        flows: out.flows.then(HashMap::new),
+        ..Totals::default()
+    };
+    if let Some(h) = file_header {
+        if h.snaplen != 0 && h.snaplen < pcap::min_headers(h.linktype) {
+            totals.warnings.push(format!(
+                "{}: byte offset 16: snap length {} is shorter than the link, IPv4 and port headers ({} bytes); packets cut short have no flow key and never match",
+                shown.display(),
+                h.snaplen,
+                pcap::min_headers(h.linktype)
+            ));
+        }
+    }
+    let select = out.packets.as_ref().map(|(_, s)| *s);
+    let (mut packets_out, mut bitmap_out) = (out.packets.map(|(w, _)| w), out.bitmap);
+    if let (Some(w), Some(_)) = (packets_out.as_mut(), file_header) {
+        w.write_all(&head[..24]).map_err(write_err)?;
+    }
+    let mut bits = BitWriter::default();
+    let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
+        let bytes = chunk.bytes();
+        let base = bytes.as_ptr() as usize;
+        let mut recs = std::mem::take(&mut scratch.recs);
+        recs.clear();
+        let off = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
+        match file_header {
+            Some(h) => pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
+                recs.push(Rec {
+                    start: at as u32,
+                    end: (at + rec.len()) as u32,
+                    frame: (off(frame), off(frame) + frame.len() as u32),
+                    linktype: h.linktype,
+                    packet: true,
+                });
+            }),
+            None => {
+                let mut st: NgState = chunk.ng.as_deref().cloned().unwrap_or_default();
+                let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
+                    let (frame, linktype, packet) = match kind {
+                        NgBlock::Packet(p) => (
+                            (off(p.frame), off(p.frame) + p.frame.len() as u32),
+                            p.linktype,
+                            true,
+                        ),
+                        _ => ((0, 0), 0, false),
+                    };
+                    recs.push(Rec {
+                        start: off(blk),
+                        end: off(blk) + blk.len() as u32,
+                        frame,
+                        linktype,
+                        packet,
+                    });
+                });
+            }
+        }
+        let verdicts = classifier.classify(
+            recs.iter()
+                .filter(|r| r.packet)
+                .map(|r| (r.linktype, &bytes[r.frame.0 as usize..r.frame.1 as usize])),
+            scratch,
+        );
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        if let Some(sel) = select {
+            let mut p = 0;
+            for r in &recs {
+                let keep = if r.packet {
+                    let m = verdicts.matched(p);
+                    p += 1;
+                    m == (sel == Select::Matching)
+                } else {
+                    true
+                };
+                if keep {
+                    let (a, b) = (r.start as usize, r.end as usize);
+                    match runs.last_mut() {
+                        Some(last) if last.1 == a => last.1 = b,
+                        _ => runs.push((a, b)),
+                    }
+                }
+            }
+        }
+        scratch.recs = recs;
+        Ok(ChunkVerdicts { verdicts, runs })
+    };
+    let matching = select == Some(Select::Matching);
+    let end = pipeline::run(
+        input,
+        start,
+        cutter,
+        cfg,
+        &ClassifyScratch::default,
+        &work,
+        &mut |chunk, cv: ChunkVerdicts| {
+            let v = cv.verdicts;
+            if let Some(w) = packets_out.as_mut() {
+                let bytes = chunk.bytes();
+                for (a, b) in &cv.runs {
+                    w.write_all(&bytes[*a..*b]).map_err(write_err)?;
+                }
+                totals.written += if matching {
+                    v.totals.matched
+                } else {
+                    v.totals.packets - v.totals.matched
+                };
+            }
+            if let Some(w) = bitmap_out.as_mut() {
+                bits.write(*w, &v.bits, v.totals.packets as usize)
+                    .map_err(write_err)?;
+            }
+            totals.add_counts(&v.totals);
+            totals.merge_flows(v.flows);
+            progress(Progress::stream(
+                Doing::Classify,
+                totals.packets,
+                chunk.offset + chunk.bytes().len() as u64,
+                bytes_total,
+            ));
+            Ok(())
+        },
+    )?;
+    if let Some(w) = bitmap_out.as_mut() {
+        bits.finish(*w).map_err(write_err)?;
+    }
+    totals.bytes = end.bytes;
+    totals.warnings.extend(end.warnings);
+    progress(Progress::stream(Doing::Classify, totals.packets, end.bytes, bytes_total).finished());
+    Ok(totals)
+}
+
+/// A failed write to an output (carried out of the atomic writer by the caller).
+fn write_err(e: io::Error) -> Error {
+    Error::io(Path::new("<output>"), "write", e)
+}
