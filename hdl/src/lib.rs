@@ -19,7 +19,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{Filter, Layout, Params};
+use bloomlanes_core::{Filter, HashId, KeyType, Layout, Params};
 
 mod arith;
 pub mod axis;
@@ -109,6 +109,24 @@ impl fmt::Display for KeyKind {
             }
             KeyKind::Variable { max: None } => f.write_str("variable-length keys"),
             KeyKind::Prehashed => f.write_str("caller-supplied hashes"),
+        }
+    }
+}
+
+impl KeyKind {
+    /// What a filter's recorded parameters say about its keys: caller-supplied hashes (hash id
+    /// 0), fixed-width keys (numbers, fixed bytes), or variable-length keys (bytes, text; flow
+    /// 5-tuples, which are 13 or 37 bytes). `None` when the key type is not recorded (format
+    /// version 1 files, filters built without one): then nothing can be checked.
+    pub fn of_params(params: &Params) -> Option<KeyKind> {
+        if params.hash == HashId::Prehashed {
+            return Some(KeyKind::Prehashed);
+        }
+        match params.key_type {
+            KeyType::Any => None,
+            KeyType::Bytes => Some(KeyKind::Variable { max: None }),
+            KeyType::Flow => Some(KeyKind::Variable { max: Some(37) }),
+            t => t.fixed_width().map(KeyKind::Fixed),
         }
     }
 }

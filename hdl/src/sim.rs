@@ -98,6 +98,9 @@ pub struct BenchParams {
     pub ready_pct: u32,
     /// Seed of the bench's random generator.
     pub seed: u32,
+    /// Bank entries `0 .. readback` read back through the management port after the last
+    /// answer (0: none); [`check`] compares them with the filter the operations leave behind.
+    pub readback: u32,
 }
 
 impl Default for BenchParams {
@@ -107,6 +110,7 @@ impl Default for BenchParams {
             valid_pct: 100,
             ready_pct: 100,
             seed: 1,
+            readback: 0,
         }
     }
 }
@@ -118,6 +122,9 @@ pub struct SimLog {
     pub accepted: Vec<Vec<u64>>,
     /// Per port, every answer taken: cycle, tag, hit.
     pub answers: Vec<Vec<(u64, u32, bool)>>,
+    /// Bank entries read back after the run: entry address, data (bit `i` = lane `i`; `c` bits
+    /// per lane for a counting design).
+    pub readback: Vec<(u64, u128)>,
 }
 
 /// What [`check`] found.
@@ -282,6 +289,8 @@ pub fn write_run_files(
     for port_ops in ops {
         let _ = writeln!(c, "{:08x}", port_ops.len());
     }
+    let readback = u64::from(params.readback).min(cfg.bank_entries());
+    let _ = writeln!(c, "{readback:08x}");
     std::fs::write(dir.join("bench_cfg.hex"), c)?;
     for (p, port_ops) in ops.iter().enumerate() {
         let mut s = String::new();
@@ -356,7 +365,18 @@ pub fn run_ops_in(
         }
     }
     let text = std::fs::read_to_string(dir.join("bench_log.txt"))?;
-    parse_log(&text, cfg.lookup_ports)
+    let log = parse_log(&text, cfg.lookup_ports)?;
+    let want = u64::from(params.readback).min(cfg.bank_entries());
+    if log.readback.len() as u64 != want {
+        return Err(tool_err(
+            "bench",
+            format!(
+                "{} bank entries read back, {want} asked for",
+                log.readback.len()
+            ),
+        ));
+    }
+    Ok(log)
 }
 
 /// Like [`run_ops_in`], in a fresh temporary folder that is removed afterwards unless the run
@@ -387,6 +407,7 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
     let mut log = SimLog {
         accepted: vec![Vec::new(); ports],
         answers: vec![Vec::new(); ports],
+        readback: Vec::new(),
     };
     let bad = |l: &str| tool_err("bench", format!("bad log line {l:?}"));
     for line in text.lines() {
@@ -410,6 +431,11 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
                     .get_mut(p)
                     .ok_or_else(|| bad(line))?
                     .push((c, tag, hit));
+            }
+            ["m", addr, data] => {
+                let a: u64 = addr.parse().map_err(|_| bad(line))?;
+                let d = u128::from_str_radix(data, 16).map_err(|_| bad(line))?;
+                log.readback.push((a, d));
             }
             [] => {}
             _ => return Err(bad(line)),
@@ -471,6 +497,7 @@ pub fn check(
             _ => {}
         }
     }
+    check_readback(&filter, &log.readback)?;
     let mut stats = CheckStats {
         min_latency: u64::MAX,
         ..CheckStats::default()
@@ -504,6 +531,28 @@ pub fn check(
         }
     }
     Ok((stats, expected))
+}
+
+/// Compares bank entries read back after a run with `filter` (the filter the run left behind).
+fn check_readback(filter: &Filter, readback: &[(u64, u128)]) -> Result<(), String> {
+    let lanes = filter.layout().lanes();
+    let banks: Vec<Vec<bool>> = (0..lanes).map(|l| crate::bank_bits(filter, l)).collect();
+    for (i, &(addr, data)) in readback.iter().enumerate() {
+        if addr != i as u64 {
+            return Err(format!("read-back {i} is of entry {addr}"));
+        }
+        let want = banks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.get(addr as usize).copied().unwrap_or(false))
+            .fold(0u128, |acc, (l, _)| acc | 1 << l);
+        if data != want {
+            return Err(format!(
+                "bank entry {addr} read back as {data:#x} (bit i = lane i), core's filter has {want:#x}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn lookups_in(cfg: &HdlConfig, filter: &Filter, keys: Vec<Key>) -> Result<Vec<bool>, HdlError> {
@@ -655,6 +704,7 @@ pub fn write_export_bench(
     for o in &ops {
         let _ = writeln!(c, "{:08x}", o.len());
     }
+    let _ = writeln!(c, "{:08x}", 0);
     let p = dir.join("bench_cfg.hex");
     std::fs::write(&p, c)?;
     files.push(p);

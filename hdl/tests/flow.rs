@@ -214,3 +214,29 @@ fn key_width_must_match_the_filter() {
         );
     }
 }
+
+#[test]
+fn key_kind_comes_from_the_recorded_key_type() {
+    use bloomlanes_core::{HashId, KeyType};
+    let p = Params::new(Layout::L8x32, 10);
+    let kind = |t: KeyType| KeyKind::of_params(&p.with_key_type(t));
+    assert_eq!(kind(KeyType::Any), None, "not recorded: nothing to check");
+    assert_eq!(kind(KeyType::U64), Some(KeyKind::Fixed(8)));
+    assert_eq!(kind(KeyType::TimestampNanos), Some(KeyKind::Fixed(8)));
+    assert_eq!(kind(KeyType::Date32), Some(KeyKind::Fixed(4)));
+    assert_eq!(kind(KeyType::FixedBytes(16)), Some(KeyKind::Fixed(16)));
+    assert_eq!(kind(KeyType::Bytes), Some(KeyKind::Variable { max: None }));
+    assert_eq!(
+        kind(KeyType::Flow),
+        Some(KeyKind::Variable { max: Some(37) })
+    );
+    let hashes = p.with_hash(HashId::Prehashed).with_key_type(KeyType::U64);
+    assert_eq!(KeyKind::of_params(&hashes), Some(KeyKind::Prehashed));
+    // Text keys cannot go to a fixed-width input; u64 keys can go to 8 bytes but not 4.
+    let text = kind(KeyType::Bytes).unwrap();
+    assert!(check_key_mode(KeyMode::Bytes(8), text).is_err());
+    assert!(check_key_mode(KeyMode::VarBytes(64), text).is_ok());
+    let u64s = kind(KeyType::U64).unwrap();
+    assert!(check_key_mode(KeyMode::Bytes(8), u64s).is_ok());
+    assert!(check_key_mode(KeyMode::Bytes(4), u64s).is_err());
+}

@@ -17,7 +17,16 @@ fn filled(c: &HdlConfig, keys: usize, rng: &mut Rng) -> (Filter, Vec<Key>) {
     (f, inserted)
 }
 
-fn loaded_lookups(sim_kind: Simulator, c: &HdlConfig, keys: usize, queries: usize, seed: u64) {
+/// Loads a filled filter, looks up `queries` keys and reads the first `readback` bank entries
+/// back through the management port (each read drains the pipeline: slow in Icarus).
+fn loaded_lookups(
+    sim_kind: Simulator,
+    c: &HdlConfig,
+    keys: usize,
+    queries: usize,
+    readback: u32,
+    seed: u64,
+) {
     let mut rng = Rng(seed);
     let (f, inserted) = filled(c, keys, &mut rng);
     let mut ops: Vec<Vec<Op>> = vec![Vec::new(); c.lookup_ports];
@@ -38,6 +47,7 @@ fn loaded_lookups(sim_kind: Simulator, c: &HdlConfig, keys: usize, queries: usiz
         valid_pct: 80,
         ready_pct: 70,
         seed: seed as u32,
+        readback,
     };
     let stats = run_and_check(c, sim_kind, Some(&f), &ops, params);
     // Every inserted key that was asked for must hit.
@@ -69,7 +79,7 @@ fn verilator_loaded_banks_match_software_filter() {
     }
     for (i, c) in configs().iter().enumerate() {
         let keys = (c.blocks as usize * 20).min(20_000);
-        loaded_lookups(Simulator::Verilator, c, keys, 20_000, 300 + i as u64);
+        loaded_lookups(Simulator::Verilator, c, keys, 20_000, 4096, 300 + i as u64);
     }
 }
 
@@ -83,7 +93,7 @@ fn icarus_loaded_banks_match_software_filter() {
     }
     for (i, c) in configs().iter().enumerate() {
         let keys = (c.blocks as usize * 20).min(20_000);
-        loaded_lookups(Simulator::Icarus, c, keys, 10_000, 400 + i as u64);
+        loaded_lookups(Simulator::Icarus, c, keys, 10_000, 128, 400 + i as u64);
     }
 }
 

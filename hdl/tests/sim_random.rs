@@ -9,12 +9,15 @@ use common::*;
 
 const OPS: usize = 40_000;
 
-fn params(seed: u32) -> BenchParams {
+/// Random gaps and backpressure; afterwards the first `readback` bank entries (capped at the
+/// bank size) are read back and compared with core's filter.
+fn params(seed: u32, readback: u32) -> BenchParams {
     BenchParams {
         fast_ops: 2_000,
         valid_pct: 70,
         ready_pct: 60,
         seed,
+        readback,
     }
 }
 
@@ -37,7 +40,13 @@ fn verilator_matches_core() {
     }
     for (i, c) in matrix().iter().enumerate() {
         let ops = random_ops(c, OPS, OPS / 4, 2_000, 100 + i as u64);
-        run_and_check(c, Simulator::Verilator, None, &ops, params(7 + i as u32));
+        run_and_check(
+            c,
+            Simulator::Verilator,
+            None,
+            &ops,
+            params(7 + i as u32, u32::MAX),
+        );
     }
 }
 
@@ -52,6 +61,6 @@ fn icarus_matches_core() {
         .filter(|(i, _)| [0usize, 1, 2].contains(i))
     {
         let ops = random_ops(c, OPS, OPS / 10, 2_000, 200 + i as u64);
-        run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32));
+        run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32, 256));
     }
 }

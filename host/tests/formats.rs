@@ -413,7 +413,8 @@ fn hdl_export_writes_rtl_and_banks() {
         .assert()
         .success();
     let rtl = at(&d, "rtl");
-    let v = json(&["export", s(&f), "--hdl", s(&rtl), "--key-bytes", "2"]);
+    // Text lines are variable-length keys: hashed on chip with a length field.
+    let v = json(&["export", s(&f), "--hdl", s(&rtl), "--max-key-bytes", "8"]);
     assert_eq!(v["form"], "hdl");
     let files: Vec<String> = v["files"]
         .as_array()
@@ -440,5 +441,168 @@ fn hdl_export_writes_rtl_and_banks() {
     );
     assert!(e.contains("key width"), "{e}");
     assert!(!bad.exists());
+    // A fixed-width input does not fit keys of text lines (the filter records their type).
+    let e = fails(&["export", s(&f), "--hdl", s(&bad), "--key-bytes", "2"], 1);
+    assert!(e.contains("variable-length keys"), "{e}");
+    assert!(!bad.exists());
     assert_eq!(dir_files(&d), ["f.blf", "k.txt", "rtl"]);
+}
+
+/// Module names declared in the `.v` files of `dir` (every folder below it included).
+fn verilog_modules(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            names.extend(verilog_modules(&p));
+        } else if p.extension().is_some_and(|x| x == "v") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            for l in text.lines() {
+                if let Some(rest) = l.trim_start().strip_prefix("module ") {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn hdl_export_takes_ports_top_and_variable_length_keys() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("key", 300));
+    let f = at(&d, "f.blf");
+    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
+        .assert()
+        .success();
+    let a = at(&d, "a");
+    let v = json(&[
+        "export",
+        s(&f),
+        "--hdl",
+        s(&a),
+        "--ports",
+        "3",
+        "--top",
+        "edge_a",
+        "--max-key-bytes",
+        "16",
+    ]);
+    assert_eq!(v["ports"], 3);
+    assert_eq!(v["top"], "edge_a");
+    assert_eq!(v["key"], "keys of 0 to 16 bytes");
+    let rtl = std::fs::read_to_string(a.join("edge_a.v")).expect("edge_a.v is written");
+    assert!(rtl.contains("module edge_a"), "top module named by --top");
+    for port in ["s0_valid", "s1_valid", "s2_valid", "s0_len"] {
+        assert!(
+            rtl.contains(port),
+            "{port}: three ports with a length field"
+        );
+    }
+    assert!(!rtl.contains("s3_valid"), "no fourth port");
+    // A second filter under another name: no module of one export is declared by the other.
+    let b = at(&d, "b");
+    json(&["export", s(&f), "--hdl", s(&b), "--top", "edge_b"]);
+    let (ma, mb) = (verilog_modules(&a), verilog_modules(&b));
+    assert!(ma.contains(&"edge_a".to_string()) && mb.contains(&"edge_b".to_string()));
+    let shared: Vec<&String> = ma.iter().filter(|m| mb.contains(m)).collect();
+    assert!(shared.is_empty(), "modules of both exports: {shared:?}");
+    // Bad values are errors that name the problem, and leave no folder behind.
+    let bad = at(&d, "bad");
+    for (args, want) in [
+        (["--ports", "9"], "lookup_ports"),
+        (["--ports", "0"], "lookup_ports"),
+        (["--top", "9lives"], "identifier"),
+        (["--max-key-bytes", "65"], "variable-length keys"),
+    ] {
+        let mut all = vec!["export", s(&f), "--hdl", s(&bad)];
+        all.extend(args);
+        let e = fails(&all, 1);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!bad.exists(), "{args:?} left a folder");
+    }
+    // Fixed and variable-length key inputs exclude each other; the options need --hdl.
+    fails(
+        &[
+            "export",
+            s(&f),
+            "--hdl",
+            s(&bad),
+            "--key-bytes",
+            "8",
+            "--max-key-bytes",
+            "8",
+        ],
+        2,
+    );
+    for opt in [["--ports", "2"], ["--top", "x"], ["--key-bytes", "8"]] {
+        let mut all = vec!["export", s(&f), "--parquet", s(&bad)];
+        all.extend(opt);
+        let e = fails(&all, 2);
+        assert!(e.contains("--hdl"), "{e}");
+    }
+    assert!(!bad.exists());
+}
+
+#[test]
+fn hdl_export_refuses_a_key_input_the_filter_was_not_built_from() {
+    use bloomlanes_core::{Filter, KeyType, Layout, Params};
+    let d = tmp();
+    let typed = |name: &str, t: KeyType| {
+        let mut filter = Filter::new(Params::new(Layout::L8x32, 16).with_key_type(t));
+        for i in 0..100u64 {
+            filter.insert(&i.to_le_bytes());
+        }
+        write(&d, name, filter.to_file_bytes())
+    };
+    let u64s = typed("u64.blf", KeyType::U64);
+    let text = typed("text.blf", KeyType::Bytes);
+    let untyped = typed("any.blf", KeyType::Any);
+    let out = at(&d, "out");
+    let export = |f: &std::path::Path, key: &[&str]| {
+        let mut args = vec!["export", s(f), "--hdl", s(&out)];
+        args.extend(key);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run_ok = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let v = json(&refs);
+        std::fs::remove_dir_all(&out).unwrap();
+        v
+    };
+    let refused = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let e = fails(&refs, 1);
+        assert!(!out.exists(), "a refused export left a folder");
+        e
+    };
+    // u64 keys: 8 bytes fixed or up to 8+ variable, or prehashed; never 4 bytes.
+    run_ok(export(&u64s, &["--key-bytes", "8"]));
+    run_ok(export(&u64s, &["--max-key-bytes", "8"]));
+    run_ok(export(&u64s, &[]));
+    let e = refused(export(&u64s, &["--key-bytes", "4"]));
+    assert!(
+        e.contains("fixed 8-byte keys") && e.contains("4-byte keys"),
+        "{e}"
+    );
+    // Text keys: a fixed-width input would hash only keys of exactly that length.
+    let e = refused(export(&text, &["--key-bytes", "8"]));
+    assert!(e.contains("variable-length keys"), "{e}");
+    run_ok(export(&text, &["--max-key-bytes", "64"]));
+    // No recorded key type: exported, with a warning that nothing was checked.
+    let v = run_ok(export(&untyped, &["--key-bytes", "8"]));
+    let w = v["warnings"].as_array().unwrap();
+    assert!(
+        w.len() == 1 && w[0].as_str().unwrap().contains("key type"),
+        "{v}"
+    );
+    let v = run_ok(export(&untyped, &[]));
+    assert!(
+        v["warnings"].as_array().unwrap().is_empty(),
+        "prehashed fits every filter"
+    );
 }

@@ -39,12 +39,39 @@ pub struct ExportArgs {
     /// computed by the host.
     #[arg(long, requires = "hdl", value_name = "N")]
     key_bytes: Option<usize>,
+    /// With --hdl: the RTL hashes keys of 0 to N bytes (N at most 64) on chip, one key per clock,
+    /// with a length field beside each key (strings, lines).
+    #[arg(long, requires = "hdl", value_name = "N", conflicts_with = "key_bytes")]
+    max_key_bytes: Option<usize>,
+    /// With --hdl: number of stream ports (1 to 8). Port 0 inserts, looks up and clears; the
+    /// others look up.
+    #[arg(long, requires = "hdl", value_name = "N")]
+    ports: Option<usize>,
+    /// With --hdl: name of the top module (a Verilog identifier), also the prefix of every other
+    /// module and file, so that several exported filters live in one design.
+    #[arg(long, requires = "hdl", value_name = "NAME")]
+    top: Option<String>,
     #[command(flatten)]
     open: OpenArgs,
 }
 
 /// Runs `export`.
 pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
+    // clap's `requires = "hdl"` is not enforced beside the required target group: check here.
+    if a.hdl.is_none() {
+        let given = [
+            ("--synth", a.synth),
+            ("--key-bytes", a.key_bytes.is_some()),
+            ("--max-key-bytes", a.max_key_bytes.is_some()),
+            ("--ports", a.ports.is_some()),
+            ("--top", a.top.is_some()),
+        ];
+        if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
+            return Err(bloomlanes_host::Error::usage(format!(
+                "{name} applies to --hdl only"
+            )));
+        }
+    }
     if let Some(out) = &a.parquet {
         check_output(out)?;
     }
@@ -110,12 +137,36 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
 
 #[cfg(feature = "hdl")]
 fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
-    use bloomlanes_hdl::{HdlConfig, KeyMode};
-    let key = match a.key_bytes {
-        Some(n) => KeyMode::Bytes(n),
-        None => KeyMode::Prehashed,
+    use bloomlanes_hdl::{check_key_mode, HdlConfig, KeyKind, KeyMode};
+    let key = match (a.key_bytes, a.max_key_bytes) {
+        (Some(n), _) => KeyMode::Bytes(n),
+        (None, Some(n)) => KeyMode::VarBytes(n),
+        (None, None) => KeyMode::Prehashed,
     };
-    let cfg = HdlConfig::for_filter(filter, key);
+    let hdl_err = |source| bloomlanes_host::Error::Hdl {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut cfg = HdlConfig::for_filter(filter, key);
+    if let Some(p) = a.ports {
+        cfg.lookup_ports = p;
+    }
+    if let Some(t) = &a.top {
+        cfg.top_name = t.clone();
+    }
+    cfg.validate().map_err(hdl_err)?;
+    // The design must hash the keys exactly as the filter's builder did: refuse a key input
+    // that does not fit the recorded key type (e.g. 8-byte keys for a filter of text lines).
+    let mut warnings = Warnings::default();
+    match KeyKind::of_params(filter.params()) {
+        Some(kind) => check_key_mode(key, kind).map_err(hdl_err)?,
+        None if key != KeyMode::Prehashed => warnings.warn(format!(
+            "{} does not record its key type, so the design's {key} cannot be checked against \
+             the keys it was built from",
+            a.filter.display()
+        )),
+        None => {}
+    }
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
     let files: Vec<String> = summary
         .files
@@ -127,6 +178,9 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
             "output": dir.display().to_string(),
             "form": "hdl",
             "key": key.to_string(),
+            "ports": cfg.lookup_ports,
+            "top": cfg.top_name,
+            "warnings": warnings.json(),
             "files": files,
             "report": summary.report.display().to_string(),
             "synth": summary.synth.as_ref().map(|f| json!({
@@ -137,7 +191,10 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
         }))?;
     } else {
         let mut lines = vec![format!(
-            "wrote the RTL and {} bank files of {} ({}, {}) to {}:",
+            "wrote the RTL (top module {}, {} port{}) and {} bank files of {} ({}, {}) to {}:",
+            cfg.top_name,
+            cfg.lookup_ports,
+            if cfg.lookup_ports == 1 { "" } else { "s" },
             filter.layout().lanes(),
             a.filter.display(),
             filter.layout(),
