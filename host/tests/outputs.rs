@@ -200,6 +200,23 @@ fn signal(pid: u32, sig: libc::c_int) {
 /// writes: stopped (SIGSTOP) as soon as it holds its output open, checked to be mid-write,
 /// signalled, continued. Returns the names in `dir` while it was stopped, or `None` when the
 /// build finished before it could be stopped (the caller retries).
+/// Starts the child with the terminating signals at their default action. A process started in
+/// the background by a non-interactive shell, or under `nohup`, inherits SIGINT/SIGQUIT/SIGHUP
+/// ignored, and bloomlanes rightly leaves ignored signals alone; these tests need them to act.
+fn with_default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls only `signal`, which is
+    // async-signal-safe, with valid signal numbers and SIG_DFL; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    }
+}
+
 fn kill_during_write(
     dir: &Path,
     keys: &Path,
@@ -215,7 +232,7 @@ fn kill_during_write(
     if named {
         cmd.env("BLOOMLANES_TEMP_FILES", "named");
     }
-    let mut child = cmd.spawn().unwrap();
+    let mut child = with_default_signals(&mut cmd).spawn().unwrap();
     let pid = child.id();
     let known = [keys.to_path_buf(), out.to_path_buf()];
     let start = Instant::now();
@@ -345,12 +362,14 @@ fn a_killed_hdl_export_leaves_the_previous_files_and_no_staging_folder() {
     let before = contents(&hdl);
     for (name, sig) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
         let caught = (0..5).any(|_| {
-            let mut child = Command::new(bin())
-                .args(["export", s(&large), "--hdl", s(&hdl)])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = with_default_signals(
+                Command::new(bin())
+                    .args(["export", s(&large), "--hdl", s(&hdl)])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            )
+            .spawn()
+            .unwrap();
             let staging = || names(&hdl).iter().any(|n| n.starts_with(".bloomlanes-"));
             let start = Instant::now();
             while !staging() && child.try_wait().unwrap().is_none() {
