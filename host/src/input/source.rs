@@ -147,6 +147,15 @@ impl<R: Read> Read for Named<R> {
                 Ok(n)
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) if e.to_string() == "memory limit reached" => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} stream asks for more than {} MiB of decoder memory (its dictionary); \
+                     refused",
+                    self.compression.name(),
+                    XZ_MEMORY_LIMIT >> 20
+                ),
+            )),
             Err(e) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
@@ -158,6 +167,12 @@ impl<R: Read> Read for Named<R> {
         }
     }
 }
+
+/// The most memory an xz stream may make the decoder allocate (its dictionary and state): four
+/// times what the strongest preset (`xz -9e`, 64 MiB dictionary) needs. Zstd's decoder has its own
+/// bound (windows up to 128 MiB, its default `window_log_max` of 27).
+#[cfg(feature = "compression")]
+const XZ_MEMORY_LIMIT: u64 = 256 << 20;
 
 #[cfg(feature = "compression")]
 fn decoder(
@@ -171,7 +186,16 @@ fn decoder(
         Compression::Zstd => Box::new(
             zstd::stream::read::Decoder::new(raw).map_err(|e| Error::io(shown, "decompress", e))?,
         ),
-        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(raw)),
+        Compression::Xz => {
+            // A hostile header may ask for a dictionary of up to 4 GiB; liblzma refuses a stream
+            // that needs more than the limit (xz -9 needs 65 MiB), instead of allocating it.
+            let stream = liblzma::stream::Stream::new_stream_decoder(
+                XZ_MEMORY_LIMIT,
+                liblzma::stream::CONCATENATED,
+            )
+            .map_err(|e| Error::io(shown, "decompress", e.into()))?;
+            Box::new(liblzma::read::XzDecoder::new_stream(raw, stream))
+        }
     };
     Ok(Box::new(Named {
         inner: r,
@@ -413,6 +437,33 @@ mod tests {
         );
         assert_eq!(format_extension(Path::new("a/keys.csv.gz")), "csv");
         assert_eq!(format_extension(Path::new("keys.TXT")), "txt");
+    }
+
+    #[cfg(feature = "compression")]
+    #[test]
+    fn an_xz_dictionary_past_the_memory_limit_is_refused() {
+        use std::io::Write;
+        let mut e = liblzma::write::XzEncoder::new(Vec::new(), 0);
+        e.write_all(b"alice\nbob\n").unwrap();
+        let mut xz = e.finish().unwrap();
+        // The block header follows the 12-byte stream header; its LZMA2 filter flags are the
+        // filter id 0x21, the properties size 1, then the dictionary size code. Code 40 means
+        // 4 GiB - 1; the header's CRC32 is recomputed so that only the size is hostile.
+        let size = (usize::from(xz[12]) + 1) * 4;
+        let header = 12..12 + size;
+        let at = xz[header.clone()]
+            .windows(2)
+            .position(|w| w == [0x21, 0x01])
+            .expect("LZMA2 filter flags");
+        xz[12 + at + 2] = 40;
+        let mut crc = flate2::Crc::new();
+        crc.update(&xz[12..12 + size - 4]);
+        xz[12 + size - 4..12 + size].copy_from_slice(&crc.sum().to_le_bytes());
+        let err = match open_reader(Path::new("big.xz"), Box::new(io::Cursor::new(xz))) {
+            Ok(_) => panic!("a 4 GiB dictionary was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("big.xz") && err.contains("256 MiB"), "{err}");
     }
 
     #[cfg(feature = "compression")]
