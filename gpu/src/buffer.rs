@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut, DeviceRepr,
+    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
     PushKernelArg, ValidAsZeroBits,
 };
 
@@ -153,6 +153,23 @@ impl<T> DeviceBuffer<T> {
     pub fn bytes(&self) -> u64 {
         // Cannot overflow: `zeros` checked `len × size_of::<T>()` before allocating.
         (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The device address of the first element, to hand to another library (CuPy's
+    /// `UnownedMemory`, PyTorch, Numba) or back to [`crate::BorrowedBuffer::new`].
+    pub fn device_address(&self) -> u64 {
+        let (ptr, _sync) = self.slice.device_ptr(self.slice.stream());
+        ptr
+    }
+
+    /// A buffer over `slice`'s first `len` elements (`slice` holds at least `max(len, 1)`).
+    pub(crate) fn from_slice(slice: CudaSlice<T>, len: usize) -> DeviceBuffer<T> {
+        DeviceBuffer { slice, len }
+    }
+
+    /// The device memory, handed back without freeing it (for [`crate::BorrowedBuffer`]).
+    pub(crate) fn into_slice(self) -> CudaSlice<T> {
+        self.slice
     }
 
     /// The `len` elements as a kernel argument.

@@ -81,6 +81,9 @@ pub enum GpuError {
         /// Bytes per element; 0 for a kernel launch.
         elem_bytes: u64,
     },
+    /// Memory another library said was on the device is not one allocation of this process on
+    /// the device in use, or is misaligned (see [`BorrowedBuffer`](crate::BorrowedBuffer)).
+    NotDeviceMemory(String),
 }
 
 impl GpuError {
@@ -138,6 +141,7 @@ impl std::fmt::Display for GpuError {
                 )
             }
             GpuError::Unsupported(m) => write!(f, "unsupported: {m}"),
+            GpuError::NotDeviceMemory(m) => write!(f, "not usable device memory: {m}"),
             GpuError::TooLarge { blocks } => {
                 write!(f, "{blocks} blocks is more than a filter may have")
             }

@@ -38,6 +38,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod borrowed;
 mod buffer;
 mod compile;
 mod counting;
@@ -59,6 +60,7 @@ mod stream;
 mod window;
 mod window_plan;
 
+pub use borrowed::BorrowedBuffer;
 pub use buffer::DeviceBuffer;
 pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
 pub use counting::GpuCountingFilter;
@@ -109,6 +111,15 @@ pub(crate) fn context() -> Result<Arc<CudaContext>, GpuError> {
         .map_err(|e| GpuError::NoDevice(format!("could not open device 0: {e}")))?;
     *g = Some(ctx.clone());
     Ok(ctx)
+}
+
+/// Waits until all work queued on the device by anyone in this process (CuPy, PyTorch, this
+/// crate) is complete (`cuCtxSynchronize`): what a caller does before borrowing memory another
+/// library just wrote (see [`BorrowedBuffer`]).
+pub fn synchronize_device() -> Result<(), GpuError> {
+    context()?
+        .synchronize()
+        .map_err(|e| GpuError::cuda("cuCtxSynchronize", 0, e))
 }
 
 /// Looks for a CUDA device. Returns [`GpuError::NoDriver`] when `libcuda` is missing and

@@ -18,13 +18,17 @@
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
 cluster, byte-identical to the single-machine build.
 
-There is no GPU backend in this package (``bloomlanes-gpu`` has no public API yet to borrow
-device memory from CuPy or DLPack without a copy).
+With a GPU, ``insert`` and ``contains`` take device arrays (anything with
+``__cuda_array_interface__``: CuPy, PyTorch, Numba) of uint64, int64, uint32 or int32 keys and
+use them in place, without a copy to the host; ``contains`` then answers in a device array (a new
+CuPy array, or ``out=``). ``backend="gpu"`` also sends host keys to the GPU; ``backend="cpu"``
+refuses device arrays. ``gpu_device()`` names the GPU, or is None.
 """
 
 from ._native import (
     Filter,
     FormatError,
+    gpu_device,
     IncompatibleFiltersError,
     KeyTypeError,
     set_threads,
@@ -58,6 +62,7 @@ KEY_TYPES = (
 __all__ = [
     "Filter",
     "FormatError",
+    "gpu_device",
     "IncompatibleFiltersError",
     "KeyTypeError",
     "KEY_TYPES",

@@ -86,13 +86,28 @@ class Filter:
     @property
     def params(self) -> Dict[str, Any]:
         """``{"layout", "blocks", "seed", "key_type"}``: what ``with_params`` takes."""
-    def insert(self, keys: Keys) -> None:
-        """Inserts keys (arrays read in place; the GIL is released)."""
-    def contains(self, keys: Keys, *, bitmap: bool = False) -> npt.NDArray[Any]:
+    def insert(self, keys: Keys, *, backend: Optional[str] = None) -> None:
+        """Inserts keys (arrays read in place; the GIL is released). ``backend``: ``"auto"``
+        (default: device arrays on the GPU, the rest on the CPU), ``"cpu"`` or ``"gpu"`` (host
+        keys of 64-bit integers, fixed-width bytes or 64-bit-offset strings are copied to the
+        device). Device arrays (``__cuda_array_interface__``: CuPy, PyTorch, Numba) of uint64,
+        int64, uint32 or int32 are read in place; the call waits for all queued device work
+        first. A GPU insert copies the filter back to the host before it returns."""
+    def contains(
+        self,
+        keys: Keys,
+        *,
+        bitmap: bool = False,
+        backend: Optional[str] = None,
+        out: Any = None,
+    ) -> Any:
         """Looks keys up: a numpy ``bool`` array (``True`` = may be present), or with
         ``bitmap=True`` the packed bits as ``uint8`` (bit ``j``, least significant first, of
         byte ``i`` answers key ``8i + j``; ``np.unpackbits(b, bitorder="little")``), the
-        format of the CLI's ``query --bitmap``."""
+        format of the CLI's ``query --bitmap``. Device keys answer on the device: into ``out``
+        (a bool/uint8 device array of at least ``len(keys)``, or uint64 words with
+        ``bitmap=True``), which is returned, or a new CuPy array. ``backend`` as for
+        ``insert``."""
     def __contains__(self, key: Any) -> bool: ...
     def clear(self) -> None:
         """Removes every key."""
@@ -136,6 +151,8 @@ class Filter:
     def __iand__(self, other: "Filter") -> "Filter": ...
     def __eq__(self, other: object) -> bool: ...
 
+def gpu_device() -> Optional[str]:
+    """The name of the GPU that ``backend="gpu"`` and device arrays run on, or None."""
 def simd_path() -> str:
     """The SIMD path of the bulk operations on this CPU (``BLOOMLANES_SIMD`` overrides)."""
 

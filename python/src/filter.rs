@@ -1,7 +1,7 @@
 //! `bloomlanes.Filter`: the Python class over [`Storage`].
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomlanes_core::{Filter, HashId, KeyMatch, KeyType, Params, Sizing};
@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::convert::{numpy_empty, parse_key_type, parse_layout, with_bytes};
+use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Part};
 use crate::ops;
@@ -24,6 +25,11 @@ pub(crate) struct PyFilter {
     pub(crate) inner: RwLock<Storage>,
     /// Made without a key type: the first keys inserted record theirs.
     pub(crate) learn_key_type: AtomicBool,
+    /// Bumped by every write lock: tells the GPU backend's device copy whether it is current.
+    version: AtomicU64,
+    /// The filter's device copy (GPU backend).
+    #[cfg(feature = "gpu")]
+    pub(crate) gpu: crate::gpu::GpuSlot,
 }
 
 /// Whether keys of type `keys` may be used with a filter of type `filter`.
@@ -56,6 +62,9 @@ impl PyFilter {
         PyFilter {
             inner: RwLock::new(storage),
             learn_key_type: AtomicBool::new(learn),
+            version: AtomicU64::new(0),
+            #[cfg(feature = "gpu")]
+            gpu: Default::default(),
         }
     }
 
@@ -63,8 +72,26 @@ impl PyFilter {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The storage to change; any device copy is out of date from here on.
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        let g = self.write_unversioned();
+        self.bump_version();
+        g
+    }
+
+    /// The storage to change, for a caller that keeps the version itself (the GPU backend).
+    pub(crate) fn write_unversioned(&self) -> RwLockWriteGuard<'_, Storage> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The storage's version (see `version`).
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Marks the storage changed; returns the new version.
+    pub(crate) fn bump_version(&self) -> u64 {
+        self.version.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Checks the keys' type against the filter's; records it on a filter made without one.
@@ -226,12 +253,25 @@ impl PyFilter {
         Ok(d)
     }
 
-    /// Inserts keys (see the stub for the accepted forms).
-    fn insert(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Inserts keys (see the stub for the accepted forms and backends).
+    #[pyo3(signature = (keys, *, backend=None))]
+    fn insert(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        backend: Option<&str>,
+    ) -> PyResult<()> {
+        let backend = Backend::parse(backend)?;
+        if let Some(dev) = device_array(keys)? {
+            return Ok(self.insert_device_array(py, &dev, backend)?);
+        }
         let hint = self.read().params().key_type;
         let input = extract(keys, hint)?;
         let parts = input.parts()?;
         let key_type = input.key_type;
+        if backend == Backend::Gpu {
+            return Ok(self.insert_host_on_gpu(py, &parts, key_type)?);
+        }
         py.detach(|| -> Result<(), Error> {
             let mut g = self.write();
             self.check_or_learn(&mut g, key_type)?;
@@ -254,16 +294,26 @@ impl PyFilter {
     }
 
     /// Looks keys up: a numpy bool array, or with `bitmap=True` packed bits (uint8, LSB first).
-    #[pyo3(signature = (keys, *, bitmap=false))]
+    #[pyo3(signature = (keys, *, bitmap=false, backend=None, out=None))]
     fn contains<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
         bitmap: bool,
+        backend: Option<&str>,
+        out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let backend = Backend::parse(backend)?;
+        if let Some(dev) = device_array(keys)? {
+            return Ok(self.contains_device_array(py, &dev, bitmap, backend, out)?);
+        }
+        if out.is_some() {
+            return Err(Error::value("out= is for device keys (a device array of answers)").into());
+        }
         let hint = self.read().params().key_type;
         let input = extract(keys, hint)?;
         let n = input.len();
+        let on_gpu = backend == Backend::Gpu;
         if !bitmap {
             let (arr, ptr) = numpy_empty(py, n, "bool")?;
             let out: &mut [u8] = if n == 0 {
@@ -275,7 +325,11 @@ impl PyFilter {
             };
             let parts = input.parts()?;
             let key_type = input.key_type;
-            py.detach(|| self.contains_into(&parts, key_type, out))?;
+            if on_gpu {
+                self.contains_host_on_gpu(py, &parts, key_type, out)?;
+            } else {
+                py.detach(|| self.contains_into(&parts, key_type, out))?;
+            }
             return Ok(arr);
         }
         let words = n.div_ceil(64);
@@ -288,20 +342,26 @@ impl PyFilter {
         };
         let parts = input.parts()?;
         let key_type = input.key_type;
-        py.detach(|| -> Result<(), Error> {
-            if parts.len() == 1 && ops::bitmap_direct(&parts[0], key_type) {
-                let g = self.read();
-                check_keys(&g.params(), key_type)?;
-                let probe = Probe::active();
-                return ops::in_pool(|| {
-                    ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out)
-                });
-            }
+        if on_gpu {
             let mut bytes = vec![0u8; n];
-            self.contains_into(&parts, key_type, &mut bytes)?;
-            ops::in_pool(|| ops::pack(&bytes, out));
-            Ok(())
-        })?;
+            self.contains_host_on_gpu(py, &parts, key_type, &mut bytes)?;
+            ops::pack(&bytes, out);
+        } else {
+            py.detach(|| -> Result<(), Error> {
+                if parts.len() == 1 && ops::bitmap_direct(&parts[0], key_type) {
+                    let g = self.read();
+                    check_keys(&g.params(), key_type)?;
+                    let probe = Probe::active();
+                    return ops::in_pool(|| {
+                        ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out)
+                    });
+                }
+                let mut bytes = vec![0u8; n];
+                self.contains_into(&parts, key_type, &mut bytes)?;
+                ops::in_pool(|| ops::pack(&bytes, out));
+                Ok(())
+            })?;
+        }
         let bytes = arr.call_method1("view", ("u1",))?;
         let sliced = bytes.get_item(pyo3::types::PySlice::new(py, 0, n.div_ceil(8) as isize, 1))?;
         Ok(sliced)

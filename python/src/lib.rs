@@ -14,8 +14,12 @@
 mod arrow;
 mod bench;
 mod convert;
+mod device;
 mod errors;
 mod filter;
+mod filter_gpu;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod input;
 mod ops;
 mod setops;
@@ -31,6 +35,20 @@ fn simd_path() -> &'static str {
 }
 
 /// Runs the bulk operations on `threads` threads from now on (0: every core, the default).
+/// The GPU that `backend="gpu"` runs on (its name), or None with no usable GPU (or a build
+/// without the GPU backend).
+#[pyfunction]
+fn gpu_device() -> Option<String> {
+    #[cfg(feature = "gpu")]
+    {
+        gpu::device_name().ok()
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        None
+    }
+}
+
 #[pyfunction]
 fn set_threads(threads: usize) -> PyResult<()> {
     ops::set_threads(threads)?;
@@ -49,6 +67,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filter::PyFilter>()?;
     m.add_function(wrap_pyfunction!(simd_path, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_device, m)?)?;
     m.add_function(wrap_pyfunction!(threads, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_rust_bulk_seconds, m)?)?;
     m.add("FormatError", py.get_type::<errors::FormatError>())?;

@@ -75,7 +75,7 @@ fn check_offsets32(offsets: &[i32]) -> Result<(), Error> {
 /// Validates a part (string offsets) and returns its backend form when the SIMD kernels take it
 /// as it is (no nulls; u64-wide keys, 4-byte keys on little-endian hosts, fixed-width bytes,
 /// strings with 64-bit offsets). `None`: hash it here in chunks.
-fn prepare<'a>(part: &Part<'a>) -> Result<Option<Keys<'a>>, Error> {
+pub(crate) fn prepare<'a>(part: &Part<'a>) -> Result<Option<Keys<'a>>, Error> {
     let keys = match part.values {
         Values::Str32(_, o) => {
             check_offsets32(o)?;
