@@ -114,6 +114,23 @@ impl GpuFilter {
         Ok(f)
     }
 
+    /// Copies the filter's words into `out` (at least [`byte_len`](Self::byte_len) / 4 words;
+    /// e.g. the words of the host filter it was uploaded from) and waits, without allocating.
+    pub fn download_words(&self, out: &mut [u32]) -> Result<(), GpuError> {
+        let n = self.words.len();
+        if out.len() < n {
+            return Err(GpuError::OutputTooShort {
+                needed: n,
+                found: out.len(),
+            });
+        }
+        self.stream
+            .raw()
+            .memcpy_dtoh(&self.words, &mut out[..n])
+            .map_err(|e| GpuError::cuda("cuMemcpyDtoH", self.byte_len(), e))?;
+        self.stream.synchronize()
+    }
+
     /// The filter's parameters.
     pub fn params(&self) -> &Params {
         &self.params

@@ -56,6 +56,15 @@ impl GpuSlot {
         f(&mut copy.filter)
     }
 
+    /// Copies the device copy's words into `words` (the host filter's).
+    fn download_into(&self, words: &mut [u32]) -> Result<(), Error> {
+        let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let copy = slot
+            .as_ref()
+            .ok_or_else(|| Error::value("GPU copy missing"))?;
+        Ok(copy.filter.download_words(words)?)
+    }
+
     /// Records that the device copy now holds the host filter's `version`.
     fn mark(&self, version: u64) {
         if let Some(c) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
@@ -206,21 +215,16 @@ fn insert_with(
     n: usize,
     f: impl FnOnce(&mut GpuFilter) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let back = slot.with(storage, version, |g| {
-        f(g)?;
-        Ok(g.download()?)
-    });
-    let back = match back {
-        Ok(b) => b,
-        Err(e) => {
-            // A failed insert may have changed part of the device copy: never reuse it.
-            slot.release();
-            return Err(e);
-        }
-    };
-    let filter = storage.owned_mut();
-    filter.words_mut().copy_from_slice(back.words());
-    filter.add_key_count(n as u64);
+    let done = slot
+        .with(storage, version, f)
+        .and_then(|()| slot.download_into(storage.owned_mut().words_mut()));
+    if let Err(e) = done {
+        // A failed insert may have changed part of the device copy, and a failed copy part of
+        // the host's words: never reuse the device copy, and say so.
+        slot.release();
+        return Err(e);
+    }
+    storage.owned_mut().add_key_count(n as u64);
     slot.mark(new_version);
     Ok(())
 }
