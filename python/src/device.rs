@@ -1,5 +1,7 @@
-//! Arrays in GPU memory as Python hands them over: `__cuda_array_interface__` (CuPy, PyTorch,
-//! Numba, and anything else that speaks it), read without a copy. Parsing lives here, with or
+//! Arrays in GPU memory as Python hands them over, read without a copy:
+//! `__cuda_array_interface__` (CuPy, PyTorch, Numba) or, for objects without it, DLPack
+//! (`__dlpack_device__` naming a CUDA device, then `__dlpack__`; JAX and other array-API
+//! libraries). Parsing lives here, with or
 //! without the `gpu` feature, so that a device array given to a build without the GPU backend is
 //! recognised and refused by name instead of being misread as host memory.
 
@@ -35,7 +37,7 @@ impl Backend {
 }
 
 /// A one-dimensional, contiguous array in device memory.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct DeviceArray {
     /// Device address of element 0 (0 for an empty array).
     pub(crate) ptr: u64,
@@ -47,6 +49,9 @@ pub(crate) struct DeviceArray {
     pub(crate) typestr: String,
     /// The producer marked it read-only.
     pub(crate) readonly: bool,
+    /// What keeps the memory described alive besides the caller's object: the DLPack capsule
+    /// (its destructor calls the producer's deleter once we drop it).
+    pub(crate) _owner: Option<Py<PyAny>>,
 }
 
 impl DeviceArray {
@@ -70,7 +75,7 @@ impl DeviceArray {
 /// a mask.
 pub(crate) fn device_array(obj: &Bound<'_, PyAny>) -> Result<Option<DeviceArray>, Error> {
     let Ok(cai) = obj.getattr("__cuda_array_interface__") else {
-        return Ok(None);
+        return dlpack_array(obj);
     };
     let bad = |what: &str| Error::value(format!("__cuda_array_interface__: {what}"));
     let d = cai.cast::<PyDict>().map_err(|_| bad("not a dict"))?;
@@ -123,6 +128,96 @@ pub(crate) fn device_array(obj: &Bound<'_, PyAny>) -> Result<Option<DeviceArray>
         itemsize,
         typestr,
         readonly,
+        _owner: None,
+    }))
+}
+
+/// DLPack's device types that kernels on our device can read: CUDA and CUDA managed memory.
+const DL_CUDA: i64 = 2;
+const DL_CUDA_MANAGED: i64 = 13;
+
+/// DLPack's `DLTensor` (dlpack.h, ABI stable since v0.3).
+#[repr(C)]
+struct DlTensor {
+    data: *mut std::ffi::c_void,
+    device_type: i32,
+    device_id: i32,
+    ndim: i32,
+    dtype_code: u8,
+    dtype_bits: u8,
+    dtype_lanes: u16,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+
+/// The device array behind `obj`'s DLPack export, when `__dlpack_device__` says it is in CUDA
+/// memory; `None` for host arrays (numpy exports DLPack too) and objects without DLPack.
+fn dlpack_array(obj: &Bound<'_, PyAny>) -> Result<Option<DeviceArray>, Error> {
+    let Ok(dev) = obj.call_method0("__dlpack_device__") else {
+        return Ok(None);
+    };
+    let (device_type, _id): (i64, i64) = dev
+        .extract()
+        .map_err(|_| Error::value("__dlpack_device__ did not return (device type, id)"))?;
+    if device_type != DL_CUDA && device_type != DL_CUDA_MANAGED {
+        return Ok(None);
+    }
+    let cap = obj
+        .call_method0("__dlpack__")
+        .map_err(|e| Error::value(format!("__dlpack__ failed: {e}")))?;
+    let ptr = crate::input::capsule_ptr(&cap, c"dltensor")?.cast::<DlTensor>();
+    // SAFETY: a capsule named "dltensor" holds a `DLManagedTensor`, whose first field is the
+    // `DLTensor` (DLPack's ABI); it stays valid while the capsule is alive and unconsumed, and we
+    // keep the capsule (in `_owner`) for as long as the array is used. We only read it.
+    let t = unsafe { &*ptr };
+    let bad = |what: String| Error::value(format!("DLPack tensor: {what}"));
+    if t.ndim != 1 {
+        return Err(Error::value(format!(
+            "device keys must be a one-dimensional array, got {} dimensions (flatten it first)",
+            t.ndim
+        )));
+    }
+    if t.shape.is_null() {
+        return Err(bad("no shape".into()));
+    }
+    // SAFETY: `shape` is non-null and points to `ndim` = 1 sizes (DLPack).
+    let len = unsafe { *t.shape };
+    let len = usize::try_from(len).map_err(|_| bad(format!("negative length {len}")))?;
+    // SAFETY: `strides` is null (compact) or points to `ndim` = 1 strides, in elements.
+    if !t.strides.is_null() && len > 1 && unsafe { *t.strides } != 1 {
+        return Err(Error::value(
+            "device keys must be contiguous: make a contiguous copy first",
+        ));
+    }
+    if t.dtype_lanes != 1 || t.dtype_bits % 8 != 0 || t.dtype_bits == 0 {
+        return Err(bad(format!(
+            "element type code {} of {} bits × {} lanes",
+            t.dtype_code, t.dtype_bits, t.dtype_lanes
+        )));
+    }
+    let kind = match t.dtype_code {
+        0 => 'i',
+        1 => 'u',
+        2 => 'f',
+        6 => 'b',
+        c => return Err(bad(format!("element type code {c}"))),
+    };
+    let itemsize = usize::from(t.dtype_bits / 8);
+    let ptr = (t.data as u64)
+        .checked_add(t.byte_offset)
+        .ok_or_else(|| bad("address overflows".into()))?;
+    if len > 0 && ptr == 0 {
+        return Err(bad("a null data address for a non-empty array".into()));
+    }
+    let order = if itemsize == 1 { '|' } else { '<' };
+    Ok(Some(DeviceArray {
+        ptr,
+        len,
+        itemsize,
+        typestr: format!("{order}{kind}{itemsize}"),
+        readonly: false,
+        _owner: Some(cap.unbind()),
     }))
 }
 

@@ -394,14 +394,18 @@ fn from_arrow_stream<'py>(obj: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> 
     Ok(input)
 }
 
-fn capsule_ptr(cap: &Bound<'_, PyAny>, name: &std::ffi::CStr) -> Result<*mut c_void, Error> {
+/// The pointer in a PyCapsule named `name` (Arrow's C data interface, DLPack).
+pub(crate) fn capsule_ptr(
+    cap: &Bound<'_, PyAny>,
+    name: &std::ffi::CStr,
+) -> Result<*mut c_void, Error> {
     use pyo3::types::{PyCapsule, PyCapsuleMethods};
     let cap = cap.cast::<PyCapsule>().map_err(|_| {
         Error::type_(format!(
-            "the Arrow PyCapsule protocol returned a non-capsule for {name:?}"
+            "the PyCapsule protocol returned a non-capsule for {name:?}"
         ))
     })?;
     cap.pointer_checked(Some(name))
         .map(|p| p.as_ptr())
-        .map_err(|e| Error::type_(format!("bad Arrow capsule ({name:?}): {e}")))
+        .map_err(|e| Error::type_(format!("bad capsule ({name:?}): {e}")))
 }

@@ -34,6 +34,31 @@ class FakeDeviceArray:
         )
 
 
+class DlpackOnly:
+    """Exposes only DLPack (like JAX arrays): `__dlpack_device__` and `__dlpack__`."""
+
+    def __init__(self, inner, device=None):
+        self.inner = inner
+        self.device = device
+
+    def __dlpack_device__(self):
+        return self.device if self.device is not None else self.inner.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **kw):
+        return self.inner.__dlpack__() if hasattr(self.inner, "__dlpack__") else self.inner
+
+
+def test_dlpack_exports_are_checked():
+    f = bloomlanes.Filter(1000, 0.01, key_type="u64")
+    # numpy exports DLPack on the CPU: the host path takes it.
+    keys = np.arange(100, dtype=np.uint64)
+    f.insert(keys)
+    assert f.contains(keys).all()
+    # A producer that claims CUDA memory but hands over no capsule.
+    with pytest.raises(TypeError, match="capsule"):
+        f.contains(DlpackOnly(object(), device=(2, 0)))
+
+
 def test_backend_names_are_checked():
     f = bloomlanes.Filter(1000, 0.01, key_type="u64")
     with pytest.raises(ValueError, match="backend="):
@@ -141,6 +166,27 @@ def test_device_copy_follows_host_changes():
     f.insert(probe)  # GPU insert: copied back to the host
     assert f.contains(np.arange(1000, 2000, dtype=np.uint64)).all()
     assert f.key_count == 1000
+
+
+@needs_gpu
+def test_dlpack_only_device_arrays_match_the_cpu_backend():
+    import cupy as cp
+
+    keys = np.arange(0, 2_000_000, 7, dtype=np.int64)
+    cpu = bloomlanes.Filter(len(keys), 0.01, key_type="i64")
+    cpu.insert(keys)
+    gpu = cpu.empty_like()
+    dev = cp.asarray(keys)
+    gpu.insert(DlpackOnly(dev))
+    assert gpu == cpu
+    probe = cp.arange(0, 100_000, dtype=cp.int64)
+    out = cp.zeros(100_000, dtype=cp.bool_)
+    gpu.contains(DlpackOnly(probe), out=DlpackOnly(out))
+    np.testing.assert_array_equal(cp.asnumpy(out), cpu.contains(cp.asnumpy(probe)))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        gpu.contains(DlpackOnly(cp.zeros((4, 4), dtype=cp.int64)))
+    with pytest.raises(ValueError, match="contiguous"):
+        gpu.contains(DlpackOnly(cp.arange(20, dtype=cp.int64)[::2]))
 
 
 @needs_gpu
