@@ -9,9 +9,11 @@
 //! *attempted* in parallel:
 //!
 //! 1. `bl_count_check` accepts each key iff all its image bits are set before the attempt;
-//! 2. `bl_count_delete` decrements the counters of the accepted keys with compare-and-swap; a
-//!    saturated counter is left alone, and a counter already at 0 is left at 0 and counted as an
-//!    *underflow*. Each key records which of its lanes it decremented.
+//! 2. `bl_count_delete` (or, for a partitioned batch, `bl_count_delete_slices`: the same rules
+//!    on a slice of the filter in shared memory, see `counting/slices.rs`) decrements the
+//!    counters of the accepted keys with compare-and-swap; a saturated counter is left alone,
+//!    and a counter already at 0 is left at 0 and counted as an *underflow*. Each key records
+//!    which of its lanes it decremented.
 //!
 //! If no counter underflowed, the attempt equals the core's sequential delete of the same keys:
 //! a key refused in step 1 has a zero counter, which stays zero through the batch, so the core
@@ -51,6 +53,7 @@ use bloomlanes_core::{CounterBits, Params};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
+use crate::counting::Sliced;
 use crate::hashed::Hashed;
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
 use crate::module::{grid, Kernels};
@@ -159,7 +162,7 @@ fn bad_launch(message: String) -> GpuError {
 
 impl CountingDev<'_> {
     /// Checks that the arrays hold every word the kernels can index for these parameters.
-    fn check_arrays(&self) -> Result<(), GpuError> {
+    pub(crate) fn check_arrays(&self) -> Result<(), GpuError> {
         let (image, counters) = (self.params.u32_len(), counter_words(self.params, self.bits));
         if (self.image.len() as u64) < image || (self.counters.len() as u64) < counters {
             return Err(bad_launch(format!(
@@ -210,13 +213,16 @@ impl CountingDev<'_> {
         Ok(())
     }
 
-    /// Attempts to delete `keys` (see the module documentation): check, then decrement, then the
-    /// two counts read back; `status[i]` = key `i`'s status. Waits for `stream`.
+    /// Attempts to delete `keys` (see the module documentation): check, then decrement (with
+    /// the sliced kernel if `sliced` is given: `keys` are then hashes grouped into its
+    /// partitions), then the two counts read back; `status[i]` = key `i`'s status. Waits for
+    /// `stream`.
     pub(crate) fn attempt(
         &mut self,
         keys: &Hashed<'_>,
         status: &mut CudaViewMut<'_, u32>,
         stats: &mut CudaSlice<u64>,
+        sliced: Option<&mut Sliced<'_>>,
         stream: &Arc<CudaStream>,
     ) -> Result<Attempt, GpuError> {
         self.check_arrays()?;
@@ -257,6 +263,10 @@ impl CountingDev<'_> {
         // (`stats.len() ≥ 2`, checked).
         unsafe { l.launch(cfg) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_check)", n, e))?;
+        if let Some(s) = sliced {
+            self.delete_sliced(keys, status, stats, s, stream)?;
+            return self.read_counts(stats, stream);
+        }
         let mut l = stream.launch_builder(self.kernels.get(Kernel::CountDelete));
         l.arg(&mut *self.image)
             .arg(&mut *self.counters)
@@ -276,6 +286,15 @@ impl CountingDev<'_> {
         // `stats[1]`.
         unsafe { l.launch(cfg) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_delete)", n, e))?;
+        self.read_counts(stats, stream)
+    }
+
+    /// Waits for `stream` and reads an attempt's two counts.
+    fn read_counts(
+        &self,
+        stats: &CudaSlice<u64>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Attempt, GpuError> {
         let counts = stream
             .clone_dtoh(&stats.slice(..2))
             .map_err(|e| GpuError::cuda("cuMemcpyDtoH(delete counts)", 16, e))?;
@@ -440,6 +459,7 @@ impl DeleteSteps for DeviceSteps<'_, '_, '_> {
             &keys,
             &mut self.status.slice_mut(r),
             self.stats,
+            None,
             self.stream,
         )
     }

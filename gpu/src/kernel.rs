@@ -26,6 +26,9 @@ pub const SCATTER_KEYS_PER_THREAD: u32 = 16;
 /// Keys per thread of the scatter pass that also writes each hash's key index (partitioned
 /// lookups and deletes): half the tile, so that the indices fit in the same shared memory.
 pub const SCATTER_POS_KEYS_PER_THREAD: u32 = 8;
+/// Grouped hashes per thread in flight while a counting slice kernel scans its hashes; each
+/// CTA queues up to `THREADS * SLICE_KEYS_PER_THREAD` of them in shared memory (12 bytes each).
+pub(crate) const SLICE_KEYS_PER_THREAD: u32 = 8;
 /// The bit of a counting delete's per-key status that says the key was accepted (`BL_ACCEPTED`);
 /// the low bits (one per lane, at most 16) say which counters it decremented.
 pub(crate) const STATUS_ACCEPTED: u32 = 1 << 31;
@@ -76,6 +79,9 @@ pub(crate) enum Kernel {
     CountCheck,
     CountDelete,
     CountUndo,
+    PartBounds,
+    CountInsertSlices,
+    CountDeleteSlices,
     WindowInsert,
     WindowContains,
     WindowBitmap,
@@ -92,7 +98,7 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// Every kernel, in discriminant order.
-    pub(crate) const ALL: [Kernel; 39] = [
+    pub(crate) const ALL: [Kernel; 42] = [
         Kernel::InsertU64,
         Kernel::InsertHash,
         Kernel::InsertU64Bulk,
@@ -120,6 +126,9 @@ impl Kernel {
         Kernel::CountCheck,
         Kernel::CountDelete,
         Kernel::CountUndo,
+        Kernel::PartBounds,
+        Kernel::CountInsertSlices,
+        Kernel::CountDeleteSlices,
         Kernel::WindowInsert,
         Kernel::WindowContains,
         Kernel::WindowBitmap,
@@ -164,6 +173,9 @@ impl Kernel {
             Kernel::CountCheck => "bl_count_check",
             Kernel::CountDelete => "bl_count_delete",
             Kernel::CountUndo => "bl_count_undo",
+            Kernel::PartBounds => "bl_part_bounds",
+            Kernel::CountInsertSlices => "bl_count_insert_slices",
+            Kernel::CountDeleteSlices => "bl_count_delete_slices",
             Kernel::WindowInsert => "bl_window_insert",
             Kernel::WindowContains => "bl_window_contains",
             Kernel::WindowBitmap => "bl_window_bitmap",
@@ -196,6 +208,7 @@ fn prelude(layout: Layout) -> String {
     define("BL_MAXP", MAX_PARTITIONS.to_string());
     define("BL_SKPT", SCATTER_KEYS_PER_THREAD.to_string());
     define("BL_SKPT_POS", SCATTER_POS_KEYS_PER_THREAD.to_string());
+    define("BL_SLICE_KPT", SLICE_KEYS_PER_THREAD.to_string());
     define("BL_ACCEPTED", format!("0x{STATUS_ACCEPTED:08x}u"));
     // Shared-memory staging slots per thread of the bulk-reduce insert.
     let slots = (BULK_STAGING_BYTES / (THREADS as usize * layout.block_bytes()))
@@ -281,6 +294,15 @@ mod tests {
             (
                 Kernel::CountUndo,
                 format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, const u32* status"),
+            ),
+            (Kernel::PartBounds, "const u64* hashes, u64 n, u32 parts, u32* bounds".into()),
+            (
+                Kernel::CountInsertSlices,
+                "u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb".into(),
+            ),
+            (
+                Kernel::CountDeleteSlices,
+                "u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb, u32* status, u64* stats".into(),
             ),
             (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
             (

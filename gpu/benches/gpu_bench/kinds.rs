@@ -16,8 +16,9 @@ use super::{human, median, parse_size, setting, time_ms};
 const ABSENT_SEED: u64 = 0xab5e;
 
 /// Counting filters of `COUNTING_SIZES` bytes of counters (default 2G), 4- and 8-bit counters:
-/// insert, lookup and delete of `COUNTING_KEYS_LOG2` device keys (default 28), direct and
-/// partitioned.
+/// insert, lookup and delete of `COUNTING_KEYS_LOG2` device keys (default 28), direct,
+/// partitioned with compare-and-swap on the counter words and partitioned with shared-memory
+/// slices (the default).
 pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), GpuError> {
     let sizes: Vec<u64> = setting(args, "COUNTING_SIZES", "2G")
         .split(',')
@@ -42,16 +43,29 @@ pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), 
                     .with_kind(FilterKind::Counting { counter_bits: bits });
                 let mut g = GpuCountingFilter::new(params)?;
                 let gs = g.stream().clone();
-                for (name, kernel, lookup) in [
-                    ("direct", InsertKernel::BulkReduce, LookupKernel::Direct),
+                for (name, kernel, lookup, shared) in [
                     (
-                        "partitioned",
+                        "direct",
+                        InsertKernel::BulkReduce,
+                        LookupKernel::Direct,
+                        true,
+                    ),
+                    (
+                        "partitioned CAS",
                         InsertKernel::Partitioned,
                         LookupKernel::Partitioned,
+                        false,
+                    ),
+                    (
+                        "partitioned slices",
+                        InsertKernel::Partitioned,
+                        LookupKernel::Partitioned,
+                        true,
                     ),
                 ] {
                     g.set_insert_kernel(kernel);
                     g.set_lookup_kernel(lookup);
+                    g.set_shared_slices(shared);
                     let (mut ins, mut look, mut del) = (Vec::new(), Vec::new(), Vec::new());
                     for _ in 0..reps {
                         g.clear()?;
@@ -73,6 +87,9 @@ pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), 
                         let rep = g.remove_device(DeviceKeys::U64(&keys), None)?;
                         del.push(f64::from(t.stop()?));
                         assert_eq!(rep.deleted, m as u64, "a present key was refused");
+                        if rep.retries > 0 {
+                            eprintln!("note: {name} delete: {} attempts undone", rep.retries);
+                        }
                     }
                     let rate = |v: Vec<f64>| m as f64 / median(v) / 1e6;
                     println!(
@@ -83,7 +100,7 @@ pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), 
                         rate(ins),
                         rate(look),
                         rate(del),
-                        g.partitions()
+                        g.batch_partitions()
                     );
                 }
             }

@@ -149,3 +149,142 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_undo(u32* imag
     }
   });
 }
+// ---- Sliced kernels (partitioned batches: hashes grouped by partition, see partition.cu).
+// A CTA owns slice s = blocks [s * sb, min((s + 1) * sb, blocks)) of the filter: it copies that
+// slice's counters and image into shared memory, applies every key of the batch whose block lies
+// in the slice with shared-memory compare-and-swap loops (the same rules as bl_counters_step:
+// a counter at max sticks, a counter at 0 is not decremented), and copies the slice back. Slices
+// are disjoint whole blocks, so no two CTAs touch the same word. A CTA reads only the grouped
+// hashes of the partitions that can hold its blocks: bounds[p] (from bl_part_bounds) is the
+// first grouped index of partition p.
+
+// bounds[p] = the first index i of the grouped hashes (sorted by partition) with
+// bl_part(hashes[i]) >= p, for p = 0..parts (bounds[parts] = n).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_bounds(const u64* hashes, u64 n, u32 parts, u32* bounds) {
+  u64 p = bl_thread_index();
+  if (p > parts) return;
+  u64 lo = 0, hi = n;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    u64 mid = lo + (hi - lo) / 2;
+    if ((u64)bl_part(__ldg(hashes + mid), parts) < p) lo = mid + 1; else hi = mid;
+  }
+  bounds[p] = (u32)lo;
+}
+// Counter words per block (a multiple of 4: L * W >= 256 bits).
+__device__ __forceinline__ u32 bl_counter_words_per_block(u32 cbits) { return BL_LANES * BL_WORD_BITS / 32 * cbits; }
+// Copies n16 16-byte vectors from src to dst with the whole CTA, 8 loads in flight per thread.
+__device__ __forceinline__ void bl_copy16(uint4* dst, const uint4* src, u32 n16) {
+  for (u32 t = threadIdx.x; t < n16; t += BL_THREADS * 8) {
+    uint4 v[8];
+    #pragma unroll
+    for (int j = 0; j < 8; j++) { u32 k = t + j * BL_THREADS; if (k < n16) v[j] = src[k]; }
+    #pragma unroll
+    for (int j = 0; j < 8; j++) { u32 k = t + j * BL_THREADS; if (k < n16) dst[k] = v[j]; }
+  }
+}
+// One counter of the slice in shared memory: +1 (inc) or -1, leaving alone a counter at max
+// (either way) or at 0 (when subtracting). Returns the counter's value before.
+__device__ __forceinline__ u32 bl_shared_counter_step(u32* w, u32 sh, u32 max, bool inc) {
+  u32 old = *(volatile u32*)w;
+  for (;;) {
+    u32 c = (old >> sh) & max;
+    if (c == max || (!inc && c == 0)) return c;
+    u32 seen = atomicCAS(w, old, inc ? old + (1u << sh) : old - (1u << sh));
+    if (seen == old) return c;
+    old = seen;
+  }
+}
+// The CTA's shared memory: first each warp's queue of the hashes in the slice found by its last
+// scan step (32 * BL_SLICE_KPT hashes, then as many key indices), then the slice's counters,
+// then its image. The host sizes it: BL_THREADS * BL_SLICE_KPT * 12 bytes + the slice.
+template <bool DEL>
+__device__ __forceinline__ void bl_count_slices(u32* image, u32* counters, u64 blocks, const u64* __restrict__ hashes, u64 n,
+    const u32* __restrict__ bounds, u32 parts, u32 cbits, u64 sb, u32* status, u64* stats) {
+  extern __shared__ __align__(16) u32 bl_slice_smem[];
+  constexpr u32 QN = 32 * BL_SLICE_KPT;  // queue entries per warp
+  const u32 cw = bl_counter_words_per_block(cbits), iw = BL_BLOCK_U32S, max = (1u << cbits) - 1u;
+  const u32 cshift = cbits == 4 ? 3 : 2, cmask = cbits == 4 ? 7 : 3;
+  u64 a = (u64)blockIdx.x * sb;
+  if (a >= blocks) return;
+  u64 b = min(a + sb, blocks);
+  u32 nb = (u32)(b - a);
+  u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  u64* qh = (u64*)bl_slice_smem + warp * QN;
+  u32* qi = (u32*)((u64*)bl_slice_smem + BL_THREADS * BL_SLICE_KPT) + warp * QN;
+  u32* sc = bl_slice_smem + BL_THREADS * BL_SLICE_KPT * 3;
+  u32* si = sc + nb * cw;
+  bl_copy16((uint4*)sc, (const uint4*)(counters + a * cw), nb * cw / 4);
+  bl_copy16((uint4*)si, (const uint4*)(image + a * iw), nb * iw / 4);
+  // The grouped hashes that can fall in [a, b): block(x) = (x * blocks) >> 32 of x = h >> 32 is
+  // monotonic, so x lies in [ceil(a 2^32 / blocks), ceil(b 2^32 / blocks) - 1], whose
+  // partitions (x * parts) >> 32 are p_lo..p_hi.
+  u64 x_lo = ((a << 32) + blocks - 1) / blocks, x_hi = ((b << 32) + blocks - 1) / blocks - 1;
+  u32 p_lo = (u32)((x_lo * parts) >> 32), p_hi = (u32)((x_hi * parts) >> 32);
+  u64 lo = bounds[p_lo], hi = min((u64)bounds[p_hi + 1], n);
+  __syncthreads();
+  u32 under = 0;
+  // Every thread runs every step (the warp collectives need all lanes): a step loads
+  // BL_SLICE_KPT hashes per thread, each warp queues those in the slice (ballot, no atomics),
+  // then its lanes apply the queue, one hash each, so that lanes are busy even when few of the
+  // scanned hashes fall in this slice.
+  for (u64 step = lo; step < hi; step += BL_THREADS * BL_SLICE_KPT) {
+    u64 h[BL_SLICE_KPT];
+    #pragma unroll
+    for (int j = 0; j < BL_SLICE_KPT; j++) { u64 i = step + j * BL_THREADS + threadIdx.x; h[j] = i < hi ? __ldg(hashes + i) : 0; }
+    u32 queued = 0;
+    #pragma unroll
+    for (int j = 0; j < BL_SLICE_KPT; j++) {
+      u64 i = step + j * BL_THREADS + threadIdx.x;
+      u64 blk = bl_block(h[j], blocks);
+      bool in = i < hi && blk >= a && blk < b;
+      u32 m = __ballot_sync(0xffffffffu, in);
+      if (in) {
+        u32 at = queued + __popc(m & ((1u << lane) - 1u));
+        qh[at] = h[j];
+        if constexpr (DEL) qi[at] = (u32)i;
+      }
+      queued += __popc(m);
+    }
+    __syncwarp();
+    for (u32 t = lane; t < queued; t += 32) {
+      u64 hh = qh[t];
+      if constexpr (DEL) { if (!(status[qi[t]] & BL_ACCEPTED)) continue; }
+      u32 lb = (u32)(bl_block(hh, blocks) - a);
+      u32 bit[BL_LANES]; bl_bits((u32)hh, bit);
+      u32 lanes = 0;
+      #pragma unroll
+      for (int l = 0; l < BL_LANES; l++) {
+        u32 cell = (lb * BL_LANES + l) * BL_WORD_BITS + bit[l];
+        u32 c = bl_shared_counter_step(sc + (cell >> cshift), (cell & cmask) * cbits, max, !DEL);
+        if constexpr (DEL) {
+          if (c == 0) {
+            under += 1;
+          } else if (c < max) {
+            lanes |= 1u << l;
+            // Nothing increments during a delete batch, so a counter that reached 0 stays 0.
+            if (c == 1) atomicAnd(si + (cell >> 5), ~(1u << (cell & 31)));
+          }
+        } else {
+          // The key's image bits, set whatever the counters held (as the core does).
+          atomicOr(si + (cell >> 5), 1u << (cell & 31));
+        }
+      }
+      if constexpr (DEL) status[qi[t]] = BL_ACCEPTED | lanes;
+    }
+    __syncwarp();
+  }
+  __syncthreads();
+  bl_copy16((uint4*)(counters + a * cw), (const uint4*)sc, nb * cw / 4);
+  bl_copy16((uint4*)(image + a * iw), (const uint4*)si, nb * iw / 4);
+  if constexpr (DEL) { if (under) atomicAdd(stats + 1, (u64)under); }
+}
+// Inserts the grouped hashes (one CTA per slice of sb blocks; shared memory: sb blocks of
+// counters and image).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_insert_slices(u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb) {
+  bl_count_slices<false>(image, counters, blocks, hashes, n, bounds, parts, cbits, sb, nullptr, nullptr);
+}
+// bl_count_delete over grouped hashes, slice by slice: for each accepted key, its counters
+// decremented, status[i] = BL_ACCEPTED | the lanes decremented; stats[1] += counters found at 0.
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_delete_slices(u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb, u32* status, u64* stats) {
+  bl_count_slices<true>(image, counters, blocks, hashes, n, bounds, parts, cbits, sb, status, stats);
+}
