@@ -31,6 +31,7 @@ pub mod pcap;
 pub mod pipeline;
 mod sniff;
 pub mod source;
+pub(crate) mod speculate;
 mod stream;
 
 pub use keys::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};

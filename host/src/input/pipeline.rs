@@ -211,7 +211,7 @@ fn release(chunk: Chunk, free: &std::sync::mpsc::Sender<Vec<u8>>) {
 }
 
 /// Drops the whole pages of `range` from this process's resident set.
-fn drop_pages(map: &Mmap, range: std::ops::Range<usize>) {
+pub(crate) fn drop_pages(map: &Mmap, range: std::ops::Range<usize>) {
     const PAGE: usize = 4096;
     let lo = range.start.div_ceil(PAGE) * PAGE;
     let hi = range.end / PAGE * PAGE;

@@ -18,7 +18,7 @@ use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Location, Result};
 use crate::input::chunk::{Chunk, PcapCutter, PcapngCutter};
 use crate::input::pcap::{self, Flow, NgBlock, NgState, IPV6_TUPLE_LEN};
-use crate::input::{pipeline, source, PipelineConfig};
+use crate::input::{pipeline, source, speculate, PipelineConfig};
 use crate::store::FilterFile;
 
 /// Which packets go to the packet output.
@@ -390,6 +390,48 @@ pub fn classify(
         Ok(ChunkVerdicts { verdicts, runs })
     };
     let matching = select == Some(Select::Matching);
+    let mut consume = |chunk: &Chunk, cv: ChunkVerdicts| -> Result<()> {
+        let v = cv.verdicts;
+        if let Some(w) = packets_out.as_mut() {
+            let bytes = chunk.bytes();
+            for (a, b) in &cv.runs {
+                w.write_all(&bytes[*a..*b]).map_err(write_err)?;
+            }
+            totals.written += if matching {
+                v.totals.matched
+            } else {
+                v.totals.packets - v.totals.matched
+            };
+        }
+        if let Some(w) = bitmap_out.as_mut() {
+            bits.write(*w, &v.bits, v.totals.packets as usize)
+                .map_err(write_err)?;
+        }
+        totals.add_counts(&v.totals);
+        totals.merge_flows(v.flows);
+        progress(Progress::stream(
+            Doing::Classify,
+            totals.packets,
+            chunk.offset + chunk.bytes().len() as u64,
+            bytes_total,
+        ));
+        Ok(())
+    };
+    // A mapped classic pcap file on several cores: records found and classified in parallel by
+    // speculation (see `input::speculate`); the ordinary pipeline takes over where it stops.
+    let mut start = start;
+    if let (Some(h), source::Body::Mapped(map)) = (file_header, &input.body) {
+        let map = std::sync::Arc::clone(map);
+        start = speculate::pcap_ranges(
+            &map,
+            start as usize,
+            h.big_endian,
+            cfg,
+            &ClassifyScratch::default,
+            &work,
+            &mut consume,
+        )? as u64;
+    }
     let end = pipeline::run(
         input,
         start,
@@ -397,33 +439,7 @@ pub fn classify(
         cfg,
         &ClassifyScratch::default,
         &work,
-        &mut |chunk, cv: ChunkVerdicts| {
-            let v = cv.verdicts;
-            if let Some(w) = packets_out.as_mut() {
-                let bytes = chunk.bytes();
-                for (a, b) in &cv.runs {
-                    w.write_all(&bytes[*a..*b]).map_err(write_err)?;
-                }
-                totals.written += if matching {
-                    v.totals.matched
-                } else {
-                    v.totals.packets - v.totals.matched
-                };
-            }
-            if let Some(w) = bitmap_out.as_mut() {
-                bits.write(*w, &v.bits, v.totals.packets as usize)
-                    .map_err(write_err)?;
-            }
-            totals.add_counts(&v.totals);
-            totals.merge_flows(v.flows);
-            progress(Progress::stream(
-                Doing::Classify,
-                totals.packets,
-                chunk.offset + chunk.bytes().len() as u64,
-                bytes_total,
-            ));
-            Ok(())
-        },
+        &mut consume,
     )?;
     if let Some(w) = bitmap_out.as_mut() {
         bits.finish(*w).map_err(write_err)?;

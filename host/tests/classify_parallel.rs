@@ -1,0 +1,185 @@
+//! `classify` on several cores finds a classic pcap file's records by speculation
+//! (`input::speculate`): its outputs must equal the one-thread run's byte for byte, on ordinary
+//! captures, on captures whose payloads are made of fake record headers, and on captures with a
+//! corrupt record or a cut-short tail (the same error or warning, at the same byte offset).
+
+mod common;
+
+use common::*;
+
+/// A little-endian pcap (Ethernet) of `n` UDP/IPv4 packets: flow `i % flows`, payload sizes
+/// varying from 0 to 1400 bytes, payload bytes from `fill`.
+fn capture(n: usize, flows: usize, fill: impl Fn(usize, usize) -> u8) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    b.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for i in 0..n {
+        let flow = (i % flows) as u32;
+        let payload = (i * 37) % 1401;
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0];
+        let total = (28 + payload) as u16;
+        f.extend_from_slice(&[0x45, 0]);
+        f.extend_from_slice(&total.to_be_bytes());
+        f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1]);
+        f.extend_from_slice(&(0x0a01_0000u32 + flow).to_be_bytes());
+        f.extend_from_slice(&[0x30, 0x39]);
+        f.extend_from_slice(&(1000 + (flow % 50_000) as u16).to_be_bytes());
+        f.extend_from_slice(&((8 + payload) as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]);
+        f.extend((0..payload).map(|j| fill(i, j)));
+        b.extend_from_slice(&(1_700_000_000 + (i / 1000) as u32).to_le_bytes());
+        b.extend_from_slice(&((i % 1000) as u32 * 1000).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(&f);
+    }
+    b
+}
+
+/// The flow keys of half the flows, as `--format flows` text.
+fn half_the_flows(flows: usize) -> String {
+    (0..flows)
+        .step_by(2)
+        .map(|f| {
+            let dst = 0x0a01_0000u32 + f as u32;
+            let [a, b, c, d] = dst.to_be_bytes();
+            format!(
+                "10.0.0.1:12345>{a}.{b}.{c}.{d}:{}/udp\n",
+                1000 + (f % 50_000)
+            )
+        })
+        .collect()
+}
+
+/// A run's JSON summary (timings removed), written capture and bitmap.
+type Outputs = (String, Vec<u8>, Vec<u8>);
+
+/// Runs classify with `threads` and the given chunk size; returns (JSON summary without
+/// timings, written capture, bitmap), or the exit code and standard error when it fails.
+fn classify(
+    d: &tempfile::TempDir,
+    filter: &std::path::Path,
+    cap: &std::path::Path,
+    threads: usize,
+    tag: &str,
+) -> Result<Outputs, (i32, String)> {
+    // The same output names for every run (the summary names them); read back right after.
+    let _ = tag;
+    let out = at(d, "m.pcap");
+    let bits = at(d, "bits");
+    let r = bl()
+        .args([
+            "--json",
+            "classify",
+            s(filter),
+            s(cap),
+            "-w",
+            s(&out),
+            "--bitmap",
+            s(&bits),
+        ])
+        .args([
+            "--flows",
+            "--threads",
+            &threads.to_string(),
+            "--chunk-bytes",
+            "4096",
+        ])
+        .output()
+        .unwrap();
+    if !r.status.success() {
+        return Err((
+            r.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&r.stderr).into_owned(),
+        ));
+    }
+    let mut v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    for k in ["seconds", "elapsed_seconds", "packets_per_second", "rate"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    Ok((
+        v.to_string(),
+        std::fs::read(&out).unwrap(),
+        std::fs::read(&bits).unwrap(),
+    ))
+}
+
+fn setup(d: &tempfile::TempDir, flows: usize) -> std::path::PathBuf {
+    let list = write(d, "flows.txt", half_the_flows(flows));
+    let f = at(d, "flows.blf");
+    json(&[
+        "build",
+        s(&list),
+        "--format",
+        "flows",
+        "-o",
+        s(&f),
+        "--fpp",
+        "0.0001",
+    ]);
+    f
+}
+
+#[test]
+fn several_threads_equal_one_thread_byte_for_byte() {
+    let d = tmp();
+    let f = setup(&d, 500);
+    let cases: [(&str, Vec<u8>); 2] = [
+        (
+            "ordinary",
+            capture(6000, 500, |i, j| (i * 31 + j * 7) as u8),
+        ),
+        (
+            // Payloads of fake records (the first packet's timestamp, 1-byte packets): a
+            // speculative guess that starts inside a payload is wrong.
+            "fake headers",
+            capture(6000, 500, |_, j| match j % 17 {
+                k @ 0..4 => 1_700_000_000u32.to_le_bytes()[k],
+                8 | 12 => 1,
+                _ => 0,
+            }),
+        ),
+    ];
+    for (what, bytes) in cases {
+        let cap = write(&d, "c.pcap", &bytes);
+        let one = classify(&d, &f, &cap, 1, "1").unwrap();
+        let four = classify(&d, &f, &cap, 4, "4").unwrap();
+        assert!(one.0 == four.0, "{what}: the summaries differ");
+        assert!(one.0.contains("\"packets\":6000"), "{what}: 6000 packets");
+        assert!(one.1 == four.1, "{what}: the written captures differ");
+        assert!(one.2 == four.2, "{what}: the bitmaps differ");
+        assert!(one.1.len() > 24, "{what}: some packets match");
+    }
+}
+
+#[test]
+fn corrupt_records_and_cut_tails_are_reported_the_same_way() {
+    let d = tmp();
+    let f = setup(&d, 500);
+    let good = capture(6000, 500, |i, j| (i ^ j) as u8);
+    // Record 4000's captured length is corrupt.
+    let mut at_rec = 24;
+    for _ in 0..4000 {
+        let incl = u32::from_le_bytes(good[at_rec + 8..at_rec + 12].try_into().unwrap());
+        at_rec += 16 + incl as usize;
+    }
+    let mut corrupt = good.clone();
+    corrupt[at_rec + 8..at_rec + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    let cap = write(&d, "corrupt.pcap", &corrupt);
+    let one = classify(&d, &f, &cap, 1, "1").unwrap_err();
+    let four = classify(&d, &f, &cap, 4, "4").unwrap_err();
+    assert_eq!(one, four, "the same exit code and message");
+    assert!(
+        one.1.contains(&format!("byte offset {}", at_rec + 8)),
+        "{}",
+        one.1
+    );
+    // A cut-short last record: the same warning and outputs.
+    let cut = write(&d, "cut.pcap", &good[..good.len() - 10]);
+    let one = classify(&d, &f, &cut, 1, "1").unwrap();
+    let four = classify(&d, &f, &cut, 4, "4").unwrap();
+    assert!(one == four, "cut short: the outputs differ");
+    assert!(one.0.contains("cut short"), "the warning is in the summary");
+}
