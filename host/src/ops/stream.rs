@@ -114,7 +114,8 @@ pub fn count_distinct(
 
 /// The insert engine of a streamed build.
 enum Inserter {
-    /// A SIMD path on each worker, one batch at a time under the filter's lock.
+    /// A SIMD path on each worker, into private copies of the filter when memory allows (see
+    /// [`Target::Copies`]), else under the filter's lock.
     Simd(Probe),
     /// The scalar reference on each worker, under the filter's lock.
     Scalar,
@@ -123,9 +124,39 @@ enum Inserter {
     Deferred,
 }
 
+/// A small number that differs between the threads of a process (for spreading them over
+/// filter copies).
+fn thread_slot() -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::thread::current().id().hash(&mut h);
+    h.finish() as usize
+}
+
+/// The filter as the workers see it.
+enum Target<'f> {
+    /// Copies of the empty filter, each behind its own lock, ORed into the filter at the end
+    /// (the SIMD engine; bits are those of any order, since OR commutes). A worker inserts into
+    /// whichever copy is free, so workers rarely wait; the copies are as many as the workers,
+    /// within [`COPY_BUDGET`] bytes in all (one copy when the filter is that large).
+    Copies(Probe, Vec<Mutex<Filter>>),
+    /// Behind a lock (the scalar engine, and the deferred one's calling thread).
+    Locked(Mutex<&'f mut Filter>),
+}
+
+/// Bytes of filter copies a streamed build may add (issue #12's memory bound: 256 MiB beyond
+/// the filter, of which the pipeline's chunks take up to 32 MiB).
+const COPY_BUDGET: u64 = 192 << 20;
+
+/// How many private copies a build with `threads` workers makes of a filter of `bytes` bytes.
+fn copies_for(threads: usize, bytes: u64) -> usize {
+    (COPY_BUDGET / bytes.max(1)).min(threads as u64).max(1) as usize
+}
+
 struct InsertStage<'f> {
     engine: Inserter,
-    filter: Mutex<&'f mut Filter>,
+    target: Target<'f>,
+    seed: u64,
 }
 
 /// Hashes of one chunk, for a backend that inserts or probes on the calling thread.
@@ -143,22 +174,27 @@ fn hashes_of(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u64>) {
 impl Stage for InsertStage<'_> {
     type Out = Hashes;
     fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
-        if let Inserter::Deferred = self.engine {
-            let seed = self.filter.lock().unwrap_or_else(|p| p.into_inner()).seed();
-            hashes_of(keys, ints, seed, &mut out.0);
-            return Ok(());
-        }
-        let mut f = self.filter.lock().unwrap_or_else(|p| p.into_inner());
-        match &self.engine {
-            Inserter::Simd(p) => p.insert(f.as_view_mut(), keys),
-            Inserter::Scalar => {
-                let seed = f.seed();
+        match (&self.engine, &self.target) {
+            (Inserter::Deferred, _) => hashes_of(keys, ints, self.seed, &mut out.0),
+            (_, Target::Copies(p, copies)) => {
+                // The first free copy, starting from a place that differs between threads.
+                let start = thread_slot() % copies.len();
+                let mut f = (0..copies.len())
+                    .find_map(|i| copies[(start + i) % copies.len()].try_lock().ok())
+                    .unwrap_or_else(|| copies[start].lock().unwrap_or_else(|p| p.into_inner()));
+                p.insert(f.as_view_mut(), keys);
+            }
+            (Inserter::Simd(p), Target::Locked(f)) => {
+                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+                p.insert(f.as_view_mut(), keys);
+            }
+            (_, Target::Locked(f)) => {
+                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
                 let mut view = f.as_view_mut();
                 for i in 0..keys.len() {
-                    view.insert_hash(keys.hash(i, seed));
+                    view.insert_hash(keys.hash(i, self.seed));
                 }
             }
-            Inserter::Deferred => {}
         }
         Ok(())
     }
@@ -219,13 +255,23 @@ pub fn build_stream(
     let start = Instant::now();
     let mut keys = 0u64;
     let inputs = {
+        let copies = copies_for(opts.pipeline.threads, filter.words().len() as u64 * 4);
+        let target = match &engine {
+            Inserter::Simd(p) if copies > 1 => Target::Copies(
+                *p,
+                (0..copies).map(|_| Mutex::new(filter.clone())).collect(),
+            ),
+            _ => Target::Locked(Mutex::new(&mut filter)),
+        };
         let stage = InsertStage {
             engine,
-            filter: Mutex::new(&mut filter),
+            target,
+            seed,
         };
         let consume = &mut |h: Hashes| -> Result<()> {
-            if let (Some(b), false) = (&deferred, h.0.is_empty()) {
-                let mut f = stage.filter.lock().unwrap_or_else(|p| p.into_inner());
+            if let (Some(b), false, Target::Locked(f)) = (&deferred, h.0.is_empty(), &stage.target)
+            {
+                let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
                 let before = f.key_count();
                 b.insert(&mut f, Keys::Hashes(&h.0))?;
                 // The count is added once at the end, as for the other engines.
@@ -233,7 +279,20 @@ pub fn build_stream(
             }
             Ok(())
         };
-        input::stream_keys_as(Doing::Insert, paths, opts, seed, &stage, consume, progress)?
+        let inputs =
+            input::stream_keys_as(Doing::Insert, paths, opts, seed, &stage, consume, progress)?;
+        if let Target::Copies(_, copies) = stage.target {
+            // The union's key-count rule does not apply: the keys are counted below.
+            let count = filter.key_count();
+            for c in copies {
+                let c = c.into_inner().unwrap_or_else(|p| p.into_inner());
+                filter
+                    .union_with(&c)
+                    .map_err(|e| Error::usage(e.to_string()))?;
+            }
+            filter.set_key_count(count);
+        }
+        inputs
     };
     for i in &inputs {
         keys += i.keys;
@@ -678,5 +737,15 @@ mod tests {
         assert_eq!(out.len(), 10);
         assert_eq!(out[0], 0b1111_1101);
         assert_eq!(out[9], 0b1);
+    }
+
+    #[test]
+    fn builds_copy_small_filters_once_per_worker_within_the_budget() {
+        assert_eq!(copies_for(16, 1 << 20), 16);
+        assert_eq!(copies_for(2, 1 << 20), 2);
+        assert_eq!(copies_for(16, 60 << 20), 3);
+        assert_eq!(copies_for(16, 1 << 30), 1);
+        assert_eq!(copies_for(1, 1), 1);
+        assert_eq!(copies_for(8, 0), 8);
     }
 }
