@@ -1,0 +1,299 @@
+//! The counting-filter pipeline against bloomlanes-core's CountingFilter: random inserts,
+//! deletes (of present and absent keys) and lookups on a few keys, often the same key back to
+//! back, with input gaps and output backpressure, in Verilator and Icarus Verilog; every result
+//! and every counter of every bank afterwards must equal the core's. A design without
+//! forwarding must fail the same stimulus (so the stimulus exercises the forwarding).
+mod common;
+
+use std::process::Command;
+
+use bloomlanes_core::{CounterBits, CountingFilter, Layout, Params};
+use bloomlanes_hdl::counting::op;
+use bloomlanes_hdl::counting_sim::{check_counting, run_counting_ops};
+use bloomlanes_hdl::sim::{self, on_path, BenchParams, Op, Simulator};
+use bloomlanes_hdl::{generate_counting, CountingConfig, KeyMode};
+use common::*;
+
+fn ccfg(layout: Layout, blocks: u32, key: KeyMode, bits: CounterBits) -> CountingConfig {
+    let mut base = cfg(layout, blocks, key, 1);
+    base.top_name = format!("c{}_{}", bits.bits(), base.top_name);
+    CountingConfig::new(base, bits)
+}
+
+fn matrix() -> Vec<CountingConfig> {
+    vec![
+        ccfg(Layout::L8x32, 1, KeyMode::Prehashed, CounterBits::Four),
+        ccfg(Layout::L8x32, 3, KeyMode::Bytes(8), CounterBits::Four),
+        ccfg(Layout::L16x64, 2, KeyMode::Bytes(13), CounterBits::Eight),
+        ccfg(Layout::L8x64, 40, KeyMode::VarBytes(16), CounterBits::Four),
+        ccfg(Layout::L16x32, 100, KeyMode::Prehashed, CounterBits::Eight),
+    ]
+}
+
+/// `n` operations on a pool of `pool` keys (plus fresh keys: lookups and deletes of absent
+/// keys); a third of the time a run of 2 to 24 operations on one key back to back (long runs
+/// of inserts saturate 4-bit counters, then deletes walk them down).
+fn counting_ops(c: &CountingConfig, n: usize, pool: usize, seed: u64) -> Vec<Op> {
+    let mut rng = Rng(seed);
+    let keys: Vec<_> = (0..pool).map(|_| random_key(&c.base, &mut rng)).collect();
+    let mut ops = Vec::with_capacity(n);
+    let push = |ops: &mut Vec<Op>, code: u8, key, rng: &mut Rng| {
+        ops.push(Op {
+            code,
+            tag: rng.next() as u32,
+            key,
+        })
+    };
+    while ops.len() < n {
+        let k = keys[rng.below(pool as u64) as usize].clone();
+        match rng.below(12) {
+            0..=3 => {
+                let len = 2 + rng.below(23);
+                let ins = rng.below(2) == 0;
+                for _ in 0..len {
+                    let code = match rng.below(8) {
+                        0..=3 if ins => op::INSERT,
+                        0..=3 => op::DELETE,
+                        4 | 5 => op::LOOKUP,
+                        6 => op::INSERT,
+                        _ => op::DELETE,
+                    };
+                    push(&mut ops, code, k.clone(), &mut rng);
+                }
+            }
+            4..=6 => push(&mut ops, op::INSERT, k, &mut rng),
+            7 | 8 => push(&mut ops, op::DELETE, k, &mut rng),
+            9 => push(&mut ops, op::LOOKUP, k, &mut rng),
+            10 => {
+                let fresh = random_key(&c.base, &mut rng);
+                let code = if rng.below(2) == 0 {
+                    op::DELETE
+                } else {
+                    op::LOOKUP
+                };
+                push(&mut ops, code, fresh, &mut rng);
+            }
+            _ => push(&mut ops, op::NOP, k, &mut rng),
+        }
+    }
+    ops.truncate(n);
+    ops
+}
+
+fn params(seed: u32, fast: u32) -> BenchParams {
+    BenchParams {
+        fast_ops: fast,
+        valid_pct: 70,
+        ready_pct: 60,
+        seed,
+        readback: u32::MAX,
+    }
+}
+
+fn empty(c: &CountingConfig) -> CountingFilter {
+    let b = &c.base;
+    CountingFilter::counting(
+        Params::new(b.layout, b.blocks).with_seed(b.seed),
+        c.counter_bits,
+    )
+}
+
+/// Runs and checks; also checks the documented latency and one accept per cycle while the
+/// bench drives at full rate.
+fn run_and_check_counting(
+    c: &CountingConfig,
+    simulator: Simulator,
+    start: Option<&CountingFilter>,
+    ops: &[Op],
+    p: BenchParams,
+) {
+    let t0 = std::time::Instant::now();
+    let design = generate_counting(c).unwrap();
+    let log = run_counting_ops(c, simulator, start, ops, p).unwrap_or_else(|e| panic!("{e}"));
+    let first = start.cloned().unwrap_or_else(|| empty(c));
+    let (stats, after) = check_counting(c, &first, ops, &log)
+        .unwrap_or_else(|e| panic!("{} [{}]: {e}", c.base.top_name, simulator.name()));
+    assert_eq!(log.readback.len() as u64, c.base.bank_entries());
+    assert_eq!(stats.min_latency, u64::from(design.latency_cycles));
+    let acc = &log.accepted[0];
+    let n = (p.fast_ops as usize).min(acc.len());
+    assert_eq!(acc[n - 1] - acc[0], n as u64 - 1, "II = 1 at full rate");
+    let (ins, del, refused) = ops
+        .iter()
+        .zip(&log.answers[0])
+        .fold((0, 0, 0), |s, (o, a)| match o.code {
+            op::INSERT => (s.0 + 1, s.1, s.2),
+            op::DELETE if a.2 => (s.0, s.1 + 1, s.2),
+            op::DELETE => (s.0, s.1, s.2 + 1),
+            _ => s,
+        });
+    // The stimulus must exercise deletes both ways and saturation.
+    assert!(
+        del > 0 && refused > 0,
+        "deletes: {del} accepted, {refused} refused"
+    );
+    eprintln!(
+        "{} [{}]: {} ops ({ins} inserts, {del} deletes accepted, {refused} refused, {} \
+         lookup hits), {} cycles, {} saturated counters at the end, latency {}..{}, {:.1} s",
+        c.base.top_name,
+        simulator.name(),
+        stats.ops,
+        stats.hits - ins - del,
+        stats.cycles,
+        after.saturated(),
+        stats.min_latency,
+        stats.max_latency,
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// A start filter with saturated counters: inserted keys, one key 40 times.
+fn loaded(c: &CountingConfig, seed: u64) -> CountingFilter {
+    let mut f = empty(c);
+    let mut rng = Rng(seed);
+    for _ in 0..c.base.bank_entries() / 8 {
+        f.insert_hash(rng.next());
+    }
+    for _ in 0..40 {
+        f.insert_hash(seed);
+    }
+    f
+}
+
+#[test]
+fn verilator_counting_matches_core() {
+    if !have(Simulator::Verilator, "verilator_counting_matches_core") {
+        return;
+    }
+    for (i, c) in matrix().iter().enumerate() {
+        let ops = counting_ops(c, 20_000, 3 + 2 * i, 500 + i as u64);
+        run_and_check_counting(
+            c,
+            Simulator::Verilator,
+            None,
+            &ops,
+            params(3 + i as u32, 3000),
+        );
+    }
+    // Banks loaded from a software filter with saturated counters.
+    let c = &matrix()[1];
+    let start = loaded(c, 99);
+    assert!(start.saturated() > 0);
+    let ops = counting_ops(c, 5_000, 6, 42);
+    run_and_check_counting(c, Simulator::Verilator, Some(&start), &ops, params(5, 1000));
+}
+
+#[test]
+fn icarus_counting_matches_core() {
+    if !have(Simulator::Icarus, "icarus_counting_matches_core") {
+        return;
+    }
+    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| *i < 3) {
+        let ops = counting_ops(c, 4_000, 4 + i, 700 + i as u64);
+        run_and_check_counting(c, Simulator::Icarus, None, &ops, params(9 + i as u32, 1000));
+    }
+    let c = &matrix()[0];
+    let start = loaded(c, 7);
+    let ops = counting_ops(c, 2_000, 5, 43);
+    run_and_check_counting(c, Simulator::Icarus, Some(&start), &ops, params(6, 500));
+}
+
+/// Back to back on one key at full rate: insert, lookup, delete, delete (refused), lookup, ...
+fn back_to_back(c: &CountingConfig) -> Vec<Op> {
+    let mut rng = Rng(5);
+    let k = random_key(&c.base, &mut rng);
+    let pattern = [
+        op::INSERT,
+        op::LOOKUP,
+        op::DELETE,
+        op::DELETE,
+        op::LOOKUP,
+        op::INSERT,
+        op::INSERT,
+        op::DELETE,
+        op::LOOKUP,
+    ];
+    (0..200)
+        .map(|i| Op {
+            code: pattern[i % pattern.len()],
+            tag: i as u32,
+            key: k.clone(),
+        })
+        .collect()
+}
+
+#[test]
+fn forwarding_is_what_makes_back_to_back_operations_correct() {
+    let sims: Vec<Simulator> = [Simulator::Icarus, Simulator::Verilator]
+        .into_iter()
+        .filter(|s| have(*s, "forwarding test"))
+        .collect();
+    for s in sims {
+        let good = ccfg(Layout::L8x32, 2, KeyMode::Prehashed, CounterBits::Four);
+        let mut bad = good.clone();
+        bad.forwarding = false;
+        bad.base.top_name = "c4_no_forwarding".into();
+        let ops = back_to_back(&good);
+        let p = BenchParams {
+            fast_ops: ops.len() as u32,
+            readback: u32::MAX,
+            ..BenchParams::default()
+        };
+        let log = run_counting_ops(&good, s, None, &ops, p).unwrap();
+        check_counting(&good, &empty(&good), &ops, &log).unwrap();
+        let log = run_counting_ops(&bad, s, None, &ops, p).unwrap();
+        let err = check_counting(&bad, &empty(&bad), &ops, &log)
+            .expect_err("a design without forwarding must answer wrongly back to back");
+        eprintln!("[{}] without forwarding: {err}", s.name());
+    }
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().expect("start tool");
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), s)
+}
+
+#[test]
+fn counting_rtl_is_lint_clean_and_synthesizable() {
+    let dir = sim::fresh_dir("clint").unwrap();
+    let verilator = on_path("verilator");
+    let yosys = on_path("yosys");
+    if !verilator {
+        eprintln!("SKIP: counting lint: verilator is not installed");
+    }
+    if !yosys {
+        eprintln!("SKIP: counting yosys check: yosys is not installed");
+    }
+    for c in matrix() {
+        let d = generate_counting(&c).unwrap();
+        assert!(d.rtl.contains("forwarding"));
+        let f = dir.join(format!("{}.v", d.top_name));
+        std::fs::write(&f, &d.rtl).unwrap();
+        if verilator {
+            let (ok, out) = run(Command::new("verilator")
+                .args(["--lint-only", "-Wall"])
+                .arg(&f));
+            assert!(ok && !out.contains("%Warning"), "{}:\n{out}", d.top_name);
+        }
+    }
+    if yosys {
+        // The smallest design: the counter banks must be inferred as memories, not flip-flops.
+        let c = &matrix()[0];
+        let d = generate_counting(c).unwrap();
+        let f = dir.join(format!("{}.v", d.top_name));
+        let (ok, out) = run(Command::new("yosys").arg("-p").arg(format!(
+            "read_verilog {}; synth_ice40 -top {}; stat",
+            f.display(),
+            d.top_name
+        )));
+        assert!(ok, "{out}");
+        assert!(out.contains("SB_RAM40_4K"), "no block RAM:\n{out}");
+    }
+    // Configurations the pipeline cannot take are refused.
+    let mut two = matrix()[0].clone();
+    two.base.lookup_ports = 2;
+    assert!(generate_counting(&two).is_err());
+    std::fs::remove_dir_all(dir).ok();
+}
