@@ -6,9 +6,10 @@
 //! module, and the top module has the static design's interface (`s0_*`, `m0_*`, `mg_*`,
 //! `busy`), so the same test benches drive it. What differs is behind the address register:
 //!
-//! * stage X (execute): the banks' synchronous read data, or the counters of one of the two
-//!   operations ahead when they hit the same entry (forwarding, flags computed a cycle earlier
-//!   from registered addresses), give the key's current counters; all nonzero = the answer of a
+//! * stage R: the banks' synchronous read and their output register;
+//! * stage X (execute): the banks' read data, or the counters of one of the three operations
+//!   ahead (whose writes the read did not see) when they hit the same entry (forwarding; the
+//!   flags are computed a cycle earlier from registered addresses), give the key's current counters; all nonzero = the answer of a
 //!   lookup and the acceptance of a delete; the new counters are computed (insert +1, accepted
 //!   delete −1, a saturated counter unchanged) — exactly [`bloomlanes_core::CountingMut`];
 //! * stage Y (result): registered new counters, written into the banks at the end of the cycle;
@@ -39,8 +40,9 @@ pub mod op {
     pub const NOP: u8 = 3;
 }
 
-/// Cycles from the address register to the answer FIFO's write: execute, result.
-const RMW_STAGES: u32 = 2;
+/// Cycles from the address register to the answer FIFO's write: bank output register,
+/// execute, result.
+const RMW_STAGES: u32 = 3;
 
 /// A counting-filter design: the static design's configuration (layout, blocks, key input,
 /// seed, tag width, top name, multiplies, adders, RAM style; one port) and the counter width.
@@ -186,7 +188,7 @@ fn header(v: &mut String, cfg: &CountingConfig, g: &Geo) {
 //   delete: 1 when accepted (every counter > 0: each - 1), 0 when refused (nothing changed);
 //   no-op: 0. A counter at {max} is saturated: an insert leaves it, a delete never lowers it.
 // Pipeline: read-modify-write of the key's counters, one operation per clock (II = 1), also on
-//   the same counters back to back: the execute stage takes the counters of the previous two
+//   the same counters back to back: the execute stage takes the counters of the previous three
 //   operations when they hit the same entry (forwarding), so every operation sees the result of
 //   every operation accepted before it. Under backpressure s0_ready (a register) drops only when
 //   the {fd}-entry answer FIFO could overflow.
@@ -273,15 +275,17 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         .clk(clk), .rst(rst), .i_valid(s0_fire), .i_op(s0_op), .i_tag(s0_tag), .i_key(s0_key){len_conn},
         .o_valid(f0_valid), .o_op(f0_op), .o_tag(f0_tag), .o_addr(f0_addr)
     );
-    // ---- read-modify-write: X = execute (bank data valid), Y = result (written to the banks)
-    reg x_valid, y_valid, y_we, y_res;
-    reg [1:0] x_op;
-    reg [{tw1}:0] x_tag, y_tag;
-    reg [{la1}:0] x_addr, y_addr;
-    // Per lane: X's entry is the one of the operation one ahead (now in Y: x_fw_y) or two ahead
-    // (its counters now in z_cnt: x_fw_z), whose counters are not yet in the bank data X read.
-    reg [{l1}:0] x_fw_y, x_fw_z;
-    reg [{lc1}:0] y_cnt, z_cnt;
+    // ---- read-modify-write: R = bank read (output register), X = execute (bank data valid),
+    // Y = result (written to the banks at the end of the cycle), Z and W = the counters written
+    // one and two cycles before.
+    reg r_valid, x_valid, y_valid, z_valid, y_we, y_res;
+    reg [1:0] r_op, x_op;
+    reg [{tw1}:0] r_tag, x_tag, y_tag;
+    reg [{la1}:0] r_addr, x_addr, y_addr, z_addr;
+    // Per lane: X's entry is the one of the operation one, two or three ahead (its counters now
+    // in y_cnt, z_cnt, w_cnt), which are not yet in the bank data X reads.
+    reg [{l1}:0] x_fw_y, x_fw_z, x_fw_w;
+    reg [{lc1}:0] y_cnt, z_cnt, w_cnt;
     wire [{lc1}:0] rd;
     wire [{lc1}:0] nxt;
     wire [{l1}:0] nz;
@@ -305,9 +309,10 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     for lane in 0..l {
         let cur = if cfg.forwarding {
             format!(
-                "x_fw_y[{lane}] ? {} : x_fw_z[{lane}] ? {} : {}",
+                "x_fw_y[{lane}] ? {} : x_fw_z[{lane}] ? {} : x_fw_w[{lane}] ? {} : {}",
                 part("y_cnt", lane, c),
                 part("z_cnt", lane, c),
+                part("w_cnt", lane, c),
                 part("rd", lane, c)
             )
         } else {
@@ -328,33 +333,42 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     v.push_str(
         "    always @(posedge clk) begin
         if (rst) begin
+            r_valid <= 1'b0;
             x_valid <= 1'b0;
             y_valid <= 1'b0;
+            z_valid <= 1'b0;
             y_we <= 1'b0;
         end else begin
-            x_valid <= f0_valid;
+            r_valid <= f0_valid;
+            x_valid <= r_valid;
             y_valid <= x_valid;
+            z_valid <= y_valid;
             y_we <= x_valid & x_write;
         end
-        x_op <= f0_op;
-        x_tag <= f0_tag;
-        x_addr <= f0_addr;
+        r_op <= f0_op;
+        r_tag <= f0_tag;
+        r_addr <= f0_addr;
+        x_op <= r_op;
+        x_tag <= r_tag;
+        x_addr <= r_addr;
         y_tag <= x_tag;
         y_addr <= x_addr;
         y_cnt <= nxt;
         y_res <= x_ins | (((x_op == OP_LOOKUP) | x_del) & all_nz);
+        z_addr <= y_addr;
         z_cnt <= y_cnt;
+        w_cnt <= z_cnt;
 ",
     );
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
         let _ = writeln!(
             v,
-            "        x_fw_y[{lane}] <= x_valid & ({} == {});\n        x_fw_z[{lane}] <= y_valid & ({} == {});",
-            a("f0_addr"),
+            "        x_fw_y[{lane}] <= x_valid & ({r} == {});\n        x_fw_z[{lane}] <= y_valid & ({r} == {});\n        x_fw_w[{lane}] <= z_valid & ({r} == {});",
             a("x_addr"),
-            a("f0_addr"),
             a("y_addr"),
+            a("z_addr"),
+            r = a("r_addr"),
         );
     }
     v.push_str("    end\n");
@@ -396,10 +410,19 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
                     mg_cnt <= mg_cnt - 16'd1;
                     mg_zero <= (mg_cnt == 16'd1);
                 end
-                2'd2: mg_state <= 2'd3;
-                default: if (~mg_clear | ~busy_q) begin
-                    mg_state <= 2'd0;
-                    mg_ack <= 1'b1;
+                2'd2: begin
+                    mg_state <= 2'd3;
+                    mg_cnt <= 16'd1;
+                    mg_zero <= 1'b0;
+                end
+                default: if (mg_zero) begin
+                    if (~mg_clear | ~busy_q) begin
+                        mg_state <= 2'd0;
+                        mg_ack <= 1'b1;
+                    end
+                end else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
                 end
             endcase
             busy_q <= busy_next;
@@ -411,7 +434,7 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
                 else clr_addr <= clr_addr + {aw}'d1;
             end
         end
-        if (mg_state == 2'd3) mg_rdata <= rd;
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd;
     end
     wire b_we = clearing | (mg_access & mg_we & ~mg_clear) | y_we;
     {t}_port u_port0 (
@@ -455,7 +478,8 @@ fn bank_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     let c = cfg.entry_bits();
     let _ = writeln!(
         v,
-        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port. A read
+        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port with an
+// output register (the block RAM's own, or the first fabric register). A read
 // of the entry written in the same cycle may return either value: the pipeline never uses it
 // (it forwards the written counters instead).
 module {t}_cbank #(
@@ -478,7 +502,9 @@ module {t}_cbank #(
     always @(posedge clk) begin
         if (we) mem[waddr] <= wdata;
     end
-    always @(posedge clk) rdata <= mem[raddr];
+    reg [{c1}:0] rd_raw;
+    always @(posedge clk) rd_raw <= mem[raddr];
+    always @(posedge clk) rdata <= rd_raw;
 endmodule
 ",
         t = g.top,
