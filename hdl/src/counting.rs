@@ -6,18 +6,20 @@
 //! module, and the top module has the static design's interface (`s0_*`, `m0_*`, `mg_*`,
 //! `busy`), so the same test benches drive it. What differs is behind the address register:
 //!
-//! * stage R: the banks' synchronous read and their output register;
-//! * stage X (execute): the banks' read data, or the counters of one of the three operations
-//!   ahead (whose writes the read did not see) when they hit the same entry (forwarding; the
-//!   flags are computed a cycle earlier from registered addresses), give the key's current counters; all nonzero = the answer of a
-//!   lookup and the acceptance of a delete; the new counters are computed (insert +1, accepted
-//!   delete −1, a saturated counter unchanged) — exactly [`bloomlanes_core::CountingMut`];
+//! * stage R: the banks' synchronous read data arrive; they are merged with the counters of the
+//!   operations two and three ahead (whose writes the read did not see) when those hit the same
+//!   entry (forwarding; the flags are compared a cycle earlier from registered addresses), and
+//!   registered with their zero test;
+//! * stage X (execute): that value, or the counters of the operation one ahead (still in Y), are
+//!   the key's current counters; all nonzero = the answer of a lookup and the acceptance of a
+//!   delete; the new counters are computed (insert +1, accepted delete −1, a saturated counter
+//!   unchanged) — exactly [`bloomlanes_core::CountingMut`] — with their zero test;
 //! * stage Y (result): registered new counters, written into the banks at the end of the cycle;
 //!   the answer goes into the FIFO.
 //!
-//! The loop from Y's counters back into X (one forwarding multiplexer, a zero test, the AND of
-//! the lanes and a `c`-bit increment or decrement) is the only one-cycle feedback path; it lets
-//! an operation on the counters of the previous one run in the next cycle (II = 1).
+//! The loop from Y back into X is the only one-cycle feedback path: Y's zero flags, one
+//! multiplexer, the AND of the lanes, and the multiplexer that picks the decremented counters;
+//! it lets an operation on the counters of the previous one run in the next cycle (II = 1).
 
 use std::fmt::Write as _;
 
@@ -275,24 +277,28 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         .clk(clk), .rst(rst), .i_valid(s0_fire), .i_op(s0_op), .i_tag(s0_tag), .i_key(s0_key){len_conn},
         .o_valid(f0_valid), .o_op(f0_op), .o_tag(f0_tag), .o_addr(f0_addr)
     );
-    // ---- read-modify-write: R = bank read (output register), X = execute (bank data valid),
-    // Y = result (written to the banks at the end of the cycle), Z and W = the counters written
-    // one and two cycles before.
-    reg r_valid, x_valid, y_valid, z_valid, y_we, y_res;
+    // ---- read-modify-write. R: the banks' read data (rd) is valid; X: execute; Y: result,
+    // written to the banks at the end of the cycle; Z: the counters written one cycle before.
+    // The bank data R sees lacks the writes of the three operations ahead: X takes the one
+    // ahead's counters from Y (x_fw_y: the only one-cycle loop), and R merged those of the two
+    // and three ahead (r_m2, r_m3: compared while R's operation was at the address register)
+    // into x_other, with its zero test (x_other_nz).
+    reg r_valid, x_valid, y_valid, y_we, y_res;
     reg [1:0] r_op, x_op;
     reg [{tw1}:0] r_tag, x_tag, y_tag;
-    reg [{la1}:0] r_addr, x_addr, y_addr, z_addr;
-    // Per lane: X's entry is the one of the operation one, two or three ahead (its counters now
-    // in y_cnt, z_cnt, w_cnt), which are not yet in the bank data X reads.
-    reg [{l1}:0] x_fw_y, x_fw_z, x_fw_w;
-    reg [{lc1}:0] y_cnt, z_cnt, w_cnt;
+    reg [{la1}:0] r_addr, x_addr, y_addr;
+    reg [{l1}:0] r_m2, r_m3, x_fw_y, x_other_nz, y_nz;
+    reg [{lc1}:0] x_other, y_cnt, z_cnt;
     wire [{lc1}:0] rd;
+    wire [{lc1}:0] other_next;
+    wire [{l1}:0] other_next_nz;
     wire [{lc1}:0] nxt;
     wire [{l1}:0] nz;
+    wire [{l1}:0] nxt_nz;
     wire all_nz = &nz;
     wire x_ins = (x_op == OP_INSERT);
     wire x_del = (x_op == OP_DELETE);
-    wire x_write = x_ins | (x_del & all_nz);",
+    wire x_dec = x_del & all_nz;",
         aw1 = aw - 1,
         mb1 = mb - 1,
         tw1 = tw - 1,
@@ -306,28 +312,32 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         last = g.depth - 1,
         len_conn = if g.var_len { ", .i_len(s0_len)" } else { "" },
     );
+    let hi = if c > 2 {
+        format!("[{}:1]", c - 1)
+    } else {
+        "[1]".to_string()
+    };
     for lane in 0..l {
-        let cur = if cfg.forwarding {
-            format!(
-                "x_fw_y[{lane}] ? {} : x_fw_z[{lane}] ? {} : x_fw_w[{lane}] ? {} : {}",
-                part("y_cnt", lane, c),
-                part("z_cnt", lane, c),
-                part("w_cnt", lane, c),
-                part("rd", lane, c)
-            )
-        } else {
-            format!(
-                "{} /* forwarding removed (test design) */",
-                part("rd", lane, c)
-            )
-        };
+        let d = |s: &str| part(s, lane, c);
         let _ = writeln!(
             v,
-            "    wire [{c1}:0] cur{lane} = {cur};
-    assign nz[{lane}] = |cur{lane};
-    assign {nx} = (&cur{lane} | ~x_write) ? cur{lane} : x_ins ? cur{lane} + {c}'d1 : cur{lane} - {c}'d1;",
+            "    assign {on} = r_m2[{lane}] ? {yc} : r_m3[{lane}] ? {zc} : {rd};
+    assign other_next_nz[{lane}] = |{on};
+    wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};
+    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];
+    wire sat{lane} = &cur{lane};
+    wire [{c1}:0] inc{lane} = sat{lane} ? cur{lane} : cur{lane} + {c}'d1;
+    wire [{c1}:0] dec{lane} = sat{lane} ? cur{lane} : cur{lane} - {c}'d1;
+    wire [{c1}:0] keep{lane} = x_ins ? inc{lane} : cur{lane};
+    assign {nx} = x_dec ? dec{lane} : keep{lane};
+    assign nxt_nz[{lane}] = x_ins | (x_dec ? (sat{lane} | (|cur{lane}{hi})) : nz[{lane}]);",
+            on = d("other_next"),
+            yc = d("y_cnt"),
+            zc = d("z_cnt"),
+            rd = d("rd"),
+            xo = d("x_other"),
+            nx = d("nxt"),
             c1 = c - 1,
-            nx = part("nxt", lane, c),
         );
     }
     v.push_str(
@@ -336,14 +346,12 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
             r_valid <= 1'b0;
             x_valid <= 1'b0;
             y_valid <= 1'b0;
-            z_valid <= 1'b0;
             y_we <= 1'b0;
         end else begin
             r_valid <= f0_valid;
             x_valid <= r_valid;
             y_valid <= x_valid;
-            z_valid <= y_valid;
-            y_we <= x_valid & x_write;
+            y_we <= x_valid & (x_ins | x_dec);
         end
         r_op <= f0_op;
         r_tag <= f0_tag;
@@ -351,24 +359,31 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         x_op <= r_op;
         x_tag <= r_tag;
         x_addr <= r_addr;
+        x_other <= other_next;
+        x_other_nz <= other_next_nz;
         y_tag <= x_tag;
         y_addr <= x_addr;
         y_cnt <= nxt;
+        y_nz <= nxt_nz;
         y_res <= x_ins | (((x_op == OP_LOOKUP) | x_del) & all_nz);
-        z_addr <= y_addr;
         z_cnt <= y_cnt;
-        w_cnt <= z_cnt;
 ",
     );
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
+        let (m2, m3, fy) = if cfg.forwarding {
+            (
+                format!("x_valid & ({} == {})", a("f0_addr"), a("x_addr")),
+                format!("y_valid & ({} == {})", a("f0_addr"), a("y_addr")),
+                format!("x_valid & ({} == {})", a("r_addr"), a("x_addr")),
+            )
+        } else {
+            let off = "1'b0 /* forwarding removed (test design) */".to_string();
+            (off.clone(), off.clone(), off)
+        };
         let _ = writeln!(
             v,
-            "        x_fw_y[{lane}] <= x_valid & ({r} == {});\n        x_fw_z[{lane}] <= y_valid & ({r} == {});\n        x_fw_w[{lane}] <= z_valid & ({r} == {});",
-            a("x_addr"),
-            a("y_addr"),
-            a("z_addr"),
-            r = a("r_addr"),
+            "        r_m2[{lane}] <= {m2};\n        r_m3[{lane}] <= {m3};\n        x_fw_y[{lane}] <= {fy};"
         );
     }
     v.push_str("    end\n");
@@ -386,8 +401,10 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     wire clear_start = mg_access & mg_clear;
     wire clear_done = clearing & (clr_addr == LAST_ADDR);
     wire busy_next = clear_start | (busy_q & ~clear_done);
-    wire mg_start = mg_idle & mg_req & ~mg_ack & ~busy_next;
-    wire hold = busy_next | mg_start | ~mg_idle;
+    // A clear starts in the access state and the FSM waits for its end, so busy is low in the
+    // idle state: neither the start nor hold needs the clear's end compare.
+    wire mg_start = mg_idle & mg_req & ~mg_ack;
+    wire hold = mg_start | ~mg_idle;
     assign busy = busy_q;
     always @(posedge clk) begin
         if (rst) begin
@@ -434,7 +451,7 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
                 else clr_addr <= clr_addr + {aw}'d1;
             end
         end
-        if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd;
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= x_other;
     end
     wire b_we = clearing | (mg_access & mg_we & ~mg_clear) | y_we;
     {t}_port u_port0 (
@@ -478,8 +495,8 @@ fn bank_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     let c = cfg.entry_bits();
     let _ = writeln!(
         v,
-        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port with an
-// output register (the block RAM's own, or the first fabric register). A read
+        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port (the
+// pipeline registers the data once more, merged with the forwarded counters). A read
 // of the entry written in the same cycle may return either value: the pipeline never uses it
 // (it forwards the written counters instead).
 module {t}_cbank #(
@@ -502,9 +519,7 @@ module {t}_cbank #(
     always @(posedge clk) begin
         if (we) mem[waddr] <= wdata;
     end
-    reg [{c1}:0] rd_raw;
-    always @(posedge clk) rd_raw <= mem[raddr];
-    always @(posedge clk) rdata <= rd_raw;
+    always @(posedge clk) rdata <= mem[raddr];
 endmodule
 ",
         t = g.top,

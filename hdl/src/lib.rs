@@ -13,8 +13,9 @@
 //!   installed) into one folder;
 //! * [`generate_counting`] turns a [`CountingConfig`] into a counting-filter pipeline (one
 //!   counter bank per lane; insert, delete and lookup at one per clock with forwarding), whose
-//!   banks [`write_counting_bank_files`] loads from a software counting filter and
-//!   [`counting_sim`] checks against it;
+//!   banks [`write_counting_bank_files`] loads from a software counting filter,
+//!   [`counting_sim`] checks against it, and [`export_counting`] writes with a self-checking
+//!   bench;
 //! * [`simulate_lookups`] runs the generated RTL in Icarus Verilog or Verilator with banks loaded
 //!   from files and returns the answers, which must equal the software filter's.
 #![forbid(unsafe_code)]
@@ -31,6 +32,7 @@ mod bench;
 mod board;
 pub mod counting;
 mod counting_banks;
+mod counting_export;
 pub mod counting_sim;
 mod front;
 mod geo;
@@ -46,6 +48,7 @@ pub use counting_banks::{
     counting_bank_entries, counting_filter_from_banks, read_counting_bank_files,
     write_counting_bank_files,
 };
+pub use counting_export::{export_counting, COUNTING_BENCH_OPS};
 pub use report::{export, ExportSummary, SynthFigures};
 pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
 

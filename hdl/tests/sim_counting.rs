@@ -381,3 +381,38 @@ endmodule
         std::fs::remove_dir_all(dir).ok();
     }
 }
+
+/// The exported folder runs as documented: banks of a software filter loaded, every expected
+/// result (core's) met.
+#[test]
+fn exported_counting_bench_passes_in_icarus() {
+    if !have(
+        Simulator::Icarus,
+        "exported_counting_bench_passes_in_icarus",
+    ) {
+        return;
+    }
+    for c in [&matrix()[1], &matrix()[3]] {
+        let start = loaded(c, 3);
+        let dir = sim::fresh_dir("cexport").unwrap();
+        bloomlanes_hdl::export_counting(c, Some(&start), &dir).unwrap();
+        let t = &c.base.top_name;
+        let (ok, out) = run(Command::new("iverilog").current_dir(&dir).args([
+            "-g2005".to_string(),
+            "-s".into(),
+            format!("{t}_tb"),
+            format!("-P{t}_tb.LOAD_BANKS=1"),
+            "-o".into(),
+            "sim.vvp".into(),
+            format!("{t}.v"),
+            format!("{t}_tb.v"),
+        ]));
+        assert!(ok, "{out}");
+        let (ok, out) = run(Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]));
+        let want = format!("PASS: {} answers", bloomlanes_hdl::COUNTING_BENCH_OPS);
+        assert!(ok && out.contains(&want), "{t}: {out}");
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
