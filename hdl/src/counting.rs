@@ -6,10 +6,10 @@
 //! module, and the top module has the static design's interface (`s0_*`, `m0_*`, `mg_*`,
 //! `busy`), so the same test benches drive it. What differs is behind the address register:
 //!
-//! * stage R: the banks' synchronous read data arrive; they are merged with the counters of the
-//!   operations two and three ahead (whose writes the read did not see) when those hit the same
-//!   entry (forwarding; the flags are compared a cycle earlier from registered addresses), and
-//!   registered with their zero test;
+//! * stages R1, R2: the banks' synchronous read and output register; in R2 the read data are
+//!   merged with the counters of the operations two, three and four ahead (whose writes the
+//!   read did not see) when those hit the same entry (forwarding; the flags are compared in R1
+//!   from registered addresses), and registered with their zero test;
 //! * stage X (execute): that value, or the counters of the operation one ahead (still in Y), are
 //!   the key's current counters; all nonzero = the answer of a lookup and the acceptance of a
 //!   delete; the new counters are computed (insert +1, accepted delete −1, a saturated counter
@@ -42,9 +42,9 @@ pub mod op {
     pub const NOP: u8 = 3;
 }
 
-/// Cycles from the address register to the answer FIFO's write: bank output register,
-/// execute, result.
-const RMW_STAGES: u32 = 3;
+/// Cycles from the address register to the answer FIFO's write: bank read, bank output
+/// register, execute, result.
+const RMW_STAGES: u32 = 4;
 
 /// A counting-filter design: the static design's configuration (layout, blocks, key input,
 /// seed, tag width, top name, multiplies, adders, RAM style; one port) and the counter width.
@@ -190,7 +190,7 @@ fn header(v: &mut String, cfg: &CountingConfig, g: &Geo) {
 //   delete: 1 when accepted (every counter > 0: each - 1), 0 when refused (nothing changed);
 //   no-op: 0. A counter at {max} is saturated: an insert leaves it, a delete never lowers it.
 // Pipeline: read-modify-write of the key's counters, one operation per clock (II = 1), also on
-//   the same counters back to back: the execute stage takes the counters of the previous three
+//   the same counters back to back: the execute stage takes the counters of the previous four
 //   operations when they hit the same entry (forwarding), so every operation sees the result of
 //   every operation accepted before it. Under backpressure s0_ready (a register) drops only when
 //   the {fd}-entry answer FIFO could overflow.
@@ -277,18 +277,18 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         .clk(clk), .rst(rst), .i_valid(s0_fire), .i_op(s0_op), .i_tag(s0_tag), .i_key(s0_key){len_conn},
         .o_valid(f0_valid), .o_op(f0_op), .o_tag(f0_tag), .o_addr(f0_addr)
     );
-    // ---- read-modify-write. R: the banks' read data (rd) is valid; X: execute; Y: result,
-    // written to the banks at the end of the cycle; Z: the counters written one cycle before.
-    // The bank data R sees lacks the writes of the three operations ahead: X takes the one
-    // ahead's counters from Y (x_fw_y: the only one-cycle loop), and R merged those of the two
-    // and three ahead (r_m2, r_m3: compared while R's operation was at the address register)
+    // ---- read-modify-write. R1: bank read; R2: the banks' read data (rd) is valid; X: execute;
+    // Y: result, written to the banks at the end of the cycle; Z, W: the counters written one
+    // and two cycles before. The bank data R2 sees lacks the writes of the four operations
+    // ahead: X takes the one ahead's counters from Y (x_fw_y: the only one-cycle loop), and R2
+    // merges those of the two, three and four ahead (in Y, Z, W; flags r2_m2..4 compared in R1)
     // into x_other, with its zero test (x_other_nz).
-    reg r_valid, x_valid, y_valid, y_we, y_res;
-    reg [1:0] r_op, x_op;
-    reg [{tw1}:0] r_tag, x_tag, y_tag;
-    reg [{la1}:0] r_addr, x_addr, y_addr;
-    reg [{l1}:0] r_m2, r_m3, x_fw_y, x_other_nz, y_nz;
-    reg [{lc1}:0] x_other, y_cnt, z_cnt;
+    reg r1_valid, r2_valid, x_valid, y_valid, z_valid, y_we, y_res;
+    reg [1:0] r1_op, r2_op, x_op;
+    reg [{tw1}:0] r1_tag, r2_tag, x_tag, y_tag;
+    reg [{la1}:0] r1_addr, r2_addr, x_addr, y_addr, z_addr;
+    reg [{l1}:0] r2_m2, r2_m3, r2_m4, x_fw_y, x_other_nz, y_nz;
+    reg [{lc1}:0] x_other, y_cnt, z_cnt, w_cnt;
     wire [{lc1}:0] rd;
     wire [{lc1}:0] other_next;
     wire [{l1}:0] other_next_nz;
@@ -321,7 +321,7 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         let d = |s: &str| part(s, lane, c);
         let _ = writeln!(
             v,
-            "    assign {on} = r_m2[{lane}] ? {yc} : r_m3[{lane}] ? {zc} : {rd};
+            "    assign {on} = r2_m2[{lane}] ? {yc} : r2_m3[{lane}] ? {zc} : r2_m4[{lane}] ? {wc} : {rd};
     assign other_next_nz[{lane}] = |{on};
     wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};
     assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];
@@ -334,6 +334,7 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
             on = d("other_next"),
             yc = d("y_cnt"),
             zc = d("z_cnt"),
+            wc = d("w_cnt"),
             rd = d("rd"),
             xo = d("x_other"),
             nx = d("nxt"),
@@ -343,22 +344,29 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     v.push_str(
         "    always @(posedge clk) begin
         if (rst) begin
-            r_valid <= 1'b0;
+            r1_valid <= 1'b0;
+            r2_valid <= 1'b0;
             x_valid <= 1'b0;
             y_valid <= 1'b0;
+            z_valid <= 1'b0;
             y_we <= 1'b0;
         end else begin
-            r_valid <= f0_valid;
-            x_valid <= r_valid;
+            r1_valid <= f0_valid;
+            r2_valid <= r1_valid;
+            x_valid <= r2_valid;
             y_valid <= x_valid;
+            z_valid <= y_valid;
             y_we <= x_valid & (x_ins | x_dec);
         end
-        r_op <= f0_op;
-        r_tag <= f0_tag;
-        r_addr <= f0_addr;
-        x_op <= r_op;
-        x_tag <= r_tag;
-        x_addr <= r_addr;
+        r1_op <= f0_op;
+        r1_tag <= f0_tag;
+        r1_addr <= f0_addr;
+        r2_op <= r1_op;
+        r2_tag <= r1_tag;
+        r2_addr <= r1_addr;
+        x_op <= r2_op;
+        x_tag <= r2_tag;
+        x_addr <= r2_addr;
         x_other <= other_next;
         x_other_nz <= other_next_nz;
         y_tag <= x_tag;
@@ -366,24 +374,27 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
         y_cnt <= nxt;
         y_nz <= nxt_nz;
         y_res <= x_ins | (((x_op == OP_LOOKUP) | x_del) & all_nz);
+        z_addr <= y_addr;
         z_cnt <= y_cnt;
+        w_cnt <= z_cnt;
 ",
     );
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
-        let (m2, m3, fy) = if cfg.forwarding {
+        let (m2, m3, m4, fy) = if cfg.forwarding {
             (
-                format!("x_valid & ({} == {})", a("f0_addr"), a("x_addr")),
-                format!("y_valid & ({} == {})", a("f0_addr"), a("y_addr")),
-                format!("x_valid & ({} == {})", a("r_addr"), a("x_addr")),
+                format!("x_valid & ({} == {})", a("r1_addr"), a("x_addr")),
+                format!("y_valid & ({} == {})", a("r1_addr"), a("y_addr")),
+                format!("z_valid & ({} == {})", a("r1_addr"), a("z_addr")),
+                format!("x_valid & ({} == {})", a("r2_addr"), a("x_addr")),
             )
         } else {
             let off = "1'b0 /* forwarding removed (test design) */".to_string();
-            (off.clone(), off.clone(), off)
+            (off.clone(), off.clone(), off.clone(), off)
         };
         let _ = writeln!(
             v,
-            "        r_m2[{lane}] <= {m2};\n        r_m3[{lane}] <= {m3};\n        x_fw_y[{lane}] <= {fy};"
+            "        r2_m2[{lane}] <= {m2};\n        r2_m3[{lane}] <= {m3};\n        r2_m4[{lane}] <= {m4};\n        x_fw_y[{lane}] <= {fy};"
         );
     }
     v.push_str("    end\n");
@@ -429,7 +440,7 @@ fn top_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
                 end
                 2'd2: begin
                     mg_state <= 2'd3;
-                    mg_cnt <= 16'd1;
+                    mg_cnt <= 16'd2;
                     mg_zero <= 1'b0;
                 end
                 default: if (mg_zero) begin
@@ -495,8 +506,8 @@ fn bank_module(v: &mut String, cfg: &CountingConfig, g: &Geo) {
     let c = cfg.entry_bits();
     let _ = writeln!(
         v,
-        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port (the
-// pipeline registers the data once more, merged with the forwarded counters). A read
+        "// One counter bank: {depth} x {c} bits, one write port and one synchronous read port with an
+// output register (the block RAM's own, or the first fabric register). A read
 // of the entry written in the same cycle may return either value: the pipeline never uses it
 // (it forwards the written counters instead).
 module {t}_cbank #(
@@ -519,7 +530,9 @@ module {t}_cbank #(
     always @(posedge clk) begin
         if (we) mem[waddr] <= wdata;
     end
-    always @(posedge clk) rdata <= mem[raddr];
+    reg [{c1}:0] rd_raw;
+    always @(posedge clk) rd_raw <= mem[raddr];
+    always @(posedge clk) rdata <= rd_raw;
 endmodule
 ",
         t = g.top,
