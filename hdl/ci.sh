@@ -51,7 +51,7 @@ if [ -n "$YOSYS" ] && [ -n "$PNR" ]; then
   if (cd "$OUT/cnt" && "$YOSYS" -q -p "read_verilog bloomlanes.v; synth_ice40 -top bloomlanes -json core.json" \
       && "$PNR" --hx8k --package ct256 --json core.json --freq 90 --seed 1 --log pnr.log >/dev/null 2>&1) \
      && grep -aq 'Max frequency.*PASS' "$OUT/cnt/pnr.log"; then
-    ok "counting 8x32 z=64 c4: $(grep -a 'Max frequency' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: //'); $(grep -a 'ICESTORM_RAM:' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: *//')"
+    ok "counting 8x32 z=64 c4: $(grep -a 'Max frequency' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: //'); $(grep -a 'ICESTORM_RAM:' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: *//' | tr -s ' \t' ' ')"
   else
     bad "counting design on iCE40"; grep -a -E 'ERROR|Max frequency' "$OUT/cnt/pnr.log" | tail -3
   fi
