@@ -450,6 +450,19 @@ fn exported_counting_bench_passes_in_icarus() {
             .args(["-n", "sim.vvp"]));
         let want = format!("PASS: {} answers", bloomlanes_hdl::COUNTING_BENCH_OPS);
         assert!(ok && out.contains(&want), "{t}: {out}");
+        // A flipped expectation is reported.
+        let p = dir.join("bench_expect_p0.hex");
+        let mut lines: Vec<String> = std::fs::read_to_string(&p)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines[7] = if lines[7] == "1" { "0" } else { "1" }.to_string();
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let (_, out) = run(Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]));
+        assert!(out.contains("FAIL: 1 of"), "{t}: {out}");
         std::fs::remove_dir_all(dir).ok();
     }
 }
