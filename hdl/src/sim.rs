@@ -223,7 +223,7 @@ pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
     Ok(s)
 }
 
-fn tool_err(tool: &str, msg: impl Into<String>) -> HdlError {
+pub(crate) fn tool_err(tool: &str, msg: impl Into<String>) -> HdlError {
     HdlError::Tool {
         tool: tool.to_string(),
         message: msg.into(),
@@ -325,9 +325,31 @@ pub fn run_ops_in(
 ) -> Result<SimLog, HdlError> {
     let design = generate(cfg)?;
     write_run_files(cfg, &design, banks, ops, params, dir)?;
-    let top = &design.top_name;
-    let load = u8::from(banks.is_some());
     let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let readback = u64::from(params.readback).min(cfg.bank_entries());
+    run_simulator(
+        sim,
+        dir,
+        &design.top_name,
+        max_ops,
+        banks.is_some(),
+        cfg.lookup_ports,
+        readback,
+    )
+}
+
+/// Builds and runs the bench of top module `top` (files written by [`write_run_files`]) in
+/// `dir` and parses its log, which must hold `readback` read-back entries.
+pub(crate) fn run_simulator(
+    sim: Simulator,
+    dir: &Path,
+    top: &str,
+    max_ops: usize,
+    load_banks: bool,
+    ports: usize,
+    readback: u64,
+) -> Result<SimLog, HdlError> {
+    let load = u8::from(load_banks);
     match sim {
         Simulator::Icarus => {
             run_cmd(
@@ -365,13 +387,12 @@ pub fn run_ops_in(
         }
     }
     let text = std::fs::read_to_string(dir.join("bench_log.txt"))?;
-    let log = parse_log(&text, cfg.lookup_ports)?;
-    let want = u64::from(params.readback).min(cfg.bank_entries());
-    if log.readback.len() as u64 != want {
+    let log = parse_log(&text, ports)?;
+    if log.readback.len() as u64 != readback {
         return Err(tool_err(
             "bench",
             format!(
-                "{} bank entries read back, {want} asked for",
+                "{} bank entries read back, {readback} asked for",
                 log.readback.len()
             ),
         ));

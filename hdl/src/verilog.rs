@@ -346,7 +346,7 @@ fn top_module(v: &mut String, g: &Geo) {
     v.push_str("endmodule\n\n");
 }
 
-fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, front: &Front) {
+pub(crate) fn front_module(v: &mut String, cfg: &HdlConfig, g: &Geo, front: &Front) {
     let t = &g.top;
     let (kw, tw, aw, l) = (g.kw, g.tw, g.aw, g.lanes);
     let len_port = if g.var_len {
@@ -388,7 +388,7 @@ module {t}_front (
     v.push_str("    /* verilator lint_on UNUSEDSIGNAL */\nendmodule\n\n");
 }
 
-fn port_module(v: &mut String, g: &Geo) {
+pub(crate) fn port_module(v: &mut String, g: &Geo) {
     let t = &g.top;
     let tw = g.tw;
     let fb = g.fifo_bits;
