@@ -321,7 +321,7 @@ pub fn run(
         .filter(|k| *k != KindSpec::Static)
         .collect();
     rows.extend(kinds::verify::run(
-        keys, &absent, layouts, &others, fpp, seed,
+        keys, &absent, layouts, &others, fpp, seed, hdl_keys,
     )?);
     let mut absent_backends = backend::absent();
     if hdl_keys > 0 {

@@ -548,3 +548,35 @@ fn float_keys_follow_the_probe_rule_in_every_kind() {
         assert_eq!(v["matches"], 4, "{kind:?}: {v}");
     }
 }
+
+#[test]
+fn verify_runs_the_counting_filter_in_the_counting_rtl() {
+    if bloomlanes_hdl::simulator_available().is_none() {
+        eprintln!(
+            "SKIP: verify_runs_the_counting_filter_in_the_counting_rtl: no Verilog simulator"
+        );
+        return;
+    }
+    let v = json(&[
+        "verify",
+        "--keys",
+        "2000",
+        "--layout",
+        "8x32",
+        "--kind",
+        "counting",
+        "--hdl-keys",
+        "40",
+    ]);
+    assert_eq!(v["ok"], true, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    let hdl: Vec<_> = rows
+        .iter()
+        .filter(|r| r["backend"].as_str().unwrap().starts_with("hdl-sim"))
+        .collect();
+    assert_eq!(hdl.len(), 1, "one counting RTL row: {rows:?}");
+    assert_eq!(hdl[0]["kind"], "counting");
+    assert_eq!(hdl[0]["identical"], true);
+    // 40 + 40 lookups, 20 + 10 deletes, 40 lookups again, 10 inserts.
+    assert_eq!(hdl[0]["probes"], 160);
+}

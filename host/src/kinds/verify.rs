@@ -249,6 +249,10 @@ fn compare_images(
 /// Fills a filter of each of `kinds` (not static: see [`crate::verify::run`]) per layout with
 /// `keys` by the reference path, checks its properties, and compares every backend present with
 /// it. `absent` keys are probed besides the inserted ones.
+///
+/// With `hdl_keys > 0` and a Verilog simulator installed, a counting filter (the kind the
+/// generated counting pipeline implements) is also run in the RTL, on the first layout only (a
+/// simulation takes seconds): see [`simulate_counting`].
 pub fn run(
     keys: &KeySet,
     absent: &[u64],
@@ -256,6 +260,7 @@ pub fn run(
     kinds: &[KindSpec],
     fpp: f64,
     seed: u64,
+    hdl_keys: usize,
 ) -> Result<Vec<VerifyRow>> {
     let engines = backend::available();
     let mut rows = Vec::new();
@@ -304,9 +309,84 @@ pub fn run(
                     difference,
                 });
             }
+            #[cfg(feature = "hdl")]
+            if let (AnyFilter::Counting(c), KindSpec::Counting { .. }, true) =
+                (&f, kind, hdl_keys > 0 && layout == layouts[0])
+            {
+                if let Some((backend, probes, difference)) =
+                    simulate_counting(c, keys, absent, hdl_keys)
+                {
+                    rows.push(VerifyRow {
+                        layout,
+                        kind: kind.name(),
+                        backend,
+                        keys: keys.len(),
+                        probes,
+                        difference,
+                    });
+                }
+            }
         }
     }
+    #[cfg(not(feature = "hdl"))]
+    let _ = hdl_keys;
     Ok(rows)
+}
+
+/// The counting filter `f` in a simulation of the generated counting pipeline (prehashed keys),
+/// its banks loaded with `f`'s counters: lookups of `n` inserted and `n` absent keys, deletes of
+/// half the inserted and a quarter of the absent ones (refused), the inserted ones looked up
+/// again and a quarter inserted again; the first half at full rate, the rest with input gaps
+/// and output backpressure. Every answer, and the first 4096 entries of every counter bank read
+/// back at the end, must equal the core replaying the same operations. `None` without a
+/// simulator.
+#[cfg(feature = "hdl")]
+fn simulate_counting(
+    f: &bloomlanes_core::CountingFilter,
+    keys: &KeySet,
+    absent: &[u64],
+    n: usize,
+) -> Option<(String, usize, Option<Difference>)> {
+    use bloomlanes_hdl::counting::{op, CountingConfig};
+    use bloomlanes_hdl::counting_sim::{check_counting, run_counting_ops};
+    use bloomlanes_hdl::sim::{BenchParams, Key, Op};
+    let sim = bloomlanes_hdl::simulator_available()?;
+    let seed = f.params().seed;
+    let (ni, na) = (n.min(keys.len()), n.min(absent.len()));
+    let inserted: Vec<u64> = (0..ni).map(|i| keys.keys().hash(i, seed)).collect();
+    let missing: Vec<u64> = (0..na).map(|i| Keys::U64(absent).hash(i, seed)).collect();
+    let mut ops = Vec::new();
+    let mut push = |code: u8, hashes: &[u64]| {
+        for &h in hashes {
+            let tag = ops.len() as u32;
+            ops.push(Op {
+                code,
+                tag,
+                key: Key::Hash(h),
+            });
+        }
+    };
+    push(op::LOOKUP, &inserted);
+    push(op::LOOKUP, &missing);
+    push(op::DELETE, &inserted[..ni / 2]);
+    push(op::DELETE, &missing[..na / 4]);
+    push(op::LOOKUP, &inserted);
+    push(op::INSERT, &inserted[..ni / 4]);
+    let cfg = CountingConfig::for_filter(f, bloomlanes_hdl::KeyMode::Prehashed);
+    let params = BenchParams {
+        fast_ops: ops.len() as u32 / 2,
+        valid_pct: 70,
+        ready_pct: 70,
+        seed: 7,
+        readback: 4096,
+    };
+    let difference = match run_counting_ops(&cfg, sim, Some(f), &ops, params) {
+        Err(e) => Some(Difference::Failed(e.to_string())),
+        Ok(log) => check_counting(&cfg, f, &ops, &log)
+            .err()
+            .map(|e| Difference::Failed(format!("counting RTL: {e}"))),
+    };
+    Some((format!("hdl-sim ({})", sim.name()), ops.len(), difference))
 }
 
 #[cfg(test)]
@@ -321,7 +401,7 @@ mod tests {
         let keys = sample_keyset(2000);
         let absent: Vec<u64> = (0..2000).map(|i| i * 7919 + (1 << 50)).collect();
         let kinds = kinds_for(keys.len());
-        let rows = run(&keys, &absent, &Layout::ALL, &kinds, 0.01, 5).unwrap();
+        let rows = run(&keys, &absent, &Layout::ALL, &kinds, 0.01, 5, 0).unwrap();
         assert_eq!(
             rows.len(),
             Layout::ALL.len() * kinds.len() * backend::available().len()

@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
                 r.backend,
                 match &r.difference {
                     None if r.backend.starts_with("hdl-sim") => {
-                        format!("identical answers ({} lookups simulated)", r.probes)
+                        format!("identical answers ({} operations simulated)", r.probes)
                     }
                     None if r.kind == "static" => "identical bits and answers".to_string(),
                     None if r.backend == "scalar" => {
