@@ -10,8 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::Filter;
-use bloomlanes_hdl::{ExportSummary, HdlConfig, HdlError};
+use bloomlanes_core::{CountingFilter, Filter};
+use bloomlanes_hdl::{CountingConfig, ExportSummary, HdlConfig, HdlError};
 
 use crate::error::{Error, Result};
 use crate::outfile::{self, StagingDir};
@@ -20,18 +20,51 @@ use crate::outfile::{self, StagingDir};
 /// Yosys is installed) into the folder `dir`, which is created if it does not exist (its parent
 /// must). See the [module docs](self) for how a failure leaves nothing behind.
 pub fn export(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Result<ExportSummary> {
+    let mut summary = None;
+    let staged_at = export_with(dir, &mut |staging| {
+        let s = bloomlanes_hdl::export(cfg, Some(filter), staging, synth)?;
+        let files = s.files.iter().cloned().chain([s.report.clone()]).collect();
+        summary = Some(s);
+        Ok(files)
+    })?;
+    let summary = summary.ok_or_else(|| Error::usage("the HDL export produced nothing"))?;
+    Ok(relocate(summary, &staged_at, dir))
+}
+
+/// Writes the counting pipeline of a counting filter (its RTL, test benches, one counter bank
+/// file per lane and a self-checking stimulus) into `dir`, as [`export`] does for a static
+/// filter; returns the files written.
+pub fn export_counting(
+    cfg: &CountingConfig,
+    filter: &CountingFilter,
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let staged_at = export_with(dir, &mut |staging| {
+        files = bloomlanes_hdl::export_counting(cfg, Some(filter), staging)?;
+        Ok(files.clone())
+    })?;
+    Ok(files.iter().map(|p| moved(p, &staged_at, dir)).collect())
+}
+
+/// Writes what `generate` makes in a staging folder (it returns the files it wrote, each inside
+/// that folder) to `dir`, whole or not at all; returns where the staging folder was.
+fn export_with(dir: &Path, generate: Generate<'_>) -> Result<PathBuf> {
     if outfile::is_stdout(dir) {
         return Err(Error::usage(
             "export --hdl writes a folder of files; it cannot go to standard output (-)",
         ));
     }
     match fs::metadata(dir) {
-        Ok(m) if m.is_dir() => export_into(cfg, filter, dir, synth),
+        Ok(m) if m.is_dir() => export_into(generate, dir),
         Ok(_) => Err(Error::input(dir, None, "exists and is not a directory")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => export_new(cfg, filter, dir, synth),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => export_new(generate, dir),
         Err(e) => Err(Error::io(dir, "inspect", e)),
     }
 }
+
+/// A generator of HDL files into a folder: the files it wrote.
+type Generate<'a> = &'a mut dyn FnMut(&Path) -> std::result::Result<Vec<PathBuf>, HdlError>;
 
 fn hdl_err(dir: &Path) -> impl Fn(HdlError) -> Error + '_ {
     |source| Error::Hdl {
@@ -40,20 +73,13 @@ fn hdl_err(dir: &Path) -> impl Fn(HdlError) -> Error + '_ {
     }
 }
 
-/// Generates the export into a fresh staging folder in `parent`; returns the folder, the
-/// summary and the paths (relative to the folder) of the files made, each checked to lie inside
-/// the folder and flushed to disk.
-fn stage(
-    cfg: &HdlConfig,
-    filter: &Filter,
-    dir: &Path,
-    parent: &Path,
-    synth: bool,
-) -> Result<(StagingDir, ExportSummary, Vec<PathBuf>)> {
+/// Generates the export into a fresh staging folder in `parent`; returns the folder and the
+/// paths (relative to the folder) of the files made, each checked to lie inside the folder and
+/// flushed to disk.
+fn stage(generate: Generate<'_>, dir: &Path, parent: &Path) -> Result<(StagingDir, Vec<PathBuf>)> {
     let staging = StagingDir::create_in(parent)
         .map_err(|e| Error::io(dir, "create a staging folder for", e))?;
-    let summary =
-        bloomlanes_hdl::export(cfg, Some(filter), staging.path(), synth).map_err(hdl_err(dir))?;
+    let declared = generate(staging.path()).map_err(hdl_err(dir))?;
     let outside = |p: &Path| {
         Error::input(
             dir,
@@ -64,7 +90,7 @@ fn stage(
             ),
         )
     };
-    for p in summary.files.iter().chain([&summary.report]) {
+    for p in &declared {
         let inside = p.strip_prefix(staging.path()).is_ok_and(|rel| {
             rel.components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)))
@@ -76,7 +102,7 @@ fn stage(
     let mut names = Vec::new();
     collect_files(dir, staging.path(), Path::new(""), &mut names)?;
     names.sort();
-    Ok((staging, summary, names))
+    Ok((staging, names))
 }
 
 /// Adds to `names` the files under `root/rel` (paths relative to `root`), each synced to disk;
@@ -99,21 +125,27 @@ fn collect_files(dir: &Path, root: &Path, rel: &Path, names: &mut Vec<PathBuf>) 
     Ok(())
 }
 
+/// `p` moved from the staging folder to `dir`.
+fn moved(p: &Path, staging: &Path, dir: &Path) -> PathBuf {
+    match p.strip_prefix(staging) {
+        Ok(rel) => dir.join(rel),
+        Err(_) => p.to_path_buf(),
+    }
+}
+
 /// The summary with its paths moved from the staging folder to `dir`.
 fn relocate(mut summary: ExportSummary, staging: &Path, dir: &Path) -> ExportSummary {
-    let moved = |p: &Path| -> PathBuf {
-        match p.strip_prefix(staging) {
-            Ok(rel) => dir.join(rel),
-            Err(_) => p.to_path_buf(),
-        }
-    };
-    summary.files = summary.files.iter().map(|p| moved(p)).collect();
-    summary.report = moved(&summary.report);
+    summary.files = summary
+        .files
+        .iter()
+        .map(|p| moved(p, staging, dir))
+        .collect();
+    summary.report = moved(&summary.report, staging, dir);
     summary
 }
 
 /// A folder that does not exist yet: staged beside it, then renamed into place.
-fn export_new(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Result<ExportSummary> {
+fn export_new(generate: Generate<'_>, dir: &Path) -> Result<PathBuf> {
     let parent = outfile::parent_of(dir);
     if !parent.is_dir() {
         return Err(Error::input(
@@ -125,7 +157,7 @@ fn export_new(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Resu
             ),
         ));
     }
-    let (staging, summary, _) = stage(cfg, filter, dir, parent, synth)?;
+    let (staging, _) = stage(generate, dir, parent)?;
     let staged_at = staging.path().to_path_buf();
     staging
         .rename_to(dir)
@@ -133,13 +165,13 @@ fn export_new(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Resu
     if let Ok(d) = fs::File::open(parent) {
         let _ = d.sync_all();
     }
-    Ok(relocate(summary, &staged_at, dir))
+    Ok(staged_at)
 }
 
 /// An existing folder: staged inside it (same file system, so that renames cannot fail for
 /// space), then each file renamed over its namesake (subfolders created as needed).
-fn export_into(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Result<ExportSummary> {
-    let (staging, summary, names) = stage(cfg, filter, dir, dir, synth)?;
+fn export_into(generate: Generate<'_>, dir: &Path) -> Result<PathBuf> {
+    let (staging, names) = stage(generate, dir, dir)?;
     // Every name must be free or a replaceable file before anything is replaced.
     for name in &names {
         let target = dir.join(name);
@@ -182,5 +214,5 @@ fn export_into(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Res
     }
     let staged_at = staging.path().to_path_buf();
     drop(staging); // now holds only empty subfolders
-    Ok(relocate(summary, &staged_at, dir))
+    Ok(staged_at)
 }

@@ -580,3 +580,79 @@ fn verify_runs_the_counting_filter_in_the_counting_rtl() {
     // 40 + 40 lookups, 20 + 10 deletes, 40 lookups again, 10 inserts.
     assert_eq!(hdl[0]["probes"], 160);
 }
+
+#[test]
+fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("key-", 2000));
+    let c = at(&d, "c.blf");
+    json(&["build", s(&keys), "--kind", "counting", "-o", s(&c)]);
+    let out = at(&d, "rtl");
+    let v = json(&[
+        "export",
+        s(&c),
+        "--hdl",
+        s(&out),
+        "--counting",
+        "--top",
+        "cnt",
+    ]);
+    assert_eq!(v["form"], "hdl-counting");
+    assert_eq!(v["counter_bits"], 4);
+    let files = v["files"].as_array().unwrap();
+    let banks = files
+        .iter()
+        .filter(|f| f.as_str().unwrap().contains("cnt_bank"))
+        .count();
+    assert_eq!(banks, 8, "one counter bank per lane: {files:?}");
+    // The refusals: a static filter, and more than one port.
+    let st = at(&d, "s.blf");
+    json(&["build", s(&keys), "-o", s(&st)]);
+    let e = fails(
+        &["export", s(&st), "--hdl", s(&at(&d, "x")), "--counting"],
+        2,
+    );
+    assert!(e.contains("counting") && e.contains("static"), "{e}");
+    let e = fails(
+        &[
+            "export",
+            s(&c),
+            "--hdl",
+            s(&at(&d, "y")),
+            "--counting",
+            "--ports",
+            "2",
+        ],
+        2,
+    );
+    assert!(e.contains("one port"), "{e}");
+    assert!(
+        !at(&d, "x").exists() && !at(&d, "y").exists(),
+        "nothing written on refusal"
+    );
+    // The exported self-checking bench, banks loaded from the filter, in Icarus when installed.
+    let have = |t: &str| std::process::Command::new(t).arg("-V").output().is_ok();
+    if !have("iverilog") {
+        eprintln!("SKIP: export_hdl_counting_writes_a_pipeline_whose_bench_passes: no iverilog");
+        return;
+    }
+    let run = |cmd: &mut std::process::Command| {
+        let o = cmd.current_dir(&out).output().unwrap();
+        let text =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        (o.status.success(), text)
+    };
+    let (ok, text) = run(std::process::Command::new("iverilog").args([
+        "-g2005",
+        "-s",
+        "cnt_tb",
+        "-Pcnt_tb.LOAD_BANKS=1",
+        "-o",
+        "sim.vvp",
+        "cnt.v",
+        "cnt_tb.v",
+    ]));
+    assert!(ok, "{text}");
+    let (ok, text) = run(std::process::Command::new("vvp").args(["-n", "sim.vvp"]));
+    assert!(ok && text.contains("PASS:"), "{text}");
+}

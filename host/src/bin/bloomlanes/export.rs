@@ -51,6 +51,11 @@ pub struct ExportArgs {
     /// module and file, so that several exported filters live in one design.
     #[arg(long, requires = "hdl", value_name = "NAME")]
     top: Option<String>,
+    /// With --hdl, for a counting filter: the counting pipeline (insert, delete and lookup at one
+    /// operation per clock, one counter bank per lane, loaded with the filter's counters)
+    /// instead of the lookup design of its projection.
+    #[arg(long, requires = "hdl")]
+    counting: bool,
     #[command(flatten)]
     open: OpenArgs,
 }
@@ -65,6 +70,7 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             ("--max-key-bytes", a.max_key_bytes.is_some()),
             ("--ports", a.ports.is_some()),
             ("--top", a.top.is_some()),
+            ("--counting", a.counting),
         ];
         if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
             return Err(bloomlanes_host::Error::usage(format!(
@@ -78,7 +84,28 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     if let Some(out) = &a.static_file {
         check_output(out)?;
     }
-    let filter = match Opened::open(&a.filter, a.open.verify())? {
+    let opened = Opened::open(&a.filter, a.open.verify())?;
+    if a.counting {
+        return match (opened, &a.hdl) {
+            (Opened::Kind(AnyFilter::Counting(c)), Some(dir))
+                if matches!(
+                    c.params().kind,
+                    bloomlanes_host::bloomlanes_core::FilterKind::Counting { .. }
+                ) =>
+            {
+                export_counting_hdl(ctx, &a, &c, dir).map(|()| ExitCode::SUCCESS)
+            }
+            (o, _) => Err(Error::KindUnsupported {
+                path: a.filter.clone(),
+                op: "export --hdl --counting",
+                kind: o.params().kind.name().to_string(),
+                hint: "the counting pipeline holds a counting filter (build --kind counting); \
+                       without --counting, --hdl exports any static, counting or stable \
+                       filter's lookup design",
+            }),
+        };
+    }
+    let filter = match opened {
         Opened::Static(file) => file.to_filter(),
         Opened::Kind(AnyFilter::Counting(c)) => c.to_static(),
         Opened::Kind(other) => {
@@ -214,6 +241,77 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
         say(&lines.join("\n"))?;
     }
     Ok(())
+}
+
+/// `export --hdl DIR --counting`: the counting pipeline of a counting filter.
+#[cfg(feature = "hdl")]
+fn export_counting_hdl(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    c: &bloomlanes_host::bloomlanes_core::CountingFilter,
+    dir: &std::path::Path,
+) -> Result<()> {
+    use bloomlanes_hdl::{check_key_mode, CountingConfig, KeyKind, KeyMode};
+    let key = match (a.key_bytes, a.max_key_bytes) {
+        (Some(n), _) => KeyMode::Bytes(n),
+        (None, Some(n)) => KeyMode::VarBytes(n),
+        (None, None) => KeyMode::Prehashed,
+    };
+    let hdl_err = |source| Error::Hdl {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    if a.ports.is_some_and(|p| p != 1) {
+        return Err(Error::usage(
+            "--ports: the counting pipeline has one port (insert, delete and lookup)",
+        ));
+    }
+    let mut cfg = CountingConfig::for_filter(c, key);
+    if let Some(t) = &a.top {
+        cfg.base.top_name = t.clone();
+    }
+    cfg.validate().map_err(hdl_err)?;
+    if let Some(kind) = KeyKind::of_params(c.params()) {
+        check_key_mode(key, kind).map_err(hdl_err)?;
+    }
+    let files = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir)?;
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    if ctx.json {
+        emit(&json!({
+            "output": dir.display().to_string(),
+            "form": "hdl-counting",
+            "key": key.to_string(),
+            "counter_bits": cfg.counter_bits.bits(),
+            "top": cfg.base.top_name,
+            "files": names,
+        }))?;
+    } else {
+        let mut lines = vec![format!(
+            "wrote the counting pipeline (top module {}, {}-bit counters, {}) and {} counter bank files of {} to {}:",
+            cfg.base.top_name,
+            cfg.counter_bits.bits(),
+            key,
+            c.params().layout.lanes(),
+            a.filter.display(),
+            dir.display()
+        )];
+        lines.extend(names.iter().map(|f| format!("  {f}")));
+        say(&lines.join("\n"))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "hdl"))]
+fn export_counting_hdl(
+    _: &Ctx,
+    _: &ExportArgs,
+    _: &bloomlanes_host::bloomlanes_core::CountingFilter,
+    _: &std::path::Path,
+) -> Result<()> {
+    Err(bloomlanes_host::Error::Unsupported {
+        what: "export --hdl",
+        feature: "hdl",
+    })
 }
 
 #[cfg(not(feature = "hdl"))]
