@@ -30,6 +30,9 @@ use crate::counter_lanes::{DEC, INC};
 use crate::kind_entry::{hash_into, kind_fns, KindFns, CHUNK, PAR_CHUNK};
 use crate::Probe;
 
+/// Partitions per thread of a partitioned all-core counting update (evens out the load).
+const PARTS_PER_THREAD: usize = 4;
+
 /// Sets bit `i` of a bitmap.
 fn set_bit(bits: &mut [u64], i: usize) {
     bits[i / 64] |= 1 << (i % 64);
@@ -62,6 +65,13 @@ impl Probe {
             }
             return;
         };
+        if matches!(p.kind, FilterKind::Counting { .. })
+            && self.partitioning.partitions_counting(&p, keys.len())
+        {
+            let plan = self.partitioning.counting_plan(&p, keys.len(), 1, 1);
+            crate::partition::counting_update(self, kf, INC, &plan, filter, keys, &mut [], false);
+            return;
+        }
         let mut buf = vec![0u64; CHUNK.min(keys.len())];
         let mut refused = Vec::new();
         let (image, counters) = filter.parts_mut();
@@ -120,6 +130,12 @@ impl Probe {
             }
             return Ok(count);
         };
+        if self.partitioning.partitions_counting(&p, keys.len()) {
+            let plan = self.partitioning.counting_plan(&p, keys.len(), 1, 1);
+            return Ok(crate::partition::counting_update(
+                self, kf, DEC, &plan, filter, keys, refused, false,
+            ));
+        }
         let mut buf = vec![0u64; CHUNK.min(keys.len())];
         let mut no = Vec::new();
         let (image, counters) = filter.parts_mut();
@@ -154,7 +170,7 @@ impl Probe {
                     && keys.len() >= crate::PAR_INSERT_MIN_KEYS
                     && matches!(p.kind, FilterKind::Counting { .. }) =>
             {
-                self.par_update(kf, INC, filter, keys, threads, &mut []);
+                self.par_update_auto(kf, INC, filter, keys, threads, &mut []);
             }
             _ => self.insert_counting(filter, keys),
         }
@@ -188,7 +204,7 @@ impl Probe {
                     keys.len().div_ceil(64),
                     "one refused bit per key"
                 );
-                Ok(self.par_update(kf, DEC, filter, keys, threads, refused))
+                Ok(self.par_update_auto(kf, DEC, filter, keys, threads, refused))
             }
             _ => self.remove_counting(filter, keys, refused),
         }
@@ -232,6 +248,28 @@ impl Probe {
             Ok(self.par_update(kf, DEC, filter, keys, ranges, refused))
         } else {
             Ok(self.par_update(kf, INC, filter, keys, ranges, &mut []))
+        }
+    }
+
+    /// The parallel counting insert or delete: partitioned (a few partitions per thread) when
+    /// the probe's partitioning says so for this batch, else over one block range per thread.
+    fn par_update_auto(
+        &self,
+        kf: &'static KindFns,
+        op: u8,
+        filter: CountingMut<'_>,
+        keys: Keys<'_>,
+        threads: usize,
+        refused: &mut [u64],
+    ) -> u64 {
+        let p = *filter.params();
+        if self.partitioning.partitions_counting(&p, keys.len()) {
+            let plan = self
+                .partitioning
+                .counting_plan(&p, keys.len(), threads, threads * PARTS_PER_THREAD);
+            crate::partition::counting_update(self, kf, op, &plan, filter, keys, refused, true)
+        } else {
+            self.par_update(kf, op, filter, keys, threads, refused)
         }
     }
 
