@@ -251,6 +251,61 @@ impl Probe {
         }
     }
 
+    /// A partitioned counting insert or delete (`remove`), always partitioned with this
+    /// probe's [`crate::Partitioning`] sizes (whatever its mode), on every core if `parallel`,
+    /// for tests and tuning; the result and `refused` are as for [`Probe::remove_counting`]
+    /// (`refused` is ignored for inserts). The scalar path runs the sequential reference.
+    ///
+    /// # Errors
+    /// [`RemoveError::Unsupported`] for a filter that is not a counting filter (stable inserts
+    /// are not partitioned).
+    ///
+    /// # Panics
+    /// For deletes, if `refused.len() != keys.len().div_ceil(64)`.
+    pub fn counting_partitioned(
+        &self,
+        filter: CountingMut<'_>,
+        keys: Keys<'_>,
+        remove: bool,
+        refused: &mut [u64],
+        parallel: bool,
+    ) -> Result<u64, RemoveError> {
+        let p = *filter.params();
+        if !matches!(p.kind, FilterKind::Counting { .. }) {
+            return Err(RemoveError::Unsupported);
+        }
+        let Some(kf) = kind_fns(self.path) else {
+            if remove {
+                return self.remove_counting(filter, keys, refused);
+            }
+            self.insert_counting(filter, keys);
+            return Ok(0);
+        };
+        if remove {
+            assert_eq!(
+                refused.len(),
+                keys.len().div_ceil(64),
+                "one refused bit per key"
+            );
+        }
+        let threads = if parallel {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let plan =
+            self.partitioning
+                .counting_plan(&p, keys.len(), threads, threads * PARTS_PER_THREAD);
+        let (op, refused) = if remove {
+            (DEC, refused)
+        } else {
+            (INC, &mut [][..])
+        };
+        Ok(crate::partition::counting_update(
+            self, kf, op, &plan, filter, keys, refused, parallel,
+        ))
+    }
+
     /// The parallel counting insert or delete: partitioned (a few partitions per thread) when
     /// the probe's partitioning says so for this batch, else over one block range per thread.
     fn par_update_auto(
@@ -264,9 +319,12 @@ impl Probe {
     ) -> u64 {
         let p = *filter.params();
         if self.partitioning.partitions_counting(&p, keys.len()) {
-            let plan = self
-                .partitioning
-                .counting_plan(&p, keys.len(), threads, threads * PARTS_PER_THREAD);
+            let plan = self.partitioning.counting_plan(
+                &p,
+                keys.len(),
+                threads,
+                threads * PARTS_PER_THREAD,
+            );
             crate::partition::counting_update(self, kf, op, &plan, filter, keys, refused, true)
         } else {
             self.par_update(kf, op, filter, keys, threads, refused)

@@ -141,7 +141,13 @@ pub(crate) fn update(
     let mut start = 0;
     while start < n {
         let len = (n - start).min(plan.round_keys);
-        scratch.scatter(probe, plan, keys.slice(start..start + len), remove, parallel);
+        scratch.scatter(
+            probe,
+            plan,
+            keys.slice(start..start + len),
+            remove,
+            parallel,
+        );
         let producers = len.div_ceil(plan.task_keys);
         let scatters = &scratch.scatters[..producers];
         // Each partition's keys, and for deletes where its refusal bits start (64-aligned, so
@@ -167,35 +173,39 @@ pub(crate) fn update(
             work.push((p, counts[p], part, a));
             rest = b;
         }
-        let run_part =
-            |(stage, no): &mut (Vec<u64>, Vec<u32>),
-             (p, count, (first, image, counters), bits): (usize, usize, &mut Part<'_>, &mut [u64])|
-             -> u64 {
-                if count == 0 {
-                    return 0;
+        let run_part = |(stage, no): &mut (Vec<u64>, Vec<u32>),
+                        (p, count, (first, image, counters), bits): (
+            usize,
+            usize,
+            &mut Part<'_>,
+            &mut [u64],
+        )|
+         -> u64 {
+            if count == 0 {
+                return 0;
+            }
+            if worth_preloading(count, image.len() + counters.len()) {
+                preload(image);
+                preload(counters);
+            }
+            let (mut at, mut refusals) = (0usize, 0u64);
+            staged(scatters, p, stage, |hashes| {
+                no.clear();
+                // SAFETY: `kf` belongs to an available path (the caller took it from
+                // `kind_fns`); `image` and `counters` are the whole blocks `first ..` of
+                // this filter that this partition owns, cut from its exclusively borrowed
+                // words; the kernel checks each hash's block against that range (every
+                // hash of this partition is in it).
+                unsafe { (kf.counting)(op, params, *first, image, counters, hashes, no) };
+                for &i in no.iter() {
+                    let b = at + i as usize;
+                    bits[b / 64] |= 1 << (b % 64);
                 }
-                if worth_preloading(count, image.len() + counters.len()) {
-                    preload(image);
-                    preload(counters);
-                }
-                let (mut at, mut refusals) = (0usize, 0u64);
-                staged(scatters, p, stage, |hashes| {
-                    no.clear();
-                    // SAFETY: `kf` belongs to an available path (the caller took it from
-                    // `kind_fns`); `image` and `counters` are the whole blocks `first ..` of
-                    // this filter that this partition owns, cut from its exclusively borrowed
-                    // words; the kernel checks each hash's block against that range (every
-                    // hash of this partition is in it).
-                    unsafe { (kf.counting)(op, params, *first, image, counters, hashes, no) };
-                    for &i in no.iter() {
-                        let b = at + i as usize;
-                        bits[b / 64] |= 1 << (b % 64);
-                    }
-                    refusals += no.len() as u64;
-                    at += hashes.len();
-                });
-                refusals
-            };
+                refusals += no.len() as u64;
+                at += hashes.len();
+            });
+            refusals
+        };
         let refusals: u64 = if parallel {
             work.into_par_iter()
                 .map_init(|| (Vec::with_capacity(STAGE), Vec::new()), run_part)

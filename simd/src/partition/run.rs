@@ -136,7 +136,12 @@ impl Scratch {
 
 /// Calls `f` on the hashes of partition `p` of every producer in order, in runs of at most
 /// [`STAGE`] hashes copied into `stage`; every run but the last is exactly [`STAGE`] long.
-pub(super) fn staged(scatters: &[Scatter], p: usize, stage: &mut Vec<u64>, mut f: impl FnMut(&[u64])) {
+pub(super) fn staged(
+    scatters: &[Scatter],
+    p: usize,
+    stage: &mut Vec<u64>,
+    mut f: impl FnMut(&[u64]),
+) {
     stage.clear();
     for s in scatters {
         s.for_each_run(p, |mut run| {
