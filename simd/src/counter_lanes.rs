@@ -294,6 +294,11 @@ mod x86 {
             let one_t = _mm512_loadu_si512(ones.as_ptr().cast());
             let max_t = _mm512_mullo_epi32(one_t, _mm512_set1_epi32(max as i32));
             let mut zeros = 0u32;
+            // 8 lanes of 4 words (8x32, 4-bit counters): the whole block's counters are two
+            // registers, and a delete finds its emptied counters in lane space (below) instead
+            // of packing per-register flags through general registers.
+            let two_regs = regs == 2 && S::LAYOUT.lanes() == 8 && S::LAYOUT.word_bits() == 32;
+            let mut news = [_mm512_setzero_si512(); 2];
             for r in 0..regs {
                 // Word `16r + t` belongs to lane `(16r + t) / Q` at place `(16r + t) mod Q`.
                 let mut lane = [0i32; 16];
@@ -316,16 +321,36 @@ mod x86 {
                 let new = match OP {
                     INC => _mm512_mask_add_epi32(c, below, c, one),
                     DEC => {
-                        let z = _mm512_mask_cmpeq_epi32_mask(sel, cm, one);
-                        zeros |= group_flags(u32::from(z), q) << (16 * r / q);
+                        if !two_regs {
+                            let z = _mm512_mask_cmpeq_epi32_mask(sel, cm, one);
+                            zeros |= group_flags(u32::from(z), q) << (16 * r / q);
+                        }
                         _mm512_mask_sub_epi32(c, below, c, one)
                     }
                     MAX => _mm512_or_si512(c, m),
                     _ => c,
                 };
                 _mm512_storeu_si512(p.cast(), new);
+                if two_regs {
+                    news[r] = new;
+                }
             }
-            if OP == DEC {
+            if OP == DEC && two_regs {
+                // Lane `i`'s counter is word `4i + bit_i / 8` of the two registers, counter
+                // `bit_i mod 8` of it; it emptied iff that counter is now 0 (it was 1: a
+                // saturated counter is never decremented to 0).
+                let lane4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+                let idx = _mm512_add_epi32(lane4, _mm512_srli_epi32::<3>(bits));
+                let words = _mm512_permutex2var_epi32(news[0], idx, news[1]);
+                let m =
+                    _mm512_permutexvar_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(7)), max_t);
+                let emptied = _mm512_mask_testn_epi32_mask(0xFF, words, m);
+                let bit = _mm512_sllv_epi32(_mm512_set1_epi32(1), bits);
+                let clear =
+                    _mm512_castsi512_si256(_mm512_and_si512(bit, _mm512_movm_epi32(emptied)));
+                let p = ib.cast::<__m256i>();
+                _mm256_storeu_si256(p, _mm256_andnot_si256(clear, _mm256_loadu_si256(p)));
+            } else if OP == DEC {
                 clear_image_avx512::<S>(ib, bits, zeros);
             }
         }

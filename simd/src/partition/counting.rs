@@ -32,15 +32,20 @@ use crate::kind_entry::KindFns;
 use crate::Probe;
 
 /// [`PartitionMode::Auto`] partitions a counting update once the image and counters together
-/// are larger than the L2 cache times this (below, they stay in L2 between batches).
-const AUTO_MIN_L2S: u64 = 2;
+/// are larger than the last-level cache divided by this: below, the direct update's prefetched
+/// random lines come from L3 faster than the partitioned passes go (measured on the 2-core EPYC,
+/// 32 MiB L3, one thread, 4-bit counters: a 5 MiB filter 120 M keys/s direct against 92
+/// partitioned with 2^20-key batches; a 20 MiB one 39 against 80, see BENCHMARKS.md) ...
+const AUTO_LLC_DIVISOR: u64 = 2;
 
 /// ... and the batch has at least this many keys ...
 const AUTO_MIN_KEYS: usize = 1 << 14;
 
-/// ... and the image and counters hold at most this many bytes per key of the batch (each
-/// direct update moves at least 3 random cache lines, 192 bytes; a partitioned one reads the
-/// storage once per round, about `storage / n` bytes per key, sequentially).
+/// ... and the image and counters hold at most this many bytes per key of the batch: a
+/// partitioned update reads the storage once per round (about `storage / n` bytes per key,
+/// sequentially), a direct one at least 3 random cache lines per key. Measured break-even: about
+/// 320 bytes per key (80 MiB of storage: 2^18-key batches ran at 25 M keys/s either way, 2^17
+/// at 25 direct and 22 partitioned, 2^20 at 23 direct and 63 partitioned).
 const AUTO_MAX_BYTES_PER_KEY: u64 = 256;
 
 /// The bytes of a counting filter's image and counters per image byte (`1 + c`).
@@ -57,7 +62,7 @@ impl Partitioning {
             PartitionMode::Direct => false,
             PartitionMode::Partitioned => n > 0,
             PartitionMode::Auto => {
-                storage > self.caches.l2 as u64 * AUTO_MIN_L2S
+                storage > self.caches.llc as u64 / AUTO_LLC_DIVISOR
                     && n >= AUTO_MIN_KEYS
                     && storage <= (n as u64).saturating_mul(AUTO_MAX_BYTES_PER_KEY)
             }
