@@ -33,9 +33,9 @@ use crate::Probe;
 
 /// [`PartitionMode::Auto`] partitions a counting update once the image and counters together
 /// are larger than the last-level cache divided by this: below, the direct update's prefetched
-/// random lines come from L3 faster than the partitioned passes go (measured on the 2-core EPYC,
-/// 32 MiB L3, one thread, 4-bit counters: a 5 MiB filter 120 M keys/s direct against 92
-/// partitioned with 2^20-key batches; a 20 MiB one 39 against 80, see BENCHMARKS.md) ...
+/// random lines come from L3 faster than the partitioned passes go. Measured on the 2-core EPYC
+/// (32 MiB L3), one thread, 4-bit counters, M keys/s direct / partitioned: 5 MiB of storage with
+/// 2^20-key batches 167 / 100; 20 MiB with 2^18 keys 68 / 72, with 2^20 keys 63 / 87 ...
 const AUTO_LLC_DIVISOR: u64 = 2;
 
 /// ... and the batch has at least this many keys ...
@@ -43,10 +43,10 @@ const AUTO_MIN_KEYS: usize = 1 << 14;
 
 /// ... and the image and counters hold at most this many bytes per key of the batch: a
 /// partitioned update reads the storage once per round (about `storage / n` bytes per key,
-/// sequentially), a direct one at least 3 random cache lines per key. Measured break-even: about
-/// 320 bytes per key (80 MiB of storage: 2^18-key batches ran at 25 M keys/s either way, 2^17
-/// at 25 direct and 22 partitioned, 2^20 at 23 direct and 63 partitioned).
-const AUTO_MAX_BYTES_PER_KEY: u64 = 256;
+/// sequentially), a direct one 3 random cache lines per key. 80 MiB of storage: 2^17-key
+/// batches (640 bytes per key) 47 / 24, 2^18 (320) 37 / 26, 2^19 (160) 39 / 50, 2^20 (80) 36 /
+/// 62; 40 MiB with 2^19 keys (80) 53 / 73.
+const AUTO_MAX_BYTES_PER_KEY: u64 = 160;
 
 /// The bytes of a counting filter's image and counters per image byte (`1 + c`).
 fn storage_factor(p: &Params) -> u64 {
@@ -268,5 +268,70 @@ fn gather_refusals(
             .zip(ids.chunks(task))
             .enumerate()
             .for_each(run);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CacheSizes;
+    use bloomlanes_core::{CounterBits, Layout};
+
+    #[test]
+    fn auto_partitions_large_filters_with_large_batches_only() {
+        let part = Partitioning {
+            caches: CacheSizes {
+                l2: 1 << 20,
+                llc: 32 << 20,
+            },
+            ..Partitioning::default()
+        };
+        // Image bytes / 32 blocks of 8x32; 4-bit storage is 5× the image.
+        let params = |image: u64| {
+            Params::new(Layout::L8x32, (image / 32) as u32).with_kind(FilterKind::Counting {
+                counter_bits: CounterBits::Four,
+            })
+        };
+        let (mib, n) = (1u64 << 20, 1usize << 20);
+        assert!(!part.partitions_counting(&params(mib), n), "5 MiB: in L3");
+        assert!(
+            part.partitions_counting(&params(4 * mib), n),
+            "20 MiB, 20 B per key"
+        );
+        assert!(
+            part.partitions_counting(&params(16 * mib), n / 2),
+            "80 MiB, 160 B per key"
+        );
+        assert!(
+            !part.partitions_counting(&params(16 * mib), n / 4),
+            "80 MiB, 320 B per key"
+        );
+        assert!(!part.partitions_counting(&params(16 * mib), AUTO_MIN_KEYS - 1));
+        let forced = Partitioning {
+            mode: PartitionMode::Partitioned,
+            ..part
+        };
+        assert!(forced.partitions_counting(&params(mib), 1));
+        assert!(!forced.partitions_counting(&params(mib), 0));
+        let direct = Partitioning {
+            mode: PartitionMode::Direct,
+            ..part
+        };
+        assert!(!direct.partitions_counting(&params(16 * mib), n));
+    }
+
+    #[test]
+    fn counting_slices_hold_image_and_counters() {
+        let part = Partitioning {
+            slice_bytes: 160 << 10,
+            ..Partitioning::default()
+        };
+        let p = Params::new(Layout::L8x32, 1 << 16).with_kind(FilterKind::Counting {
+            counter_bits: CounterBits::Four,
+        });
+        // 160 KiB of image and counters = 32 KiB of image = 1024 blocks.
+        let plan = part.counting_plan(&p, 1 << 20, 1, 1);
+        assert_eq!(plan.blocks_per_part, 1024);
+        assert_eq!(plan.parts, 64);
     }
 }
