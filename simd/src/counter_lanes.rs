@@ -311,8 +311,22 @@ mod x86 {
                 let base = _mm512_loadu_si512(base.as_ptr().cast());
                 let idx = _mm512_sub_epi32(_mm512_permutexvar_epi32(lane, bits), base);
                 let sel = _mm512_cmplt_epu32_mask(idx, _mm512_set1_epi32(per as i32));
-                let one = _mm512_maskz_permutexvar_epi32(sel, idx, one_t);
-                let m = _mm512_maskz_permutexvar_epi32(sel, idx, max_t);
+                let (one, m) = if S::LAYOUT.word_bits() == 32 {
+                    // `idx mod 32` is below `per` only for the selected word (`bit < 32`, so
+                    // `idx` lies in `-32 + per .. 32`): a two-table lookup with zeros past the
+                    // table selects on its own (the compare above is then unused but by deletes
+                    // of other shapes).
+                    let zero = _mm512_setzero_si512();
+                    (
+                        _mm512_permutex2var_epi32(one_t, idx, zero),
+                        _mm512_permutex2var_epi32(max_t, idx, zero),
+                    )
+                } else {
+                    (
+                        _mm512_maskz_permutexvar_epi32(sel, idx, one_t),
+                        _mm512_maskz_permutexvar_epi32(sel, idx, max_t),
+                    )
+                };
                 let p = cb.add(16 * r);
                 let c = _mm512_loadu_si512(p.cast());
                 let cm = _mm512_and_si512(c, m);
