@@ -36,6 +36,23 @@ const fn place<const C: u32>(k: u32) -> (usize, u32) {
 
 /// One ISA's update of a key's counters.
 pub(crate) trait CounterIsa: Isa {
+    /// A counting insert into one block: the key's bits set in the image block at `ib` (as
+    /// [`crate::vector::insert`]), then [`CounterIsa::lanes`] with [`INC`] on its counters.
+    ///
+    /// # Safety
+    /// As [`CounterIsa::lanes`].
+    #[inline(always)]
+    unsafe fn insert_counting<S: Shape, const C: u32>(ib: *mut u32, cb: *mut u32, h: u64)
+    where
+        Self: Sized,
+    {
+        // SAFETY: the image block at `ib` is ours and the CPU supports the ISA (caller).
+        unsafe {
+            crate::vector::insert::<Self, S>(ib, h);
+            Self::lanes::<S, C, INC>(ib, cb, h as u32)
+        }
+    }
+
     /// Applies `OP` ([`INC`], [`DEC`] or [`MAX`]) to the `L` counters (`C` bits each) that `h`
     /// (the low 32 bits of the key's hash) picks in the block whose counters start at `cb`; for
     /// `DEC`, clears the bit of every counter that reaches 0 in the block's image at `ib`.
@@ -90,6 +107,9 @@ mod x86 {
 
     use super::{CounterIsa, DEC, INC, MAX};
     use crate::arch::x86_64::avx2::{lane_indices, Avx2};
+
+    /// [`INC`] that also sets the key's bits in the image block (32-bit image words only).
+    const INC_IMAGE: u8 = 3;
     use crate::arch::x86_64::avx512::Avx512;
     use crate::shape::Shape;
 
@@ -333,7 +353,7 @@ mod x86 {
                 // Unselected words have `m = 0`, so `cm == m` there: never below.
                 let below = _mm512_cmpneq_epi32_mask(cm, m);
                 let new = match OP {
-                    INC => _mm512_mask_add_epi32(c, below, c, one),
+                    INC | INC_IMAGE => _mm512_mask_add_epi32(c, below, c, one),
                     DEC => {
                         if !two_regs {
                             let z = _mm512_mask_cmpeq_epi32_mask(sel, cm, one);
@@ -347,6 +367,19 @@ mod x86 {
                 _mm512_storeu_si512(p.cast(), new);
                 if two_regs {
                     news[r] = new;
+                }
+            }
+            if OP == INC_IMAGE {
+                // 32-bit image words, one per lane: word `i` gets bit `bit_i` (8 lanes: the low
+                // half of the register; the block is 32 bytes).
+                let bit = _mm512_sllv_epi32(_mm512_set1_epi32(1), bits);
+                if S::LAYOUT.lanes() == 8 {
+                    let p = ib.cast::<__m256i>();
+                    let img = _mm256_or_si256(_mm256_loadu_si256(p), _mm512_castsi512_si256(bit));
+                    _mm256_storeu_si256(p, img);
+                } else {
+                    let img = _mm512_or_si512(_mm512_loadu_si512(ib.cast()), bit);
+                    _mm512_storeu_si512(ib.cast(), img);
                 }
             }
             if OP == DEC && two_regs {
@@ -412,6 +445,20 @@ mod x86 {
         unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
             // SAFETY: the caller's contract (AVX-512F is part of this ISA).
             unsafe { lanes_avx512::<S, C, OP>(ib, cb, h) }
+        }
+
+        #[inline(always)]
+        unsafe fn insert_counting<S: Shape, const C: u32>(ib: *mut u32, cb: *mut u32, h: u64) {
+            // SAFETY: the caller's contract (AVX-512F is part of this ISA).
+            unsafe {
+                if S::LAYOUT.word_bits() == 32 {
+                    // The image bits come from the lane bit indices the counters use.
+                    lanes_avx512::<S, C, INC_IMAGE>(ib, cb, h as u32)
+                } else {
+                    crate::vector::insert::<Self, S>(ib, h);
+                    lanes_avx512::<S, C, INC>(ib, cb, h as u32)
+                }
+            }
         }
     }
 }

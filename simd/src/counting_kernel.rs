@@ -83,10 +83,7 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
                     refused.push(i);
                 }
             }
-            _ => {
-                vector::insert::<I, S>(ib, h);
-                I::lanes::<S, C, OP>(ib, cb, h as u32);
-            }
+            _ => I::insert_counting::<S, C>(ib, cb, h),
         }
     }
 }
