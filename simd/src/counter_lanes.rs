@@ -12,7 +12,13 @@
 //! register), broadcast each word's lane bit index to it with one permute, and update the
 //! counter of the words the key touches under a mask (shift out, compare with the maximum, add
 //! or subtract one shifted back in). That is a fixed, branch-free sequence of about 12
-//! instructions per register: 2 registers for 8x32 with 4-bit counters. Gathers were tried
+//! instructions per register: 2 registers for 8x32 with 4-bit counters. AVX-512 avoids the
+//! variable shifts (AMD's double-pumped AVX-512 has few shift units): each word's counter index
+//! relative to the word selects it and looks up its one-hot and all-ones values in 16-entry
+//! tables (`vpermd`, or one `vpermt2d` that selects on its own for 32-bit lanes), 9 instructions
+//! per register; its inserts set the image bits from the same lane bit indices, and its 8x32
+//! 4-bit deletes find the emptied counters in lane space with one `vpermt2d` of the two updated
+//! registers (measured in L2 on the 2-core EPYC: inserts 170 → 230 M keys/s, deletes 94 → 155). Gathers were tried
 //! first and measured 6× slower than the scalar lanes on the reference machine (AMD EPYC).
 
 use bloomlanes_core::lane_bit;

@@ -50,7 +50,10 @@ impl Probe {
     /// the maximum) for a stable one, exactly as the core's key-by-key
     /// [`CountingMut::insert_hash`] or [`CountingMut::stable_insert_hash`]. The image blocks
     /// and counter blocks (and a stable filter's decremented cells) of upcoming keys are
-    /// prefetched.
+    /// prefetched. Counting inserts of large batches into filters beyond the caches are
+    /// partitioned by filter region when the probe's [`crate::Partitioning`] says so (its
+    /// automatic mode: image and counters over half the last-level cache and at most 160 bytes
+    /// of them per key of the batch); the words end the same either way.
     pub fn insert_counting(&self, mut filter: CountingMut<'_>, keys: Keys<'_>) {
         let p = *filter.params();
         let Some(kf) = kind_fns(self.path) else {
@@ -95,7 +98,8 @@ impl Probe {
     /// Deletes every key from a counting filter, in order, exactly as the core's key-by-key
     /// [`CountingMut::remove_hash`]: a key whose counters are not all positive (at its turn:
     /// an earlier delete of the same batch may have emptied them) is refused and changes
-    /// nothing; the others decrement their non-saturated counters. Bit `i % 64` of
+    /// nothing; the others decrement their non-saturated counters. Partitioned as
+    /// [`Probe::insert_counting`] is, with the same result. Bit `i % 64` of
     /// `refused[i / 64]` is set for each refused key and cleared for the others; the result is
     /// the number of refused keys.
     ///
@@ -156,7 +160,8 @@ impl Probe {
     }
 
     /// [`Probe::insert_counting`] on every core (rayon's current pool) for a counting filter,
-    /// leaving exactly the words of the sequential insert: the blocks are split into one
+    /// leaving exactly the words of the sequential insert: partitioned (a few partitions per
+    /// thread) where the sequential insert would be, else the blocks are split into one
     /// range per thread and each range's task applies, in input order, the keys that fall into
     /// it (increments of different blocks are independent). Stable filters (whose inserts
     /// decrement cells anywhere), one-thread pools, the scalar path and batches under
