@@ -371,8 +371,8 @@ mod x86 {
                     _ => c,
                 };
                 _mm512_storeu_si512(p.cast(), new);
-                if two_regs {
-                    news[r] = new;
+                if let Some(slot) = news.get_mut(r).filter(|_| two_regs) {
+                    *slot = new;
                 }
             }
             if OP == INC_IMAGE {

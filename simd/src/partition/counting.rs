@@ -121,6 +121,7 @@ fn parts<'w>(
 /// input order (see the module documentation). For deletes, bit `i % 64` of `refused[i / 64]`
 /// is set for each refused key and cleared for the others (`refused` is one bit per key); the
 /// result is the number of refused keys (0 for inserts).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
     probe: &Probe,
     kf: &KindFns,
