@@ -320,11 +320,12 @@ mod x86 {
             let one_t = _mm512_loadu_si512(ones.as_ptr().cast());
             let max_t = _mm512_mullo_epi32(one_t, _mm512_set1_epi32(max as i32));
             let mut zeros = 0u32;
-            // 8 lanes of 4 words (8x32, 4-bit counters): the whole block's counters are two
-            // registers, and a delete finds its emptied counters in lane space (below) instead
-            // of packing per-register flags through general registers.
-            let two_regs = regs == 2 && S::LAYOUT.lanes() == 8 && S::LAYOUT.word_bits() == 32;
-            let mut news = [_mm512_setzero_si512(); 2];
+            // 8 lanes of `Q` = 4 or 8 words (8x32, 4- or 8-bit counters): the whole block's
+            // counters are two or four registers, and a delete finds its emptied counters in
+            // lane space (below) instead of packing per-register flags through general
+            // registers.
+            let two_regs = S::LAYOUT.lanes() == 8 && S::LAYOUT.word_bits() == 32 && regs <= 4;
+            let mut news = [_mm512_setzero_si512(); 4];
             for r in 0..regs {
                 // Word `16r + t` belongs to lane `(16r + t) / Q` at place `(16r + t) mod Q`.
                 let mut lane = [0i32; 16];
@@ -389,14 +390,28 @@ mod x86 {
                 }
             }
             if OP == DEC && two_regs {
-                // Lane `i`'s counter is word `4i + bit_i / 8` of the two registers, counter
-                // `bit_i mod 8` of it; it emptied iff that counter is now 0 (it was 1: a
-                // saturated counter is never decremented to 0).
-                let lane4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
-                let idx = _mm512_add_epi32(lane4, _mm512_srli_epi32::<3>(bits));
-                let words = _mm512_permutex2var_epi32(news[0], idx, news[1]);
-                let m =
-                    _mm512_permutexvar_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(7)), max_t);
+                // Lane `i`'s counter is word `Q·i + bit_i / per` of the registers, counter
+                // `bit_i mod per` of it; it emptied iff that counter is now 0 (it was 1: a
+                // saturated counter is never decremented to 0). With Q = 8, lanes 0–3 lie in
+                // registers 0–1 and lanes 4–7 in registers 2–3 (the lookup takes the index
+                // modulo 32).
+                let lane_q = _mm512_mullo_epi32(
+                    _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0),
+                    _mm512_set1_epi32(q as i32),
+                );
+                let idx = _mm512_add_epi32(
+                    lane_q,
+                    _mm512_srl_epi32(bits, _mm_cvtsi32_si128(per.trailing_zeros() as i32)),
+                );
+                let mut words = _mm512_permutex2var_epi32(news[0], idx, news[1]);
+                if regs == 4 {
+                    let high = _mm512_permutex2var_epi32(news[2], idx, news[3]);
+                    words = _mm512_mask_blend_epi32(0xF0, words, high);
+                }
+                let m = _mm512_permutexvar_epi32(
+                    _mm512_and_si512(bits, _mm512_set1_epi32(per as i32 - 1)),
+                    max_t,
+                );
                 let emptied = _mm512_mask_testn_epi32_mask(0xFF, words, m);
                 let bit = _mm512_sllv_epi32(_mm512_set1_epi32(1), bits);
                 let clear =
