@@ -15,7 +15,8 @@
 //!
 //! Environment: `BLOOMLANES_BENCH_SIZES` (default `64K,1M,16M`), `BLOOMLANES_BENCH_CLOCK`
 //! (`wall` or `thread-cpu`, as in the `cpu` bench: only the `/1t` rows mean anything under
-//! `thread-cpu`).
+//! `thread-cpu`), `BLOOMLANES_BENCH_COUNTING_BATCH` (keys per call of the `counting` group,
+//! default 65536: larger batches let the partitioned counting paths pay for large filters).
 //!
 //! `cargo bench -p bloomlanes-benches --bench kinds` (filter with a criterion regex as usual).
 
@@ -111,6 +112,14 @@ fn timed<S: ?Sized>(
     total
 }
 
+/// Keys per call of the `counting` group (`BLOOMLANES_BENCH_COUNTING_BATCH`, default [`BATCH`]).
+fn counting_batch() -> usize {
+    std::env::var("BLOOMLANES_BENCH_COUNTING_BATCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(BATCH)
+}
+
 fn counting_filter(blocks: u32, bits: CounterBits) -> CountingFilter {
     CountingFilter::counting(Params::new(LAYOUT, blocks), bits)
 }
@@ -125,7 +134,8 @@ fn bench_counting<M: Measurement<Value = Duration>>(
     let blocks = (bytes / LAYOUT.block_bytes()) as u32;
     let n_keys = bytes * 8 / BITS_PER_KEY;
     let inserted = random(n_keys, 1);
-    let absent = random(BATCH, 2);
+    let batch = counting_batch();
+    let absent = random(batch, 2);
     let present: Vec<u64> = absent
         .iter()
         .map(|&r| inserted[(r % n_keys as u64) as usize])
@@ -161,9 +171,9 @@ fn bench_counting<M: Measurement<Value = Duration>>(
     );
 
     let mut g = c.benchmark_group(format!("counting/{label}"));
-    g.throughput(Throughput::Elements(BATCH as u64));
+    g.throughput(Throughput::Elements(batch as u64));
     let keys = Keys::U64(&absent);
-    let mut refused = vec![0u64; BATCH.div_ceil(64)];
+    let mut refused = vec![0u64; batch.div_ceil(64)];
     // Inserts of keys not yet present; each timed insert is undone by a delete.
     g.bench_function("static/insert/1t", |b| {
         b.iter(|| probe.insert(st.as_view_mut(), keys))
@@ -180,8 +190,11 @@ fn bench_counting<M: Measurement<Value = Duration>>(
                     iters,
                     &mut *f,
                     |f| probe.insert_counting(f.as_view_mut(), keys),
+                    // Undone on this thread: the filter's lines stay in this core's caches,
+                    // as after the static insert (undone on all cores, the timed insert
+                    // would first pull its lines back from the other core's caches).
                     |f| {
-                        probe.par_remove_counting(f.as_view_mut(), keys, r).unwrap();
+                        probe.remove_counting(f.as_view_mut(), keys, r).unwrap();
                     },
                 )
             })
@@ -212,7 +225,7 @@ fn bench_counting<M: Measurement<Value = Duration>>(
                         let n = probe.remove_counting(f.as_view_mut(), keys, r).unwrap();
                         assert_eq!(n, 0);
                     },
-                    |f| probe.par_insert_counting(f.as_view_mut(), keys),
+                    |f| probe.insert_counting(f.as_view_mut(), keys),
                 )
             })
         });
@@ -232,7 +245,7 @@ fn bench_counting<M: Measurement<Value = Duration>>(
         });
         probe.par_remove_counting(f.as_view_mut(), keys, r).unwrap();
     }
-    let mut out = vec![0u8; BATCH];
+    let mut out = vec![0u8; batch];
     for (kind, k) in [("present", &present), ("absent", &absent)] {
         let k = Keys::U64(k);
         g.bench_function(BenchmarkId::new("static/lookup/1t", kind), |b| {

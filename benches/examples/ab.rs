@@ -1,7 +1,9 @@
 //! Quick A/B micro-measurements (not criterion): `cargo run --release -p bloomlanes-benches
 //! --example ab -- <op> <size> [reps]`, op one of `contains`, `bitmap`, `positions`, `sbbf`,
 //! `sol` (the speed-of-light reference of the `cpu` bench), `insert`, `par_insert`,
-//! `par_contains`, `par_bitmap`, `par_ranges` (`AB_RANGES` ranges), `hash`; prints the median
+//! `par_contains`, `par_bitmap`, `par_ranges` (`AB_RANGES` ranges), `hash`, and the counting
+//! filter's `cinsert`, `cremove`, `par_cinsert`, `par_cremove` (`AB_BITS=8` for 8-bit counters;
+//! SIZE is the image's bytes; each timed call is undone by an untimed one); prints the median
 //! and the best of `reps` runs in M keys/s.
 //!
 //! Environment: `AB_BATCH` keys per call (default 2^18; `AB_CALLS` calls per run, default 4),
@@ -14,7 +16,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
+use bloomlanes_core::{xxh64_u64, CounterBits, CountingFilter, Filter, Keys, Layout, Params};
 use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -133,9 +135,23 @@ fn main() {
     let keys: Vec<u64> = (0..batch).map(|_| splitmix(&mut state)).collect();
     let blocks = (bytes / Layout::L8x32.block_bytes()) as u32;
     let mut f = Filter::new(Params::new(Layout::L8x32, blocks));
-    if op != "sol" {
+    let counting = op.contains("cinsert") || op.contains("cremove");
+    if op != "sol" && !counting {
         probe.par_insert(f.as_view_mut(), Keys::U64(&inserted));
     }
+    let bits8 = std::env::var("AB_BITS").as_deref() == Ok("8");
+    let mut cf = CountingFilter::counting(
+        Params::new(Layout::L8x32, if counting { blocks } else { 1 }),
+        if bits8 {
+            CounterBits::Eight
+        } else {
+            CounterBits::Four
+        },
+    );
+    if counting {
+        probe.par_insert_counting(cf.as_view_mut(), Keys::U64(&inserted));
+    }
+    let mut refused = vec![0u64; batch.div_ceil(64)];
     let sol_buf: Vec<u64> = if op == "sol" {
         (0..bytes / 8).map(|i| i as u64).collect()
     } else {
@@ -166,6 +182,49 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
     for _ in 0..reps {
+        if counting {
+            // Each timed counting call is undone by an untimed one.
+            let mut total = 0.0;
+            for _ in 0..calls {
+                let (t, c) = (Instant::now(), thread_cpu_time_if(cpu_clock));
+                match op {
+                    "cinsert" => probe.insert_counting(cf.as_view_mut(), batch_keys),
+                    "par_cinsert" => probe.par_insert_counting(cf.as_view_mut(), batch_keys),
+                    "cremove" => {
+                        probe.insert_counting(cf.as_view_mut(), batch_keys);
+                        let (t, c) = (Instant::now(), thread_cpu_time_if(cpu_clock));
+                        let n = probe
+                            .remove_counting(cf.as_view_mut(), batch_keys, &mut refused)
+                            .unwrap();
+                        assert_eq!(n, 0);
+                        total += elapsed(cpu_clock, t, c);
+                        continue;
+                    }
+                    "par_cremove" => {
+                        probe.par_insert_counting(cf.as_view_mut(), batch_keys);
+                        let (t, c) = (Instant::now(), thread_cpu_time_if(cpu_clock));
+                        let n = probe
+                            .par_remove_counting(cf.as_view_mut(), batch_keys, &mut refused)
+                            .unwrap();
+                        assert_eq!(n, 0);
+                        total += elapsed(cpu_clock, t, c);
+                        continue;
+                    }
+                    _ => panic!("unknown op {op}"),
+                }
+                total += elapsed(cpu_clock, t, c);
+                // Undone on the thread that ran the op (the one-thread ops): the filter's lines
+                // stay in that core's caches, as after a static insert.
+                if op.starts_with("par_") {
+                    probe.par_remove_counting(cf.as_view_mut(), batch_keys, &mut refused)
+                } else {
+                    probe.remove_counting(cf.as_view_mut(), batch_keys, &mut refused)
+                }
+                .unwrap();
+            }
+            times.push(total);
+            continue;
+        }
         let (t, c) = (Instant::now(), thread_cpu_time_if(cpu_clock));
         for _ in 0..calls {
             match op {
@@ -210,6 +269,15 @@ fn main() {
         (calls * batch) as f64 / med / 1e6,
         (calls * batch) as f64 / times[0] / 1e6
     );
+}
+
+/// Seconds since `t` (wall) or `c` (thread CPU time, if `cpu`).
+fn elapsed(cpu: bool, t: Instant, c: Duration) -> f64 {
+    if cpu {
+        (thread_cpu_time() - c).as_secs_f64()
+    } else {
+        t.elapsed().as_secs_f64()
+    }
 }
 
 fn thread_cpu_time_if(on: bool) -> Duration {

@@ -30,6 +30,9 @@ use crate::counter_lanes::{DEC, INC};
 use crate::kind_entry::{hash_into, kind_fns, KindFns, CHUNK, PAR_CHUNK};
 use crate::Probe;
 
+/// Partitions per thread of a partitioned all-core counting update (evens out the load).
+const PARTS_PER_THREAD: usize = 4;
+
 /// Sets bit `i` of a bitmap.
 fn set_bit(bits: &mut [u64], i: usize) {
     bits[i / 64] |= 1 << (i % 64);
@@ -47,7 +50,10 @@ impl Probe {
     /// the maximum) for a stable one, exactly as the core's key-by-key
     /// [`CountingMut::insert_hash`] or [`CountingMut::stable_insert_hash`]. The image blocks
     /// and counter blocks (and a stable filter's decremented cells) of upcoming keys are
-    /// prefetched.
+    /// prefetched. Counting inserts of large batches into filters beyond the caches are
+    /// partitioned by filter region when the probe's [`crate::Partitioning`] says so (its
+    /// automatic mode: image and counters over half the last-level cache and at most 160 bytes
+    /// of them per key of the batch); the words end the same either way.
     pub fn insert_counting(&self, mut filter: CountingMut<'_>, keys: Keys<'_>) {
         let p = *filter.params();
         let Some(kf) = kind_fns(self.path) else {
@@ -62,6 +68,13 @@ impl Probe {
             }
             return;
         };
+        if matches!(p.kind, FilterKind::Counting { .. })
+            && self.partitioning.partitions_counting(&p, keys.len())
+        {
+            let plan = self.partitioning.counting_plan(&p, keys.len(), 1, 1);
+            crate::partition::counting_update(self, kf, INC, &plan, filter, keys, &mut [], false);
+            return;
+        }
         let mut buf = vec![0u64; CHUNK.min(keys.len())];
         let mut refused = Vec::new();
         let (image, counters) = filter.parts_mut();
@@ -85,7 +98,8 @@ impl Probe {
     /// Deletes every key from a counting filter, in order, exactly as the core's key-by-key
     /// [`CountingMut::remove_hash`]: a key whose counters are not all positive (at its turn:
     /// an earlier delete of the same batch may have emptied them) is refused and changes
-    /// nothing; the others decrement their non-saturated counters. Bit `i % 64` of
+    /// nothing; the others decrement their non-saturated counters. Partitioned as
+    /// [`Probe::insert_counting`] is, with the same result. Bit `i % 64` of
     /// `refused[i / 64]` is set for each refused key and cleared for the others; the result is
     /// the number of refused keys.
     ///
@@ -120,6 +134,12 @@ impl Probe {
             }
             return Ok(count);
         };
+        if self.partitioning.partitions_counting(&p, keys.len()) {
+            let plan = self.partitioning.counting_plan(&p, keys.len(), 1, 1);
+            return Ok(crate::partition::counting_update(
+                self, kf, DEC, &plan, filter, keys, refused, false,
+            ));
+        }
         let mut buf = vec![0u64; CHUNK.min(keys.len())];
         let mut no = Vec::new();
         let (image, counters) = filter.parts_mut();
@@ -140,7 +160,8 @@ impl Probe {
     }
 
     /// [`Probe::insert_counting`] on every core (rayon's current pool) for a counting filter,
-    /// leaving exactly the words of the sequential insert: the blocks are split into one
+    /// leaving exactly the words of the sequential insert: partitioned (a few partitions per
+    /// thread) where the sequential insert would be, else the blocks are split into one
     /// range per thread and each range's task applies, in input order, the keys that fall into
     /// it (increments of different blocks are independent). Stable filters (whose inserts
     /// decrement cells anywhere), one-thread pools, the scalar path and batches under
@@ -154,7 +175,7 @@ impl Probe {
                     && keys.len() >= crate::PAR_INSERT_MIN_KEYS
                     && matches!(p.kind, FilterKind::Counting { .. }) =>
             {
-                self.par_update(kf, INC, filter, keys, threads, &mut []);
+                self.par_update_auto(kf, INC, filter, keys, threads, &mut []);
             }
             _ => self.insert_counting(filter, keys),
         }
@@ -188,7 +209,7 @@ impl Probe {
                     keys.len().div_ceil(64),
                     "one refused bit per key"
                 );
-                Ok(self.par_update(kf, DEC, filter, keys, threads, refused))
+                Ok(self.par_update_auto(kf, DEC, filter, keys, threads, refused))
             }
             _ => self.remove_counting(filter, keys, refused),
         }
@@ -232,6 +253,86 @@ impl Probe {
             Ok(self.par_update(kf, DEC, filter, keys, ranges, refused))
         } else {
             Ok(self.par_update(kf, INC, filter, keys, ranges, &mut []))
+        }
+    }
+
+    /// A partitioned counting insert or delete (`remove`), always partitioned with this
+    /// probe's [`crate::Partitioning`] sizes (whatever its mode), on every core if `parallel`,
+    /// for tests and tuning; the result and `refused` are as for [`Probe::remove_counting`]
+    /// (`refused` is ignored for inserts). The scalar path runs the sequential reference.
+    ///
+    /// # Errors
+    /// [`RemoveError::Unsupported`] for a filter that is not a counting filter (stable inserts
+    /// are not partitioned).
+    ///
+    /// # Panics
+    /// For deletes, if `refused.len() != keys.len().div_ceil(64)`.
+    pub fn counting_partitioned(
+        &self,
+        filter: CountingMut<'_>,
+        keys: Keys<'_>,
+        remove: bool,
+        refused: &mut [u64],
+        parallel: bool,
+    ) -> Result<u64, RemoveError> {
+        let p = *filter.params();
+        if !matches!(p.kind, FilterKind::Counting { .. }) {
+            return Err(RemoveError::Unsupported);
+        }
+        let Some(kf) = kind_fns(self.path) else {
+            if remove {
+                return self.remove_counting(filter, keys, refused);
+            }
+            self.insert_counting(filter, keys);
+            return Ok(0);
+        };
+        if remove {
+            assert_eq!(
+                refused.len(),
+                keys.len().div_ceil(64),
+                "one refused bit per key"
+            );
+        }
+        let threads = if parallel {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let plan =
+            self.partitioning
+                .counting_plan(&p, keys.len(), threads, threads * PARTS_PER_THREAD);
+        let (op, refused) = if remove {
+            (DEC, refused)
+        } else {
+            (INC, &mut [][..])
+        };
+        Ok(crate::partition::counting_update(
+            self, kf, op, &plan, filter, keys, refused, parallel,
+        ))
+    }
+
+    /// The parallel counting insert or delete: partitioned (a few partitions per thread) when
+    /// the probe's partitioning says so for this batch, else over one block range per thread.
+    fn par_update_auto(
+        &self,
+        kf: &'static KindFns,
+        op: u8,
+        filter: CountingMut<'_>,
+        keys: Keys<'_>,
+        threads: usize,
+        refused: &mut [u64],
+    ) -> u64 {
+        let p = *filter.params();
+        if self.partitioning.partitions_counting(&p, keys.len()) {
+            let plan = self.partitioning.counting_plan(
+                &p,
+                keys.len(),
+                threads,
+                threads * PARTS_PER_THREAD,
+            );
+            crate::partition::counting_update(self, kf, op, &plan, filter, keys, refused, true)
+        } else {
+            self.par_update(kf, op, filter, keys, threads, refused)
         }
     }
 

@@ -83,10 +83,7 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
                     refused.push(i);
                 }
             }
-            _ => {
-                vector::insert::<I, S>(ib, h);
-                I::lanes::<S, C, OP>(ib, cb, h as u32);
-            }
+            _ => I::insert_counting::<S, C>(ib, cb, h),
         }
     }
 }
@@ -112,6 +109,29 @@ unsafe fn update_shaped<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
     let sub = sub as u32;
     let (ip, cp) = (image.as_mut_ptr(), counters.as_mut_ptr());
     let pf = (image.len() + counters.len()) * 4 > PREFETCH_MIN_BYTES;
+    let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
+    // Dense batches (the whole filter, or a partition's own keys; judged by the first keys, a
+    // hint only: every key's range is still tested) skip the ring: one predictable range test
+    // per key, the block of the key `LAG` ahead prefetched.
+    if sub == blocks || hashes.iter().take(GROUP).all(|&h| local(h) < sub) {
+        for (i, &h) in hashes.iter().enumerate() {
+            if pf {
+                if let Some(&a) = hashes.get(i + LAG) {
+                    let b = local(a) as usize;
+                    // A hint: never faults, and the address arithmetic wraps.
+                    prefetch_bytes(ip.wrapping_add(b * per), per * 4);
+                    prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
+                }
+            }
+            let b = local(h);
+            if b < sub {
+                // SAFETY: `b < sub`, and `ip`/`cp` are the exclusively borrowed image and
+                // counters of `sub` blocks; the CPU supports I (caller).
+                unsafe { apply::<I, S, C, OP>(ip, cp, h, b, i as u32, refused) };
+            }
+        }
+        return;
+    }
     // The ring of in-range keys: hash, local block, position in `hashes`.
     let mut ring_h = [0u64; RING];
     let mut ring_b = [0u32; RING];

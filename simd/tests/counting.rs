@@ -8,6 +8,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
+use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
 use common::{pack, paths, splitmix, Batch, Form};
 use proptest::prelude::*;
 
@@ -135,8 +136,68 @@ fn check(
             probe.contains(got.projection(), probed.keys(), &mut hits);
             prop_assert_eq!(&hits, &want_hits, "lookup on {}", p);
         }
+        // Partitioned: one block per partition or a few, several rounds and producers.
+        for (probe, parallel) in partitioned(probe, ins.keys().len().max(del.keys().len())) {
+            let mut got = base.clone();
+            let r =
+                probe.counting_partitioned(got.as_view_mut(), ins.keys(), false, &mut [], parallel);
+            prop_assert_eq!(r, Ok(0));
+            prop_assert!(
+                same(&got, &after_insert),
+                "partitioned insert on {} ({:?}, par {})",
+                p,
+                probe.partitioning(),
+                parallel
+            );
+            let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
+            let n = probe
+                .counting_partitioned(got.as_view_mut(), del.keys(), true, &mut refused, parallel)
+                .unwrap();
+            prop_assert!(
+                same(&got, &want),
+                "partitioned delete on {} ({:?}, par {})",
+                p,
+                probe.partitioning(),
+                parallel
+            );
+            prop_assert_eq!(
+                &refused,
+                &want_refused,
+                "partitioned refused on {} (par {})",
+                p,
+                parallel
+            );
+            let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
+            prop_assert_eq!(n, ones);
+        }
     }
     Ok(())
+}
+
+/// `probe` with partitioning settings that make small batches take several partitions (one
+/// block each, or four), rounds and producers, each sequential and on every core.
+/// Long batches (`keys` over 1000) get the default sizes and 64 KiB slices instead (tiny
+/// rounds of a long batch would take minutes).
+fn partitioned(probe: Probe, keys: usize) -> Vec<(Probe, bool)> {
+    let mut v = Vec::new();
+    let sizes: &[(usize, usize, usize)] = if keys > 1000 {
+        &[(0, 0, 0), (64 << 10, 0, 1 << 14)]
+    } else {
+        &[(1, 128, 64), (4 * 288, 0, 0), (1, 0, 64)]
+    };
+    for &(slice_bytes, round_keys, task_keys) in sizes {
+        let p = probe.with_partitioning(Partitioning {
+            mode: PartitionMode::Partitioned,
+            slice_bytes,
+            round_keys,
+            task_keys,
+            min_part_keys: 0,
+            ..Partitioning::default()
+        });
+        v.push((p, false));
+        v.push((p, true));
+    }
+    v
 }
 
 proptest! {

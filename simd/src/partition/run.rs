@@ -15,7 +15,7 @@ use super::Plan;
 use crate::Probe;
 
 /// Hashes probed or inserted per kernel call in the second pass (32 KiB: stays in L1).
-const STAGE: usize = 4096;
+pub(super) const STAGE: usize = 4096;
 
 /// Where a partitioned lookup writes its answers (the whole batch's).
 pub(crate) enum Out<'a> {
@@ -26,10 +26,10 @@ pub(crate) enum Out<'a> {
 }
 
 /// The scratch of one call, reused by its rounds.
-struct Scratch {
-    scatters: Vec<Scatter>,
-    ids: Vec<u16>,
-    answers: Vec<u64>,
+pub(super) struct Scratch {
+    pub(super) scatters: Vec<Scatter>,
+    pub(super) ids: Vec<u16>,
+    pub(super) answers: Vec<u64>,
 }
 
 /// Scratch kept between calls: memory that was touched once need not be faulted in again
@@ -49,7 +49,7 @@ pub(crate) fn release_scratch() {
 impl Scratch {
     /// A scratch set for `plan` and a batch of `n` keys: the largest kept one, made ready,
     /// or a new one.
-    fn take(plan: &Plan, n: usize, lookup: bool) -> Scratch {
+    pub(super) fn take(plan: &Plan, n: usize, lookup: bool) -> Scratch {
         let kept = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut s = kept.unwrap_or(Scratch {
             scatters: Vec::new(),
@@ -81,7 +81,7 @@ impl Scratch {
     }
 
     /// Keeps the scratch for the next call (the largest [`POOL_KEEP`] sets are kept).
-    fn give_back(self) {
+    pub(super) fn give_back(self) {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         pool.push(self);
         pool.sort_by_key(Scratch::bytes);
@@ -92,7 +92,7 @@ impl Scratch {
 
     /// Scatters the keys of one round (`keys`, at most a round long), producer by producer,
     /// in parallel if `parallel`; lookups also record each key's partition in `ids`.
-    fn scatter(
+    pub(super) fn scatter(
         &mut self,
         probe: &Probe,
         plan: &Plan,
@@ -136,7 +136,12 @@ impl Scratch {
 
 /// Calls `f` on the hashes of partition `p` of every producer in order, in runs of at most
 /// [`STAGE`] hashes copied into `stage`; every run but the last is exactly [`STAGE`] long.
-fn staged(scatters: &[Scatter], p: usize, stage: &mut Vec<u64>, mut f: impl FnMut(&[u64])) {
+pub(super) fn staged(
+    scatters: &[Scatter],
+    p: usize,
+    stage: &mut Vec<u64>,
+    mut f: impl FnMut(&[u64]),
+) {
     stage.clear();
     for s in scatters {
         s.for_each_run(p, |mut run| {
@@ -158,7 +163,7 @@ fn staged(scatters: &[Scatter], p: usize, stage: &mut Vec<u64>, mut f: impl FnMu
 
 /// Reads one word per cache line of `words`, so that the hardware streams the partition's
 /// slice of the filter into the caches at sequential speed before its keys probe it at random.
-fn preload(words: &[u32]) {
+pub(super) fn preload(words: &[u32]) {
     let mut acc = 0u32;
     for w in words.iter().step_by(16) {
         acc ^= *w;
@@ -168,7 +173,7 @@ fn preload(words: &[u32]) {
 
 /// Whether a partition with `keys` keys and a slice of `words` filter words is dense enough to
 /// preload: at least one key per 4 cache lines.
-fn worth_preloading(keys: usize, words: usize) -> bool {
+pub(super) fn worth_preloading(keys: usize, words: usize) -> bool {
     keys * 64 >= words
 }
 
