@@ -252,7 +252,7 @@ fn compare_images(
 ///
 /// With `hdl_keys > 0` and a Verilog simulator installed, a counting filter (the kind the
 /// generated counting pipeline implements) is also run in the RTL, on the first layout only (a
-/// simulation takes seconds): see [`simulate_counting`].
+/// simulation takes seconds): see `simulate_counting` in this file.
 pub fn run(
     keys: &KeySet,
     absent: &[u64],
