@@ -241,35 +241,17 @@ fn gather_refusals(
     refused: &mut [u64],
     parallel: bool,
 ) {
-    let task = plan.task_keys;
-    let producers = len.div_ceil(task);
-    let scatters = &scratch.scatters[..producers];
-    let answers = &scratch.answers[..];
-    let ids = &scratch.ids[..len];
-    let cursors = |j: usize| -> Vec<u64> {
-        (0..plan.parts)
-            .map(|p| {
-                let before: usize = scatters[..j].iter().map(|s| s.count(p)).sum();
-                (part_start[p] + before) as u64
-            })
-            .collect()
-    };
+    let producers = len.div_ceil(plan.task_keys);
     // Rounds and tasks are multiples of 64 keys: whole words.
-    let out = &mut refused[start / 64..(start + len).div_ceil(64)];
-    let run = |(j, (o, ids)): (usize, (&mut [u64], &[u16]))| {
-        super::gather::bits(ids, &mut cursors(j), answers, o)
-    };
-    if parallel {
-        out.par_chunks_mut(task / 64)
-            .zip(ids.par_chunks(task))
-            .enumerate()
-            .for_each(run);
-    } else {
-        out.chunks_mut(task / 64)
-            .zip(ids.chunks(task))
-            .enumerate()
-            .for_each(run);
-    }
+    super::run::gather_bits(
+        plan,
+        &scratch.scatters[..producers],
+        part_start,
+        &scratch.answers,
+        &scratch.ids[..len],
+        &mut refused[start / 64..(start + len).div_ceil(64)],
+        parallel,
+    );
 }
 
 #[cfg(test)]

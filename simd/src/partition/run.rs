@@ -279,14 +279,7 @@ pub(crate) fn contains(
         let answers = &scratch.answers[..];
         let ids = &scratch.ids[..len];
         let task = plan.task_keys;
-        let cursors = |j: usize| -> Vec<u64> {
-            (0..plan.parts)
-                .map(|p| {
-                    let before: usize = scatters[..j].iter().map(|s| s.count(p)).sum();
-                    (part_start[p] + before) as u64
-                })
-                .collect()
-        };
+        let cursors = |j: usize| cursors_of(plan, scatters, part_start.as_slice(), j);
         match &mut out {
             Out::Bytes(o) => {
                 let o = &mut o[start..start + len];
@@ -306,27 +299,58 @@ pub(crate) fn contains(
                 }
             }
             Out::Bits(o) => {
-                // Rounds and tasks are multiples of 64 keys: whole words.
                 let o = &mut o[start / 64..(start + len).div_ceil(64)];
-                let run = |(j, (o, ids)): (usize, (&mut [u64], &[u16]))| {
-                    super::gather::bits(ids, &mut cursors(j), answers, o)
-                };
-                if parallel {
-                    o.par_chunks_mut(task / 64)
-                        .zip(ids.par_chunks(task))
-                        .enumerate()
-                        .for_each(run);
-                } else {
-                    o.chunks_mut(task / 64)
-                        .zip(ids.chunks(task))
-                        .enumerate()
-                        .for_each(run);
-                }
+                gather_bits(plan, scatters, &part_start, answers, ids, o, parallel);
             }
         }
         start += len;
     }
     scratch.give_back();
+}
+
+/// Producer `j`'s first position in each partition of a round's answers: partition `p`'s
+/// answers start at `part_start[p]`, and the earlier producers' keys of `p` come first.
+fn cursors_of(plan: &Plan, scatters: &[Scatter], part_start: &[usize], j: usize) -> Vec<u64> {
+    (0..plan.parts)
+        .map(|p| {
+            let before: usize = scatters[..j].iter().map(|s| s.count(p)).sum();
+            (part_start[p] + before) as u64
+        })
+        .collect()
+}
+
+/// Gathers a round's answer bits (in partition order, see [`cursors_of`]) into input order:
+/// `out` holds the words of the round's `ids.len()` keys (rounds and producers' tasks are
+/// multiples of 64 keys, so each task fills whole words).
+pub(super) fn gather_bits(
+    plan: &Plan,
+    scatters: &[Scatter],
+    part_start: &[usize],
+    answers: &[u64],
+    ids: &[u16],
+    out: &mut [u64],
+    parallel: bool,
+) {
+    let task = plan.task_keys;
+    let run = |(j, (o, ids)): (usize, (&mut [u64], &[u16]))| {
+        super::gather::bits(
+            ids,
+            &mut cursors_of(plan, scatters, part_start, j),
+            answers,
+            o,
+        )
+    };
+    if parallel {
+        out.par_chunks_mut(task / 64)
+            .zip(ids.par_chunks(task))
+            .enumerate()
+            .for_each(run);
+    } else {
+        out.chunks_mut(task / 64)
+            .zip(ids.chunks(task))
+            .enumerate()
+            .for_each(run);
+    }
 }
 
 /// Partitioned insert of every key of `keys`: each partition's slice of the filter is written
