@@ -11,6 +11,31 @@ use crate::filter::{check_keys, PyFilter};
 use crate::input::Part;
 
 impl PyFilter {
+    /// The storage to insert `key_type` keys into on the GPU, with its key type checked (or
+    /// learnt), and the version the device copy must hold to be current: unchanged unless
+    /// learning the key type replaced the storage.
+    #[cfg(feature = "gpu")]
+    fn write_for_gpu(
+        &self,
+        key_type: KeyType,
+    ) -> Result<
+        (
+            std::sync::RwLockWriteGuard<'_, crate::storage::Storage>,
+            u64,
+        ),
+        Error,
+    > {
+        let mut g = self.write_unversioned();
+        let before = g.params();
+        self.check_or_learn(&mut g, key_type)?;
+        let version = if g.params() == before {
+            self.version()
+        } else {
+            self.bump_version()
+        };
+        Ok((g, version))
+    }
+
     /// Inserts the keys of a device array (`backend` auto or gpu).
     pub(crate) fn insert_device_array(
         &self,
@@ -26,17 +51,10 @@ impl PyFilter {
         {
             crate::gpu::ensure_nvrtc(py);
             py.detach(|| {
-                let mut g = self.write_unversioned();
-                let before = g.params();
-                self.check_or_learn(&mut g, key_type)?;
+                let (mut g, version) = self.write_for_gpu(key_type)?;
                 if keys.len == 0 {
                     return Ok(());
                 }
-                let version = if g.params() == before {
-                    self.version()
-                } else {
-                    self.bump_version()
-                };
                 let new_version = self.bump_version();
                 // SAFETY: `keys` came from the `__cuda_array_interface__` of an object the caller
                 // of `insert` holds for the whole call; the driver checks its extent.
@@ -62,14 +80,7 @@ impl PyFilter {
             crate::gpu::ensure_nvrtc(py);
             let keys = backend_keys(parts, key_type)?;
             py.detach(|| {
-                let mut g = self.write_unversioned();
-                let before = g.params();
-                self.check_or_learn(&mut g, key_type)?;
-                let version = if g.params() == before {
-                    self.version()
-                } else {
-                    self.bump_version()
-                };
+                let (mut g, version) = self.write_for_gpu(key_type)?;
                 let new_version = self.bump_version();
                 crate::gpu::insert_host(&self.gpu, &mut g, version, new_version, key_type, &keys)
             })

@@ -286,21 +286,35 @@ impl Cutter for PcapCutter {
         if let Some(f) = fault {
             return Err(capture_error(&self.shown, offset, f));
         }
-        let mut cut = Cut {
+        Ok(capture_cut(
+            &self.shown,
+            "packet record",
+            window,
+            offset,
             len,
-            ..Cut::default()
-        };
-        if eof && len < window.len() {
-            cut.stop = true;
-            cut.warning = Some(format!(
-                "{}: byte offset {}: the last packet record is cut short ({} bytes left); ignored, as tcpdump does",
-                self.shown.display(),
-                offset + len as u64,
-                window.len() - len
-            ));
-        }
-        Ok(cut)
+            eof,
+        ))
     }
+}
+
+/// A capture's cut of `len` bytes of whole records (`what`: "packet record" or "pcapng
+/// block") of `window`; at the end of the input, a cut-short last one stops the input with a
+/// warning naming its byte offset (ignored, as tcpdump does).
+fn capture_cut(shown: &Path, what: &str, window: &[u8], offset: u64, len: usize, eof: bool) -> Cut {
+    let mut cut = Cut {
+        len,
+        ..Cut::default()
+    };
+    if eof && len < window.len() {
+        cut.stop = true;
+        cut.warning = Some(format!(
+            "{}: byte offset {}: the last {what} is cut short ({} bytes left); ignored, as tcpdump does",
+            shown.display(),
+            offset + len as u64,
+            window.len() - len
+        ));
+    }
+    cut
 }
 
 /// pcapng blocks.
@@ -332,20 +346,14 @@ impl Cutter for PcapngCutter {
         if let Some(f) = fault {
             return Err(capture_error(&self.shown, offset, f));
         }
-        let mut cut = Cut {
+        Ok(capture_cut(
+            &self.shown,
+            "pcapng block",
+            window,
+            offset,
             len,
-            ..Cut::default()
-        };
-        if eof && len < window.len() {
-            cut.stop = true;
-            cut.warning = Some(format!(
-                "{}: byte offset {}: the last pcapng block is cut short ({} bytes left); ignored, as tcpdump does",
-                self.shown.display(),
-                offset + len as u64,
-                window.len() - len
-            ));
-        }
-        Ok(cut)
+            eof,
+        ))
     }
 
     fn taken(&mut self, _window: &[u8], _len: usize) {
