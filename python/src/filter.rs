@@ -84,7 +84,8 @@ impl PyFilter {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The storage's version (see `version`).
+    /// The storage's version (see `version`); only the GPU backend reads it.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub(crate) fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }
