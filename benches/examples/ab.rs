@@ -11,12 +11,16 @@
 //! ops only), `AB_FILL`
 //! caps the keys inserted before the run (default 16 Mi), `AB_MODE=direct|partitioned|auto`
 //! sets the probe's partitioning mode (default auto), `AB_SLICE` its slice bytes,
-//! `AB_FORM=hashes` gives the batch as hashes (no hashing in the timed run).
+//! `AB_FORM=hashes` gives the batch as hashes (no hashing in the timed run). `wcontains` looks
+//! keys up in a sliding window over the last `SIZE × 8 / 10` keys at 1 % (`AB_GENS`
+//! generations, default 4; `AB_LAYOUT`, default 8x32), filled to its worst case.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloomlanes_core::{xxh64_u64, CounterBits, CountingFilter, Filter, Keys, Layout, Params};
+use bloomlanes_core::{
+    xxh64_u64, CounterBits, CountingFilter, Filter, Keys, Layout, Params, WindowFilter,
+};
 use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -151,6 +155,28 @@ fn main() {
     if counting {
         probe.par_insert_counting(cf.as_view_mut(), Keys::U64(&inserted));
     }
+    let gens: u16 = std::env::var("AB_GENS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    let w_layout = std::env::var("AB_LAYOUT")
+        .ok()
+        .and_then(|s| Layout::from_name(&s))
+        .unwrap_or(Layout::L8x32);
+    let mut window = WindowFilter::for_keys(
+        if op == "wcontains" { n_keys as u64 } else { 1 },
+        gens,
+        0.01,
+        w_layout,
+    )
+    .unwrap();
+    if op == "wcontains" {
+        let mut state = 3;
+        let stream: Vec<u64> = (0..n_keys + n_keys / usize::from(gens))
+            .map(|_| splitmix(&mut state))
+            .collect();
+        probe.insert_window_filter(&mut window, Keys::U64(&stream));
+    }
     let mut refused = vec![0u64; batch.div_ceil(64)];
     let sol_buf: Vec<u64> = if op == "sol" {
         (0..bytes / 8).map(|i| i as u64).collect()
@@ -229,6 +255,7 @@ fn main() {
         for _ in 0..calls {
             match op {
                 "contains" => probe.contains(f.as_view(), batch_keys, &mut out),
+                "wcontains" => probe.contains_window(&window, batch_keys, &mut out),
                 "bitmap" => probe.contains_bitmap(f.as_view(), batch_keys, &mut bits),
                 "par_bitmap" => probe.par_contains_bitmap(f.as_view(), batch_keys, &mut bits),
                 "positions" => probe.contains_positions(f.as_view(), batch_keys, &mut list),

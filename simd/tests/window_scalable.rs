@@ -124,7 +124,7 @@ proptest! {
         layout in layout(),
         blocks in prop_oneof![Just(1u32), Just(2), 1u32..60],
         seed in any::<u64>(),
-        g in 1u16..6,
+        g in prop_oneof![1u16..6, 6u16..12],
         span in prop_oneof![Just(1u64), 1u64..40, Just(1000)],
         form in form(),
         batches in prop::collection::vec(prop::collection::vec(any::<u64>(), 0..150), 1..5),
