@@ -109,6 +109,23 @@ impl WindowFilter {
         )
     }
 
+    /// A window over the last `window` keys that meets `rate` in the fewest bits: the
+    /// generations and layout of [`math::smallest_window`] over every layout.
+    pub fn smallest_for_keys(window: u64, rate: f64) -> Result<WindowFilter, SizingError> {
+        let shape = math::smallest_window(window, rate, &Layout::ALL)?;
+        let span = window.max(1).div_ceil(u64::from(shape.generations));
+        Ok(
+            WindowFilter::new(Params::new(shape.layout, shape.blocks).with_kind(
+                FilterKind::Window {
+                    generations: shape.generations,
+                    unit: WindowUnit::Keys,
+                    span,
+                },
+            ))
+            .expect("a window kind"),
+        )
+    }
+
     /// The parameters (kind included).
     pub fn params(&self) -> &Params {
         &self.params

@@ -234,6 +234,57 @@ fn window_false_positive_rate_is_within_its_worst_case() {
     );
 }
 
+/// The smallest window meets its rate when measured (worst case: every generation full) and no
+/// shape in its search space (layouts × 1 to MAX_AUTO_GENERATIONS generations) meeting the rate
+/// has fewer bits.
+#[test]
+fn smallest_window_meets_its_rate_in_the_fewest_bits() {
+    let (window, rate) = (30_000u64, 0.001);
+    let w0 = WindowFilter::smallest_for_keys(window, rate).unwrap();
+    let FilterKind::Window {
+        generations: g,
+        span,
+        ..
+    } = w0.params().kind
+    else {
+        panic!()
+    };
+    let (layout, blocks) = (w0.params().layout, w0.params().blocks);
+    let bits = (u64::from(g) + 1) * u64::from(blocks) * layout.block_bits() as u64;
+    for gens in 1..=math::MAX_AUTO_GENERATIONS {
+        let span = window.div_ceil(u64::from(gens));
+        for l in Layout::ALL {
+            let z = math::blocks_for_window_rate(l, span, gens, rate).unwrap();
+            assert!(math::window_false_positive_rate(l, z, span, gens) <= rate);
+            let other = (u64::from(gens) + 1) * u64::from(z) * l.block_bits() as u64;
+            assert!(
+                other >= bits,
+                "{l} with {gens} generations: {other} < {bits} bits"
+            );
+        }
+    }
+    // Fewer bits than the default 4 generations of 8x32 (the search space holds it).
+    let four = WindowFilter::for_keys(window, 4, rate, Layout::L8x32).unwrap();
+    assert!(w0.words().len() < four.words().len());
+    let mut w = w0.clone();
+    for k in 0..span * (u64::from(g) + 1) {
+        w.insert(&k);
+    }
+    assert_eq!(w.state().keys_in_current, span);
+    for k in span..span * (u64::from(g) + 1) {
+        assert!(w.contains(&k), "key {k} of the window lost");
+    }
+    let expected = math::window_false_positive_rate(layout, blocks, span, g);
+    assert!(expected <= rate);
+    let hits = absent_hits(|k| w.contains(&k));
+    within_4_sigma(
+        &format!("smallest window {layout} g={g}"),
+        hits,
+        ABSENT,
+        expected,
+    );
+}
+
 #[test]
 fn time_window_rotates_by_timestamps() {
     let kind = FilterKind::Window {

@@ -202,6 +202,61 @@ fn window_filters_keep_the_last_keys_and_forget_old_ones() {
     assert!(st["expected_fpr"].as_f64().unwrap() <= 0.01);
 }
 
+/// `--generations auto` picks the window shape with the fewest bits for the rate: smaller than
+/// the default 4 generations, still finding the whole window and meeting the rate.
+#[test]
+fn auto_generations_build_the_smallest_window_that_meets_the_rate() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", lines("k", 30000));
+    let last = write(&d, "last.txt", range_lines("k", 20000..30000));
+    let build = |gens: &str, out: &str| {
+        let f = at(&d, out);
+        let v = json(&[
+            "build",
+            s(&keys),
+            "-o",
+            s(&f),
+            "--kind",
+            "window",
+            "--window-keys",
+            "10000",
+            "--generations",
+            gens,
+            "--fpp",
+            "0.001",
+        ]);
+        (f, v)
+    };
+    let (four, v4) = build("4", "four.blf");
+    let (auto, va) = build("auto", "auto.blf");
+    assert_eq!(v4["kind"]["generations"], 4);
+    let g = va["kind"]["generations"].as_u64().unwrap();
+    assert!(g != 4, "auto picked {g} generations");
+    let size = |f: &std::path::Path| std::fs::metadata(f).unwrap().len();
+    assert!(
+        size(&auto) < size(&four),
+        "auto {} bytes, 4 generations {} bytes",
+        size(&auto),
+        size(&four)
+    );
+    assert_eq!(matches(s(&auto), s(&last)), 10000, "the window is found");
+    assert!(json(&["stats", s(&auto)])["expected_fpr"].as_f64().unwrap() <= 0.001);
+    assert!(fails(
+        &[
+            "build",
+            s(&keys),
+            "--kind",
+            "window",
+            "--window-keys",
+            "10",
+            "--generations",
+            "x"
+        ],
+        2
+    )
+    .contains("auto"));
+}
+
 #[test]
 fn scalable_filters_grow_and_keep_the_rate_under_target() {
     let d = tmp();

@@ -42,8 +42,10 @@ pub enum KindSpec {
     },
     /// A sliding-window filter over the last `window` keys (or nanoseconds).
     Window {
-        /// Generations that make up the window (one more holds the newest keys).
-        generations: u16,
+        /// Generations that make up the window (one more holds the newest keys); `None`: the
+        /// count (and, without a layout, the layout) that meets the rate in the fewest bits
+        /// ([`math::smallest_window`]).
+        generations: Option<u16>,
         /// What `window` counts.
         unit: WindowUnit,
         /// The window: keys, or nanoseconds (a time window is sized for the builder's capacity
@@ -168,28 +170,38 @@ pub fn empty(b: &FilterBuilder, keys: u64) -> Result<AnyFilter> {
         } => {
             refuse_pow2("window")?;
             let rate = rate_of(b, "window")?;
-            if generations == 0 || window == 0 {
+            if generations == Some(0) || window == 0 {
                 return Err(Error::usage(
                     "a window needs at least one generation and a positive span",
                 ));
             }
+            // The keys a window holds: its span in keys, or the capacity of a time window.
+            let keys_per_window = match unit {
+                WindowUnit::Keys => window,
+                WindowUnit::Nanos => b.capacity.ok_or_else(|| {
+                    Error::usage(
+                        "a time window is sized for the keys it holds: give --capacity \
+                         (keys expected per window)",
+                    )
+                })?,
+            };
+            let (layout, generations, blocks) = match generations {
+                Some(generations) => {
+                    let per_generation = keys_per_window.max(1).div_ceil(u64::from(generations));
+                    let per_rate = 1.0 - (1.0 - rate).powf(1.0 / (f64::from(generations) + 1.0));
+                    let layout = layout_for(b, per_generation, per_rate)?;
+                    let blocks =
+                        math::blocks_for_window_rate(layout, per_generation, generations, rate)?;
+                    (layout, generations, blocks)
+                }
+                None => {
+                    let layouts = b.layout.map_or(Layout::ALL.to_vec(), |l| vec![l]);
+                    let s = math::smallest_window(keys_per_window, rate, &layouts)?;
+                    (s.layout, s.generations, s.blocks)
+                }
+            };
             let g = u64::from(generations);
             let span = window.div_ceil(g);
-            let per_generation = match unit {
-                WindowUnit::Keys => span,
-                WindowUnit::Nanos => match b.capacity {
-                    Some(c) => c.max(1).div_ceil(g),
-                    None => {
-                        return Err(Error::usage(
-                            "a time window is sized for the keys it holds: give --capacity \
-                             (keys expected per window)",
-                        ))
-                    }
-                },
-            };
-            let per_rate = 1.0 - (1.0 - rate).powf(1.0 / (g as f64 + 1.0));
-            let layout = layout_for(b, per_generation, per_rate)?;
-            let blocks = math::blocks_for_window_rate(layout, per_generation, generations, rate)?;
             let p = shaped(Params::new(layout, blocks)).with_kind(FilterKind::Window {
                 generations,
                 unit,
@@ -280,7 +292,7 @@ mod tests {
         let AnyFilter::Window(w) = b
             .clone()
             .kind(KindSpec::Window {
-                generations: 4,
+                generations: Some(4),
                 unit: WindowUnit::Keys,
                 window: 1000,
             })
@@ -324,7 +336,7 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("false-positive rate"), "{e}");
         let timed = KindSpec::Window {
-            generations: 2,
+            generations: Some(2),
             unit: WindowUnit::Nanos,
             window: 1_000_000,
         };

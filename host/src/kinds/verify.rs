@@ -28,7 +28,7 @@ pub fn kinds_for(keys: usize) -> Vec<KindSpec> {
             decrements: None,
         },
         KindSpec::Window {
-            generations: 4,
+            generations: Some(4),
             unit: WindowUnit::Keys,
             window: (keys as u64 / 2).max(1),
         },

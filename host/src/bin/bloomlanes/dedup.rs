@@ -176,7 +176,7 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
         return Err(Error::usage("--generations must be at least 1"));
     }
     let spec = KindSpec::Window {
-        generations: a.generations,
+        generations: Some(a.generations),
         unit: if timed {
             WindowUnit::Nanos
         } else {

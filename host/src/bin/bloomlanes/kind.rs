@@ -42,9 +42,11 @@ pub struct KindArgs {
     #[arg(long, value_name = "T")]
     pub window_seconds: Option<f64>,
     /// Generations that make up the window (window filters; one more holds the newest keys).
-    /// More generations follow the window's edge more closely and cost more space [default: 4].
-    #[arg(long, value_name = "G")]
-    pub generations: Option<u16>,
+    /// More generations follow the window's edge more closely; `auto` picks the count (and,
+    /// with --layout auto, the layout) that meets --fpp in the fewest bits, at the cost of more
+    /// blocks read per lookup [default: 4].
+    #[arg(long, value_name = "G|auto", value_parser = parse_generations)]
+    pub generations: Option<Generations>,
     /// Capacity growth factor between stages (scalable filters) [default: 2].
     #[arg(long, value_name = "S")]
     pub growth: Option<u8>,
@@ -52,6 +54,29 @@ pub struct KindArgs {
     /// [default: 0.8].
     #[arg(long, value_name = "R")]
     pub tightening: Option<f64>,
+}
+
+/// A `--generations` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generations {
+    /// This many generations.
+    Count(u16),
+    /// The count with the fewest bits.
+    Auto,
+}
+
+/// Parses `--generations`: a count from 1 to 65535, or `auto`.
+fn parse_generations(s: &str) -> std::result::Result<Generations, String> {
+    if s == "auto" {
+        return Ok(Generations::Auto);
+    }
+    match s.parse::<u16>() {
+        Ok(0) => Err("a window needs at least 1 generation".into()),
+        Ok(g) => Ok(Generations::Count(g)),
+        Err(_) => Err(format!(
+            "`{s}` is not a generation count (1 to 65535) or `auto`"
+        )),
+    }
 }
 
 /// Refuses an option given for a kind it does not apply to.
@@ -124,10 +149,11 @@ impl KindArgs {
                 decrements: self.decrements,
             },
             KindArg::Window => {
-                let generations = self.generations.unwrap_or(4);
-                if generations == 0 {
-                    return Err(Error::usage("--generations must be at least 1"));
-                }
+                let generations = match self.generations {
+                    None => Some(4),
+                    Some(Generations::Count(g)) => Some(g),
+                    Some(Generations::Auto) => None,
+                };
                 let (unit, window) = match (self.window_keys, self.window_seconds) {
                     (Some(0), _) => {
                         return Err(Error::usage("--window-keys must be at least 1"));
