@@ -12,8 +12,9 @@
 //! caps the keys inserted before the run (default 16 Mi), `AB_MODE=direct|partitioned|auto`
 //! sets the probe's partitioning mode (default auto), `AB_SLICE` its slice bytes,
 //! `AB_FORM=hashes` gives the batch as hashes (no hashing in the timed run). `wcontains` looks
-//! keys up in a sliding window over the last `SIZE × 8 / 10` keys at 1 % (`AB_GENS`
-//! generations, default 4; `AB_LAYOUT`, default 8x32), filled to its worst case.
+//! keys up in a sliding window over the last `SIZE × 8 / 10` keys at `AB_RATE` (default 0.01)
+//! with `AB_GENS` generations (default 4; `auto`: the shape with the fewest bits) and
+//! `AB_LAYOUT` (default 8x32), filled to its worst case.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -155,21 +156,29 @@ fn main() {
     if counting {
         probe.par_insert_counting(cf.as_view_mut(), Keys::U64(&inserted));
     }
-    let gens: u16 = std::env::var("AB_GENS")
+    let w_rate: f64 = std::env::var("AB_RATE")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+        .unwrap_or(0.01);
     let w_layout = std::env::var("AB_LAYOUT")
         .ok()
         .and_then(|s| Layout::from_name(&s))
         .unwrap_or(Layout::L8x32);
-    let mut window = WindowFilter::for_keys(
-        if op == "wcontains" { n_keys as u64 } else { 1 },
-        gens,
-        0.01,
-        w_layout,
-    )
-    .unwrap();
+    let window_keys = if op == "wcontains" { n_keys as u64 } else { 1 };
+    let mut window = match std::env::var("AB_GENS").as_deref() {
+        Ok("auto") => WindowFilter::smallest_for_keys(window_keys, w_rate).unwrap(),
+        g => WindowFilter::for_keys(
+            window_keys,
+            g.ok().and_then(|s| s.parse().ok()).unwrap_or(4),
+            w_rate,
+            w_layout,
+        )
+        .unwrap(),
+    };
+    let gens = match window.params().kind {
+        bloomlanes_core::FilterKind::Window { generations, .. } => generations,
+        _ => unreachable!("a window"),
+    };
     if op == "wcontains" {
         let mut state = 3;
         let stream: Vec<u64> = (0..n_keys + n_keys / usize::from(gens))
