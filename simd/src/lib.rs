@@ -238,7 +238,7 @@ pub(crate) struct Fns {
 }
 
 /// Keys per task of the parallel operations (a multiple of 64, so bitmap words never straddle).
-const PAR_CHUNK: usize = 16 * 1024;
+pub(crate) const PAR_CHUNK: usize = 16 * 1024;
 
 /// Views exclusively borrowed words as atomics, for concurrent OR from many threads.
 fn as_atomic(words: &mut [u32]) -> &[AtomicU32] {

@@ -23,8 +23,10 @@
 use bloomlanes_core::window::{generations, window_contains_hash, window_words};
 use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowMut, WindowUnit};
 
+use rayon::prelude::*;
+
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
-use crate::Probe;
+use crate::{Probe, PAR_CHUNK};
 
 /// The window kind's unit and span.
 fn unit_span(p: &Params) -> (WindowUnit, u64) {
@@ -107,6 +109,45 @@ impl Probe {
                 words[i / 64] |= u64::from(b) << (i % 64);
             }
         }
+    }
+
+    /// [`Probe::contains_window`] on every core (rayon's current pool), in chunks of 16 Ki keys.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len()`.
+    pub fn par_contains_window(&self, filter: &WindowFilter, keys: Keys<'_>, out: &mut [u8]) {
+        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        out.par_chunks_mut(PAR_CHUNK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let start = c * PAR_CHUNK;
+                self.contains_window(filter, keys.slice(start..start + out.len()), out);
+            });
+    }
+
+    /// [`Probe::contains_window_bitmap`] on every core (rayon's current pool), in chunks of
+    /// 16 Ki keys.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len().div_ceil(64)`.
+    pub fn par_contains_window_bitmap(
+        &self,
+        filter: &WindowFilter,
+        keys: Keys<'_>,
+        out: &mut [u64],
+    ) {
+        assert_eq!(
+            out.len(),
+            keys.len().div_ceil(64),
+            "one output word per 64 keys"
+        );
+        out.par_chunks_mut(PAR_CHUNK / 64)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let start = c * PAR_CHUNK;
+                let end = (start + PAR_CHUNK).min(keys.len());
+                self.contains_window_bitmap(filter, keys.slice(start..end), out);
+            });
     }
 
     /// Inserts every key into a window filter, in order, exactly as the core's

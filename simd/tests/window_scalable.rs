@@ -56,6 +56,17 @@ fn check_lookups(w: &WindowFilter, probed: Keys<'_>) -> Result<(), TestCaseError
         let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
         probe.contains_window_bitmap(w, probed, &mut bits);
         prop_assert_eq!(&bits, &pack(&want), "window bitmap on {}", probe.path());
+        let mut hits = vec![7u8; probed.len()];
+        probe.par_contains_window(w, probed, &mut hits);
+        prop_assert_eq!(&hits, &want, "all-core window lookup on {}", probe.path());
+        let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
+        probe.par_contains_window_bitmap(w, probed, &mut bits);
+        prop_assert_eq!(
+            &bits,
+            &pack(&want),
+            "all-core window bitmap on {}",
+            probe.path()
+        );
     }
     Ok(())
 }

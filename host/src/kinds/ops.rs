@@ -209,7 +209,8 @@ pub fn remove(
 
 /// Looks every key of `keys` up in `filter`: the static images (a static filter, a counting or
 /// stable filter's projection, each stage of a scalable filter) with `engine`, a window with
-/// the SIMD engine's window lookup (key by key in the core for other backends). Bit `i` of the answer is set if key `i` may be present.
+/// the SIMD engine's window lookup (on every core for an all-core engine; key by key in the
+/// core for other backends). Bit `i` of the answer is set if key `i` may be present.
 pub fn contains(
     engine: &dyn Backend,
     filter: &AnyFilter,
@@ -232,12 +233,16 @@ pub fn contains(
         AnyFilter::Window(f) => {
             let seed = f.params().seed;
             let mut answers = Bitmap::new(keys.len());
-            if let Some((probe, _)) = engine.simd_probe() {
+            if let Some((probe, parallel)) = engine.simd_probe() {
                 let words = answers.words_mut();
                 per_chunk(Stage::Query, keys.len(), progress, |r| {
                     // Ranges start at multiples of STEP, a multiple of 64: whole answer words.
                     let w = &mut words[r.start / 64..r.end.div_ceil(64)];
-                    probe.contains_window_bitmap(f, keys.slice(r), w);
+                    if parallel {
+                        probe.par_contains_window_bitmap(f, keys.slice(r), w);
+                    } else {
+                        probe.contains_window_bitmap(f, keys.slice(r), w);
+                    }
                     Ok(())
                 })?;
                 return Ok(answers);
