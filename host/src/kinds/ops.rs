@@ -256,6 +256,36 @@ pub fn contains(
     }
 }
 
+/// The answers of `keys` against `filter` on this thread, into `words` (bit `i % 64` of
+/// `words[i / 64]` set if key `i` may be present, the bits past the last key cleared): with
+/// `probe`'s kernels (a counting or stable filter's projection, a window's generations, a
+/// scalable filter's stages), or without one the core's lookups key by key. One chunk of a
+/// streamed query, answered on a worker ([`crate::ops::stream::query_stream_kind`]).
+///
+/// # Panics
+/// If `words.len() != keys.len().div_ceil(64)`.
+pub fn contains_words(
+    probe: Option<bloomlanes_simd::Probe>,
+    filter: &AnyFilter,
+    keys: Keys<'_>,
+    words: &mut [u64],
+) {
+    assert_eq!(words.len(), keys.len().div_ceil(64), "one word per 64 keys");
+    match (probe, filter) {
+        (Some(p), AnyFilter::Static(f)) => p.contains_bitmap(f.as_view(), keys, words),
+        (Some(p), AnyFilter::Counting(f)) => p.contains_bitmap(f.projection(), keys, words),
+        (Some(p), AnyFilter::Window(f)) => p.contains_window_bitmap(f, keys, words),
+        (Some(p), AnyFilter::Scalable(f)) => p.contains_scalable_bitmap(f, keys, words),
+        (None, f) => {
+            let seed = f.params().seed;
+            words.fill(0);
+            for i in 0..keys.len() {
+                words[i / 64] |= u64::from(f.contains_hash(keys.hash(i, seed))) << (i % 64);
+            }
+        }
+    }
+}
+
 /// Which engine does `stage` for `filter`: `engine` where it takes the work (static filters
 /// and static images always, every kind on a SIMD backend), else the core's per-key path.
 pub fn engine_name(engine: &dyn Backend, filter: &AnyFilter, stage: Stage) -> String {

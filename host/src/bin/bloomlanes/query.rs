@@ -53,12 +53,12 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         check_output(path)?;
     }
     let opening = Instant::now();
-    let filter = match Opened::open(&a.filter, a.open.verify())? {
-        Opened::Static(f) => f,
-        Opened::Kind(f) => return run_kind(ctx, &a, &f, opening.elapsed().as_secs_f64()),
-    };
+    let filter = Opened::open(&a.filter, a.open.verify())?;
     let open_seconds = opening.elapsed().as_secs_f64();
-    ops::check_hashable(&filter)?;
+    filter.check_hashable(&a.filter)?;
+    if let (Opened::Kind(f), BackendArg::Gpu) = (&filter, a.backend) {
+        return run_kind(ctx, &a, f, open_seconds);
+    }
     let want = !a.absent;
     let list = !a.count && a.bitmap.is_none();
     let listing = Listing {
@@ -82,30 +82,44 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         if list && ctx.json {
             write!(out, "{{\n  \"{list_name}\": [").map_err(stdout_err)?;
         }
-        let r = ops::query_stream(
-            &filter,
-            &a.inputs,
-            &opts,
-            a.backend.into(),
-            listing,
-            &mut |c| {
-                if list && !c.text.is_empty() {
-                    if ctx.json {
-                        out.write_all(if listed_any { b",\n    " } else { b"\n    " })
-                            .map_err(stdout_err)?;
-                    }
-                    listed_any = true;
-                    out.write_all(&c.text).map_err(stdout_err)?;
+        let mut on_chunk = |c: &ops::stream::QueryChunk| -> Result<()> {
+            if list && !c.text.is_empty() {
+                if ctx.json {
+                    out.write_all(if listed_any { b",\n    " } else { b"\n    " })
+                        .map_err(stdout_err)?;
                 }
-                if let Some(w) = bitmap.as_mut() {
-                    bits.write(*w, &c.bits, c.keys as usize).map_err(|e| {
-                        Error::io(a.bitmap.as_deref().unwrap_or("-".as_ref()), "write", e)
-                    })?;
-                }
-                Ok(())
-            },
-            &mut |p| bar.update(p),
-        )?;
+                listed_any = true;
+                out.write_all(&c.text).map_err(stdout_err)?;
+            }
+            if let Some(w) = bitmap.as_mut() {
+                bits.write(*w, &c.bits, c.keys as usize).map_err(|e| {
+                    Error::io(a.bitmap.as_deref().unwrap_or("-".as_ref()), "write", e)
+                })?;
+            }
+            Ok(())
+        };
+        let progress = &mut |p| bar.update(p);
+        let r = match &filter {
+            Opened::Static(f) => ops::query_stream(
+                f,
+                &a.inputs,
+                &opts,
+                a.backend.into(),
+                listing,
+                &mut on_chunk,
+                progress,
+            )?,
+            Opened::Kind(f) => ops::stream::query_stream_kind(
+                f,
+                &a.filter,
+                &a.inputs,
+                &opts,
+                a.backend.into(),
+                listing,
+                &mut on_chunk,
+                progress,
+            )?,
+        };
         if let Some(w) = bitmap.as_mut() {
             bits.finish(*w)
                 .map_err(|e| Error::io(a.bitmap.as_deref().unwrap_or("-".as_ref()), "write", e))?;
@@ -137,7 +151,12 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             "key_check": format!("{:?}", r.key_match).to_lowercase(),
             "warnings": warnings.json(),
             "open_seconds": open_seconds,
-            "payload_verified": filter.payload_verified(),
+            "payload_verified": match &filter {
+                Opened::Static(f) => f.payload_verified(),
+                // Filters of the other kinds are read whole, their checksum always checked.
+                Opened::Kind(_) => true,
+            },
+            "kind": filter.params().kind.name(),
         });
         if let Some(p) = &a.bitmap {
             v["bitmap"] = json!(p.display().to_string());
@@ -169,8 +188,9 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `query` of a counting, stable, window or scalable filter: the keys are read whole (the
-/// streaming pipeline serves static filters), then looked up by [`kinds::ops::contains`].
+/// `query --backend gpu` of a counting, stable, window or scalable filter: the keys are read
+/// whole, then looked up by [`kinds::ops::contains`] (the GPU takes the static images; other
+/// backends stream, as for a static filter).
 fn run_kind(ctx: &Ctx, a: &QueryArgs, filter: &AnyFilter, open_seconds: f64) -> Result<ExitCode> {
     Opened::Kind(filter.clone()).check_hashable(&a.filter)?;
     let filter_type = filter.params().key_type;

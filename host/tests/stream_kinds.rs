@@ -1,0 +1,155 @@
+//! Streamed queries of the counting, stable, window and scalable filters
+//! (`ops::stream::query_stream_kind`, what `bloomlanes query` runs for them): every answer, in
+//! input order, equals the core's, for every worker count, chunk size and prober; and the
+//! command streams standard input through them.
+
+mod common;
+
+use bloomlanes_host::input::{InputOptions, PipelineConfig};
+use bloomlanes_host::ops::stream::{query_stream_kind, BitWriter, Listing};
+use bloomlanes_host::{load_any, BackendChoice};
+use common::*;
+
+/// `k{i}` for i in 0..n, one per line.
+fn key_lines(n: usize) -> String {
+    (0..n).map(|i| format!("k{i}\n")).collect()
+}
+
+#[test]
+fn streamed_kind_queries_answer_as_the_core_in_input_order() {
+    let d = tmp();
+    let inserted = write(&d, "in.txt", key_lines(3000));
+    // The first 3000 probes were inserted (the window keeps the last 1000 of them), the rest
+    // are absent.
+    let probes_text = key_lines(9000);
+    let probes = write(&d, "probes.txt", &probes_text);
+    let lines: Vec<&str> = probes_text.lines().collect();
+    let kinds: [(&str, &[&str]); 4] = [
+        ("counting", &[]),
+        ("stable", &[]),
+        ("window", &["--window-keys", "1000"]),
+        ("scalable", &["--capacity", "300"]),
+    ];
+    for (kind, extra) in kinds {
+        let f = at(&d, &format!("{kind}.blf"));
+        let mut args = vec![
+            "build",
+            s(&inserted),
+            "-o",
+            s(&f),
+            "--kind",
+            kind,
+            "--fpp",
+            "0.05",
+        ];
+        args.extend_from_slice(extra);
+        json(&args);
+        let filter = load_any(&f).unwrap();
+        let want: Vec<bool> = lines
+            .iter()
+            .map(|l| filter.contains(l.as_bytes()))
+            .collect();
+        let expected_text: String = lines
+            .iter()
+            .zip(&want)
+            .filter(|(_, &w)| w)
+            .map(|(l, _)| format!("{l}\n"))
+            .collect();
+        for choice in [BackendChoice::Simd, BackendChoice::Scalar] {
+            for threads in [1, 3] {
+                for chunk in [33usize, 4096, 2 << 20] {
+                    let opts = InputOptions {
+                        pipeline: PipelineConfig::with_threads(threads).chunk_bytes(chunk),
+                        ..InputOptions::default()
+                    };
+                    let listing = Listing {
+                        keys: Some(true),
+                        json: false,
+                        bits: true,
+                    };
+                    let (mut text, mut bytes, mut bits) =
+                        (Vec::new(), Vec::new(), BitWriter::default());
+                    let r = query_stream_kind(
+                        &filter,
+                        &f,
+                        std::slice::from_ref(&probes),
+                        &opts,
+                        choice,
+                        listing,
+                        &mut |c| {
+                            text.extend_from_slice(&c.text);
+                            bits.write(&mut bytes, &c.bits, c.keys as usize).unwrap();
+                            Ok(())
+                        },
+                        &mut |_| {},
+                    )
+                    .unwrap();
+                    bits.finish(&mut bytes).unwrap();
+                    let case =
+                        format!("{kind}, {choice:?}, {threads} threads, {chunk}-byte chunks");
+                    assert_eq!(r.keys, 9000, "{case}");
+                    assert_eq!(
+                        r.matches,
+                        want.iter().filter(|&&w| w).count() as u64,
+                        "{case}"
+                    );
+                    for (i, &w) in want.iter().enumerate() {
+                        assert_eq!((bytes[i / 8] >> (i % 8)) & 1 == 1, w, "key {i}: {case}");
+                    }
+                    assert_eq!(String::from_utf8(text).unwrap(), expected_text, "{case}");
+                }
+            }
+        }
+        // Every key of the window, every inserted key of a counting or scalable filter, and the
+        // newest key of a stable filter (which forgets old keys by design) is found.
+        let found = match kind {
+            "window" => 2000..3000,
+            "stable" => 2999..3000,
+            _ => 0..3000,
+        };
+        assert!(
+            found.into_iter().all(|i| want[i]),
+            "{kind}: a present key not found"
+        );
+    }
+}
+
+/// `bloomlanes query` of a window filter reads its keys from standard input through the
+/// streaming pipeline (the report names its worker threads) and counts the core's answers.
+#[test]
+fn the_query_command_streams_kind_filters() {
+    let d = tmp();
+    let inserted = write(&d, "in.txt", key_lines(5000));
+    let f = at(&d, "w.blf");
+    json(&[
+        "build",
+        s(&inserted),
+        "-o",
+        s(&f),
+        "--kind",
+        "window",
+        "--window-keys",
+        "2000",
+    ]);
+    let filter = load_any(&f).unwrap();
+    let probes = key_lines(20000);
+    let want = probes
+        .lines()
+        .filter(|l| filter.contains(l.as_bytes()))
+        .count();
+    let out = bl()
+        .args(["--json", "query", s(&f), "-", "--count"])
+        .write_stdin(probes.clone())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "window");
+    assert_eq!(v["keys"], 20000);
+    assert_eq!(v["matches"], want as u64);
+    assert!(v["backend"].as_str().unwrap().contains("threads"), "{v}");
+}
