@@ -153,3 +153,64 @@ fn the_query_command_streams_kind_filters() {
     assert_eq!(v["matches"], want as u64);
     assert!(v["backend"].as_str().unwrap().contains("threads"), "{v}");
 }
+
+/// `bloomlanes insert` streams its keys into a filter of any kind in input order: cut into
+/// 33-byte chunks on three workers, the result is byte for byte the one of whole chunks on one
+/// worker (a window rotates and a scalable filter adds stages at the same keys), and the last
+/// keys of the window are found.
+#[test]
+fn streamed_inserts_keep_the_input_order() {
+    let d = tmp();
+    let seed_keys = write(&d, "seed.txt", key_lines(10));
+    let more = write(&d, "more.txt", key_lines(6000));
+    let kinds: [(&str, &[&str]); 3] = [
+        ("counting", &[]),
+        ("window", &["--window-keys", "700", "--generations", "3"]),
+        ("scalable", &["--capacity", "100"]),
+    ];
+    for (kind, extra) in kinds {
+        let empty = at(&d, &format!("{kind}.blf"));
+        let mut args = vec![
+            "build",
+            s(&seed_keys),
+            "-o",
+            s(&empty),
+            "--kind",
+            kind,
+            "--fpp",
+            "0.01",
+        ];
+        args.extend_from_slice(extra);
+        json(&args);
+        let mut outs = Vec::new();
+        for (chunk, threads) in [("33", "3"), ("2097152", "1")] {
+            let out = at(&d, &format!("{kind}-{chunk}.blf"));
+            let v = json(&[
+                "insert",
+                s(&empty),
+                s(&more),
+                "-o",
+                s(&out),
+                "--chunk-bytes",
+                chunk,
+                "--threads",
+                threads,
+            ]);
+            assert_eq!(v["inserted"], 6000, "{kind}");
+            outs.push(std::fs::read(&out).unwrap());
+        }
+        assert!(
+            outs[0] == outs[1],
+            "{kind}: the chunking changed the filter"
+        );
+        let f = load_any(&at(&d, &format!("{kind}-33.blf"))).unwrap();
+        let last = if kind == "window" {
+            5300..6000
+        } else {
+            0..6000
+        };
+        for i in last {
+            assert!(f.contains(format!("k{i}").as_bytes()), "{kind}: k{i} lost");
+        }
+    }
+}

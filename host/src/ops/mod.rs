@@ -20,4 +20,6 @@ pub use query::{
     apply_float_probes, apply_float_probes_any, check_hashable, check_key_type, key_type_note,
     query, query_with_progress, QueryResult,
 };
-pub use stream::{build_stream, count_distinct, query_stream, CapacitySource, Listing};
+pub use stream::{
+    build_stream, count_distinct, query_stream, stream_hashes, CapacitySource, Listing,
+};

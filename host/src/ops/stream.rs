@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use bloomlanes_core::{Filter, Keys};
+use bloomlanes_core::{Filter, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 use crate::backend::{self, Backend, BackendChoice};
@@ -308,6 +308,54 @@ pub fn build_stream(
         engine: name,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Parses and hashes chunks of keys on the workers for an insert made on the calling thread.
+struct HashStage {
+    seed: u64,
+}
+
+impl Stage for HashStage {
+    type Out = Hashes;
+    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
+        hashes_of(keys, ints, self.seed, &mut out.0);
+        Ok(())
+    }
+}
+
+/// Streams the keys of `paths` (parsed as `opts` says, text as the filter's `filter_type`
+/// unless told otherwise) and hands their hashes with `seed` to `each`, chunk after chunk in
+/// input order, on the calling thread: for the filters whose inserts must run in order (a
+/// window rotates, a scalable filter fills its stages one after another). The workers parse
+/// and hash; nothing is held whole. Keys of another byte form than `filter_type` are refused
+/// before any is handed on. Returns what each input gave and the key type they were read as.
+pub fn stream_hashes(
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    seed: u64,
+    filter_type: KeyType,
+    each: &mut dyn FnMut(&[u64]) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<InputSummary>, KeyType)> {
+    let mut opts = opts.clone();
+    opts.filter_key_type.get_or_insert(filter_type);
+    let stage = HashStage { seed };
+    let inputs = input::stream_keys_as(
+        Doing::Insert,
+        paths,
+        &opts,
+        seed,
+        &stage,
+        &mut |h: Hashes| {
+            if h.0.is_empty() {
+                return Ok(());
+            }
+            each(&h.0)
+        },
+        progress,
+    )?;
+    let key_type = input::one_key_type(&inputs)?;
+    Ok((inputs, key_type))
 }
 
 /// Whether `path` can be read a second time: not standard input, a pipe or a device (a path

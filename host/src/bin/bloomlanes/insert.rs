@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use bloomlanes_host::input::{read_inputs, InputSummary};
 use bloomlanes_host::kinds::{self, ops};
-use bloomlanes_host::{backend, store, AnyFilter, KeySet, Result, Stage};
+use bloomlanes_host::{backend, store, AnyFilter, KeySet, Keys, Result, Stage};
 use clap::Args;
 use serde_json::json;
 
@@ -94,25 +94,46 @@ pub fn save(out: &Path, f: &AnyFilter) -> Result<()> {
     store::save_any(out, f)
 }
 
-/// Runs `insert`.
+/// Runs `insert`: the keys are streamed (parsed and hashed on every core) and inserted chunk
+/// after chunk in input order, so that a window rotates and a scalable filter grows exactly as
+/// key-by-key inserts would; the filter is written once, at the end.
 pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
-    let Edit {
-        mut filter,
-        keys,
-        summaries,
-        output,
-        warnings,
-    } = a.edit.load()?;
-    let engine = backend::select(a.backend.into(), keys.len())?;
+    let e = &a.edit;
+    let output = e.output.clone().unwrap_or_else(|| e.filter.clone());
+    check_output(&output)?;
+    let opened = Opened::Kind(store::load_any(&e.filter)?);
+    opened.check_hashable(&e.filter)?;
+    let Opened::Kind(mut filter) = opened else {
+        unreachable!("opened as a kind")
+    };
+    let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
+    let engine = backend::select(a.backend.into(), 0)?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
-    ops::insert(
-        &*engine,
-        &mut filter,
-        keys.keys(),
-        Some(now_nanos()),
+    let time = now_nanos();
+    let mut inserted = 0usize;
+    let (summaries, key_type) = bloomlanes_host::ops::stream_hashes(
+        &e.inputs,
+        &e.input.options(),
+        seed,
+        filter_type,
+        &mut |hashes| {
+            inserted += hashes.len();
+            ops::insert(
+                &*engine,
+                &mut filter,
+                Keys::Hashes(hashes),
+                Some(time),
+                &mut |_| {},
+            )
+        },
         &mut |p| bar.update(p),
     )?;
+    let key_match = bloomlanes_host::ops::check_key_type(&e.filter, filter_type, key_type)?;
+    let mut warnings = Warnings::default();
+    if let Some(note) = bloomlanes_host::ops::key_type_note(filter_type, key_type, key_match) {
+        warnings.warn(note);
+    }
     let seconds = start.elapsed().as_secs_f64();
     save(&output, &filter)?;
     let s = filter.stats();
@@ -123,7 +144,7 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
             "output": output.display().to_string(),
             "inputs": inputs_json(&summaries),
             "kind": kind_json(kind),
-            "inserted": keys.len(),
+            "inserted": inserted,
             "recorded_keys": s.recorded_keys,
             "expected_fpr": kinds::expected_fpr(&filter),
             "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
@@ -134,7 +155,7 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
         say(&format!(
             "inserted {} keys from {} into {} ({kind}); {} keys recorded, expected false-positive \
              rate {:.3e}",
-            keys.len(),
+            inserted,
             describe_inputs(&summaries),
             output.display(),
             s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),
