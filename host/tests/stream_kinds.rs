@@ -214,3 +214,69 @@ fn streamed_inserts_keep_the_input_order() {
         }
     }
 }
+
+/// `bloomlanes delete` streams its keys: cut into 33-byte chunks on three workers it deletes
+/// and refuses the same keys as whole chunks on one worker, names the first refused keys in
+/// input order, and refuses a filter without deletions even when no key comes.
+#[test]
+fn streamed_deletes_name_the_first_refused_keys_in_order() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", key_lines(3000));
+    let c = at(&d, "c.blf");
+    json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&c),
+        "--kind",
+        "counting",
+        "--fpp",
+        "0.001",
+    ]);
+    // Every 100th line is a key never inserted.
+    let mixed: String = (0..2000)
+        .map(|i| {
+            if i % 100 == 99 {
+                format!("never-{i}\n")
+            } else {
+                format!("k{i}\n")
+            }
+        })
+        .collect();
+    let mixed = write(&d, "mixed.txt", mixed);
+    let mut outs = Vec::new();
+    for (chunk, threads) in [("33", "3"), ("2097152", "1")] {
+        let out = at(&d, &format!("c-{chunk}.blf"));
+        let v = json(&[
+            "delete",
+            s(&c),
+            s(&mixed),
+            "-o",
+            s(&out),
+            "--chunk-bytes",
+            chunk,
+            "--threads",
+            threads,
+        ]);
+        assert_eq!(v["not_present"], 20, "{chunk}");
+        assert_eq!(v["deleted"], 1980, "{chunk}");
+        let named: Vec<String> = (0..10).map(|j| format!("never-{}", 100 * j + 99)).collect();
+        assert_eq!(v["not_present_keys"], serde_json::json!(named), "{chunk}");
+        outs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outs[0] == outs[1], "the chunking changed the deletes");
+    let w = at(&d, "w.blf");
+    json(&[
+        "build",
+        s(&keys),
+        "-o",
+        s(&w),
+        "--kind",
+        "window",
+        "--window-keys",
+        "100",
+    ]);
+    let empty = write(&d, "empty.txt", "");
+    let err = fails(&["delete", s(&w), s(&empty)], 2);
+    assert!(err.contains("only counting filters"), "{err}");
+}

@@ -17,7 +17,7 @@ use crate::hll::Hll;
 use crate::input::{self, Batch, InputOptions, InputSummary, Stage};
 
 pub use super::stream_query::{
-    query_stream, query_stream_kind, Listing, QueryChunk, StreamQueried,
+    query_stream, query_stream_kind, stream_hashes_with_text, Listing, QueryChunk, StreamQueried,
 };
 
 /// How a filter's capacity was chosen.

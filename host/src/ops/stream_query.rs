@@ -351,6 +351,55 @@ pub fn query_stream_kind(
     run(plan, None, paths, opts, listing, on_chunk, progress)
 }
 
+/// The text of key `i` of a chunk, as `query` lists it.
+pub type KeyText<'a> = dyn Fn(usize) -> String + 'a;
+
+/// Streams the keys of `paths` like [`super::stream_hashes`] and hands `each`, chunk after chunk
+/// in input order on the calling thread, their hashes and a way to write key `i`'s text as a
+/// query lists it (for reports that name some keys, such as the keys a delete did not find).
+/// Returns what each input gave and the key type they were read as.
+pub fn stream_hashes_with_text(
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    seed: u64,
+    filter_type: KeyType,
+    each: &mut dyn FnMut(&[u64], &KeyText<'_>) -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<InputSummary>, KeyType)> {
+    let mut opts = opts.clone();
+    opts.filter_key_type.get_or_insert(filter_type);
+    let stage = QueryStage {
+        prober: Prober::Deferred,
+        listing: Listing {
+            keys: Some(true),
+            json: false,
+            bits: false,
+        },
+        seed,
+        floats: None,
+    };
+    let inputs = input::stream_keys_as(
+        Doing::Insert,
+        paths,
+        &opts,
+        seed,
+        &stage,
+        &mut |c: QueryChunk| {
+            if c.deferred.is_empty() {
+                return Ok(());
+            }
+            let text = |i: usize| {
+                let start = if i == 0 { 0 } else { c.ends[i - 1] as usize };
+                String::from_utf8_lossy(&c.text[start..c.ends[i] as usize]).into_owned()
+            };
+            each(&c.deferred, &text)
+        },
+        progress,
+    )?;
+    let key_type = input::one_key_type(&inputs)?;
+    Ok((inputs, key_type))
+}
+
 /// What a streamed query runs: the prober, the engine's name, the filter and its file.
 struct Plan<'a> {
     prober: Prober<'a>,

@@ -5,15 +5,18 @@
 use std::process::ExitCode;
 
 use bloomlanes_host::kinds::ops;
-use bloomlanes_host::{backend, Error, Result};
+use bloomlanes_host::ops::stream::stream_hashes_with_text;
+use bloomlanes_host::{backend, store, Error, Keys, Result};
 use clap::Args;
 use serde_json::json;
 
 use crate::args::BackendArg;
 use crate::inputs::{describe_inputs, inputs_json};
-use crate::insert::{save, Edit, EditArgs};
+use crate::insert::{save, EditArgs};
 use crate::kind::kind_json;
-use crate::output::{emit, say};
+use crate::opened::Opened;
+use crate::output::{check_output, emit, say, Warnings};
+use crate::progress::Bar;
 use crate::Ctx;
 
 /// Keys not present that a report names.
@@ -34,28 +37,50 @@ pub struct DeleteArgs {
     backend: BackendArg,
 }
 
-/// Runs `delete`.
+/// Runs `delete`: the keys are streamed (parsed and hashed on every core) and deleted chunk
+/// after chunk in input order; the filter is written once, at the end (not at all with
+/// `--strict` and a key that is not in it).
 pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
-    let Edit {
-        mut filter,
-        keys,
-        summaries,
-        output,
-        mut warnings,
-    } = a.edit.load()?;
-    let engine = backend::select(a.backend.into(), keys.len())?;
-    let removed = ops::remove(&*engine, &mut filter, &a.edit.filter, keys.keys())?;
-    let missing = removed.not_present.len();
-    let shown: Vec<String> = removed
-        .not_present
-        .iter()
-        .take(SHOWN)
-        .map(|&i| keys.display(i))
-        .collect();
+    let e = &a.edit;
+    let output = e.output.clone().unwrap_or_else(|| e.filter.clone());
+    check_output(&output)?;
+    let opened = Opened::Kind(store::load_any(&e.filter)?);
+    opened.check_hashable(&e.filter)?;
+    let Opened::Kind(mut filter) = opened else {
+        unreachable!("opened as a kind")
+    };
+    let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
+    let engine = backend::select(a.backend.into(), 0)?;
+    // Refuses a filter of a kind without deletions before any key is read.
+    ops::remove(&*engine, &mut filter, &e.filter, Keys::Hashes(&[]))?;
+    let mut bar = Bar::new(ctx.progress);
+    let (mut keys, mut removed, mut missing) = (0u64, 0u64, 0u64);
+    let mut shown: Vec<String> = Vec::new();
+    let (summaries, key_type) = stream_hashes_with_text(
+        &e.inputs,
+        &e.input.options(),
+        seed,
+        filter_type,
+        &mut |hashes, text| {
+            let r = ops::remove(&*engine, &mut filter, &e.filter, Keys::Hashes(hashes))?;
+            keys += hashes.len() as u64;
+            removed += r.removed;
+            missing += r.not_present.len() as u64;
+            for &i in r.not_present.iter().take(SHOWN.saturating_sub(shown.len())) {
+                shown.push(text(i));
+            }
+            Ok(())
+        },
+        &mut |p| bar.update(p),
+    )?;
+    let key_match = bloomlanes_host::ops::check_key_type(&e.filter, filter_type, key_type)?;
+    let mut warnings = Warnings::default();
+    if let Some(note) = bloomlanes_host::ops::key_type_note(filter_type, key_type, key_match) {
+        warnings.warn(note);
+    }
     if missing > 0 {
         let what = format!(
-            "{missing} of {} keys are not in the filter (a counter is zero), first: {}",
-            keys.len(),
+            "{missing} of {keys} keys are not in the filter (a counter is zero), first: {}",
             shown.join(", ")
         );
         if a.strict {
@@ -76,7 +101,7 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
             "output": output.display().to_string(),
             "inputs": inputs_json(&summaries),
             "kind": kind_json(kind),
-            "deleted": removed.removed,
+            "deleted": removed,
             "not_present": missing,
             "not_present_keys": shown,
             "recorded_keys": s.recorded_keys,
@@ -87,7 +112,7 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
     } else {
         say(&format!(
             "deleted {} keys from {} into {} ({kind}); {missing} not present; {} keys recorded",
-            removed.removed,
+            removed,
             describe_inputs(&summaries),
             output.display(),
             s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),

@@ -1,13 +1,12 @@
 //! `bloomlanes insert`: add keys to an existing filter file of any kind (the file is replaced
-//! in one step, or written to `-o`). Also the pieces `delete` shares with it.
+//! in one step, or written to `-o`). Also the arguments `delete` shares with it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomlanes_host::input::{read_inputs, InputSummary};
 use bloomlanes_host::kinds::{self, ops};
-use bloomlanes_host::{backend, store, AnyFilter, KeySet, Keys, Result, Stage};
+use bloomlanes_host::{backend, store, AnyFilter, Keys, Result, Stage};
 use clap::Args;
 use serde_json::json;
 
@@ -33,49 +32,6 @@ pub struct EditArgs {
     /// Where to write the changed filter [default: replace the filter file, in one step].
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-}
-
-/// A filter loaded for a change, and the keys for it.
-pub struct Edit {
-    /// The filter.
-    pub filter: AnyFilter,
-    /// The keys read.
-    pub keys: KeySet,
-    /// The inputs they came from.
-    pub summaries: Vec<InputSummary>,
-    /// Where the result goes.
-    pub output: PathBuf,
-    /// Warnings so far (key types).
-    pub warnings: Warnings,
-}
-
-impl EditArgs {
-    /// Loads the filter and reads the keys as the filter's key type, checked like a query's.
-    pub fn load(&self) -> Result<Edit> {
-        let output = self.output.clone().unwrap_or_else(|| self.filter.clone());
-        check_output(&output)?;
-        let filter = store::load_any(&self.filter)?;
-        Opened::Kind(filter.clone()).check_hashable(&self.filter)?;
-        let filter_type = filter.params().key_type;
-        let mut opts = self.input.options();
-        opts.filter_key_type = Some(filter_type);
-        let (keys, summaries) = read_inputs(&self.inputs, &opts)?;
-        let key_match =
-            bloomlanes_host::ops::check_key_type(&self.filter, filter_type, keys.key_type())?;
-        let mut warnings = Warnings::default();
-        if let Some(note) =
-            bloomlanes_host::ops::key_type_note(filter_type, keys.key_type(), key_match)
-        {
-            warnings.warn(note);
-        }
-        Ok(Edit {
-            filter,
-            keys,
-            summaries,
-            output,
-            warnings,
-        })
-    }
 }
 
 /// Arguments of `insert`.
