@@ -354,7 +354,89 @@ pub fn query_stream_kind(
 /// The text of key `i` of a chunk, as `query` lists it.
 pub type KeyText<'a> = dyn Fn(usize) -> String + 'a;
 
-/// Streams the keys of `paths` like [`super::stream_hashes`] and hands `each`, chunk after chunk
+/// A chunk's hashes, with what it takes to show any of its keys later: binary integers as
+/// they are (formatted only when shown), other keys' texts.
+#[derive(Debug, Default)]
+struct ShownChunk {
+    hashes: Vec<u64>,
+    ints: Vec<u64>,
+    text: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl ShownChunk {
+    /// Turns binary integers into their texts (so that chunks of both forms can be joined).
+    fn ints_as_text(&mut self) {
+        for &v in &self.ints {
+            write_u64(v, false, &mut self.text);
+            self.ends.push(self.text.len() as u32);
+        }
+        self.ints.clear();
+    }
+
+    /// Appends the keys of `other`.
+    fn append(&mut self, mut other: ShownChunk) {
+        if self.hashes.is_empty() {
+            *self = other;
+            return;
+        }
+        self.hashes.extend_from_slice(&other.hashes);
+        if !self.ints.is_empty() && !other.ints.is_empty() {
+            self.ints.extend_from_slice(&other.ints);
+            return;
+        }
+        self.ints_as_text();
+        other.ints_as_text();
+        let base = self.text.len() as u32;
+        self.text.extend_from_slice(&other.text);
+        self.ends.extend(other.ends.iter().map(|&e| base + e));
+    }
+
+    /// Key `i` as `query` lists it.
+    fn shown(&self, i: usize) -> String {
+        if !self.ints.is_empty() {
+            let mut t = Vec::new();
+            write_u64(self.ints[i], false, &mut t);
+            return String::from_utf8_lossy(&t).into_owned();
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        String::from_utf8_lossy(&self.text[start..self.ends[i] as usize]).into_owned()
+    }
+}
+
+/// Hashes chunks of keys on the workers and keeps what shows them.
+struct ShownStage {
+    seed: u64,
+}
+
+impl Stage for ShownStage {
+    type Out = ShownChunk;
+
+    fn keep(&self) -> Keep {
+        Keep::Text
+    }
+
+    fn flush(
+        &self,
+        keys: Keys<'_>,
+        batch: &Batch,
+        ints: &[u64],
+        out: &mut ShownChunk,
+    ) -> Result<()> {
+        hashes_of(keys, ints, self.seed, &mut out.hashes);
+        if ints.is_empty() {
+            for i in 0..keys.len() {
+                batch.write_key(i, false, &mut out.text);
+                out.ends.push(out.text.len() as u32);
+            }
+        } else {
+            out.ints.extend_from_slice(ints);
+        }
+        Ok(())
+    }
+}
+
+/// Streams the keys of `paths` like [`super::stream_hashes`] and hands `each`, batch after batch
 /// in input order on the calling thread, their hashes and a way to write key `i`'s text as a
 /// query lists it (for reports that name some keys, such as the keys a delete did not find).
 /// Returns what each input gave and the key type they were read as.
@@ -368,34 +450,26 @@ pub fn stream_hashes_with_text(
 ) -> Result<(Vec<InputSummary>, KeyType)> {
     let mut opts = opts.clone();
     opts.filter_key_type.get_or_insert(filter_type);
-    let stage = QueryStage {
-        prober: Prober::Deferred,
-        listing: Listing {
-            keys: Some(true),
-            json: false,
-            bits: false,
-        },
-        seed,
-        floats: None,
-    };
+    let mut pending = ShownChunk::default();
     let inputs = input::stream_keys_as(
         Doing::Insert,
         paths,
         &opts,
         seed,
-        &stage,
-        &mut |c: QueryChunk| {
-            if c.deferred.is_empty() {
+        &ShownStage { seed },
+        &mut |c: ShownChunk| {
+            pending.append(c);
+            if pending.hashes.len() < super::stream::ORDERED_BATCH {
                 return Ok(());
             }
-            let text = |i: usize| {
-                let start = if i == 0 { 0 } else { c.ends[i - 1] as usize };
-                String::from_utf8_lossy(&c.text[start..c.ends[i] as usize]).into_owned()
-            };
-            each(&c.deferred, &text)
+            let batch = std::mem::take(&mut pending);
+            each(&batch.hashes, &|i| batch.shown(i))
         },
         progress,
     )?;
+    if !pending.hashes.is_empty() {
+        each(&pending.hashes, &|i| pending.shown(i))?;
+    }
     let key_type = input::one_key_type(&inputs)?;
     Ok((inputs, key_type))
 }
