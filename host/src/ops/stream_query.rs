@@ -615,6 +615,42 @@ mod tests {
     use super::super::stream::BitWriter;
     use super::*;
 
+    fn ints(v: &[u64]) -> ShownChunk {
+        ShownChunk {
+            hashes: v.to_vec(),
+            ints: v.to_vec(),
+            ..ShownChunk::default()
+        }
+    }
+
+    fn texts(v: &[&str]) -> ShownChunk {
+        let mut c = ShownChunk::default();
+        for t in v {
+            c.hashes.push(t.len() as u64);
+            c.text.extend_from_slice(t.as_bytes());
+            c.ends.push(c.text.len() as u32);
+        }
+        c
+    }
+
+    fn all(c: &ShownChunk) -> Vec<String> {
+        (0..c.hashes.len()).map(|i| c.shown(i)).collect()
+    }
+
+    /// Joined chunks show every key as it was, integers and texts in any order.
+    #[test]
+    fn joined_chunks_show_their_keys() {
+        let mut c = ShownChunk::default();
+        c.append(ints(&[7, 8]));
+        c.append(ints(&[9]));
+        assert_eq!(all(&c), ["7", "8", "9"]);
+        c.append(texts(&["ab", "", "cde"]));
+        c.append(ints(&[10]));
+        c.append(texts(&["f"]));
+        assert_eq!(all(&c), ["7", "8", "9", "ab", "", "cde", "10", "f"]);
+        assert_eq!(c.hashes.len(), 8);
+    }
+
     #[test]
     fn chunk_bits_concatenate() {
         let mut c = QueryChunk::default();
