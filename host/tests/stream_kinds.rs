@@ -280,3 +280,40 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
     let err = fails(&["delete", s(&w), s(&empty)], 2);
     assert!(err.contains("only counting filters"), "{err}");
 }
+
+/// `bloomlanes build --kind` of files streams them (a counting pass, then the inserts in input
+/// order, here cut into 33-byte chunks on three workers) and writes the filter that reading the
+/// same keys whole from standard input writes, byte for byte.
+#[test]
+fn streamed_kind_builds_equal_whole_reads() {
+    let d = tmp();
+    let text = key_lines(4000);
+    let keys = write(&d, "k.txt", &text);
+    let kinds: [(&str, &[&str]); 4] = [
+        ("counting", &[]),
+        ("stable", &[]),
+        ("window", &["--window-keys", "900"]),
+        ("scalable", &["--capacity", "250"]),
+    ];
+    for (kind, extra) in kinds {
+        let streamed = at(&d, &format!("{kind}-file.blf"));
+        let whole = at(&d, &format!("{kind}-stdin.blf"));
+        let mut args = vec!["build", s(&keys), "-o", s(&streamed), "--kind", kind];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--chunk-bytes", "33", "--threads", "3"]);
+        let v = json(&args);
+        assert_eq!(v["keys"], 4000, "{kind}");
+        let mut args = vec!["build", "-", "-o", s(&whole), "--kind", kind];
+        args.extend_from_slice(extra);
+        let out = bl().args(&args).write_stdin(text.clone()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read(&streamed).unwrap() == std::fs::read(&whole).unwrap(),
+            "{kind}: the streamed build differs from the whole read"
+        );
+    }
+}

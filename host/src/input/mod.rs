@@ -242,7 +242,7 @@ fn check_binary_type(explicit: Option<KeyType>, used: KeyType) -> Result<()> {
 }
 
 /// The key type of all the inputs: they must agree (one filter has one key type).
-pub(crate) fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
+pub fn one_key_type(summaries: &[InputSummary]) -> Result<KeyType> {
     let Some(first) = summaries.first() else {
         return Ok(KeyType::Any);
     };

@@ -376,7 +376,7 @@ pub fn stream_hashes(
 
 /// Whether `path` can be read a second time: not standard input, a pipe or a device (a path
 /// that cannot be opened at all fails with its own error when it is read).
-fn reopenable(path: &std::path::Path) -> bool {
+pub fn reopenable(path: &std::path::Path) -> bool {
     path.as_os_str() != "-" && std::fs::metadata(path).map_or(true, |m| m.is_file() || m.is_dir())
 }
 

@@ -4,7 +4,7 @@ use bloomlanes_host::hll::Hll;
 use bloomlanes_host::input::read_inputs;
 use bloomlanes_host::kinds::{self, KindSpec};
 use bloomlanes_host::ops::{self, CapacitySource};
-use bloomlanes_host::{backend, store, Error, FilterBuilder, Result, Stage};
+use bloomlanes_host::{backend, store, AnyFilter, Error, FilterBuilder, Keys, Result, Stage};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -81,6 +81,11 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     }
     check_output(&a.output)?;
     if spec != KindSpec::Static {
+        // Files are read twice (counted, then inserted) and never held; standard input and
+        // pipes, which cannot be read twice, are read whole.
+        if a.inputs.iter().all(|p| ops::stream::reopenable(p)) {
+            return build_kind_streamed(ctx, &a, builder.kind(spec));
+        }
         let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
         return build_kind(ctx, &a, builder.kind(spec), &keys, &summaries);
     }
@@ -165,8 +170,9 @@ pub fn now_nanos() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// `build --kind counting|stable|window|scalable`: the keys inserted in input order (a window
-/// keeps the last ones; a time window takes them as seen now).
+/// `build --kind counting|stable|window|scalable` from standard input or a pipe: the keys read
+/// whole, then inserted in input order (a window keeps the last ones; a time window takes them
+/// as seen now).
 fn build_kind(
     ctx: &Ctx,
     a: &BuildArgs,
@@ -187,9 +193,68 @@ fn build_kind(
         &mut |p| bar.update(p),
     )?;
     let seconds = start.elapsed().as_secs_f64();
-    store::save_any(&a.output, &filter)?;
+    let backend = kinds::ops::engine_name(&*engine, &filter, Stage::Insert);
+    report_kind(
+        ctx,
+        a,
+        &filter,
+        keys.len() as u64,
+        summaries,
+        &backend,
+        seconds,
+    )
+}
+
+/// `build --kind counting|stable|window|scalable` from files: a first pass counts the keys
+/// (the sizing of [`build_kind`]) and learns their type; the second streams them into the
+/// filter in input order, in batches (nothing is held whole).
+fn build_kind_streamed(ctx: &Ctx, a: &BuildArgs, builder: FilterBuilder) -> Result<ExitCode> {
+    let opts = a.input.options();
+    let mut bar = Bar::new(ctx.progress);
+    let (_, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
+    let n: u64 = counted.iter().map(|s| s.keys).sum();
+    let key_type = bloomlanes_host::input::one_key_type(&counted)?;
+    let builder = builder.key_type(Some(key_type));
+    let mut filter = builder.empty_any(n)?;
+    let engine = backend::select(builder.backend_choice(), n as usize)?;
+    let seed = filter.params().seed;
+    let time = now_nanos();
+    let start = Instant::now();
+    let (summaries, _) = ops::stream_hashes(
+        &a.inputs,
+        &opts,
+        seed,
+        key_type,
+        &mut |hashes| {
+            kinds::ops::insert(
+                &*engine,
+                &mut filter,
+                Keys::Hashes(hashes),
+                Some(time),
+                &mut |_| {},
+            )
+        },
+        &mut |p| bar.update(p),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let keys: u64 = summaries.iter().map(|s| s.keys).sum();
+    let backend = kinds::ops::engine_name(&*engine, &filter, Stage::Insert);
+    report_kind(ctx, a, &filter, keys, &summaries, &backend, seconds)
+}
+
+/// Writes a built filter of a kind other than static and reports it.
+fn report_kind(
+    ctx: &Ctx,
+    a: &BuildArgs,
+    filter: &AnyFilter,
+    keys: u64,
+    summaries: &[bloomlanes_host::input::InputSummary],
+    backend: &str,
+    seconds: f64,
+) -> Result<ExitCode> {
+    store::save_any(&a.output, filter)?;
     let p = *filter.params();
-    let (bytes, fpr) = (kinds::storage_bytes(&filter), kinds::expected_fpr(&filter));
+    let (bytes, fpr) = (kinds::storage_bytes(filter), kinds::expected_fpr(filter));
     let mut warnings = Warnings::default();
     if fpr >= USELESS_FPR {
         warnings.warn(format!(
@@ -198,15 +263,14 @@ fn build_kind(
              the keys read)",
             a.output.display(),
             p.kind,
-            keys.len()
+            keys
         ));
     }
-    let backend = kinds::ops::engine_name(&*engine, &filter, Stage::Insert);
     if ctx.json {
         emit(&json!({
             "output": a.output.display().to_string(),
             "inputs": inputs_json(summaries),
-            "keys": keys.len(),
+            "keys": keys,
             "kind": kind_json(p.kind),
             "layout": p.layout.name(),
             "blocks": p.blocks,
@@ -224,7 +288,7 @@ fn build_kind(
              false-positive rate {:.3e} (backend {backend})",
             a.output.display(),
             p.kind,
-            keys.len(),
+            keys,
             p.key_type,
             describe_inputs(summaries),
             p.layout,
