@@ -12,6 +12,7 @@ pub mod classify;
 mod merge;
 mod query;
 pub mod stream;
+mod stream_ordered;
 mod stream_query;
 
 pub use classify::{classify, Select};

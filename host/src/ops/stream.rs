@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use bloomlanes_core::{Filter, KeyType, Keys};
+use bloomlanes_core::{Filter, Keys};
 use bloomlanes_simd::Probe;
 
 use crate::backend::{self, Backend, BackendChoice};
@@ -16,8 +16,9 @@ use crate::error::{Error, Result};
 use crate::hll::Hll;
 use crate::input::{self, Batch, InputOptions, InputSummary, Stage};
 
+pub use super::stream_ordered::{stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH};
 pub use super::stream_query::{
-    query_stream, query_stream_kind, stream_hashes_with_text, Listing, QueryChunk, StreamQueried,
+    query_stream, query_stream_kind, Listing, QueryChunk, StreamQueried,
 };
 
 /// How a filter's capacity was chosen.
@@ -308,70 +309,6 @@ pub fn build_stream(
         engine: name,
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// Parses and hashes chunks of keys on the workers for an insert made on the calling thread.
-struct HashStage {
-    seed: u64,
-}
-
-impl Stage for HashStage {
-    type Out = Hashes;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
-        hashes_of(keys, ints, self.seed, &mut out.0);
-        Ok(())
-    }
-}
-
-/// Keys per call of an ordered stream's consumer ([`stream_hashes`]): the pipeline's chunks are
-/// joined up to this many (16 MiB of hashes), so that bulk inserts and deletes get batches
-/// large enough for their partitioned paths (a counting filter's delete ran at half the rate
-/// with the pipeline's chunks).
-pub(super) const ORDERED_BATCH: usize = 1 << 21;
-
-/// Streams the keys of `paths` (parsed as `opts` says, text as the filter's `filter_type`
-/// unless told otherwise) and hands their hashes with `seed` to `each`, in batches of
-/// [`ORDERED_BATCH`] keys (the last one shorter) in input order, on the calling thread: for the filters whose inserts must run in order (a
-/// window rotates, a scalable filter fills its stages one after another). The workers parse
-/// and hash; nothing is held whole. Keys of another byte form than `filter_type` are refused
-/// before any is handed on. Returns what each input gave and the key type they were read as.
-pub fn stream_hashes(
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    seed: u64,
-    filter_type: KeyType,
-    each: &mut dyn FnMut(&[u64]) -> Result<()>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(Vec<InputSummary>, KeyType)> {
-    let mut opts = opts.clone();
-    opts.filter_key_type.get_or_insert(filter_type);
-    let stage = HashStage { seed };
-    let mut pending: Vec<u64> = Vec::new();
-    let inputs = input::stream_keys_as(
-        Doing::Insert,
-        paths,
-        &opts,
-        seed,
-        &stage,
-        &mut |h: Hashes| {
-            if pending.is_empty() {
-                pending = h.0;
-            } else {
-                pending.extend_from_slice(&h.0);
-            }
-            if pending.len() >= ORDERED_BATCH {
-                each(&pending)?;
-                pending.clear();
-            }
-            Ok(())
-        },
-        progress,
-    )?;
-    if !pending.is_empty() {
-        each(&pending)?;
-    }
-    let key_type = input::one_key_type(&inputs)?;
-    Ok((inputs, key_type))
 }
 
 /// Whether `path` can be read a second time: not standard input, a pipe or a device (a path
