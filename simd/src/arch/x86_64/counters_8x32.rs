@@ -1,0 +1,174 @@
+//! The counting insert and delete of one key in an 8x32 block with 4-bit counters, in AVX-512F
+//! registers, built around 64-bit variable shifts instead of table lookups.
+//!
+//! With 4-bit counters, lane `i` owns the 16 bytes `16i .. 16i + 16` of the block's 128 bytes of
+//! counters (one 128-bit element of the two 512-bit registers: lanes 0–3 in the first, 4–7 in
+//! the second), and its counter for bit `b` is the nibble at bit `4b` of those 128 bits: bit
+//! `4b` of the element's low 64-bit word, or bit `4b − 64` of its high one. So the nibble mask of
+//! the key in both words of element `i` is `0xF << s` with `s = 4b` and `s = 4b − 64`, where a
+//! count outside `0 .. 64` (the other word; `4b − 64 < 0` wraps to a huge unsigned count) gives 0
+//! with `vpsllvq`. One two-source permute per register spreads the eight lane counts (and the
+//! eight counts less 64) into place; one shift gives the register's nibble masks `m`, and
+//! `m & 0x11…` its one-hot increments. A counter below the maximum is one whose nibble under
+//! `m` is not all ones; the test is per 64-bit word (each holds at most one selected nibble),
+//! and the masked add or subtract of the one-hot never carries out of the nibble.
+//!
+//! The image bits come from the same lane indices (an insert sets every one of them: each
+//! touched counter is positive afterwards); a delete first tests the key's mask against the
+//! image (the image is the counters' projection, so this is "every counter is positive") and
+//! then clears the bit of each lane whose counter reached 0, found by one `vpermt2d` of the two
+//! updated registers that brings each lane's counter word into lane space.
+//!
+//! Measured on the 2-core AMD EPYC (Zen 4) with `ab`, see BENCHMARKS.md (issue #14).
+
+use core::arch::x86_64::*;
+
+use super::avx2::lane_indices;
+use crate::shape::Shape;
+
+/// Writes the lane bit indices (8 × u32 in 0 .. 32) of the key with hash `h` to `out`.
+///
+/// # Safety
+/// The CPU supports AVX2; `S` is 8x32.
+#[inline(always)]
+pub(crate) unsafe fn store_bits<S: Shape>(h: u32, out: &mut [u32; 8]) {
+    // SAFETY: AVX2 is available (contract); `lane_indices` reads salts 0 .. 8; `out` is 32
+    // writable bytes (storeu: no alignment needed).
+    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), lane_indices::<S>(h, 0)) }
+}
+
+/// The lane bit indices at `bits` (from [`store_bits`]) and the key's image mask `1 << bit` per
+/// lane.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[inline(always)]
+unsafe fn bits_and_mask(bits: &[u32; 8]) -> (__m256i, __m256i) {
+    // SAFETY: AVX2 is available (contract); `bits` is 32 readable bytes.
+    unsafe {
+        let bits = _mm256_loadu_si256(bits.as_ptr().cast());
+        (bits, _mm256_sllv_epi32(_mm256_set1_epi32(1), bits))
+    }
+}
+
+/// Hides `v` from the optimiser: without it LLVM rewrites the two-table permutes below (their
+/// tables are 256-bit values) into four permutes, two inserts and two ANDs.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn opaque(mut v: __m512i) -> __m512i {
+    // SAFETY: an empty instruction sequence: it reads and writes only the register of `v`.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags));
+    }
+    v
+}
+
+/// The nibble masks of the key's counters in the block's two counter registers (see the
+/// module documentation).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `bits` holds 8 lane bit indices below 32.
+#[inline(always)]
+unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
+    // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
+    unsafe {
+        let low = _mm256_slli_epi32::<2>(bits);
+        let high = _mm256_sub_epi32(low, _mm256_set1_epi32(64));
+        // The tables' upper halves are zero: index 8 reads a zero.
+        let (low, high) = (_mm512_zextsi256_si512(low), _mm512_zextsi256_si512(high));
+        // 64-bit word 2j of register r gets `low[4r + j]`, word 2j + 1 gets `high[4r + j]`
+        // (index 16 + k: the second table), both zero-extended.
+        let idx0 = opaque(_mm512_setr_epi32(
+            0, 8, 16, 8, 1, 8, 17, 8, 2, 8, 18, 8, 3, 8, 19, 8,
+        ));
+        let idx1 = opaque(_mm512_setr_epi32(
+            4, 8, 20, 8, 5, 8, 21, 8, 6, 8, 22, 8, 7, 8, 23, 8,
+        ));
+        let s0 = _mm512_permutex2var_epi32(low, idx0, high);
+        let s1 = _mm512_permutex2var_epi32(low, idx1, high);
+        let nibble = _mm512_set1_epi64(0xF);
+        [_mm512_sllv_epi64(nibble, s0), _mm512_sllv_epi64(nibble, s1)]
+    }
+}
+
+/// Adds one (`INC`) or subtracts one to each counter under the nibble mask `m` of the register
+/// at `p` that is below the maximum, and stores the register; returns the 64-bit words whose
+/// counter was 1 before (only meaningful for a subtract: those counters reached 0).
+///
+/// # Safety
+/// The 64 bytes at `p` are readable, writable and ours; the CPU supports AVX-512F; `m` has at
+/// most one nibble set per 64-bit word; for a subtract, every counter under `m` is positive.
+#[inline(always)]
+unsafe fn step<const INC: bool>(p: *mut u32, m: __m512i) -> __mmask8 {
+    // SAFETY: AVX-512F is available and the register at `p` is ours (contract).
+    unsafe {
+        let c = _mm512_loadu_si512(p.cast());
+        let one = _mm512_and_si512(m, _mm512_set1_epi64(0x1111_1111_1111_1111));
+        let cm = _mm512_and_si512(c, m);
+        // Below the maximum: the nibble under `m` is not all ones (words without a selected
+        // nibble have `m = 0`: never below).
+        let below = _mm512_cmpneq_epi64_mask(cm, m);
+        if INC {
+            _mm512_storeu_si512(p.cast(), _mm512_mask_add_epi64(c, below, c, one));
+            0
+        } else {
+            _mm512_storeu_si512(p.cast(), _mm512_mask_sub_epi64(c, below, c, one));
+            _mm512_mask_cmpeq_epi64_mask(below, cm, one)
+        }
+    }
+}
+
+/// Counting insert of the key with hash `h` into the 8x32 block whose image starts at `ib` and
+/// 4-bit counters at `cb`: every counter of the key below 15 gains one, and its image bits are
+/// set.
+///
+/// # Safety
+/// `ib` points to the block's 8 image words and `cb` to its 32 counter words, all writable and
+/// not accessed by anyone else during the call; the CPU supports AVX-512F; `S` is 8x32.
+#[inline(always)]
+pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
+    // SAFETY: AVX-512F (and so AVX2) is available (contract); the image block is 32 bytes at
+    // `ib` and the counters two 64-byte registers at `cb` and `cb + 16`, ours (contract).
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        let ip = ib.cast::<__m256i>();
+        _mm256_storeu_si256(ip, _mm256_or_si256(_mm256_loadu_si256(ip), mask));
+        let [m0, m1] = nibble_masks(bits);
+        step::<true>(cb, m0);
+        step::<true>(cb.add(16), m1);
+    }
+}
+
+/// Counting delete of the key with hash `h` from the block as in [`insert4`]: refused (`false`,
+/// nothing changed) unless the image holds the key's mask (every counter of the key is
+/// positive); else every counter of the key below 15 loses one, the image bit of each counter
+/// that reaches 0 is cleared, and the result is `true`.
+///
+/// # Safety
+/// As [`insert4`].
+#[inline(always)]
+pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
+    // SAFETY: as in `insert4`; the `vpermt2d` and the compare read only registers.
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        let ip = ib.cast::<__m256i>();
+        let img = _mm256_loadu_si256(ip);
+        // `testc`: every bit of `mask` is set in `img`.
+        if _mm256_testc_si256(img, mask) == 0 {
+            return false;
+        }
+        let [m0, m1] = nibble_masks(bits);
+        let e0 = step::<false>(cb, m0);
+        let e1 = step::<false>(cb.add(16), m1);
+        // Bit `2i + q` of `emptied`: lane i's counter lay in 64-bit word q of its element and
+        // reached 0. Its image bit `b` lies in 16-bit half q of image word i (both are `b / 16`),
+        // so the image clears its bit under a 16-bit-element mask.
+        let emptied = _mm512_kunpackb(__mmask16::from(e1), __mmask16::from(e0));
+        let cleared = _mm256_mask_mov_epi16(img, emptied, _mm256_andnot_si256(mask, img));
+        _mm256_storeu_si256(ip, cleared);
+        true
+    }
+}
