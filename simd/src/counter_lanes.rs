@@ -534,13 +534,13 @@ mod x86 {
     }
 
     impl CounterIsa for Avx512 {
-        /// The lane bit indices of 8x32 keys with 4-bit counters (unused otherwise).
+        /// The lane bit indices of 8x32 keys (unused for other shapes).
         type Ahead = LaneBits;
 
         #[inline(always)]
         unsafe fn ahead<S: Shape, const C: u32>(h: u64) -> LaneBits {
             let mut a = LaneBits::default();
-            if is_8x32::<S>() && C == 4 {
+            if is_8x32::<S>() {
                 // SAFETY: AVX-512F (and so AVX2) is available (caller); the 32 bytes written
                 // are `a`'s.
                 unsafe { counters_8x32::store_bits::<S>(h as u32, &mut a.0) };
@@ -566,6 +566,8 @@ mod x86 {
             unsafe {
                 if is_8x32::<S>() && C == 4 {
                     counters_8x32::insert4(ib, cb, &a.0)
+                } else if is_8x32::<S>() && C == 8 {
+                    counters_8x32::insert8(ib, cb, &a.0)
                 } else if S::LAYOUT.word_bits() == 32 {
                     // The image bits come from the lane bit indices the counters use.
                     lanes_avx512::<S, C, INC_IMAGE>(ib, cb, h as u32)
@@ -587,6 +589,8 @@ mod x86 {
             unsafe {
                 if is_8x32::<S>() && C == 4 {
                     counters_8x32::remove4(ib, cb, &a.0)
+                } else if is_8x32::<S>() && C == 8 {
+                    counters_8x32::remove8(ib, cb, &a.0)
                 } else if crate::vector::contains::<Self, S>(ib, h) {
                     lanes_avx512::<S, C, DEC>(ib, cb, h as u32);
                     true

@@ -172,3 +172,95 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
         true
     }
 }
+
+/// The one-hot bytes of the key's 8-bit counters in counter register `r` (0 .. 4) of an 8x32
+/// block (see [`insert8`]).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `bits` holds 8 lane bit indices below 32.
+#[inline(always)]
+unsafe fn one_hot8(bits: __m256i, r: i32) -> __m512i {
+    // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
+    unsafe {
+        let at = _mm256_slli_epi32::<3>(bits);
+        let less = _mm256_setr_epi32(0, 64, 128, 192, 0, 64, 128, 192);
+        // Words 4j + q of register r: lane 2r + j's count less 64q.
+        let (a, b) = (2 * r, 2 * r + 1);
+        let idx = _mm256_setr_epi32(a, a, a, a, b, b, b, b);
+        let counts = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(at, idx), less);
+        _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_cvtepu32_epi64(counts))
+    }
+}
+
+/// Counting insert of the key with lane bit indices `bits` into the 8x32 block whose image
+/// starts at `ib` and 8-bit counters at `cb`: every counter of the key below 255 gains one,
+/// and its image bits are set.
+///
+/// Lane `i` owns the 32 bytes `32i .. 32i + 32` of the block's 256 bytes of counters (half of
+/// counter register `i / 2`); its counter for bit `b` is byte `b` of them: bit `8b − 64q` of
+/// the lane's 64-bit word `q`, where only `q = b / 8` gives a count in `0 .. 64` (`vpsllvq`
+/// gives 0 for the others). The one-hot `1 << count` is added with unsigned byte saturation,
+/// which leaves a counter at 255 as it is.
+///
+/// # Safety
+/// `ib` points to the block's 8 image words and `cb` to its 64 counter words, all writable
+/// and not accessed by anyone else during the call; the CPU supports AVX-512F and AVX-512BW.
+#[inline(always)]
+pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
+    // SAFETY: AVX-512F/BW (and so AVX2) are available (contract); the image block is 32 bytes
+    // at `ib` and the counters four 64-byte registers at `cb + 16r`, ours (contract).
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        let ip = ib.cast::<__m256i>();
+        _mm256_storeu_si256(ip, _mm256_or_si256(_mm256_loadu_si256(ip), mask));
+        for r in 0..4 {
+            let inc = one_hot8(bits, r);
+            let p = cb.add(16 * r as usize).cast();
+            _mm512_storeu_si512(p, _mm512_adds_epu8(_mm512_loadu_si512(p), inc));
+        }
+    }
+}
+
+/// Counting delete of the key with lane bit indices `bits` from the block as in [`insert8`]:
+/// refused (`false`, nothing changed) unless the image holds the key's mask (every counter of
+/// the key is positive); else every counter of the key below 255 loses one, the image bit of
+/// each counter that reaches 0 is cleared, and the result is `true`.
+///
+/// The byte mask of the counters that reach 0 in register `p` (lanes `2p` and `2p + 1`, bit
+/// `32j + b` for lane `2p + j` and bit `b`) is exactly the mask of image bits to clear in the
+/// image's 64-bit word `p` (image words `2p` and `2p + 1`).
+///
+/// # Safety
+/// As [`insert8`].
+#[inline(always)]
+pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
+    // SAFETY: as in `insert8`.
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        let ip = ib.cast::<__m256i>();
+        let img = _mm256_loadu_si256(ip);
+        // `testc`: every bit of `mask` is set in `img`.
+        if _mm256_testc_si256(img, mask) == 0 {
+            return false;
+        }
+        let full = _mm512_set1_epi8(-1);
+        let mut emptied = [0u64; 4];
+        for (r, e) in emptied.iter_mut().enumerate() {
+            let one = one_hot8(bits, r as i32);
+            let p = cb.add(16 * r).cast();
+            let c = _mm512_loadu_si512(p);
+            let key = _mm512_test_epi8_mask(one, one);
+            let below = _mm512_mask_cmpneq_epi8_mask(key, c, full);
+            *e = _mm512_mask_cmpeq_epi8_mask(below, c, one);
+            _mm512_storeu_si512(p, _mm512_mask_sub_epi8(c, below, c, one));
+        }
+        let clear = _mm256_setr_epi64x(
+            emptied[0] as i64,
+            emptied[1] as i64,
+            emptied[2] as i64,
+            emptied[3] as i64,
+        );
+        _mm256_storeu_si256(ip, _mm256_andnot_si256(clear, img));
+        true
+    }
+}
