@@ -20,6 +20,9 @@
 //! 4-bit deletes find the emptied counters in lane space with one `vpermt2d` of the two updated
 //! registers (measured in L2 on the 2-core EPYC: inserts 170 → 230 M keys/s, deletes 94 → 155). Gathers were tried
 //! first and measured 6× slower than the scalar lanes on the reference machine (AMD EPYC).
+//! The 8x32 counting inserts and deletes on AVX-512 (4- and 8-bit counters) have kernels of their
+//! own on 64-bit variable shifts (`arch::x86_64::counters_8x32`), fed with lane bit indices that
+//! the dense loop computes a chunk of keys ahead ([`CounterIsa::ahead`]).
 
 use bloomlanes_core::lane_bit;
 

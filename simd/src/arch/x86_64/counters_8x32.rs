@@ -1,25 +1,31 @@
-//! The counting insert and delete of one key in an 8x32 block with 4-bit counters, in AVX-512F
-//! registers, built around 64-bit variable shifts instead of table lookups.
+//! The counting insert and delete of one key in an 8x32 block, 4- and 8-bit counters, in AVX-512
+//! registers, built on 64-bit variable shifts (`vpsllvq`, which gives 0 for a count outside
+//! `0 .. 64`) instead of table lookups. They run inside the AVX-512 kind entry points, compiled
+//! with AVX-512F, DQ, BW and VL.
 //!
 //! With 4-bit counters, lane `i` owns the 16 bytes `16i .. 16i + 16` of the block's 128 bytes of
 //! counters (one 128-bit element of the two 512-bit registers: lanes 0–3 in the first, 4–7 in
 //! the second), and its counter for bit `b` is the nibble at bit `4b` of those 128 bits: bit
 //! `4b` of the element's low 64-bit word, or bit `4b − 64` of its high one. So the nibble mask of
-//! the key in both words of element `i` is `0xF << s` with `s = 4b` and `s = 4b − 64`, where a
-//! count outside `0 .. 64` (the other word; `4b − 64 < 0` wraps to a huge unsigned count) gives 0
-//! with `vpsllvq`. One two-source permute per register spreads the eight lane counts (and the
-//! eight counts less 64) into place; one shift gives the register's nibble masks `m`, and
+//! the key in both words of element `i` is `0xF << s` with `s = 4b` and `s = 4b − 64`, where
+//! the count of the other word is outside `0 .. 64` (`4b − 64 < 0` is zero-extended from 32
+//! bits, a huge count). One two-table permute per register spreads the eight lane counts and
+//! the eight counts less 64 into place; one shift gives the register's nibble masks `m`, and
 //! `m & 0x11…` its one-hot increments. A counter below the maximum is one whose nibble under
 //! `m` is not all ones; the test is per 64-bit word (each holds at most one selected nibble),
 //! and the masked add or subtract of the one-hot never carries out of the nibble.
 //!
 //! The image bits come from the same lane indices (an insert sets every one of them: each
 //! touched counter is positive afterwards); a delete first tests the key's mask against the
-//! image (the image is the counters' projection, so this is "every counter is positive") and
-//! then clears the bit of each lane whose counter reached 0, found by one `vpermt2d` of the two
-//! updated registers that brings each lane's counter word into lane space.
+//! image (the image is the counters' projection, so this is "every counter is positive"), then
+//! clears the bit of each lane whose counter reached 0: the 64-bit words where that happened
+//! (a compare of the old counter with the one-hot) name, two per lane, the 16-bit halves of the
+//! image words that hold those bits.
 //!
-//! Measured on the 2-core AMD EPYC (Zen 4) with `ab`, see BENCHMARKS.md (issue #14).
+//! The lane bit indices are computed ahead, a chunk of keys at a time ([`store_bits`], through
+//! `CounterIsa::ahead`), off the per-key path. Measured on the 2-core AMD EPYC (Zen 4) with the
+//! `ab` example against the table-lookup kernels (`counter_lanes.rs`), see BENCHMARKS.md,
+//! "CPU counting filter, partitioned (issue #14)".
 
 use core::arch::x86_64::*;
 
@@ -51,21 +57,6 @@ unsafe fn bits_and_mask(bits: &[u32; 8]) -> (__m256i, __m256i) {
     }
 }
 
-/// Hides `v` from the optimiser: without it LLVM rewrites the two-table permutes below (their
-/// tables are 256-bit values) into four permutes, two inserts and two ANDs.
-///
-/// # Safety
-/// The CPU supports AVX-512F.
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn opaque(mut v: __m512i) -> __m512i {
-    // SAFETY: an empty instruction sequence: it reads and writes only the register of `v`.
-    unsafe {
-        core::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags));
-    }
-    v
-}
-
 /// The nibble masks of the key's counters in the block's two counter registers (see the
 /// module documentation).
 ///
@@ -81,12 +72,8 @@ unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
         let (low, high) = (_mm512_zextsi256_si512(low), _mm512_zextsi256_si512(high));
         // 64-bit word 2j of register r gets `low[4r + j]`, word 2j + 1 gets `high[4r + j]`
         // (index 16 + k: the second table), both zero-extended.
-        let idx0 = opaque(_mm512_setr_epi32(
-            0, 8, 16, 8, 1, 8, 17, 8, 2, 8, 18, 8, 3, 8, 19, 8,
-        ));
-        let idx1 = opaque(_mm512_setr_epi32(
-            4, 8, 20, 8, 5, 8, 21, 8, 6, 8, 22, 8, 7, 8, 23, 8,
-        ));
+        let idx0 = _mm512_setr_epi32(0, 8, 16, 8, 1, 8, 17, 8, 2, 8, 18, 8, 3, 8, 19, 8);
+        let idx1 = _mm512_setr_epi32(4, 8, 20, 8, 5, 8, 21, 8, 6, 8, 22, 8, 7, 8, 23, 8);
         let s0 = _mm512_permutex2var_epi32(low, idx0, high);
         let s1 = _mm512_permutex2var_epi32(low, idx1, high);
         let nibble = _mm512_set1_epi64(0xF);
@@ -121,13 +108,14 @@ unsafe fn step<const INC: bool>(p: *mut u32, m: __m512i) -> __mmask8 {
     }
 }
 
-/// Counting insert of the key with hash `h` into the 8x32 block whose image starts at `ib` and
-/// 4-bit counters at `cb`: every counter of the key below 15 gains one, and its image bits are
-/// set.
+/// Counting insert of the key with lane bit indices `bits` into the 8x32 block whose image
+/// starts at `ib` and 4-bit counters at `cb`: every counter of the key below 15 gains one, and
+/// its image bits are set.
 ///
 /// # Safety
 /// `ib` points to the block's 8 image words and `cb` to its 32 counter words, all writable and
-/// not accessed by anyone else during the call; the CPU supports AVX-512F; `S` is 8x32.
+/// not accessed by anyone else during the call; `bits` is the key's [`store_bits`]; the CPU
+/// supports AVX-512F, BW and VL.
 #[inline(always)]
 pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
     // SAFETY: AVX-512F (and so AVX2) is available (contract); the image block is 32 bytes at
@@ -142,16 +130,16 @@ pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
     }
 }
 
-/// Counting delete of the key with hash `h` from the block as in [`insert4`]: refused (`false`,
-/// nothing changed) unless the image holds the key's mask (every counter of the key is
-/// positive); else every counter of the key below 15 loses one, the image bit of each counter
-/// that reaches 0 is cleared, and the result is `true`.
+/// Counting delete of the key with lane bit indices `bits` from the block as in [`insert4`]:
+/// refused (`false`, nothing changed) unless the image holds the key's mask (every counter of
+/// the key is positive); else every counter of the key below 15 loses one, the image bit of
+/// each counter that reaches 0 is cleared, and the result is `true`.
 ///
 /// # Safety
 /// As [`insert4`].
 #[inline(always)]
 pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
-    // SAFETY: as in `insert4`; the `vpermt2d` and the compare read only registers.
+    // SAFETY: as in `insert4` (the 16-bit masked move is AVX-512BW and VL).
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
         let ip = ib.cast::<__m256i>();

@@ -1,4 +1,5 @@
-//! x86_64 kernels: SSE2 (baseline), AVX2, AVX-512 (F + DQ), each behind `#[target_feature]`.
+//! x86_64 kernels: SSE2 (baseline), AVX2, AVX-512 (F + DQ; BW + VL in the counting kernels), each
+//! behind `#[target_feature]`.
 
 pub(crate) mod avx2;
 pub(crate) mod avx512;
