@@ -131,8 +131,8 @@ unsafe fn dense<I: CounterIsa, S: Shape, const C: u32, const OP: u8, const PF: b
             // Beyond L2 (measured at 1 MiB, 5 MiB of storage) the per-key path waits on memory,
             // and the chunk's pass ahead only delays the prefetches: the key's values are
             // computed in place.
-            // SAFETY: the CPU supports I (caller).
             let a = if PF {
+                // SAFETY: the CPU supports I (caller).
                 unsafe { I::ahead::<S, C>(h) }
             } else {
                 a
