@@ -89,7 +89,7 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
 
 /// Keys whose local block indices [`dense`] computes at a time (in a loop the compiler
 /// vectorises), ahead of their updates.
-const DENSE_CHUNK: usize = 16;
+const DENSE_CHUNK: usize = 64;
 
 /// [`update_shaped`] of a dense batch: key after key, each in-range key applied (the range test
 /// is predictable: nearly every key is in range), the block of the key `LAG` ahead prefetched
