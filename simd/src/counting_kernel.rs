@@ -87,8 +87,9 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
     }
 }
 
-/// Keys whose local block indices [`dense`] computes at a time (in a loop the compiler
-/// vectorises), ahead of their updates.
+/// Keys whose local block indices (in a loop the compiler vectorises) and, in L2, whose
+/// [`CounterIsa::ahead`] values [`dense`] computes at a time, ahead of their updates (64
+/// measured best of 8 to 256 on the 2-core EPYC, see BENCHMARKS.md, issue #14).
 const DENSE_CHUNK: usize = 64;
 
 /// [`update_shaped`] of a dense batch: key after key, each in-range key applied (the range test
