@@ -2,8 +2,9 @@
 //! --example ab -- <op> <size> [reps]`, op one of `contains`, `bitmap`, `positions`, `sbbf`,
 //! `sol` (the speed-of-light reference of the `cpu` bench), `insert`, `par_insert`,
 //! `par_contains`, `par_bitmap`, `par_ranges` (`AB_RANGES` ranges), `hash`, and the counting
-//! filter's `cinsert`, `cremove`, `par_cinsert`, `par_cremove` (`AB_BITS=8` for 8-bit counters;
-//! SIZE is the image's bytes; each timed call is undone by an untimed one); prints the median
+//! filter's `cinsert`, `cremove`, `par_cinsert`, `par_cremove` (`AB_BITS=8` for 8-bit counters,
+//! `AB_LAYOUT` for a layout other than 8x32; SIZE is the image's bytes; each timed call is undone
+//! by an untimed one); prints the median
 //! and the best of `reps` runs in M keys/s.
 //!
 //! Environment: `AB_BATCH` keys per call (default 2^18; `AB_CALLS` calls per run, default 4),
@@ -145,8 +146,14 @@ fn main() {
         probe.par_insert(f.as_view_mut(), Keys::U64(&inserted));
     }
     let bits8 = std::env::var("AB_BITS").as_deref() == Ok("8");
+    // The counting filter's layout: `AB_LAYOUT` as for the window, its image `bytes` long.
+    let c_layout = std::env::var("AB_LAYOUT")
+        .ok()
+        .and_then(|s| Layout::from_name(&s))
+        .unwrap_or(Layout::L8x32);
+    let c_blocks = (bytes / c_layout.block_bytes()) as u32;
     let mut cf = CountingFilter::counting(
-        Params::new(Layout::L8x32, if counting { blocks } else { 1 }),
+        Params::new(c_layout, if counting { c_blocks } else { 1 }),
         if bits8 {
             CounterBits::Eight
         } else {

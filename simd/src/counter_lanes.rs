@@ -20,6 +20,9 @@
 //! 4-bit deletes find the emptied counters in lane space with one `vpermt2d` of the two updated
 //! registers (measured in L2 on the 2-core EPYC: inserts 170 → 230 M keys/s, deletes 94 → 155). Gathers were tried
 //! first and measured 6× slower than the scalar lanes on the reference machine (AMD EPYC).
+//! The 8x32 counting inserts and deletes on AVX-512 (4- and 8-bit counters) have kernels of their
+//! own on 64-bit variable shifts (`arch::x86_64::counters_8x32`), fed with lane bit indices that
+//! the dense loop computes a chunk of keys ahead ([`CounterIsa::ahead`]).
 
 use bloomlanes_core::lane_bit;
 
@@ -42,20 +45,67 @@ const fn place<const C: u32>(k: u32) -> (usize, u32) {
 
 /// One ISA's update of a key's counters.
 pub(crate) trait CounterIsa: Isa {
+    /// What a key's counting insert or delete can have computed ahead of it (a chunk of keys
+    /// at a time, off the per-key path): nothing by default.
+    type Ahead: Copy + Default;
+
+    /// The [`CounterIsa::Ahead`] of the key with hash `h` in blocks of `S` with `C`-bit
+    /// counters.
+    ///
+    /// # Safety
+    /// The CPU supports the ISA.
+    unsafe fn ahead<S: Shape, const C: u32>(h: u64) -> Self::Ahead;
+
     /// A counting insert into one block: the key's bits set in the image block at `ib` (as
     /// [`crate::vector::insert`]), then [`CounterIsa::lanes`] with [`INC`] on its counters.
+    /// `a` is the key's [`CounterIsa::ahead`].
     ///
     /// # Safety
     /// As [`CounterIsa::lanes`].
     #[inline(always)]
-    unsafe fn insert_counting<S: Shape, const C: u32>(ib: *mut u32, cb: *mut u32, h: u64)
-    where
+    unsafe fn insert_counting<S: Shape, const C: u32>(
+        ib: *mut u32,
+        cb: *mut u32,
+        h: u64,
+        a: Self::Ahead,
+    ) where
         Self: Sized,
     {
+        let _ = a;
         // SAFETY: the image block at `ib` is ours and the CPU supports the ISA (caller).
         unsafe {
             crate::vector::insert::<Self, S>(ib, h);
             Self::lanes::<S, C, INC>(ib, cb, h as u32)
+        }
+    }
+
+    /// A counting delete from one block: refused (`false`, nothing changed) unless the image
+    /// block at `ib` holds the key's mask (the image is the counters' projection: every counter
+    /// of the key is positive); else [`CounterIsa::lanes`] with [`DEC`], and `true`. `a` is the
+    /// key's [`CounterIsa::ahead`].
+    ///
+    /// # Safety
+    /// As [`CounterIsa::lanes`], without its condition on the counters.
+    #[inline(always)]
+    unsafe fn remove_counting<S: Shape, const C: u32>(
+        ib: *mut u32,
+        cb: *mut u32,
+        h: u64,
+        a: Self::Ahead,
+    ) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = a;
+        // SAFETY: the blocks at `ib` and `cb` are ours and the CPU supports the ISA (caller);
+        // DEC runs only when the image holds the key's mask, so every counter is positive.
+        unsafe {
+            if crate::vector::contains::<Self, S>(ib, h) {
+                Self::lanes::<S, C, DEC>(ib, cb, h as u32);
+                true
+            } else {
+                false
+            }
         }
     }
 
@@ -100,10 +150,20 @@ pub(crate) trait CounterIsa: Isa {
     }
 }
 
-impl CounterIsa for crate::portable::Portable {}
+impl CounterIsa for crate::portable::Portable {
+    type Ahead = ();
+
+    #[inline(always)]
+    unsafe fn ahead<S: Shape, const C: u32>(_: u64) {}
+}
 
 #[cfg(target_arch = "x86_64")]
-impl CounterIsa for crate::arch::x86_64::sse2::Sse2 {}
+impl CounterIsa for crate::arch::x86_64::sse2::Sse2 {
+    type Ahead = ();
+
+    #[inline(always)]
+    unsafe fn ahead<S: Shape, const C: u32>(_: u64) {}
+}
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -117,6 +177,16 @@ mod x86 {
     /// [`INC`] that also sets the key's bits in the image block (32-bit image words only).
     const INC_IMAGE: u8 = 3;
     use crate::arch::x86_64::avx512::Avx512;
+    use crate::arch::x86_64::counters_8x32;
+
+    /// Whether blocks of `S` are 8x32 (with 4-bit counters: the [`counters_8x32`] kernels).
+    const fn is_8x32<S: Shape>() -> bool {
+        S::LAYOUT.lanes() == 8 && S::LAYOUT.word_bits() == 32
+    }
+
+    /// A key's 8 lane bit indices, computed ahead of its update.
+    #[derive(Clone, Copy, Default)]
+    pub(crate) struct LaneBits([u32; 8]);
     use crate::shape::Shape;
 
     /// Counter words per lane (`Q = W × c / 32`: 4, 8 or 16).
@@ -247,6 +317,11 @@ mod x86 {
     }
 
     impl CounterIsa for Avx2 {
+        type Ahead = ();
+
+        #[inline(always)]
+        unsafe fn ahead<S: Shape, const C: u32>(_: u64) {}
+
         #[inline(always)]
         unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
             // SAFETY: the caller's contract (AVX2 is this ISA).
@@ -462,6 +537,20 @@ mod x86 {
     }
 
     impl CounterIsa for Avx512 {
+        /// The lane bit indices of 8x32 keys (unused for other shapes).
+        type Ahead = LaneBits;
+
+        #[inline(always)]
+        unsafe fn ahead<S: Shape, const C: u32>(h: u64) -> LaneBits {
+            let mut a = LaneBits::default();
+            if is_8x32::<S>() {
+                // SAFETY: AVX-512F (and so AVX2) is available (caller); the 32 bytes written
+                // are `a`'s.
+                unsafe { counters_8x32::store_bits::<S>(h as u32, &mut a.0) };
+            }
+            a
+        }
+
         #[inline(always)]
         unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(ib: *mut u32, cb: *mut u32, h: u32) {
             // SAFETY: the caller's contract (AVX-512F is part of this ISA).
@@ -469,15 +558,47 @@ mod x86 {
         }
 
         #[inline(always)]
-        unsafe fn insert_counting<S: Shape, const C: u32>(ib: *mut u32, cb: *mut u32, h: u64) {
-            // SAFETY: the caller's contract (AVX-512F is part of this ISA).
+        unsafe fn insert_counting<S: Shape, const C: u32>(
+            ib: *mut u32,
+            cb: *mut u32,
+            h: u64,
+            a: LaneBits,
+        ) {
+            // SAFETY: the caller's contract (AVX-512F is part of this ISA); `a` is the key's
+            // lane bit indices for 8x32 (the caller's `ahead`).
             unsafe {
-                if S::LAYOUT.word_bits() == 32 {
+                if is_8x32::<S>() && C == 4 {
+                    counters_8x32::insert4(ib, cb, &a.0)
+                } else if is_8x32::<S>() && C == 8 {
+                    counters_8x32::insert8(ib, cb, &a.0)
+                } else if S::LAYOUT.word_bits() == 32 {
                     // The image bits come from the lane bit indices the counters use.
                     lanes_avx512::<S, C, INC_IMAGE>(ib, cb, h as u32)
                 } else {
                     crate::vector::insert::<Self, S>(ib, h);
                     lanes_avx512::<S, C, INC>(ib, cb, h as u32)
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn remove_counting<S: Shape, const C: u32>(
+            ib: *mut u32,
+            cb: *mut u32,
+            h: u64,
+            a: LaneBits,
+        ) -> bool {
+            // SAFETY: as in `insert_counting`.
+            unsafe {
+                if is_8x32::<S>() && C == 4 {
+                    counters_8x32::remove4(ib, cb, &a.0)
+                } else if is_8x32::<S>() && C == 8 {
+                    counters_8x32::remove8(ib, cb, &a.0)
+                } else if crate::vector::contains::<Self, S>(ib, h) {
+                    lanes_avx512::<S, C, DEC>(ib, cb, h as u32);
+                    true
+                } else {
+                    false
                 }
             }
         }

@@ -66,6 +66,7 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
     h: u64,
     b: u32,
     i: u32,
+    a: I::Ahead,
     refused: &mut Vec<u32>,
 ) {
     let per = S::LAYOUT.block_u32s();
@@ -77,13 +78,79 @@ unsafe fn apply<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
         let (ib, cb) = (ip.add(b * per), cp.add(b * per * C as usize));
         match OP {
             DEC => {
-                if vector::contains::<I, S>(ib, h) {
-                    I::lanes::<S, C, DEC>(ib, cb, h as u32);
-                } else {
+                if !I::remove_counting::<S, C>(ib, cb, h, a) {
                     refused.push(i);
                 }
             }
-            _ => I::insert_counting::<S, C>(ib, cb, h),
+            _ => I::insert_counting::<S, C>(ib, cb, h, a),
+        }
+    }
+}
+
+/// Keys whose local block indices (in a loop the compiler vectorises) and, in L2, whose
+/// [`CounterIsa::ahead`] values [`dense`] computes at a time, ahead of their updates (64
+/// measured best of 8 to 256 on the 2-core EPYC, see BENCHMARKS.md, issue #14).
+const DENSE_CHUNK: usize = 64;
+
+/// [`update_shaped`] of a dense batch: key after key, each in-range key applied (the range test
+/// is predictable: nearly every key is in range), the block of the key `LAG` ahead prefetched
+/// when `PF`. The local block indices are computed [`DENSE_CHUNK`] keys at a time, off the
+/// per-key path.
+///
+/// # Safety
+/// `ip` and `cp` are the image and counters of `sub` blocks (`sub × block_u32s` and
+/// `sub × block_u32s × C` words), writable and not accessed by anyone else during the call;
+/// the CPU supports `I`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dense<I: CounterIsa, S: Shape, const C: u32, const OP: u8, const PF: bool>(
+    blocks: u32,
+    first: u32,
+    sub: u32,
+    ip: *mut u32,
+    cp: *mut u32,
+    hashes: &[u64],
+    refused: &mut Vec<u32>,
+) {
+    let per = S::LAYOUT.block_u32s();
+    let cper = per * C as usize;
+    let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
+    let mut blocks_of = [0u32; DENSE_CHUNK];
+    let mut aheads = [I::Ahead::default(); DENSE_CHUNK];
+    for (c, chunk) in hashes.chunks(DENSE_CHUNK).enumerate() {
+        for (b, &h) in blocks_of.iter_mut().zip(chunk) {
+            *b = local(h);
+        }
+        if !PF {
+            for (a, &h) in aheads.iter_mut().zip(chunk) {
+                // SAFETY: the CPU supports I (caller).
+                *a = unsafe { I::ahead::<S, C>(h) };
+            }
+        }
+        for (j, ((&h, &b), &a)) in chunk.iter().zip(&blocks_of).zip(&aheads).enumerate() {
+            let i = c * DENSE_CHUNK + j;
+            // Beyond L2 (measured at 1 MiB, 5 MiB of storage) the per-key path waits on memory,
+            // and the chunk's pass ahead only delays the prefetches: the key's values are
+            // computed in place.
+            let a = if PF {
+                // SAFETY: the CPU supports I (caller).
+                unsafe { I::ahead::<S, C>(h) }
+            } else {
+                a
+            };
+            if PF {
+                if let Some(&a) = hashes.get(i + LAG) {
+                    let b = local(a) as usize;
+                    // A hint: never faults, and the address arithmetic wraps.
+                    prefetch_bytes(ip.wrapping_add(b * per), per * 4);
+                    prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
+                }
+            }
+            if b < sub {
+                // SAFETY: `b < sub`, and `ip`/`cp` are the exclusively borrowed image and
+                // counters of `sub` blocks; the CPU supports I (caller).
+                unsafe { apply::<I, S, C, OP>(ip, cp, h, b, i as u32, a, refused) };
+            }
         }
     }
 }
@@ -114,20 +181,13 @@ unsafe fn update_shaped<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
     // hint only: every key's range is still tested) skip the ring: one predictable range test
     // per key, the block of the key `LAG` ahead prefetched.
     if sub == blocks || hashes.iter().take(GROUP).all(|&h| local(h) < sub) {
-        for (i, &h) in hashes.iter().enumerate() {
+        // SAFETY: `ip`/`cp` are the exclusively borrowed image and counters of `sub` blocks;
+        // the CPU supports I (caller).
+        unsafe {
             if pf {
-                if let Some(&a) = hashes.get(i + LAG) {
-                    let b = local(a) as usize;
-                    // A hint: never faults, and the address arithmetic wraps.
-                    prefetch_bytes(ip.wrapping_add(b * per), per * 4);
-                    prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
-                }
-            }
-            let b = local(h);
-            if b < sub {
-                // SAFETY: `b < sub`, and `ip`/`cp` are the exclusively borrowed image and
-                // counters of `sub` blocks; the CPU supports I (caller).
-                unsafe { apply::<I, S, C, OP>(ip, cp, h, b, i as u32, refused) };
+                dense::<I, S, C, OP, true>(blocks, first, sub, ip, cp, hashes, refused)
+            } else {
+                dense::<I, S, C, OP, false>(blocks, first, sub, ip, cp, hashes, refused)
             }
         }
         return;
@@ -160,14 +220,36 @@ unsafe fn update_shaped<I: CounterIsa, S: Shape, const C: u32, const OP: u8>(
             // SAFETY: ring entries have `b < sub` (only such entries are kept), and `ip`/`cp`
             // are the exclusively borrowed image and counters of `sub` blocks; the CPU
             // supports I (caller).
-            unsafe { apply::<I, S, C, OP>(ip, cp, ring_h[t], ring_b[t], ring_i[t], refused) };
+            unsafe {
+                let h = ring_h[t];
+                apply::<I, S, C, OP>(
+                    ip,
+                    cp,
+                    h,
+                    ring_b[t],
+                    ring_i[t],
+                    I::ahead::<S, C>(h),
+                    refused,
+                )
+            };
             tail += 1;
         }
     }
     while tail < head {
         let t = tail % RING;
         // SAFETY: as above.
-        unsafe { apply::<I, S, C, OP>(ip, cp, ring_h[t], ring_b[t], ring_i[t], refused) };
+        unsafe {
+            let h = ring_h[t];
+            apply::<I, S, C, OP>(
+                ip,
+                cp,
+                h,
+                ring_b[t],
+                ring_i[t],
+                I::ahead::<S, C>(h),
+                refused,
+            )
+        };
         tail += 1;
     }
 }

@@ -127,7 +127,10 @@ mod avx2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    kind_entry_points!(crate::arch::x86_64::avx512::Avx512, "avx512f,avx512dq");
+    kind_entry_points!(
+        crate::arch::x86_64::avx512::Avx512,
+        "avx512f,avx512dq,avx512bw,avx512vl"
+    );
 }
 
 /// The kind kernels of `path`: `None` for the scalar path (the core's reference) and for paths

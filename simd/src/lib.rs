@@ -22,9 +22,10 @@
 //! # Paths and dispatch
 //! [`SimdPath`] names the implementations: `scalar` (the core reference, key by key),
 //! `portable` (the `wide` crate, compiled for the target's own vector ISA), and on x86_64 `sse2`,
-//! `avx2` and `avx512` (AVX-512F + DQ), chosen at run time. [`active_path`] picks the best one
-//! the CPU supports once per process; the environment variable `BLOOMLANES_SIMD`
-//! (`scalar|portable|sse2|avx2|avx512`) overrides it, and [`Probe::new`] picks one explicitly.
+//! `avx2` and `avx512` (AVX-512F + DQ, and BW + VL for the counting kernels), chosen at run
+//! time. [`active_path`] picks the best one the CPU supports once per process; the environment
+//! variable `BLOOMLANES_SIMD` (`scalar|portable|sse2|avx2|avx512`) overrides it, and
+//! [`Probe::new`] picks one explicitly.
 //!
 //! ```
 //! use bloomlanes_core::{Filter, Keys, Layout, Params};

@@ -397,6 +397,53 @@ fn saturated_counters_stick() {
     }
 }
 
+/// Small 8x32 filters (the layout with AVX-512 kernels of its own), 4- and 8-bit counters:
+/// keys inserted from 0 to 300 times in one shuffled batch (counters shared, some saturating),
+/// then one batch deleting every key more often than it was inserted, with absent keys mixed
+/// in, so that counters reach 0 mid-batch and the same key's later deletes are refused; every
+/// path against the core, image, counters and refusals.
+#[test]
+fn small_8x32_filters_saturate_empty_and_refuse_like_the_core() {
+    for bits in [CounterBits::Four, CounterBits::Eight] {
+        for blocks in [1u32, 3] {
+            let params = counting_params(Layout::L8x32, blocks, 5, bits);
+            let mut state = u64::from(blocks) * 1000 + 17;
+            let pool: Vec<u64> = (0..24).map(|_| splitmix(&mut state)).collect();
+            let times = |k: usize| (k * k * 7) % 301;
+            let mut ins: Vec<u64> = (0..pool.len())
+                .flat_map(|k| std::iter::repeat_n(pool[k], times(k)))
+                .collect();
+            let mut del: Vec<u64> = (0..pool.len())
+                .flat_map(|k| std::iter::repeat_n(pool[k], times(k) + 2))
+                .chain((0..50).map(|_| splitmix(&mut state)))
+                .collect();
+            for v in [&mut ins, &mut del] {
+                for i in (1..v.len()).rev() {
+                    v.swap(i, (splitmix(&mut state) % (i as u64 + 1)) as usize);
+                }
+            }
+            let mut want = CountingFilter::new(params).unwrap();
+            ref_insert(&mut want, Keys::U64(&ins));
+            assert!(want.saturated() > 0);
+            let inserted = want.clone();
+            let refused = pack(&ref_remove(&mut want, Keys::U64(&del)));
+            assert!(refused.iter().any(|&w| w != 0));
+            for probe in paths() {
+                let what = format!("{bits:?}, {blocks} blocks, on {}", probe.path());
+                let mut got = CountingFilter::new(params).unwrap();
+                probe.insert_counting(got.as_view_mut(), Keys::U64(&ins));
+                assert!(same(&got, &inserted), "insert: {what}");
+                let mut r = vec![0u64; del.len().div_ceil(64)];
+                probe
+                    .remove_counting(got.as_view_mut(), Keys::U64(&del), &mut r)
+                    .unwrap();
+                assert!(same(&got, &want), "delete: {what}");
+                assert_eq!(r, refused, "refused: {what}");
+            }
+        }
+    }
+}
+
 /// Deletes of keys that were never inserted are refused and change nothing.
 #[test]
 fn deletes_of_absent_keys_are_refused_and_change_nothing() {

@@ -1,7 +1,9 @@
-//! x86_64 kernels: SSE2 (baseline), AVX2, AVX-512 (F + DQ), each behind `#[target_feature]`.
+//! x86_64 kernels: SSE2 (baseline), AVX2, AVX-512 (F + DQ; BW + VL in the counting kernels), each
+//! behind `#[target_feature]`.
 
 pub(crate) mod avx2;
 pub(crate) mod avx512;
+pub(crate) mod counters_8x32;
 pub(crate) mod sse2;
 
 /// Whether the AVX2 path hashes `u64` keys 8 at a time, 4 in vector lanes (the 64-bit multiply
@@ -16,7 +18,11 @@ pub(crate) fn has_avx2() -> bool {
     std::is_x86_feature_detected!("avx2")
 }
 
-/// Whether the CPU has what the AVX-512 path uses (AVX-512F and AVX-512DQ).
+/// Whether the CPU has what the AVX-512 path uses (AVX-512F and AVX-512DQ; the counting kernels
+/// also use AVX-512BW and AVX-512VL, which every CPU with AVX-512DQ has).
 pub(crate) fn has_avx512() -> bool {
-    std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512dq")
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512dq")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl")
 }
