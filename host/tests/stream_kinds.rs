@@ -15,6 +15,31 @@ fn key_lines(n: usize) -> String {
     (0..n).map(|i| format!("k{i}\n")).collect()
 }
 
+/// Pipeline chunkings compared: 33-byte chunks on three workers, whole 2 MiB chunks on one.
+const CHUNKINGS: [(&str, &str); 2] = [("33", "3"), ("2097152", "1")];
+
+/// `bloomlanes --json CMD FILTER INPUT -o OUT` with the pipeline's chunk bytes and threads.
+fn edit_chunked(
+    cmd: &str,
+    filter: &std::path::Path,
+    input: &std::path::Path,
+    out: &std::path::Path,
+    chunk: &str,
+    threads: &str,
+) -> serde_json::Value {
+    json(&[
+        cmd,
+        s(filter),
+        s(input),
+        "-o",
+        s(out),
+        "--chunk-bytes",
+        chunk,
+        "--threads",
+        threads,
+    ])
+}
+
 #[test]
 fn streamed_kind_queries_answer_as_the_core_in_input_order() {
     let d = tmp();
@@ -183,19 +208,9 @@ fn streamed_inserts_keep_the_input_order() {
         args.extend_from_slice(extra);
         json(&args);
         let mut outs = Vec::new();
-        for (chunk, threads) in [("33", "3"), ("2097152", "1")] {
+        for (chunk, threads) in CHUNKINGS {
             let out = at(&d, &format!("{kind}-{chunk}.blf"));
-            let v = json(&[
-                "insert",
-                s(&empty),
-                s(&more),
-                "-o",
-                s(&out),
-                "--chunk-bytes",
-                chunk,
-                "--threads",
-                threads,
-            ]);
+            let v = edit_chunked("insert", &empty, &more, &out, chunk, threads);
             assert_eq!(v["inserted"], 6000, "{kind}");
             outs.push(std::fs::read(&out).unwrap());
         }
@@ -245,19 +260,9 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
         .collect();
     let mixed = write(&d, "mixed.txt", mixed);
     let mut outs = Vec::new();
-    for (chunk, threads) in [("33", "3"), ("2097152", "1")] {
+    for (chunk, threads) in CHUNKINGS {
         let out = at(&d, &format!("c-{chunk}.blf"));
-        let v = json(&[
-            "delete",
-            s(&c),
-            s(&mixed),
-            "-o",
-            s(&out),
-            "--chunk-bytes",
-            chunk,
-            "--threads",
-            threads,
-        ]);
+        let v = edit_chunked("delete", &c, &mixed, &out, chunk, threads);
         assert_eq!(v["not_present"], 20, "{chunk}");
         assert_eq!(v["deleted"], 1980, "{chunk}");
         let named: Vec<String> = (0..10).map(|j| format!("never-{}", 100 * j + 99)).collect();

@@ -16,7 +16,9 @@ use crate::error::{Error, Result};
 use crate::hll::Hll;
 use crate::input::{self, Batch, InputOptions, InputSummary, Stage};
 
-pub use super::stream_ordered::{stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH};
+pub use super::stream_ordered::{
+    insert_streamed, stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH,
+};
 pub use super::stream_query::{
     query_stream, query_stream_kind, Listing, QueryChunk, StreamQueried,
 };

@@ -7,9 +7,10 @@
 
 use std::path::PathBuf;
 
-use bloomlanes_core::{KeyType, Keys};
+use bloomlanes_core::{AnyFilter, KeyType, Keys};
 
 use super::stream::hashes_of;
+use crate::backend::Backend;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::Result;
 use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
@@ -76,6 +77,30 @@ pub fn stream_hashes(
     }
     let key_type = input::one_key_type(&inputs)?;
     Ok((inputs, key_type))
+}
+
+/// Streams the keys of `paths` into `filter` with `engine`, in input order and in batches
+/// ([`stream_hashes`] and [`crate::kinds::ops::insert`]; a time window takes them as seen at
+/// `now`). Returns what each input gave and the key type they were read as.
+pub fn insert_streamed(
+    engine: &dyn Backend,
+    filter: &mut AnyFilter,
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    now: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Vec<InputSummary>, KeyType)> {
+    let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
+    stream_hashes(
+        paths,
+        opts,
+        seed,
+        filter_type,
+        &mut |hashes| {
+            crate::kinds::ops::insert(engine, filter, Keys::Hashes(hashes), Some(now), &mut |_| {})
+        },
+        progress,
+    )
 }
 
 /// The text of key `i` of a chunk, as `query` lists it.

@@ -4,7 +4,7 @@ use bloomlanes_host::hll::Hll;
 use bloomlanes_host::input::read_inputs;
 use bloomlanes_host::kinds::{self, KindSpec};
 use bloomlanes_host::ops::{self, CapacitySource};
-use bloomlanes_host::{backend, store, AnyFilter, Error, FilterBuilder, Keys, Result, Stage};
+use bloomlanes_host::{backend, store, AnyFilter, Error, FilterBuilder, Result, Stage};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -217,23 +217,13 @@ fn build_kind_streamed(ctx: &Ctx, a: &BuildArgs, builder: FilterBuilder) -> Resu
     let builder = builder.key_type(Some(key_type));
     let mut filter = builder.empty_any(n)?;
     let engine = backend::select(builder.backend_choice(), n as usize)?;
-    let seed = filter.params().seed;
-    let time = now_nanos();
     let start = Instant::now();
-    let (summaries, _) = ops::stream_hashes(
+    let (summaries, _) = ops::stream::insert_streamed(
+        &*engine,
+        &mut filter,
         &a.inputs,
         &opts,
-        seed,
-        key_type,
-        &mut |hashes| {
-            kinds::ops::insert(
-                &*engine,
-                &mut filter,
-                Keys::Hashes(hashes),
-                Some(time),
-                &mut |_| {},
-            )
-        },
+        now_nanos(),
         &mut |p| bar.update(p),
     )?;
     let seconds = start.elapsed().as_secs_f64();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use bloomlanes_host::kinds::ops;
 use bloomlanes_host::ops::stream::stream_hashes_with_text;
-use bloomlanes_host::{backend, store, Error, Keys, Result};
+use bloomlanes_host::{backend, Error, Keys, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -14,8 +14,7 @@ use crate::args::BackendArg;
 use crate::inputs::{describe_inputs, inputs_json};
 use crate::insert::{save, EditArgs};
 use crate::kind::kind_json;
-use crate::opened::Opened;
-use crate::output::{check_output, emit, say, Warnings};
+use crate::output::{emit, say};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -42,13 +41,7 @@ pub struct DeleteArgs {
 /// `--strict` and a key that is not in it).
 pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
     let e = &a.edit;
-    let output = e.output.clone().unwrap_or_else(|| e.filter.clone());
-    check_output(&output)?;
-    let opened = Opened::Kind(store::load_any(&e.filter)?);
-    opened.check_hashable(&e.filter)?;
-    let Opened::Kind(mut filter) = opened else {
-        unreachable!("opened as a kind")
-    };
+    let (mut filter, output) = e.open()?;
     let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
     let engine = backend::select(a.backend.into(), 0)?;
     // Refuses a filter of a kind without deletions before any key is read.
@@ -73,11 +66,7 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
         },
         &mut |p| bar.update(p),
     )?;
-    let key_match = bloomlanes_host::ops::check_key_type(&e.filter, filter_type, key_type)?;
-    let mut warnings = Warnings::default();
-    if let Some(note) = bloomlanes_host::ops::key_type_note(filter_type, key_type, key_match) {
-        warnings.warn(note);
-    }
+    let mut warnings = e.key_type_warnings(&filter, key_type)?;
     if missing > 0 {
         let what = format!(
             "{missing} of {keys} keys are not in the filter (a counter is zero), first: {}",

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::kinds::{self, ops};
-use bloomlanes_host::{backend, store, AnyFilter, Keys, Result, Stage};
+use bloomlanes_host::ops::stream::insert_streamed;
+use bloomlanes_host::{backend, store, AnyFilter, KeyType, Result, Stage};
 use clap::Args;
 use serde_json::json;
 
@@ -34,6 +35,30 @@ pub struct EditArgs {
     pub output: Option<PathBuf>,
 }
 
+impl EditArgs {
+    /// The filter, loaded whole and checked (its keys must be hashable here), and where the
+    /// changed filter goes (checked as an output).
+    pub fn open(&self) -> Result<(AnyFilter, PathBuf)> {
+        let output = self.output.clone().unwrap_or_else(|| self.filter.clone());
+        check_output(&output)?;
+        let filter = store::load_any(&self.filter)?;
+        Opened::check_params_hashable(filter.params(), &self.filter)?;
+        Ok((filter, output))
+    }
+
+    /// Checks the type of the keys read against the filter's (an error where their byte forms
+    /// differ) and gives the warning where they differ only in meaning.
+    pub fn key_type_warnings(&self, filter: &AnyFilter, read: KeyType) -> Result<Warnings> {
+        let filter_type = filter.params().key_type;
+        let key_match = bloomlanes_host::ops::check_key_type(&self.filter, filter_type, read)?;
+        let mut warnings = Warnings::default();
+        if let Some(note) = bloomlanes_host::ops::key_type_note(filter_type, read, key_match) {
+            warnings.warn(note);
+        }
+        Ok(warnings)
+    }
+}
+
 /// Arguments of `insert`.
 #[derive(Args, Debug)]
 pub struct InsertArgs {
@@ -55,41 +80,20 @@ pub fn save(out: &Path, f: &AnyFilter) -> Result<()> {
 /// key-by-key inserts would; the filter is written once, at the end.
 pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let e = &a.edit;
-    let output = e.output.clone().unwrap_or_else(|| e.filter.clone());
-    check_output(&output)?;
-    let opened = Opened::Kind(store::load_any(&e.filter)?);
-    opened.check_hashable(&e.filter)?;
-    let Opened::Kind(mut filter) = opened else {
-        unreachable!("opened as a kind")
-    };
-    let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
+    let (mut filter, output) = e.open()?;
     let engine = backend::select(a.backend.into(), 0)?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
-    let time = now_nanos();
-    let mut inserted = 0usize;
-    let (summaries, key_type) = bloomlanes_host::ops::stream_hashes(
+    let (summaries, key_type) = insert_streamed(
+        &*engine,
+        &mut filter,
         &e.inputs,
         &e.input.options(),
-        seed,
-        filter_type,
-        &mut |hashes| {
-            inserted += hashes.len();
-            ops::insert(
-                &*engine,
-                &mut filter,
-                Keys::Hashes(hashes),
-                Some(time),
-                &mut |_| {},
-            )
-        },
+        now_nanos(),
         &mut |p| bar.update(p),
     )?;
-    let key_match = bloomlanes_host::ops::check_key_type(&e.filter, filter_type, key_type)?;
-    let mut warnings = Warnings::default();
-    if let Some(note) = bloomlanes_host::ops::key_type_note(filter_type, key_type, key_match) {
-        warnings.warn(note);
-    }
+    let inserted: u64 = summaries.iter().map(|s| s.keys).sum();
+    let warnings = e.key_type_warnings(&filter, key_type)?;
     let seconds = start.elapsed().as_secs_f64();
     save(&output, &filter)?;
     let s = filter.stats();

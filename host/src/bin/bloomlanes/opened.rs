@@ -36,7 +36,12 @@ impl Opened {
 
     /// Refuses a filter of caller-supplied hashes: its keys cannot be hashed here.
     pub fn check_hashable(&self, path: &Path) -> Result<()> {
-        if self.params().hash == HashId::Prehashed {
+        Opened::check_params_hashable(self.params(), path)
+    }
+
+    /// [`Opened::check_hashable`] of a filter with `params`, read from `path`.
+    pub fn check_params_hashable(params: &Params, path: &Path) -> Result<()> {
+        if params.hash == HashId::Prehashed {
             return Err(Error::input(
                 path,
                 None,
