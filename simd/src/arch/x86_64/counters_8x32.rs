@@ -108,6 +108,36 @@ unsafe fn step<const INC: bool>(p: *mut u32, m: __m512i) -> __mmask8 {
     }
 }
 
+/// ORs the key's `mask` into the 8x32 image block at `ib` (after an insert each of the key's
+/// counters is positive).
+///
+/// # Safety
+/// `ib` points to 8 writable image words no one else accesses during the call; the CPU
+/// supports AVX2.
+#[inline(always)]
+unsafe fn set_image_bits(ib: *mut u32, mask: __m256i) {
+    // SAFETY: AVX2 is available and the 32 bytes at `ib` are ours (contract).
+    unsafe {
+        let ip = ib.cast::<__m256i>();
+        _mm256_storeu_si256(ip, _mm256_or_si256(_mm256_loadu_si256(ip), mask));
+    }
+}
+
+/// The 8x32 image block at `ib` if it holds every bit of the key's `mask` (every counter of
+/// the key is positive: a delete may go on), else `None` (the delete is refused).
+///
+/// # Safety
+/// `ib` points to 8 readable image words; the CPU supports AVX2.
+#[inline(always)]
+unsafe fn image_holding(ib: *const u32, mask: __m256i) -> Option<__m256i> {
+    // SAFETY: AVX2 is available and the 32 bytes at `ib` are readable (contract).
+    unsafe {
+        let img = _mm256_loadu_si256(ib.cast());
+        // `testc`: every bit of `mask` is set in `img`.
+        (_mm256_testc_si256(img, mask) != 0).then_some(img)
+    }
+}
+
 /// Counting insert of the key with lane bit indices `bits` into the 8x32 block whose image
 /// starts at `ib` and 4-bit counters at `cb`: every counter of the key below 15 gains one, and
 /// its image bits are set.
@@ -122,8 +152,7 @@ pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
     // `ib` and the counters two 64-byte registers at `cb` and `cb + 16`, ours (contract).
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        _mm256_storeu_si256(ip, _mm256_or_si256(_mm256_loadu_si256(ip), mask));
+        set_image_bits(ib, mask);
         let [m0, m1] = nibble_masks(bits);
         step::<true>(cb, m0);
         step::<true>(cb.add(16), m1);
@@ -143,11 +172,9 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
         let ip = ib.cast::<__m256i>();
-        let img = _mm256_loadu_si256(ip);
-        // `testc`: every bit of `mask` is set in `img`.
-        if _mm256_testc_si256(img, mask) == 0 {
+        let Some(img) = image_holding(ib, mask) else {
             return false;
-        }
+        };
         let [m0, m1] = nibble_masks(bits);
         let e0 = step::<false>(cb, m0);
         let e1 = step::<false>(cb.add(16), m1);
@@ -199,8 +226,7 @@ pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
     // at `ib` and the counters four 64-byte registers at `cb + 16r`, ours (contract).
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        _mm256_storeu_si256(ip, _mm256_or_si256(_mm256_loadu_si256(ip), mask));
+        set_image_bits(ib, mask);
         for r in 0..4 {
             let inc = one_hot8(bits, r);
             let p = cb.add(16 * r as usize).cast();
@@ -226,11 +252,9 @@ pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
         let ip = ib.cast::<__m256i>();
-        let img = _mm256_loadu_si256(ip);
-        // `testc`: every bit of `mask` is set in `img`.
-        if _mm256_testc_si256(img, mask) == 0 {
+        let Some(img) = image_holding(ib, mask) else {
             return false;
-        }
+        };
         let full = _mm512_set1_epi8(-1);
         let mut emptied = [0u64; 4];
         for (r, e) in emptied.iter_mut().enumerate() {
