@@ -9,6 +9,7 @@ use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::params::Params;
 use crate::scalable_filter::ScalableFilter;
+use crate::spatial_filter::SpatialFilter;
 use crate::stats::Stats;
 use crate::window_filter::WindowFilter;
 
@@ -23,6 +24,8 @@ pub enum AnyFilter {
     Window(WindowFilter),
     /// A scalable filter.
     Scalable(ScalableFilter),
+    /// A spatial filter (classes).
+    Spatial(SpatialFilter),
 }
 
 impl AnyFilter {
@@ -38,6 +41,7 @@ impl AnyFilter {
             FilterKind::Scalable { .. } => {
                 AnyFilter::Scalable(ScalableFilter::from_file_bytes(file)?)
             }
+            FilterKind::Spatial { .. } => AnyFilter::Spatial(SpatialFilter::from_file_bytes(file)?),
         })
     }
 
@@ -48,6 +52,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.to_file_bytes(),
             AnyFilter::Window(f) => f.to_file_bytes(),
             AnyFilter::Scalable(f) => f.to_file_bytes(),
+            AnyFilter::Spatial(f) => f.to_file_bytes(),
         }
     }
 
@@ -58,6 +63,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.params(),
             AnyFilter::Window(f) => f.params(),
             AnyFilter::Scalable(f) => f.params(),
+            AnyFilter::Spatial(f) => f.params(),
         }
     }
 
@@ -68,6 +74,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.contains_hash(hash),
             AnyFilter::Window(f) => f.contains_hash(hash),
             AnyFilter::Scalable(f) => f.contains_hash(hash),
+            AnyFilter::Spatial(f) => f.contains_hash(hash),
         }
     }
 
@@ -83,6 +90,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.stats(),
             AnyFilter::Window(f) => f.stats(),
             AnyFilter::Scalable(f) => f.stats(),
+            AnyFilter::Spatial(f) => f.stats(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::format::{self, FormatError, Header};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::layout::Layout;
@@ -230,6 +230,11 @@ impl Filter {
         out
     }
 
+    /// Appends the byte image to `out` (what [`Filter::to_image`] returns, without a copy).
+    pub fn write_image(&self, out: &mut Vec<u8>) {
+        self.words.write_le(out, false)
+    }
+
     /// A filter from a byte image; its length must be a whole, non-zero number of blocks.
     pub fn from_image(image: &[u8], header: Header) -> Result<Filter, FormatError> {
         let expected = header.payload_len();
@@ -249,12 +254,9 @@ impl Filter {
 
     /// The whole file: header, then the byte image.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let image = self.to_image();
-        let header = self.header().encode(&image);
-        let mut out = Vec::with_capacity(HEADER_LEN + image.len());
-        out.extend_from_slice(&header);
-        out.extend_from_slice(&image);
-        out
+        format::assemble(self.params, self.keys, 0, self.byte_len(), |out| {
+            self.words.write_le(out, false)
+        })
     }
 
     /// Reads a whole file; any fault (truncation, corruption, foreign or future format) is an error.

@@ -137,6 +137,30 @@ impl Header {
     }
 }
 
+/// A whole file in one buffer: the header for `params`, `keys` and `meta_len`, then the payload
+/// that `write` appends (about `payload_len` bytes). The payload is written once, in place, and
+/// the header is filled in after it, so saving a filter needs its file's size once, not twice.
+#[cfg(feature = "alloc")]
+pub fn assemble(
+    params: Params,
+    keys: Option<u64>,
+    meta_len: u64,
+    payload_len: usize,
+    write: impl FnOnce(&mut alloc::vec::Vec<u8>),
+) -> alloc::vec::Vec<u8> {
+    let mut out = alloc::vec::Vec::with_capacity(HEADER_LEN + payload_len);
+    out.resize(HEADER_LEN, 0);
+    write(&mut out);
+    let header = Header {
+        params,
+        keys,
+        meta_len,
+    }
+    .encode(&out[HEADER_LEN..]);
+    out[..HEADER_LEN].copy_from_slice(&header);
+    out
+}
+
 /// Why a byte string is not a valid filter file. Every variant names the field at fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -338,7 +362,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
     let key_type = if v1 {
         KeyType::Any
     } else {
-        if kind_code > 4 {
+        if kind_code > 5 {
             return Err(FormatError::UnknownKind(kind_code));
         }
         let width = u16::from_le_bytes([file[28], file[29]]);
@@ -396,6 +420,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
                 found: stated,
             });
         }
+        kind_meta::check_tables(&params, meta)?;
         kind_meta::check_padding(&params, payload, meta_len)?;
     }
     let header = Header {

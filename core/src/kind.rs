@@ -8,10 +8,16 @@
 //! | stable | as counting | decrement `P` cells picked by the key's hash, then set the key's L counters to the maximum | all L bits set | — |
 //! | window | `g + 1` generations of the image, interleaved by block | set the bits in the current generation; rotate every `N/g` keys (or `T/g` time) | all L bits set in one generation | — |
 //! | scalable | a chain of images growing by a factor `s` with rates tightening by `r` | into the last image until it is full | any image | — |
+//! | spatial | the image + one `c`-bit class cell per bit (`c` = 4, 8 or 16) | cells = max(cell, class) | the smallest of the key's cells (0: absent) | — |
+//!
+//! Static, counting, stable and spatial filters are one machine, the cell algebra of
+//! [`crate::cell`]; window and scalable filters are arrangements of static images.
 //!
 //! See `docs/FORMAT.md` §9 for the definitions and file layouts.
 
 use core::fmt;
+
+use crate::cell::CellBits;
 
 /// Width of the counters of counting and stable filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,6 +97,16 @@ pub enum FilterKind {
         /// Tightening ratio `r` of the stages' false-positive rates, in 1/256 (e.g. 205 ≈ 0.8).
         tightening: u8,
     },
+    /// A spatial Bloom filter (Palmieri, Calderoni and Maio, 2014) on the split-block layout:
+    /// each image bit has a cell holding a class number; a key's cells take the larger of their
+    /// value and the key's class, and a lookup answers the smallest of the key's cells (0: absent).
+    /// A key may be reported in a higher class than its own, never a lower one.
+    Spatial {
+        /// Cell width: 4, 8 or 16 bits (classes 1 to `2^c − 1`).
+        cell_bits: CellBits,
+        /// Number of classes `n` (1 ≤ n ≤ `2^c − 1`); their names are stored in the file.
+        classes: u16,
+    },
 }
 
 impl FilterKind {
@@ -102,6 +118,7 @@ impl FilterKind {
             FilterKind::Stable { .. } => 2,
             FilterKind::Window { .. } => 3,
             FilterKind::Scalable { .. } => 4,
+            FilterKind::Spatial { .. } => 5,
         }
     }
 
@@ -113,6 +130,7 @@ impl FilterKind {
             FilterKind::Stable { .. } => "stable",
             FilterKind::Window { .. } => "window",
             FilterKind::Scalable { .. } => "scalable",
+            FilterKind::Spatial { .. } => "spatial",
         }
     }
 
@@ -154,6 +172,11 @@ impl fmt::Display for FilterKind {
                 f,
                 "scalable (growth {growth}, tightening {:.3})",
                 f64::from(tightening) / 256.0
+            ),
+            FilterKind::Spatial { cell_bits, classes } => write!(
+                f,
+                "spatial ({classes} classes in {}-bit cells)",
+                cell_bits.bits()
             ),
         }
     }

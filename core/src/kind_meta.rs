@@ -11,14 +11,18 @@
 //! scalable  0: growth s; 1: tightening r × 256; 8..16: target rate (f64 bits);
 //!           16..24: initial capacity (u64); 24..28: stages (u32);  arrays: one image per stage
 //!           from byte 64, 16 bytes per stage: blocks (u32), 0 (u32), keys (u64)
+//! spatial   byte 0: cell bits (4, 8, 16); 2..4: classes n (u16);   arrays: image | cells
+//!           4..8: name bytes N (u32); from byte 64: the class table (crate::spatial)
 //! ```
 //! Every other metadata byte is zero. Each array starts 64-byte aligned: it is followed by zero
 //! bytes up to a multiple of 64.
 
+use crate::cell::{cell_words, CellBits};
 use crate::counting::counter_words;
 use crate::format::FormatError;
 use crate::kind::{CounterBits, FilterKind, WindowUnit};
 use crate::params::Params;
+use crate::spatial::{self, ClassTable};
 use crate::window::{window_words, WindowState};
 
 /// Bytes of kind metadata before the stage table of a scalable filter.
@@ -123,7 +127,33 @@ pub fn decode_kind(code: u8, meta: &[u8]) -> Result<FilterKind, FormatError> {
             unused_zero(meta, &[0..2, 8..28])?;
             Ok(FilterKind::Scalable { growth, tightening })
         }
+        5 => {
+            let cell_bits = match CellBits::from_bits(u32::from(meta[0])) {
+                Some(b @ (CellBits::Four | CellBits::Eight | CellBits::Sixteen)) => b,
+                _ => return Err(bad("spatial cell bits must be 4, 8 or 16")),
+            };
+            let classes = le_u16(meta, 2);
+            if classes == 0 || u32::from(classes) > cell_bits.max() {
+                return Err(bad(
+                    "spatial class count must be between 1 and the cells' maximum",
+                ));
+            }
+            if u64::from(le_u32(meta, 4)) > 256 * u64::from(classes) {
+                return Err(bad("spatial class names longer than 256 bytes per class"));
+            }
+            unused_zero(meta, &[0..1, 2..8])?;
+            Ok(FilterKind::Spatial { cell_bits, classes })
+        }
         other => Err(FormatError::UnknownKind(other)),
+    }
+}
+
+/// Checks the tables a kind keeps in its metadata past the first 64 bytes, once
+/// [`meta_len`] has agreed with the header: a spatial filter's class table.
+pub fn check_tables(params: &Params, meta: &[u8]) -> Result<(), FormatError> {
+    match params.kind {
+        FilterKind::Spatial { .. } => ClassTable::parse(meta).map(|_| ()),
+        _ => Ok(()),
     }
 }
 
@@ -136,6 +166,9 @@ pub fn meta_len(params: &Params, meta: &[u8]) -> Result<u64, FormatError> {
             let stages = u64::from(le_u32(meta, 24));
             Ok(pad64(META_LEN as u64 + stages * STAGE_LEN as u64))
         }
+        FilterKind::Spatial { classes, .. } => Ok(pad64(
+            META_LEN as u64 + spatial::table_len(classes, le_u32(meta, 4)),
+        )),
         _ => Ok(META_LEN as u64),
     }
 }
@@ -152,6 +185,10 @@ pub fn for_each_array(
         FilterKind::Counting { counter_bits } | FilterKind::Stable { counter_bits, .. } => {
             f(params.byte_len())?;
             f(counter_words(params, counter_bits) * 4)
+        }
+        FilterKind::Spatial { cell_bits, .. } => {
+            f(params.byte_len())?;
+            f(cell_words(params, cell_bits) * 4)
         }
         FilterKind::Window { .. } => f(window_words(params) * 4),
         FilterKind::Scalable { .. } => {
@@ -214,6 +251,11 @@ pub fn encode_meta(kind: FilterKind, state: Option<&WindowState>) -> [u8; META_L
     let mut m = [0u8; META_LEN];
     match kind {
         FilterKind::Static | FilterKind::Scalable { .. } => {}
+        FilterKind::Spatial { cell_bits, classes } => {
+            // The name length (bytes 4..8) is written with the class table (SpatialFilter).
+            m[0] = cell_bits.bits() as u8;
+            m[2..4].copy_from_slice(&classes.to_le_bytes());
+        }
         FilterKind::Counting { counter_bits } => m[0] = counter_bits.bits() as u8,
         FilterKind::Stable {
             counter_bits,

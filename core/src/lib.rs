@@ -33,6 +33,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod batch;
+pub mod cell;
 pub mod counting;
 pub mod format;
 pub mod key;
@@ -44,6 +45,7 @@ pub mod math;
 pub mod params;
 pub mod parquet;
 pub mod reference;
+pub mod spatial;
 pub mod stats;
 pub mod window;
 pub mod xxh64;
@@ -53,6 +55,8 @@ mod any_filter;
 #[cfg(feature = "alloc")]
 mod bitmap;
 #[cfg(feature = "alloc")]
+mod cell_store;
+#[cfg(feature = "alloc")]
 mod counting_filter;
 #[cfg(feature = "alloc")]
 mod filter;
@@ -60,6 +64,8 @@ mod filter;
 pub mod golden;
 #[cfg(feature = "alloc")]
 mod scalable_filter;
+#[cfg(feature = "alloc")]
+mod spatial_filter;
 #[cfg(feature = "alloc")]
 mod storage;
 #[cfg(feature = "alloc")]
@@ -70,6 +76,7 @@ pub use any_filter::AnyFilter;
 pub use batch::{BatchError, Keys, Records, Strings};
 #[cfg(feature = "alloc")]
 pub use bitmap::Bitmap;
+pub use cell::{CellBits, CellReduce, CellUpdate, CellsMut};
 pub use counting::{CountingMut, RemoveError};
 #[cfg(feature = "alloc")]
 pub use counting_filter::CountingFilter;
@@ -88,6 +95,8 @@ pub use parquet::ParquetError;
 pub use reference::{FilterMut, FilterRef, ShapeError, Word};
 #[cfg(feature = "alloc")]
 pub use scalable_filter::ScalableFilter;
+#[cfg(feature = "alloc")]
+pub use spatial_filter::SpatialFilter;
 pub use stats::Stats;
 pub use window::{WindowMut, WindowState};
 #[cfg(feature = "alloc")]

@@ -6,11 +6,10 @@
 //! the compound rate `1 − Π (1 − P_i)` stays below `P` however many stages there are. Keys go
 //! into the last stage; a full last stage gets a successor. A key is found if any stage has it.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::filter::Filter;
-use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::format::{self, FormatError, Header};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::kind_meta::{self, pad64, ScalableMeta, META_LEN, STAGE_LEN};
@@ -181,26 +180,32 @@ impl ScalableFilter {
     /// The whole file: header, metadata with the stage table, one image per stage.
     pub fn to_file_bytes(&self) -> Vec<u8> {
         let meta_len = pad64((META_LEN + STAGE_LEN * self.stages.len()) as u64) as usize;
-        let mut payload = vec![0u8; meta_len];
         let table: Vec<(u32, u64)> = self
             .stages
             .iter()
             .map(|s| (s.blocks(), s.key_count().unwrap_or(0)))
             .collect();
-        kind_meta::scalable_meta(&self.meta, &table, &mut payload);
-        for s in &self.stages {
-            payload.extend_from_slice(&s.to_image());
-            payload.resize(payload.len().div_ceil(64) * 64, 0);
-        }
-        let header = Header {
-            params: self.params,
-            keys: Some(self.key_count()),
-            meta_len: meta_len as u64,
-        };
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-        out.extend_from_slice(&header.encode(&payload));
-        out.extend_from_slice(&payload);
-        out
+        let arrays: usize = self
+            .stages
+            .iter()
+            .map(|s| pad64(s.byte_len() as u64) as usize)
+            .sum();
+        let keys = Some(self.key_count());
+        format::assemble(
+            self.params,
+            keys,
+            meta_len as u64,
+            meta_len + arrays,
+            |out| {
+                let at = out.len();
+                out.resize(at + meta_len, 0);
+                kind_meta::scalable_meta(&self.meta, &table, &mut out[at..]);
+                for s in &self.stages {
+                    s.write_image(out);
+                    out.resize(out.len().div_ceil(64) * 64, 0);
+                }
+            },
+        )
     }
 
     /// Reads a whole scalable filter file; any fault is an error.

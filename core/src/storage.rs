@@ -16,6 +16,12 @@ pub(crate) struct Words {
     len: usize,
 }
 
+impl PartialEq for Words {
+    fn eq(&self, other: &Words) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
 impl Words {
     /// `len` zero words.
     ///

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::{FilterKind, WindowUnit};
 use crate::kind_meta::{self, META_LEN};
@@ -218,18 +218,11 @@ impl WindowFilter {
 
     /// The whole file: header, kind metadata (with the rotation state), the generations.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let mut payload = Vec::with_capacity(META_LEN + self.words().len() * 4 + 64);
-        payload.extend_from_slice(&kind_meta::encode_meta(self.params.kind, Some(&self.state)));
-        self.words.write_le(&mut payload, true);
-        let header = Header {
-            params: self.params,
-            keys: self.keys,
-            meta_len: META_LEN as u64,
-        };
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-        out.extend_from_slice(&header.encode(&payload));
-        out.extend_from_slice(&payload);
-        out
+        let len = META_LEN + self.words().len() * 4 + 64;
+        format::assemble(self.params, self.keys, META_LEN as u64, len, |out| {
+            out.extend_from_slice(&kind_meta::encode_meta(self.params.kind, Some(&self.state)));
+            self.words.write_le(out, true);
+        })
     }
 
     /// Reads a whole window filter file; any fault is an error.

@@ -234,6 +234,7 @@ pub fn storage_bytes(f: &AnyFilter) -> u64 {
     match f {
         AnyFilter::Static(s) => s.byte_len() as u64,
         AnyFilter::Counting(c) => (c.image_words().len() + c.counter_words().len()) as u64 * 4,
+        AnyFilter::Spatial(c) => (c.image_words().len() + c.cell_words().len()) as u64 * 4,
         AnyFilter::Window(w) => w.words().len() as u64 * 4,
         AnyFilter::Scalable(s) => s.stages().iter().map(|st| st.byte_len() as u64).sum(),
     }

@@ -139,6 +139,9 @@ pub fn insert(
                 Ok(f.insert_hash(keys.hash(i, seed))?)
             }),
         },
+        AnyFilter::Spatial(_) => Err(Error::usage(
+            "a spatial filter takes each key with its class: build it with --kind spatial",
+        )),
     }
 }
 
@@ -220,6 +223,7 @@ pub fn contains(
     match filter {
         AnyFilter::Static(f) => bulk::contains(engine, f.as_view(), keys, progress),
         AnyFilter::Counting(f) => bulk::contains(engine, f.projection(), keys, progress),
+        AnyFilter::Spatial(f) => bulk::contains(engine, f.projection(), keys, progress),
         AnyFilter::Scalable(f) => {
             let mut answers = Bitmap::new(keys.len());
             for stage in f.stages() {
@@ -274,6 +278,7 @@ pub fn contains_words(
     match (probe, filter) {
         (Some(p), AnyFilter::Static(f)) => p.contains_bitmap(f.as_view(), keys, words),
         (Some(p), AnyFilter::Counting(f)) => p.contains_bitmap(f.projection(), keys, words),
+        (Some(p), AnyFilter::Spatial(f)) => p.contains_bitmap(f.projection(), keys, words),
         (Some(p), AnyFilter::Window(f)) => p.contains_window_bitmap(f, keys, words),
         (Some(p), AnyFilter::Scalable(f)) => p.contains_scalable_bitmap(f, keys, words),
         (None, f) => {

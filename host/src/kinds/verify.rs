@@ -53,6 +53,7 @@ fn images(f: &AnyFilter, n: usize) -> Vec<(Filter, std::ops::Range<usize>)> {
         // A stable filter's projection is not a static filter of any key range.
         AnyFilter::Counting(c) if matches!(c.params().kind, FilterKind::Stable { .. }) => vec![],
         AnyFilter::Counting(c) => vec![(static_of(c.params(), c.image_words()), 0..n)],
+        AnyFilter::Spatial(c) => vec![(static_of(c.params(), c.image_words()), 0..n)],
         AnyFilter::Scalable(s) => {
             let mut at = 0;
             s.stages()

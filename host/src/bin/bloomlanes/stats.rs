@@ -118,6 +118,20 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
     let p = f.params();
     match f {
         AnyFilter::Static(_) => json!({}),
+        AnyFilter::Spatial(sp) => {
+            let owned = sp.cells_per_class();
+            let classes: Vec<Value> = sp
+                .class_names()
+                .iter()
+                .zip(sp.keys_per_class())
+                .zip(&owned)
+                .enumerate()
+                .map(|(i, ((name, keys), cells))| {
+                    json!({"class": i + 1, "name": name, "keys": keys, "cells": cells})
+                })
+                .collect();
+            json!({"cell_bits": sp.cell_bits().bits(), "classes": classes})
+        }
         AnyFilter::Counting(c) => {
             let max = c.counter_bits().max();
             let mut v = json!({
@@ -243,6 +257,15 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
                     figures["counter_overflow_probability"]
                         .as_f64()
                         .unwrap_or(0.0)
+                ));
+            }
+        }
+        AnyFilter::Spatial(_) => {
+            lines.push(format!("cell bits:          {}", n("cell_bits")));
+            for c in figures["classes"].as_array().into_iter().flatten() {
+                lines.push(format!(
+                    "  class {}: {}, {} keys, {} cells",
+                    c["class"], c["name"], c["keys"], c["cells"]
                 ));
             }
         }

@@ -1,0 +1,333 @@
+//! Owning spatial Bloom filters (behind `alloc`): which class a key belongs to.
+
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::cell::{self, CellBits, CellReduce, CellsMut};
+use crate::cell_store::CellStore;
+use crate::filter::Filter;
+use crate::format::{self, FormatError};
+use crate::key::Key;
+use crate::kind::FilterKind;
+use crate::kind_meta::{self, pad64, META_LEN};
+use crate::params::Params;
+use crate::reference::FilterRef;
+use crate::spatial::{check_name, ClassTable, NameError};
+use crate::stats::Stats;
+
+/// Why a spatial filter cannot be made, or a key inserted, as asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpatialError {
+    /// The cell width is not 4, 8 or 16 bits.
+    CellBits(u32),
+    /// No classes, or more than the cells hold (`2^c − 1`).
+    ClassCount {
+        /// Classes asked for.
+        classes: usize,
+        /// The most the cell width holds.
+        max: u32,
+    },
+    /// A class name cannot be stored.
+    Name {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        error: NameError,
+    },
+    /// Two classes share a name.
+    DuplicateName(String),
+    /// A class number outside `1..=n`.
+    NoSuchClass {
+        /// The class asked for.
+        class: u32,
+        /// The number of classes.
+        classes: u16,
+    },
+}
+
+impl core::fmt::Display for SpatialError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SpatialError::CellBits(b) => write!(f, "spatial cells are 4, 8 or 16 bits, not {b}"),
+            SpatialError::ClassCount { classes, max } => write!(
+                f,
+                "{classes} classes do not fit cells that hold classes 1 to {max}: \
+                 give between 1 and {max} classes or wider cells"
+            ),
+            SpatialError::Name { name, error } => write!(f, "class name {name:?}: {error}"),
+            SpatialError::DuplicateName(n) => write!(f, "class name {n:?} is given twice"),
+            SpatialError::NoSuchClass { class, classes } => write!(
+                f,
+                "class {class} does not exist: the filter has classes 1 to {classes}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for SpatialError {}
+
+/// A spatial Bloom filter on the split-block layout (see [`crate::spatial`] and
+/// [`crate::cell`]): a key's cells take the larger of their value and the key's class; a lookup
+/// answers the smallest of the key's cells, 0 for an absent key. Classes are numbered from 1 in
+/// priority order: where keys of two classes share a cell the higher class wins, so a key may be
+/// reported in a higher class than its own, never in a lower one.
+#[derive(Clone, PartialEq)]
+pub struct SpatialFilter {
+    store: CellStore,
+    names: Vec<String>,
+    class_keys: Vec<u64>,
+}
+
+impl core::fmt::Debug for SpatialFilter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpatialFilter")
+            .field("params", &self.store.params)
+            .field("names", &self.names)
+            .field("class_keys", &self.class_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpatialFilter {
+    /// An empty spatial filter with `shape`'s layout, blocks, seed, hash and key type, cells of
+    /// `cell_bits` bits and one class per name, class 1 first.
+    pub fn new<S: AsRef<str>>(
+        shape: Params,
+        cell_bits: u32,
+        names: &[S],
+    ) -> Result<SpatialFilter, SpatialError> {
+        let bits = match CellBits::from_bits(cell_bits) {
+            Some(b @ (CellBits::Four | CellBits::Eight | CellBits::Sixteen)) => b,
+            _ => return Err(SpatialError::CellBits(cell_bits)),
+        };
+        if names.is_empty() || names.len() as u64 > u64::from(bits.max()) {
+            return Err(SpatialError::ClassCount {
+                classes: names.len(),
+                max: bits.max(),
+            });
+        }
+        let mut owned: Vec<String> = Vec::with_capacity(names.len());
+        for name in names.iter().map(AsRef::as_ref) {
+            check_name(name).map_err(|error| SpatialError::Name {
+                name: name.to_string(),
+                error,
+            })?;
+            if owned.iter().any(|n| n == name) {
+                return Err(SpatialError::DuplicateName(name.to_string()));
+            }
+            owned.push(name.to_string());
+        }
+        let kind = FilterKind::Spatial {
+            cell_bits: bits,
+            classes: names.len() as u16,
+        };
+        Ok(SpatialFilter {
+            store: CellStore::new(shape.with_kind(kind)).expect("a spatial kind has cells"),
+            class_keys: vec![0; owned.len()],
+            names: owned,
+        })
+    }
+
+    /// The parameters (kind included).
+    pub fn params(&self) -> &Params {
+        &self.store.params
+    }
+
+    /// The cell width.
+    pub fn cell_bits(&self) -> CellBits {
+        self.store.bits()
+    }
+
+    /// The number of classes `n`.
+    pub fn classes(&self) -> u16 {
+        self.names.len() as u16
+    }
+
+    /// The class names, class 1 first.
+    pub fn class_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The name of class `class` (1-based); `None` for 0 (absent) and past the last class.
+    pub fn class_name(&self, class: u32) -> Option<&str> {
+        let i = usize::try_from(class.checked_sub(1)?).ok()?;
+        self.names.get(i).map(String::as_str)
+    }
+
+    /// The number of the class called `name`, if there is one.
+    pub fn class_number(&self, name: &str) -> Option<u16> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| i as u16 + 1)
+    }
+
+    /// Keys inserted per class, class 1 first.
+    pub fn keys_per_class(&self) -> &[u64] {
+        &self.class_keys
+    }
+
+    /// Keys inserted in all classes, if known.
+    pub fn key_count(&self) -> Option<u64> {
+        self.store.keys
+    }
+
+    /// Adds `count` keys of class `class` to the per-class and total key counts (for a bulk
+    /// backend that inserted through [`SpatialFilter::as_view_mut`]).
+    pub fn record_inserts(&mut self, class: u32, count: u64) -> Result<(), SpatialError> {
+        self.check_class(class)?;
+        let slot = &mut self.class_keys[class as usize - 1];
+        *slot = slot.saturating_add(count);
+        self.store.keys = self.store.keys.map(|k| k.saturating_add(count));
+        Ok(())
+    }
+
+    fn check_class(&self, class: u32) -> Result<(), SpatialError> {
+        if class == 0 || class > u32::from(self.classes()) {
+            return Err(SpatialError::NoSuchClass {
+                class,
+                classes: self.classes(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Inserts the key with hash `hash` in class `class` (1 to `n`).
+    pub fn insert_hash(&mut self, hash: u64, class: u32) -> Result<(), SpatialError> {
+        self.check_class(class)?;
+        self.store.view_mut().spatial_insert_hash(hash, class);
+        self.record_inserts(class, 1)
+    }
+
+    /// Inserts a key in class `class` (1 to `n`).
+    pub fn insert<K: Key + ?Sized>(&mut self, key: &K, class: u32) -> Result<(), SpatialError> {
+        self.insert_hash(self.params().hash_key(key), class)
+    }
+
+    /// The class of the key with hash `hash`: the smallest of its cells, 0 if absent.
+    pub fn class_of_hash(&self, hash: u64) -> u32 {
+        cell::reduce_cells(
+            self.params(),
+            self.store.bits(),
+            self.store.cell_words(),
+            hash,
+            CellReduce::Min,
+        )
+    }
+
+    /// The class of a key (0: absent); see [`SpatialFilter::class_of_hash`].
+    pub fn class_of<K: Key + ?Sized>(&self, key: &K) -> u32 {
+        self.class_of_hash(self.params().hash_key(key))
+    }
+
+    /// Whether the key with `hash` may be present in some class.
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.projection().contains_hash(hash)
+    }
+
+    /// Whether a key may be present in some class.
+    pub fn contains<K: Key + ?Sized>(&self, key: &K) -> bool {
+        self.projection().contains(key)
+    }
+
+    /// The projection image's words (bit set iff its cell is positive).
+    pub fn image_words(&self) -> &[u32] {
+        self.store.image_words()
+    }
+
+    /// The cells' words (packed as [`crate::cell`] says).
+    pub fn cell_words(&self) -> &[u32] {
+        self.store.cell_words()
+    }
+
+    /// A mutable view, for the bulk backends (the key counts are not updated: see
+    /// [`SpatialFilter::record_inserts`]).
+    pub fn as_view_mut(&mut self) -> CellsMut<'_> {
+        self.store.view_mut()
+    }
+
+    /// The projection as a static filter view: every static lookup path answers membership.
+    pub fn projection(&self) -> FilterRef<'_, u32> {
+        self.store.projection()
+    }
+
+    /// The projection as an owned static filter: byte-identical to the static filter of all
+    /// keys of every class.
+    pub fn to_static(&self) -> Filter {
+        self.store.to_static()
+    }
+
+    /// The number of cells holding each class, class 1 first (the cells a class *owns*).
+    pub fn cells_per_class(&self) -> Vec<u64> {
+        let mut owned = vec![0u64; self.names.len()];
+        cell::for_each_cell(self.store.cell_words(), self.store.bits(), |v| {
+            if let Some(slot) = (v as usize).checked_sub(1).and_then(|i| owned.get_mut(i)) {
+                *slot += 1;
+            }
+        });
+        owned
+    }
+
+    /// Statistics of the projection (membership in any class).
+    pub fn stats(&self) -> Stats {
+        Stats::new(
+            *self.params(),
+            self.store.keys,
+            self.projection().count_ones(),
+        )
+    }
+
+    /// The class table's bytes (per-class key counts, then the names).
+    fn class_table(&self) -> Vec<u8> {
+        let mut t = Vec::new();
+        for k in &self.class_keys {
+            t.extend_from_slice(&k.to_le_bytes());
+        }
+        for n in &self.names {
+            t.push(n.len() as u8);
+            t.extend_from_slice(n.as_bytes());
+        }
+        t
+    }
+
+    /// The whole file: header, kind metadata with the class table, image, cells.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        let p = *self.params();
+        let table = self.class_table();
+        let meta_len = pad64((META_LEN + table.len()) as u64) as usize;
+        let name_bytes = (table.len() - 8 * self.class_keys.len()) as u32;
+        let len = meta_len + self.store.arrays_len();
+        format::assemble(p, self.store.keys, meta_len as u64, len, |out| {
+            let mut meta = kind_meta::encode_meta(p.kind, None);
+            meta[4..8].copy_from_slice(&name_bytes.to_le_bytes());
+            out.extend_from_slice(&meta);
+            out.extend_from_slice(&table);
+            out.resize(out.len().div_ceil(64) * 64, 0);
+            self.store.write_arrays(out);
+        })
+    }
+
+    /// Reads a whole spatial filter file; any fault is an error.
+    pub fn from_file_bytes(file: &[u8]) -> Result<SpatialFilter, FormatError> {
+        let (header, payload) = format::parse(file)?;
+        let p = header.params;
+        if !matches!(p.kind, FilterKind::Spatial { .. }) {
+            return Err(FormatError::WrongKind {
+                expected: "spatial",
+                found: p.kind.name(),
+            });
+        }
+        let meta_len = header.meta_len as usize;
+        let table = ClassTable::parse(&payload[..meta_len])?;
+        let class_keys = (1..=table.classes())
+            .map(|c| table.keys(c).expect("checked by parse"))
+            .collect();
+        Ok(SpatialFilter {
+            store: CellStore::from_payload(p, header.keys, payload, meta_len)?,
+            names: table.names().map(ToString::to_string).collect(),
+            class_keys,
+        })
+    }
+}
