@@ -139,6 +139,62 @@ pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
     out
 }
 
+/// Environment variable naming a folder of compiled kernel images: [`compile_cached`] reads an
+/// image from it when one of the same source, target and NVRTC version is there, and writes
+/// what it compiles into it. Images for `sm_90` can be compiled on a machine without a GPU (the
+/// compile test does when the variable is set) and carried to the one that runs them, which then
+/// loads them without compiling.
+pub const KERNEL_CACHE_ENV: &str = "BLOOMLANES_KERNEL_CACHE";
+
+/// [`compile`], through the folder named by [`KERNEL_CACHE_ENV`] if it is set: the image of the
+/// same kernel source, target and NVRTC version is read from it (named by their XXH64), or
+/// compiled and written into it (a file is written whole or not at all: a temporary file renamed;
+/// a cache that cannot be written is only skipped). Unset, it compiles.
+pub fn compile_cached(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
+    match std::env::var_os(KERNEL_CACHE_ENV) {
+        Some(dir) => compile_cached_in(std::path::Path::new(&dir), layout, target),
+        None => compile(layout, target),
+    }
+}
+
+/// [`compile_cached`] with the cache folder `dir` (created if missing).
+pub fn compile_cached_in(
+    dir: &std::path::Path,
+    layout: Layout,
+    target: Target,
+) -> Result<Compiled, GpuError> {
+    let (major, minor) = nvrtc_version()?;
+    let key = format!(
+        "{}\n{}\nnvrtc {major}.{minor}",
+        crate::kernel_source(layout),
+        target.arch_flag()
+    );
+    let ext = match target {
+        Target::Cubin(_) => "cubin",
+        Target::Ptx(_) => "ptx",
+    };
+    let hash = bloomlanes_core::xxh64(key.as_bytes(), 0);
+    let path = dir.join(format!("bloomlanes-{layout}-{hash:016x}.{ext}"));
+    if let Ok(image) = std::fs::read(&path) {
+        if !image.is_empty() {
+            return Ok(Compiled {
+                target,
+                image,
+                log: String::new(),
+            });
+        }
+    }
+    let c = compile(layout, target)?;
+    let tmp = path.with_extension(format!("{ext}.{}.tmp", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, &c.image))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Ok(c)
+}
+
 /// NVRTC's log of a program (created and not yet destroyed); empty if it cannot be read.
 fn program_log(prog: sys::nvrtcProgram) -> String {
     let mut size = 0usize;

@@ -10,13 +10,16 @@
 //! key-by-key result in input order (see [`crate::counting_delete`] for how). Lookups are the
 //! static filter's lookups on the image.
 //!
-//! Inserts and deletes of device-resident batches into filters whose image and counters together
-//! are larger than half the L2 cache are partitioned under [`InsertKernel::Auto`] (as the static
-//! filter's inserts). A partitioned batch is then applied slice by slice in shared memory (one
-//! CTA copies a slice of whole blocks in, updates its counters and image with shared-memory
-//! compare-and-swap loops, and copies it back; see `counting/slices.rs`), or, with
-//! [`GpuCountingFilter::set_shared_slices`]`(false)`, with the compare-and-swap loops on the
-//! L2-resident counter words. On an H100 at 2 GiB of counters and 2^28 keys the slices are 1.9×
+//! It is the cell algebra's counting instance: a [`GpuCellFilter`] (to which it dereferences,
+//! and through it to the image's lookups) whose inserts are [`CellUpdate::Increment`], whose
+//! deletes are [`CellUpdate::Decrement`] with the core's refusals, and whose count query is
+//! [`CellReduce::Min`]. Inserts and deletes of device-resident batches into filters whose image
+//! and counters together are larger than half the L2 cache are partitioned under
+//! [`InsertKernel::Auto`] (as the static filter's inserts). A partitioned batch is then applied
+//! slice by slice in shared memory (one CTA copies a slice of whole blocks in, updates its
+//! counters and image with shared-memory compare-and-swap loops, and copies it back; see
+//! `cells/slices.rs`), or, with [`GpuCellFilter::set_shared_slices`]`(false)`, with the
+//! compare-and-swap loops on the L2-resident counter words. On an H100 at 2 GiB of counters and 2^28 keys the slices are 1.9×
 //! (4-bit) and 2.1× (8-bit) faster for inserts and 1.4–1.5× for deletes (BENCHMARKS.md).
 //!
 //! # Memory traffic per key (insert)
@@ -30,400 +33,171 @@
 //! = 52 bytes per key, a bound of 3.35 TB/s ÷ 52 B ≈ 64 G ops/s on the H100, above the 10 G ops/s
 //! target of issue #14 (which therefore stands as stated). The slice kernels add the reading of
 //! each grouped hash by the ≈ 14 slices of its partition, from L2; they are bound by the
-//! shared-memory atomics and the grouping, not by DRAM (8.6 G/s measured, `counting/slices.rs`).
+//! shared-memory atomics and the grouping, not by DRAM (8.6 G/s measured, `cells/slices.rs`).
 
-use std::ops::Range;
+use std::ops::{Deref, DerefMut, Range};
 use std::sync::Arc;
 
-use bloomlanes_core::counting::counter_words;
-use bloomlanes_core::{CounterBits, CountingFilter, Filter, FilterKind, HashId, Keys, Params};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaViewMut};
+use bloomlanes_core::{
+    CellReduce, CellUpdate, CounterBits, CountingFilter, Filter, FilterKind, Keys, Params,
+};
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
 
-mod lookups;
-mod slices;
-
-pub(crate) use slices::Sliced;
-use slices::{Bounds, SliceBudget};
-
-use crate::buffer::{alloc_zeros, check_free};
+use crate::buffer::alloc_zeros;
+use crate::cell_filter::CellParts;
 use crate::counting_delete::{
-    delete_in_order, status_bytes, status_scatter, CountingDev, DeleteReport, DeleteWork,
+    attempt, delete_in_order, status_bytes, status_scatter, undo, DeleteReport, DeleteWork,
     DeviceSteps,
 };
-use crate::hashed::{HashScratch, Hashed, MODE_HASHES};
+use crate::hashed::{Hashed, MODE_HASHES};
 use crate::launch::KeyArgs;
-use crate::lookup::LookupState;
-use crate::module::{kernels, Kernels};
-use crate::partition::Partitioner;
-use crate::pipeline::{plan, DEFAULT_CHUNK_KEYS};
-use crate::stage::Stager;
-use crate::{context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel};
+use crate::pipeline::plan;
+use crate::{DeviceBuffer, DeviceKeys, GpuCellFilter, GpuError, GpuStream, InsertKernel};
 
 /// Keys per chunk of an unpartitioned device delete (one status word each).
 const DIRECT_DELETE_CHUNK_KEYS: usize = 1 << 26;
 
-/// A counting filter in GPU memory: inserts, deletes and lookups of batches, bit-identical to
-/// [`CountingFilter`].
+/// A counting filter in GPU memory: inserts, deletes, counts and lookups of batches,
+/// bit-identical to [`CountingFilter`]. It dereferences to its [`GpuCellFilter`] (settings,
+/// generic updates and reductions) and through it to its image's lookups.
 pub struct GpuCountingFilter {
-    ctx: Arc<CudaContext>,
-    stream: GpuStream,
-    /// Where device string offsets are checked before a launch uses them.
-    check_stream: GpuStream,
-    k: Arc<Kernels>,
-    /// The projection image: `params.u32_len()` words.
-    image: CudaSlice<u32>,
-    /// The counters: `counter_words(params, bits)` words.
-    counters: CudaSlice<u32>,
-    params: Params,
-    bits: CounterBits,
-    keys: Option<u64>,
-    chunk_keys: usize,
-    insert_kernel: InsertKernel,
-    partitioner: Partitioner,
-    hashes: HashScratch,
-    stager: Stager,
+    cells: GpuCellFilter,
     work: DeleteWork,
-    lookup: LookupState,
     /// Per-key results of one chunk of a host-memory delete.
     out_chunk: Option<CudaSlice<u8>>,
-    /// Whether partitioned batches use the shared-memory slice kernels (else the CAS kernels).
-    shared_slices: bool,
-    /// The device's shared memory, as the slice kernels size their slices by it.
-    slice_budget: SliceBudget,
-    /// The partition bounds of the slice kernels.
-    bounds: Bounds,
 }
 
 impl std::fmt::Debug for GpuCountingFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuCountingFilter")
-            .field("params", &self.params)
-            .field("keys", &self.keys)
+            .field("params", self.cells.params())
+            .field("keys", &self.cells.key_count())
             .finish_non_exhaustive()
     }
 }
 
-/// Converts `len` words into a `usize` length for an allocation.
-fn words_len(what: &'static str, len: u64) -> Result<usize, GpuError> {
-    usize::try_from(len).map_err(|_| GpuError::TooManyElements {
-        what,
-        len,
-        elem_bytes: 4,
-    })
+impl Deref for GpuCountingFilter {
+    type Target = GpuCellFilter;
+    fn deref(&self) -> &GpuCellFilter {
+        &self.cells
+    }
+}
+
+impl DerefMut for GpuCountingFilter {
+    fn deref_mut(&mut self) -> &mut GpuCellFilter {
+        &mut self.cells
+    }
 }
 
 impl GpuCountingFilter {
     /// An empty counting filter with these parameters (their kind must be
     /// [`FilterKind::Counting`]) on device 0.
     pub fn new(params: Params) -> Result<GpuCountingFilter, GpuError> {
-        let FilterKind::Counting { counter_bits: bits } = params.kind else {
+        let FilterKind::Counting { .. } = params.kind else {
             return Err(GpuError::WrongKind {
                 expected: "counting",
                 found: params.kind.name(),
             });
         };
-        // As the core does: at least one block.
-        let mut params = params;
-        params.blocks = params.blocks.max(1);
-        let ctx = context()?;
-        let image_len = words_len("counting image", params.u32_len())?;
-        let counter_len = words_len("counters", counter_words(&params, bits))?;
-        check_free(
-            &ctx,
-            "counting filter",
-            params.byte_len() + counter_len as u64 * 4,
-        )?;
-        let k = kernels(&ctx, params.layout)?;
-        let stream = GpuStream::new()?;
-        let image = alloc_zeros::<u32>(stream.raw(), "counting image", image_len)?;
-        let counters = alloc_zeros::<u32>(stream.raw(), "counters", counter_len)?;
-        stream.synchronize()?;
         Ok(GpuCountingFilter {
-            partitioner: Partitioner::new(&ctx),
-            slice_budget: SliceBudget::new(&ctx),
-            shared_slices: true,
-            bounds: Bounds::default(),
-            ctx,
-            stream,
-            check_stream: GpuStream::new()?,
-            k,
-            image,
-            counters,
-            params,
-            bits,
-            keys: Some(0),
-            chunk_keys: DEFAULT_CHUNK_KEYS,
-            insert_kernel: InsertKernel::Auto,
-            hashes: HashScratch::default(),
-            stager: Stager::default(),
+            cells: GpuCellFilter::new(params)?,
             work: DeleteWork::default(),
-            lookup: LookupState::default(),
             out_chunk: None,
         })
     }
 
     /// A device copy of a host counting filter (a stable filter is refused: its inserts differ).
     pub fn upload(filter: &CountingFilter) -> Result<GpuCountingFilter, GpuError> {
-        let mut g = GpuCountingFilter::new(*filter.params())?;
-        let copy = |e| GpuError::cuda("cuMemcpyHtoD", g.params.byte_len(), e);
-        let s = g.stream.raw().clone();
-        s.memcpy_htod(filter.image_words(), &mut g.image)
-            .map_err(copy)?;
-        s.memcpy_htod(filter.counter_words(), &mut g.counters)
-            .map_err(copy)?;
-        g.stream.synchronize()?;
-        g.keys = filter.key_count();
-        Ok(g)
+        GpuCountingFilter::new(*filter.params())?;
+        Ok(GpuCountingFilter {
+            cells: GpuCellFilter::upload(
+                *filter.params(),
+                filter.image_words(),
+                filter.counter_words(),
+                filter.key_count(),
+            )?,
+            work: DeleteWork::default(),
+            out_chunk: None,
+        })
     }
 
     /// The filter copied back to the host: equal to the core's filter after the same operations.
     pub fn download(&self) -> Result<CountingFilter, GpuError> {
-        let mut f = CountingFilter::new(self.params).expect("counting parameters");
+        let mut f = CountingFilter::new(*self.cells.params()).expect("counting parameters");
         {
             let mut view = f.as_view_mut();
             let (image, counters) = view.parts_mut();
-            let s = self.stream.raw();
-            let copy = |e| GpuError::cuda("cuMemcpyDtoH", self.params.byte_len(), e);
-            s.memcpy_dtoh(&self.image, image).map_err(copy)?;
-            s.memcpy_dtoh(&self.counters, counters).map_err(copy)?;
-            self.stream.synchronize()?;
+            self.cells.download_into(image, counters)?;
         }
-        f.set_key_count(self.keys);
+        f.set_key_count(self.cells.key_count());
         Ok(f)
     }
 
     /// The projection copied back to the host as a static filter (bit set iff its counter is
     /// positive): what exports to the static format, Parquet and the HDL banks.
     pub fn download_projection(&self) -> Result<Filter, GpuError> {
-        let mut f = Filter::new(self.params.with_kind(FilterKind::Static));
-        self.stream
-            .raw()
-            .memcpy_dtoh(&self.image, f.words_mut())
-            .map_err(|e| GpuError::cuda("cuMemcpyDtoH", self.params.byte_len(), e))?;
-        self.stream.synchronize()?;
-        f.set_key_count(self.keys);
+        let mut f = Filter::new(self.cells.params().with_kind(FilterKind::Static));
+        self.cells.download_words(f.words_mut())?;
+        f.set_key_count(self.cells.key_count());
         Ok(f)
     }
 
-    /// The parameters (kind included).
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
     /// The counter width.
     pub fn counter_bits(&self) -> CounterBits {
-        self.bits
-    }
-    /// Keys inserted minus keys deleted, if known.
-    pub fn key_count(&self) -> Option<u64> {
-        self.keys
-    }
-    /// Bytes of the image.
-    pub fn image_bytes(&self) -> u64 {
-        self.params.byte_len()
+        match self.cells.cell_bits() {
+            bloomlanes_core::CellBits::Eight => CounterBits::Eight,
+            _ => CounterBits::Four,
+        }
     }
     /// Bytes of the counters.
     pub fn counter_bytes(&self) -> u64 {
-        counter_words(&self.params, self.bits) * 4
-    }
-    /// The filter's own stream (what the synchronous calls use).
-    pub fn stream(&self) -> &GpuStream {
-        &self.stream
-    }
-    /// Keys per chunk for host-memory batches (rounded up to a multiple of 64).
-    pub fn set_chunk_keys(&mut self, keys: usize) {
-        self.chunk_keys = keys.max(64).next_multiple_of(64);
-    }
-    /// Chooses between direct and partitioned inserts and deletes of device-resident batches:
-    /// [`InsertKernel::Partitioned`] always partitions, [`InsertKernel::Atomic`] and
-    /// [`InsertKernel::BulkReduce`] never (both mean the CAS kernels here), and
-    /// [`InsertKernel::Auto`] (the default) partitions batches of at least 2^22 keys, at least
-    /// one per 4 blocks, when the image and counters together exceed half the L2 cache, and
-    /// falls back to the direct kernels if the scratch cannot be allocated. Results are identical.
-    pub fn set_insert_kernel(&mut self, kernel: InsertKernel) {
-        self.insert_kernel = kernel;
-    }
-    /// Whether partitioned inserts and deletes update the counters in shared memory, one CTA per
-    /// slice of whole blocks (`true`, the default: several times faster), or with
-    /// compare-and-swap loops on the L2-resident counter words (`false`). Results are identical.
-    /// Deletes that must be split (see [`DeleteReport::retries`](crate::DeleteReport::retries))
-    /// redo their halves with the compare-and-swap kernels in input order either way.
-    pub fn set_shared_slices(&mut self, on: bool) {
-        self.shared_slices = on;
-    }
-    /// The choice made with [`GpuCountingFilter::set_shared_slices`].
-    pub fn shared_slices(&self) -> bool {
-        self.shared_slices
-    }
-    /// The choice made with [`GpuCountingFilter::set_insert_kernel`].
-    pub fn insert_kernel(&self) -> InsertKernel {
-        self.insert_kernel
-    }
-    /// Sets the target partition size in bytes of image and counters (0 = automatic: a third of
-    /// L2).
-    pub fn set_partition_bytes(&mut self, bytes: u64) {
-        self.partitioner.set_partition_bytes(bytes);
-    }
-    /// Partitions of this filter's image and counters (1 to 2048).
-    pub fn partitions(&self) -> u32 {
-        self.partitioner.partitions_for_bytes(self.footprint())
-    }
-    /// Partitions a partitioned insert or delete groups its batch into: [`partitions`]
-    /// (`GpuCountingFilter::partitions`) for the compare-and-swap kernels; with shared-memory
-    /// slices at least one per slice, up to 2048, so that each slice scans few hashes.
-    ///
-    /// [`partitions`]: GpuCountingFilter::partitions
-    pub fn batch_partitions(&self) -> u32 {
-        self.slice_plan(true).map_or(self.partitions(), |p| p.parts)
-    }
-    /// Caps the partitioning scratch at `keys` keys (at least 64; by default a batch's size).
-    pub fn set_scratch_keys(&mut self, keys: usize) {
-        self.partitioner.set_scratch_keys(keys);
+        self.cells.cell_bytes()
     }
     /// Frees the scratch buffers (allocated again when needed).
     pub fn release_scratch(&mut self) {
-        self.partitioner.release_scratch();
-        self.hashes.release();
-        self.stager.release();
+        self.cells.release_scratch();
         self.work.release();
-        self.lookup.release();
         self.out_chunk = None;
-        self.bounds.release();
-    }
-    /// Whether an insert or delete of `keys` device-resident keys is partitioned.
-    pub fn partitioned_for(&self, keys: usize) -> bool {
-        self.partitioner.wanted_for_bytes(
-            self.insert_kernel,
-            self.footprint(),
-            self.params.blocks,
-            keys,
-        )
     }
 
-    /// The slices of a partitioned batch's shared-memory kernels, if it uses them.
-    fn slice_plan(&self, partitioned: bool) -> Option<slices::SlicePlan> {
-        if !partitioned || !self.shared_slices {
-            return None;
-        }
-        self.slice_budget
-            .plan(&self.params, self.bits, self.partitions())
-    }
+    // ---- inserts and counts -------------------------------------------------------------------
 
-    /// Bytes of image and counters.
-    fn footprint(&self) -> u64 {
-        self.image_bytes() + self.counter_bytes()
-    }
-
-    /// Zeroes image and counters (the key count becomes 0).
-    pub fn clear(&mut self) -> Result<(), GpuError> {
-        let s = self.stream.raw();
-        let err = |e| GpuError::cuda("cuMemsetD8Async", 0, e);
-        s.memset_zeros(&mut self.image).map_err(err)?;
-        s.memset_zeros(&mut self.counters).map_err(err)?;
-        self.keys = Some(0);
-        self.stream.synchronize()
-    }
-
-    fn check_hash(&self, hashes: bool) -> Result<(), GpuError> {
-        if !hashes && self.params.hash != HashId::Xxh64 {
-            return Err(GpuError::HashMismatch(
-                "this filter holds caller-supplied hashes; pass Keys::Hashes",
-            ));
-        }
-        Ok(())
-    }
-
-    // ---- inserts ------------------------------------------------------------------------------
-
-    /// Queues the insert of `args` on `stream`.
-    fn insert_args(&mut self, args: KeyArgs<'_>, stream: &Arc<CudaStream>) -> Result<(), GpuError> {
-        let n = args.len();
-        let partitioned = self.partitioned_for(n);
-        let plan = self.slice_plan(partitioned);
-        let parts = plan.map_or(self.partitions(), |p| p.parts);
-        let hashed = self
-            .hashes
-            .hashed(&self.k, self.params.seed, stream, args)?;
-        let mut dev = CountingDev {
-            kernels: &self.k,
-            params: &self.params,
-            bits: self.bits,
-            image: &mut self.image,
-            counters: &mut self.counters,
-        };
-        if partitioned {
-            let mut sliced = match plan {
-                Some(plan) => Some(Sliced {
-                    plan,
-                    bounds: self.bounds.get(stream)?,
-                }),
-                None => None,
-            };
-            let r = self.partitioner.for_each_group(
-                &self.k,
-                self.params.seed,
-                parts,
-                &hashed,
-                false,
-                stream,
-                |_, grouped, _| {
-                    let keys = Hashed {
-                        keys: grouped,
-                        mode: MODE_HASHES,
-                    };
-                    match sliced.as_mut() {
-                        Some(s) => dev.insert_sliced(&keys, s, stream),
-                        None => dev.insert(&keys, stream),
-                    }
-                },
-            );
-            match r {
-                // Nothing was queued (the scratch is allocated first): insert directly.
-                Err(GpuError::OutOfMemory { .. }) if self.insert_kernel == InsertKernel::Auto => {}
-                other => return other,
-            }
-        }
-        dev.insert(&hashed, stream)
-    }
-
-    /// Inserts device-resident keys, queued on `stream` (string offsets are checked on the
-    /// device first, which waits).
+    /// Inserts device-resident keys ([`CellUpdate::Increment`]), queued on `stream` (string
+    /// offsets are checked on the device first, which waits).
     pub fn insert_device_async(
         &mut self,
         keys: DeviceKeys<'_>,
         stream: &GpuStream,
     ) -> Result<(), GpuError> {
-        keys.check_shape()?;
-        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
-        let args = keys.to_args(&self.k, self.check_stream.raw())?;
-        let n = keys.len() as u64;
-        self.insert_args(args, stream.raw())?;
-        self.keys = self.keys.map(|k| k.saturating_add(n));
+        let args = self.cells.device_args(keys)?;
+        self.cells
+            .update_args(CellUpdate::Increment, args, None, stream.raw())?;
+        self.cells.keys = self.cells.keys.map(|k| k.saturating_add(keys.len() as u64));
         Ok(())
     }
 
     /// Inserts device-resident keys and waits.
     pub fn insert_device(&mut self, keys: DeviceKeys<'_>) -> Result<(), GpuError> {
-        let s = self.stream.clone();
+        let s = self.cells.stream.clone();
         self.insert_device_async(keys, &s)?;
         s.synchronize()
     }
 
     /// Inserts keys from host memory (copied to the device chunk by chunk) and waits.
     pub fn insert(&mut self, keys: Keys<'_>) -> Result<(), GpuError> {
-        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        let stream = self.stream.raw().clone();
-        let mut stager = std::mem::take(&mut self.stager);
-        let result = (|| -> Result<(), GpuError> {
-            for r in plan(&keys, self.chunk_keys) {
-                let args = stager.stage(&stream, &keys, r)?;
-                self.insert_args(args, &stream)?;
-            }
-            Ok(())
-        })();
-        self.stager = stager;
-        result?;
-        self.keys = self.keys.map(|k| k.saturating_add(keys.len() as u64));
-        self.stream.synchronize()
+        self.cells.update_host(CellUpdate::Increment, keys, None)?;
+        self.cells.keys = self.cells.keys.map(|k| k.saturating_add(keys.len() as u64));
+        Ok(())
+    }
+
+    /// The count of each of device-resident `keys` into `out` ([`CellReduce::Min`] of its
+    /// counters, as [`CountingFilter::count_hash`]: 0 = absent), and waits.
+    pub fn count_device(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        out: &mut DeviceBuffer<u32>,
+    ) -> Result<(), GpuError> {
+        self.cells.reduce_device(keys, CellReduce::Min, out)
     }
 
     // ---- deletes ------------------------------------------------------------------------------
@@ -445,40 +219,28 @@ impl GpuCountingFilter {
                 });
             }
         }
-        let mut partitioned = self.partitioned_for(n);
-        let plan = self.slice_plan(partitioned);
-        let parts = plan.map_or(self.partitions(), |p| p.parts);
-        let mut sliced = match plan {
-            Some(plan) => Some(Sliced {
-                plan,
-                bounds: self.bounds.get(stream)?,
-            }),
-            None => None,
-        };
-        let direct_chunk = self
-            .partitioner
-            .scratch_keys()
-            .min(DIRECT_DELETE_CHUNK_KEYS);
-        let hashed = self
-            .hashes
-            .hashed(&self.k, self.params.seed, stream, args)?;
-        let kernels: &Kernels = &self.k;
-        let mut dev = CountingDev {
-            kernels,
-            params: &self.params,
-            bits: self.bits,
-            image: &mut self.image,
-            counters: &mut self.counters,
-        };
+        let mut partitioned = self.cells.partitioned_for(n);
+        let direct_chunk = (self.cells.partitioner.scratch_keys()).min(DIRECT_DELETE_CHUNK_KEYS);
+        let CellParts {
+            mut dev,
+            partitioner,
+            hashes,
+            mut sliced,
+            parts,
+            seed,
+            insert_kernel,
+        } = self.cells.parts(partitioned, stream)?;
         let work = &mut self.work;
+        let kernels = dev.shape.kernels;
+        let hashed = hashes.hashed(kernels, seed, stream, args)?;
         // Every chunk finds its status buffer allocated (a partitioned chunk holds at most
         // min(n, scratch cap) keys, a direct one min(n, direct_chunk)): nothing allocates once a
         // chunk has started, so an out-of-memory error from the partitioned path means that
         // nothing was deleted yet (checked with `started` too) and the direct path may run.
         if partitioned {
-            match work.buffers(stream, n.min(self.partitioner.scratch_keys())) {
+            match work.buffers(stream, n.min(partitioner.scratch_keys())) {
                 Ok(_) => {}
-                Err(GpuError::OutOfMemory { .. }) if self.insert_kernel == InsertKernel::Auto => {
+                Err(GpuError::OutOfMemory { .. }) if insert_kernel == InsertKernel::Auto => {
                     partitioned = false
                 }
                 Err(e) => return Err(e),
@@ -507,7 +269,14 @@ impl GpuCountingFilter {
                     Some(_) => sliced.as_mut(),
                     None => None,
                 };
-                let a = dev.attempt(&first, &mut status.slice_mut(..len), stats, slices, stream)?;
+                let a = attempt(
+                    &mut dev,
+                    &first,
+                    &mut status.slice_mut(..len),
+                    stats,
+                    slices,
+                    stream,
+                )?;
                 if a.underflows == 0 {
                     report.deleted += a.accepted;
                     if let Some(out) = out.as_mut() {
@@ -528,7 +297,7 @@ impl GpuCountingFilter {
                     }
                     return Ok(());
                 }
-                dev.undo(&first, &status.slice(..len), stream)?;
+                undo(&mut dev, &first, status.slice_mut(..len), stream)?;
                 report.retries += 1;
                 let mut steps = DeviceSteps {
                     dev: &mut dev,
@@ -547,9 +316,9 @@ impl GpuCountingFilter {
             };
         let mut done = false;
         if partitioned {
-            let r = self.partitioner.for_each_group(
+            let r = partitioner.for_each_group(
                 kernels,
-                self.params.seed,
+                seed,
                 parts,
                 &hashed,
                 want_positions,
@@ -566,7 +335,7 @@ impl GpuCountingFilter {
                 Ok(()) => done = true,
                 // The scratch could not be allocated and no chunk started: delete directly.
                 Err(GpuError::OutOfMemory { .. })
-                    if self.insert_kernel == InsertKernel::Auto && !started.get() => {}
+                    if insert_kernel == InsertKernel::Auto && !started.get() => {}
                 Err(e) => return Err(e),
             }
         }
@@ -582,7 +351,7 @@ impl GpuCountingFilter {
             .synchronize()
             .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
         report.refused = n as u64 - report.deleted;
-        self.keys = self.keys.map(|k| k.saturating_sub(report.deleted));
+        self.cells.keys = self.cells.keys.map(|k| k.saturating_sub(report.deleted));
         Ok(report)
     }
 
@@ -594,8 +363,6 @@ impl GpuCountingFilter {
         keys: DeviceKeys<'_>,
         out: Option<&mut DeviceBuffer<u8>>,
     ) -> Result<DeleteReport, GpuError> {
-        keys.check_shape()?;
-        self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
         if let Some(o) = &out {
             if o.len() < keys.len() {
                 return Err(GpuError::OutputTooShort {
@@ -604,8 +371,8 @@ impl GpuCountingFilter {
                 });
             }
         }
-        let args = keys.to_args(&self.k, self.check_stream.raw())?;
-        let stream = self.stream.raw().clone();
+        let args = self.cells.device_args(keys)?;
+        let stream = self.cells.stream.raw().clone();
         self.remove_args(args, out.map(|o| o.view_mut()), &stream)
     }
 
@@ -616,7 +383,7 @@ impl GpuCountingFilter {
         keys: Keys<'_>,
         mut out: Option<&mut [u8]>,
     ) -> Result<DeleteReport, GpuError> {
-        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
+        self.cells.check_hash(matches!(keys, Keys::Hashes(_)))?;
         if let Some(o) = &out {
             if o.len() < keys.len() {
                 return Err(GpuError::OutputTooShort {
@@ -625,12 +392,12 @@ impl GpuCountingFilter {
                 });
             }
         }
-        let stream = self.stream.raw().clone();
-        let mut stager = std::mem::take(&mut self.stager);
+        let stream = self.cells.stream.raw().clone();
+        let mut stager = std::mem::take(&mut self.cells.stager);
         let mut out_chunk = self.out_chunk.take();
         let mut total = DeleteReport::default();
         let result = (|| -> Result<(), GpuError> {
-            for r in plan(&keys, self.chunk_keys) {
+            for r in plan(&keys, self.cells.chunk_keys) {
                 let args = stager.stage(&stream, &keys, r.clone())?;
                 let dev_out = match &out {
                     Some(_) => {
@@ -658,7 +425,7 @@ impl GpuCountingFilter {
             }
             Ok(())
         })();
-        self.stager = stager;
+        self.cells.stager = stager;
         self.out_chunk = out_chunk;
         result.map(|()| total)
     }

@@ -9,9 +9,10 @@
 //! *attempted* in parallel:
 //!
 //! 1. `bl_count_check` accepts each key iff all its image bits are set before the attempt;
-//! 2. `bl_count_delete` (or, for a partitioned batch, `bl_count_delete_slices`: the same rules
-//!    on a slice of the filter in shared memory, see `counting/slices.rs`) decrements the
-//!    counters of the accepted keys with compare-and-swap; a saturated counter is left alone,
+//! 2. `bl_cells_update_dec` (or, for a partitioned batch, `bl_cells_slices_dec`: the same rules
+//!    on a slice of the filter in shared memory, see `cells/slices.rs`), with the status
+//!    recorded (`BL_STATUS_RECORD`), decrements the counters of the accepted keys with
+//!    compare-and-swap ([`CellUpdate::Decrement`]); a saturated counter is left alone,
 //!    and a counter already at 0 is left at 0 and counted as an *underflow*. Each key records
 //!    which of its lanes it decremented.
 //!
@@ -26,8 +27,8 @@
 //!
 //! If a counter underflowed (keys that were never inserted but pass the check as false positives,
 //! or a key deleted more often than it is present), the attempt is undone exactly
-//! (`bl_count_undo` adds back the recorded decrements: every counter and image bit returns to its
-//! state before the attempt) and the range is split in two halves, run in order, recursively; a
+//! (`bl_cells_update_inc` over the recorded lanes only, `BL_STATUS_LANES`, adds back the
+//! decrements: every counter and image bit returns to its state before the attempt) and the range is split in two halves, run in order, recursively; a
 //! single key never underflows (its counters are distinct and were all positive). So every delete
 //! equals the core's key-by-key delete in input order, refusals included; conflicting batches only
 //! cost more time ([`DeleteReport::retries`] says how many attempts were undone).
@@ -48,14 +49,13 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use bloomlanes_core::counting::counter_words;
-use bloomlanes_core::{CounterBits, Params};
+use bloomlanes_core::CellUpdate;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
-use crate::counting::Sliced;
+use crate::cells::{CellCall, CellDev, Operand, Sliced};
 use crate::hashed::Hashed;
-use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
+use crate::kernel::{Kernel, KEYS_PER_THREAD, STATUS_LANES, STATUS_RECORD, THREADS};
 use crate::module::{grid, Kernels};
 use crate::GpuError;
 
@@ -138,218 +138,97 @@ pub(crate) fn delete_in_order<S: DeleteSteps>(
     Ok(tally)
 }
 
-/// A counting filter's device arrays, as the kernels take them.
-pub(crate) struct CountingDev<'a> {
-    /// The layout's kernels.
-    pub(crate) kernels: &'a Kernels,
-    /// The filter's parameters.
-    pub(crate) params: &'a Params,
-    /// Counter width.
-    pub(crate) bits: CounterBits,
-    /// The projection image: `params.u32_len()` words.
-    pub(crate) image: &'a mut CudaSlice<u32>,
-    /// The counters: `counter_words(params, bits)` words.
-    pub(crate) counters: &'a mut CudaSlice<u32>,
-}
-
 fn bad_launch(message: String) -> GpuError {
     GpuError::Cuda {
-        op: "counting launch",
+        op: "counting delete",
         bytes: 0,
         message,
     }
 }
 
-impl CountingDev<'_> {
-    /// Checks that the arrays hold every word the kernels can index for these parameters.
-    pub(crate) fn check_arrays(&self) -> Result<(), GpuError> {
-        let (image, counters) = (self.params.u32_len(), counter_words(self.params, self.bits));
-        if (self.image.len() as u64) < image || (self.counters.len() as u64) < counters {
-            return Err(bad_launch(format!(
-                "arrays of {} + {} words for {image} + {counters}",
-                self.image.len(),
-                self.counters.len()
-            )));
-        }
-        Ok(())
+/// Attempts to delete `keys` (see the module documentation) from the cell filter `dev`: check,
+/// then [`CellUpdate::Decrement`] recording each key's status (with the slice kernels if
+/// `sliced` is given: `keys` are then hashes grouped into its partitions), then the two counts
+/// read back; `status[i]` = key `i`'s status. Waits for `stream`.
+pub(crate) fn attempt(
+    dev: &mut CellDev<'_>,
+    keys: &Hashed<'_>,
+    status: &mut CudaViewMut<'_, u32>,
+    stats: &mut CudaSlice<u64>,
+    sliced: Option<&mut Sliced<'_>>,
+    stream: &Arc<CudaStream>,
+) -> Result<Attempt, GpuError> {
+    let n = keys.len() as u64;
+    let params = dev.shape.params;
+    if status.len() < keys.len() || stats.len() < 2 || (dev.image.len() as u64) < params.u32_len() {
+        return Err(bad_launch(format!(
+            "{} statuses, {} counts and {} image words for {n} keys",
+            status.len(),
+            stats.len(),
+            dev.image.len()
+        )));
     }
+    if n == 0 {
+        return Ok(Attempt::default());
+    }
+    stream
+        .memset_zeros(stats)
+        .map_err(|e| GpuError::cuda("cuMemsetD8Async(delete counts)", 16, e))?;
+    let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
+    let (blocks, seed) = (u64::from(params.blocks), params.seed);
+    let mut l = stream.launch_builder(dev.shape.kernels.get(Kernel::CountCheck));
+    l.arg(&*dev.image)
+        .arg(&blocks)
+        .arg(&keys.keys)
+        .arg(&n)
+        .arg(&seed)
+        .arg(&keys.mode)
+        .arg(&mut *status)
+        .arg(&mut *stats);
+    // SAFETY: `bl_count_check(const u32* image, u64 blocks, const u64* keys, u64 n, u64 seed,
+    // int mode, u32* status, u64* stats)` takes these arguments in this order. It reads
+    // `keys[i]`, `i < n` = the view's length, and the block `((h >> 32) × blocks) >> 32 <
+    // blocks` of the image (`block_u32s` words each; `image.len() ≥ params.u32_len()`, checked);
+    // it writes `status[i]`, `i < n ≤ status.len()`, and adds to `stats[0]` (`stats.len() ≥ 2`,
+    // checked).
+    unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_check)", n, e))?;
+    let call = CellCall {
+        status: Some(status.slice_mut(..)),
+        flags: STATUS_RECORD,
+        stats: Some(stats.slice_mut(..)),
+        ..CellCall::update(keys.slice(0..keys.len()), Operand::One(0))
+    };
+    match sliced {
+        Some(s) => dev.update_sliced(CellUpdate::Decrement, call, s, stream)?,
+        None => dev.update(CellUpdate::Decrement, call, stream)?,
+    }
+    let counts = stream
+        .clone_dtoh(&stats.slice(..2))
+        .map_err(|e| GpuError::cuda("cuMemcpyDtoH(delete counts)", 16, e))?;
+    stream
+        .synchronize()
+        .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
+    Ok(Attempt {
+        accepted: counts[0],
+        underflows: counts[1],
+    })
+}
 
-    /// Queues the counting insert of `keys` on `stream`.
-    pub(crate) fn insert(
-        &mut self,
-        keys: &Hashed<'_>,
-        stream: &Arc<CudaStream>,
-    ) -> Result<(), GpuError> {
-        self.check_arrays()?;
-        let n = keys.len() as u64;
-        if n == 0 {
-            return Ok(());
-        }
-        let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
-        let (blocks, seed, cbits) = (
-            u64::from(self.params.blocks),
-            self.params.seed,
-            self.bits.bits(),
-        );
-        let mut l = stream.launch_builder(self.kernels.get(Kernel::CountInsert));
-        l.arg(&mut *self.image)
-            .arg(&mut *self.counters)
-            .arg(&blocks)
-            .arg(&keys.keys)
-            .arg(&n)
-            .arg(&seed)
-            .arg(&keys.mode)
-            .arg(&cbits);
-        // SAFETY: `bl_count_insert(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n,
-        // u64 seed, int mode, u32 cbits)` takes these arguments in this order. It reads
-        // `keys[i]`, `i < n` = the view's length. For any hash, the block is
-        // `((h >> 32) × blocks) >> 32 < blocks` and each cell `k = (block × L + lane) × W + bit <
-        // blocks × L × W`; it updates image words `k / 32` and the block's `block_u32s` words
-        // (`< params.u32_len()` ≤ `image.len()`) and counter word `k / (32 / cbits)` with
-        // `cbits` = 4 or 8 from `CounterBits` (`< counter_words(params, bits)` ≤
-        // `counters.len()`; both checked in `check_arrays`).
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_insert)", n, e))?;
-        Ok(())
-    }
-
-    /// Attempts to delete `keys` (see the module documentation): check, then decrement (with
-    /// the sliced kernel if `sliced` is given: `keys` are then hashes grouped into its
-    /// partitions), then the two counts read back; `status[i]` = key `i`'s status. Waits for
-    /// `stream`.
-    pub(crate) fn attempt(
-        &mut self,
-        keys: &Hashed<'_>,
-        status: &mut CudaViewMut<'_, u32>,
-        stats: &mut CudaSlice<u64>,
-        sliced: Option<&mut Sliced<'_>>,
-        stream: &Arc<CudaStream>,
-    ) -> Result<Attempt, GpuError> {
-        self.check_arrays()?;
-        let n = keys.len() as u64;
-        if status.len() < keys.len() || stats.len() < 2 {
-            return Err(bad_launch(format!(
-                "{} statuses and {} counts for {n} keys",
-                status.len(),
-                stats.len()
-            )));
-        }
-        if n == 0 {
-            return Ok(Attempt::default());
-        }
-        stream
-            .memset_zeros(stats)
-            .map_err(|e| GpuError::cuda("cuMemsetD8Async(delete counts)", 16, e))?;
-        let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
-        let (blocks, seed, cbits) = (
-            u64::from(self.params.blocks),
-            self.params.seed,
-            self.bits.bits(),
-        );
-        let mut l = stream.launch_builder(self.kernels.get(Kernel::CountCheck));
-        l.arg(&*self.image)
-            .arg(&blocks)
-            .arg(&keys.keys)
-            .arg(&n)
-            .arg(&seed)
-            .arg(&keys.mode)
-            .arg(&mut *status)
-            .arg(&mut *stats);
-        // SAFETY: `bl_count_check(const u32* image, u64 blocks, const u64* keys, u64 n, u64 seed,
-        // int mode, u32* status, u64* stats)` takes these arguments in this order. It reads
-        // `keys[i]`, `i < n` = the view's length, and the block `((h >> 32) × blocks) >> 32 <
-        // blocks` of the image (`block_u32s` words each; `image.len() ≥ params.u32_len()`,
-        // checked); it writes `status[i]`, `i < n ≤ status.len()`, and adds to `stats[0]`
-        // (`stats.len() ≥ 2`, checked).
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_check)", n, e))?;
-        if let Some(s) = sliced {
-            self.delete_sliced(keys, status, stats, s, stream)?;
-            return self.read_counts(stats, stream);
-        }
-        let mut l = stream.launch_builder(self.kernels.get(Kernel::CountDelete));
-        l.arg(&mut *self.image)
-            .arg(&mut *self.counters)
-            .arg(&blocks)
-            .arg(&keys.keys)
-            .arg(&n)
-            .arg(&seed)
-            .arg(&keys.mode)
-            .arg(&cbits)
-            .arg(&mut *status)
-            .arg(&mut *stats);
-        // SAFETY: `bl_count_delete(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n,
-        // u64 seed, int mode, u32 cbits, u32* status, u64* stats)` takes these arguments in this
-        // order. It reads `keys[i]` and reads and writes `status[i]` for `i < n` (both at least
-        // `n` long, checked); it updates image word `k / 32` and counter word `k / (32 / cbits)`
-        // of cells `k < blocks × L × W`, inside both arrays as in `insert`; it adds to
-        // `stats[1]`.
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_delete)", n, e))?;
-        self.read_counts(stats, stream)
-    }
-
-    /// Waits for `stream` and reads an attempt's two counts.
-    fn read_counts(
-        &self,
-        stats: &CudaSlice<u64>,
-        stream: &Arc<CudaStream>,
-    ) -> Result<Attempt, GpuError> {
-        let counts = stream
-            .clone_dtoh(&stats.slice(..2))
-            .map_err(|e| GpuError::cuda("cuMemcpyDtoH(delete counts)", 16, e))?;
-        stream
-            .synchronize()
-            .map_err(|e| GpuError::cuda("cuStreamSynchronize", 0, e))?;
-        Ok(Attempt {
-            accepted: counts[0],
-            underflows: counts[1],
-        })
-    }
-
-    /// Queues the undo of the last attempt over `keys`, whose statuses are `status`.
-    pub(crate) fn undo(
-        &mut self,
-        keys: &Hashed<'_>,
-        status: &CudaView<'_, u32>,
-        stream: &Arc<CudaStream>,
-    ) -> Result<(), GpuError> {
-        self.check_arrays()?;
-        let n = keys.len() as u64;
-        if status.len() < keys.len() {
-            return Err(bad_launch(format!(
-                "{} statuses for {n} keys",
-                status.len()
-            )));
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
-        let (blocks, seed, cbits) = (
-            u64::from(self.params.blocks),
-            self.params.seed,
-            self.bits.bits(),
-        );
-        let mut l = stream.launch_builder(self.kernels.get(Kernel::CountUndo));
-        l.arg(&mut *self.image)
-            .arg(&mut *self.counters)
-            .arg(&blocks)
-            .arg(&keys.keys)
-            .arg(&n)
-            .arg(&seed)
-            .arg(&keys.mode)
-            .arg(&cbits)
-            .arg(status);
-        // SAFETY: `bl_count_undo(u32* image, u32* counters, u64 blocks, const u64* keys, u64 n,
-        // u64 seed, int mode, u32 cbits, const u32* status)` takes these arguments in this order.
-        // It reads `keys[i]` and `status[i]` for `i < n` (both at least `n` long, checked) and
-        // updates image and counter words of cells `k < blocks × L × W`, inside both arrays as in
-        // `insert`.
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_count_undo)", n, e))?;
-        Ok(())
-    }
+/// Queues the undo of the last attempt over `keys`, whose statuses are `status`: an
+/// [`CellUpdate::Increment`] of exactly the lanes each status records (every such counter ends
+/// at its value before the attempt, at most the maximum less one, so the increments never stick).
+pub(crate) fn undo(
+    dev: &mut CellDev<'_>,
+    keys: &Hashed<'_>,
+    status: CudaViewMut<'_, u32>,
+    stream: &Arc<CudaStream>,
+) -> Result<(), GpuError> {
+    let call = CellCall {
+        status: Some(status),
+        flags: STATUS_LANES,
+        ..CellCall::update(keys.slice(0..keys.len()), Operand::One(0))
+    };
+    dev.update(CellUpdate::Increment, call, stream)
 }
 
 /// Queues `out[i] = status[i] >> 31` for `i < status.len()` (`out` at least as long).
@@ -443,7 +322,7 @@ impl DeleteWork {
 
 /// [`DeleteSteps`] on the device: ranges of `keys` (input order), statuses in `status`.
 pub(crate) struct DeviceSteps<'s, 'a, 'k> {
-    pub(crate) dev: &'s mut CountingDev<'a>,
+    pub(crate) dev: &'s mut CellDev<'a>,
     pub(crate) keys: &'s Hashed<'k>,
     pub(crate) status: &'s mut CudaSlice<u32>,
     pub(crate) stats: &'s mut CudaSlice<u64>,
@@ -455,18 +334,13 @@ impl DeleteSteps for DeviceSteps<'_, '_, '_> {
 
     fn attempt(&mut self, r: Range<usize>) -> Result<Attempt, GpuError> {
         let keys = self.keys.slice(r.clone());
-        self.dev.attempt(
-            &keys,
-            &mut self.status.slice_mut(r),
-            self.stats,
-            None,
-            self.stream,
-        )
+        let mut status = self.status.slice_mut(r);
+        attempt(self.dev, &keys, &mut status, self.stats, None, self.stream)
     }
 
     fn undo(&mut self, r: Range<usize>) -> Result<(), GpuError> {
         let keys = self.keys.slice(r.clone());
-        self.dev.undo(&keys, &self.status.slice(r), self.stream)
+        undo(self.dev, &keys, self.status.slice_mut(r), self.stream)
     }
 }
 

@@ -40,6 +40,18 @@ pub enum GpuError {
         /// The driver's error.
         message: String,
     },
+    /// An input that must hold one entry per key (e.g. a class per key) holds fewer.
+    InputTooShort {
+        /// What the input is.
+        what: &'static str,
+        /// Entries needed.
+        needed: usize,
+        /// Entries given.
+        found: usize,
+    },
+    /// A spatial filter's classes or class names were refused by core's check (its message:
+    /// core does not export `SpatialError`).
+    Spatial(String),
     /// An output slice is too short for the keys.
     OutputTooShort {
         /// Elements needed.
@@ -128,6 +140,12 @@ impl std::fmt::Display for GpuError {
             GpuError::Cuda { op, bytes, message } => {
                 write!(f, "CUDA error in {op} ({bytes} bytes): {message}")
             }
+            GpuError::InputTooShort {
+                what,
+                needed,
+                found,
+            } => write!(f, "{what}: {found} given, one per key ({needed}) needed"),
+            GpuError::Spatial(e) => write!(f, "{e}"),
             GpuError::OutputTooShort { needed, found } => {
                 write!(f, "output holds {found} entries, {needed} needed")
             }

@@ -8,6 +8,8 @@
 
 use std::fmt::Write;
 
+pub(crate) use crate::entry::Kernel;
+
 use bloomlanes_core::xxh64::{
     lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
     PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
@@ -32,6 +34,12 @@ pub(crate) const SLICE_KEYS_PER_THREAD: u32 = 8;
 /// The bit of a counting delete's per-key status that says the key was accepted (`BL_ACCEPTED`);
 /// the low bits (one per lane, at most 16) say which counters it decremented.
 pub(crate) const STATUS_ACCEPTED: u32 = 1 << 31;
+/// A cell kernel's `flags`: skip the keys whose status is not accepted, and write each one's
+/// status (accepted | the lanes changed), counting the cells found at 0 (`BL_STATUS_RECORD`).
+pub(crate) const STATUS_RECORD: u32 = 1;
+/// A cell kernel's `flags`: apply the operation to the lanes in each key's status only
+/// (`BL_STATUS_LANES`; the undo of a delete).
+pub(crate) const STATUS_LANES: u32 = 2;
 /// Shared memory the bulk-reduce insert stages block masks in, per CTA.
 const BULK_STAGING_BYTES: usize = 32 * 1024;
 
@@ -43,153 +51,15 @@ const CUDA_FILES: [(&str, &str); 9] = [
     ("keys.cu", include_str!("cuda/keys.cu")),
     ("partition.cu", include_str!("cuda/partition.cu")),
     ("lookup.cu", include_str!("cuda/lookup.cu")),
-    ("counting.cu", include_str!("cuda/counting.cu")),
+    ("cells.cu", include_str!("cuda/cells.cu")),
     ("window.cu", include_str!("cuda/window.cu")),
     ("util.cu", include_str!("cuda/util.cu")),
 ];
 
-/// Every kernel entry point (`extern "C"` in the `.cu` files). The discriminant indexes the
-/// loaded functions of a module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kernel {
-    InsertU64,
-    InsertHash,
-    InsertU64Bulk,
-    InsertHashBulk,
-    InsertRecords,
-    InsertStrings,
-    ContainsU64,
-    ContainsHash,
-    ContainsRecords,
-    ContainsStrings,
-    BitmapU64,
-    BitmapHash,
-    BitmapRecords,
-    BitmapStrings,
-    HashRecords,
-    HashStrings,
-    PartHist,
-    PartScan,
-    PartScatter,
-    PartScatterPos,
-    ProbeBitmap,
-    ProbeList,
-    PositionsKeys,
-    CountInsert,
-    CountCheck,
-    CountDelete,
-    CountUndo,
-    PartBounds,
-    CountInsertSlices,
-    CountDeleteSlices,
-    WindowInsert,
-    WindowContains,
-    WindowBitmap,
-    WindowClear,
-    Union,
-    Intersect,
-    CheckOffsets,
-    StatusBytes,
-    StatusScatter,
-    BitsToBytes,
-    FillRandom,
-    SpeedOfLight,
-}
-
-impl Kernel {
-    /// Every kernel, in discriminant order.
-    pub(crate) const ALL: [Kernel; 42] = [
-        Kernel::InsertU64,
-        Kernel::InsertHash,
-        Kernel::InsertU64Bulk,
-        Kernel::InsertHashBulk,
-        Kernel::InsertRecords,
-        Kernel::InsertStrings,
-        Kernel::ContainsU64,
-        Kernel::ContainsHash,
-        Kernel::ContainsRecords,
-        Kernel::ContainsStrings,
-        Kernel::BitmapU64,
-        Kernel::BitmapHash,
-        Kernel::BitmapRecords,
-        Kernel::BitmapStrings,
-        Kernel::HashRecords,
-        Kernel::HashStrings,
-        Kernel::PartHist,
-        Kernel::PartScan,
-        Kernel::PartScatter,
-        Kernel::PartScatterPos,
-        Kernel::ProbeBitmap,
-        Kernel::ProbeList,
-        Kernel::PositionsKeys,
-        Kernel::CountInsert,
-        Kernel::CountCheck,
-        Kernel::CountDelete,
-        Kernel::CountUndo,
-        Kernel::PartBounds,
-        Kernel::CountInsertSlices,
-        Kernel::CountDeleteSlices,
-        Kernel::WindowInsert,
-        Kernel::WindowContains,
-        Kernel::WindowBitmap,
-        Kernel::WindowClear,
-        Kernel::Union,
-        Kernel::Intersect,
-        Kernel::CheckOffsets,
-        Kernel::StatusBytes,
-        Kernel::StatusScatter,
-        Kernel::BitsToBytes,
-        Kernel::FillRandom,
-        Kernel::SpeedOfLight,
-    ];
-
-    /// The entry point's name in the CUDA source.
-    pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Kernel::InsertU64 => "bl_insert_u64",
-            Kernel::InsertHash => "bl_insert_hash",
-            Kernel::InsertU64Bulk => "bl_insert_u64_bulk",
-            Kernel::InsertHashBulk => "bl_insert_hash_bulk",
-            Kernel::InsertRecords => "bl_insert_records",
-            Kernel::InsertStrings => "bl_insert_strings",
-            Kernel::ContainsU64 => "bl_contains_u64",
-            Kernel::ContainsHash => "bl_contains_hash",
-            Kernel::ContainsRecords => "bl_contains_records",
-            Kernel::ContainsStrings => "bl_contains_strings",
-            Kernel::BitmapU64 => "bl_bitmap_u64",
-            Kernel::BitmapHash => "bl_bitmap_hash",
-            Kernel::BitmapRecords => "bl_bitmap_records",
-            Kernel::BitmapStrings => "bl_bitmap_strings",
-            Kernel::HashRecords => "bl_hash_records",
-            Kernel::HashStrings => "bl_hash_strings",
-            Kernel::PartHist => "bl_part_hist",
-            Kernel::PartScan => "bl_part_scan",
-            Kernel::PartScatter => "bl_part_scatter",
-            Kernel::PartScatterPos => "bl_part_scatter_pos",
-            Kernel::ProbeBitmap => "bl_probe_bitmap",
-            Kernel::ProbeList => "bl_probe_list",
-            Kernel::PositionsKeys => "bl_positions_keys",
-            Kernel::CountInsert => "bl_count_insert",
-            Kernel::CountCheck => "bl_count_check",
-            Kernel::CountDelete => "bl_count_delete",
-            Kernel::CountUndo => "bl_count_undo",
-            Kernel::PartBounds => "bl_part_bounds",
-            Kernel::CountInsertSlices => "bl_count_insert_slices",
-            Kernel::CountDeleteSlices => "bl_count_delete_slices",
-            Kernel::WindowInsert => "bl_window_insert",
-            Kernel::WindowContains => "bl_window_contains",
-            Kernel::WindowBitmap => "bl_window_bitmap",
-            Kernel::WindowClear => "bl_window_clear",
-            Kernel::Union => "bl_union",
-            Kernel::Intersect => "bl_intersect",
-            Kernel::CheckOffsets => "bl_check_offsets",
-            Kernel::StatusBytes => "bl_status_bytes",
-            Kernel::StatusScatter => "bl_status_scatter",
-            Kernel::BitsToBytes => "bl_bits_to_bytes",
-            Kernel::FillRandom => "bl_fill_random",
-            Kernel::SpeedOfLight => "bl_speed_of_light",
-        }
-    }
+/// The name of every kernel entry point the source defines, for every layout: what a loaded
+/// module provides (and what the compile test looks for in the compiled image).
+pub fn kernel_entry_points() -> Vec<&'static str> {
+    Kernel::ALL.iter().map(|k| k.name()).collect()
 }
 
 /// The prelude of `#define`s for `layout`: every constant the `.cu` files use, from core.
@@ -210,6 +80,8 @@ fn prelude(layout: Layout) -> String {
     define("BL_SKPT_POS", SCATTER_POS_KEYS_PER_THREAD.to_string());
     define("BL_SLICE_KPT", SLICE_KEYS_PER_THREAD.to_string());
     define("BL_ACCEPTED", format!("0x{STATUS_ACCEPTED:08x}u"));
+    define("BL_STATUS_RECORD", format!("{STATUS_RECORD}u"));
+    define("BL_STATUS_LANES", format!("{STATUS_LANES}u"));
     // Shared-memory staging slots per thread of the bulk-reduce insert.
     let slots = (BULK_STAGING_BYTES / (THREADS as usize * layout.block_bytes()))
         .clamp(1, KEYS_PER_THREAD as usize);
@@ -241,6 +113,7 @@ fn prelude(layout: Layout) -> String {
     }
     let list: Vec<String> = (0..lanes).map(|i| format!("BL_SALT{i}")).collect();
     define("BL_SALTS", list.join(", "));
+    s.push_str(&crate::entry::cell_codes());
     s
 }
 
@@ -256,70 +129,136 @@ pub fn kernel_source(layout: Layout) -> String {
         let _ = writeln!(s, "// ---- {name}");
         s.push_str(text);
     }
+    s.push_str(&crate::entry::cell_entry_points());
     s
+}
+
+/// The compiled entry points' parameters, for the tests that check what the launchers push.
+#[cfg(test)]
+pub(crate) mod ptx {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+
+    use bloomlanes_core::Layout;
+
+    use crate::{compile, Target};
+
+    /// Each entry point of the 8x32 module's PTX and the sizes of its parameters in bytes;
+    /// `None` (with a SKIP line) when NVRTC cannot be loaded.
+    pub(crate) fn entries() -> Option<&'static HashMap<String, Vec<u32>>> {
+        static ENTRIES: OnceLock<Option<HashMap<String, Vec<u32>>>> = OnceLock::new();
+        ENTRIES
+            .get_or_init(|| {
+                if let Err(e) = crate::require_nvrtc() {
+                    eprintln!("SKIP: the PTX parameter checks: {e}");
+                    return None;
+                }
+                let c = compile(Layout::L8x32, Target::Ptx(90)).unwrap_or_else(|e| panic!("{e}"));
+                Some(parse(&String::from_utf8_lossy(&c.image)))
+            })
+            .as_ref()
+    }
+
+    /// The `.entry` parameter lists of a PTX text.
+    fn parse(ptx: &str) -> HashMap<String, Vec<u32>> {
+        let mut out = HashMap::new();
+        for part in ptx.split(".entry ").skip(1) {
+            let (name, rest) = part.split_once('(').expect("an entry's parameters");
+            let list = rest.split_once(')').map_or(rest, |(l, _)| l);
+            let sizes = list
+                .split(',')
+                .filter_map(|p| p.split_whitespace().nth(1))
+                .map(|ty| if ty.ends_with("64") { 8 } else { 4 })
+                .collect();
+            out.insert(name.trim().to_string(), sizes);
+        }
+        out
+    }
+
+    /// The sizes of the parameters of a C parameter list `(…)` (pointers and u64: 8 bytes; u32
+    /// and int: 4).
+    pub(crate) fn sizes(params: &str) -> Vec<u32> {
+        params
+            .trim_matches(|c| c == '(' || c == ')')
+            .split(',')
+            .map(|p| {
+                let p = p.trim();
+                if p.contains('*') || p.starts_with("u64") {
+                    8
+                } else {
+                    assert!(p.starts_with("u32") || p.starts_with("int"), "{p}");
+                    4
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::entry::Kernel;
+
+    /// The entry points written out literally in the `.cu` files (the key kernels come from the
+    /// entry-point macros, the cell kernels from `entry.rs`).
+    fn literal(k: Kernel) -> bool {
+        let key_kernel = k.windowed() != k || k.is_windowed();
+        !key_kernel && !k.name().starts_with("bl_cells_")
+    }
 
     #[test]
     fn every_kernel_is_defined_once_in_the_source() {
         let s = kernel_source(Layout::L8x32);
-        for (i, k) in Kernel::ALL.iter().enumerate() {
-            assert_eq!(*k as usize, i, "{k:?}: ALL is in discriminant order");
+        let mut defined = 0;
+        for k in Kernel::ALL {
             let entry = format!("__launch_bounds__(BL_THREADS) {}(", k.name());
-            assert_eq!(s.matches(&entry).count(), 1, "{}", k.name());
+            let want = usize::from(literal(*k) || k.name().starts_with("bl_cells_"));
+            assert_eq!(s.matches(&entry).count(), want, "{}", k.name());
+            defined += want;
         }
-        assert_eq!(
-            s.matches("extern \"C\" __global__").count(),
-            Kernel::ALL.len(),
-            "every entry point is listed in Kernel"
-        );
+        // The key kernels: each entry-point macro body defines its kernels once per geometry.
+        for (body, kernels) in [
+            ("#define BL_BYTE_KEY_ENTRIES(", 3),
+            ("#define BL_WORD_KEY_ENTRIES(", 4),
+            ("#define BL_PROBE_ENTRIES(", 3),
+        ] {
+            assert_eq!(s.matches(body).count(), 1, "{body}");
+            defined += kernels;
+        }
+        for use_ in [
+            "BL_KEY_ENTRIES(, FLAT)\n",
+            "BL_KEY_ENTRIES(_window, GENS)\n",
+            "BL_PROBE_ENTRIES(, FLAT)\n",
+            "BL_PROBE_ENTRIES(_window, GENS)\n",
+        ] {
+            assert_eq!(s.matches(use_).count(), 1, "{use_}");
+        }
+        assert_eq!(s.matches("extern \"C\" __global__").count(), defined);
+        // Compiled, every entry point is in the module, and no other.
+        if let Some(ptx) = ptx::entries() {
+            let mut want: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+            let mut got: Vec<&str> = ptx.keys().map(String::as_str).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
-    fn the_kinds_kernels_have_the_signatures_their_launches_push() {
-        // The launches in counting_delete.rs, window.rs, lookup.rs, hashed.rs and partition.rs
-        // push their arguments in these orders and types (their SAFETY comments quote them).
+    fn the_fixed_kernels_have_the_signatures_their_launches_push() {
+        // The launches in cells.rs, counting_delete.rs, window.rs, lookup.rs, hashed.rs,
+        // partition.rs and spatial.rs push their arguments in these orders and types (their
+        // SAFETY comments quote them). The key kernels' signatures are tested in launch.rs, the
+        // cell kernels' in cells.rs.
         let src = kernel_source(Layout::L16x64);
         let keys = "const u64* keys, u64 n, u64 seed, int mode";
         for (k, params) in [
-            (Kernel::CountInsert, format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits")),
             (Kernel::CountCheck, format!("const u32* image, u64 blocks, {keys}, u32* status, u64* stats")),
-            (
-                Kernel::CountDelete,
-                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, u32* status, u64* stats"),
-            ),
-            (
-                Kernel::CountUndo,
-                format!("u32* image, u32* counters, u64 blocks, {keys}, u32 cbits, const u32* status"),
-            ),
             (Kernel::PartBounds, "const u64* hashes, u64 n, u32 parts, u32* bounds".into()),
-            (
-                Kernel::CountInsertSlices,
-                "u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb".into(),
-            ),
-            (
-                Kernel::CountDeleteSlices,
-                "u32* image, u32* counters, u64 blocks, const u64* hashes, u64 n, const u32* bounds, u32 parts, u32 cbits, u64 sb, u32* status, u64* stats".into(),
-            ),
             (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
             (
                 Kernel::HashStrings,
                 "const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out".into(),
-            ),
-            (
-                Kernel::ProbeBitmap,
-                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits".into(),
-            ),
-            (
-                Kernel::ProbeList,
-                "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count".into(),
-            ),
-            (
-                Kernel::PositionsKeys,
-                format!("const u32* words, u64 blocks, {keys}, u32* list, u64 cap, u64* count"),
             ),
             (
                 Kernel::PartScatterPos,
@@ -328,14 +267,34 @@ mod tests {
             (Kernel::StatusBytes, "const u32* status, u64 n, u8* out".into()),
             (Kernel::StatusScatter, "const u32* status, const u32* pos, u64 n, u8* out".into()),
             (Kernel::BitsToBytes, "const u32* bits, u64 n, u8* out".into()),
-            (Kernel::WindowInsert, format!("u32* words, u64 blocks, u32 gens, u32 gen, {keys}")),
-            (Kernel::WindowContains, format!("const u32* words, u64 blocks, u32 gens, {keys}, u8* out")),
-            (Kernel::WindowBitmap, format!("const u32* words, u64 blocks, u32 gens, {keys}, u32* bits")),
             (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+            (
+                Kernel::CheckClasses,
+                "const u32* values, u64 n, u32 classes, u64* first_bad, u64* counts".into(),
+            ),
         ] {
             let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
             assert!(src.contains(&signature), "no `{signature}`");
+            if let Some(ptx) = ptx::entries() {
+                assert_eq!(ptx.get(k.name()), Some(&ptx::sizes(&params)), "{}", k.name());
+            }
         }
+        // The probes, in their entry-point macro (the window twin adds `, u32 gens, u32 gen`).
+        for (base, params) in [
+            ("bl_probe_bitmap", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits"),
+            ("bl_probe_list", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count"),
+            ("bl_positions_keys", "const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count"),
+        ] {
+            let signature = format!("{base}##SUFFIX({params} BL_GEO_PARAMS_##G)");
+            assert!(src.contains(&signature), "no `{signature}`");
+            if let Some(ptx) = ptx::entries() {
+                let window = format!("({params}, u32 gens, u32 gen)");
+                assert_eq!(ptx.get(base), Some(&ptx::sizes(params)), "{base}");
+                assert_eq!(ptx.get(&format!("{base}_window")), Some(&ptx::sizes(&window)));
+            }
+        }
+        assert!(src.contains("#define BL_GEO_PARAMS_GENS , u32 gens, u32 gen\n"));
+        assert!(src.contains("#define BL_GEO_PARAMS_FLAT\n"));
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! The one launcher of the key kernels: every (operation × key form) goes through
+//! The one launcher of the key kernels: every (operation × key form × geometry) goes through
 //! [`launch_keys`], which picks the kernel, checks every length the kernel relies on and pushes
 //! the arguments in the order of the `.cu` signatures.
 //!
 //! The kernels (src/cuda/keys.cu) all take `(words, blocks, <keys>, n, seed[, out])` with
 //! `<keys>` one of `keys` (u64 keys or hashes), `data, width` (records) or
-//! `data, data_len, offsets, base` (strings).
+//! `data, data_len, offsets, base` (strings); a sliding window's twins take `(…, u32 gens,
+//! u32 gen)` after them ([`Geometry`]).
 
 use bloomlanes_core::Params;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
@@ -12,6 +13,54 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
 use crate::module::{grid, Kernels};
 use crate::GpuError;
+
+/// Where the blocks of the image a key kernel runs on lie (`BlFlat` / `BlGens` in
+/// `cuda/block.cu`): a static image (one generation), or a sliding window's `gens` generations
+/// interleaved by block, whose inserts go to generation `gen` and whose lookups test them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Generations (1: a static image).
+    pub(crate) gens: u32,
+    /// The generation inserts go to (below `gens`).
+    pub(crate) gen: u32,
+}
+
+impl Geometry {
+    /// The kernel of this geometry: the static kernel, or its window twin.
+    pub(crate) fn kernel(self, k: Kernel) -> Kernel {
+        if self.gens > 1 {
+            k.windowed()
+        } else {
+            k
+        }
+    }
+
+    /// The words an image of `params` needs in this geometry.
+    pub(crate) fn words(self, params: &Params) -> u64 {
+        u64::from(self.gens) * params.u32_len()
+    }
+
+    /// Checks that `words` words hold every generation of a filter of `params`, and that `gen`
+    /// is one of them.
+    pub(crate) fn check(self, params: &Params, words: usize) -> Result<(), GpuError> {
+        if self.gens == 0 || self.gen >= self.gens || (words as u64) < self.words(params) {
+            return Err(internal(format!(
+                "{words} words for {} generations of {} words (generation {})",
+                self.gens,
+                params.u32_len(),
+                self.gen
+            )));
+        }
+        Ok(())
+    }
+
+    /// Pushes the window twin's trailing `(u32 gens, u32 gen)`; nothing for a static image.
+    pub(crate) fn push<'a>(&'a self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        if self.gens > 1 {
+            l.arg(&self.gens).arg(&self.gen);
+        }
+    }
+}
 
 /// The unpartitioned insert kernels of u64 keys and hashes (records and strings always use
 /// atomics).
@@ -51,7 +100,29 @@ pub(crate) enum KeyArgs<'a> {
     },
 }
 
-impl KeyArgs<'_> {
+impl<'a> KeyArgs<'a> {
+    /// Keys `r` of the batch (panics past the end, like slicing). Strings keep their bytes and
+    /// base: only the offsets are cut.
+    pub(crate) fn slice(&self, r: std::ops::Range<usize>) -> KeyArgs<'a> {
+        match self {
+            KeyArgs::U64(k) => KeyArgs::U64(k.slice(r)),
+            KeyArgs::Hashes(k) => KeyArgs::Hashes(k.slice(r)),
+            KeyArgs::Records { data, width } => KeyArgs::Records {
+                data: data.slice(r.start * width..r.end * width),
+                width: *width,
+            },
+            KeyArgs::Strings {
+                data,
+                offsets,
+                base,
+            } => KeyArgs::Strings {
+                data: data.slice(..),
+                offsets: offsets.slice(r.start..=r.end),
+                base: *base,
+            },
+        }
+    }
+
     /// Number of keys.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -187,19 +258,20 @@ fn split(pass: Pass<'_>) -> (WordsArg<'_>, OutArg<'_>) {
     }
 }
 
-/// Checks every length the kernel of `pass` over `keys` relies on for a filter of `params`.
-fn check_lengths(params: &Params, keys: &KeyArgs<'_>, pass: &Pass<'_>) -> Result<(), GpuError> {
+/// Checks every length the kernel of `pass` over `keys` relies on for a filter of `params` in
+/// geometry `geo`.
+fn check_lengths(
+    params: &Params,
+    geo: Geometry,
+    keys: &KeyArgs<'_>,
+    pass: &Pass<'_>,
+) -> Result<(), GpuError> {
     let n = keys.len();
     let words = match pass {
         Pass::Insert { words, .. } => words.len(),
         Pass::Contains { words, .. } | Pass::Bitmap { words, .. } => words.len(),
     };
-    if (words as u64) < params.u32_len() {
-        return Err(internal(format!(
-            "filter buffer of {words} words for {} words of bits",
-            params.u32_len()
-        )));
-    }
+    geo.check(params, words)?;
     if let KeyArgs::Records { width: 0, .. } = keys {
         return Err(GpuError::Batch(bloomlanes_core::BatchError::ZeroWidth));
     }
@@ -216,22 +288,23 @@ fn check_lengths(params: &Params, keys: &KeyArgs<'_>, pass: &Pass<'_>) -> Result
     }
 }
 
-/// Queues the kernel of `pass` over `keys` for the filter of `params` on `stream`. Checks every
-/// length the kernel relies on first (the filter's bits, the keys' buffers, the output); a batch
-/// of no keys launches nothing.
+/// Queues the kernel of `pass` over `keys` for the filter of `params` in geometry `geo` on
+/// `stream`. Checks every length the kernel relies on first (the filter's bits, the keys'
+/// buffers, the output); a batch of no keys launches nothing.
 pub(crate) fn launch_keys(
     kernels: &Kernels,
     params: &Params,
+    geo: Geometry,
     stream: &CudaStream,
     keys: KeyArgs<'_>,
     pass: Pass<'_>,
 ) -> Result<(), GpuError> {
-    check_lengths(params, &keys, &pass)?;
+    check_lengths(params, geo, &keys, &pass)?;
     let n = keys.len() as u64;
     if n == 0 {
         return Ok(());
     }
-    let kernel = kernel_for(pass.op(), keys.form());
+    let kernel = geo.kernel(kernel_for(pass.op(), keys.form()));
     let cfg = grid(n, keys_per_cta(keys.form()))?;
     let blocks = u64::from(params.blocks);
     let seed = params.seed;
@@ -271,15 +344,17 @@ pub(crate) fn launch_keys(
             l.arg(o);
         }
     };
+    geo.push(&mut l);
     // SAFETY: the arguments are pushed in the order and with the types of the kernel's
     // signature in src/cuda/keys.cu: `(u32* words, u64 blocks, <keys>, u64 n, u64 seed[, out])`
     // with `<keys>` = `const u64* keys` | `const u8* data, u64 width` | `const u8* data,
     // u64 data_len, const u64* offsets, u64 base`, and `out` = `u8*` (contains) | `u32*`
-    // (bitmap; here a u64 buffer: 4-aligned, and any bits are a valid u64). Everything the
-    // kernel touches is inside the buffers:
+    // (bitmap; here a u64 buffer: 4-aligned, and any bits are a valid u64), then for a window's
+    // twin `u32 gens, u32 gen`. Everything the kernel touches is inside the buffers:
     // - words: it reads and writes blocks `((h >> 32) * blocks) >> 32 < blocks` of
-    //   `block_u32s` words each, whatever the hash `h`, and `words` holds at least
-    //   `params.u32_len()` = `blocks × block_u32s` words (checked in `check_lengths`);
+    //   `block_u32s` words each, whatever the hash `h`, at storage block `b × gens + j` with
+    //   `j < gens` (lookups) or `j = gen < gens` (inserts), and `words` holds at least `gens ×
+    //   params.u32_len()` = `gens × blocks × block_u32s` words (`Geometry::check`);
     // - keys: u64 / hash kernels read `keys[i]` for `i < n` = the view's length; record kernels
     //   read `data[i × width .. (i + 1) × width]` for `i < n = data.len() / width`, width ≥ 1
     //   (checked); string kernels read `offsets[i]` for `i ≤ n` = the view's length − 1, and
@@ -327,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn every_op_and_key_form_has_its_own_kernel_with_the_pushed_signature() {
+    fn every_op_form_and_geometry_has_its_own_kernel_with_the_pushed_parameters() {
         let src = kernel_source(Layout::L8x32);
         let mut seen = Vec::new();
         for op in OPS {
@@ -340,18 +415,33 @@ mod tests {
                     Op::Bitmap => "bitmap",
                 };
                 assert!(name.contains(word), "{op:?} {form:?}: {name}");
-                let signature = format!("{name}{}", pushed(op, form));
-                assert!(
-                    src.contains(&signature),
-                    "{op:?} {form:?}: no `{signature}`"
-                );
                 let direct = matches!((op, form), (Op::Insert(_), Form::Records | Form::Strings));
                 if !direct {
                     assert!(!seen.contains(&k), "{name} used twice");
                 }
                 seen.push(k);
+                // The compiled entry points take what `launch_keys` pushes, in both geometries
+                // (checked in the PTX when NVRTC is at hand).
+                for geo in [Geometry { gens: 1, gen: 0 }, Geometry { gens: 3, gen: 1 }] {
+                    let k = geo.kernel(k);
+                    let mut params = pushed(op, form);
+                    if geo.gens > 1 {
+                        params = params.replace(')', ", u32 gens, u32 gen)");
+                    }
+                    if let Some(ptx) = crate::kernel::ptx::entries() {
+                        assert_eq!(
+                            ptx.get(k.name()),
+                            Some(&crate::kernel::ptx::sizes(&params)),
+                            "{}: {params}",
+                            k.name()
+                        );
+                    }
+                }
             }
         }
+        assert!(
+            src.contains("#define BL_RECORD_PARAMS const u8* data, u64 width, u64 n, u64 seed\n")
+        );
     }
 
     #[test]

@@ -8,13 +8,18 @@
 //! Inserts of device-resident batches into filters larger than the L2 cache are partitioned by
 //! default ([`InsertKernel::Auto`], [`InsertKernel::Partitioned`]): the hashes are grouped by
 //! filter region first so that the read-modify-writes of the filter hit L2. Lookups through
-//! [`GpuFilter::lookup_device_async`] are partitioned the same way when it pays
+//! [`GpuImage::lookup_device_async`] are partitioned the same way when it pays
 //! ([`LookupKernel::Auto`], [`LookupAuto`]) and write bytes, a bitmap or the list of
 //! maybe-present positions ([`LookupOutput`]); the older `contains_*` calls stay direct.
 //!
-//! The filter kinds of `bloomlanes_core` (issue #14) have GPU types with the same bits:
-//! [`GpuCountingFilter`] (inserts, deletes with the core's key-by-key semantics, lookups) and
-//! [`GpuWindowFilter`] (inserts that rotate where the core does, lookups over all generations).
+//! The filter kinds of `bloomlanes_core` have GPU types with the same bits. The cell-based ones
+//! are instances of one [`GpuCellFilter`] (core's cell algebra: one CUDA template per update
+//! shape, instantiated per cell operation): [`GpuCountingFilter`] (inserts, deletes with the
+//! core's key-by-key semantics, counts) and [`GpuSpatialFilter`] (inserts with a class per batch
+//! or per key, class lookups). [`GpuWindowFilter`] keeps its generations in a static image and
+//! reuses the static paths (inserts that rotate where the core does, lookups over all
+//! generations). Every filter type dereferences to its [`GpuImage`], the bits its static lookups
+//! read, so every lookup path serves every kind.
 //!
 //! CUDA is loaded at run time (`cudarc` with dynamic loading): this crate builds and links on
 //! machines without CUDA, and every entry point returns [`GpuError::NoDriver`] there instead of
@@ -24,29 +29,38 @@
 //!
 //! # Rooms
 //! - `kernel`: the CUDA source (`src/cuda/*.cu`, included at compile time) and the prelude of
-//!   constants generated from core; `compile`: NVRTC; `module`: the loaded kernels per layout.
-//! - `launch`: the one launcher of the key kernels, for every (operation × key form).
+//!   constants generated from core; `entry`: the table of entry points and cell operations (the
+//!   cell entry points are generated from it); `compile`: NVRTC; `module`: the loaded kernels.
+//! - `launch`: the one launcher of the key kernels, for every (operation × key form × geometry);
+//!   `cells`: the one launcher of the cell kernels (update, slices, reduce), `cells/slices.rs`
+//!   their shared-memory slice shape.
 //! - `buffer`, `pinned`, `stream`: device memory, page-locked host memory, streams and timers.
 //! - `device_keys`: keys in device memory and the checks that run before they are used.
 //! - `partition`: grouping by filter region, and the partitioned insert. `lookup`: lookups into
 //!   three outputs, direct or partitioned. `hashed`: keys as the hash-taking kernels see them.
 //! - `pipeline`: the host-memory pipeline; `stage`: host chunks one at a time (for the kinds).
-//! - `filter`: [`GpuFilter`], whose methods tie the rooms together.
-//! - `counting`, `counting_delete`: [`GpuCountingFilter`] and its delete semantics; `window`,
-//!   `window_plan`: [`GpuWindowFilter`] and where its batches rotate.
+//! - `image`: [`GpuImage`], the static image and its lookups and inserts; `filter`:
+//!   [`GpuFilter`] on it.
+//! - `cell_filter`: [`GpuCellFilter`]; `counting`, `counting_delete`: [`GpuCountingFilter`] and
+//!   its delete semantics; `spatial`: [`GpuSpatialFilter`]; `window`, `window_plan`:
+//!   [`GpuWindowFilter`] and where its batches rotate.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod borrowed;
 mod buffer;
+mod cell_filter;
+mod cells;
 mod compile;
 mod counting;
 mod counting_delete;
 mod device_keys;
+mod entry;
 mod error;
 mod filter;
 mod hashed;
+mod image;
 mod kernel;
 mod launch;
 mod loader;
@@ -55,6 +69,7 @@ mod module;
 mod partition;
 mod pinned;
 mod pipeline;
+mod spatial;
 mod stage;
 mod stream;
 mod window;
@@ -62,17 +77,24 @@ mod window_plan;
 
 pub use borrowed::BorrowedBuffer;
 pub use buffer::DeviceBuffer;
-pub use compile::{compile, nvrtc_version, supported_archs, target_for, Compiled, Target};
+pub use cell_filter::GpuCellFilter;
+pub use cells::CellAnswer;
+pub use compile::{
+    compile, compile_cached, compile_cached_in, nvrtc_version, supported_archs, target_for,
+    Compiled, Target, KERNEL_CACHE_ENV,
+};
 pub use counting::GpuCountingFilter;
 pub use counting_delete::DeleteReport;
 pub use device_keys::DeviceKeys;
 pub use error::GpuError;
 pub use filter::GpuFilter;
-pub use kernel::{kernel_source, KEYS_PER_THREAD, THREADS};
+pub use image::GpuImage;
+pub use kernel::{kernel_entry_points, kernel_source, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
+pub use spatial::GpuSpatialFilter;
 pub use stream::{GpuStream, Timer};
 pub use window::GpuWindowFilter;
 
@@ -151,6 +173,8 @@ mod tests {
         send_sync::<GpuFilter>();
         send_sync::<GpuCountingFilter>();
         send_sync::<GpuWindowFilter>();
+        send_sync::<GpuSpatialFilter>();
+        send_sync::<GpuCellFilter>();
         send_sync::<DeviceBuffer<u64>>();
         send_sync::<PinnedBuffer<u64>>();
         send_sync::<GpuStream>();

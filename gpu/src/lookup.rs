@@ -54,12 +54,12 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg
 use crate::buffer::alloc_zeros;
 use crate::hashed::{HashScratch, Hashed};
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
-use crate::launch::{launch_keys, KeyArgs, Pass};
+use crate::launch::{launch_keys, Geometry, KeyArgs, Pass};
 use crate::module::{grid, Kernels};
 use crate::partition::Partitioner;
 use crate::{DeviceBuffer, GpuError};
 
-/// How [`GpuFilter::lookup_device_async`](crate::GpuFilter::lookup_device_async) probes the
+/// How [`GpuImage::lookup_device_async`](crate::GpuImage::lookup_device_async) probes the
 /// filter. Every choice gives the same answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum LookupKernel {
@@ -187,7 +187,9 @@ impl LookupState {
 pub(crate) struct LookupTarget<'a> {
     pub(crate) kernels: &'a Kernels,
     pub(crate) params: &'a Params,
-    /// At least `params.u32_len()` words.
+    /// Where the blocks lie (a window's generations are all probed).
+    pub(crate) geo: Geometry,
+    /// At least `geo.words(params)` words.
     pub(crate) words: &'a CudaSlice<u32>,
     pub(crate) partitioner: &'a mut Partitioner,
     pub(crate) state: &'a mut LookupState,
@@ -257,22 +259,16 @@ impl LookupTarget<'_> {
     ) -> Result<LookupPath, GpuError> {
         let n = args.len();
         check_output(output_lens(&out), n)?;
-        if (self.words.len() as u64) < self.params.u32_len() {
-            return Err(bad_launch(format!(
-                "filter buffer of {} words for {}",
-                self.words.len(),
-                self.params.u32_len()
-            )));
-        }
-        let partitioned = self.state.partitioned_for(
-            self.params.byte_len(),
-            self.partitioner.l2_or_fallback(),
-            n,
-        );
+        self.geo.check(self.params, self.words.len())?;
+        let bytes = self.geo.words(self.params) * 4;
+        let partitioned = self
+            .state
+            .partitioned_for(bytes, self.partitioner.l2_or_fallback(), n);
         let auto = self.state.kernel == LookupKernel::Auto;
         let probe = Probe {
             kernels: self.kernels,
             params: self.params,
+            geo: self.geo,
             words: self.words,
             stream,
         };
@@ -311,7 +307,8 @@ fn zero<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
 struct Probe<'a> {
     kernels: &'a Kernels,
     params: &'a Params,
-    /// At least `params.u32_len()` words (checked by `LookupTarget::lookup`).
+    geo: Geometry,
+    /// At least `geo.words(params)` words (checked by `LookupTarget::lookup`).
     words: &'a CudaSlice<u32>,
     stream: &'a Arc<CudaStream>,
 }
@@ -327,26 +324,21 @@ impl Probe<'_> {
             }
         };
         let (kernels, params, words, stream) = (self.kernels, self.params, self.words, self.stream);
-        match out {
-            LookupOutput::Bytes(o) => {
-                let pass = Pass::Contains {
-                    words,
-                    out: o.view_mut(),
-                };
-                launch_keys(kernels, params, stream, args(), pass)
-            }
-            LookupOutput::Bitmap(o) => {
-                let pass = Pass::Bitmap {
-                    words,
-                    out: o.view_mut(),
-                };
-                launch_keys(kernels, params, stream, args(), pass)
-            }
+        let pass = match out {
+            LookupOutput::Bytes(o) => Pass::Contains {
+                words,
+                out: o.view_mut(),
+            },
+            LookupOutput::Bitmap(o) => Pass::Bitmap {
+                words,
+                out: o.view_mut(),
+            },
             LookupOutput::Positions { list, count } => {
                 zero(stream, &mut count.view_mut())?;
-                self.positions_direct(keys, &mut list.view_mut(), &mut count.view_mut())
+                return self.positions_direct(keys, &mut list.view_mut(), &mut count.view_mut());
             }
-        }
+        };
+        launch_keys(kernels, params, self.geo, stream, args(), pass)
     }
 
     /// The partitioned lookup of `keys` into `out`; `bitmap` is the scratch bitmap of a lookup
@@ -378,7 +370,7 @@ impl Probe<'_> {
             LookupOutput::Bitmap(o) => zero(stream, &mut o.view_mut().slice_mut(..words64))?,
             LookupOutput::Positions { count, .. } => zero(stream, &mut count.view_mut())?,
         }
-        let parts = partitioner.partitions(self.params);
+        let parts = partitioner.partitions_for_bytes(self.geo.words(self.params) * 4);
         partitioner.for_each_group(
             self.kernels,
             self.params.seed,
@@ -438,7 +430,7 @@ impl Probe<'_> {
         let blocks = u64::from(self.params.blocks);
         let mut l = self
             .stream
-            .launch_builder(self.kernels.get(Kernel::ProbeBitmap));
+            .launch_builder(self.kernels.get(self.geo.kernel(Kernel::ProbeBitmap)));
         l.arg(self.words)
             .arg(&blocks)
             .arg(hashes)
@@ -446,11 +438,13 @@ impl Probe<'_> {
             .arg(&m)
             .arg(&base)
             .arg(bits);
+        self.geo.push(&mut l);
         // SAFETY: `bl_probe_bitmap(const u32* words, u64 blocks, const u64* hashes, const u32*
-        // pos, u64 n, u64 base, u32* bits)` takes these arguments in this order (the u64 bitmap
-        // as u32 words: 4-aligned, any bits valid). It reads `hashes[i]` and `pos[i]` for `i < m`
-        // (both at least `m` long, checked) and blocks `((h >> 32) × blocks) >> 32 < blocks` of
-        // `words` (`≥ params.u32_len()` words, checked by the caller). It sets bit `base + p`
+        // pos, u64 n, u64 base, u32* bits)` (and its window twin, with `u32 gens, u32 gen`
+        // after) takes these arguments in this order (the u64 bitmap as u32 words: 4-aligned,
+        // any bits valid). It reads `hashes[i]` and `pos[i]` for `i < m` (both at least `m`
+        // long, checked) and blocks `((h >> 32) × blocks) >> 32 < blocks` of each of the `gens`
+        // generations of `words` (`≥ gens × params.u32_len()` words, checked by the caller). It sets bit `base + p`
         // only for `p = pos[i] < m` (tested in the kernel, whatever `pos` holds), and
         // `base + m ≤ n` (checked), so the u32 word `(base + p) / 32 < n.div_ceil(32) ≤ 2 ×
         // bits.len()` lies inside `bits`.
@@ -478,7 +472,7 @@ impl Probe<'_> {
         let (blocks, cap) = (u64::from(self.params.blocks), list.len() as u64);
         let mut l = self
             .stream
-            .launch_builder(self.kernels.get(Kernel::ProbeList));
+            .launch_builder(self.kernels.get(self.geo.kernel(Kernel::ProbeList)));
         l.arg(self.words)
             .arg(&blocks)
             .arg(hashes)
@@ -488,10 +482,12 @@ impl Probe<'_> {
             .arg(list)
             .arg(&cap)
             .arg(count);
+        self.geo.push(&mut l);
         // SAFETY: `bl_probe_list(const u32* words, u64 blocks, const u64* hashes, const u32* pos,
-        // u64 n, u64 base, u32* list, u64 cap, u64* count)` takes these arguments in this order.
-        // It reads `hashes[i]`, `pos[i]` for `i < m` (at least `m` each, checked) and blocks
-        // `< blocks` of `words` (checked by the caller); it adds to `count[0]` (`count` is not
+        // u64 n, u64 base, u32* list, u64 cap, u64* count)` (and its window twin, with `u32
+        // gens, u32 gen` after) takes these arguments in this order. It reads `hashes[i]`,
+        // `pos[i]` for `i < m` (at least `m` each, checked) and blocks `< blocks` of each
+        // generation of `words` (checked by the caller); it adds to `count[0]` (`count` is not
         // empty, checked) and writes `list[s]` only for `s < cap = list.len()`.
         unsafe { l.launch(grid(m, u64::from(THREADS * KEYS_PER_THREAD))?) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_probe_list)", m, e))?;
@@ -519,7 +515,7 @@ impl Probe<'_> {
         );
         let mut l = self
             .stream
-            .launch_builder(self.kernels.get(Kernel::PositionsKeys));
+            .launch_builder(self.kernels.get(self.geo.kernel(Kernel::PositionsKeys)));
         l.arg(self.words)
             .arg(&blocks)
             .arg(&keys.keys)
@@ -529,10 +525,12 @@ impl Probe<'_> {
             .arg(list)
             .arg(&cap)
             .arg(count);
+        self.geo.push(&mut l);
         // SAFETY: `bl_positions_keys(const u32* words, u64 blocks, const u64* keys, u64 n,
-        // u64 seed, int mode, u32* list, u64 cap, u64* count)` takes these arguments in this
-        // order. It reads `keys[i]`, `i < n` = the view's length, and blocks `< blocks` of
-        // `words` (checked by the caller); it adds to `count[0]` (not empty, checked) and writes
+        // u64 seed, int mode, u32* list, u64 cap, u64* count)` (and its window twin, with `u32
+        // gens, u32 gen` after) takes these arguments in this order. It reads `keys[i]`, `i < n`
+        // = the view's length, and blocks `< blocks` of each generation of `words` (checked by
+        // the caller); it adds to `count[0]` (not empty, checked) and writes
         // `list[s]` only for `s < cap = list.len()`.
         unsafe { l.launch(grid(n, u64::from(THREADS * KEYS_PER_THREAD))?) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_positions_keys)", n, e))?;

@@ -37,7 +37,7 @@ pub(crate) fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kern
         .compute_capability()
         .map_err(|e| GpuError::cuda("cuDeviceGetAttribute", 0, e))?;
     let target = compile::target_for((major as u32, minor as u32))?;
-    let compiled = compile::compile(layout, target)?;
+    let compiled = compile::compile_cached(layout, target)?;
     let ptx = match target {
         Target::Cubin(_) => Ptx::from_binary(compiled.image),
         Target::Ptx(_) => Ptx::from_src(

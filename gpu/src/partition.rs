@@ -1,7 +1,7 @@
 //! Partitioning: device-resident u64 keys or hashes are first grouped by the filter region they
 //! fall in (histogram, scan, scatter), then inserted or probed, so that the filter accesses of a
-//! filter larger than L2 hit L2. Used by the partitioned insert (here), partitioned lookups
-//! ([`crate::lookup`]) and the counting filter's inserts and deletes ([`crate::counting`]).
+//! filter larger than L2 hit L2. Used by the partitioned insert ([`crate::image`]), partitioned
+//! lookups ([`crate::lookup`]) and the cell filters' updates ([`crate::cell_filter`]).
 //!
 //! # Memory traffic of the partitioned insert (per key, counted from the algorithm)
 //!
@@ -30,7 +30,7 @@ use crate::kernel::{
     Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, SCATTER_POS_KEYS_PER_THREAD,
     THREADS,
 };
-use crate::launch::{launch_keys, DirectInsert, KeyArgs, Pass};
+use crate::launch::DirectInsert;
 use crate::module::{grid, Kernels};
 use crate::GpuError;
 
@@ -61,7 +61,7 @@ pub enum InsertKernel {
     BulkReduce,
     /// Device-resident batches are first grouped by filter region, then inserted: one pass
     /// hashes the keys and counts them per partition (a contiguous range of blocks of at most
-    /// [`GpuFilter::partition_bytes`](crate::GpuFilter::partition_bytes), sized to a third of
+    /// [`GpuImage::partition_bytes`](crate::GpuImage::partition_bytes), sized to a third of
     /// the L2 cache), a scan turns the counts into offsets, a scatter pass writes the 64-bit
     /// hashes grouped by partition into a scratch buffer (grouped per CTA in shared memory so
     /// writes coalesce), and one bulk-reduce insert runs over the grouped hashes. CTAs run
@@ -69,9 +69,9 @@ pub enum InsertKernel {
     /// read-modify-writes hit L2 instead of DRAM.
     ///
     /// The scratch buffer is sized to the batch (8 bytes per key), so the filter is swept once
-    /// per batch, however large the filter; [`GpuFilter::set_scratch_keys`](crate::GpuFilter::set_scratch_keys)
+    /// per batch, however large the filter; [`GpuImage::set_scratch_keys`](crate::GpuImage::set_scratch_keys)
     /// caps it (larger batches then go through in chunks, one sweep each). It is allocated on
-    /// first use and kept until [`GpuFilter::release_scratch`](crate::GpuFilter::release_scratch)
+    /// first use and kept until [`GpuImage::release_scratch`](crate::GpuImage::release_scratch)
     /// or the filter is dropped. When the device cannot hold it, the request is halved (one more
     /// sweep per halving) down to 2^20 keys; below that the insert fails with
     /// [`GpuError::OutOfMemory`] naming the bytes asked for and free (no bits are set). Inserts from host memory (`insert`, `insert_pinned`), which are bound by
@@ -176,12 +176,6 @@ impl Partitioner {
         self.scratch = None;
     }
 
-    /// Whether an insert of `keys` device-resident keys into a filter of `params` is partitioned
-    /// under `kernel` (see [`InsertKernel::Auto`] for the rule).
-    pub(crate) fn wanted(&self, kernel: InsertKernel, params: &Params, keys: usize) -> bool {
-        self.wanted_for_bytes(kernel, params.byte_len(), params.blocks, keys)
-    }
-
     /// The L2 size, or twice the fallback partition size when the device does not report it.
     pub(crate) fn l2_or_fallback(&self) -> u64 {
         if self.l2_bytes == 0 {
@@ -191,7 +185,9 @@ impl Partitioner {
         }
     }
 
-    /// [`Partitioner::wanted`] for a filter of `blocks` blocks whose arrays span `bytes`.
+    /// Whether an insert of `keys` device-resident keys into a filter of `blocks` blocks whose
+    /// arrays span `bytes` is partitioned under `kernel` (see [`InsertKernel::Auto`] for the
+    /// rule).
     pub(crate) fn wanted_for_bytes(
         &self,
         kernel: InsertKernel,
@@ -323,39 +319,6 @@ impl Partitioner {
             a = b;
         }
         Ok(())
-    }
-
-    /// The partitioned insert of device-resident u64 keys (or hashes if `hashes`) into `words`,
-    /// queued on `stream`. Nothing is queued if the scratch buffer cannot be allocated.
-    pub(crate) fn insert(
-        &mut self,
-        kernels: &Kernels,
-        params: &Params,
-        words: &mut CudaSlice<u32>,
-        keys: &CudaView<'_, u64>,
-        hashes: bool,
-        stream: &Arc<CudaStream>,
-    ) -> Result<(), GpuError> {
-        let parts = self.partitions(params);
-        let keys = Hashed {
-            keys: keys.slice(..),
-            mode: if hashes { MODE_HASHES } else { MODE_U64 },
-        };
-        self.for_each_group(
-            kernels,
-            params.seed,
-            parts,
-            &keys,
-            false,
-            stream,
-            |_, grouped, _| {
-                let pass = Pass::Insert {
-                    words: &mut *words,
-                    kernel: DirectInsert::BulkReduce,
-                };
-                launch_keys(kernels, params, stream, KeyArgs::Hashes(grouped), pass)
-            },
-        )
     }
 
     /// Passes 1–3 alone: the hashes of `keys` (u64 keys, or hashes if `hashes`; fewer than 2^32)
@@ -572,6 +535,7 @@ mod tests {
     #[test]
     fn auto_partitions_big_batches_into_filters_past_half_of_l2() {
         let p = partitioner(50 << 20);
+        let p = Wanted(&p);
         let big = Params::new(Layout::L8x32, ((64u64 << 20) / 32) as u32);
         let small = Params::new(Layout::L8x32, ((16u64 << 20) / 32) as u32);
         assert!(p.wanted(InsertKernel::Auto, &big, AUTO_MIN_KEYS));
@@ -583,6 +547,16 @@ mod tests {
         // Fewer than one key per 4 blocks: not worth grouping.
         let huge = Params::new(Layout::L8x32, u32::MAX);
         assert!(!p.wanted(InsertKernel::Auto, &huge, AUTO_MIN_KEYS));
+    }
+
+    /// The rule for a static filter of `params`.
+    struct Wanted<'a>(&'a Partitioner);
+
+    impl Wanted<'_> {
+        fn wanted(&self, kernel: InsertKernel, params: &Params, keys: usize) -> bool {
+            self.0
+                .wanted_for_bytes(kernel, params.byte_len(), params.blocks, keys)
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use bloomlanes_core::{Keys, Params};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use crate::buffer::alloc_zeros;
-use crate::launch::{launch_keys, DirectInsert, KeyArgs, Pass};
+use crate::launch::{launch_keys, DirectInsert, Geometry, KeyArgs, Pass};
 use crate::module::Kernels;
 use crate::{GpuError, PinnedBuffer};
 
@@ -210,6 +210,8 @@ pub(crate) struct Pipeline<'a> {
     pub kernels: &'a Kernels,
     /// The filter's parameters.
     pub params: &'a Params,
+    /// Where the image's blocks lie (and the generation inserts go to).
+    pub geo: Geometry,
     /// The filter's stream: the pipeline's streams start after everything queued on it.
     pub after: &'a CudaStream,
     /// Keys per chunk (a multiple of 64).
@@ -405,7 +407,7 @@ impl Pipeline<'_> {
             },
         };
         let pass = op.pass(&mut slot.dev_out, n);
-        launch_keys(self.kernels, self.params, &stream, args, pass)?;
+        launch_keys(self.kernels, self.params, self.geo, &stream, args, pass)?;
         let out_bytes = op.out_bytes(n);
         if out_bytes > 0 {
             let (src, _record_read) = slot.dev_out.device_ptr(&stream);
@@ -484,7 +486,7 @@ impl Pipeline<'_> {
                         out: dev_out.slice_mut(..m),
                     },
                 };
-                launch_keys(self.kernels, self.params, stream, args, pass)?;
+                launch_keys(self.kernels, self.params, self.geo, stream, args, pass)?;
                 if let PinnedOp::Contains { out, .. } = &mut op {
                     let (src, _record_read) = dev_out.device_ptr(stream);
                     // SAFETY: `src` is the start of `dev_out`, `chunk` ≥ `m` bytes, and the

@@ -27,7 +27,7 @@ pub(crate) struct Stager {
 }
 
 /// `slot`, grown to hold at least `n` elements (its contents are not kept when it grows).
-fn grown<'s, T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+pub(crate) fn grown<'s, T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     slot: &'s mut Option<CudaSlice<T>>,
     stream: &Arc<CudaStream>,
     what: &'static str,

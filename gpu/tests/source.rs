@@ -7,7 +7,9 @@ use bloomlanes_core::xxh64::{
     PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
 };
 use bloomlanes_core::{Layout, SALTS};
-use bloomlanes_gpu::{compile, kernel_source, Target};
+use bloomlanes_gpu::{
+    compile_cached_in, kernel_entry_points, kernel_source, Target, KERNEL_CACHE_ENV,
+};
 
 #[test]
 fn source_carries_core_constants() {
@@ -99,60 +101,52 @@ fn nvrtc_compiles_every_layout() {
     }
     let (major, minor) = bloomlanes_gpu::nvrtc_version().unwrap();
     eprintln!("NVRTC {major}.{minor}");
+    // The kernel cache named by BLOOMLANES_KERNEL_CACHE (filled here with the sm_90 images a
+    // device run can load without compiling), else a scratch one.
+    let cache = std::env::var_os(KERNEL_CACHE_ENV)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("bloomlanes-cache-{}", std::process::id()))
+        });
     for layout in Layout::ALL {
         for target in [Target::Cubin(90), Target::Ptx(90)] {
-            let c = compile(layout, target).unwrap_or_else(|e| panic!("{e}"));
+            let c = compile_cached_in(&cache, layout, target).unwrap_or_else(|e| panic!("{e}"));
+            let again = compile_cached_in(&cache, layout, target).unwrap();
+            assert!(
+                again.image == c.image && again.log.is_empty(),
+                "{layout}: a cache hit"
+            );
             assert!(!c.image.is_empty(), "{layout} {target:?}");
             if !c.log.is_empty() {
                 eprintln!("{layout} {target:?}: {}", c.log);
             }
+            // Every entry point of the table (static and window key kernels, every cell
+            // operation's update and slice kernels, the reductions, the kinds' helpers) is in
+            // the image: the cell width is a kernel argument, so these are all the variants.
+            let entries = kernel_entry_points();
+            assert!(entries.len() >= 64, "{} entry points", entries.len());
             if let Target::Ptx(_) = target {
                 let ptx = String::from_utf8_lossy(&c.image);
-                assert!(ptx.contains(".entry bl_contains_u64"), "{layout}");
-                assert!(ptx.contains(".entry bl_insert_strings"), "{layout}");
-                for entry in [
-                    "bl_part_hist",
-                    "bl_part_scan",
-                    "bl_part_scatter",
-                    "bl_part_scatter_pos",
-                    "bl_check_offsets",
-                    "bl_bitmap_strings",
-                    "bl_insert_hash_bulk",
-                    "bl_hash_records",
-                    "bl_hash_strings",
-                    "bl_probe_bitmap",
-                    "bl_probe_list",
-                    "bl_positions_keys",
-                    "bl_count_insert",
-                    "bl_count_check",
-                    "bl_count_delete",
-                    "bl_count_undo",
-                    "bl_part_bounds",
-                    "bl_count_insert_slices",
-                    "bl_count_delete_slices",
-                    "bl_window_insert",
-                    "bl_window_contains",
-                    "bl_window_bitmap",
-                    "bl_window_clear",
-                    "bl_status_bytes",
-                    "bl_status_scatter",
-                    "bl_bits_to_bytes",
-                ] {
+                assert_eq!(ptx.matches(".entry ").count(), entries.len(), "{layout}");
+                for entry in &entries {
                     assert!(
-                        ptx.contains(&format!(".entry {entry}")),
+                        ptx.contains(&format!(".entry {entry}(")),
                         "{layout}: {entry}"
                     );
                 }
             } else {
                 assert_eq!(&c.image[..4], b"\x7fELF", "{layout}: CUBIN is an ELF image");
-                // Every entry point made it into the machine code (its name is in the ELF).
-                for name in ["bl_count_delete", "bl_window_bitmap", "bl_probe_list"] {
+                for name in &entries {
+                    let sym = format!("{name}\0");
                     assert!(
-                        c.image.windows(name.len()).any(|w| w == name.as_bytes()),
+                        c.image.windows(sym.len()).any(|w| w == sym.as_bytes()),
                         "{layout}: {name} missing from the CUBIN"
                     );
                 }
             }
         }
+    }
+    if std::env::var_os(KERNEL_CACHE_ENV).is_none() {
+        let _ = std::fs::remove_dir_all(&cache);
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::kernel::STATUS_ACCEPTED as ACCEPTED;
 use bloomlanes_core::counting::{cell, counter, set_counter};
-use bloomlanes_core::{CountingFilter, Layout, RemoveError};
+use bloomlanes_core::{CounterBits, CountingFilter, Layout, Params, RemoveError};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 

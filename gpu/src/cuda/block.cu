@@ -66,6 +66,44 @@ __device__ __forceinline__ bool bl_block_has(const u32* __restrict__ block, u32 
 __device__ __forceinline__ bool bl_contains_hashed(const u32* __restrict__ words, u64 blocks, u64 h) {
   return bl_block_has(words + bl_block(h, blocks) * BL_BLOCK_U32S, (u32)h);
 }
+// Where the blocks of an image lie (the key kernels are templates on it). BlFlat: a static image,
+// block b at b * BL_BLOCK_U32S (the arithmetic of bl_insert_hashed and bl_contains_hashed).
+// BlGens: a sliding window's gens generations interleaved by block (block b of generation j is
+// block b * gens + j), so that a lookup reads the gens copies of its block from consecutive
+// memory; inserts go to generation gen, lookups find a key whose bits are all set in one
+// generation.
+struct BlFlat {
+  __device__ __forceinline__ u32* insert_block(u32* words, u64 b) const { return words + b * BL_BLOCK_U32S; }
+  __device__ __forceinline__ bool has(const u32* __restrict__ words, u64 b, u64 h) const {
+    return bl_block_has(words + b * BL_BLOCK_U32S, (u32)h);
+  }
+};
+struct BlGens {
+  u32 gens, gen;
+  __device__ __forceinline__ u32* insert_block(u32* words, u64 b) const { return words + (b * gens + gen) * BL_BLOCK_U32S; }
+  __device__ __forceinline__ bool has(const u32* __restrict__ words, u64 b, u64 h) const {
+    for (u32 j = 0; j < gens; j++) {
+      if (bl_block_has(words + (b * gens + j) * BL_BLOCK_U32S, (u32)h)) return true;
+    }
+    return false;
+  }
+};
+template <class Geo>
+__device__ __forceinline__ void bl_insert_geo(const Geo& g, u32* __restrict__ words, u64 blocks, u64 h) {
+  bl_insert_block(g.insert_block(words, bl_block(h, blocks)), (u32)h);
+}
+template <class Geo>
+__device__ __forceinline__ bool bl_contains_geo(const Geo& g, const u32* __restrict__ words, u64 blocks, u64 h) {
+  return g.has(words, bl_block(h, blocks), h);
+}
+// The geometries as entry points take them: BL_GEO_PARAMS_<G> are the trailing parameters of
+// geometry G's entry points (none for FLAT) and BL_GEO_<G> builds it from them. Entry-point
+// macros take the name G (FLAT or GENS) and paste it, so that the parameter list's commas never
+// pass through a macro argument.
+#define BL_GEO_PARAMS_FLAT
+#define BL_GEO_FLAT (BlFlat{})
+#define BL_GEO_PARAMS_GENS , u32 gens, u32 gen
+#define BL_GEO_GENS (BlGens{gens, gen})
 // One bit per key into a bitmap of u32 words, for kernels whose warps hold 32 consecutive keys
 // starting at a multiple of 32 (key i of lane i % 32): the warp's ballot is word i / 32. Words are
 // written while the 64-bit word they belong to starts before n (so the tail of the last u64 word

@@ -31,15 +31,17 @@ __device__ __forceinline__ void bl_store_keys(u8* __restrict__ out, u64 n, u64 b
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
 }
-template <int MODE>
-__device__ __forceinline__ void bl_insert_keys(u32* __restrict__ words, u64 blocks,
+// The kernels are templates on the image's geometry (BlFlat, BlGens; see block.cu); their entry
+// points are instantiated for both by BL_KEY_ENTRIES at the end of this file.
+template <int MODE, class Geo>
+__device__ __forceinline__ void bl_insert_keys(const Geo& g, u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
   bl_each_key(keys, n, [&](u64 i, u64 k) {
-    if (i < n) bl_insert_hashed(words, blocks, bl_key_hash(k, seed, MODE));
+    if (i < n) bl_insert_geo(g, words, blocks, bl_key_hash(k, seed, MODE));
   });
 }
-template <int MODE>
-__device__ __forceinline__ void bl_contains_keys(const u32* __restrict__ words, u64 blocks,
+template <int MODE, class Geo>
+__device__ __forceinline__ void bl_contains_keys(const Geo& g, const u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed, u8* __restrict__ out) {
   u64 base = bl_kpt_base(), k[BL_KPT];
   bl_load_keys(keys, n, base, k);
@@ -47,22 +49,22 @@ __device__ __forceinline__ void bl_contains_keys(const u32* __restrict__ words, 
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
     u64 i = base + j * BL_THREADS;
-    r[j] = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
+    r[j] = i < n ? bl_contains_geo(g, words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
   }
   bl_store_keys(out, n, base, r);
 }
-template <int MODE>
-__device__ __forceinline__ void bl_bitmap_keys(const u32* __restrict__ words, u64 blocks,
+template <int MODE, class Geo>
+__device__ __forceinline__ void bl_bitmap_keys(const Geo& g, const u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed, u32* __restrict__ bits) {
   bl_each_key(keys, n, [&](u64 i, u64 k) {
-    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k, seed, MODE)) : false;
+    bool r = i < n ? bl_contains_geo(g, words, blocks, bl_key_hash(k, seed, MODE)) : false;
     bl_put_bits(bits, i, n, r);
   });
 }
 // Insert by TMA bulk reduction (sm_90+): the block mask is staged in shared memory and ORed into
 // the filter with one cp.reduce.async.bulk per key instead of one atomic per lane word.
-template <int MODE>
-__device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64 blocks,
+template <int MODE, class Geo>
+__device__ __forceinline__ void bl_insert_keys_bulk(const Geo& g, u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   __shared__ __align__(128) u32 sm[BL_THREADS * BL_SLOTS * BL_BLOCK_U32S];
@@ -83,38 +85,14 @@ __device__ __forceinline__ void bl_insert_keys_bulk(u32* __restrict__ words, u64
       for (int t = 0; t < BL_BLOCK_U32S; t += 4) *(uint4*)(my + t) = make_uint4(m[t], m[t + 1], m[t + 2], m[t + 3]);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.or.b64 [%0], [%1], %2;"
-                   :: "l"(words + blk * BL_BLOCK_U32S), "r"(saddr), "n"(BL_BLOCK_U32S * 4) : "memory");
+                   :: "l"(g.insert_block(words, blk)), "r"(saddr), "n"(BL_BLOCK_U32S * 4) : "memory");
       asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
   }
   asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 #else
-  bl_insert_keys<MODE>(words, blocks, keys, n, seed);
+  bl_insert_keys<MODE>(g, words, blocks, keys, n, seed);
 #endif
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys_bulk<0>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash_bulk(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys_bulk<1>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_u64(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys<0>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_hash(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed) {
-  bl_insert_keys<1>(words, blocks, keys, n, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
-  bl_contains_keys<0>(words, blocks, keys, n, seed, out);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out) {
-  bl_contains_keys<1>(words, blocks, keys, n, seed, out);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_u64(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
-  bl_bitmap_keys<0>(words, blocks, keys, n, seed, bits);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_hash(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits) {
-  bl_bitmap_keys<1>(words, blocks, keys, n, seed, bits);
 }
 __device__ __forceinline__ u64 bl_record_hash(const u8* data, u64 width, u64 i, u64 seed) {
   return bl_xxh64(data + i * width, width, seed);
@@ -125,32 +103,47 @@ __device__ __forceinline__ u64 bl_string_hash(const u8* data, u64 data_len, cons
   u64 a = min(offsets[i] - base, data_len), b = min(offsets[i + 1] - base, data_len);
   return bl_xxh64(data + a, b > a ? b - a : 0, seed);
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_records(u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed) {
-  u64 i = bl_thread_index();
-  if (i < n) bl_insert_hashed(words, blocks, bl_record_hash(data, width, i, seed));
+// The record and string kernels: one key per thread, hashed by `HASH(i)`.
+#define BL_RECORD_HASH bl_record_hash(data, width, i, seed)
+#define BL_STRING_HASH bl_string_hash(data, data_len, offsets, base, i, seed)
+#define BL_RECORD_PARAMS const u8* data, u64 width, u64 n, u64 seed
+#define BL_STRING_PARAMS const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed
+// The entry points of one geometry G (FLAT or GENS, see block.cu), named with SUFFIX. Every kernel takes
+// (words, blocks, <keys>, n, seed[, out], <geometry>); MODE 0 = u64 keys, 1 = caller hashes.
+#define BL_BYTE_KEY_ENTRIES(FORM, PARAMS, HASH, SUFFIX, G) \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_##FORM##SUFFIX(u32* words, u64 blocks, PARAMS BL_GEO_PARAMS_##G) { \
+  u64 i = bl_thread_index(); \
+  if (i < n) bl_insert_geo(BL_GEO_##G, words, blocks, HASH); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_##FORM##SUFFIX(const u32* words, u64 blocks, PARAMS, u8* out BL_GEO_PARAMS_##G) { \
+  u64 i = bl_thread_index(); \
+  if (i < n) out[i] = bl_contains_geo(BL_GEO_##G, words, blocks, HASH); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_##FORM##SUFFIX(const u32* words, u64 blocks, PARAMS, u32* bits BL_GEO_PARAMS_##G) { \
+  u64 i = bl_thread_index(); \
+  bool r = i < n ? bl_contains_geo(BL_GEO_##G, words, blocks, HASH) : false; \
+  bl_put_bits(bits, i, n, r); \
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_strings(u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed) {
-  u64 i = bl_thread_index();
-  if (i < n) bl_insert_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
+#define BL_WORD_KEY_ENTRIES(FORM, MODE, SUFFIX, G) \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_##FORM##SUFFIX(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed BL_GEO_PARAMS_##G) { \
+  bl_insert_keys<MODE>(BL_GEO_##G, words, blocks, keys, n, seed); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_##FORM##_bulk##SUFFIX(u32* words, u64 blocks, const u64* keys, u64 n, u64 seed BL_GEO_PARAMS_##G) { \
+  bl_insert_keys_bulk<MODE>(BL_GEO_##G, words, blocks, keys, n, seed); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_##FORM##SUFFIX(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u8* out BL_GEO_PARAMS_##G) { \
+  bl_contains_keys<MODE>(BL_GEO_##G, words, blocks, keys, n, seed, out); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_##FORM##SUFFIX(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits BL_GEO_PARAMS_##G) { \
+  bl_bitmap_keys<MODE>(BL_GEO_##G, words, blocks, keys, n, seed, bits); \
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u8* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u8* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed));
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_records(const u32* words, u64 blocks, const u8* data, u64 width, u64 n, u64 seed, u32* bits) {
-  u64 i = bl_thread_index();
-  bool r = i < n ? bl_contains_hashed(words, blocks, bl_record_hash(data, width, i, seed)) : false;
-  bl_put_bits(bits, i, n, r);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_strings(const u32* words, u64 blocks, const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u32* bits) {
-  u64 i = bl_thread_index();
-  bool r = i < n ? bl_contains_hashed(words, blocks, bl_string_hash(data, data_len, offsets, base, i, seed)) : false;
-  bl_put_bits(bits, i, n, r);
-}
+#define BL_KEY_ENTRIES(SUFFIX, G) \
+BL_WORD_KEY_ENTRIES(u64, 0, SUFFIX, G) \
+BL_WORD_KEY_ENTRIES(hash, 1, SUFFIX, G) \
+BL_BYTE_KEY_ENTRIES(records, BL_RECORD_PARAMS, BL_RECORD_HASH, SUFFIX, G) \
+BL_BYTE_KEY_ENTRIES(strings, BL_STRING_PARAMS, BL_STRING_HASH, SUFFIX, G)
+BL_KEY_ENTRIES(, FLAT)
+BL_KEY_ENTRIES(_window, GENS)
 // The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
 // kinds, partitioned lookups and deletes).
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {

@@ -17,25 +17,29 @@ __device__ __forceinline__ void bl_append(bool r, u32 value, u32* __restrict__ l
 // blocks probed at any moment lie in one or two partitions, in L2). hashes[i] is the hash of key
 // pos[i] of a chunk of n keys that starts at key `base` of the batch; a maybe-present key sets
 // bit base + pos[i] of `bits` (zeroed by the host), or appends base + pos[i] to the list.
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_bitmap(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits) {
-  bl_each_key(hashes, n, [&](u64 i, u64 h) {
-    if (i < n && bl_contains_hashed(words, blocks, h)) {
-      u32 p = pos[i];
-      if (p < n) { u64 q = base + p; atomicOr(bits + (q >> 5), 1u << (q & 31)); }
-    }
-  });
+// bl_positions_keys is the unpartitioned screening form: it appends i for every maybe-present
+// key i. Entry points for both geometries (block.cu), named with SUFFIX.
+#define BL_PROBE_ENTRIES(SUFFIX, G) \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_bitmap##SUFFIX(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits BL_GEO_PARAMS_##G) { \
+  bl_each_key(hashes, n, [&](u64 i, u64 h) { \
+    if (i < n && bl_contains_geo(BL_GEO_##G, words, blocks, h)) { \
+      u32 p = pos[i]; \
+      if (p < n) { u64 q = base + p; atomicOr(bits + (q >> 5), 1u << (q & 31)); } \
+    } \
+  }); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_list##SUFFIX(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count BL_GEO_PARAMS_##G) { \
+  bl_each_key(hashes, n, [=](u64 i, u64 h) { \
+    u32 p = i < n ? pos[i] : 0u; \
+    bool r = i < n && p < n && bl_contains_geo(BL_GEO_##G, words, blocks, h); \
+    bl_append(r, (u32)(base + p), list, cap, count); \
+  }); \
+} \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_positions_keys##SUFFIX(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count BL_GEO_PARAMS_##G) { \
+  bl_each_key(keys, n, [&](u64 i, u64 k) { \
+    bool r = i < n ? bl_contains_geo(BL_GEO_##G, words, blocks, bl_key_hash(k, seed, mode)) : false; \
+    bl_append(r, (u32)i, list, cap, count); \
+  }); \
 }
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_probe_list(const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count) {
-  bl_each_key(hashes, n, [=](u64 i, u64 h) {
-    u32 p = i < n ? pos[i] : 0u;
-    bool r = i < n && p < n && bl_contains_hashed(words, blocks, h);
-    bl_append(r, (u32)(base + p), list, cap, count);
-  });
-}
-// The unpartitioned screening form: appends i to the list for every maybe-present key i.
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_positions_keys(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count) {
-  bl_each_key(keys, n, [&](u64 i, u64 k) {
-    bool r = i < n ? bl_contains_hashed(words, blocks, bl_key_hash(k, seed, mode)) : false;
-    bl_append(r, (u32)i, list, cap, count);
-  });
-}
+BL_PROBE_ENTRIES(, FLAT)
+BL_PROBE_ENTRIES(_window, GENS)

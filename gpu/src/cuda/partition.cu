@@ -122,3 +122,16 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter(const u
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_scatter_pos(const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out, u32* __restrict__ out_pos) {
   bl_part_scatter_tile<BL_SKPT_POS, true>(keys, n, seed, mode, parts, cursor, out, out_pos);
 }
+// bounds[p] = the first index i of the grouped hashes (sorted by partition) with
+// bl_part(hashes[i]) >= p, for p = 0..parts (bounds[parts] = n): where the slice kernels
+// (cells.cu) find the hashes of their partitions.
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_part_bounds(const u64* hashes, u64 n, u32 parts, u32* bounds) {
+  u64 p = bl_thread_index();
+  if (p > parts) return;
+  u64 lo = 0, hi = n;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    u64 mid = lo + (hi - lo) / 2;
+    if ((u64)bl_part(__ldg(hashes + mid), parts) < p) lo = mid + 1; else hi = mid;
+  }
+  bounds[p] = (u32)lo;
+}
