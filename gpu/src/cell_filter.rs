@@ -15,7 +15,6 @@
 //! reduction ([`CellReduce`]) writes one answer per key, directly or partitioned like the image's
 //! lookups ([`GpuImage::set_lookup_kernel`], over the cells' bytes).
 
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use bloomlanes_core::cell::cell_words;
@@ -27,13 +26,15 @@ use crate::cells::{
     reduce_cells, Answers, Bounds, CellAnswer, CellCall, CellDev, CellShape, Operand, SliceBudget,
     SlicePlan, Sliced,
 };
-use crate::hashed::{HashScratch, Hashed, MODE_HASHES};
+use crate::error::output_holds;
+use crate::hashed::HashScratch;
+use crate::image::filter_wrapper;
 use crate::image::{alloc_len, GpuImage};
 use crate::launch::KeyArgs;
 use crate::lookup::LookupKernel;
-use crate::partition::Partitioner;
+use crate::partition::{GroupBy, Partitioner};
 use crate::pipeline::plan;
-use crate::stage::{grown, Stager};
+use crate::stage::{staged, Stager};
 use crate::{DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel};
 
 /// A cell filter's pieces, borrowed apart for one batch: its arrays as the kernels take them,
@@ -68,28 +69,6 @@ pub struct GpuCellFilter {
     bounds: Bounds,
 }
 
-impl std::fmt::Debug for GpuCellFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuCellFilter")
-            .field("params", self.image.params())
-            .field("keys", &self.keys)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for GpuCellFilter {
-    type Target = GpuImage;
-    fn deref(&self) -> &GpuImage {
-        &self.image
-    }
-}
-
-impl DerefMut for GpuCellFilter {
-    fn deref_mut(&mut self) -> &mut GpuImage {
-        &mut self.image
-    }
-}
-
 fn bad_shape(what: &'static str, needed: usize, found: usize) -> GpuError {
     GpuError::InputTooShort {
         what,
@@ -97,6 +76,8 @@ fn bad_shape(what: &'static str, needed: usize, found: usize) -> GpuError {
         found,
     }
 }
+
+filter_wrapper!(GpuCellFilter, image: GpuImage, [keys]);
 
 impl GpuCellFilter {
     /// An empty cell filter with these parameters on device 0: their kind must have cells of
@@ -277,30 +258,46 @@ impl GpuCellFilter {
 
     // ---- updates ------------------------------------------------------------------------------
 
-    /// Applies `update` to every key of device-resident `keys`, queued on `stream`: the cell
-    /// algebra's write, bit-identical to [`CellsMut::update_hash`](bloomlanes_core::CellsMut)
-    /// on each key in any order. The key count becomes unknown.
-    pub fn update_device_async(
-        &mut self,
-        keys: DeviceKeys<'_>,
-        update: CellUpdate,
-        stream: &GpuStream,
-    ) -> Result<(), GpuError> {
-        let args = self.image.device_args(keys)?;
-        self.update_args(update, args, None, stream.raw())?;
-        self.keys = None;
-        Ok(())
-    }
-
-    /// [`GpuCellFilter::update_device_async`] on the filter's stream, waiting.
+    /// Applies `update` to every key of device-resident `keys` and waits: the cell algebra's
+    /// write, bit-identical to [`CellsMut::update_hash`](bloomlanes_core::CellsMut) on each key
+    /// in any order. The key count becomes unknown (the kinds' own inserts and deletes keep it).
     pub fn update_device(
         &mut self,
         keys: DeviceKeys<'_>,
         update: CellUpdate,
     ) -> Result<(), GpuError> {
         let s = self.image.stream.clone();
-        self.update_device_async(keys, update, &s)?;
+        let args = self.image.device_args(keys)?;
+        self.update_args(update, args, None, s.raw())?;
+        self.keys = None;
         s.synchronize()
+    }
+
+    /// Inserts device-resident `keys` with `update` (a kind's insert: the key count grows by
+    /// their number), queued on `stream`, with `operands[i]` as key `i`'s operand if given.
+    pub(crate) fn insert_keys(
+        &mut self,
+        keys: DeviceKeys<'_>,
+        update: CellUpdate,
+        operands: Option<CudaView<'_, u32>>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), GpuError> {
+        let args = self.image.device_args(keys)?;
+        self.update_args(update, args, operands, stream)?;
+        self.keys = self.keys.map(|k| k.saturating_add(keys.len() as u64));
+        Ok(())
+    }
+
+    /// [`GpuCellFilter::insert_keys`] for keys in host memory, and waits.
+    pub(crate) fn insert_host(
+        &mut self,
+        keys: Keys<'_>,
+        update: CellUpdate,
+        operands: Option<&[u32]>,
+    ) -> Result<(), GpuError> {
+        self.update_host(update, keys, operands)?;
+        self.keys = self.keys.map(|k| k.saturating_add(keys.len() as u64));
+        Ok(())
     }
 
     /// Queues `update` of `args` on `stream`, with `operands[i]` as key `i`'s operand if given
@@ -321,56 +318,39 @@ impl GpuCellFilter {
             }
         }
         let partitioned = self.image.partitioned_for(n);
-        let CellParts {
-            mut dev,
-            partitioner,
-            hashes,
-            mut sliced,
-            parts,
-            seed,
-            insert_kernel,
-        } = self.parts(partitioned, stream)?;
-        let kernels = dev.shape.kernels;
-        let hashed = hashes.hashed(kernels, seed, stream, args)?;
+        let mut c = self.parts(partitioned, stream)?;
+        let kernels = c.dev.shape.kernels;
+        let hashed = c.hashes.hashed(kernels, c.seed, stream, args)?;
         let operand = |r: std::ops::Range<usize>| match &operands {
             Some(v) => Operand::PerKey(v.slice(r)),
             None => Operand::One(0),
         };
         if partitioned {
-            let r = partitioner.for_each_group(
-                kernels,
-                seed,
-                parts,
-                &hashed,
-                operands.is_some(),
-                stream,
-                |r, grouped, pos| {
-                    let mut call = CellCall::update(
-                        Hashed {
-                            keys: grouped,
-                            mode: MODE_HASHES,
-                        },
-                        operand(r),
-                    );
+            let (dev, sliced) = (&mut c.dev, &mut c.sliced);
+            let by = GroupBy::new(kernels, c.seed, c.parts, operands.is_some());
+            let r = c
+                .partitioner
+                .for_each_group(by, &hashed, stream, |r, grouped, pos| {
+                    let mut call = CellCall::update(grouped, operand(r));
                     call.pos = pos;
                     match sliced.as_mut() {
                         Some(s) => dev.update_sliced(update, call, s, stream),
                         None => dev.update(update, call, stream),
                     }
-                },
-            );
+                });
             match r {
                 // Nothing was queued (the scratch is allocated first): update directly.
-                Err(GpuError::OutOfMemory { .. }) if insert_kernel == InsertKernel::Auto => {}
+                Err(GpuError::OutOfMemory { .. }) if c.insert_kernel == InsertKernel::Auto => {}
                 other => return other,
             }
         }
+        let mut dev = c.dev;
         dev.update(update, CellCall::update(hashed, operand(0..n)), stream)
     }
 
     /// Applies `update` to keys from host memory (copied to the device chunk by chunk, with
     /// their operands if given: at least one per key) and waits.
-    pub(crate) fn update_host(
+    fn update_host(
         &mut self,
         update: CellUpdate,
         keys: Keys<'_>,
@@ -389,14 +369,7 @@ impl GpuCellFilter {
             for r in plan(&keys, self.image.chunk_keys) {
                 let args = stager.stage(&stream, &keys, r.clone())?;
                 let ops = match operands {
-                    Some(v) => {
-                        let buf = grown(&mut staged_ops, &stream, "operand chunk", r.len())?;
-                        let mut dst = buf.slice_mut(..r.len());
-                        stream
-                            .memcpy_htod(&v[r.clone()], &mut dst)
-                            .map_err(|e| GpuError::cuda("cuMemcpyHtoD", r.len() as u64 * 4, e))?;
-                        Some(buf.slice(..r.len()))
-                    }
+                    Some(v) => Some(staged(&mut staged_ops, &stream, "operand chunk", &v[r])?),
                     None => None,
                 };
                 self.update_args(update, args, ops, &stream)?;
@@ -447,12 +420,7 @@ impl GpuCellFilter {
         out: &mut [T],
     ) -> Result<(), GpuError> {
         self.image.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        if out.len() < keys.len() {
-            return Err(GpuError::OutputTooShort {
-                needed: keys.len(),
-                found: out.len(),
-            });
-        }
+        output_holds(keys.len(), out.len())?;
         let stream = self.image.stream.raw().clone();
         let chunks = plan(&keys, self.image.chunk_keys);
         let most = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
@@ -508,23 +476,14 @@ impl GpuCellFilter {
         let cells = &self.cells;
         if partitioned {
             let parts = image.partitioner.partitions_for_bytes(bytes);
-            let r = image.partitioner.for_each_group(
-                kernels,
-                seed,
-                parts,
-                &hashed,
-                true,
-                stream,
-                |r, grouped, pos| {
-                    let keys = Hashed {
-                        keys: grouped,
-                        mode: MODE_HASHES,
-                    };
-                    let mut call = CellCall::reduce(keys, out.slice_mut(r));
+            let by = GroupBy::new(kernels, seed, parts, true);
+            let r = image
+                .partitioner
+                .for_each_group(by, &hashed, stream, |r, grouped, pos| {
+                    let mut call = CellCall::reduce(grouped, out.slice_mut(r));
                     call.pos = pos;
                     reduce_cells(shape, cells, reduce, call, stream)
-                },
-            );
+                });
             match r {
                 // Nothing was queued (the scratch is allocated first): reduce directly.
                 Err(GpuError::OutOfMemory { .. }) if auto => {}

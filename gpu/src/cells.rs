@@ -12,6 +12,7 @@ use bloomlanes_core::{CellBits, CellReduce, CellUpdate, Params};
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 
 use crate::entry::{reduce_kernel, CellOp};
+use crate::error::output_holds;
 use crate::hashed::Hashed;
 use crate::kernel::{
     Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, STATUS_LANES, STATUS_RECORD, THREADS,
@@ -189,12 +190,7 @@ impl<'c> CellCall<'c> {
             short("counts", self.stats.as_ref().map_or(0, |s| s.len()), 2)?;
         }
         if let Some(o) = &self.out {
-            if o.len() < n {
-                return Err(GpuError::OutputTooShort {
-                    needed: n,
-                    found: o.len(),
-                });
-            }
+            output_holds(n, o.len())?;
         }
         Ok(())
     }

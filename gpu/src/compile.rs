@@ -213,37 +213,37 @@ fn program_log(prog: sys::nvrtcProgram) -> String {
         .to_string()
 }
 
+/// NVRTC's size and copy functions of one kind of image.
+type ImageFns = (
+    unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult,
+    unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult,
+    [&'static str; 2],
+);
+
 /// The compiled image of a program compiled without error (not yet destroyed).
 fn image(prog: sys::nvrtcProgram, target: Target) -> Result<Vec<u8>, GpuError> {
+    let (size_of, copy, names): ImageFns = match target {
+        Target::Cubin(_) => (
+            sys::nvrtcGetCUBINSize,
+            sys::nvrtcGetCUBIN,
+            ["nvrtcGetCUBINSize", "nvrtcGetCUBIN"],
+        ),
+        Target::Ptx(_) => (
+            sys::nvrtcGetPTXSize,
+            sys::nvrtcGetPTX,
+            ["nvrtcGetPTXSize", "nvrtcGetPTX"],
+        ),
+    };
     let mut size = 0usize;
-    match target {
-        Target::Cubin(_) => {
-            // SAFETY: `prog` is a live program that compiled without error (the caller's
-            // contract); `size` is a live `usize` NVRTC writes the CUBIN size into.
-            check("nvrtcGetCUBINSize", unsafe {
-                sys::nvrtcGetCUBINSize(prog, &mut size)
-            })?;
-            let mut buf = vec![0u8; size];
-            // SAFETY: the same program; NVRTC writes the `size` bytes it just reported, and
-            // `buf` holds `size` writable bytes.
-            check("nvrtcGetCUBIN", unsafe {
-                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char)
-            })?;
-            Ok(buf)
-        }
-        Target::Ptx(_) => {
-            // SAFETY: `prog` is a live program that compiled without error (the caller's
-            // contract); `size` is a live `usize` NVRTC writes the PTX size (with its NUL) into.
-            check("nvrtcGetPTXSize", unsafe {
-                sys::nvrtcGetPTXSize(prog, &mut size)
-            })?;
-            let mut buf = vec![0u8; size];
-            // SAFETY: the same program; NVRTC writes the `size` bytes it just reported (the PTX
-            // text and its NUL), and `buf` holds `size` writable bytes.
-            check("nvrtcGetPTX", unsafe {
-                sys::nvrtcGetPTX(prog, buf.as_mut_ptr() as *mut c_char)
-            })?;
-            Ok(buf)
-        }
-    }
+    // SAFETY: `prog` is a live program that compiled without error (the caller's contract);
+    // `size` is a live `usize` NVRTC writes the image's size (the CUBIN's, or the PTX text's
+    // with its NUL) into.
+    check(names[0], unsafe { size_of(prog, &mut size) })?;
+    let mut buf = vec![0u8; size];
+    // SAFETY: the same program; NVRTC writes the `size` bytes it just reported, and `buf` holds
+    // `size` writable bytes.
+    check(names[1], unsafe {
+        copy(prog, buf.as_mut_ptr() as *mut c_char)
+    })?;
+    Ok(buf)
 }

@@ -35,7 +35,7 @@
 //! each grouped hash by the ≈ 14 slices of its partition, from L2; they are bound by the
 //! shared-memory atomics and the grouping, not by DRAM (8.6 G/s measured, `cells/slices.rs`).
 
-use std::ops::{Deref, DerefMut, Range};
+use std::ops::Range;
 use std::sync::Arc;
 
 use bloomlanes_core::{
@@ -49,8 +49,11 @@ use crate::counting_delete::{
     attempt, delete_in_order, status_bytes, status_scatter, undo, DeleteReport, DeleteWork,
     DeviceSteps,
 };
-use crate::hashed::{Hashed, MODE_HASHES};
+use crate::error::output_holds;
+use crate::hashed::Hashed;
+use crate::image::filter_wrapper;
 use crate::launch::KeyArgs;
+use crate::partition::GroupBy;
 use crate::pipeline::plan;
 use crate::{DeviceBuffer, DeviceKeys, GpuCellFilter, GpuError, GpuStream, InsertKernel};
 
@@ -67,27 +70,7 @@ pub struct GpuCountingFilter {
     out_chunk: Option<CudaSlice<u8>>,
 }
 
-impl std::fmt::Debug for GpuCountingFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuCountingFilter")
-            .field("params", self.cells.params())
-            .field("keys", &self.cells.key_count())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for GpuCountingFilter {
-    type Target = GpuCellFilter;
-    fn deref(&self) -> &GpuCellFilter {
-        &self.cells
-    }
-}
-
-impl DerefMut for GpuCountingFilter {
-    fn deref_mut(&mut self) -> &mut GpuCellFilter {
-        &mut self.cells
-    }
-}
+filter_wrapper!(GpuCountingFilter, cells: GpuCellFilter, []);
 
 impl GpuCountingFilter {
     /// An empty counting filter with these parameters (their kind must be
@@ -169,11 +152,8 @@ impl GpuCountingFilter {
         keys: DeviceKeys<'_>,
         stream: &GpuStream,
     ) -> Result<(), GpuError> {
-        let args = self.cells.device_args(keys)?;
         self.cells
-            .update_args(CellUpdate::Increment, args, None, stream.raw())?;
-        self.cells.keys = self.cells.keys.map(|k| k.saturating_add(keys.len() as u64));
-        Ok(())
+            .insert_keys(keys, CellUpdate::Increment, None, stream.raw())
     }
 
     /// Inserts device-resident keys and waits.
@@ -185,9 +165,7 @@ impl GpuCountingFilter {
 
     /// Inserts keys from host memory (copied to the device chunk by chunk) and waits.
     pub fn insert(&mut self, keys: Keys<'_>) -> Result<(), GpuError> {
-        self.cells.update_host(CellUpdate::Increment, keys, None)?;
-        self.cells.keys = self.cells.keys.map(|k| k.saturating_add(keys.len() as u64));
-        Ok(())
+        self.cells.insert_host(keys, CellUpdate::Increment, None)
     }
 
     /// The count of each of device-resident `keys` into `out` ([`CellReduce::Min`] of its
@@ -212,12 +190,7 @@ impl GpuCountingFilter {
     ) -> Result<DeleteReport, GpuError> {
         let n = args.len();
         if let Some(o) = &out {
-            if o.len() < n {
-                return Err(GpuError::OutputTooShort {
-                    needed: n,
-                    found: o.len(),
-                });
-            }
+            output_holds(n, o.len())?;
         }
         let mut partitioned = self.cells.partitioned_for(n);
         let direct_chunk = (self.cells.partitioner.scratch_keys()).min(DIRECT_DELETE_CHUNK_KEYS);
@@ -316,21 +289,9 @@ impl GpuCountingFilter {
             };
         let mut done = false;
         if partitioned {
-            let r = partitioner.for_each_group(
-                kernels,
-                seed,
-                parts,
-                &hashed,
-                want_positions,
-                stream,
-                |r, g, pos| {
-                    let g = Hashed {
-                        keys: g,
-                        mode: MODE_HASHES,
-                    };
-                    chunk(r, Some((g, pos)))
-                },
-            );
+            let by = GroupBy::new(kernels, seed, parts, want_positions);
+            let r = partitioner
+                .for_each_group(by, &hashed, stream, |r, g, pos| chunk(r, Some((g, pos))));
             match r {
                 Ok(()) => done = true,
                 // The scratch could not be allocated and no chunk started: delete directly.
@@ -364,12 +325,7 @@ impl GpuCountingFilter {
         out: Option<&mut DeviceBuffer<u8>>,
     ) -> Result<DeleteReport, GpuError> {
         if let Some(o) = &out {
-            if o.len() < keys.len() {
-                return Err(GpuError::OutputTooShort {
-                    needed: keys.len(),
-                    found: o.len(),
-                });
-            }
+            output_holds(keys.len(), o.len())?;
         }
         let args = self.cells.device_args(keys)?;
         let stream = self.cells.stream.raw().clone();
@@ -385,12 +341,7 @@ impl GpuCountingFilter {
     ) -> Result<DeleteReport, GpuError> {
         self.cells.check_hash(matches!(keys, Keys::Hashes(_)))?;
         if let Some(o) = &out {
-            if o.len() < keys.len() {
-                return Err(GpuError::OutputTooShort {
-                    needed: keys.len(),
-                    found: o.len(),
-                });
-            }
+            output_holds(keys.len(), o.len())?;
         }
         let stream = self.cells.stream.raw().clone();
         let mut stager = std::mem::take(&mut self.cells.stager);

@@ -54,6 +54,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg
 
 use crate::buffer::alloc_zeros;
 use crate::cells::{CellCall, CellDev, Operand, Sliced};
+use crate::error::output_holds;
 use crate::hashed::Hashed;
 use crate::kernel::{Kernel, KEYS_PER_THREAD, STATUS_LANES, STATUS_RECORD, THREADS};
 use crate::module::{grid, Kernels};
@@ -239,12 +240,7 @@ pub(crate) fn status_bytes(
     stream: &Arc<CudaStream>,
 ) -> Result<(), GpuError> {
     let n = status.len() as u64;
-    if out.len() < status.len() {
-        return Err(GpuError::OutputTooShort {
-            needed: status.len(),
-            found: out.len(),
-        });
-    }
+    output_holds(status.len(), out.len())?;
     if n == 0 {
         return Ok(());
     }
@@ -267,12 +263,7 @@ pub(crate) fn status_scatter(
     stream: &Arc<CudaStream>,
 ) -> Result<(), GpuError> {
     let n = status.len() as u64;
-    if out.len() < status.len() || pos.len() < status.len() {
-        return Err(GpuError::OutputTooShort {
-            needed: status.len(),
-            found: out.len().min(pos.len()),
-        });
-    }
+    output_holds(status.len(), out.len().min(pos.len()))?;
     if n == 0 {
         return Ok(());
     }

@@ -98,6 +98,15 @@ pub enum GpuError {
     NotDeviceMemory(String),
 }
 
+/// `Err(`[`GpuError::OutputTooShort`]`)` unless an output of `found` entries holds the `needed`
+/// ones.
+pub(crate) fn output_holds(needed: usize, found: usize) -> Result<(), GpuError> {
+    if found < needed {
+        return Err(GpuError::OutputTooShort { needed, found });
+    }
+    Ok(())
+}
+
 impl GpuError {
     pub(crate) fn cuda(op: &'static str, bytes: u64, e: DriverError) -> GpuError {
         if e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {

@@ -4,11 +4,11 @@
 //! [`crate::device_keys`], the partitioned insert and the host pipeline are reached through
 //! [`GpuImage`].
 
-use std::ops::{Deref, DerefMut};
-
 use bloomlanes_core::{Filter, FilterRef, Keys, Params};
 use cudarc::driver::PushKernelArg;
 
+use crate::error::output_holds;
+use crate::image::filter_wrapper;
 use crate::image::GpuImage;
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
 use crate::module::{grid, layout_free_kernels};
@@ -21,27 +21,7 @@ pub struct GpuFilter {
     keys: Option<u64>,
 }
 
-impl std::fmt::Debug for GpuFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuFilter")
-            .field("params", &self.image.params)
-            .field("keys", &self.keys)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for GpuFilter {
-    type Target = GpuImage;
-    fn deref(&self) -> &GpuImage {
-        &self.image
-    }
-}
-
-impl DerefMut for GpuFilter {
-    fn deref_mut(&mut self) -> &mut GpuImage {
-        &mut self.image
-    }
-}
+filter_wrapper!(GpuFilter, image: GpuImage, [keys]);
 
 impl GpuFilter {
     /// An empty filter with these parameters on device 0.
@@ -160,10 +140,12 @@ impl GpuFilter {
         let k = layout_free_kernels(&context()?)?;
         let n = keys.len() as u64;
         let sectors = (buf.len() / 4) as u64;
-        if out.len() < keys.len() || sectors == 0 {
-            return Err(GpuError::OutputTooShort {
-                needed: keys.len(),
-                found: out.len(),
+        output_holds(keys.len(), out.len())?;
+        if sectors == 0 {
+            return Err(GpuError::InputTooShort {
+                what: "speed-of-light buffer (32-byte sectors)",
+                needed: 1,
+                found: 0,
             });
         }
         if n == 0 {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
+use crate::error::output_holds;
 use crate::kernel::{Kernel, THREADS};
 use crate::launch::KeyArgs;
 use crate::module::{grid, Kernels};
@@ -32,6 +33,14 @@ pub(crate) struct Hashed<'a> {
 }
 
 impl<'a> Hashed<'a> {
+    /// Hashes grouped by partition, as the partitioner writes them.
+    pub(crate) fn grouped(keys: CudaView<'a, u64>) -> Hashed<'a> {
+        Hashed {
+            keys,
+            mode: MODE_HASHES,
+        }
+    }
+
     /// Number of keys.
     pub(crate) fn len(&self) -> usize {
         self.keys.len()
@@ -108,12 +117,7 @@ fn hash_keys(
     out: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), GpuError> {
     let n = keys.len() as u64;
-    if out.len() < keys.len() {
-        return Err(GpuError::OutputTooShort {
-            needed: keys.len(),
-            found: out.len(),
-        });
-    }
+    output_holds(keys.len(), out.len())?;
     if n == 0 {
         return Ok(());
     }

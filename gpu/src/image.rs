@@ -17,16 +17,68 @@ use bloomlanes_core::{HashId, Keys, Layout, Params};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 
 use crate::buffer::{alloc_zeros, check_free};
+use crate::error::output_holds;
 use crate::hashed::{Hashed, MODE_HASHES, MODE_U64};
 use crate::launch::{launch_keys, Geometry, KeyArgs, Pass};
 use crate::lookup::{LookupState, LookupTarget};
 use crate::module::{kernels, Kernels};
-use crate::partition::Partitioner;
+use crate::partition::{GroupBy, Partitioner};
 use crate::pipeline::{HostOp, PinnedOp, Pipeline, DEFAULT_CHUNK_KEYS};
 use crate::{
     context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel, LookupAuto, LookupKernel,
     LookupOutput, LookupPath, PinnedBuffer,
 };
+
+/// Makes `$ty` a filter type over its field `$inner`: `Deref` and `DerefMut` to it (so its
+/// lookups and settings are the wrapper's), and a `Debug` that shows the parameters and the
+/// listed fields.
+macro_rules! filter_wrapper {
+    ($ty:ident, $inner:ident: $target:ty, [$($shown:ident),*]) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("params", self.params())
+                    $(.field(stringify!($shown), &self.$shown))*
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl std::ops::Deref for $ty {
+            type Target = $target;
+            fn deref(&self) -> &$target {
+                &self.$inner
+            }
+        }
+
+        impl std::ops::DerefMut for $ty {
+            fn deref_mut(&mut self) -> &mut $target {
+                &mut self.$inner
+            }
+        }
+    };
+}
+pub(crate) use filter_wrapper;
+
+/// The device lookups into bytes and into a bitmap, from one definition: checks the keys, then
+/// launches the static lookup kernel of the image's geometry into `out`.
+macro_rules! device_lookups {
+    ($($(#[$doc:meta])* $name:ident($elem:ty) => $op:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            keys: DeviceKeys<'_>,
+            out: &mut DeviceBuffer<$elem>,
+            stream: &GpuStream,
+        ) -> Result<(), GpuError> {
+            let args = self.device_args(keys)?;
+            let pass = Pass::$op {
+                words: &self.words,
+                out: out.view_mut(),
+            };
+            launch_keys(&self.k, &self.params, self.geometry(0), stream.raw(), args, pass)
+        }
+    )*};
+}
 
 /// A filter's static image in GPU memory and its lookups (see the module documentation): what
 /// every filter type dereferences to.
@@ -115,12 +167,7 @@ impl GpuImage {
     /// from) and waits, without allocating.
     pub fn download_words(&self, out: &mut [u32]) -> Result<(), GpuError> {
         let n = self.words.len();
-        if out.len() < n {
-            return Err(GpuError::OutputTooShort {
-                needed: n,
-                found: out.len(),
-            });
-        }
+        output_holds(n, out.len())?;
         self.stream
             .raw()
             .memcpy_dtoh(&self.words, &mut out[..n])
@@ -279,21 +326,23 @@ impl GpuImage {
             };
             let parts = self.partitions();
             let (kernels, params, words) = (&self.k, &self.params, &mut self.words);
-            let r = self.partitioner.for_each_group(
-                kernels,
-                params.seed,
-                parts,
-                &keys,
-                false,
-                stream,
-                |_, grouped, _| {
+            let by = GroupBy::new(kernels, params.seed, parts, false);
+            let r = self
+                .partitioner
+                .for_each_group(by, &keys, stream, |_, grouped, _| {
                     let pass = Pass::Insert {
                         words: &mut *words,
                         kernel: crate::launch::DirectInsert::BulkReduce,
                     };
-                    launch_keys(kernels, params, geo, stream, KeyArgs::Hashes(grouped), pass)
-                },
-            );
+                    launch_keys(
+                        kernels,
+                        params,
+                        geo,
+                        stream,
+                        KeyArgs::Hashes(grouped.keys),
+                        pass,
+                    )
+                });
             match r {
                 Ok(()) => return Ok(()),
                 // Nothing was queued (the scratch buffer is allocated before any launch): fall
@@ -332,21 +381,13 @@ impl GpuImage {
 
     // ---- lookups ------------------------------------------------------------------------------
 
-    /// Looks up device-resident keys into `out` (one byte per key, 1 = maybe present), queued on
-    /// `stream`.
-    pub fn contains_device_async(
-        &self,
-        keys: DeviceKeys<'_>,
-        out: &mut DeviceBuffer<u8>,
-        stream: &GpuStream,
-    ) -> Result<(), GpuError> {
-        let args = self.device_args(keys)?;
-        let pass = Pass::Contains {
-            words: &self.words,
-            out: out.view_mut(),
-        };
-        let geo = self.geometry(0);
-        launch_keys(&self.k, &self.params, geo, stream.raw(), args, pass)
+    device_lookups! {
+        /// Looks up device-resident keys into `out` (one byte per key, 1 = maybe present),
+        /// queued on `stream`.
+        contains_device_async(u8) => Contains;
+        /// Looks up device-resident keys into a packed bitmap (bit `i % 64` of word `i / 64`),
+        /// queued on `stream`. Bits past the last key in its word are zero.
+        contains_bitmap_device_async(u64) => Bitmap;
     }
 
     /// Looks up device-resident keys into `out` and waits.
@@ -357,23 +398,6 @@ impl GpuImage {
     ) -> Result<(), GpuError> {
         self.contains_device_async(keys, out, &self.stream)?;
         self.stream.synchronize()
-    }
-
-    /// Looks up device-resident keys into a packed bitmap (bit `i % 64` of word `i / 64`), queued
-    /// on `stream`. Bits past the last key in its word are zero.
-    pub fn contains_bitmap_device_async(
-        &self,
-        keys: DeviceKeys<'_>,
-        out: &mut DeviceBuffer<u64>,
-        stream: &GpuStream,
-    ) -> Result<(), GpuError> {
-        let args = self.device_args(keys)?;
-        let pass = Pass::Bitmap {
-            words: &self.words,
-            out: out.view_mut(),
-        };
-        let geo = self.geometry(0);
-        launch_keys(&self.k, &self.params, geo, stream.raw(), args, pass)
     }
 
     /// Chooses how [`GpuImage::lookup_device_async`] probes the filter (answers are identical);
@@ -467,32 +491,33 @@ impl GpuImage {
 
     /// Looks up keys from host memory: `out[i]` = 1 if key `i` may be present, else 0.
     pub fn contains(&self, keys: Keys<'_>, out: &mut [u8]) -> Result<(), GpuError> {
-        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        if out.len() < keys.len() {
-            return Err(GpuError::OutputTooShort {
-                needed: keys.len(),
-                found: out.len(),
-            });
-        }
+        let (needed, found) = (keys.len(), out.len());
         let words = &self.words;
-        self.pipeline(0)
-            .run_host(keys, HostOp::Contains { words, out })
+        self.host_lookup(keys, needed, found, HostOp::Contains { words, out })
     }
 
     /// Looks up keys from host memory into a packed bitmap: bit `i % 64` of `out[i / 64]`.
     /// Bits past the last key are cleared.
     pub fn contains_bitmap(&self, keys: Keys<'_>, out: &mut [u64]) -> Result<(), GpuError> {
-        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        let needed = keys.len().div_ceil(64);
-        if out.len() < needed {
-            return Err(GpuError::OutputTooShort {
-                needed,
-                found: out.len(),
-            });
-        }
+        let (needed, found) = (keys.len().div_ceil(64), out.len());
         let words = &self.words;
-        self.pipeline(0)
-            .run_host(keys, HostOp::Bitmap { words, out })
+        self.host_lookup(keys, needed, found, HostOp::Bitmap { words, out })
+    }
+
+    /// Runs the lookup `op` of host `keys` through the pipeline, after checking the hash kind
+    /// and that its output holds the `needed` answers (it holds `found`).
+    fn host_lookup(
+        &self,
+        keys: Keys<'_>,
+        needed: usize,
+        found: usize,
+        op: HostOp<'_>,
+    ) -> Result<(), GpuError> {
+        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
+        if found < needed {
+            return Err(GpuError::OutputTooShort { needed, found });
+        }
+        self.pipeline(0).run_host(keys, op)
     }
 
     /// Looks up u64 keys in pinned memory into a pinned result buffer (one byte per key).
@@ -502,12 +527,7 @@ impl GpuImage {
         out: &mut PinnedBuffer<u8>,
     ) -> Result<(), GpuError> {
         self.check_hash(false)?;
-        if out.len() < keys.len() {
-            return Err(GpuError::OutputTooShort {
-                needed: keys.len(),
-                found: out.len(),
-            });
-        }
+        output_holds(keys.len(), out.len())?;
         let words = &self.words;
         self.pipeline(0)
             .run_pinned(keys, PinnedOp::Contains { words, out })

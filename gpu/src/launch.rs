@@ -133,9 +133,12 @@ impl<'a> KeyArgs<'a> {
     }
 }
 
-/// What a launch does with the keys, and the buffers it touches.
+/// What a call does with the keys, and the buffers it touches: sets their bits in `words`, or
+/// looks them up into an output of one byte per key (`B`) or one bit per key (`M`; bit `i % 64`
+/// of word `i / 64`, bits past the last key in its word zero). A launch takes device views
+/// ([`Pass`]); the host pipeline host slices and pinned buffers (`pipeline.rs`).
 #[derive(Debug)]
-pub(crate) enum Pass<'a> {
+pub(crate) enum KeyOp<'a, B, M> {
     /// Sets the keys' bits in `words` (the filter's bits, `&mut`: the kernel writes them).
     Insert {
         /// The filter's bits.
@@ -143,21 +146,49 @@ pub(crate) enum Pass<'a> {
         /// The kernel for u64 keys and hashes.
         kernel: DirectInsert,
     },
-    /// `out[i]` = 1 if key `i` may be present, else 0.
+    /// `out[i]` = 1 if key `i` may be present, else 0 (at least one byte per key).
     Contains {
         /// The filter's bits.
         words: &'a CudaSlice<u32>,
-        /// At least one byte per key.
-        out: CudaViewMut<'a, u8>,
+        /// The answers.
+        out: B,
     },
-    /// Bit `i % 64` of `out[i / 64]` = whether key `i` may be present (bits past the last key
-    /// in its word are zero).
+    /// Bit `i` of `out` = whether key `i` may be present (at least `n.div_ceil(64)` words).
     Bitmap {
         /// The filter's bits.
         words: &'a CudaSlice<u32>,
-        /// At least `n.div_ceil(64)` words.
-        out: CudaViewMut<'a, u64>,
+        /// The answers.
+        out: M,
     },
+}
+
+/// What a launch does, with device outputs.
+pub(crate) type Pass<'a> = KeyOp<'a, CudaViewMut<'a, u8>, CudaViewMut<'a, u64>>;
+
+impl<B, M> KeyOp<'_, B, M> {
+    /// The launch of this operation on the same words, with the device output that `bytes` or
+    /// `bits` makes of `dev` (only the one of its kind is called).
+    pub(crate) fn pass<'s, D>(
+        &'s mut self,
+        dev: D,
+        bytes: impl FnOnce(D) -> CudaViewMut<'s, u8>,
+        bits: impl FnOnce(D, &M) -> CudaViewMut<'s, u64>,
+    ) -> Pass<'s> {
+        match self {
+            KeyOp::Insert { words, kernel } => KeyOp::Insert {
+                words,
+                kernel: *kernel,
+            },
+            KeyOp::Contains { words, .. } => KeyOp::Contains {
+                words,
+                out: bytes(dev),
+            },
+            KeyOp::Bitmap { words, out } => {
+                let out = bits(dev, out);
+                KeyOp::Bitmap { words, out }
+            }
+        }
+    }
 }
 
 /// What a pass does, without its buffers.

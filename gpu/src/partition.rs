@@ -25,6 +25,7 @@ use bloomlanes_core::Params;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
+use crate::error::output_holds;
 use crate::hashed::{Hashed, MODE_HASHES, MODE_U64};
 use crate::kernel::{
     Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, SCATTER_POS_KEYS_PER_THREAD,
@@ -91,6 +92,29 @@ impl InsertKernel {
         match self {
             InsertKernel::Atomic => DirectInsert::Atomic,
             _ => DirectInsert::BulkReduce,
+        }
+    }
+}
+
+/// How [`Partitioner::for_each_group`] groups a batch: with these kernels and seed, into
+/// `parts` partitions, writing each grouped hash's key position too if `positions`.
+#[derive(Clone, Copy)]
+pub(crate) struct GroupBy<'a> {
+    pub(crate) kernels: &'a Kernels,
+    pub(crate) seed: u64,
+    pub(crate) parts: u32,
+    pub(crate) positions: bool,
+}
+
+impl<'a> GroupBy<'a> {
+    /// Grouping with `kernels` and `seed` into `parts` partitions, with positions if
+    /// `positions`.
+    pub(crate) fn new(kernels: &'a Kernels, seed: u64, parts: u32, positions: bool) -> GroupBy<'a> {
+        GroupBy {
+            kernels,
+            seed,
+            parts,
+            positions,
         }
     }
 }
@@ -264,25 +288,23 @@ impl Partitioner {
         Ok(len)
     }
 
-    /// Groups `keys` by partition of `parts` in chunks of at most the scratch size, in input
-    /// order: for each chunk `r` of the batch, queues passes 1–3 on `stream` and calls `f(r,
-    /// grouped hashes, their key positions in the chunk if `positions`)`, which queues its work
-    /// on the same stream. Nothing is queued if the scratch buffer cannot be allocated.
-    #[allow(clippy::too_many_arguments)]
+    /// Groups `keys` as `by` says in chunks of at most the scratch size, in input order: for
+    /// each chunk `r` of the batch, queues passes 1–3 on `stream` and calls `f(r, grouped
+    /// hashes, their key positions in the chunk if `by.positions`)`, which queues its work on
+    /// the same stream. Nothing is queued if the scratch buffer cannot be allocated.
     pub(crate) fn for_each_group(
         &mut self,
-        kernels: &Kernels,
-        seed: u64,
-        parts: u32,
+        by: GroupBy<'_>,
         keys: &Hashed<'_>,
-        positions: bool,
         stream: &Arc<CudaStream>,
-        mut f: impl FnMut(
-            Range<usize>,
-            CudaView<'_, u64>,
-            Option<CudaView<'_, u32>>,
-        ) -> Result<(), GpuError>,
+        mut f: impl FnMut(Range<usize>, Hashed<'_>, Option<CudaView<'_, u32>>) -> Result<(), GpuError>,
     ) -> Result<(), GpuError> {
+        let GroupBy {
+            kernels,
+            seed,
+            parts,
+            positions,
+        } = by;
         let n = keys.len();
         if n == 0 {
             return Ok(());
@@ -315,7 +337,8 @@ impl Partitioner {
                 pos.as_mut(),
                 stream,
             )?;
-            f(a..b, grouped.as_view(), pos.as_ref().map(|p| p.as_view()))?;
+            let hashes = Hashed::grouped(grouped.as_view());
+            f(a..b, hashes, pos.as_ref().map(|p| p.as_view()))?;
             a = b;
         }
         Ok(())
@@ -332,12 +355,7 @@ impl Partitioner {
         out: &mut CudaViewMut<'_, u64>,
         stream: &Arc<CudaStream>,
     ) -> Result<(), GpuError> {
-        if out.len() < keys.len() {
-            return Err(GpuError::OutputTooShort {
-                needed: keys.len(),
-                found: out.len(),
-            });
-        }
+        output_holds(keys.len(), out.len())?;
         if keys.len() >= u32::MAX as usize {
             return Err(GpuError::Cuda {
                 op: "partition_device_async",
@@ -446,52 +464,44 @@ impl Groups {
         unsafe { l.launch(grid(1, 1)?) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scan)", 0, e))?;
 
-        // The scatter's SAFETY argument below covers both variants: they differ only in the tile
-        // size and in writing each hash's key index (`i < m`) to `out_pos` beside the hash.
-        let scatter = |l: &mut cudarc::driver::LaunchArgs<'_>, cfg, name| {
-            // SAFETY: `bl_part_scatter(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
-            // u32* cursor, u64* out)` and `bl_part_scatter_pos(…, u64* out, u32* out_pos)` take
-            // the arguments pushed by the caller in this order. They read `keys[i]`, `i < m`,
-            // and update `cursor[p]`, `p < parts ≤ MAX_PARTITIONS` (both checked above). They
-            // write each of the `m` hashes once (and its key index once), at `cursor[p] + its
-            // rank among this CTA's hashes of partition p`: the cursors start (pass 2, same
-            // stream) at the exclusive prefix sums of the counts that pass 1 took of these same
-            // `m` keys with the same seed, mode and partitions, after `counts` was zeroed, and
-            // the keys cannot change between the passes (borrowed for this call; earlier writes
-            // are ordered before pass 1 by cudarc's events). So every position is below the sum
-            // of all counts = `m` ≤ `out.len()` (and ≤ `out_pos.len()`, checked), and the kernel
-            // skips any position ≥ `m` besides. The u32 cursors do not overflow
-            // (`m ≤ 2^32 − 1`, checked). The tile and rank packing fit their 16-bit fields (the
-            // const assertions above).
-            unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda(name, m, e))
+        let (kernel, per_thread, name) = match out_pos {
+            None => (
+                Kernel::PartScatter,
+                SCATTER_KEYS_PER_THREAD,
+                "cuLaunchKernel(bl_part_scatter)",
+            ),
+            Some(_) => (
+                Kernel::PartScatterPos,
+                SCATTER_POS_KEYS_PER_THREAD,
+                "cuLaunchKernel(bl_part_scatter_pos)",
+            ),
         };
-        match out_pos {
-            None => {
-                let cfg = grid(m, u64::from(THREADS * SCATTER_KEYS_PER_THREAD))?;
-                let mut l = stream.launch_builder(kernels.get(Kernel::PartScatter));
-                l.arg(keys)
-                    .arg(&m)
-                    .arg(&seed)
-                    .arg(&mode)
-                    .arg(&parts)
-                    .arg(&mut *cursor)
-                    .arg(out);
-                scatter(&mut l, cfg, "cuLaunchKernel(bl_part_scatter)")?;
-            }
-            Some(pos) => {
-                let cfg = grid(m, u64::from(THREADS * SCATTER_POS_KEYS_PER_THREAD))?;
-                let mut l = stream.launch_builder(kernels.get(Kernel::PartScatterPos));
-                l.arg(keys)
-                    .arg(&m)
-                    .arg(&seed)
-                    .arg(&mode)
-                    .arg(&parts)
-                    .arg(&mut *cursor)
-                    .arg(out)
-                    .arg(pos);
-                scatter(&mut l, cfg, "cuLaunchKernel(bl_part_scatter_pos)")?;
-            }
+        let cfg = grid(m, u64::from(THREADS * per_thread))?;
+        let mut l = stream.launch_builder(kernels.get(kernel));
+        l.arg(keys)
+            .arg(&m)
+            .arg(&seed)
+            .arg(&mode)
+            .arg(&parts)
+            .arg(&mut *cursor)
+            .arg(out);
+        if let Some(pos) = out_pos {
+            l.arg(pos);
         }
+        // SAFETY: `bl_part_scatter(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
+        // u32* cursor, u64* out)` and `bl_part_scatter_pos(…, u64* out, u32* out_pos)` take the
+        // arguments pushed above in this order (the second with the positions). They read
+        // `keys[i]`, `i < m`, and update `cursor[p]`, `p < parts ≤ MAX_PARTITIONS` (both checked
+        // above). They write each of the `m` hashes once (and its key index once), at
+        // `cursor[p] + its rank among this CTA's hashes of partition p`: the cursors start (pass
+        // 2, same stream) at the exclusive prefix sums of the counts that pass 1 took of these
+        // same `m` keys with the same seed, mode and partitions, after `counts` was zeroed, and
+        // the keys cannot change between the passes (borrowed for this call; earlier writes are
+        // ordered before pass 1 by cudarc's events). So every position is below the sum of all
+        // counts = `m` ≤ `out.len()` (and ≤ `out_pos.len()`, checked), and the kernel skips any
+        // position ≥ `m` besides. The u32 cursors do not overflow (`m ≤ 2^32 − 1`, checked). The
+        // tile and rank packing fit their 16-bit fields (the const assertions above).
+        unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda(name, m, e))?;
         Ok(())
     }
 }

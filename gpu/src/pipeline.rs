@@ -9,7 +9,7 @@ use bloomlanes_core::{Keys, Params};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use crate::buffer::alloc_zeros;
-use crate::launch::{launch_keys, DirectInsert, Geometry, KeyArgs, Pass};
+use crate::launch::{launch_keys, Geometry, KeyArgs, KeyOp};
 use crate::module::Kernels;
 use crate::{GpuError, PinnedBuffer};
 
@@ -112,29 +112,7 @@ pub(crate) fn plan(keys: &Keys<'_>, chunk_keys: usize) -> Vec<Range<usize>> {
 }
 
 /// What a host-memory call does, with the filter's bits and the caller's output.
-pub(crate) enum HostOp<'o> {
-    /// Set the keys' bits.
-    Insert {
-        /// The filter's bits.
-        words: &'o mut CudaSlice<u32>,
-        /// The kernel for u64 keys and hashes.
-        kernel: DirectInsert,
-    },
-    /// One byte per key.
-    Contains {
-        /// The filter's bits.
-        words: &'o CudaSlice<u32>,
-        /// At least one byte per key.
-        out: &'o mut [u8],
-    },
-    /// One bit per key.
-    Bitmap {
-        /// The filter's bits.
-        words: &'o CudaSlice<u32>,
-        /// At least `n.div_ceil(64)` words.
-        out: &'o mut [u64],
-    },
-}
+pub(crate) type HostOp<'o> = KeyOp<'o, &'o mut [u8], &'o mut [u64]>;
 
 impl HostOp<'_> {
     /// Bytes of device output for a chunk of `keys` keys.
@@ -143,30 +121,6 @@ impl HostOp<'_> {
             HostOp::Insert { .. } => 0,
             HostOp::Contains { .. } => keys,
             HostOp::Bitmap { .. } => keys.div_ceil(64) * 8,
-        }
-    }
-
-    /// The launch pass for one chunk of `keys` keys, writing into `dev_out`.
-    fn pass<'s>(&'s mut self, dev_out: &'s mut CudaSlice<u8>, keys: usize) -> Pass<'s> {
-        match self {
-            HostOp::Insert { words, kernel } => Pass::Insert {
-                words,
-                kernel: *kernel,
-            },
-            HostOp::Contains { words, .. } => Pass::Contains {
-                words,
-                out: dev_out.slice_mut(..keys),
-            },
-            HostOp::Bitmap { words, .. } => {
-                let n = keys.div_ceil(64);
-                // SAFETY: any 8 bytes are a valid u64, so viewing the byte buffer as u64s
-                // cannot produce an invalid value; its start is 256-byte aligned (a
-                // `cuMemAlloc` allocation), so aligned for u64; and `transmute_mut` returns
-                // `None` unless the buffer holds `n` u64s, which `Slot::fits` guaranteed.
-                let out = unsafe { dev_out.transmute_mut::<u64>(n) }
-                    .expect("the slot's output buffer holds the chunk's bitmap");
-                Pass::Bitmap { words, out }
-            }
         }
     }
 
@@ -184,23 +138,9 @@ impl HostOp<'_> {
     }
 }
 
-/// What a pinned-memory call does.
-pub(crate) enum PinnedOp<'o> {
-    /// Set the keys' bits.
-    Insert {
-        /// The filter's bits.
-        words: &'o mut CudaSlice<u32>,
-        /// The kernel for u64 keys.
-        kernel: DirectInsert,
-    },
-    /// One byte per key, straight into pinned memory.
-    Contains {
-        /// The filter's bits.
-        words: &'o CudaSlice<u32>,
-        /// At least one byte per key.
-        out: &'o mut PinnedBuffer<u8>,
-    },
-}
+/// What a pinned-memory call does: an insert, or a lookup into bytes straight into pinned memory
+/// (no bitmaps).
+pub(crate) type PinnedOp<'o> = KeyOp<'o, &'o mut PinnedBuffer<u8>, std::convert::Infallible>;
 
 /// The filter a pipeline runs against.
 pub(crate) struct Pipeline<'a> {
@@ -361,36 +301,15 @@ impl Pipeline<'_> {
         op: &mut HostOp<'_>,
     ) -> Result<(), GpuError> {
         let stream = slot.stream.clone();
-        if data_len > 0 {
-            let (dst, _record_write) = slot.dev.device_ptr_mut(&stream);
-            // SAFETY: `dst` is the start of `slot.dev`, which holds at least `data_len` bytes
-            // (`Slot::fits`), and the source is `data_len` bytes of `slot.stage`. The staging
-            // buffer is page-locked, and it is neither written nor freed until this stream has
-            // been synchronised: the next write to it follows `drain` of this slot, and slots
-            // return to the pool (or are leaked) only after a synchronisation.
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(
-                    dst,
-                    &slot.stage[..data_len],
-                    stream.cu_stream(),
-                )
-            }
-            .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", data_len as u64, e))?;
-        }
-        if off_len > 0 {
-            let (dst, _record_write) = slot.dev_off.device_ptr_mut(&stream);
-            // SAFETY: `dst` is the start of `slot.dev_off`, which holds at least `off_len`
-            // offsets (`Slot::fits`), and the source is `off_len` offsets of `slot.stage_off`,
-            // page-locked and untouched until this stream is synchronised, by the same argument
-            // as the key bytes above.
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(
-                    dst,
-                    &slot.stage_off[..off_len],
-                    stream.cu_stream(),
-                )
-            }
-            .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", off_len as u64 * 8, e))?;
+        // SAFETY: for both copies, `slot.dev` and `slot.dev_off` hold at least `data_len` bytes and
+        // `off_len` offsets (`Slot::fits`), which are what the sources `slot.stage[..data_len]`
+        // and `slot.stage_off[..off_len]` hold. The staging buffers are page-locked, and neither
+        // written nor freed until this stream has been synchronised: the next write to them
+        // follows `drain` of this slot, and slots return to the pool (or are leaked) only after a
+        // synchronisation.
+        unsafe {
+            copy_in(&mut slot.dev, &slot.stage[..data_len], &stream)?;
+            copy_in(&mut slot.dev_off, &slot.stage_off[..off_len], &stream)?;
         }
         let n = c.len();
         let args = match keys {
@@ -406,7 +325,18 @@ impl Pipeline<'_> {
                 base: s.offsets()[c.start],
             },
         };
-        let pass = op.pass(&mut slot.dev_out, n);
+        let pass = op.pass(
+            &mut slot.dev_out,
+            |dev_out| dev_out.slice_mut(..n),
+            |dev_out, _| {
+                // SAFETY: any 8 bytes are a valid u64, so viewing the byte buffer as u64s cannot
+                // produce an invalid value; its start is 256-byte aligned (a `cuMemAlloc`
+                // allocation), so aligned for u64; and `transmute_mut` returns `None` unless the
+                // buffer holds the chunk's `n.div_ceil(64)` u64s, which `Slot::fits` guaranteed.
+                unsafe { dev_out.transmute_mut::<u64>(n.div_ceil(64)) }
+                    .expect("the slot's output buffer holds the chunk's bitmap")
+            },
+        );
         launch_keys(self.kernels, self.params, self.geo, &stream, args, pass)?;
         let out_bytes = op.out_bytes(n);
         if out_bytes > 0 {
@@ -445,6 +375,7 @@ impl Pipeline<'_> {
         let out_len = match op {
             PinnedOp::Insert { .. } => 0,
             PinnedOp::Contains { .. } => chunk,
+            PinnedOp::Bitmap { out, .. } => match out {},
         };
         let mut slots = Vec::with_capacity(SLOTS.min(nchunks));
         for _ in 0..SLOTS.min(nchunks) {
@@ -476,16 +407,11 @@ impl Pipeline<'_> {
                     .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", m as u64 * 8, e))?;
                 }
                 let args = KeyArgs::U64(dev_keys.slice(..m));
-                let pass = match &mut op {
-                    PinnedOp::Insert { words, kernel } => Pass::Insert {
-                        words,
-                        kernel: *kernel,
-                    },
-                    PinnedOp::Contains { words, .. } => Pass::Contains {
-                        words,
-                        out: dev_out.slice_mut(..m),
-                    },
-                };
+                let pass = op.pass(
+                    &mut *dev_out,
+                    |d| d.slice_mut(..m),
+                    |_, never| match *never {},
+                );
                 launch_keys(self.kernels, self.params, self.geo, stream, args, pass)?;
                 if let PinnedOp::Contains { out, .. } = &mut op {
                     let (src, _record_read) = dev_out.device_ptr(stream);
@@ -513,6 +439,29 @@ impl Pipeline<'_> {
         }
         result.and(sync)
     }
+}
+
+/// Queues the copy of `src` (page-locked) to the start of `dst` on `stream`; nothing if `src` is
+/// empty.
+///
+/// # Safety
+/// `dst` holds at least `src.len()` elements, and `src` is page-locked memory that is neither
+/// written nor freed until `stream` has been synchronised.
+unsafe fn copy_in<T: cudarc::driver::DeviceRepr>(
+    dst: &mut CudaSlice<T>,
+    src: &[T],
+    stream: &Arc<CudaStream>,
+) -> Result<(), GpuError> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    let bytes = std::mem::size_of_val(src) as u64;
+    let (ptr, _record_write) = dst.device_ptr_mut(stream);
+    // SAFETY: `ptr` is the start of `dst`, which holds `src.len()` elements (the caller's
+    // contract), and `src` stays valid and unwritten until the asynchronous copy is done (the
+    // caller's contract).
+    unsafe { cudarc::driver::result::memcpy_htod_async(ptr, src, stream.cu_stream()) }
+        .map_err(|e| GpuError::cuda("cuMemcpyHtoDAsync", bytes, e))
 }
 
 /// The first `n` keys of a chunk's byte buffer, as u64s.

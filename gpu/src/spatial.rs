@@ -24,12 +24,11 @@
 //! partitioned lookup ([`GpuImage::set_lookup_kernel`](crate::GpuImage::set_lookup_kernel))
 //! reads the cells once per batch instead.
 
-use std::ops::{Deref, DerefMut};
-
 use bloomlanes_core::{CellReduce, CellUpdate, Keys, Params, SpatialFilter};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 use crate::cells::CellAnswer;
+use crate::image::filter_wrapper;
 use crate::kernel::{Kernel, THREADS};
 use crate::module::grid;
 use crate::{DeviceBuffer, DeviceKeys, GpuCellFilter, GpuError, GpuStream};
@@ -46,29 +45,6 @@ pub struct GpuSpatialFilter {
     counts: Option<CudaSlice<u64>>,
 }
 
-impl std::fmt::Debug for GpuSpatialFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuSpatialFilter")
-            .field("params", self.cells.params())
-            .field("names", &self.names)
-            .field("class_keys", &self.class_keys)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for GpuSpatialFilter {
-    type Target = GpuCellFilter;
-    fn deref(&self) -> &GpuCellFilter {
-        &self.cells
-    }
-}
-
-impl DerefMut for GpuSpatialFilter {
-    fn deref_mut(&mut self) -> &mut GpuCellFilter {
-        &mut self.cells
-    }
-}
-
 /// What a host filter of the same parameters and classes holds, checked by the core: its
 /// parameters (the spatial kind) and class names. Only a one-block filter is built.
 fn checked(
@@ -83,6 +59,20 @@ fn checked(
     let mut params = *f.params();
     params.blocks = shape.blocks.max(1);
     Ok((params, f.class_names().to_vec()))
+}
+
+filter_wrapper!(GpuSpatialFilter, cells: GpuCellFilter, [names, class_keys]);
+
+/// Refuses fewer classes than keys.
+fn one_class_per_key(keys: usize, classes: usize) -> Result<(), GpuError> {
+    if classes < keys {
+        return Err(GpuError::InputTooShort {
+            what: "classes",
+            needed: keys,
+            found: classes,
+        });
+    }
+    Ok(())
 }
 
 impl GpuSpatialFilter {
@@ -161,11 +151,10 @@ impl GpuSpatialFilter {
         Ok(())
     }
 
-    /// Counts `n` more keys in class `class` (checked) and in the total.
+    /// Counts `n` more keys in class `class` (checked; the total is the cell filter's).
     fn record(&mut self, class: u32, n: u64) {
         let slot = &mut self.class_keys[class as usize - 1];
         *slot = slot.saturating_add(n);
-        self.cells.keys = self.cells.keys.map(|k| k.saturating_add(n));
     }
 
     // ---- inserts ------------------------------------------------------------------------------
@@ -179,9 +168,8 @@ impl GpuSpatialFilter {
         stream: &GpuStream,
     ) -> Result<(), GpuError> {
         self.check_class(class)?;
-        let args = self.cells.device_args(keys)?;
         self.cells
-            .update_args(CellUpdate::Max(class), args, None, stream.raw())?;
+            .insert_keys(keys, CellUpdate::Max(class), None, stream.raw())?;
         self.record(class, keys.len() as u64);
         Ok(())
     }
@@ -196,19 +184,13 @@ impl GpuSpatialFilter {
         classes: &DeviceBuffer<u32>,
     ) -> Result<(), GpuError> {
         let n = keys.len();
-        if classes.len() < n {
-            return Err(GpuError::InputTooShort {
-                what: "classes",
-                needed: n,
-                found: classes.len(),
-            });
-        }
-        let args = self.cells.device_args(keys)?;
+        one_class_per_key(n, classes.len())?;
+        keys.check_shape()?;
         let counts = self.count_classes(classes, n)?;
         let s = self.cells.stream.raw().clone();
         let operands = classes.view().slice(..n);
         self.cells
-            .update_args(CellUpdate::Max(0), args, Some(operands), &s)?;
+            .insert_keys(keys, CellUpdate::Max(0), Some(operands), &s)?;
         for (i, c) in counts.into_iter().enumerate() {
             self.record(i as u32 + 1, c);
         }
@@ -218,7 +200,7 @@ impl GpuSpatialFilter {
     /// Inserts keys from host memory, all in class `class`, and waits.
     pub fn insert(&mut self, keys: Keys<'_>, class: u32) -> Result<(), GpuError> {
         self.check_class(class)?;
-        self.cells.update_host(CellUpdate::Max(class), keys, None)?;
+        self.cells.insert_host(keys, CellUpdate::Max(class), None)?;
         self.record(class, keys.len() as u64);
         Ok(())
     }
@@ -227,20 +209,14 @@ impl GpuSpatialFilter {
     /// checks them; at least one per key), and waits.
     pub fn insert_classes(&mut self, keys: Keys<'_>, classes: &[u32]) -> Result<(), GpuError> {
         let n = keys.len();
-        if classes.len() < n {
-            return Err(GpuError::InputTooShort {
-                what: "classes",
-                needed: n,
-                found: classes.len(),
-            });
-        }
+        one_class_per_key(n, classes.len())?;
         let mut counts = vec![0u64; self.names.len()];
         for &c in &classes[..n] {
             self.check_class(c)?;
             counts[c as usize - 1] += 1;
         }
         self.cells
-            .update_host(CellUpdate::Max(0), keys, Some(&classes[..n]))?;
+            .insert_host(keys, CellUpdate::Max(0), Some(&classes[..n]))?;
         for (i, c) in counts.into_iter().enumerate() {
             self.record(i as u32 + 1, c);
         }

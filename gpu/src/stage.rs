@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bloomlanes_core::Keys;
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 
 use crate::buffer::alloc_zeros;
 use crate::launch::KeyArgs;
@@ -40,6 +40,26 @@ pub(crate) fn grown<'s, T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
     Ok(slot.as_mut().expect("allocated above"))
 }
 
+/// `src` copied into `slot` (grown to hold it) on `stream`, queued after everything queued there
+/// before; returns the copy's view. The host memory may be reused when this returns (pageable
+/// copies are staged by the driver before the call returns).
+pub(crate) fn staged<'s, T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    slot: &'s mut Option<CudaSlice<T>>,
+    stream: &Arc<CudaStream>,
+    what: &'static str,
+    src: &[T],
+) -> Result<CudaView<'s, T>, GpuError> {
+    let n = src.len();
+    let buf = grown(slot, stream, what, n)?;
+    if n > 0 {
+        let bytes = std::mem::size_of_val(src) as u64;
+        stream
+            .memcpy_htod(src, &mut buf.slice_mut(..n))
+            .map_err(|e| GpuError::cuda("cuMemcpyHtoD(staged chunk)", bytes, e))?;
+    }
+    Ok(buf.slice(..n))
+}
+
 impl Stager {
     /// Copies chunk `r` of `keys` to the device, queued on `stream` after everything queued there
     /// before (so a kernel still reading the previous chunk finishes first), and returns it as
@@ -51,17 +71,9 @@ impl Stager {
         keys: &Keys<'_>,
         r: Range<usize>,
     ) -> Result<KeyArgs<'s>, GpuError> {
-        let n = r.len();
-        let copy = |e| GpuError::cuda("cuMemcpyHtoD(key chunk)", n as u64, e);
         match *keys {
             Keys::U64(k) | Keys::Hashes(k) => {
-                let buf = grown(&mut self.words, stream, "key chunk", n)?;
-                if n > 0 {
-                    stream
-                        .memcpy_htod(&k[r.clone()], &mut buf.slice_mut(..n))
-                        .map_err(copy)?;
-                }
-                let view = buf.slice(..n);
+                let view = staged(&mut self.words, stream, "key chunk", &k[r.clone()])?;
                 Ok(if matches!(keys, Keys::U64(_)) {
                     KeyArgs::U64(view)
                 } else {
@@ -70,32 +82,16 @@ impl Stager {
             }
             Keys::Records(rec) => {
                 let (data, _) = Pipeline::payload(keys, &r);
-                let buf = grown(&mut self.bytes, stream, "record chunk", data.len())?;
-                if !data.is_empty() {
-                    stream
-                        .memcpy_htod(data, &mut buf.slice_mut(..data.len()))
-                        .map_err(copy)?;
-                }
                 Ok(KeyArgs::Records {
-                    data: buf.slice(..data.len()),
+                    data: staged(&mut self.bytes, stream, "record chunk", data)?,
                     width: rec.width(),
                 })
             }
             Keys::Strings(s) => {
                 let (data, offs) = Pipeline::payload(keys, &r);
-                let bytes = grown(&mut self.bytes, stream, "string chunk", data.len())?;
-                if !data.is_empty() {
-                    stream
-                        .memcpy_htod(data, &mut bytes.slice_mut(..data.len()))
-                        .map_err(copy)?;
-                }
-                let offsets = grown(&mut self.offsets, stream, "offset chunk", offs.len())?;
-                stream
-                    .memcpy_htod(offs, &mut offsets.slice_mut(..offs.len()))
-                    .map_err(copy)?;
                 Ok(KeyArgs::Strings {
-                    data: bytes.slice(..data.len()),
-                    offsets: offsets.slice(..offs.len()),
+                    data: staged(&mut self.bytes, stream, "string chunk", data)?,
+                    offsets: staged(&mut self.offsets, stream, "offset chunk", offs)?,
                     base: s.offsets()[r.start],
                 })
             }

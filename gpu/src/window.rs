@@ -25,12 +25,12 @@
 //! key (for 8x32 with `g + 1 = 4`, one 128-byte line). A rotation writes `1 / (g + 1)` of the
 //! array once per `span` keys.
 
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowState, WindowUnit};
 use cudarc::driver::{CudaStream, PushKernelArg};
 
+use crate::image::filter_wrapper;
 use crate::image::GpuImage;
 use crate::kernel::{Kernel, THREADS};
 use crate::module::grid;
@@ -48,27 +48,7 @@ pub struct GpuWindowFilter {
     keys: Option<u64>,
 }
 
-impl std::fmt::Debug for GpuWindowFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuWindowFilter")
-            .field("params", &self.image.params)
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for GpuWindowFilter {
-    type Target = GpuImage;
-    fn deref(&self) -> &GpuImage {
-        &self.image
-    }
-}
-
-impl DerefMut for GpuWindowFilter {
-    fn deref_mut(&mut self) -> &mut GpuImage {
-        &mut self.image
-    }
-}
+filter_wrapper!(GpuWindowFilter, image: GpuImage, [state, keys]);
 
 impl GpuWindowFilter {
     /// An empty window filter with these parameters (their kind must be [`FilterKind::Window`]

@@ -27,6 +27,16 @@ pub(crate) struct WindowPlan {
     pub(crate) end: WindowState,
 }
 
+impl WindowPlan {
+    /// The plan of a batch that changes nothing (yet): the state stays `state`.
+    fn at(state: WindowState) -> WindowPlan {
+        WindowPlan {
+            end: state,
+            ..WindowPlan::default()
+        }
+    }
+}
+
 /// The generation `steps` rotations after `current`, of `gens`.
 fn after(current: u16, steps: u64, gens: u32) -> u32 {
     ((u64::from(current) + steps) % u64::from(gens)) as u32
@@ -42,14 +52,10 @@ fn cleared(current: u16, rotations: u64, gens: u32) -> Vec<u32> {
 /// The plan for `n` keys into a window counted in keys with `gens = g + 1` generations of `span`
 /// keys (`span ≥ 1`), from `state`.
 pub(crate) fn plan_keys(state: WindowState, gens: u32, span: u64, n: usize) -> WindowPlan {
-    let mut plan = WindowPlan {
-        end: state,
-        ..WindowPlan::default()
-    };
+    let (mut plan, span) = (WindowPlan::at(state), span.max(1));
     if n == 0 {
         return plan;
     }
-    let span = span.max(1);
     let room = span.saturating_sub(state.keys_in_current);
     let n64 = n as u64;
     if n64 <= room {
@@ -90,15 +96,11 @@ pub(crate) fn plan_time(
     n: usize,
     time: u64,
 ) -> WindowPlan {
-    let mut plan = WindowPlan {
-        end: state,
-        ..WindowPlan::default()
-    };
+    let mut plan = WindowPlan::at(state);
     if n == 0 {
         return plan;
     }
-    let span = span.max(1);
-    let end = &mut plan.end;
+    let (span, end) = (span.max(1), &mut plan.end);
     if !end.started {
         end.started = true;
         end.current_start = time;
@@ -174,6 +176,23 @@ mod tests {
         WindowFilter::new(Params::new(layout, rng.gen_range(1..4)).with_kind(kind)).unwrap()
     }
 
+    /// Applies `plan` to a copy of `w`'s words and `insert`s `hashes` into `w` with the core:
+    /// both must leave the same words and state.
+    fn check_plan(
+        w: &mut WindowFilter,
+        plan: &WindowPlan,
+        hashes: &[u64],
+        insert: impl Fn(&mut WindowFilter, u64),
+        round: usize,
+    ) {
+        let got = apply(w, plan, hashes);
+        for &h in hashes {
+            insert(w, h);
+        }
+        assert_eq!(got, w.words(), "round {round}: words");
+        assert_eq!(plan.end, w.state(), "round {round}: state");
+    }
+
     fn gens_span(w: &WindowFilter) -> (u32, u64) {
         match w.params().kind {
             FilterKind::Window {
@@ -183,29 +202,44 @@ mod tests {
         }
     }
 
+    /// Runs `round` for `rounds` random windows counted in `unit` (keys windows hold some keys
+    /// first), with their `(gens, span)`.
+    fn each_window(
+        seed: u64,
+        rounds: usize,
+        unit: WindowUnit,
+        mut round: impl FnMut(&mut rand::rngs::StdRng, usize, WindowFilter, (u32, u64)),
+    ) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        for i in 0..rounds {
+            let mut w = window(&mut rng, unit);
+            if unit == WindowUnit::Keys {
+                for _ in 0..rng.gen_range(0..30) {
+                    w.insert_hash(rng.gen());
+                }
+            }
+            let shape = gens_span(&w);
+            round(&mut rng, i, w, shape);
+        }
+    }
+
     #[test]
     fn key_window_plans_give_the_core_bits_and_state() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
         let mut many_rotations = 0;
-        for round in 0..500 {
-            let mut w = window(&mut rng, WindowUnit::Keys);
-            let (gens, span) = gens_span(&w);
-            // A random state first, then a batch from empty up to several windows long.
-            for _ in 0..rng.gen_range(0..30) {
-                w.insert_hash(rng.gen());
-            }
-            let n = rng.gen_range(0..(gens as usize + 2) * span as usize * 2);
-            let hashes: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
-            let plan = plan_keys(w.state(), gens, span, n);
-            let got = apply(&w, &plan, &hashes);
-            assert!(plan.clears.len() <= gens as usize && plan.inserts.len() <= gens as usize);
-            many_rotations += usize::from(n as u64 > u64::from(gens) * span);
-            for &h in &hashes {
-                w.insert_hash(h);
-            }
-            assert_eq!(got, w.words(), "round {round}: words");
-            assert_eq!(plan.end, w.state(), "round {round}: state");
-        }
+        each_window(
+            17,
+            500,
+            WindowUnit::Keys,
+            |rng, round, mut w, (gens, span)| {
+                // A batch from empty up to several windows long.
+                let n = rng.gen_range(0..(gens as usize + 2) * span as usize * 2);
+                let hashes: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
+                let plan = plan_keys(w.state(), gens, span, n);
+                assert!(plan.clears.len() <= gens as usize && plan.inserts.len() <= gens as usize);
+                many_rotations += usize::from(n as u64 > u64::from(gens) * span);
+                check_plan(&mut w, &plan, &hashes, |w, h| w.insert_hash(h), round);
+            },
+        );
         assert!(
             many_rotations > 50,
             "batches longer than the window: {many_rotations}"
@@ -214,45 +248,37 @@ mod tests {
 
     #[test]
     fn time_window_plans_give_the_core_bits_and_state() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(18);
-        for round in 0..500 {
-            let mut w = window(&mut rng, WindowUnit::Nanos);
-            let (gens, span) = gens_span(&w);
-            let mut time = rng.gen_range(0..1000u64);
-            for _ in 0..rng.gen_range(0..6) {
-                // Batches at increasing times (sometimes far ahead, sometimes in the past).
-                time = match rng.gen_range(0..4) {
-                    0 => time.saturating_sub(rng.gen_range(0..3 * span)),
-                    1 => time + rng.gen_range(0..20) * span * 3,
-                    _ => time + rng.gen_range(0..3 * span),
-                };
-                let n = rng.gen_range(0..12);
-                let hashes: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
-                let plan = plan_time(w.state(), gens, span, n, time);
-                let got = apply(&w, &plan, &hashes);
-                for &h in &hashes {
-                    w.insert_hash_at(h, time);
+        each_window(
+            18,
+            500,
+            WindowUnit::Nanos,
+            |rng, round, mut w, (gens, span)| {
+                let mut time = rng.gen_range(0..1000u64);
+                for _ in 0..rng.gen_range(0..6) {
+                    // Batches at increasing times (sometimes far ahead, sometimes in the past).
+                    time = match rng.gen_range(0..4) {
+                        0 => time.saturating_sub(rng.gen_range(0..3 * span)),
+                        1 => time + rng.gen_range(0..20) * span * 3,
+                        _ => time + rng.gen_range(0..3 * span),
+                    };
+                    let n = rng.gen_range(0..12);
+                    let hashes: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
+                    let plan = plan_time(w.state(), gens, span, n, time);
+                    let insert = |w: &mut WindowFilter, h| w.insert_hash_at(h, time);
+                    check_plan(&mut w, &plan, &hashes, insert, round);
                 }
-                assert_eq!(got, w.words(), "round {round}: words");
-                assert_eq!(plan.end, w.state(), "round {round}: state");
-            }
-        }
+            },
+        );
     }
 
     #[test]
     fn a_rotation_clears_the_next_generation() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(19);
-        for _ in 0..100 {
-            let mut w = window(&mut rng, WindowUnit::Keys);
-            let (gens, _) = gens_span(&w);
-            for _ in 0..rng.gen_range(0..30) {
-                w.insert_hash(rng.gen());
-            }
+        each_window(19, 100, WindowUnit::Keys, |_, _, mut w, (gens, _)| {
             let plan = plan_rotate(w.state(), gens);
             let got = apply(&w, &plan, &[]);
             w.as_view_mut().rotate();
             assert_eq!(got, w.words());
             assert_eq!(plan.end, w.state());
-        }
+        });
     }
 }

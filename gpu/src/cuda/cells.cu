@@ -192,14 +192,10 @@ __device__ __forceinline__ u32 bl_cells_reduce_hashed(const u32* __restrict__ ce
 template <int RED>
 __device__ __forceinline__ void bl_cells_reduce(BL_CELL_PARAMS) {
   const u32 lg = bl_cell_lg(cbits), max = bl_cell_max(lg);
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
   u32 r[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    r[j] = i < n ? bl_cells_reduce_hashed<RED>(cells, blocks, bl_key_hash(k[j], seed, mode), lg, max) : 0u;
-  }
+  u64 base = bl_answers(keys, n, 0u, r, [&](u64 k) {
+    return bl_cells_reduce_hashed<RED>(cells, blocks, bl_key_hash(k, seed, mode), lg, max);
+  });
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
     u64 i = base + j * BL_THREADS;

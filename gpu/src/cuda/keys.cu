@@ -33,6 +33,20 @@ __device__ __forceinline__ void bl_store_keys(u8* __restrict__ out, u64 n, u64 b
 }
 // The kernels are templates on the image's geometry (BlFlat, BlGens; see block.cu); their entry
 // points are instantiated for both by BL_KEY_ENTRIES at the end of this file.
+// r[j] = answer(key) for this thread's keys i = base + j * BL_THREADS below n (else `none`),
+// computed once all of them are loaded, so that their loads are in flight together; returns
+// base (for bl_store_keys).
+template <class T, class F>
+__device__ __forceinline__ u64 bl_answers(const u64* __restrict__ keys, u64 n, T none, T r[BL_KPT], F answer) {
+  u64 base = bl_kpt_base(), k[BL_KPT];
+  bl_load_keys(keys, n, base, k);
+  #pragma unroll
+  for (int j = 0; j < BL_KPT; j++) {
+    u64 i = base + j * BL_THREADS;
+    r[j] = i < n ? answer(k[j]) : none;
+  }
+  return base;
+}
 template <int MODE, class Geo>
 __device__ __forceinline__ void bl_insert_keys(const Geo& g, u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed) {
@@ -43,14 +57,10 @@ __device__ __forceinline__ void bl_insert_keys(const Geo& g, u32* __restrict__ w
 template <int MODE, class Geo>
 __device__ __forceinline__ void bl_contains_keys(const Geo& g, const u32* __restrict__ words, u64 blocks,
     const u64* __restrict__ keys, u64 n, u64 seed, u8* __restrict__ out) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
   bool r[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    r[j] = i < n ? bl_contains_geo(g, words, blocks, bl_key_hash(k[j], seed, MODE)) : false;
-  }
+  u64 base = bl_answers(keys, n, false, r, [&](u64 k) {
+    return bl_contains_geo(g, words, blocks, bl_key_hash(k, seed, MODE));
+  });
   bl_store_keys(out, n, base, r);
 }
 template <int MODE, class Geo>

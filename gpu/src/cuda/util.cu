@@ -31,18 +31,12 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_fill_random(u64* key
 // Speed of light for a lookup: read the key, one random 32-byte-aligned 32-byte read from a
 // buffer of `sectors` sectors, write one byte. Same thread shape as the lookups.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const uint4* buf, u64 sectors, const u64* keys, u64 n, u8* out) {
-  u64 base = bl_kpt_base(), k[BL_KPT];
-  bl_load_keys(keys, n, base, k);
   u8 r[BL_KPT];
-  #pragma unroll
-  for (int j = 0; j < BL_KPT; j++) {
-    u64 i = base + j * BL_THREADS;
-    if (i < n) {
-      u64 s = ((k[j] >> 32) * sectors) >> 32;
-      uint4 a = __ldg(buf + 2 * s), b = __ldg(buf + 2 * s + 1);
-      r[j] = ((a.x | a.y | a.z | a.w | b.x | b.y | b.z | b.w) & 1u) != 0;
-    } else r[j] = 0;
-  }
+  u64 base = bl_answers(keys, n, (u8)0, r, [&](u64 k) {
+    u64 s = ((k >> 32) * sectors) >> 32;
+    uint4 a = __ldg(buf + 2 * s), b = __ldg(buf + 2 * s + 1);
+    return (u8)(((a.x | a.y | a.z | a.w | b.x | b.y | b.z | b.w) & 1u) != 0);
+  });
   bl_store_keys(out, n, base, r);
 }
 // Per-key results of a counting delete: out[i] = 1 iff key i was deleted (status bit 31).
