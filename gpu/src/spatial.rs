@@ -174,6 +174,13 @@ impl GpuSpatialFilter {
         Ok(())
     }
 
+    /// Inserts device-resident keys, all in class `class`, and waits.
+    pub fn insert_device(&mut self, keys: DeviceKeys<'_>, class: u32) -> Result<(), GpuError> {
+        let s = self.cells.stream.clone();
+        self.insert_device_async(keys, class, &s)?;
+        s.synchronize()
+    }
+
     /// Inserts device-resident keys, key `i` in class `classes[i]` (each 1 to `n`; at least one
     /// per key), and waits. The classes are checked (and counted per class) on the device
     /// first: a class outside `1..=n` is refused, naming the first such key, and nothing is

@@ -234,27 +234,36 @@ fn cell_kernels_equal_the_core_when_run_on_the_cpu() {
         let emu = Emulator::build(&cxx, layout, &dir);
         for bits in [CellBits::Four, CellBits::Eight, CellBits::Sixteen] {
             for blocks in [1u32, 5, 333] {
-                let what = format!("{layout} {bits:?} {blocks} blocks");
-                updates(&emu, &mut r, layout, blocks, bits, &what);
-                reductions(&emu, &mut r, layout, blocks, bits, &what);
-                deletes(&emu, &mut r, layout, blocks, bits, &what);
+                let case = Case {
+                    emu: &emu,
+                    layout,
+                    blocks,
+                    bits,
+                    what: format!("{layout} {bits:?} {blocks} blocks"),
+                };
+                updates(&case, &mut r);
+                reductions(&case, &mut r);
+                deletes(&case, &mut r);
             }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Every update, one operand per batch (u64 keys and hashes) or one per key at grouped
-/// positions, against `CellsMut::update_hash` key by key.
-fn updates(
-    emu: &Emulator,
-    r: &mut impl Rng,
+/// One layout, cell width and size the kernels run on.
+struct Case<'e> {
+    emu: &'e Emulator,
     layout: Layout,
     blocks: u32,
     bits: CellBits,
-    what: &str,
-) {
-    let max = bits.max();
+    what: String,
+}
+
+/// Every update, one operand per batch (u64 keys and hashes) or one per key at grouped
+/// positions, against `CellsMut::update_hash` key by key.
+fn updates(case: &Case<'_>, r: &mut impl Rng) {
+    let what = case.what.as_str();
+    let max = case.bits.max();
     for u in [
         CellUpdate::Set,
         CellUpdate::Increment,
@@ -266,7 +275,7 @@ fn updates(
         CellUpdate::Max(max),
         CellUpdate::Max(max + 7),
     ] {
-        let f = filter(r, layout, blocks, bits);
+        let f = filter(r, case.layout, case.blocks, case.bits);
         let keys: Vec<u64> = (0..r.gen_range(1..3000)).map(|_| r.gen()).collect();
         let mode = r.gen_range(0..2);
         let mut want = f.clone();
@@ -278,12 +287,12 @@ fn updates(
             CellUpdate::Max(v) => v,
             _ => 0,
         };
-        let got = emu.run(&job);
+        let got = case.emu.run(&job);
         assert!(got.image == want.image_words(), "{what} {u:?}: image");
         assert!(got.cells == want.cell_words(), "{what} {u:?}: cells");
     }
     // One operand per key, the keys grouped: grouped key i has operand values[pos[i]].
-    let f = filter(r, layout, blocks, bits);
+    let f = filter(r, case.layout, case.blocks, case.bits);
     let n = r.gen_range(1..3000);
     let keys: Vec<u64> = (0..n).map(|_| r.gen()).collect();
     let values: Vec<u32> = (0..n).map(|_| r.gen_range(0..=max + 3)).collect();
@@ -297,22 +306,16 @@ fn updates(
     let mut job = Job::new(update_index(CellUpdate::Max(0)), &f, &keys, 1);
     job.values = Some(&values);
     job.pos = Some(&pos);
-    let got = emu.run(&job);
+    let got = case.emu.run(&job);
     assert!(got.image == want.image_words(), "{what}: per-key image");
     assert!(got.cells == want.cell_words(), "{what}: per-key cells");
 }
 
 /// `AllNonZero` and `Min` into 1, 2 and 4 bytes, in input order and at grouped positions,
 /// against `reduce_cells`.
-fn reductions(
-    emu: &Emulator,
-    r: &mut impl Rng,
-    layout: Layout,
-    blocks: u32,
-    bits: CellBits,
-    what: &str,
-) {
-    let f = filter(r, layout, blocks, bits);
+fn reductions(case: &Case<'_>, r: &mut impl Rng) {
+    let what = case.what.as_str();
+    let f = filter(r, case.layout, case.blocks, case.bits);
     let n = r.gen_range(1..3000);
     let keys: Vec<u64> = (0..n).map(|_| r.gen()).collect();
     let mut pos: Vec<u32> = (0..n as u32).collect();
@@ -320,7 +323,7 @@ fn reductions(
     let hs = hashes(&keys, 0, f.params().seed);
     for reduce in [CellReduce::AllNonZero, CellReduce::Min] {
         for out_bytes in [1u32, 2, 4] {
-            if reduce == CellReduce::Min && u64::from(bits.max()) >> (8 * out_bytes) != 0 {
+            if reduce == CellReduce::Min && u64::from(case.bits.max()) >> (8 * out_bytes) != 0 {
                 continue;
             }
             for grouped in [false, true] {
@@ -329,10 +332,10 @@ fn reductions(
                 if grouped {
                     job.pos = Some(&pos);
                 }
-                let got = emu.run(&job);
+                let got = case.emu.run(&job);
                 for (i, &h) in hs.iter().enumerate() {
                     let p = if grouped { pos[i] as usize } else { i };
-                    let want = reduce_cells(f.params(), bits, f.cell_words(), h, reduce);
+                    let want = reduce_cells(f.params(), case.bits, f.cell_words(), h, reduce);
                     assert_eq!(
                         got.out[p],
                         u64::from(want),
@@ -350,16 +353,10 @@ fn reductions(
 
 /// A counting delete's attempt (`Decrement` recording statuses) of keys present once each, then
 /// its undo (`Increment` of the recorded lanes), and an attempt that underflows, undone.
-fn deletes(
-    emu: &Emulator,
-    r: &mut impl Rng,
-    layout: Layout,
-    blocks: u32,
-    bits: CellBits,
-    what: &str,
-) {
-    let params = Params::new(layout, blocks).with_seed(r.gen());
-    let mut f = SpatialFilter::new(params, bits.bits(), &["one"]).unwrap();
+fn deletes(case: &Case<'_>, r: &mut impl Rng) {
+    let what = case.what.as_str();
+    let params = Params::new(case.layout, case.blocks).with_seed(r.gen());
+    let mut f = SpatialFilter::new(params, case.bits.bits(), &["one"]).unwrap();
     let present: Vec<u64> = (0..r.gen_range(1..2000)).map(|_| r.gen()).collect();
     for &h in &present {
         f.as_view_mut().update_hash(h, CellUpdate::Increment);
@@ -380,8 +377,8 @@ fn deletes(
             let l = params.layout;
             for lane in 0..l.lanes() {
                 let k = bloomlanes_core::cell::cell_index(l, params.blocks, h, lane);
-                let c = bloomlanes_core::cell::cell(want.cell_words(), bits, k);
-                lanes |= u32::from(c != 0 && c != bits.max()) << lane;
+                let c = bloomlanes_core::cell::cell(want.cell_words(), case.bits, k);
+                lanes |= u32::from(c != 0 && c != case.bits.max()) << lane;
             }
             want.as_view_mut().update_hash(h, CellUpdate::Decrement);
         }
@@ -390,7 +387,7 @@ fn deletes(
     let mut job = Job::new(update_index(CellUpdate::Decrement), &f, &batch, 1);
     job.flags = RECORD;
     job.status = check.clone();
-    let got = emu.run(&job);
+    let got = case.emu.run(&job);
     // Keys absent from the filter but accepted (false positives) may take a present key's
     // last count; the statuses then differ by order, so compare them only without underflow.
     if got.zeros == 0 {
@@ -405,22 +402,22 @@ fn deletes(
     undo.cells = &cells;
     undo.flags = LANES;
     undo.status = got.status.clone();
-    let back = emu.run(&undo);
+    let back = case.emu.run(&undo);
     assert!(back.image == f.image_words(), "{what}: undo image");
     assert!(back.cells == f.cell_words(), "{what}: undo cells");
     // A key alone in a filter, deleted twice: its counters are at 1, so the second decrement
     // of each underflows; the undo puts back what the first took.
-    let mut one = SpatialFilter::new(params, bits.bits(), &["one"]).unwrap();
+    let mut one = SpatialFilter::new(params, case.bits.bits(), &["one"]).unwrap();
     let key = [r.gen::<u64>()];
     one.as_view_mut().update_hash(key[0], CellUpdate::Increment);
     let twice = [key[0], key[0]];
     let mut job = Job::new(update_index(CellUpdate::Decrement), &one, &twice, 1);
     job.flags = RECORD;
     job.status = vec![ACCEPTED; 2];
-    let got = emu.run(&job);
+    let got = case.emu.run(&job);
     assert_eq!(
         got.zeros,
-        layout.lanes() as u64,
+        case.layout.lanes() as u64,
         "{what}: the second delete underflows"
     );
     assert!(got.cells.iter().all(|&w| w == 0) && got.image.iter().all(|&w| w == 0));
@@ -430,7 +427,7 @@ fn deletes(
     undo.cells = &cells;
     undo.flags = LANES;
     undo.status = got.status;
-    let back = emu.run(&undo);
+    let back = case.emu.run(&undo);
     assert!(
         back.cells == one.cell_words() && back.image == one.image_words(),
         "{what}: undo"

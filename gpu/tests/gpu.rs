@@ -9,22 +9,24 @@ use bloomlanes_core::{Filter, Keys, Layout, Records, Strings};
 use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
-use rand::{Rng, SeedableRng};
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed)
-}
+use common::{answers, assert_bitmap, byte_keys};
+use rand::Rng;
 
 fn core_answers(f: &Filter, keys: Keys<'_>) -> Vec<u8> {
-    (0..keys.len())
-        .map(|i| f.contains_hash(keys.hash(i, f.seed())) as u8)
-        .collect()
+    answers(keys, f.seed(), |h| f.contains_hash(h))
 }
 
 fn core_insert(f: &mut Filter, keys: Keys<'_>) {
     for i in 0..keys.len() {
         f.insert_hash(keys.hash(i, f.seed()));
     }
+}
+
+/// `g` downloads as `f`: the same bits, header and key count.
+fn assert_downloads_as(g: &GpuFilter, f: &Filter, what: &str) {
+    let d = g.download().unwrap();
+    assert_eq!(d.to_image(), f.to_image(), "{what}: bits");
+    assert_eq!(d, *f, "{what}: header and key count");
 }
 
 fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
@@ -34,20 +36,7 @@ fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
     assert_eq!(got, want, "{what}: byte answers");
     let mut bits = vec![u64::MAX; keys.len().div_ceil(64)];
     g.contains_bitmap(keys, &mut bits).unwrap();
-    for (i, &w) in want.iter().enumerate() {
-        assert_eq!(
-            (bits[i / 64] >> (i % 64)) & 1,
-            u64::from(w),
-            "{what}: bit {i}"
-        );
-    }
-    if !keys.len().is_multiple_of(64) {
-        assert_eq!(
-            bits[keys.len() / 64] >> (keys.len() % 64),
-            0,
-            "{what}: tail bits"
-        );
-    }
+    assert_bitmap(&bits, &want, what);
 }
 
 #[test]
@@ -60,68 +49,50 @@ fn probe_never_panics() {
 
 #[test]
 fn u64_keys_every_layout_bit_identical() {
-    if !common::gpu("u64_keys_every_layout_bit_identical") {
-        return;
-    }
-    let mut r = rng(1);
-    for (layout, kernel) in Layout::ALL
-        .into_iter()
-        .flat_map(|l| [(l, InsertKernel::Atomic), (l, InsertKernel::BulkReduce)])
-    {
-        for blocks in [1u32, 3, 1000, 65_537] {
-            let seed = r.gen::<u64>();
-            let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
-            let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
-            g.set_insert_kernel(kernel);
-            // Several batches in a row, with empty and odd lengths; small chunks force the pipeline.
-            g.set_chunk_keys(1000);
-            for len in [0usize, 1, 63, 64, 65, 4097, 20_011] {
-                let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
-                g.insert(Keys::U64(&keys)).unwrap();
-                core_insert(&mut f, Keys::U64(&keys));
+    common::with_gpu("u64_keys_every_layout_bit_identical", 1, |r| {
+        for (layout, kernel) in Layout::ALL
+            .into_iter()
+            .flat_map(|l| [(l, InsertKernel::Atomic), (l, InsertKernel::BulkReduce)])
+        {
+            for blocks in [1u32, 3, 1000, 65_537] {
+                let seed = r.gen::<u64>();
+                let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+                let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
+                g.set_insert_kernel(kernel);
+                // Several batches in a row, with empty and odd lengths; small chunks force the pipeline.
+                g.set_chunk_keys(1000);
+                for len in [0usize, 1, 63, 64, 65, 4097, 20_011] {
+                    let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
+                    g.insert(Keys::U64(&keys)).unwrap();
+                    core_insert(&mut f, Keys::U64(&keys));
+                }
+                assert_downloads_as(&g, &f, &format!("{layout} {blocks} {kernel:?}"));
+                let present: Vec<u64> = (0..3000).map(|_| r.gen()).collect();
+                g.insert(Keys::U64(&present)).unwrap();
+                core_insert(&mut f, Keys::U64(&present));
+                let absent: Vec<u64> = (0..5001).map(|_| r.gen()).collect();
+                check_lookups(&g, &f, Keys::U64(&present), "present");
+                check_lookups(&g, &f, Keys::U64(&absent), "absent");
+                check_lookups(&g, &f, Keys::U64(&[]), "empty");
+                assert!(core_answers(&f, Keys::U64(&present))
+                    .iter()
+                    .all(|&a| a == 1));
             }
-            let d = g.download().unwrap();
-            assert_eq!(d.to_image(), f.to_image(), "{layout} {blocks} {kernel:?}");
-            assert_eq!(d, f, "{layout} {blocks}: header and key count");
-            let present: Vec<u64> = (0..3000).map(|_| r.gen()).collect();
-            g.insert(Keys::U64(&present)).unwrap();
-            core_insert(&mut f, Keys::U64(&present));
-            let absent: Vec<u64> = (0..5001).map(|_| r.gen()).collect();
-            check_lookups(&g, &f, Keys::U64(&present), "present");
-            check_lookups(&g, &f, Keys::U64(&absent), "absent");
-            check_lookups(&g, &f, Keys::U64(&[]), "empty");
-            assert!(core_answers(&f, Keys::U64(&present))
-                .iter()
-                .all(|&a| a == 1));
         }
-    }
+    });
 }
 
 #[test]
 fn all_key_forms_match_core() {
-    if !common::gpu("all_key_forms_match_core") {
-        return;
-    }
-    let mut r = rng(2);
-    for layout in Layout::ALL {
+    common::on_every_layout("all_key_forms_match_core", 2, |r, layout| {
         let blocks = 777;
         let seed = 42;
         let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
         let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
         g.set_chunk_keys(128);
-        // Hashes.
         let hashes: Vec<u64> = (0..1001).map(|_| r.gen()).collect();
-        // 13-byte records (IPv4 5-tuples).
-        let rec: Vec<u8> = (0..13 * 999).map(|_| r.gen()).collect();
+        let (rec, data, offsets) = byte_keys(r, 1500);
         let records = Keys::Records(Records::new(&rec, 13).unwrap());
-        // Strings of every length 0..=80 (every XXH64 path).
-        let mut data = Vec::new();
-        let mut offsets = vec![0u64];
-        for i in 0..1500 {
-            let len = i % 81;
-            data.extend((0..len).map(|_| r.gen::<u8>()));
-            offsets.push(data.len() as u64);
-        }
         let strings = Keys::Strings(Strings::new(&data, &offsets).unwrap());
         for keys in [Keys::Hashes(&hashes), records, strings] {
             g.insert(keys.slice(0..keys.len() / 2)).unwrap();
@@ -170,7 +141,7 @@ fn all_key_forms_match_core() {
             out.to_host().unwrap(),
             core_answers(&f, Keys::Hashes(&hashes))
         );
-    }
+    });
 }
 
 #[test]
@@ -186,144 +157,130 @@ fn golden_vectors() {
             InsertKernel::BulkReduce,
             InsertKernel::Partitioned,
         ] {
-            let mut g = GpuFilter::new(Params::new(v.layout, v.blocks).with_seed(v.seed)).unwrap();
-            g.set_insert_kernel(kernel);
+            // From host memory and from device memory.
             let keys: Vec<u64> = (0..v.keys).collect();
-            g.insert(Keys::U64(&keys)).unwrap();
-            assert_eq!(
-                g.download().unwrap().to_image(),
-                v.image,
-                "{} {}",
-                v.layout,
-                v.blocks
-            );
             let dk = DeviceBuffer::from_host(&keys).unwrap();
-            let mut g2 = GpuFilter::new(Params::new(v.layout, v.blocks).with_seed(v.seed)).unwrap();
-            g2.set_insert_kernel(kernel);
-            g2.insert_device(DeviceKeys::U64(&dk)).unwrap();
-            assert_eq!(
-                g2.download().unwrap().to_image(),
-                v.image,
-                "{} {}",
-                v.layout,
-                v.blocks
-            );
-        }
-    }
-}
-
-#[test]
-fn partitioned_insert_every_layout_bit_identical() {
-    if !common::gpu("partitioned_insert_every_layout_bit_identical") {
-        return;
-    }
-    let mut r = rng(4);
-    for layout in Layout::ALL {
-        for blocks in [1u32, 3, 1000, 65_537] {
-            // (partition bytes, scratch cap): the default (one partition for filters this small),
-            // 7-block partitions with chunks of 1000 keys, and the most partitions (1-byte target:
-            // more partitions than blocks for tiny filters, 2048 for the largest).
-            for (part_bytes, scratch) in [
-                (0u64, None),
-                (7 * layout.block_bytes() as u64, Some(1000)),
-                (1, Some(4096)),
-            ] {
-                let seed = r.gen::<u64>();
-                let what = format!("{layout} {blocks} {part_bytes} {scratch:?}");
-                let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
-                let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
-                g.set_insert_kernel(InsertKernel::Partitioned);
-                g.set_partition_bytes(part_bytes);
-                if let Some(s) = scratch {
-                    g.set_scratch_keys(s);
+            for from_host in [true, false] {
+                let params = Params::new(v.layout, v.blocks).with_seed(v.seed);
+                let mut g = GpuFilter::new(params).unwrap();
+                g.set_insert_kernel(kernel);
+                if from_host {
+                    g.insert(Keys::U64(&keys)).unwrap();
+                } else {
+                    g.insert_device(DeviceKeys::U64(&dk)).unwrap();
                 }
-                assert!(g.partitioned_for(0), "{what}");
-                assert!((1..=2048).contains(&g.partitions()), "{what}");
-                // Several batches in a row, empty and odd lengths, across tile (4096) boundaries.
-                for len in [0usize, 1, 63, 64, 65, 4095, 4097, 20_011, 100_003] {
-                    let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
-                    let dk = DeviceBuffer::from_host(&keys).unwrap();
-                    if len % 2 == 1 {
-                        g.insert_device(DeviceKeys::Hashes(&dk)).unwrap();
-                        core_insert(&mut f, Keys::Hashes(&keys));
-                    } else {
-                        g.insert_device(DeviceKeys::U64(&dk)).unwrap();
-                        core_insert(&mut f, Keys::U64(&keys));
-                    }
-                }
-                let d = g.download().unwrap();
-                assert_eq!(d.to_image(), f.to_image(), "{what}");
-                assert_eq!(d, f, "{what}: header and key count");
-                // The grouped hashes are a permutation of the batch's hashes, in partition order.
-                let keys: Vec<u64> = (0..9999).map(|_| r.gen()).collect();
-                let dk = DeviceBuffer::from_host(&keys).unwrap();
-                let mut out = DeviceBuffer::<u64>::zeros(keys.len()).unwrap();
-                let s = GpuStream::new().unwrap();
-                g.partition_device_async(DeviceKeys::U64(&dk), &mut out, &s)
-                    .unwrap();
-                s.synchronize().unwrap();
-                let got = out.to_host().unwrap();
-                let parts = u64::from(g.partitions());
-                let part = |h: u64| ((h >> 32) * parts) >> 32;
-                assert!(
-                    got.windows(2).all(|w| part(w[0]) <= part(w[1])),
-                    "{what}: grouped"
-                );
-                let mut want: Vec<u64> = (0..keys.len())
-                    .map(|i| Keys::U64(&keys).hash(i, seed))
-                    .collect();
-                let mut got = got;
-                want.sort_unstable();
-                got.sort_unstable();
-                assert_eq!(got, want, "{what}: same hashes");
+                let what = format!("{} {} {kernel:?} host {from_host}", v.layout, v.blocks);
+                assert_eq!(g.download().unwrap().to_image(), v.image, "{what}");
             }
         }
     }
 }
 
 #[test]
+fn partitioned_insert_every_layout_bit_identical() {
+    common::on_every_layout(
+        "partitioned_insert_every_layout_bit_identical",
+        4,
+        |r, layout| {
+            for blocks in [1u32, 3, 1000, 65_537] {
+                // (partition bytes, scratch cap): the default (one partition for filters this small),
+                // 7-block partitions with chunks of 1000 keys, and the most partitions (1-byte target:
+                // more partitions than blocks for tiny filters, 2048 for the largest).
+                for (part_bytes, scratch) in [
+                    (0u64, None),
+                    (7 * layout.block_bytes() as u64, Some(1000)),
+                    (1, Some(4096)),
+                ] {
+                    let seed = r.gen::<u64>();
+                    let what = format!("{layout} {blocks} {part_bytes} {scratch:?}");
+                    let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+                    let mut g =
+                        GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
+                    g.set_insert_kernel(InsertKernel::Partitioned);
+                    g.set_partition_bytes(part_bytes);
+                    if let Some(s) = scratch {
+                        g.set_scratch_keys(s);
+                    }
+                    assert!(g.partitioned_for(0), "{what}");
+                    assert!((1..=2048).contains(&g.partitions()), "{what}");
+                    // Several batches in a row, empty and odd lengths, across tile (4096) boundaries.
+                    for len in [0usize, 1, 63, 64, 65, 4095, 4097, 20_011, 100_003] {
+                        let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
+                        let dk = DeviceBuffer::from_host(&keys).unwrap();
+                        if len % 2 == 1 {
+                            g.insert_device(DeviceKeys::Hashes(&dk)).unwrap();
+                            core_insert(&mut f, Keys::Hashes(&keys));
+                        } else {
+                            g.insert_device(DeviceKeys::U64(&dk)).unwrap();
+                            core_insert(&mut f, Keys::U64(&keys));
+                        }
+                    }
+                    assert_downloads_as(&g, &f, &what);
+                    // The grouped hashes are a permutation of the batch's hashes, in partition order.
+                    let keys: Vec<u64> = (0..9999).map(|_| r.gen()).collect();
+                    let dk = DeviceBuffer::from_host(&keys).unwrap();
+                    let mut out = DeviceBuffer::<u64>::zeros(keys.len()).unwrap();
+                    let s = GpuStream::new().unwrap();
+                    g.partition_device_async(DeviceKeys::U64(&dk), &mut out, &s)
+                        .unwrap();
+                    s.synchronize().unwrap();
+                    let got = out.to_host().unwrap();
+                    let parts = u64::from(g.partitions());
+                    let part = |h: u64| ((h >> 32) * parts) >> 32;
+                    assert!(
+                        got.windows(2).all(|w| part(w[0]) <= part(w[1])),
+                        "{what}: grouped"
+                    );
+                    let mut want: Vec<u64> = (0..keys.len())
+                        .map(|i| Keys::U64(&keys).hash(i, seed))
+                        .collect();
+                    let mut got = got;
+                    want.sort_unstable();
+                    got.sort_unstable();
+                    assert_eq!(got, want, "{what}: same hashes");
+                }
+            }
+        },
+    );
+}
+
+#[test]
 fn auto_insert_picks_partitioned_past_l2() {
-    if !common::gpu("auto_insert_picks_partitioned_past_l2") {
-        return;
-    }
-    let mut r = rng(5);
-    let layout = Layout::L8x32;
-    let probe = GpuFilter::new(Params::new(layout, 1)).unwrap();
-    assert_eq!(probe.insert_kernel(), InsertKernel::Auto);
-    assert!(
-        !probe.partitioned_for(1 << 24),
-        "a 32-byte filter fits in L2"
-    );
-    // A filter the size of L2 (twice the size Auto partitions from) and a batch of 2^22 keys,
-    // partitioned in chunks of 2^20.
-    let l2 = probe.l2_bytes().max(32 << 20);
-    let blocks = (l2 / layout.block_bytes() as u64) as u32;
-    let seed = 11;
-    let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
-    g.set_scratch_keys(1 << 20);
-    let n = 1usize << 22;
-    assert!(g.partitioned_for(n), "{} bytes, {n} keys", g.byte_len());
-    assert!(!g.partitioned_for(n - 1));
-    let keys: Vec<u64> = (0..n as u64 + 3).map(|_| r.gen()).collect();
-    let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
-    core_insert(&mut f, Keys::U64(&keys));
-    let dk = DeviceBuffer::from_host(&keys).unwrap();
-    g.insert_device(DeviceKeys::U64(&dk)).unwrap();
-    let d = g.download().unwrap();
-    assert!(
-        d.to_image() == f.to_image(),
-        "auto partitioned insert differs"
-    );
-    assert_eq!(d.key_count(), f.key_count());
+    common::with_gpu("auto_insert_picks_partitioned_past_l2", 5, |r| {
+        let layout = Layout::L8x32;
+        let probe = GpuFilter::new(Params::new(layout, 1)).unwrap();
+        assert_eq!(probe.insert_kernel(), InsertKernel::Auto);
+        assert!(
+            !probe.partitioned_for(1 << 24),
+            "a 32-byte filter fits in L2"
+        );
+        // A filter the size of L2 (twice the size Auto partitions from) and a batch of 2^22 keys,
+        // partitioned in chunks of 2^20.
+        let l2 = probe.l2_bytes().max(32 << 20);
+        let blocks = (l2 / layout.block_bytes() as u64) as u32;
+        let seed = 11;
+        let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
+        g.set_scratch_keys(1 << 20);
+        let n = 1usize << 22;
+        assert!(g.partitioned_for(n), "{} bytes, {n} keys", g.byte_len());
+        assert!(!g.partitioned_for(n - 1));
+        let keys: Vec<u64> = (0..n as u64 + 3).map(|_| r.gen()).collect();
+        let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+        core_insert(&mut f, Keys::U64(&keys));
+        let dk = DeviceBuffer::from_host(&keys).unwrap();
+        g.insert_device(DeviceKeys::U64(&dk)).unwrap();
+        let d = g.download().unwrap();
+        assert!(
+            d.to_image() == f.to_image(),
+            "auto partitioned insert differs"
+        );
+        assert_eq!(d.key_count(), f.key_count());
+    });
 }
 
 #[test]
 fn upload_union_intersect_and_device_paths() {
-    if !common::gpu("upload_union_intersect_and_device_paths") {
-        return;
-    }
-    let mut r = rng(3);
-    for layout in Layout::ALL {
+    common::on_every_layout("upload_union_intersect_and_device_paths", 3, |r, layout| {
         let (blocks, seed) = (4099, 9);
         let a: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
         let b: Vec<u64> = (0..20_000).map(|_| r.gen()).collect();
@@ -372,7 +329,7 @@ fn upload_union_intersect_and_device_paths() {
             ga.union_with(&other),
             Err(GpuError::Incompatible(_))
         ));
-    }
+    });
 }
 
 #[test]

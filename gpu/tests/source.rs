@@ -28,24 +28,38 @@ fn source_carries_core_constants() {
         {
             assert!(s.contains(&format!("#define BL_P{} 0x{p:016x}ull", i + 1)));
         }
+        // Every generated constant, as (name, value), against the prelude's lines.
+        let indexed = |name: &str, values: &[String]| -> Vec<(String, String)> {
+            let named = values.iter().enumerate();
+            named
+                .map(|(i, v)| (format!("{name}{i}"), v.clone()))
+                .collect()
+        };
+        let text = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<String>>();
+        let mut want = vec![
+            ("BL_ROUND_ROTATE".to_string(), ROUND_ROTATE.to_string()),
+            ("BL_TAIL8_ROTATE".into(), TAIL8_ROTATE.to_string()),
+            ("BL_TAIL4_ROTATE".into(), TAIL4_ROTATE.to_string()),
+            ("BL_TAIL1_ROTATE".into(), TAIL1_ROTATE.to_string()),
+            (
+                "BL_SHORT_INIT".into(),
+                format!("0x{:016x}ull", short_init(0)),
+            ),
+        ];
+        want.extend(indexed("BL_MERGE_ROTATE", &text(&MERGE_ROTATES)));
+        want.extend(indexed("BL_AVALANCHE_SHIFT", &text(&AVALANCHE_SHIFTS)));
+        let inits: Vec<String> = lane_init(0)
+            .iter()
+            .map(|v| format!("0x{v:016x}ull"))
+            .collect();
+        want.extend(indexed("BL_LANE_INIT", &inits));
         let has = |name: &str, value: String| {
             let line = format!("#define {name} {value}\n");
             assert!(s.contains(&line), "{layout}: missing {line:?}");
         };
-        has("BL_ROUND_ROTATE", ROUND_ROTATE.to_string());
-        for (i, r) in MERGE_ROTATES.iter().enumerate() {
-            has(&format!("BL_MERGE_ROTATE{i}"), r.to_string());
+        for (name, value) in want {
+            has(&name, value);
         }
-        has("BL_TAIL8_ROTATE", TAIL8_ROTATE.to_string());
-        has("BL_TAIL4_ROTATE", TAIL4_ROTATE.to_string());
-        has("BL_TAIL1_ROTATE", TAIL1_ROTATE.to_string());
-        for (i, sh) in AVALANCHE_SHIFTS.iter().enumerate() {
-            has(&format!("BL_AVALANCHE_SHIFT{i}"), sh.to_string());
-        }
-        for (i, v) in lane_init(0).iter().enumerate() {
-            has(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
-        }
-        has("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
         let salts: Vec<String> = (0..layout.lanes()).map(|i| format!("BL_SALT{i}")).collect();
         has("BL_SALTS", salts.join(", "));
         // Every constant is defined once, and the hash code uses the defines, not literals.
