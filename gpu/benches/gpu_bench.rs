@@ -13,15 +13,23 @@
 //! - `SCRATCH_LOG2` scratch cap of the partitioned insert in hashes, default 32 (the batch)
 //! - `PART_SWEEP` partition sizes tried for 8x32 at filters past L2, default `4M,8M,16M,24M,32M`
 //!   (empty to skip)
-//! - `SECTIONS` which tables to print, default `static,counting,window,lookup,e2e`
+//! - `SECTIONS` which tables to print, default `static,counting,spatial,window,lookup,e2e`
 //! - counting filters (issue #14): `COUNTING_SIZES` bytes of counters, default `2G`;
 //!   `COUNTING_KEYS_LOG2`, default 28
+//! - spatial filters: `SPATIAL_SIZES` bytes of image, default `1M,256M,2G`; `SPATIAL_BITS` cell
+//!   widths, default `4,8,16`; `SPATIAL_KEYS_LOG2`, default 28 (beside a static filter of the
+//!   same image; the issue's target: class lookups at 0.8× the static lookup at 2 GiB)
 //! - sliding windows: `WINDOW_GEN_BYTES` per generation, default `512M`; `WINDOW_G` default 4;
 //!   `WINDOW_SPAN_LOG2` default 26; `WINDOW_KEYS_LOG2` default 28
 //! - partitioned lookups (issue #17): `LOOKUP_SIZES` default `2G`; `LOOKUP_KEYS_LOG2` default 28;
 //!   `LOOKUP_SWEEP` batch sizes `A..B` (log2, every other), default `20..28` (empty to skip);
 //!   `LOOKUP_PART_SWEEP` partition sizes, default `8M,16M,24M,32M,48M` (empty to skip)
-//! - `KIND_LAYOUTS` layouts of the counting, window and lookup tables, default `8x32`
+//! - `KIND_LAYOUTS` layouts of the counting, spatial, window and lookup tables, default `8x32`
+//!
+//! Built with `cargo bench -p bloomlanes-gpu --no-run` (the binary is the `gpu_bench-…` file it
+//! names under `target/release/deps`), it runs without cargo: `gpu_bench SECTIONS=spatial`.
+//! NVRTC is found as the library does (`BLOOMLANES_NVRTC`), and `BLOOMLANES_KERNEL_CACHE`
+//! names compiled kernels to load instead of compiling them.
 //!
 //! The partitioned insert's scratch is sized to the batch by default (`SCRATCH_LOG2=32`: one
 //! sweep of the filter per batch); `SCRATCH_LOG2=28` reproduces the earlier 2 GiB chunks.
@@ -35,6 +43,8 @@ use bloomlanes_gpu::{
 
 #[path = "gpu_bench/kinds.rs"]
 mod kinds;
+#[path = "gpu_bench/spatial.rs"]
+mod spatial;
 
 /// Seed of the device-resident keys.
 const KEY_SEED: u64 = 0x5eed;
@@ -46,6 +56,23 @@ fn setting(args: &[String], key: &str, default: &str) -> String {
         }
     }
     std::env::var(format!("BENCH_{key}")).unwrap_or_else(|_| default.to_string())
+}
+
+/// The setting `key` as a list of sizes (`SIZES`-style: `1M,2G`; empty entries skipped).
+fn size_list(args: &[String], key: &str, default: &str) -> Vec<u64> {
+    setting(args, key, default)
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_size)
+        .collect()
+}
+
+/// The setting `key` as a number.
+fn number<T: std::str::FromStr>(args: &[String], key: &str, default: &str) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    setting(args, key, default).parse().expect(key)
 }
 
 fn parse_size(s: &str) -> u64 {
@@ -74,22 +101,77 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median device milliseconds of `reps` runs of `f` on `stream`, with `before` run untimed first.
-fn time_ms(
+/// Median device milliseconds of `reps` runs of `f(t)` on `stream`, each after `before(t)`
+/// (untimed: e.g. clearing the filter `t`).
+fn time_on<T>(
     reps: usize,
     stream: &GpuStream,
-    mut before: impl FnMut() -> Result<(), GpuError>,
-    mut f: impl FnMut() -> Result<(), GpuError>,
+    t: &mut T,
+    mut before: impl FnMut(&mut T) -> Result<(), GpuError>,
+    mut f: impl FnMut(&mut T) -> Result<(), GpuError>,
 ) -> Result<f64, GpuError> {
     let mut v = Vec::new();
     for _ in 0..reps {
-        before()?;
+        before(t)?;
         stream.synchronize()?;
-        let t = stream.timer()?;
-        f()?;
-        v.push(f64::from(t.stop()?));
+        let timer = stream.timer()?;
+        f(t)?;
+        v.push(f64::from(timer.stop()?));
     }
     Ok(median(v))
+}
+
+/// The filters whose inserts are timed from empty.
+trait Clear {
+    fn clear_all(&mut self) -> Result<(), GpuError>;
+}
+
+impl Clear for GpuFilter {
+    fn clear_all(&mut self) -> Result<(), GpuError> {
+        self.clear()
+    }
+}
+
+impl Clear for bloomlanes_gpu::GpuWindowFilter {
+    fn clear_all(&mut self) -> Result<(), GpuError> {
+        self.clear()
+    }
+}
+
+impl Clear for bloomlanes_gpu::GpuSpatialFilter {
+    fn clear_all(&mut self) -> Result<(), GpuError> {
+        self.clear()
+    }
+}
+
+/// Median device milliseconds of `reps` runs of `insert(g)` on `stream`, each into `g` emptied
+/// first (untimed).
+fn time_inserts<G: Clear>(
+    reps: usize,
+    stream: &GpuStream,
+    g: &mut G,
+    insert: impl FnMut(&mut G) -> Result<(), GpuError>,
+) -> Result<f64, GpuError> {
+    time_on(reps, stream, g, |g| g.clear_all(), insert)
+}
+
+/// Median device milliseconds of `reps` runs of `f(t)` on `stream`.
+fn time_with<T>(
+    reps: usize,
+    stream: &GpuStream,
+    t: &mut T,
+    f: impl FnMut(&mut T) -> Result<(), GpuError>,
+) -> Result<f64, GpuError> {
+    time_on(reps, stream, t, |_| Ok(()), f)
+}
+
+/// Median device milliseconds of `reps` runs of `f` on `stream`.
+fn time_ms(
+    reps: usize,
+    stream: &GpuStream,
+    mut f: impl FnMut() -> Result<(), GpuError>,
+) -> Result<f64, GpuError> {
+    time_on(reps, stream, &mut (), |_| Ok(()), |_| f())
 }
 
 /// The partitioned insert of 8x32 filters past L2 in detail: the time of its phases for one
@@ -124,21 +206,17 @@ fn partition_details(
         let blocks = (size / layout.block_bytes() as u64) as u32;
         let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
         let gs = g.stream().clone();
-        let part_ms = time_ms(
-            reps,
-            &gs,
-            || Ok(()),
-            || g.partition_device_async(DeviceKeys::U64(&first), &mut grouped, &gs),
-        )?;
-        let ins = |g: &mut GpuFilter, k: DeviceKeys<'_>| -> Result<f64, GpuError> {
-            let mut v = Vec::new();
-            for _ in 0..reps {
-                g.clear()?;
-                let t = gs.timer()?;
-                g.insert_device_async(k, &gs)?;
-                v.push(f64::from(t.stop()?));
-            }
-            Ok(median(v))
+        let part_ms = time_ms(reps, &gs, || {
+            g.partition_device_async(DeviceKeys::U64(&first), &mut grouped, &gs)
+        })?;
+        let ins = |g: &mut GpuFilter, k: DeviceKeys<'_>| {
+            time_on(
+                reps,
+                &gs,
+                g,
+                |g| g.clear(),
+                |g| g.insert_device_async(k, &gs),
+            )
         };
         g.set_insert_kernel(InsertKernel::BulkReduce);
         let grouped_ms = ins(&mut g, DeviceKeys::Hashes(&grouped))?;
@@ -174,18 +252,10 @@ fn partition_details(
         for &p in sweep {
             g.set_partition_bytes(p);
             g.insert_device(DeviceKeys::U64(keys))?;
-            let mut v = Vec::new();
-            for _ in 0..reps {
-                g.clear()?;
-                let t = gs.timer()?;
-                g.insert_device_async(DeviceKeys::U64(keys), &gs)?;
-                v.push(f64::from(t.stop()?));
-            }
-            cells.push(format!(
-                "{:.2} ({})",
-                n as f64 / median(v) / 1e6,
-                g.partitions()
-            ));
+            let ms = time_inserts(reps, &gs, &mut g, |g| {
+                g.insert_device_async(DeviceKeys::U64(keys), &gs)
+            })?;
+            cells.push(format!("{:.2} ({})", n as f64 / ms / 1e6, g.partitions()));
         }
         println!("| {} | {} |", human(size), cells.join(" | "));
     }
@@ -215,12 +285,9 @@ fn static_tables(
         // Speed of light: one random 32-byte read from a buffer of the same size per key.
         let sol = {
             let buf = DeviceBuffer::<u64>::zeros((size / 8) as usize)?;
-            let ms = time_ms(
-                reps,
-                stream,
-                || Ok(()),
-                || GpuFilter::speed_of_light_async(&buf, &keys, &mut out, stream),
-            )?;
+            let ms = time_ms(reps, stream, || {
+                GpuFilter::speed_of_light_async(&buf, &keys, &mut out, stream)
+            })?;
             n as f64 / ms / 1e6
         };
         sol_by_size.push((size, sol));
@@ -246,23 +313,16 @@ fn static_tables(
                 if kernel == InsertKernel::Partitioned {
                     g.insert_device(DeviceKeys::U64(&keys))?;
                 }
-                let mut v = Vec::new();
-                for _ in 0..reps {
-                    g.clear()?;
-                    let t = gs.timer()?;
-                    g.insert_device_async(DeviceKeys::U64(&keys), &gs)?;
-                    v.push(f64::from(t.stop()?));
-                }
-                ins[slot] = n as f64 / median(v) / 1e6;
+                let ms = time_inserts(reps, &gs, &mut g, |g| {
+                    g.insert_device_async(DeviceKeys::U64(&keys), &gs)
+                })?;
+                ins[slot] = n as f64 / ms / 1e6;
             }
             let parts = g.partitions();
             g.release_scratch();
-            let ms = time_ms(
-                reps,
-                &gs,
-                || Ok(()),
-                || g.contains_device_async(DeviceKeys::U64(&keys), &mut out, &gs),
-            )?;
+            let ms = time_ms(reps, &gs, || {
+                g.contains_device_async(DeviceKeys::U64(&keys), &mut out, &gs)
+            })?;
             let look = n as f64 / ms / 1e6;
             // Sanity: every inserted key is found.
             let sample = out.to_host()?;
@@ -289,22 +349,19 @@ fn main() -> Result<(), GpuError> {
         .skip(1)
         .filter(|a| a.contains('='))
         .collect();
-    let sizes: Vec<u64> = setting(&args, "SIZES", "1M,256M,2G,8G")
-        .split(',')
-        .map(parse_size)
-        .collect();
-    let keys_log2: u32 = setting(&args, "KEYS_LOG2", "30").parse().unwrap();
-    let e2e_log2: u32 = setting(&args, "E2E_KEYS_LOG2", "28").parse().unwrap();
-    let reps: usize = setting(&args, "REPS", "5").parse().unwrap();
-    let chunk_log2: u32 = setting(&args, "CHUNK_LOG2", "22").parse().unwrap();
-    let scratch_log2: u32 = setting(&args, "SCRATCH_LOG2", "32").parse().unwrap();
-    let sections = setting(&args, "SECTIONS", "static,counting,window,lookup,e2e");
+    let sizes: Vec<u64> = size_list(&args, "SIZES", "1M,256M,2G,8G");
+    let keys_log2: u32 = number(&args, "KEYS_LOG2", "30");
+    let e2e_log2: u32 = number(&args, "E2E_KEYS_LOG2", "28");
+    let reps: usize = number(&args, "REPS", "5");
+    let chunk_log2: u32 = number(&args, "CHUNK_LOG2", "22");
+    let scratch_log2: u32 = number(&args, "SCRATCH_LOG2", "32");
+    let sections = setting(
+        &args,
+        "SECTIONS",
+        "static,counting,spatial,window,lookup,e2e",
+    );
     let section = |name: &str| sections.split(',').any(|s| s.trim() == name);
-    let sweep: Vec<u64> = setting(&args, "PART_SWEEP", "4M,8M,16M,24M,32M")
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(parse_size)
-        .collect();
+    let sweep: Vec<u64> = size_list(&args, "PART_SWEEP", "4M,8M,16M,24M,32M");
     let layouts: Vec<Layout> = setting(&args, "LAYOUTS", "8x32,8x64,16x32,16x64")
         .split(',')
         .map(|n| Layout::from_name(n.trim()).expect("layout"))
@@ -344,6 +401,9 @@ fn main() -> Result<(), GpuError> {
     if section("counting") {
         kinds::counting(&args, reps, &layouts_kinds)?;
     }
+    if section("spatial") {
+        spatial::spatial(&args, reps, &layouts_kinds)?;
+    }
     if section("window") {
         kinds::window(&args, reps, &layouts_kinds)?;
     }
@@ -365,12 +425,9 @@ fn main() -> Result<(), GpuError> {
     }
     let mut host_out = PinnedBuffer::<u8>::zeros(m)?;
     let mut dev_keys = DeviceBuffer::<u64>::zeros(m)?;
-    let h2d_ms = time_ms(
-        reps,
-        &stream,
-        || Ok(()),
-        || dev_keys.copy_from_pinned(&host_keys, &stream),
-    )?;
+    let h2d_ms = time_ms(reps, &stream, || {
+        dev_keys.copy_from_pinned(&host_keys, &stream)
+    })?;
     let h2d_gbs = (m * 8) as f64 / h2d_ms / 1e6;
     let h2d_keys = m as f64 / h2d_ms / 1e6;
     println!("H2D pinned copy: {h2d_gbs:.1} GB/s = {h2d_keys:.2} G keys/s\n");

@@ -140,6 +140,13 @@ impl GpuSpatialFilter {
         &self.class_keys
     }
 
+    /// Empties the filter: image, cells and the per-class and total key counts.
+    pub fn clear(&mut self) -> Result<(), GpuError> {
+        self.cells.clear()?;
+        self.class_keys.iter_mut().for_each(|k| *k = 0);
+        Ok(())
+    }
+
     /// Refuses a class outside `1..=n`, as the core does.
     fn check_class(&self, class: u32) -> Result<(), GpuError> {
         if class == 0 || class > u32::from(self.classes()) {

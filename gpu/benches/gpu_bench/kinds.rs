@@ -10,7 +10,9 @@ use bloomlanes_gpu::{
     InsertKernel, LookupKernel, LookupOutput, LookupPath,
 };
 
-use super::{human, median, parse_size, setting, time_ms};
+use super::{
+    human, median, number, parse_size, setting, size_list, time_inserts, time_ms, time_with,
+};
 
 /// Seed of the keys that are never inserted.
 const ABSENT_SEED: u64 = 0xab5e;
@@ -20,11 +22,8 @@ const ABSENT_SEED: u64 = 0xab5e;
 /// partitioned with compare-and-swap on the counter words and partitioned with shared-memory
 /// slices (the default).
 pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), GpuError> {
-    let sizes: Vec<u64> = setting(args, "COUNTING_SIZES", "2G")
-        .split(',')
-        .map(parse_size)
-        .collect();
-    let log2: u32 = setting(args, "COUNTING_KEYS_LOG2", "28").parse().unwrap();
+    let sizes: Vec<u64> = size_list(args, "COUNTING_SIZES", "2G");
+    let log2: u32 = number(args, "COUNTING_KEYS_LOG2", "28");
     let m = 1usize << log2;
     let keys = DeviceBuffer::random_u64(m, super::KEY_SEED)?;
     let mut out = DeviceBuffer::<u8>::zeros(m)?;
@@ -114,12 +113,12 @@ pub fn counting(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), 
 /// (default 28, so the batch rotates) and lookups of the same keys.
 pub fn window(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), GpuError> {
     let gen_bytes = parse_size(&setting(args, "WINDOW_GEN_BYTES", "512M"));
-    let g: u16 = setting(args, "WINDOW_G", "4").parse().unwrap();
+    let g: u16 = number(args, "WINDOW_G", "4");
     let span = 1u64
         << setting(args, "WINDOW_SPAN_LOG2", "26")
             .parse::<u32>()
             .unwrap();
-    let log2: u32 = setting(args, "WINDOW_KEYS_LOG2", "28").parse().unwrap();
+    let log2: u32 = number(args, "WINDOW_KEYS_LOG2", "28");
     let m = 1usize << log2;
     let keys = DeviceBuffer::random_u64(m, super::KEY_SEED)?;
     let mut out = DeviceBuffer::<u8>::zeros(m)?;
@@ -140,16 +139,12 @@ pub fn window(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), Gp
             });
         let mut w = GpuWindowFilter::new(params)?;
         let ws = w.stream().clone();
-        let (mut ins, mut look) = (Vec::new(), Vec::new());
-        for _ in 0..reps {
-            w.clear()?;
-            let t = ws.timer()?;
-            w.insert_device_async(DeviceKeys::U64(&keys), &ws)?;
-            ins.push(f64::from(t.stop()?));
-            let t = ws.timer()?;
-            w.contains_device_async(DeviceKeys::U64(&keys), &mut out, &ws)?;
-            look.push(f64::from(t.stop()?));
-        }
+        let ins = time_inserts(reps, &ws, &mut w, |w| {
+            w.insert_device_async(DeviceKeys::U64(&keys), &ws)
+        })?;
+        let look = time_with(reps, &ws, &mut w, |w| {
+            w.contains_device_async(DeviceKeys::U64(&keys), &mut out, &ws)
+        })?;
         // The last g × span keys are always found.
         let answers = out.to_host()?;
         let window = (u64::from(g) * span).min(m as u64) as usize;
@@ -161,8 +156,8 @@ pub fn window(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), Gp
         println!(
             "| {layout} | {} | {:.2} | {:.2} | {found:.3} |",
             human(w.byte_len()),
-            m as f64 / median(ins) / 1e6,
-            m as f64 / median(look) / 1e6,
+            m as f64 / ins / 1e6,
+            m as f64 / look / 1e6,
         );
     }
     Ok(())
@@ -176,22 +171,15 @@ pub fn window(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), Gp
 /// the filter, so partitions larger than the inserts' L2 / 3 may pay: fewer partitions make
 /// longer scatter runs).
 pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), GpuError> {
-    let sizes: Vec<u64> = setting(args, "LOOKUP_SIZES", "2G")
-        .split(',')
-        .map(parse_size)
-        .collect();
-    let log2: u32 = setting(args, "LOOKUP_KEYS_LOG2", "28").parse().unwrap();
+    let sizes: Vec<u64> = size_list(args, "LOOKUP_SIZES", "2G");
+    let log2: u32 = number(args, "LOOKUP_KEYS_LOG2", "28");
     let sweep: Vec<u32> = {
         let s = setting(args, "LOOKUP_SWEEP", "20..28");
         let (a, b) = s.split_once("..").unwrap_or(("0", "0"));
         let (a, b): (u32, u32) = (a.parse().unwrap_or(0), b.parse().unwrap_or(0));
         (a..=b.min(log2)).step_by(2).filter(|&x| x > 0).collect()
     };
-    let part_sweep: Vec<u64> = setting(args, "LOOKUP_PART_SWEEP", "8M,16M,24M,32M,48M")
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(parse_size)
-        .collect();
+    let part_sweep: Vec<u64> = size_list(args, "LOOKUP_PART_SWEEP", "8M,16M,24M,32M,48M");
     let m = 1usize << log2;
     let present = DeviceBuffer::random_u64(m, super::KEY_SEED)?;
     let absent = DeviceBuffer::random_u64(m, ABSENT_SEED)?;
@@ -208,12 +196,9 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
     for &size in &sizes {
         let sol = {
             let buf = DeviceBuffer::<u64>::zeros((size / 8) as usize)?;
-            let ms = time_ms(
-                reps,
-                &stream,
-                || Ok(()),
-                || GpuFilter::speed_of_light_async(&buf, &present, &mut bytes, &stream),
-            )?;
+            let ms = time_ms(reps, &stream, || {
+                GpuFilter::speed_of_light_async(&buf, &present, &mut bytes, &stream)
+            })?;
             m as f64 / ms / 1e6
         };
         for &layout in layouts {
@@ -243,7 +228,7 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
                             g.lookup_device_async(DeviceKeys::U64(keys), out, &gs)
                         };
                         run()?; // allocates the scratch
-                        let t = time_ms(reps, &gs, || Ok(()), || run().map(|_| ()))?;
+                        let t = time_ms(reps, &gs, || run().map(|_| ()))?;
                         cells.push(m as f64 / t / 1e6);
                     }
                 }
@@ -265,10 +250,20 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
                 );
             }
             if layout == layouts[0] && !sweep.is_empty() {
-                sweep_batches(&mut g, &mut bits, &sweep, reps)?;
+                Sweeps {
+                    g: &mut g,
+                    bits: &mut bits,
+                    reps,
+                }
+                .batches(&sweep)?;
             }
             if layout == layouts[0] && !part_sweep.is_empty() {
-                sweep_partitions(&mut g, &present, &mut bits, &part_sweep, reps)?;
+                Sweeps {
+                    g: &mut g,
+                    bits: &mut bits,
+                    reps,
+                }
+                .partitions(&present, &part_sweep)?;
             }
             g.release_scratch();
         }
@@ -276,94 +271,86 @@ pub fn lookups(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
     Ok(())
 }
 
-/// Direct against partitioned bitmap lookups for batches of 2^`s` keys, and what Auto picks.
-fn sweep_batches(
-    g: &mut GpuFilter,
-    bits: &mut DeviceBuffer<u64>,
-    sweep: &[u32],
+/// The sweeps of bitmap lookups into `g`: into `bits`, each rate the median of `reps` runs.
+struct Sweeps<'a> {
+    g: &'a mut GpuFilter,
+    bits: &'a mut DeviceBuffer<u64>,
     reps: usize,
-) -> Result<(), GpuError> {
-    println!(
-        "\nbatch size from which partitioned lookups pay, {} {} filter, bitmap output: G/s\n",
-        human(g.byte_len()),
-        g.layout()
-    );
-    println!("| keys | direct | partitioned | partitioned / direct | auto picks |");
-    println!("|---|---|---|---|---|");
-    let gs = g.stream().clone();
-    for &s in sweep {
-        let n = 1usize << s;
-        let part = DeviceBuffer::random_u64(n, super::KEY_SEED)?;
-        let mut rates = Vec::new();
-        for kernel in [LookupKernel::Direct, LookupKernel::Partitioned] {
-            g.set_lookup_kernel(kernel);
-            g.lookup_device(DeviceKeys::U64(&part), LookupOutput::Bitmap(bits))?;
-            let t = time_ms(
-                reps,
-                &gs,
-                || Ok(()),
-                || {
-                    g.lookup_device_async(DeviceKeys::U64(&part), LookupOutput::Bitmap(bits), &gs)
-                        .map(|_| ())
-                },
-            )?;
-            rates.push(n as f64 / t / 1e6);
-        }
-        g.set_lookup_kernel(LookupKernel::Auto);
-        let auto = if g.lookup_partitioned_for(n) {
-            "partitioned"
-        } else {
-            "direct"
-        };
-        println!(
-            "| 2^{s} | {:.2} | {:.2} | {:.2} | {auto} |",
-            rates[0],
-            rates[1],
-            rates[1] / rates[0]
-        );
-    }
-    Ok(())
 }
 
-/// Partitioned bitmap lookups of all keys for several partition sizes.
-fn sweep_partitions(
-    g: &mut GpuFilter,
-    keys: &DeviceBuffer<u64>,
-    bits: &mut DeviceBuffer<u64>,
-    sizes: &[u64],
-    reps: usize,
-) -> Result<(), GpuError> {
-    println!(
+impl Sweeps<'_> {
+    /// Direct against partitioned bitmap lookups for batches of 2^`s` keys, and what Auto picks.
+    fn batches(&mut self, sweep: &[u32]) -> Result<(), GpuError> {
+        let (g, bits, reps) = (&mut *self.g, &mut *self.bits, self.reps);
+        println!(
+            "\nbatch size from which partitioned lookups pay, {} {} filter, bitmap output: G/s\n",
+            human(g.byte_len()),
+            g.layout()
+        );
+        println!("| keys | direct | partitioned | partitioned / direct | auto picks |");
+        println!("|---|---|---|---|---|");
+        for &s in sweep {
+            let n = 1usize << s;
+            let part = DeviceBuffer::random_u64(n, super::KEY_SEED)?;
+            let mut rates = Vec::new();
+            for kernel in [LookupKernel::Direct, LookupKernel::Partitioned] {
+                g.set_lookup_kernel(kernel);
+                rates.push(bitmap_rate(g, &part, bits, reps)?);
+            }
+            g.set_lookup_kernel(LookupKernel::Auto);
+            let auto = if g.lookup_partitioned_for(n) {
+                "partitioned"
+            } else {
+                "direct"
+            };
+            println!(
+                "| 2^{s} | {:.2} | {:.2} | {:.2} | {auto} |",
+                rates[0],
+                rates[1],
+                rates[1] / rates[0]
+            );
+        }
+        Ok(())
+    }
+
+    /// Partitioned bitmap lookups of all `keys` for several partition sizes.
+    fn partitions(&mut self, keys: &DeviceBuffer<u64>, sizes: &[u64]) -> Result<(), GpuError> {
+        let (g, bits, reps) = (&mut *self.g, &mut *self.bits, self.reps);
+        println!(
         "\npartitioned lookups by partition size, {} {} filter, 2^{} keys, bitmap output: G/s (partitions)\n",
         human(g.byte_len()),
         g.layout(),
         keys.len().trailing_zeros()
     );
-    let head: Vec<String> = sizes.iter().map(|&p| human(p)).collect();
-    println!("| {} |", head.join(" | "));
-    println!("|{}", "---|".repeat(sizes.len()));
-    let gs = g.stream().clone();
-    g.set_lookup_kernel(LookupKernel::Partitioned);
-    let mut cells = Vec::new();
-    for &p in sizes {
-        g.set_partition_bytes(p);
-        g.lookup_device(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits))?;
-        let t = time_ms(
-            reps,
-            &gs,
-            || Ok(()),
-            || {
-                g.lookup_device_async(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits), &gs)
-                    .map(|_| ())
-            },
-        )?;
-        cells.push(format!(
-            "{:.2} ({})",
-            keys.len() as f64 / t / 1e6,
-            g.partitions()
-        ));
+        let head: Vec<String> = sizes.iter().map(|&p| human(p)).collect();
+        println!("| {} |", head.join(" | "));
+        println!("|{}", "---|".repeat(sizes.len()));
+        g.set_lookup_kernel(LookupKernel::Partitioned);
+        let mut cells = Vec::new();
+        for &p in sizes {
+            g.set_partition_bytes(p);
+            let rate = bitmap_rate(g, keys, bits, reps)?;
+            cells.push(format!("{rate:.2} ({})", g.partitions()));
+        }
+        println!("| {} |", cells.join(" | "));
+        g.set_partition_bytes(0);
+        Ok(())
     }
-    println!("| {} |", cells.join(" | "));
-    g.set_partition_bytes(0);
-    Ok(())
+}
+
+/// G lookups/s of `keys` into a bitmap with `g`'s settings: one run untimed (it allocates the
+/// scratch), then the median of `reps`.
+fn bitmap_rate(
+    g: &mut GpuFilter,
+    keys: &DeviceBuffer<u64>,
+    bits: &mut DeviceBuffer<u64>,
+    reps: usize,
+) -> Result<f64, GpuError> {
+    let gs = g.stream().clone();
+    g.lookup_device(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits))?;
+    let t = time_ms(reps, &gs, || {
+        g.lookup_device_async(DeviceKeys::U64(keys), LookupOutput::Bitmap(bits), &gs)
+            .map(|_| ())
+    })?;
+    Ok(keys.len() as f64 / t / 1e6)
 }
