@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The GPU checks of bloomlanes-gpu (gpu/DEVICE_CHECKS.md says what they show and what passes).
+#
+#   gpu/device_checks.sh prepare   # here, without a GPU: builds the test and bench binaries,
+#                                  # strips them into carry/gpu/, and compiles the sm_90 kernels
+#                                  # of every layout into carry/gpu/kernel-cache/ (NVRTC only)
+#   gpu/device_checks.sh run       # on the GPU machine, from the repository root, with
+#                                  # carry/gpu carried: the tests, then the benchmark rows;
+#                                  # logs and tables into $OUT (or carry/gpu/out)
+set -euo pipefail
+dir=carry/gpu
+
+nvrtc_dir() {
+  python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))'
+}
+
+prepare() {
+  mkdir -p "$dir/kernel-cache"
+  local list
+  list=$(cargo test -p bloomlanes-gpu --release --no-run 2>&1 | tee /dev/stderr)
+  for t in gpu kinds lookup borrowed; do
+    local bin
+    bin=$(printf '%s\n' "$list" | sed -n "s|.*(\(target/release/deps/$t-[0-9a-f]*\))|\1|p" | tail -1)
+    strip -o "$dir/$t" "$bin"
+  done
+  local bench
+  bench=$(cargo bench -p bloomlanes-gpu --no-run 2>&1 | sed -n 's|.*(\(target/release/deps/gpu_bench-[0-9a-f]*\))|\1|p' | tail -1)
+  strip -o "$dir/gpu_bench" "$bench"
+  # The compile test fills the cache with the sm_90 CUBIN and PTX of every layout.
+  BLOOMLANES_NVRTC="${BLOOMLANES_NVRTC:-$(nvrtc_dir)}" \
+    BLOOMLANES_KERNEL_CACHE="$PWD/$dir/kernel-cache" \
+    cargo test -p bloomlanes-gpu --release --test source -- nvrtc_compiles_every_layout
+  ls -la "$dir" "$dir/kernel-cache"
+  du -sh "$dir"
+}
+
+run() {
+  local out="${OUT:-$dir/out}"
+  mkdir -p "$out"
+  export BLOOMLANES_NVRTC="${BLOOMLANES_NVRTC:-$(nvrtc_dir)}"
+  # Loaded instead of compiled when the NVRTC version matches (else compiled, ~10 s a layout).
+  export BLOOMLANES_KERNEL_CACHE="$PWD/$dir/kernel-cache"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/device.txt"
+  local status=0
+  for t in gpu kinds lookup borrowed; do
+    echo "== $t"
+    # The tests of one binary share the loaded kernels; 4 threads keep the GPU busy.
+    if ! timeout 420 "$dir/$t" --test-threads=4 2>&1 | tee "$out/test_$t.log"; then
+      status=1
+    fi
+  done
+  echo "== gpu_bench SECTIONS=spatial"
+  timeout 300 "$dir/gpu_bench" SECTIONS=spatial REPS=3 2>&1 | tee "$out/bench_spatial.md" || status=1
+  echo "== gpu_bench SECTIONS=static,counting at 2 GiB, 8x32 (regression check)"
+  timeout 240 "$dir/gpu_bench" SECTIONS=static,counting SIZES=2G LAYOUTS=8x32 PART_SWEEP= \
+    KEYS_LOG2=28 REPS=3 2>&1 | tee "$out/bench_static_counting.md" || status=1
+  return "$status"
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  run) run ;;
+  *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+esac
