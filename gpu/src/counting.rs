@@ -72,36 +72,40 @@ pub struct GpuCountingFilter {
 
 filter_wrapper!(GpuCountingFilter, cells: GpuCellFilter, []);
 
+/// Refuses parameters of another kind than a counting filter (before anything is allocated).
+fn counting_kind(params: &Params) -> Result<(), GpuError> {
+    match params.kind {
+        FilterKind::Counting { .. } => Ok(()),
+        other => Err(GpuError::WrongKind {
+            expected: "counting",
+            found: other.name(),
+        }),
+    }
+}
+
 impl GpuCountingFilter {
     /// An empty counting filter with these parameters (their kind must be
     /// [`FilterKind::Counting`]) on device 0.
     pub fn new(params: Params) -> Result<GpuCountingFilter, GpuError> {
-        let FilterKind::Counting { .. } = params.kind else {
-            return Err(GpuError::WrongKind {
-                expected: "counting",
-                found: params.kind.name(),
-            });
-        };
-        Ok(GpuCountingFilter {
-            cells: GpuCellFilter::new(params)?,
-            work: DeleteWork::default(),
-            out_chunk: None,
-        })
+        counting_kind(&params)?;
+        Ok(GpuCountingFilter::over(GpuCellFilter::new(params)?))
     }
 
     /// A device copy of a host counting filter (a stable filter is refused: its inserts differ).
     pub fn upload(filter: &CountingFilter) -> Result<GpuCountingFilter, GpuError> {
-        GpuCountingFilter::new(*filter.params())?;
-        Ok(GpuCountingFilter {
-            cells: GpuCellFilter::upload(
-                *filter.params(),
-                filter.image_words(),
-                filter.counter_words(),
-                filter.key_count(),
-            )?,
+        let params = *filter.params();
+        counting_kind(&params)?;
+        let (image, counters) = (filter.image_words(), filter.counter_words());
+        let cells = GpuCellFilter::upload(params, image, counters, filter.key_count())?;
+        Ok(GpuCountingFilter::over(cells))
+    }
+
+    fn over(cells: GpuCellFilter) -> GpuCountingFilter {
+        GpuCountingFilter {
+            cells,
             work: DeleteWork::default(),
             out_chunk: None,
-        })
+        }
     }
 
     /// The filter copied back to the host: equal to the core's filter after the same operations.
