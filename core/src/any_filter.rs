@@ -8,6 +8,7 @@ use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::params::Params;
+use crate::retrieval::RetrievalTable;
 use crate::scalable_filter::ScalableFilter;
 use crate::stats::Stats;
 use crate::window_filter::WindowFilter;
@@ -23,6 +24,8 @@ pub enum AnyFilter {
     Window(WindowFilter),
     /// A scalable filter.
     Scalable(ScalableFilter),
+    /// A retrieval table (its membership answer: the key passes the check bits).
+    Retrieval(RetrievalTable),
 }
 
 impl AnyFilter {
@@ -38,6 +41,9 @@ impl AnyFilter {
             FilterKind::Scalable { .. } => {
                 AnyFilter::Scalable(ScalableFilter::from_file_bytes(file)?)
             }
+            FilterKind::Retrieval { .. } => {
+                AnyFilter::Retrieval(RetrievalTable::from_file_bytes(file)?)
+            }
         })
     }
 
@@ -48,6 +54,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.to_file_bytes(),
             AnyFilter::Window(f) => f.to_file_bytes(),
             AnyFilter::Scalable(f) => f.to_file_bytes(),
+            AnyFilter::Retrieval(f) => f.to_file_bytes(),
         }
     }
 
@@ -58,6 +65,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.params(),
             AnyFilter::Window(f) => f.params(),
             AnyFilter::Scalable(f) => f.params(),
+            AnyFilter::Retrieval(f) => f.params(),
         }
     }
 
@@ -68,6 +76,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.contains_hash(hash),
             AnyFilter::Window(f) => f.contains_hash(hash),
             AnyFilter::Scalable(f) => f.contains_hash(hash),
+            AnyFilter::Retrieval(f) => f.contains_hash(hash),
         }
     }
 
@@ -83,6 +92,7 @@ impl AnyFilter {
             AnyFilter::Counting(f) => f.stats(),
             AnyFilter::Window(f) => f.stats(),
             AnyFilter::Scalable(f) => f.stats(),
+            AnyFilter::Retrieval(f) => f.stats(),
         }
     }
 }

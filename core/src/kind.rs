@@ -8,6 +8,7 @@
 //! | stable | as counting | decrement `P` cells picked by the key's hash, then set the key's L counters to the maximum | all L bits set | — |
 //! | window | `g + 1` generations of the image, interleaved by block | set the bits in the current generation; rotate every `N/g` keys (or `T/g` time) | all L bits set in one generation | — |
 //! | scalable | a chain of images growing by a factor `s` with rates tightening by `r` | into the last image until it is full | any image | — |
+//! | retrieval | cells of `v + f` bits in binary fuse segments ([`crate::retrieval`]) | built once from (key, value) pairs | XOR of the key's cells: its value, or absent by the check bits | — |
 //!
 //! See `docs/FORMAT.md` §9 for the definitions and file layouts.
 
@@ -91,6 +92,14 @@ pub enum FilterKind {
         /// Tightening ratio `r` of the stages' false-positive rates, in 1/256 (e.g. 205 ≈ 0.8).
         tightening: u8,
     },
+    /// A retrieval table (Bloomier filter, [`crate::retrieval`]): a static map from each key of
+    /// a build set to a `value_bits`-bit value, with `check_bits` check bits per key.
+    Retrieval {
+        /// Bits of value per key (1 ..= 32).
+        value_bits: u8,
+        /// Check bits per key (0 ..= 32): an absent key passes with probability `2^−f`.
+        check_bits: u8,
+    },
 }
 
 impl FilterKind {
@@ -102,6 +111,7 @@ impl FilterKind {
             FilterKind::Stable { .. } => 2,
             FilterKind::Window { .. } => 3,
             FilterKind::Scalable { .. } => 4,
+            FilterKind::Retrieval { .. } => 6,
         }
     }
 
@@ -113,6 +123,7 @@ impl FilterKind {
             FilterKind::Stable { .. } => "stable",
             FilterKind::Window { .. } => "window",
             FilterKind::Scalable { .. } => "scalable",
+            FilterKind::Retrieval { .. } => "retrieval",
         }
     }
 
@@ -154,6 +165,13 @@ impl fmt::Display for FilterKind {
                 f,
                 "scalable (growth {growth}, tightening {:.3})",
                 f64::from(tightening) / 256.0
+            ),
+            FilterKind::Retrieval {
+                value_bits,
+                check_bits,
+            } => write!(
+                f,
+                "retrieval ({value_bits}-bit values, {check_bits} check bits)"
             ),
         }
     }

@@ -19,6 +19,7 @@ use crate::counting::counter_words;
 use crate::format::FormatError;
 use crate::kind::{CounterBits, FilterKind, WindowUnit};
 use crate::params::Params;
+use crate::retrieval::Shape;
 use crate::window::{window_words, WindowState};
 
 /// Bytes of kind metadata before the stage table of a scalable filter.
@@ -123,6 +124,7 @@ pub fn decode_kind(code: u8, meta: &[u8]) -> Result<FilterKind, FormatError> {
             unused_zero(meta, &[0..2, 8..28])?;
             Ok(FilterKind::Scalable { growth, tightening })
         }
+        6 => Ok(Shape::decode(meta)?.kind()),
         other => Err(FormatError::UnknownKind(other)),
     }
 }
@@ -171,6 +173,11 @@ pub fn for_each_array(
             }
             Ok(())
         }
+        FilterKind::Retrieval { .. } => {
+            let shape = Shape::decode(meta)?;
+            shape.check_header(params)?;
+            f(shape.array_bytes())
+        }
     }
 }
 
@@ -213,7 +220,8 @@ pub fn check_padding(params: &Params, payload: &[u8], meta_len: u64) -> Result<(
 pub fn encode_meta(kind: FilterKind, state: Option<&WindowState>) -> [u8; META_LEN] {
     let mut m = [0u8; META_LEN];
     match kind {
-        FilterKind::Static | FilterKind::Scalable { .. } => {}
+        // Scalable and retrieval metadata are written by their owners.
+        FilterKind::Static | FilterKind::Scalable { .. } | FilterKind::Retrieval { .. } => {}
         FilterKind::Counting { counter_bits } => m[0] = counter_bits.bits() as u8,
         FilterKind::Stable {
             counter_bits,

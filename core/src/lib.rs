@@ -44,6 +44,7 @@ pub mod math;
 pub mod params;
 pub mod parquet;
 pub mod reference;
+pub mod retrieval;
 pub mod stats;
 pub mod window;
 pub mod xxh64;
