@@ -8,6 +8,7 @@
 
 use std::fmt::Write;
 
+use bloomlanes_core::retrieval::{MIX_MUL1, MIX_MUL2};
 use bloomlanes_core::xxh64::{
     lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
     PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
@@ -36,7 +37,7 @@ pub(crate) const STATUS_ACCEPTED: u32 = 1 << 31;
 const BULK_STAGING_BYTES: usize = 32 * 1024;
 
 /// The `.cu` files, in the order they are concatenated after the prelude.
-const CUDA_FILES: [(&str, &str); 9] = [
+const CUDA_FILES: [(&str, &str); 10] = [
     ("types.cu", include_str!("cuda/types.cu")),
     ("xxh64.cu", include_str!("cuda/xxh64.cu")),
     ("block.cu", include_str!("cuda/block.cu")),
@@ -45,6 +46,7 @@ const CUDA_FILES: [(&str, &str); 9] = [
     ("lookup.cu", include_str!("cuda/lookup.cu")),
     ("counting.cu", include_str!("cuda/counting.cu")),
     ("window.cu", include_str!("cuda/window.cu")),
+    ("retrieval.cu", include_str!("cuda/retrieval.cu")),
     ("util.cu", include_str!("cuda/util.cu")),
 ];
 
@@ -86,6 +88,7 @@ pub(crate) enum Kernel {
     WindowContains,
     WindowBitmap,
     WindowClear,
+    RetrievalGet,
     Union,
     Intersect,
     CheckOffsets,
@@ -98,7 +101,7 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// Every kernel, in discriminant order.
-    pub(crate) const ALL: [Kernel; 42] = [
+    pub(crate) const ALL: [Kernel; 43] = [
         Kernel::InsertU64,
         Kernel::InsertHash,
         Kernel::InsertU64Bulk,
@@ -133,6 +136,7 @@ impl Kernel {
         Kernel::WindowContains,
         Kernel::WindowBitmap,
         Kernel::WindowClear,
+        Kernel::RetrievalGet,
         Kernel::Union,
         Kernel::Intersect,
         Kernel::CheckOffsets,
@@ -180,6 +184,7 @@ impl Kernel {
             Kernel::WindowContains => "bl_window_contains",
             Kernel::WindowBitmap => "bl_window_bitmap",
             Kernel::WindowClear => "bl_window_clear",
+            Kernel::RetrievalGet => "bl_retrieval_get",
             Kernel::Union => "bl_union",
             Kernel::Intersect => "bl_intersect",
             Kernel::CheckOffsets => "bl_check_offsets",
@@ -236,6 +241,8 @@ fn prelude(layout: Layout) -> String {
         define(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
     }
     define("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
+    define("BL_MIX_MUL1", format!("0x{MIX_MUL1:016x}ull"));
+    define("BL_MIX_MUL2", format!("0x{MIX_MUL2:016x}ull"));
     for (i, salt) in SALTS.iter().take(lanes).enumerate() {
         define(&format!("BL_SALT{i}"), format!("0x{salt:08x}u"));
     }
@@ -332,6 +339,10 @@ mod tests {
             (Kernel::WindowContains, format!("const u32* words, u64 blocks, u32 gens, {keys}, u8* out")),
             (Kernel::WindowBitmap, format!("const u32* words, u64 blocks, u32 gens, {keys}, u32* bits")),
             (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+            (
+                Kernel::RetrievalGet,
+                format!("const u64* words, u64 cseed, u32 sigma, u32 segs, u32 arity, u32 vbits, u32 fbits, {keys}, u32* values, u32* found"),
+            ),
         ] {
             let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
             assert!(src.contains(&signature), "no `{signature}`");

@@ -55,6 +55,7 @@ mod module;
 mod partition;
 mod pinned;
 mod pipeline;
+mod retrieval;
 mod stage;
 mod stream;
 mod window;
@@ -73,6 +74,7 @@ pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
+pub use retrieval::GpuRetrieval;
 pub use stream::{GpuStream, Timer};
 pub use window::GpuWindowFilter;
 
