@@ -10,7 +10,8 @@
 //!   `BLOOMLANES_BENCH_STATIC` bytes (default 1G) on one thread and every core.
 //!
 //! Environment: `BLOOMLANES_BENCH_KEYS` (default `1M,10M`; `100M` needs about 6 GB and a
-//! minute per build), `BLOOMLANES_BENCH_STATIC` (default `1G`).
+//! minute per build), `BLOOMLANES_BENCH_STATIC` (default `1G`), `BLOOMLANES_BENCH_BUILD=0`
+//! skips the `build` group (the setup still prints one timed build of each table).
 //!
 //! `cargo bench -p bloomlanes-benches --bench retrieval`
 
@@ -215,7 +216,9 @@ fn main() {
         static_filter.clear();
         probe.par_insert(static_filter.as_view_mut(), Keys::U64(&keys));
         bench_lookup(&mut c, &label, &keys, &static_filter);
-        bench_build(&mut c, &label, &keys);
+        if std::env::var("BLOOMLANES_BENCH_BUILD").as_deref() != Ok("0") {
+            bench_build(&mut c, &label, &keys);
+        }
     }
     c.final_summary();
 }
