@@ -7,11 +7,12 @@
 //!   (and 3-wise single-thread for the construction choice), xorf's `BinaryFuse8/16` (3-wise);
 //! - `retrieval/lookup/N`: 64 Ki random present keys (u64, hashed by each library): ours on one
 //!   thread and on every core, xorf's `contains` on one thread, and the static filter (8x32) of
-//!   `BLOOMLANES_BENCH_STATIC` bytes (default 1G) on one thread and every core.
+//!   `BLOOMLANES_BENCH_STATIC_MIB` MiB (default 1024) on one thread and every core.
 //!
-//! Environment: `BLOOMLANES_BENCH_KEYS` (default `1M,10M`; `100M` needs about 6 GB and a
-//! minute per build), `BLOOMLANES_BENCH_STATIC` (default `1G`), `BLOOMLANES_BENCH_BUILD=0`
-//! skips the `build` group (the setup still prints one timed build of each table).
+//! Environment: `BLOOMLANES_BENCH_MKEYS`, millions of keys (default `1,10`; `100` needs about
+//! 6 GB and a minute per build), `BLOOMLANES_BENCH_STATIC_MIB` (default `1024`),
+//! `BLOOMLANES_BENCH_BUILD=0` skips the `build` group (the setup still prints one timed build
+//! of each table).
 //!
 //! `cargo bench -p bloomlanes-benches --bench retrieval`
 
@@ -19,7 +20,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
-use bloomlanes_core::{Filter, Keys, Layout, Params};
+use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
 use bloomlanes_simd::Probe;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use xorf::{BinaryFuse16, BinaryFuse8, Filter as _};
@@ -27,37 +28,20 @@ use xorf::{BinaryFuse16, BinaryFuse8, Filter as _};
 /// Keys per lookup iteration.
 const BATCH: usize = 1 << 16;
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
+/// `n` random u64 keys (XXH64 of `seed, seed + 1, …`).
 fn random(n: usize, seed: u64) -> Vec<u64> {
-    let mut s = seed;
-    (0..n).map(|_| splitmix(&mut s)).collect()
+    (0..n as u64).map(|i| xxh64_u64(seed + i, 1)).collect()
 }
 
-fn parse_count(s: &str) -> Option<usize> {
-    let s = s.trim().to_ascii_uppercase();
-    let (num, mul) = match s.chars().last()? {
-        'K' => (&s[..s.len() - 1], 1_000),
-        'M' => (&s[..s.len() - 1], 1_000_000),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (&s[..], 1),
-    };
-    num.parse::<usize>().ok().map(|n| n * mul)
-}
-
-fn env_list(name: &str, default: &str) -> Vec<(String, usize)> {
+/// The comma-separated numbers of environment variable `name` (`default` when unset).
+fn env_list(name: &str, default: &str) -> Vec<usize> {
     let spec = std::env::var(name).unwrap_or_else(|_| default.into());
     spec.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
-            let n = parse_count(s).unwrap_or_else(|| panic!("bad count {s:?} in {name}"));
-            (s.trim().to_string(), n)
+            s.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("bad number {s:?} in {name}"))
         })
         .collect()
 }
@@ -206,11 +190,12 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
-    let (_, static_bytes) = env_list("BLOOMLANES_BENCH_STATIC", "1G")[0].clone();
+    let static_bytes = env_list("BLOOMLANES_BENCH_STATIC_MIB", "1024")[0] << 20;
     let blocks = (static_bytes / Layout::L8x32.block_bytes()) as u32;
     let mut static_filter = Filter::new(Params::new(Layout::L8x32, blocks));
     let probe = Probe::active();
-    for (label, n) in env_list("BLOOMLANES_BENCH_KEYS", "1M,10M") {
+    for m in env_list("BLOOMLANES_BENCH_MKEYS", "1,10") {
+        let (label, n) = (format!("{m}M"), m * 1_000_000);
         let keys = random(n, n as u64);
         // The static filter holds the same keys (its bits per key differ with the sizes).
         static_filter.clear();

@@ -154,14 +154,7 @@ impl GpuRetrieval {
         found: &mut [u64],
     ) -> Result<(), GpuError> {
         let n = keys.len();
-        for (needed, have) in [(n, values.len()), (n.div_ceil(64), found.len())] {
-            if have < needed {
-                return Err(GpuError::OutputTooShort {
-                    needed,
-                    found: have,
-                });
-            }
-        }
+        outputs_fit(n, values.len(), found.len())?;
         self.check_hash(matches!(keys, Keys::Hashes(_)))?;
         let seed = self.params.seed;
         let (host, hashes): (Vec<u64>, bool) = match keys {
@@ -191,14 +184,7 @@ impl GpuRetrieval {
         stream: &GpuStream,
     ) -> Result<(), GpuError> {
         let n = keys.len();
-        for (needed, have) in [(n, values.len()), (n.div_ceil(64), found.len())] {
-            if have < needed {
-                return Err(GpuError::OutputTooShort {
-                    needed,
-                    found: have,
-                });
-            }
-        }
+        outputs_fit(n, values.len(), found.len())?;
         if n == 0 {
             return Ok(());
         }
@@ -241,4 +227,17 @@ impl GpuRetrieval {
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_retrieval_get)", n64, e))?;
         Ok(())
     }
+}
+
+/// Refuses outputs shorter than one value per key and one found word per 64 keys.
+fn outputs_fit(n: usize, values: usize, found: usize) -> Result<(), GpuError> {
+    for (needed, have) in [(n, values), (n.div_ceil(64), found)] {
+        if have < needed {
+            return Err(GpuError::OutputTooShort {
+                needed,
+                found: have,
+            });
+        }
+    }
+    Ok(())
 }

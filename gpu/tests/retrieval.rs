@@ -45,19 +45,6 @@ fn the_retrieval_kernel_carries_cores_mixing_constants_and_compiles() {
     }
 }
 
-/// The core's answers for hashes: values (0 when absent) and found bits.
-fn reference(t: &RetrievalTable, hashes: &[u64]) -> (Vec<u32>, Vec<u64>) {
-    let mut values = vec![0u32; hashes.len()];
-    let mut found = vec![0u64; hashes.len().div_ceil(64)];
-    for (i, &h) in hashes.iter().enumerate() {
-        if let Some(v) = t.get_hash(h) {
-            values[i] = v;
-            found[i / 64] |= 1 << (i % 64);
-        }
-    }
-    (values, found)
-}
-
 #[test]
 fn gpu_lookups_match_the_core() {
     if !common::gpu("gpu_lookups_match_the_core") {
@@ -80,7 +67,9 @@ fn gpu_lookups_match_the_core() {
         let mut probes = keys.clone();
         probes.extend((0..n + 77).map(|_| splitmix(&mut s)));
         let hashes: Vec<u64> = probes.iter().map(|k| t.params().hash_key(k)).collect();
-        let (want_v, want_f) = reference(&t, &hashes);
+        let mut want_v = vec![0u32; hashes.len()];
+        let mut want_f = vec![0u64; hashes.len().div_ceil(64)];
+        t.get_hashes(&hashes, &mut want_v, &mut want_f);
         for form in [Keys::U64(&probes), Keys::Hashes(&hashes)] {
             let mut got_v = vec![9u32; probes.len()];
             let mut got_f = vec![u64::MAX; probes.len().div_ceil(64)];

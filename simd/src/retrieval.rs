@@ -20,7 +20,7 @@
 
 use bloomlanes_core::retrieval::build::{self, Lookahead, Passes};
 use bloomlanes_core::retrieval::{
-    xor_cells, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
+    check_outputs, xor_cells, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
 };
 use bloomlanes_core::{Keys, Params};
 use rayon::prelude::*;
@@ -53,8 +53,7 @@ impl Probe {
         values: &mut [u32],
         found: &mut [u64],
     ) {
-        assert_eq!(values.len(), keys.len(), "one value per key");
-        assert_eq!(found.len(), keys.len().div_ceil(64), "one word per 64 keys");
+        check_outputs(keys.len(), values.len(), found.len());
         let mut hashes = vec![0u64; CHUNK.min(keys.len())];
         for (c, (values, found)) in values
             .chunks_mut(CHUNK)
@@ -79,8 +78,7 @@ impl Probe {
         values: &mut [u32],
         found: &mut [u64],
     ) {
-        assert_eq!(values.len(), keys.len(), "one value per key");
-        assert_eq!(found.len(), keys.len().div_ceil(64), "one word per 64 keys");
+        check_outputs(keys.len(), values.len(), found.len());
         values
             .par_chunks_mut(crate::PAR_CHUNK)
             .zip(found.par_chunks_mut(crate::PAR_CHUNK / 64))
@@ -277,14 +275,10 @@ mod tests {
 
     /// The core's answers for `keys`, as values and found bits.
     fn reference(t: &RetrievalTable, keys: &[u64]) -> (Vec<u32>, Vec<u64>) {
+        let hashes: Vec<u64> = keys.iter().map(|k| t.params().hash_key(k)).collect();
         let mut values = vec![0u32; keys.len()];
         let mut found = vec![0u64; keys.len().div_ceil(64)];
-        for (i, k) in keys.iter().enumerate() {
-            if let Some(v) = t.get(k) {
-                values[i] = v;
-                found[i / 64] |= 1 << (i % 64);
-            }
-        }
+        t.get_hashes(&hashes, &mut values, &mut found);
         (values, found)
     }
 

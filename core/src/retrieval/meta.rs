@@ -10,7 +10,7 @@
 
 use crate::format::FormatError;
 use crate::kind::FilterKind;
-use crate::kind_meta::{pad64, META_LEN};
+use crate::kind_meta::{le_u32, le_u64, pad64, META_LEN};
 use crate::layout::Layout;
 use crate::params::Params;
 
@@ -22,16 +22,6 @@ pub const HEADER_LAYOUT: Layout = Layout::L8x64;
 
 /// Bytes of metadata used; the rest of the 64 are zero.
 const USED: usize = 24;
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
 
 impl Shape {
     /// The 64 metadata bytes of this shape.

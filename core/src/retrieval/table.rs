@@ -141,6 +141,22 @@ impl RetrievalTable {
         self.get_hash(self.params.hash_key(key))
     }
 
+    /// [`RetrievalTable::get_hash`] of every hash: `values[i]` is the value of hash `i` (0 when
+    /// absent) and bit `i % 64` of `found[i / 64]` whether it passed the check bits (bits past
+    /// the last hash cleared). The reference of the bulk backends.
+    ///
+    /// # Panics
+    /// If `values.len() != hashes.len()` or `found.len() != hashes.len().div_ceil(64)`.
+    pub fn get_hashes(&self, hashes: &[u64], values: &mut [u32], found: &mut [u64]) {
+        check_outputs(hashes.len(), values.len(), found.len());
+        found.fill(0);
+        for (i, &h) in hashes.iter().enumerate() {
+            let answer = self.get_hash(h);
+            values[i] = answer.unwrap_or(0);
+            found[i / 64] |= u64::from(answer.is_some()) << (i % 64);
+        }
+    }
+
     /// Whether the key with `hash` passes the check bits (always with 0 check bits).
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.get_hash(hash).is_some()
@@ -229,6 +245,16 @@ impl RetrievalTable {
             words,
         })
     }
+}
+
+/// Checks the output lengths of a bulk lookup of `keys` keys: one value per key, one found word
+/// per 64 keys.
+///
+/// # Panics
+/// If they differ.
+pub fn check_outputs(keys: usize, values: usize, found: usize) {
+    assert_eq!(values, keys, "one value per key");
+    assert_eq!(found, keys.div_ceil(64), "one found word per 64 keys");
 }
 
 impl RetrievalSpec {
