@@ -93,6 +93,7 @@ entry_points! {
         CellsReduceMin = "bl_cells_reduce_min",
         CheckClasses = "bl_check_classes",
         WindowClear = "bl_window_clear",
+        RetrievalGet = "bl_retrieval_get",
         Union = "bl_union",
         Intersect = "bl_intersect",
         CheckOffsets = "bl_check_offsets",

@@ -10,6 +10,7 @@ use std::fmt::Write;
 
 pub(crate) use crate::entry::Kernel;
 
+use bloomlanes_core::retrieval::{MIX_MUL1, MIX_MUL2};
 use bloomlanes_core::xxh64::{
     lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
     PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
@@ -44,7 +45,7 @@ pub(crate) const STATUS_LANES: u32 = 2;
 const BULK_STAGING_BYTES: usize = 32 * 1024;
 
 /// The `.cu` files, in the order they are concatenated after the prelude.
-const CUDA_FILES: [(&str, &str); 9] = [
+const CUDA_FILES: [(&str, &str); 10] = [
     ("types.cu", include_str!("cuda/types.cu")),
     ("xxh64.cu", include_str!("cuda/xxh64.cu")),
     ("block.cu", include_str!("cuda/block.cu")),
@@ -53,6 +54,7 @@ const CUDA_FILES: [(&str, &str); 9] = [
     ("lookup.cu", include_str!("cuda/lookup.cu")),
     ("cells.cu", include_str!("cuda/cells.cu")),
     ("window.cu", include_str!("cuda/window.cu")),
+    ("retrieval.cu", include_str!("cuda/retrieval.cu")),
     ("util.cu", include_str!("cuda/util.cu")),
 ];
 
@@ -108,6 +110,8 @@ fn prelude(layout: Layout) -> String {
         define(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
     }
     define("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
+    define("BL_MIX_MUL1", format!("0x{MIX_MUL1:016x}ull"));
+    define("BL_MIX_MUL2", format!("0x{MIX_MUL2:016x}ull"));
     for (i, salt) in SALTS.iter().take(lanes).enumerate() {
         define(&format!("BL_SALT{i}"), format!("0x{salt:08x}u"));
     }
@@ -268,6 +272,10 @@ mod tests {
             (Kernel::StatusScatter, "const u32* status, const u32* pos, u64 n, u8* out".into()),
             (Kernel::BitsToBytes, "const u32* bits, u64 n, u8* out".into()),
             (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+            (
+                Kernel::RetrievalGet,
+                format!("const u64* words, u64 cseed, u32 sigma, u32 segs, u32 arity, u32 vbits, u32 fbits, {keys}, u32* values, u32* found"),
+            ),
             (
                 Kernel::CheckClasses,
                 "const u32* values, u64 n, u32 classes, u64* first_bad, u64* counts".into(),

@@ -237,6 +237,7 @@ pub fn storage_bytes(f: &AnyFilter) -> u64 {
         AnyFilter::Spatial(c) => (c.image_words().len() + c.cell_words().len()) as u64 * 4,
         AnyFilter::Window(w) => w.words().len() as u64 * 4,
         AnyFilter::Scalable(s) => s.stages().iter().map(|st| st.byte_len() as u64).sum(),
+        AnyFilter::Retrieval(t) => t.shape().array_bytes(),
     }
 }
 

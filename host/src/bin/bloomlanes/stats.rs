@@ -117,7 +117,6 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
 fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
     let p = f.params();
     match f {
-        AnyFilter::Static(_) => json!({}),
         AnyFilter::Spatial(sp) => {
             let owned = sp.cells_per_class();
             let classes: Vec<Value> = sp
@@ -132,6 +131,8 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
                 .collect();
             json!({"cell_bits": sp.cell_bits().bits(), "classes": classes})
         }
+        // Retrieval tables: their figures are wired with the CLI later.
+        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => json!({}),
         AnyFilter::Counting(c) => {
             let max = c.counter_bits().max();
             let mut v = json!({
@@ -288,7 +289,7 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
                 ));
             }
         }
-        AnyFilter::Static(_) => {}
+        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => {}
     }
     lines.push("payload checksum:   verified".into());
     say(&lines.join("\n"))?;
