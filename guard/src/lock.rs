@@ -113,11 +113,13 @@ fn held() -> std::sync::MutexGuard<'static, Vec<Held>> {
     HELD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// An exclusive lock on a file's lock file ([`lock_file_of`]), released when dropped. See the
-/// [crate docs](crate).
+/// An exclusive lock on a file's lock file ([`lock_file_of`]), released when dropped (on any
+/// thread). See the [crate docs](crate).
 #[derive(Debug)]
 pub struct WriteLock {
     key: PathBuf,
+    /// The thread that took it (a nested take on that thread is counted in its entry).
+    owner: ThreadId,
 }
 
 impl WriteLock {
@@ -136,7 +138,7 @@ impl WriteLock {
         let me = std::thread::current().id();
         if let Some(h) = held().iter_mut().find(|h| h.key == key && h.owner == me) {
             h.depth += 1;
-            return Ok(WriteLock { key });
+            return Ok(WriteLock { key, owner: me });
         }
         let io_err = |op, source| LockError::Io {
             path: lock_file.clone(),
@@ -178,15 +180,17 @@ impl WriteLock {
             file,
             ours,
         });
-        Ok(WriteLock { key })
+        Ok(WriteLock { key, owner: me })
     }
 }
 
 impl Drop for WriteLock {
     fn drop(&mut self) {
-        let me = std::thread::current().id();
         let mut all = held();
-        let Some(i) = all.iter().position(|h| h.key == self.key && h.owner == me) else {
+        let Some(i) = all
+            .iter()
+            .position(|h| h.key == self.key && h.owner == self.owner)
+        else {
             return;
         };
         all[i].depth -= 1;
@@ -369,7 +373,8 @@ mod tests {
         let again = WriteLock::acquire(&target, Wait::Fail, &mut never).unwrap();
         drop(again);
         assert!(lock_file.exists(), "still held by the outer lock");
-        drop(lock);
+        // Released by whichever thread drops it (a Python object is freed on any thread).
+        std::thread::spawn(move || drop(lock)).join().unwrap();
         assert!(!lock_file.exists());
     }
 

@@ -41,6 +41,8 @@ impl fmt::Display for Changed {
     }
 }
 
+impl std::error::Error for Changed {}
+
 /// What identifies a file's contents at one moment: its length and modification time. Not its
 /// change time: removing the file's name (a new file renamed over it) changes that too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,10 +83,12 @@ pub struct GuardedMap {
 }
 
 impl GuardedMap {
-    /// Maps `file` whole. Fails as `mmap` does (an empty file cannot be mapped), and with
+    /// Maps `file` whole (keeping a duplicate of its descriptor, which shares its locks).
+    /// Fails as `mmap` does (an empty file cannot be mapped), and with
     /// [`io::ErrorKind::OutOfMemory`] when too many maps are guarded already: the caller reads
     /// the file instead.
-    pub fn new(file: File) -> io::Result<GuardedMap> {
+    pub fn new(file: &File) -> io::Result<GuardedMap> {
+        let file = file.try_clone()?;
         let at_open = stamp(&file)?;
         // SAFETY: the map is read-only and private. Another process may truncate or rewrite
         // the file while it is mapped: a fault is then turned into zeros by the handler this
@@ -168,7 +172,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
-        let map = GuardedMap::new(File::open(&path).unwrap()).unwrap();
+        let map = GuardedMap::new(&File::open(&path).unwrap()).unwrap();
         assert_eq!(map.check(), Ok(()));
         assert_eq!(map.bytes()[500_000], 7);
         File::options()
@@ -189,14 +193,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, [1u8; 4096]).unwrap();
-        let map = GuardedMap::new(File::open(&path).unwrap()).unwrap();
+        let map = GuardedMap::new(&File::open(&path).unwrap()).unwrap();
         let other = dir.path().join("g");
         std::fs::write(&other, [2u8; 100]).unwrap();
         std::fs::rename(&other, &path).unwrap();
         assert_eq!(map.check(), Ok(()));
         assert_eq!(map.bytes()[4095], 1);
         drop(map);
-        let map = GuardedMap::new(File::open(&path).unwrap()).unwrap();
+        let map = GuardedMap::new(&File::open(&path).unwrap()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut f = File::options().write(true).open(&path).unwrap();
         f.write_all(&[3]).unwrap();
