@@ -234,7 +234,12 @@ fn kill_during_write(
     }
     let mut child = with_default_signals(&mut cmd).spawn().unwrap();
     let pid = child.id();
-    let known = [keys.to_path_buf(), out.to_path_buf()];
+    // The output's lock file (held from the start) is not the output being written.
+    let known = [
+        keys.to_path_buf(),
+        out.to_path_buf(),
+        bloomlanes_guard::lock_file_of(out),
+    ];
     let start = Instant::now();
     while !writing_in(pid, dir, &known) {
         if child.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
@@ -301,6 +306,11 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
                     caught
                 })
                 .unwrap_or_else(|| panic!("{name}: could not catch the build while writing"));
+            // The write lock's file exists while the build writes (issue #24).
+            let mut during = during;
+            let locked = during.iter().position(|n| n == "f.blf.lock");
+            assert!(locked.is_some(), "{name}: {during:?}");
+            during.remove(locked.unwrap());
             if named {
                 assert_eq!(during.len(), listing.len() + 1, "{name}: {during:?}");
             } else {
@@ -311,7 +321,22 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
                 before,
                 "{name}: old output intact"
             );
-            let after = files(&d);
+            let mut after = files(&d);
+            if sig == libc::SIGKILL {
+                // SIGKILL cannot be caught: the lock file stays, naming a dead process; the
+                // next writer of f.blf takes it over and removes it.
+                assert!(after.contains(&"f.blf.lock".to_string()), "{after:?}");
+                bl().args(["build", s(&keys), "-o", s(&out)])
+                    .assert()
+                    .success();
+                assert_eq!(
+                    std::fs::read(&out).unwrap(),
+                    before,
+                    "the same keys, the same file"
+                );
+                after = files(&d);
+                assert!(!after.contains(&"f.blf.lock".to_string()), "{after:?}");
+            }
             if named && sig == libc::SIGKILL {
                 // SIGKILL cannot be caught: the named temporary file stays until it is stale
                 // and the next write into this folder removes it.

@@ -41,7 +41,7 @@ pub struct DeleteArgs {
 /// `--strict` and a key that is not in it).
 pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
     let e = &a.edit;
-    let (mut filter, output) = e.open()?;
+    let (_lock, mut filter, output) = e.open()?;
     let (seed, filter_type) = (filter.params().seed, filter.params().key_type);
     let engine = backend::select(a.backend.into(), 0)?;
     // Refuses a filter of a kind without deletions before any key is read.

@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use bloomlanes_host::store::lock::{self, Wait};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
@@ -41,6 +42,14 @@ struct Cli {
     /// No progress bars (they only ever appear on a terminal).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// When another process is writing the same filter file (or output), wait for it to finish
+    /// (the default): every writer holds the file's lock, `FILE.lock`, for its whole
+    /// read-modify-write, so concurrent inserts and deletes never lose each other's keys.
+    #[arg(long, global = true, overrides_with = "no_wait")]
+    wait: bool,
+    /// Fail at once (exit 1, nothing written) instead of waiting for another writer.
+    #[arg(long, global = true, overrides_with = "wait")]
+    no_wait: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -97,6 +106,10 @@ pub struct Ctx {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    lock::set_wait(if cli.no_wait { Wait::Fail } else { Wait::Block });
+    lock::set_waiting_notice(|busy| {
+        eprintln!("bloomlanes: waiting: {busy} (--no-wait fails instead)");
+    });
     let ctx = Ctx {
         json: cli.json,
         progress: !cli.quiet && !cli.json,
