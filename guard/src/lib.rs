@@ -27,5 +27,5 @@ mod map;
 #[cfg(unix)]
 mod sigbus;
 
-pub use lock::{lock_file_of, read_lock, Busy, LockError, Wait, WriteLock};
+pub use lock::{lock_file_of, read_lock, try_lock, Busy, LockError, Wait, WriteLock};
 pub use map::{Changed, GuardedMap};

@@ -274,9 +274,11 @@ fn open_lock_file(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// `flock(LOCK_EX | LOCK_NB)` (or `LOCK_SH`): `Ok(false)` when another open file holds it.
+/// `flock(LOCK_EX | LOCK_NB)` (or `LOCK_SH`) on `file`: `Ok(false)` when another open file
+/// holds a conflicting lock. Held until every descriptor of this open file is closed. (Used
+/// also to mark a temporary file or folder as in use, and to tell an abandoned one.)
 #[cfg(unix)]
-fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
+pub fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     let op = if exclusive {
         libc::LOCK_EX
@@ -297,8 +299,9 @@ fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
     }
 }
 
+/// Locks are not taken on this platform: always `Ok(true)`.
 #[cfg(not(unix))]
-fn try_lock(_: &File, _: bool) -> io::Result<bool> {
+pub fn try_lock(_: &File, _: bool) -> io::Result<bool> {
     Ok(true)
 }
 

@@ -449,6 +449,7 @@ fn create_named(dir: &File, dir_path: &Path) -> io::Result<(File, Temp)> {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
         match options.open(&path) {
             Ok(file) => {
+                stale::hold(&file);
                 let temp = Temp::Named {
                     path,
                     #[cfg(unix)]
@@ -520,6 +521,8 @@ pub struct StagingDir {
     /// The folder it is in, open (for the signal handler).
     #[cfg(unix)]
     _parent: File,
+    /// The folder itself, open and locked while it is in use (see `stale::abandoned`).
+    _held: File,
     /// Renamed into place: nothing to remove.
     placed: bool,
 }
@@ -542,14 +545,17 @@ impl StagingDir {
             let path = parent.join(&name);
             match fs::create_dir(&path) {
                 Ok(()) => {
+                    let held = File::open(&path)?;
+                    stale::hold(&held);
                     return Ok(StagingDir {
                         path,
                         #[cfg(unix)]
                         _armed: armed,
                         #[cfg(unix)]
                         _parent: parent_fd,
+                        _held: held,
                         placed: false,
-                    })
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
