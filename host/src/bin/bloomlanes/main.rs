@@ -62,8 +62,10 @@ enum Command {
     /// Add keys to an existing filter file of any kind (replaced in one step, or written to -o).
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Insert(insert::InsertArgs),
-    /// Delete keys from a counting filter file (--kind counting); keys not in it are refused.
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    /// Delete keys from a counting filter file (--kind counting); keys certainly not in it (a
+    /// counter at zero) are refused; a false positive cannot be told from a present key (see
+    /// --help; --verify-with checks an authoritative list first).
+    #[command(after_long_help = delete::long_help())]
     Delete(delete::DeleteArgs),
     /// Drop repeated lines of a stream: print each line not seen among the last N lines (or T
     /// seconds), with a sliding-window filter.
