@@ -288,6 +288,18 @@ impl fmt::Display for Error {
                 Some(at) => write!(f, "{}: {at}: {what}", path.display()),
                 None => write!(f, "{}: {what}", path.display()),
             },
+            // The core reports kind metadata on a static filter as a payload length that
+            // disagrees with itself; say what is wrong instead.
+            Error::Format {
+                path,
+                source: FormatError::PayloadLength { expected, found },
+            } if expected == found => write!(
+                f,
+                "{}: not a valid bloomlanes filter: its header describes a static filter with \
+                 kind metadata (the metadata length field, bytes 30..32, is not 0), which static \
+                 filters never have",
+                path.display()
+            ),
             Error::Format { path, source } => write!(
                 f,
                 "{}: not a valid bloomlanes filter: {source}",

@@ -480,3 +480,40 @@ pub fn classify(
 fn write_err(e: io::Error) -> Error {
     Error::io(Path::new("<output>"), "write", e)
 }
+
+#[cfg(test)]
+mod tests {
+    use bloomlanes_core::{Filter, KeyType, Layout, Params};
+
+    use super::*;
+
+    /// The check `classify` and `capture` share: packets give flow keys.
+    #[test]
+    fn a_classifier_refuses_a_filter_of_another_byte_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let save = |key_type| {
+            let p = Params::new(Layout::L8x32, 4).with_key_type(key_type);
+            crate::store::save_filter(&path, &Filter::new(p)).unwrap();
+            FilterFile::open(&path).unwrap()
+        };
+        let ints = save(KeyType::U64);
+        assert!(matches!(
+            Classifier::new(&ints, false),
+            Err(Error::KeyType {
+                query: KeyType::Flow,
+                ..
+            })
+        ));
+        let flows = save(KeyType::Flow);
+        assert!(Classifier::new(&flows, false)
+            .unwrap()
+            .key_type_note()
+            .is_none());
+        let unknown = save(KeyType::Any);
+        assert!(Classifier::new(&unknown, false)
+            .unwrap()
+            .key_type_note()
+            .is_some());
+    }
+}
