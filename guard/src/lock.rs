@@ -251,27 +251,18 @@ pub fn read_lock(
     }
 }
 
-#[cfg(unix)]
+/// Opens (creating) a lock file for reading and writing; on Unix never through a link.
 fn open_lock_file(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o666)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_lock_file(path: &Path) -> io::Result<File> {
-    File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    let mut options = File::options();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options
+            .mode(0o666)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW);
+    }
+    options.open(path)
 }
 
 /// `flock(LOCK_EX | LOCK_NB)` (or `LOCK_SH`) on `file`: `Ok(false)` when another open file

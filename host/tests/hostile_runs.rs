@@ -68,7 +68,10 @@ fn finish(mut child: Child) -> Option<(std::process::ExitStatus, String)> {
         std::thread::sleep(Duration::from_millis(2));
     }
     let out = child.wait_with_output().unwrap();
-    Some((out.status, String::from_utf8_lossy(&out.stderr).into_owned()))
+    Some((
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 /// Counts `status` into `t`: a crash is a signal death or a panic; an error exit (1 or 2 with
@@ -145,10 +148,7 @@ fn killed_writers(trials: usize) {
             }
             t.lost += 1000 - present(&target, &base);
             count(&mut t, finish(start(&["insert", s(&target), s(&few)])));
-            let left: Vec<String> = files(&work)
-                .into_iter()
-                .filter(|n| n != "t.blf")
-                .collect();
+            let left: Vec<String> = files(&work).into_iter().filter(|n| n != "t.blf").collect();
             assert!(left.is_empty(), "left behind: {left:?}");
         }
     }

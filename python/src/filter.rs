@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomlanes_core::{HashId, KeyMatch, KeyType, Params, Sizing};
-use bloomlanes_guard::Wait;
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -16,6 +15,7 @@ use crate::errors::Error;
 use crate::input::{extract, Part};
 use crate::ops;
 use crate::storage::{self, try_filter, Storage};
+use crate::update::{interruptible, wait_of};
 
 /// What `__reduce__` returns: the constructor and its arguments (file bytes, pending key type).
 type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
@@ -31,43 +31,6 @@ pub(crate) struct PyFilter {
     /// The filter's device copy (GPU backend).
     #[cfg(feature = "gpu")]
     pub(crate) gpu: crate::gpu::GpuSlot,
-}
-
-/// The lock-wait choice of a `wait=` argument.
-fn wait_of(wait: bool) -> Wait {
-    if wait {
-        Wait::Block
-    } else {
-        Wait::Fail
-    }
-}
-
-/// Runs `f` without the GIL, handing it a lock-wait callback that gives up on a pending
-/// interrupt (Ctrl-C while waiting for another process's lock raises `KeyboardInterrupt`).
-pub(crate) fn interruptible<T>(
-    py: Python<'_>,
-    f: impl FnOnce(crate::storage::Waiting<'_>) -> Result<T, Error> + Send,
-) -> PyResult<T>
-where
-    T: Send,
-{
-    let mut pending: Option<PyErr> = None;
-    let result = py.detach(|| {
-        let mut waiting = |_: &bloomlanes_guard::Busy| -> std::io::Result<()> {
-            match Python::attach(|py| py.check_signals()) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    pending = Some(e);
-                    Err(std::io::ErrorKind::Interrupted.into())
-                }
-            }
-        };
-        f(&mut waiting)
-    });
-    match (result, pending) {
-        (Err(_), Some(e)) => Err(e),
-        (r, _) => Ok(r?),
-    }
 }
 
 /// Whether keys of type `keys` may be used with a filter of type `filter`.

@@ -6,14 +6,54 @@
 //!     f.insert(new_ids)
 //! # saved here, then the lock is released; an exception inside the block saves nothing
 //! ```
+//!
+//! Also the lock waits of `save`, `load` and `update`: without the GIL, and given up on Ctrl-C.
 
 use std::path::PathBuf;
 
 use bloomlanes_guard::{Wait, WriteLock};
 use pyo3::prelude::*;
 
-use crate::filter::{interruptible, PyFilter};
+use crate::errors::Error;
+use crate::filter::PyFilter;
 use crate::storage::{lock_error, Storage};
+
+/// The lock-wait choice of a `wait=` argument.
+pub(crate) fn wait_of(wait: bool) -> Wait {
+    if wait {
+        Wait::Block
+    } else {
+        Wait::Fail
+    }
+}
+
+/// Runs `f` without the GIL, handing it a lock-wait callback that gives up on a pending
+/// interrupt (Ctrl-C while waiting for another process's lock raises `KeyboardInterrupt`).
+pub(crate) fn interruptible<T>(
+    py: Python<'_>,
+    f: impl FnOnce(crate::storage::Waiting<'_>) -> Result<T, Error> + Send,
+) -> PyResult<T>
+where
+    T: Send,
+{
+    let mut pending: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut waiting = |_: &bloomlanes_guard::Busy| -> std::io::Result<()> {
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    pending = Some(e);
+                    Err(std::io::ErrorKind::Interrupted.into())
+                }
+            }
+        };
+        f(&mut waiting)
+    });
+    match (result, pending) {
+        (Err(_), Some(e)) => Err(e),
+        (r, _) => Ok(r?),
+    }
+}
 
 /// The context manager `Filter.update` returns.
 #[pyclass(module = "bloomlanes", name = "FilterUpdate")]

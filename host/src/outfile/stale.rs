@@ -13,7 +13,7 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 /// How long a temporary file or staging folder of this tool must have gone unmodified before a
 /// later run writing into the same folder removes it. A live writer modifies its temporary file
 /// continually, so only a run that was killed (or stopped for this long) leaves one this old.
-/// One of a process that is gone is removed at once ([`abandoned`]).
+/// One of a process that is gone, whose lock nobody holds, is removed at once.
 pub const STALE_AFTER: Duration = Duration::from_secs(3600);
 
 /// The process id in a temporary name of the current form (`.bloomlanes-<pid>-<hex>.tmp`).
@@ -141,7 +141,8 @@ fn last_modified(path: &Path) -> Option<SystemTime> {
 }
 
 /// Removes from `dir` the temporary files and staging folders of this tool ([`is_temp_name`])
-/// left by runs that were killed: those [`abandoned`] at once, others once unmodified for
+/// left by runs that were killed: at once those whose process is gone from this machine and
+/// whose lock (held by every live writer) nobody holds, others once unmodified for
 /// [`STALE_AFTER`] or longer; returns how many were removed. Nothing else is touched: no other name, nothing outside `dir` (links are
 /// removed, never followed). Errors (an unreadable folder, a file removed meanwhile) are
 /// ignored: this is housekeeping.

@@ -6,7 +6,7 @@
 //! a reader a shared lock on the file it reads ([`lock::read_lock`]). A mapped file that another
 //! program truncates or rewrites in place is reported ([`FilterFile::check_unchanged`],
 //! [`Error::Changed`]), never a `SIGBUS` death. Memory: a filter of any kind is written from its
-//! arrays ([`write`]) and read into them ([`read`]), never held twice.
+//! arrays ([`write_any`]) and read into them ([`load_any`]), never held twice.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -353,7 +353,7 @@ pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
 
 /// Loads a whole filter file of any kind (static, counting, stable, window, scalable) into
 /// memory, fully checked (checksums included). A regular file is read under a shared lock
-/// straight into the filter's arrays (memory: the filter, not the file twice; see [`read`]);
+/// straight into the filter's arrays (memory: the filter, not the file twice);
 /// a pipe or block device is read with the bound of [`read_bounded`]; a folder, character
 /// device or socket is refused.
 pub fn load_any(path: &Path) -> Result<AnyFilter> {

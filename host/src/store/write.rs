@@ -147,7 +147,8 @@ impl<'a> FileParts<'a> {
     }
 }
 
-/// Writes the file of `f` to `w` as [`FileParts::write_to`] does (a spatial filter through its
+/// Writes the file of `f` to `w`: the payload hashed in a first pass, then the header and the
+/// payload from the filter's arrays (a spatial filter through its
 /// `to_file_bytes`).
 pub fn write_any(w: &mut dyn Write, f: &AnyFilter) -> io::Result<()> {
     match FileParts::of(f) {
