@@ -58,6 +58,7 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
     };
     let open = start.elapsed();
     let s = f.stats();
+    f.check_unchanged()?;
     if ctx.json {
         emit(&stats_json(&a.filter, &s, &f, open))?;
         return Ok(ExitCode::SUCCESS);
