@@ -93,7 +93,7 @@ impl<'a> FileParts<'a> {
                 scalable_meta(s),
                 s.stages().iter().map(Filter::words).collect(),
             ),
-            AnyFilter::Spatial(_) => return None,
+            AnyFilter::Spatial(_) | AnyFilter::Retrieval(_) => return None,
         })
     }
 
