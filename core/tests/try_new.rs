@@ -1,6 +1,7 @@
 //! The fallible constructors (`try_new`) make the filters `new` makes; only a refused
 //! allocation differs (None instead of an abort; exercised in the Python package's tests under
 //! an address-space limit, where it is deterministic).
+#![cfg(feature = "alloc")]
 
 use bloomlanes_core::{CounterBits, CountingFilter, Filter, FilterKind, Layout, Params};
 use bloomlanes_core::{WindowFilter, WindowUnit};
