@@ -12,6 +12,7 @@ use crate::scalable_filter::ScalableFilter;
 use crate::spatial_filter::SpatialFilter;
 use crate::stats::Stats;
 use crate::window_filter::WindowFilter;
+use crate::write_file::{FileParts, WriteFile};
 
 /// A filter of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +27,18 @@ pub enum AnyFilter {
     Scalable(ScalableFilter),
     /// A spatial filter (classes).
     Spatial(SpatialFilter),
+}
+
+impl WriteFile for AnyFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        match self {
+            AnyFilter::Static(f) => f.file_parts(),
+            AnyFilter::Counting(f) => f.file_parts(),
+            AnyFilter::Window(f) => f.file_parts(),
+            AnyFilter::Scalable(f) => f.file_parts(),
+            AnyFilter::Spatial(f) => f.file_parts(),
+        }
+    }
 }
 
 impl AnyFilter {
@@ -47,13 +60,7 @@ impl AnyFilter {
 
     /// The whole file.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        match self {
-            AnyFilter::Static(f) => f.to_file_bytes(),
-            AnyFilter::Counting(f) => f.to_file_bytes(),
-            AnyFilter::Window(f) => f.to_file_bytes(),
-            AnyFilter::Scalable(f) => f.to_file_bytes(),
-            AnyFilter::Spatial(f) => f.to_file_bytes(),
-        }
+        self.file_parts().to_bytes()
     }
 
     /// The parameters (kind included).

@@ -6,12 +6,13 @@ use alloc::vec::Vec;
 
 use crate::cell::{cell_words, CellBits, CellsMut};
 use crate::filter::Filter;
-use crate::format::FormatError;
+use crate::format::{FormatError, Header};
 use crate::kind::FilterKind;
 use crate::kind_meta::pad64;
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::storage::Words;
+use crate::write_file::FileParts;
 
 /// The parameters, key count, projection image and cells of a cell-based filter.
 #[derive(Clone, PartialEq)]
@@ -75,25 +76,17 @@ impl CellStore {
         f
     }
 
-    /// Bytes of the two arrays in a file (each padded to 64 bytes).
-    pub(crate) fn arrays_len(&self) -> usize {
-        pad64(self.params.byte_len()) as usize + self.cells.as_slice().len() * 4 + 64
+    /// The parts of the file: the kind metadata `meta`, then the image and the cells.
+    pub(crate) fn file_parts(&self, meta: Vec<u8>) -> FileParts<'_> {
+        let arrays = alloc::vec![self.image.as_slice(), self.cells.as_slice()];
+        FileParts::new(self.params, self.keys, meta, arrays)
     }
 
-    /// Appends the image and the cells, each padded to 64 bytes.
-    pub(crate) fn write_arrays(&self, out: &mut Vec<u8>) {
-        self.image.write_le(out, true);
-        self.cells.write_le(out, true);
-    }
-
-    /// The storage of a parsed file whose payload holds `meta_len` bytes of metadata, then the
-    /// image and the cells (lengths checked by the format's parser).
-    pub(crate) fn from_payload(
-        params: Params,
-        keys: Option<u64>,
-        payload: &[u8],
-        meta_len: usize,
-    ) -> Result<CellStore, FormatError> {
+    /// The storage of a parsed file whose payload holds the header's metadata, then the image
+    /// and the cells (lengths checked by the format's parser).
+    pub(crate) fn from_payload(header: &Header, payload: &[u8]) -> Result<CellStore, FormatError> {
+        let (params, keys) = (header.params, header.keys);
+        let meta_len = header.meta_len as usize;
         let bits = params.kind.cell_bits();
         let image_len = params.byte_len() as usize;
         let cells_at = meta_len + pad64(image_len as u64) as usize;

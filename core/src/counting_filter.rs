@@ -10,11 +10,19 @@ use crate::filter::Filter;
 use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::{CounterBits, FilterKind};
-use crate::kind_meta::{self, META_LEN};
+use crate::kind_meta;
 use crate::math;
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
+
+impl WriteFile for CountingFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        let meta = kind_meta::encode_meta(self.store.params.kind, None);
+        self.store.file_parts(meta.to_vec())
+    }
+}
 
 /// A counting filter (deletions) or a stable filter (a stream filter that forgets old keys),
 /// which share their storage: the projection image and one counter per image bit (the cell
@@ -198,26 +206,15 @@ impl CountingFilter {
 
     /// The whole file: header, kind metadata, image, counters.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let p = *self.params();
-        let len = META_LEN + self.store.arrays_len();
-        format::assemble(p, self.store.keys, META_LEN as u64, len, |out| {
-            out.extend_from_slice(&kind_meta::encode_meta(p.kind, None));
-            self.store.write_arrays(out);
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole counting or stable filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<CountingFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
-        let p = header.params;
-        if p.kind.counter_bits().is_none() {
-            return Err(FormatError::WrongKind {
-                expected: "counting or stable",
-                found: p.kind.name(),
-            });
-        }
+        let (header, payload) =
+            format::parse_kind(file, "counting or stable", |k| k.counter_bits().is_some())?;
         Ok(CountingFilter {
-            store: CellStore::from_payload(p, header.keys, payload, header.meta_len as usize)?,
+            store: CellStore::from_payload(&header, payload)?,
         })
     }
 }

@@ -70,6 +70,8 @@ mod spatial_filter;
 mod storage;
 #[cfg(feature = "alloc")]
 mod window_filter;
+#[cfg(feature = "alloc")]
+pub mod write_file;
 
 #[cfg(feature = "alloc")]
 pub use any_filter::AnyFilter;
@@ -101,4 +103,6 @@ pub use stats::Stats;
 pub use window::{WindowMut, WindowState};
 #[cfg(feature = "alloc")]
 pub use window_filter::WindowFilter;
-pub use xxh64::{xxh64, xxh64_u64};
+#[cfg(feature = "alloc")]
+pub use write_file::{FileParts, WriteFile};
+pub use xxh64::{xxh64, xxh64_u64, Xxh64};

@@ -10,11 +10,12 @@ use crate::filter::Filter;
 use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
-use crate::kind_meta::{self, pad64, META_LEN};
+use crate::kind_meta;
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::spatial::{check_name, ClassTable, NameError};
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
 
 /// Why a spatial filter cannot be made, or a key inserted, as asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +68,24 @@ impl core::fmt::Display for SpatialError {
 }
 
 impl core::error::Error for SpatialError {}
+
+impl WriteFile for SpatialFilter {
+    /// The kind metadata with the class table (per-class key counts, then the names), the image
+    /// and the cells.
+    fn file_parts(&self) -> FileParts<'_> {
+        let mut meta = kind_meta::encode_meta(self.store.params.kind, None).to_vec();
+        let name_bytes: usize = self.names.iter().map(|n| 1 + n.len()).sum();
+        meta[4..8].copy_from_slice(&(name_bytes as u32).to_le_bytes());
+        for k in &self.class_keys {
+            meta.extend_from_slice(&k.to_le_bytes());
+        }
+        for n in &self.names {
+            meta.push(n.len() as u8);
+            meta.extend_from_slice(n.as_bytes());
+        }
+        self.store.file_parts(meta)
+    }
+}
 
 /// A spatial Bloom filter on the split-block layout (see [`crate::spatial`] and
 /// [`crate::cell`]): a key's cells take the larger of their value and the key's class; a lookup
@@ -279,53 +298,21 @@ impl SpatialFilter {
         )
     }
 
-    /// The class table's bytes (per-class key counts, then the names).
-    fn class_table(&self) -> Vec<u8> {
-        let mut t = Vec::new();
-        for k in &self.class_keys {
-            t.extend_from_slice(&k.to_le_bytes());
-        }
-        for n in &self.names {
-            t.push(n.len() as u8);
-            t.extend_from_slice(n.as_bytes());
-        }
-        t
-    }
-
     /// The whole file: header, kind metadata with the class table, image, cells.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let p = *self.params();
-        let table = self.class_table();
-        let meta_len = pad64((META_LEN + table.len()) as u64) as usize;
-        let name_bytes = (table.len() - 8 * self.class_keys.len()) as u32;
-        let len = meta_len + self.store.arrays_len();
-        format::assemble(p, self.store.keys, meta_len as u64, len, |out| {
-            let mut meta = kind_meta::encode_meta(p.kind, None);
-            meta[4..8].copy_from_slice(&name_bytes.to_le_bytes());
-            out.extend_from_slice(&meta);
-            out.extend_from_slice(&table);
-            out.resize(out.len().div_ceil(64) * 64, 0);
-            self.store.write_arrays(out);
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole spatial filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<SpatialFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
-        let p = header.params;
-        if !matches!(p.kind, FilterKind::Spatial { .. }) {
-            return Err(FormatError::WrongKind {
-                expected: "spatial",
-                found: p.kind.name(),
-            });
-        }
-        let meta_len = header.meta_len as usize;
-        let table = ClassTable::parse(&payload[..meta_len])?;
+        let (header, payload) =
+            format::parse_kind(file, "spatial", |k| matches!(k, FilterKind::Spatial { .. }))?;
+        let table = ClassTable::parse(&payload[..header.meta_len as usize])?;
         let class_keys = (1..=table.classes())
             .map(|c| table.keys(c).expect("checked by parse"))
             .collect();
         Ok(SpatialFilter {
-            store: CellStore::from_payload(p, header.keys, payload, meta_len)?,
+            store: CellStore::from_payload(&header, payload)?,
             names: table.names().map(ToString::to_string).collect(),
             class_keys,
         })
