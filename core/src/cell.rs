@@ -216,6 +216,19 @@ pub fn count_at_least(cells: &[u32], bits: CellBits, value: u32) -> u64 {
     n
 }
 
+/// The first cell holding more than `limit`, with its value, if any.
+pub fn first_above(cells: &[u32], bits: CellBits, limit: u32) -> Option<(u64, u32)> {
+    let mut k = 0u64;
+    let mut found = None;
+    for_each_cell(cells, bits, |v| {
+        if v > limit && found.is_none() {
+            found = Some((k, v));
+        }
+        k += 1;
+    });
+    found
+}
+
 #[inline(always)]
 fn set_image_bit(image: &mut [u32], k: u64, on: bool) {
     let (w, m) = ((k / 32) as usize, 1u32 << (k % 32));

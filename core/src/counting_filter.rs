@@ -43,9 +43,25 @@ impl core::fmt::Debug for CountingFilter {
 
 impl CountingFilter {
     /// An empty counting or stable filter with these parameters, or `None` if `params.kind` is
-    /// neither.
+    /// neither. A stable filter's decrements are taken into `1 ..= max_decrements` (its cells,
+    /// at most 2^20: [`kind_meta::max_decrements`]), the range its file may hold.
     pub fn new(params: Params) -> Option<CountingFilter> {
         params.kind.counter_bits()?;
+        let mut params = Params {
+            blocks: params.blocks.max(1),
+            ..params
+        };
+        if let FilterKind::Stable {
+            counter_bits,
+            decrements,
+        } = params.kind
+        {
+            let decrements = decrements.clamp(1, kind_meta::max_decrements(&params));
+            params.kind = FilterKind::Stable {
+                counter_bits,
+                decrements,
+            };
+        }
         Some(CountingFilter {
             store: CellStore::new(params)?,
         })
@@ -58,7 +74,7 @@ impl CountingFilter {
     }
 
     /// An empty stable filter with `params`' shape, `bits`-bit counters and `decrements` cells
-    /// decremented per insert (at least 1).
+    /// decremented per insert (at least 1, at most [`kind_meta::max_decrements`]).
     pub fn stable(params: Params, bits: CounterBits, decrements: u32) -> CountingFilter {
         CountingFilter::new(params.with_kind(FilterKind::Stable {
             counter_bits: bits,

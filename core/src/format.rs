@@ -214,6 +214,13 @@ pub enum FormatError {
     },
     /// Bytes follow the payload.
     TrailingBytes(u64),
+    /// A cell holds a value the kind cannot (a spatial cell past the last class).
+    CellValue {
+        /// The cell's index (= its image bit).
+        cell: u64,
+        /// Its value.
+        value: u32,
+    },
     /// The payload checksum does not match: the bits are corrupt.
     PayloadChecksum,
 }
@@ -257,6 +264,10 @@ impl core::fmt::Display for FormatError {
                 "payload length field is {found} but the layout and block count need {expected} (bytes 40..48)"
             ),
             FormatError::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the payload"),
+            FormatError::CellValue { cell, value } => write!(
+                f,
+                "cell {cell} holds {value}, past the last class (the cells are corrupt)"
+            ),
             FormatError::PayloadChecksum => write!(f, "payload checksum mismatch (the filter bits are corrupt)"),
         }
     }
@@ -398,7 +409,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
             what: "metadata length missing or longer than the payload",
         });
     }
-    let needed = HEADER_LEN as u64 + stated;
+    let needed = stated.saturating_add(HEADER_LEN as u64);
     if found < needed {
         return Err(FormatError::Truncated { needed, found });
     }
@@ -421,7 +432,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
                 found: stated,
             });
         }
-        kind_meta::check_tables(&params, meta)?;
+        kind_meta::check_fields(&params, keys, meta)?;
         kind_meta::check_padding(&params, payload, meta_len)?;
     }
     let header = Header {

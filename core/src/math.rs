@@ -298,7 +298,8 @@ pub fn stable_false_positive_rate(layout: Layout, blocks: u32, max: u32, decreme
 
 /// The smallest number of decrements per insert (P ≥ 1) for which a stable filter on the
 /// blocked layout reaches a stable false-positive rate of at most `rate`
-/// ([`stable_false_positive_rate`] is decreasing in P; bisection from the unblocked estimate).
+/// ([`stable_false_positive_rate`] is decreasing in P; bisection from the unblocked estimate),
+/// or the most a file may hold ([`crate::kind_meta::max_decrements`]) if no P reaches it.
 #[cfg(feature = "alloc")]
 pub fn stable_decrements_for_rate(layout: Layout, blocks: u32, max: u32, rate: f64) -> u32 {
     let cells = u64::from(blocks) * layout.block_bits() as u64;
@@ -311,13 +312,14 @@ pub fn stable_decrements_for_rate(layout: Layout, blocks: u32, max: u32, rate: f
         1
     };
     let meets = |p: u32| stable_false_positive_rate(layout, blocks, max, p) <= rate;
-    let (mut lo, mut hi) = (guess.max(1), guess.max(1));
+    let most = crate::kind_meta::max_decrements(&crate::Params::new(layout, blocks));
+    let (mut lo, mut hi) = (guess.clamp(1, most), guess.clamp(1, most));
     while !meets(hi) {
-        lo = hi;
-        hi = hi.saturating_mul(2);
-        if hi == u32::MAX {
-            return hi;
+        if hi == most {
+            return most;
         }
+        lo = hi;
+        hi = hi.saturating_mul(2).min(most);
     }
     if meets(lo) {
         return lo;

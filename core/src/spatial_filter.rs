@@ -311,8 +311,17 @@ impl SpatialFilter {
         let class_keys = (1..=table.classes())
             .map(|c| table.keys(c).expect("checked by parse"))
             .collect();
+        let store = CellStore::from_payload(&header, payload)?;
+        let classes = u32::from(table.classes());
+        if classes < store.bits().max() {
+            if let Some((cell, value)) =
+                cell::first_above(store.cell_words(), store.bits(), classes)
+            {
+                return Err(FormatError::CellValue { cell, value });
+            }
+        }
         Ok(SpatialFilter {
-            store: CellStore::from_payload(&header, payload)?,
+            store,
             names: table.names().map(ToString::to_string).collect(),
             class_keys,
         })
