@@ -9,6 +9,9 @@
 use crate::layout::{Layout, MAX_BLOCKS};
 use libm::{exp, expm1, lgamma, log, log1p, pow, sqrt};
 
+mod spatial;
+pub use spatial::{spatial_class_rates, spatial_class_rates_unblocked, ClassRates};
+
 /// Expected false-positive rate of a filter of `layout` with `blocks` blocks holding `keys` keys.
 pub fn false_positive_rate(layout: Layout, blocks: u32, keys: u64) -> f64 {
     if keys == 0 || blocks == 0 {

@@ -11,6 +11,7 @@ use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::kind_meta;
+use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::spatial::{check_name, ClassTable, NameError};
@@ -18,7 +19,7 @@ use crate::stats::Stats;
 use crate::write_file::{FileParts, WriteFile};
 
 /// Why a spatial filter cannot be made, or a key inserted, as asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum SpatialError {
     /// The cell width is not 4, 8 or 16 bits.
@@ -46,6 +47,8 @@ pub enum SpatialError {
         /// The number of classes.
         classes: u16,
     },
+    /// No filter of the layout meets the rate asked for.
+    Sizing(SizingError),
 }
 
 impl core::fmt::Display for SpatialError {
@@ -63,6 +66,7 @@ impl core::fmt::Display for SpatialError {
                 f,
                 "class {class} does not exist: the filter has classes 1 to {classes}"
             ),
+            SpatialError::Sizing(e) => e.fmt(f),
         }
     }
 }
@@ -85,6 +89,28 @@ impl WriteFile for SpatialFilter {
         }
         self.store.file_parts(meta)
     }
+}
+
+/// The statistics of one class of a spatial filter ([`SpatialFilter::class_stats`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SpatialStats {
+    /// The class number (1 to `n`).
+    pub class: u16,
+    /// Its name.
+    pub name: String,
+    /// Keys inserted in it.
+    pub keys: u64,
+    /// Cells holding it (the cells it *owns*).
+    pub cells: u64,
+    /// Cells expected to hold it, for these key counts.
+    pub expected_cells: f64,
+    /// Probability that an absent key is reported in this class (the a-priori false-positive
+    /// rate of the class).
+    pub expected_fpr: f64,
+    /// Probability that a key of this class is reported in a higher class (its emersion rate;
+    /// 0 for the top class).
+    pub expected_emersion: f64,
 }
 
 /// A spatial Bloom filter on the split-block layout (see [`crate::spatial`] and
@@ -147,6 +173,23 @@ impl SpatialFilter {
             class_keys: vec![0; owned.len()],
             names: owned,
         })
+    }
+
+    /// An empty spatial filter for `keys` keys in all classes (their sum: the rate that any
+    /// absent key is reported in some class depends on it alone) with `shape`'s layout, seed,
+    /// hash and key type, sized so that this rate is at most `rate`: the blocks of a static
+    /// filter of `keys` keys ([`math::blocks_for_rate`]; [`SpatialFilter::class_stats`] gives
+    /// the per-class rates).
+    pub fn for_keys<S: AsRef<str>>(
+        shape: Params,
+        cell_bits: u32,
+        names: &[S],
+        keys: u64,
+        rate: f64,
+    ) -> Result<SpatialFilter, SpatialError> {
+        let blocks =
+            math::blocks_for_rate(shape.layout, keys.max(1), rate).map_err(SpatialError::Sizing)?;
+        SpatialFilter::new(Params { blocks, ..shape }, cell_bits, names)
     }
 
     /// The parameters (kind included).
@@ -287,6 +330,33 @@ impl SpatialFilter {
             }
         });
         owned
+    }
+
+    /// Per-class statistics, class 1 first: keys, cells owned, and the expected rates of
+    /// [`math::spatial_class_rates`] for this filter's blocks and key counts.
+    pub fn class_stats(&self) -> Vec<SpatialStats> {
+        let p = self.params();
+        let cells = self.cells_per_class();
+        let mut above = 0u64;
+        let mut stats: Vec<SpatialStats> = (0..self.names.len())
+            .rev()
+            .map(|i| {
+                let keys = self.class_keys[i];
+                let rates = math::spatial_class_rates(p.layout, p.blocks, keys, above);
+                above = above.saturating_add(keys);
+                SpatialStats {
+                    class: i as u16 + 1,
+                    name: self.names[i].clone(),
+                    keys,
+                    cells: cells[i],
+                    expected_cells: rates.cells,
+                    expected_fpr: rates.false_positive,
+                    expected_emersion: rates.emersion,
+                }
+            })
+            .collect();
+        stats.reverse();
+        stats
     }
 
     /// Statistics of the projection (membership in any class).
