@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use crate::cell::{cell_words, CellBits, CellsMut};
+use crate::cell::{self, cell_words, CellBits, CellReduce, CellsMut};
 use crate::filter::Filter;
 use crate::format::{FormatError, Header};
 use crate::kind::FilterKind;
@@ -15,7 +15,7 @@ use crate::storage::Words;
 use crate::write_file::FileParts;
 
 /// The parameters, key count, projection image and cells of a cell-based filter.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CellStore {
     pub(crate) params: Params,
     pub(crate) keys: Option<u64>,
@@ -53,6 +53,18 @@ impl CellStore {
 
     pub(crate) fn cell_words(&self) -> &[u32] {
         self.cells.as_slice()
+    }
+
+    /// The smallest of the key's `L` cells ([`CellReduce::Min`]): a counting filter's count, a
+    /// spatial filter's class.
+    pub(crate) fn smallest_cell(&self, hash: u64) -> u32 {
+        cell::reduce_cells(
+            &self.params,
+            self.bits(),
+            self.cells.as_slice(),
+            hash,
+            CellReduce::Min,
+        )
     }
 
     pub(crate) fn view_mut(&mut self) -> CellsMut<'_> {

@@ -3,7 +3,6 @@
 
 use alloc::vec::Vec;
 
-use crate::cell::{self, CellReduce};
 use crate::cell_store::CellStore;
 use crate::counting::{self, CountingMut, RemoveError};
 use crate::filter::Filter;
@@ -27,18 +26,9 @@ impl WriteFile for CountingFilter {
 /// A counting filter (deletions) or a stable filter (a stream filter that forgets old keys),
 /// which share their storage: the projection image and one counter per image bit (the cell
 /// algebra's storage, [`crate::cell`]).
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CountingFilter {
     store: CellStore,
-}
-
-impl core::fmt::Debug for CountingFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("CountingFilter")
-            .field("params", &self.store.params)
-            .field("keys", &self.store.keys)
-            .finish_non_exhaustive()
-    }
 }
 
 impl CountingFilter {
@@ -175,17 +165,11 @@ impl CountingFilter {
         self.projection().contains_hash(hash)
     }
 
-    /// The key's count: the smallest of its counters ([`CellReduce::Min`]), an upper bound on
+    /// The key's count: the smallest of its counters ([`CellReduce::Min`](crate::CellReduce::Min)), an upper bound on
     /// how many times it was inserted (less its deletions) while no counter saturated; 0 means
     /// absent.
     pub fn count_hash(&self, hash: u64) -> u32 {
-        cell::reduce_cells(
-            self.params(),
-            self.store.bits(),
-            self.store.cell_words(),
-            hash,
-            CellReduce::Min,
-        )
+        self.store.smallest_cell(hash)
     }
 
     /// The count of a key; see [`CountingFilter::count_hash`].

@@ -28,26 +28,11 @@ impl WriteFile for Filter {
 }
 
 /// A filter that owns its bits, with its [`Params`] and its key count.
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Filter {
     params: Params,
     keys: Option<u64>,
     words: Words,
-}
-
-impl core::fmt::Debug for Filter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Filter")
-            .field("params", &self.params)
-            .field("keys", &self.keys)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartialEq for Filter {
-    fn eq(&self, other: &Self) -> bool {
-        self.header() == other.header() && self.words() == other.words()
-    }
 }
 
 impl Filter {

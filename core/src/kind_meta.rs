@@ -145,7 +145,7 @@ pub fn decode_kind(code: u8, meta: &[u8]) -> Result<FilterKind, FormatError> {
                 ));
             }
             let rate = f64::from_bits(le_u64(meta, 8));
-            if !(rate > 0.0 && rate < 1.0) || le_u64(meta, 16) == 0 {
+            if crate::math::check_rate(rate).is_err() || le_u64(meta, 16) == 0 {
                 return Err(bad("scalable rate or initial capacity out of range"));
             }
             if !(1..=MAX_STAGES).contains(&le_u32(meta, 24)) {

@@ -89,11 +89,19 @@ impl core::fmt::Display for SizingError {
 
 impl core::error::Error for SizingError {}
 
+/// `rate` if it is a false-positive rate a filter can be sized for: in the open interval (0, 1)
+/// (not NaN).
+pub fn check_rate(rate: f64) -> Result<f64, SizingError> {
+    if rate > 0.0 && rate < 1.0 {
+        Ok(rate)
+    } else {
+        Err(SizingError::BadRate(rate))
+    }
+}
+
 /// The fewest blocks of `layout` for which `keys` keys give at most `rate` expected false positives.
 pub fn blocks_for_rate(layout: Layout, keys: u64, rate: f64) -> Result<u32, SizingError> {
-    if !(rate > 0.0 && rate < 1.0) {
-        return Err(SizingError::BadRate(rate));
-    }
+    check_rate(rate)?;
     let meets = |z: u32| false_positive_rate(layout, z, keys) <= rate;
     if !meets(MAX_BLOCKS) {
         return Err(SizingError::Unreachable { layout, keys, rate });
@@ -354,9 +362,7 @@ pub fn blocks_for_window_rate(
     generations: u16,
     rate: f64,
 ) -> Result<u32, SizingError> {
-    if !(rate > 0.0 && rate < 1.0) {
-        return Err(SizingError::BadRate(rate));
-    }
+    check_rate(rate)?;
     // The per-generation rate that gives `rate` over g + 1 generations.
     let per = 1.0 - pow(1.0 - rate, 1.0 / (f64::from(generations) + 1.0));
     let z = blocks_for_rate(layout, span.max(1), per)?;

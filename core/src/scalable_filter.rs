@@ -54,9 +54,7 @@ impl ScalableFilter {
         growth: u8,
         tightening: f64,
     ) -> Result<ScalableFilter, SizingError> {
-        if !(rate > 0.0 && rate < 1.0) {
-            return Err(SizingError::BadRate(rate));
-        }
+        math::check_rate(rate)?;
         let t = libm::round(tightening.clamp(0.0, 1.0) * 256.0).clamp(1.0, 255.0) as u8;
         let meta = ScalableMeta {
             growth: growth.max(2),

@@ -4,7 +4,7 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::cell::{self, CellBits, CellReduce, CellsMut};
+use crate::cell::{self, CellBits, CellsMut};
 use crate::cell_store::CellStore;
 use crate::filter::Filter;
 use crate::format::{self, FormatError};
@@ -118,21 +118,11 @@ pub struct SpatialStats {
 /// answers the smallest of the key's cells, 0 for an absent key. Classes are numbered from 1 in
 /// priority order: where keys of two classes share a cell the higher class wins, so a key may be
 /// reported in a higher class than its own, never in a lower one.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SpatialFilter {
     store: CellStore,
     names: Vec<String>,
     class_keys: Vec<u64>,
-}
-
-impl core::fmt::Debug for SpatialFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SpatialFilter")
-            .field("params", &self.store.params)
-            .field("names", &self.names)
-            .field("class_keys", &self.class_keys)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SpatialFilter {
@@ -270,13 +260,7 @@ impl SpatialFilter {
 
     /// The class of the key with hash `hash`: the smallest of its cells, 0 if absent.
     pub fn class_of_hash(&self, hash: u64) -> u32 {
-        cell::reduce_cells(
-            self.params(),
-            self.store.bits(),
-            self.store.cell_words(),
-            hash,
-            CellReduce::Min,
-        )
+        self.store.smallest_cell(hash)
     }
 
     /// The class of a key (0: absent); see [`SpatialFilter::class_of_hash`].

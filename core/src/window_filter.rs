@@ -25,30 +25,12 @@ impl WriteFile for WindowFilter {
 
 /// A sliding-window filter: `g + 1` rotating generations of split-block images (see
 /// [`window`]).
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WindowFilter {
     params: Params,
     keys: Option<u64>,
     state: WindowState,
     words: Words,
-}
-
-impl core::fmt::Debug for WindowFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("WindowFilter")
-            .field("params", &self.params)
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartialEq for WindowFilter {
-    fn eq(&self, other: &Self) -> bool {
-        self.params == other.params
-            && self.keys == other.keys
-            && self.state == other.state
-            && self.words() == other.words()
-    }
 }
 
 impl WindowFilter {

@@ -4,20 +4,15 @@
 //! metadata; the values at the edge of each range are accepted and usable.
 #![cfg(feature = "alloc")]
 
+mod common;
+
 use bloomlanes_core::format::{FormatError, Header, HEADER_LEN};
 use bloomlanes_core::kind_meta::{self, MAX_DECREMENTS};
 use bloomlanes_core::{
-    xxh64, AnyFilter, CounterBits, CountingFilter, FilterKind, Layout, Params, ScalableFilter,
+    AnyFilter, CounterBits, CountingFilter, FilterKind, Layout, Params, ScalableFilter,
     SpatialFilter, WindowFilter, WindowUnit,
 };
-
-/// Recomputes the payload and header checksums after an edit.
-fn rechecksum(file: &mut [u8]) {
-    let payload = xxh64(&file[HEADER_LEN..], 0);
-    file[48..56].copy_from_slice(&payload.to_le_bytes());
-    let header = xxh64(&file[..56], 0);
-    file[56..64].copy_from_slice(&header.to_le_bytes());
-}
+use common::rechecksum;
 
 /// `file` with `value` written at byte `at` and both checksums recomputed.
 fn with(file: &[u8], at: usize, value: &[u8]) -> Vec<u8> {

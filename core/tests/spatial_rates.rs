@@ -170,38 +170,26 @@ fn measure(layout: Layout, sizes: &[u64], rate: f64) {
     );
 }
 
-// The shapes keep every rate measurable: higher classes hold enough keys for the lower ones to
-// emerge into them (a small top class hides no one).
-
+/// Every class's rates at 2 to 8 classes of skewed sizes, on 8x32 and 16x64. The shapes keep
+/// every rate measurable: higher classes hold enough keys for the lower ones to emerge into them
+/// (a small top class hides no one).
 #[test]
-fn two_classes_8x32() {
-    measure(Layout::L8x32, &[50_000, 150_000], 0.02);
-}
-
-#[test]
-fn five_classes_8x32() {
-    measure(
-        Layout::L8x32,
-        &[10_000, 15_000, 20_000, 30_000, 150_000],
-        0.05,
-    );
-}
-
-#[test]
-fn eight_classes_doubling_8x32() {
-    let sizes: Vec<u64> = (0..8).map(|i| 1_000 << i).collect();
-    measure(Layout::L8x32, &sizes, 0.02);
-}
-
-#[test]
-fn three_classes_16x64() {
-    measure(Layout::L16x64, &[20_000, 30_000, 150_000], 0.02);
-}
-
-#[test]
-fn eight_classes_doubling_16x64() {
-    let sizes: Vec<u64> = (0..8).map(|i| 4_000 << i).collect();
-    measure(Layout::L16x64, &sizes, 0.05);
+fn rates_of_skewed_classes() {
+    let doubling = |first: u64| -> Vec<u64> { (0..8).map(|i| first << i).collect() };
+    let cases = [
+        (Layout::L8x32, vec![50_000, 150_000], 0.02),
+        (
+            Layout::L8x32,
+            vec![10_000, 15_000, 20_000, 30_000, 150_000],
+            0.05,
+        ),
+        (Layout::L8x32, doubling(1_000), 0.02),
+        (Layout::L16x64, vec![20_000, 30_000, 150_000], 0.02),
+        (Layout::L16x64, doubling(4_000), 0.05),
+    ];
+    for (layout, sizes, rate) in cases {
+        measure(layout, &sizes, rate);
+    }
 }
 
 /// Sizing meets the overall rate in the fewest blocks, as the static filter's does.

@@ -16,15 +16,16 @@ fn every_kind() -> Vec<(&'static str, AnyFilter)> {
     let mut odd = Filter::new(small);
     let mut counting = CountingFilter::counting(big, CounterBits::Four);
     let mut stable = CountingFilter::stable(small, CounterBits::Eight, 3);
-    let window = |unit, span| {
-        let kind = FilterKind::Window {
-            generations: 3,
-            unit,
-            span,
-        };
-        WindowFilter::new(big.with_kind(kind)).unwrap()
-    };
-    let (mut by_keys, mut by_time) = (window(WindowUnit::Keys, 500), window(WindowUnit::Nanos, 7));
+    let [mut by_keys, mut by_time] =
+        [(WindowUnit::Keys, 500), (WindowUnit::Nanos, 7)].map(|(unit, span)| {
+            let generations = 3;
+            let kind = FilterKind::Window {
+                generations,
+                unit,
+                span,
+            };
+            WindowFilter::new(big.with_kind(kind)).unwrap()
+        });
     let mut scalable = ScalableFilter::new(small, 100, 0.01, 2, 0.5).unwrap();
     let mut spatial = SpatialFilter::new(big, 16, &["low", "mid", "high"]).unwrap();
     for k in 0..2000u64 {

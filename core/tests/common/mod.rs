@@ -87,3 +87,12 @@ pub fn rechecksum(file: &mut [u8]) {
     let header = xxh64(&file[..56], 0);
     file[56..64].copy_from_slice(&header.to_le_bytes());
 }
+
+/// Asserts that flipping any one of every `step`-th bit of `file` makes `rejects` true.
+pub fn flips_rejected(file: &[u8], step: usize, rejects: impl Fn(&[u8]) -> bool) {
+    for bit in (0..file.len() * 8).step_by(step) {
+        let mut bad = file.to_vec();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        assert!(rejects(&bad), "flip of bit {bit} accepted");
+    }
+}
