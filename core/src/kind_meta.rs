@@ -191,10 +191,16 @@ fn adds_up_to(keys: Option<u64>, mut counts: impl Iterator<Item = u64>) -> bool 
 
 /// Checks every metadata field against what the kind can use and against the header's key count
 /// `keys`, once [`payload_len`] has agreed with the header (`docs/FORMAT.md` §9, "Ranges"): the
-/// stable filter's decrements, the window's state, the scalable filter's stage fill and key
+/// zero padding after a stage or class table, the stable filter's decrements, the window's state, the scalable filter's stage fill and key
 /// total, the spatial filter's class table and key total.
 pub fn check_fields(params: &Params, keys: Option<u64>, meta: &[u8]) -> Result<(), FormatError> {
     check_tables(params, meta)?;
+    let used = used_len(params, meta);
+    if let Some(at) = meta[used as usize..].iter().position(|&b| b != 0) {
+        return Err(FormatError::Padding {
+            offset: used + at as u64,
+        });
+    }
     match params.kind {
         FilterKind::Stable { decrements, .. } if decrements > max_decrements(params) => {
             Err(bad("stable decrements exceed the filter's cells or 2^20"))
@@ -253,17 +259,19 @@ pub fn check_fields(params: &Params, keys: Option<u64>, meta: &[u8]) -> Result<(
 /// The metadata bytes (`units × 64`) a kind needs besides its first 64: the stage table of a
 /// scalable filter.
 pub fn meta_len(params: &Params, meta: &[u8]) -> Result<u64, FormatError> {
-    match params.kind {
-        FilterKind::Static => Ok(0),
-        FilterKind::Scalable { .. } => {
-            let stages = u64::from(le_u32(meta, 24));
-            Ok(pad64(META_LEN as u64 + stages * STAGE_LEN as u64))
-        }
-        FilterKind::Spatial { classes, .. } => Ok(pad64(
-            META_LEN as u64 + spatial::table_len(classes, le_u32(meta, 4)),
-        )),
-        _ => Ok(META_LEN as u64),
-    }
+    Ok(pad64(used_len(params, meta)))
+}
+
+/// The metadata bytes a kind uses before its zero padding: the first 64, and a scalable
+/// filter's stage table or a spatial filter's class table (0 for static filters).
+fn used_len(params: &Params, meta: &[u8]) -> u64 {
+    let table = match params.kind {
+        FilterKind::Static => return 0,
+        FilterKind::Scalable { .. } => u64::from(le_u32(meta, 24)) * STAGE_LEN as u64,
+        FilterKind::Spatial { classes, .. } => spatial::table_len(classes, le_u32(meta, 4)),
+        _ => 0,
+    };
+    META_LEN as u64 + table
 }
 
 /// The array lengths (unpadded, in bytes) of a filter: for a scalable filter, one per stage

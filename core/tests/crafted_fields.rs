@@ -278,3 +278,27 @@ fn a_payload_length_near_2_pow_64_is_an_error() {
         );
     }
 }
+
+/// Found by fuzzing (`filter_fields`): bytes after a spatial filter's class table, or a scalable
+/// filter's stage table, up to the end of the metadata were not checked to be zero.
+#[test]
+fn padding_after_a_table_is_zero() {
+    // Spatial: 64 + 16 bytes of class keys + 11 of names (4 "deny", 5 "allow"); metadata 128.
+    let file = spatial();
+    accepted("as written", &file);
+    let pad = META + 64 + 16 + 11;
+    for at in [pad, META + 127] {
+        let err = AnyFilter::from_file_bytes(&with(&file, at, &[2])).unwrap_err();
+        assert_eq!(
+            err,
+            FormatError::Padding {
+                offset: (at - META) as u64
+            },
+            "byte {at}"
+        );
+    }
+    // Scalable: 64 + 3 stages of 16 bytes; the metadata is 128.
+    let file = scalable().to_file_bytes();
+    let err = AnyFilter::from_file_bytes(&with(&file, META + 64 + 48, &[1])).unwrap_err();
+    assert_eq!(err, FormatError::Padding { offset: 112 });
+}
