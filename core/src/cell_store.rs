@@ -111,11 +111,16 @@ impl CellStore {
                 what: "the arrays do not fit the payload",
             });
         };
-        Ok(CellStore {
+        let store = CellStore {
             params,
             keys,
             image: Words::from_le_bytes(image),
             cells: Words::from_le_bytes(cells),
-        })
+        };
+        let (image, cells) = (store.image.as_slice(), store.cells.as_slice());
+        match cell::first_unprojected(image, cells, bits) {
+            Some(bit) => Err(FormatError::Projection { bit }),
+            None => Ok(store),
+        }
     }
 }

@@ -214,6 +214,11 @@ pub enum FormatError {
     },
     /// Bytes follow the payload.
     TrailingBytes(u64),
+    /// An image bit is not its cell's projection (set iff the cell is positive).
+    Projection {
+        /// The image bit (= the cell's index).
+        bit: u64,
+    },
     /// A cell holds a value the kind cannot (a spatial cell past the last class).
     CellValue {
         /// The cell's index (= its image bit).
@@ -264,6 +269,10 @@ impl core::fmt::Display for FormatError {
                 "payload length field is {found} but the layout and block count need {expected} (bytes 40..48)"
             ),
             FormatError::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the payload"),
+            FormatError::Projection { bit } => write!(
+                f,
+                "image bit {bit} disagrees with its cell (the image must be the cells' projection)"
+            ),
             FormatError::CellValue { cell, value } => write!(
                 f,
                 "cell {cell} holds {value}, past the last class (the cells are corrupt)"

@@ -256,13 +256,54 @@ fn spatial_key_totals_and_cells_are_checked() {
     overflow[32..40].copy_from_slice(&(u64::MAX).to_le_bytes());
     rechecksum(&mut overflow);
     rejected("class keys that overflow", &overflow);
-    // The cells start after the metadata (128 bytes) and the image (256 bytes).
+    // The cells (one byte each) start after the metadata (128 bytes) and the image (256 bytes):
+    // a class 3 in a cell that holds a class.
     let cells = META + 128 + 256;
-    let bad = with(&file, cells, &[3]);
+    let first = (cells..file.len()).find(|&i| file[i] != 0).unwrap();
+    let bad = with(&file, first, &[3]);
     assert_eq!(
         SpatialFilter::from_file_bytes(&bad).unwrap_err(),
-        FormatError::CellValue { cell: 0, value: 3 }
+        FormatError::CellValue {
+            cell: (first - cells) as u64,
+            value: 3
+        }
     );
+}
+
+/// Found by fuzzing (`filter_fields`): an image that was not the projection of its cells was
+/// accepted, and the SIMD and scalar stable inserts then left different filters.
+#[test]
+fn the_image_is_the_projection_of_the_cells() {
+    let p = Params::new(Layout::L8x64, 2);
+    let mut counting = CountingFilter::counting(p, CounterBits::Four);
+    let mut stable = CountingFilter::stable(p, CounterBits::Eight, 2);
+    for k in 0..40u64 {
+        counting.insert(&k);
+        stable.insert(&k);
+    }
+    let image_at = META + 64;
+    for (what, file) in [
+        ("counting", counting.to_file_bytes()),
+        ("stable", stable.to_file_bytes()),
+        ("spatial", spatial()),
+    ] {
+        let image_at = if what == "spatial" {
+            META + 128
+        } else {
+            image_at
+        };
+        accepted(what, &file);
+        for bit in [0usize, 77, 255] {
+            let mut bad = file.clone();
+            bad[image_at + bit / 8] ^= 1 << (bit % 8);
+            rechecksum(&mut bad);
+            assert_eq!(
+                AnyFilter::from_file_bytes(&bad).unwrap_err(),
+                FormatError::Projection { bit: bit as u64 },
+                "{what}"
+            );
+        }
+    }
 }
 
 /// A payload length near 2^64 overflowed the file length it implies (a panic in a debug build).
