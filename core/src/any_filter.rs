@@ -13,6 +13,7 @@ use crate::scalable_filter::ScalableFilter;
 use crate::spatial_filter::SpatialFilter;
 use crate::stats::Stats;
 use crate::window_filter::WindowFilter;
+use crate::write_file::{FileParts, WriteFile};
 
 /// A filter of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +30,19 @@ pub enum AnyFilter {
     Spatial(SpatialFilter),
     /// A retrieval table (its membership answer: the key passes the check bits).
     Retrieval(RetrievalTable),
+}
+
+impl WriteFile for AnyFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        match self {
+            AnyFilter::Static(f) => f.file_parts(),
+            AnyFilter::Counting(f) => f.file_parts(),
+            AnyFilter::Window(f) => f.file_parts(),
+            AnyFilter::Scalable(f) => f.file_parts(),
+            AnyFilter::Spatial(f) => f.file_parts(),
+            AnyFilter::Retrieval(f) => f.file_parts(),
+        }
+    }
 }
 
 impl AnyFilter {
@@ -53,14 +67,7 @@ impl AnyFilter {
 
     /// The whole file.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        match self {
-            AnyFilter::Static(f) => f.to_file_bytes(),
-            AnyFilter::Counting(f) => f.to_file_bytes(),
-            AnyFilter::Window(f) => f.to_file_bytes(),
-            AnyFilter::Scalable(f) => f.to_file_bytes(),
-            AnyFilter::Spatial(f) => f.to_file_bytes(),
-            AnyFilter::Retrieval(f) => f.to_file_bytes(),
-        }
+        self.file_parts().to_bytes()
     }
 
     /// The parameters (kind included).

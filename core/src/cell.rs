@@ -216,6 +216,94 @@ pub fn count_at_least(cells: &[u32], bits: CellBits, value: u32) -> u64 {
     n
 }
 
+/// `value`'s low `bits` bits repeated across a 32-bit word.
+const fn repeat(value: u32, bits: u32) -> u32 {
+    let mut out = 0;
+    let mut at = 0;
+    while at < 32 {
+        out |= value << at;
+        at += bits;
+    }
+    out
+}
+
+/// The projection flags of one word of `C`-bit cells, packed into its low `32 / C` bits: each
+/// cell's top bit after adding `2^(C−1) − 1` to its low bits says whether it is positive.
+#[inline(always)]
+fn positive_cells<const C: u32>(x: u32) -> u32 {
+    let max = (1u32 << C) - 1;
+    let (low, high) = (repeat(max >> 1, C), repeat(1 << (C - 1), C));
+    let t = ((((x & low) + low) | x) & high) >> (C - 1);
+    // Pack the flags at bits 0, C, 2C, … into bits 0 .. 32/C.
+    match C {
+        4 => {
+            let t = (t | t >> 3) & 0x0303_0303;
+            let t = (t | t >> 6) & 0x000f_000f;
+            (t | t >> 12) & 0xff
+        }
+        8 => {
+            let t = (t | t >> 7) & 0x0003_0003;
+            (t | t >> 14) & 0xf
+        }
+        _ => (t | t >> 15) & 0x3,
+    }
+}
+
+/// The 32 projection bits of the `C` words of `C`-bit cells in `words`.
+#[inline(always)]
+fn projection_of<const C: u32>(words: &[u32]) -> u32 {
+    (0..C as usize).fold(0, |image, j| {
+        image | positive_cells::<C>(words[j]) << (j as u32 * (32 / C))
+    })
+}
+
+/// The 32 projection bits of the cells in `words` (`c` words of `32/c` cells): bit `i` is set
+/// iff cell `i` is positive (word-parallel).
+pub fn projection_word(words: &[u32], bits: CellBits) -> u32 {
+    match bits {
+        CellBits::One => words[0],
+        CellBits::Four => projection_of::<4>(words),
+        CellBits::Eight => projection_of::<8>(words),
+        CellBits::Sixteen => projection_of::<16>(words),
+    }
+}
+
+/// The index of the first image word of `image` that is not the projection of its `C` words of
+/// `cells`.
+fn first_unprojected_word<const C: u32>(image: &[u32], cells: &[u32]) -> Option<usize> {
+    image
+        .iter()
+        .zip(cells.chunks_exact(C as usize))
+        .position(|(&w, group)| w != projection_of::<C>(group))
+}
+
+/// The first image bit that differs from its cell's projection (`cell > 0`), if any: `image`
+/// holds one bit per cell of `cells` (every cell-based file is checked with it on reading).
+pub fn first_unprojected(image: &[u32], cells: &[u32], bits: CellBits) -> Option<u64> {
+    let word = match bits {
+        CellBits::One => image.iter().zip(cells).position(|(a, b)| a != b),
+        CellBits::Four => first_unprojected_word::<4>(image, cells),
+        CellBits::Eight => first_unprojected_word::<8>(image, cells),
+        CellBits::Sixteen => first_unprojected_word::<16>(image, cells),
+    }?;
+    let c = bits.bits() as usize;
+    let diff = image[word] ^ projection_word(&cells[word * c..(word + 1) * c], bits);
+    Some(word as u64 * 32 + u64::from(diff.trailing_zeros()))
+}
+
+/// The first cell holding more than `limit`, with its value, if any.
+pub fn first_above(cells: &[u32], bits: CellBits, limit: u32) -> Option<(u64, u32)> {
+    let mut k = 0u64;
+    let mut found = None;
+    for_each_cell(cells, bits, |v| {
+        if v > limit && found.is_none() {
+            found = Some((k, v));
+        }
+        k += 1;
+    });
+    found
+}
+
 #[inline(always)]
 fn set_image_bit(image: &mut [u32], k: u64, on: bool) {
     let (w, m) = ((k / 32) as usize, 1u32 << (k % 32));
@@ -451,6 +539,31 @@ mod tests {
             assert_eq!(cell(&words, bits, 0), 1);
             assert_eq!(cell(&words, bits, 2), 15 & bits.max());
             assert_eq!(words[0] & bits.max(), 1, "cell 0 at the low bits");
+        }
+    }
+
+    #[test]
+    fn projection_words_are_the_positive_cells() {
+        for bits in [CellBits::Four, CellBits::Eight, CellBits::Sixteen] {
+            let n = bits.bits() as usize;
+            let mut state = 0x1234_5678u32;
+            for _ in 0..200 {
+                let mut words = [0u32; 16];
+                for k in 0..32u64 {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    // Zero half of the time, else any value up to the maximum.
+                    let v = if state >> 31 == 0 {
+                        0
+                    } else {
+                        (state >> 7) & bits.max()
+                    };
+                    set_cell(&mut words[..n], bits, k, v);
+                }
+                let want = (0..32).fold(0u32, |w, k| {
+                    w | u32::from(cell(&words[..n], bits, k) > 0) << k
+                });
+                assert_eq!(projection_word(&words[..n], bits), want, "{bits:?}");
+            }
         }
     }
 

@@ -4,17 +4,18 @@
 
 use alloc::vec::Vec;
 
-use crate::cell::{cell_words, CellBits, CellsMut};
+use crate::cell::{self, cell_words, CellBits, CellReduce, CellsMut};
 use crate::filter::Filter;
-use crate::format::FormatError;
+use crate::format::{FormatError, Header};
 use crate::kind::FilterKind;
 use crate::kind_meta::pad64;
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::storage::Words;
+use crate::write_file::FileParts;
 
 /// The parameters, key count, projection image and cells of a cell-based filter.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CellStore {
     pub(crate) params: Params,
     pub(crate) keys: Option<u64>,
@@ -64,6 +65,18 @@ impl CellStore {
         self.cells.as_slice()
     }
 
+    /// The smallest of the key's `L` cells ([`CellReduce::Min`]): a counting filter's count, a
+    /// spatial filter's class.
+    pub(crate) fn smallest_cell(&self, hash: u64) -> u32 {
+        cell::reduce_cells(
+            &self.params,
+            self.bits(),
+            self.cells.as_slice(),
+            hash,
+            CellReduce::Min,
+        )
+    }
+
     pub(crate) fn view_mut(&mut self) -> CellsMut<'_> {
         CellsMut::new(
             self.params,
@@ -85,25 +98,17 @@ impl CellStore {
         f
     }
 
-    /// Bytes of the two arrays in a file (each padded to 64 bytes).
-    pub(crate) fn arrays_len(&self) -> usize {
-        pad64(self.params.byte_len()) as usize + self.cells.as_slice().len() * 4 + 64
+    /// The parts of the file: the kind metadata `meta`, then the image and the cells.
+    pub(crate) fn file_parts(&self, meta: Vec<u8>) -> FileParts<'_> {
+        let arrays = alloc::vec![self.image.as_slice(), self.cells.as_slice()];
+        FileParts::new(self.params, self.keys, meta, arrays)
     }
 
-    /// Appends the image and the cells, each padded to 64 bytes.
-    pub(crate) fn write_arrays(&self, out: &mut Vec<u8>) {
-        self.image.write_le(out, true);
-        self.cells.write_le(out, true);
-    }
-
-    /// The storage of a parsed file whose payload holds `meta_len` bytes of metadata, then the
-    /// image and the cells (lengths checked by the format's parser).
-    pub(crate) fn from_payload(
-        params: Params,
-        keys: Option<u64>,
-        payload: &[u8],
-        meta_len: usize,
-    ) -> Result<CellStore, FormatError> {
+    /// The storage of a parsed file whose payload holds the header's metadata, then the image
+    /// and the cells (lengths checked by the format's parser).
+    pub(crate) fn from_payload(header: &Header, payload: &[u8]) -> Result<CellStore, FormatError> {
+        let (params, keys) = (header.params, header.keys);
+        let meta_len = header.meta_len as usize;
         let bits = params.kind.cell_bits();
         let image_len = params.byte_len() as usize;
         let cells_at = meta_len + pad64(image_len as u64) as usize;
@@ -116,11 +121,16 @@ impl CellStore {
                 what: "the arrays do not fit the payload",
             });
         };
-        Ok(CellStore {
+        let store = CellStore {
             params,
             keys,
             image: Words::from_le_bytes(image),
             cells: Words::from_le_bytes(cells),
-        })
+        };
+        let (image, cells) = (store.image.as_slice(), store.cells.as_slice());
+        match cell::first_unprojected(image, cells, bits) {
+            Some(bit) => Err(FormatError::Projection { bit }),
+            None => Ok(store),
+        }
     }
 }

@@ -3,41 +3,55 @@
 
 use alloc::vec::Vec;
 
-use crate::cell::{self, CellReduce};
 use crate::cell_store::CellStore;
 use crate::counting::{self, CountingMut, RemoveError};
 use crate::filter::Filter;
 use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::{CounterBits, FilterKind};
-use crate::kind_meta::{self, META_LEN};
+use crate::kind_meta;
 use crate::math;
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
+
+impl WriteFile for CountingFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        let meta = kind_meta::encode_meta(self.store.params.kind, None);
+        self.store.file_parts(meta.to_vec())
+    }
+}
 
 /// A counting filter (deletions) or a stable filter (a stream filter that forgets old keys),
 /// which share their storage: the projection image and one counter per image bit (the cell
 /// algebra's storage, [`crate::cell`]).
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CountingFilter {
     store: CellStore,
 }
 
-impl core::fmt::Debug for CountingFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("CountingFilter")
-            .field("params", &self.store.params)
-            .field("keys", &self.store.keys)
-            .finish_non_exhaustive()
-    }
-}
-
 impl CountingFilter {
     /// An empty counting or stable filter with these parameters, or `None` if `params.kind` is
-    /// neither.
+    /// neither. A stable filter's decrements are taken into `1 ..= max_decrements` (its cells,
+    /// at most 2^20: [`kind_meta::max_decrements`]), the range its file may hold.
     pub fn new(params: Params) -> Option<CountingFilter> {
         params.kind.counter_bits()?;
+        let mut params = Params {
+            blocks: params.blocks.max(1),
+            ..params
+        };
+        if let FilterKind::Stable {
+            counter_bits,
+            decrements,
+        } = params.kind
+        {
+            let decrements = decrements.clamp(1, kind_meta::max_decrements(&params));
+            params.kind = FilterKind::Stable {
+                counter_bits,
+                decrements,
+            };
+        }
         Some(CountingFilter {
             store: CellStore::new(params)?,
         })
@@ -59,7 +73,7 @@ impl CountingFilter {
     }
 
     /// An empty stable filter with `params`' shape, `bits`-bit counters and `decrements` cells
-    /// decremented per insert (at least 1).
+    /// decremented per insert (at least 1, at most [`kind_meta::max_decrements`]).
     pub fn stable(params: Params, bits: CounterBits, decrements: u32) -> CountingFilter {
         CountingFilter::new(params.with_kind(FilterKind::Stable {
             counter_bits: bits,
@@ -160,17 +174,11 @@ impl CountingFilter {
         self.projection().contains_hash(hash)
     }
 
-    /// The key's count: the smallest of its counters ([`CellReduce::Min`]), an upper bound on
+    /// The key's count: the smallest of its counters ([`CellReduce::Min`](crate::CellReduce::Min)), an upper bound on
     /// how many times it was inserted (less its deletions) while no counter saturated; 0 means
     /// absent.
     pub fn count_hash(&self, hash: u64) -> u32 {
-        cell::reduce_cells(
-            self.params(),
-            self.store.bits(),
-            self.store.cell_words(),
-            hash,
-            CellReduce::Min,
-        )
+        self.store.smallest_cell(hash)
     }
 
     /// The count of a key; see [`CountingFilter::count_hash`].
@@ -207,26 +215,15 @@ impl CountingFilter {
 
     /// The whole file: header, kind metadata, image, counters.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let p = *self.params();
-        let len = META_LEN + self.store.arrays_len();
-        format::assemble(p, self.store.keys, META_LEN as u64, len, |out| {
-            out.extend_from_slice(&kind_meta::encode_meta(p.kind, None));
-            self.store.write_arrays(out);
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole counting or stable filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<CountingFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
-        let p = header.params;
-        if p.kind.counter_bits().is_none() {
-            return Err(FormatError::WrongKind {
-                expected: "counting or stable",
-                found: p.kind.name(),
-            });
-        }
+        let (header, payload) =
+            format::parse_kind(file, "counting or stable", |k| k.counter_bits().is_some())?;
         Ok(CountingFilter {
-            store: CellStore::from_payload(p, header.keys, payload, header.meta_len as usize)?,
+            store: CellStore::from_payload(&header, payload)?,
         })
     }
 }

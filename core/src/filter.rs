@@ -13,29 +13,26 @@ use crate::parquet::{self, ParquetError};
 use crate::reference::{FilterMut, FilterRef};
 use crate::stats::Stats;
 use crate::storage::Words;
+use crate::write_file::{FileParts, WriteFile};
 use crate::HashId;
 
+impl WriteFile for Filter {
+    fn file_parts(&self) -> FileParts<'_> {
+        FileParts::new(
+            self.params,
+            self.keys,
+            Vec::new(),
+            alloc::vec![self.words()],
+        )
+    }
+}
+
 /// A filter that owns its bits, with its [`Params`] and its key count.
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Filter {
     params: Params,
     keys: Option<u64>,
     words: Words,
-}
-
-impl core::fmt::Debug for Filter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Filter")
-            .field("params", &self.params)
-            .field("keys", &self.keys)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartialEq for Filter {
-    fn eq(&self, other: &Self) -> bool {
-        self.header() == other.header() && self.words() == other.words()
-    }
 }
 
 impl Filter {
@@ -268,20 +265,12 @@ impl Filter {
 
     /// The whole file: header, then the byte image.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        format::assemble(self.params, self.keys, 0, self.byte_len(), |out| {
-            self.words.write_le(out, false)
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole file; any fault (truncation, corruption, foreign or future format) is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<Filter, FormatError> {
-        let (header, payload) = format::parse(file)?;
-        if header.params.kind != FilterKind::Static {
-            return Err(FormatError::WrongKind {
-                expected: "static",
-                found: header.params.kind.name(),
-            });
-        }
+        let (header, payload) = format::parse_kind(file, "static", |k| k == FilterKind::Static)?;
         Filter::from_image(payload, header)
     }
 

@@ -23,6 +23,7 @@
 //! ```
 
 use crate::key_type::KeyType;
+use crate::kind::FilterKind;
 use crate::kind_meta;
 use crate::layout::Layout;
 use crate::params::Params;
@@ -110,6 +111,12 @@ impl Header {
     /// Encodes the header for `payload` (the byte image of a static filter, or the kind
     /// metadata and arrays of another kind, `self.meta_len` bytes of metadata first).
     pub fn encode(&self, payload: &[u8]) -> [u8; HEADER_LEN] {
+        self.encode_parts(payload.len() as u64, xxh64(payload, 0))
+    }
+
+    /// Encodes the header for a payload of `payload_len` bytes whose `XXH64(payload, 0)` is
+    /// `payload_hash` (for a writer that streams the payload instead of holding it).
+    pub fn encode_parts(&self, payload_len: u64, payload_hash: u64) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -129,36 +136,12 @@ impl Header {
         h[28..30].copy_from_slice(&p.key_type.width_field().to_le_bytes());
         h[30..32].copy_from_slice(&((self.meta_len / 64) as u16).to_le_bytes());
         h[32..40].copy_from_slice(&self.keys.unwrap_or(0).to_le_bytes());
-        h[40..48].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        h[48..56].copy_from_slice(&xxh64(payload, 0).to_le_bytes());
+        h[40..48].copy_from_slice(&payload_len.to_le_bytes());
+        h[48..56].copy_from_slice(&payload_hash.to_le_bytes());
         let check = xxh64(&h[..56], 0);
         h[56..64].copy_from_slice(&check.to_le_bytes());
         h
     }
-}
-
-/// A whole file in one buffer: the header for `params`, `keys` and `meta_len`, then the payload
-/// that `write` appends (about `payload_len` bytes). The payload is written once, in place, and
-/// the header is filled in after it, so saving a filter needs its file's size once, not twice.
-#[cfg(feature = "alloc")]
-pub fn assemble(
-    params: Params,
-    keys: Option<u64>,
-    meta_len: u64,
-    payload_len: usize,
-    write: impl FnOnce(&mut alloc::vec::Vec<u8>),
-) -> alloc::vec::Vec<u8> {
-    let mut out = alloc::vec::Vec::with_capacity(HEADER_LEN + payload_len);
-    out.resize(HEADER_LEN, 0);
-    write(&mut out);
-    let header = Header {
-        params,
-        keys,
-        meta_len,
-    }
-    .encode(&out[HEADER_LEN..]);
-    out[..HEADER_LEN].copy_from_slice(&header);
-    out
 }
 
 /// Why a byte string is not a valid filter file. Every variant names the field at fault.
@@ -231,6 +214,18 @@ pub enum FormatError {
     },
     /// Bytes follow the payload.
     TrailingBytes(u64),
+    /// An image bit is not its cell's projection (set iff the cell is positive).
+    Projection {
+        /// The image bit (= the cell's index).
+        bit: u64,
+    },
+    /// A cell holds a value the kind cannot (a spatial cell past the last class).
+    CellValue {
+        /// The cell's index (= its image bit).
+        cell: u64,
+        /// Its value.
+        value: u32,
+    },
     /// The payload checksum does not match: the bits are corrupt.
     PayloadChecksum,
 }
@@ -274,6 +269,14 @@ impl core::fmt::Display for FormatError {
                 "payload length field is {found} but the layout and block count need {expected} (bytes 40..48)"
             ),
             FormatError::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the payload"),
+            FormatError::Projection { bit } => write!(
+                f,
+                "image bit {bit} disagrees with its cell (the image must be the cells' projection)"
+            ),
+            FormatError::CellValue { cell, value } => write!(
+                f,
+                "cell {cell} holds {value}, past the last class (the cells are corrupt)"
+            ),
             FormatError::PayloadChecksum => write!(f, "payload checksum mismatch (the filter bits are corrupt)"),
         }
     }
@@ -303,6 +306,24 @@ pub enum Verify {
 /// `file[64..]`, 64-byte aligned if `file` is). Nothing is returned for a file with any fault.
 pub fn parse(file: &[u8]) -> Result<(Header, &[u8]), FormatError> {
     parse_with(file, Verify::Full)
+}
+
+/// [`parse`] of a file that must hold a filter of a kind `accepts` (named `expected` in the
+/// error): any other kind is [`FormatError::WrongKind`]. Every owning filter reads its files
+/// through this.
+pub fn parse_kind<'a>(
+    file: &'a [u8],
+    expected: &'static str,
+    accepts: fn(FilterKind) -> bool,
+) -> Result<(Header, &'a [u8]), FormatError> {
+    let (header, payload) = parse(file)?;
+    if !accepts(header.params.kind) {
+        return Err(FormatError::WrongKind {
+            expected,
+            found: header.params.kind.name(),
+        });
+    }
+    Ok((header, payload))
 }
 
 /// [`parse`], with the payload checksum checked or not (see [`Verify`]).
@@ -397,7 +418,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
             what: "metadata length missing or longer than the payload",
         });
     }
-    let needed = HEADER_LEN as u64 + stated;
+    let needed = stated.saturating_add(HEADER_LEN as u64);
     if found < needed {
         return Err(FormatError::Truncated { needed, found });
     }
@@ -420,7 +441,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
                 found: stated,
             });
         }
-        kind_meta::check_tables(&params, meta)?;
+        kind_meta::check_fields(&params, keys, meta)?;
         kind_meta::check_padding(&params, payload, meta_len)?;
     }
     let header = Header {

@@ -19,6 +19,15 @@
 //!   bits and `F` check bits mapping the u64 keys 0..N (XXH64, seed 0) to
 //!   [`retrieval_value`]`(k, V)`: its construction seed, segment length exponent and count, and
 //!   the packed cell array.
+//! - `count LAYOUT BLOCKS SEED BITS N D COUNTS` — the count query (the smallest of a key's `L`
+//!   counters) of the u64 keys `0 .. N + 8` in the counting filter of the `counting` line with
+//!   the same fields, comma-separated.
+//! - `spatial LAYOUT BLOCKS SEED BITS CLASSES N IMAGEHEX CELLSHEX ANSWERS` — a spatial filter with
+//!   `BITS`-bit cells and `CLASSES` classes after inserting the u64 key `k` in class
+//!   `k mod CLASSES + 1` for `k` in `0..N`; `ANSWERS` are the classes reported for the u64 keys
+//!   `0 .. N + 8` (0: absent), comma-separated.
+//! - `file NAME HEX` — the whole file of a small filter of every kind (`docs/FORMAT.md` §5, §9),
+//!   built as `render_files` in this module says.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -28,7 +37,7 @@ use crate::kind::{CounterBits, FilterKind, WindowUnit};
 use crate::layout::{block_index, lane_bits, Layout};
 use crate::retrieval::{RetrievalSpec, RetrievalTable, Shape};
 use crate::xxh64::{xxh64, xxh64_u64};
-use crate::{CountingFilter, Filter, Params, WindowFilter};
+use crate::{CountingFilter, Filter, Params, ScalableFilter, SpatialFilter, WindowFilter};
 
 /// The committed golden file.
 pub const VECTORS: &str = include_str!("../golden/vectors.txt");
@@ -87,6 +96,8 @@ pub fn render() -> String {
     s.push_str("# | counting LAYOUT BLOCKS SEED BITS N D IMAGEHEX COUNTERSHEX | stable LAYOUT BLOCKS SEED BITS P N IMAGEHEX COUNTERSHEX\n");
     s.push_str("# | window LAYOUT BLOCKS SEED G SPAN N CURRENT KEYSINCURRENT WORDSHEX\n");
     s.push_str("# | retrieval V F ARITY N SEED SEGBITS SEGCOUNT ARRAYHEX\n");
+    s.push_str("# | count LAYOUT BLOCKS SEED BITS N D COUNTS | spatial LAYOUT BLOCKS SEED BITS CLASSES N IMAGEHEX CELLSHEX ANSWERS\n");
+    s.push_str("# | file NAME HEX\n");
     for seed in [0u64, 42] {
         for key in hash_keys() {
             let _ = writeln!(s, "hash {seed} {} 0x{:016x}", hex(&key), xxh64(&key, seed));
@@ -126,6 +137,8 @@ pub fn render() -> String {
     }
     render_kinds(&mut s);
     render_retrieval(&mut s);
+    render_spatial(&mut s);
+    render_files(&mut s);
     s
 }
 
@@ -201,6 +214,90 @@ pub fn retrieval_vectors() -> Vec<RetrievalVector> {
         .collect()
 }
 
+/// Comma-separated numbers.
+fn list(values: impl Iterator<Item = u32>) -> String {
+    let v: Vec<String> = values.map(|x| alloc::format!("{x}")).collect();
+    v.join(",")
+}
+
+/// The `spatial` lines: per layout, one filter of 16-bit cells in one block and one of 4-bit
+/// cells in three.
+fn render_spatial(s: &mut String) {
+    for layout in Layout::ALL {
+        for (blocks, bits, classes, n) in [(1u32, 16u32, 3u32, 10u64), (3, 4, 7, 40)] {
+            let names: Vec<String> = (1..=classes).map(|c| alloc::format!("c{c}")).collect();
+            let p = Params::new(layout, blocks).with_seed(42);
+            let mut f = SpatialFilter::new(p, bits, &names).expect("valid classes");
+            for k in 0..n {
+                f.insert(&k, (k % u64::from(classes)) as u32 + 1)
+                    .expect("a class of the filter");
+            }
+            let _ = writeln!(
+                s,
+                "spatial {layout} {blocks} 42 {bits} {classes} {n} {} {} {}",
+                words_hex(f.image_words()),
+                words_hex(f.cell_words()),
+                list((0..n + 8).map(|k| f.class_of(&k)))
+            );
+        }
+    }
+}
+
+/// The `file` lines: a small filter of every kind, whole.
+fn render_files(s: &mut String) {
+    let p = Params::new(Layout::L8x32, 1)
+        .with_seed(42)
+        .with_key_type(crate::KeyType::U64);
+    let mut fixed = Filter::new(p);
+    let mut counting = CountingFilter::counting(p, CounterBits::Four);
+    let mut stable = CountingFilter::stable(p, CounterBits::Eight, 3);
+    let window = |unit, span| {
+        let kind = FilterKind::Window {
+            generations: 2,
+            unit,
+            span,
+        };
+        WindowFilter::new(Params::new(Layout::L16x32, 1).with_kind(kind)).expect("a window kind")
+    };
+    let (mut keys, mut time) = (window(WindowUnit::Keys, 3), window(WindowUnit::Nanos, 100));
+    let mut scalable = ScalableFilter::new(p, 4, 0.1, 2, 0.5).expect("a valid rate");
+    let mut spatial = SpatialFilter::new(p, 8, &["deny", "allow"]).expect("valid classes");
+    for k in 0..10u64 {
+        fixed.insert(&k);
+        counting.insert(&k);
+        stable.insert(&k);
+        keys.insert(&k);
+        time.insert_at(&k, 10 + 30 * k);
+        scalable.insert(&k).expect("within the largest filter");
+        spatial.insert(&k, (k % 2) as u32 + 1).expect("a class");
+    }
+    let table_keys: Vec<u64> = (0..10).collect();
+    let values: Vec<u32> = table_keys.iter().map(|&k| retrieval_value(k, 5)).collect();
+    let retrieval = RetrievalTable::build_keys(p, RetrievalSpec::new(5, 3), &table_keys, &values)
+        .expect("a small retrieval table builds");
+    for (name, bytes) in [
+        ("static", fixed.to_file_bytes()),
+        ("counting", counting.to_file_bytes()),
+        ("stable", stable.to_file_bytes()),
+        ("window-keys", keys.to_file_bytes()),
+        ("window-time", time.to_file_bytes()),
+        ("scalable", scalable.to_file_bytes()),
+        ("spatial", spatial.to_file_bytes()),
+        ("retrieval", retrieval.to_file_bytes()),
+    ] {
+        let _ = writeln!(s, "file {name} {}", hex(&bytes));
+    }
+}
+
+/// The fields of the golden lines that start with `what` (`"spatial"`, `"file"`, …), split at
+/// spaces, `what` itself first.
+pub fn lines(what: &str) -> impl Iterator<Item = Vec<&'static str>> + '_ {
+    VECTORS
+        .lines()
+        .map(|line| line.split(' ').collect::<Vec<_>>())
+        .filter(move |f| f[0] == what)
+}
+
 /// The `counting`, `stable` and `window` lines.
 fn render_kinds(s: &mut String) {
     for layout in Layout::ALL {
@@ -224,6 +321,12 @@ fn render_kinds(s: &mut String) {
                 bits.bits(),
                 words_hex(c.image_words()),
                 words_hex(c.counter_words())
+            );
+            let _ = writeln!(
+                s,
+                "count {layout} {blocks} {seed} {} {n} {d} {}",
+                bits.bits(),
+                list((0..n + 8).map(|k| c.count(&k)))
             );
             let p = 3;
             let mut st =

@@ -31,6 +31,32 @@ pub const META_LEN: usize = 64;
 /// Bytes per stage in a scalable filter's stage table.
 pub const STAGE_LEN: usize = 16;
 
+/// The most cells a stable filter decrements per insert, whatever its size: 2^20. Sizing never
+/// needs more (a rate of 10⁻¹² with 8-bit counters and L = 8 takes about 6 × 10⁴), and an insert
+/// stays below a few milliseconds (a bulk backend keeps the cells of a few keys ahead: 8 bytes
+/// per cell).
+pub const MAX_DECREMENTS: u32 = 1 << 20;
+
+/// The most stages a scalable filter has: 65. Every stage but the last is full and stage `i`
+/// holds at least `2^i` keys, so a 66th stage would need more than `2^64 − 1` keys before it.
+pub const MAX_STAGES: u32 = 65;
+
+/// The most keys a window's current generation counts (`2^63 − 1`): no window sees that many, and
+/// a backend that adds a batch of keys to the count never overflows it.
+pub const MAX_GENERATION_KEYS: u64 = (1 << 63) - 1;
+
+/// The most cells a stable filter with `params` decrements per insert: its cells `z × L × W`
+/// (decrementing more than every cell per insert forgets nothing more), at most
+/// [`MAX_DECREMENTS`].
+pub const fn max_decrements(params: &Params) -> u32 {
+    let cells = params.bit_len();
+    if cells < MAX_DECREMENTS as u64 {
+        cells as u32
+    } else {
+        MAX_DECREMENTS
+    }
+}
+
 /// `n` rounded up to a multiple of 64.
 pub const fn pad64(n: u64) -> u64 {
     n.div_ceil(64) * 64
@@ -122,10 +148,11 @@ pub fn decode_kind(code: u8, meta: &[u8]) -> Result<FilterKind, FormatError> {
                 ));
             }
             let rate = f64::from_bits(le_u64(meta, 8));
-            if !(rate > 0.0 && rate < 1.0) || le_u64(meta, 16) == 0 || le_u32(meta, 24) == 0 {
-                return Err(bad(
-                    "scalable rate, initial capacity or stage count out of range",
-                ));
+            if crate::math::check_rate(rate).is_err() || le_u64(meta, 16) == 0 {
+                return Err(bad("scalable rate or initial capacity out of range"));
+            }
+            if !(1..=MAX_STAGES).contains(&le_u32(meta, 24)) {
+                return Err(bad("a scalable filter has 1 to 65 stages"));
             }
             unused_zero(meta, &[0..2, 8..28])?;
             Ok(FilterKind::Scalable { growth, tightening })
@@ -161,20 +188,94 @@ pub fn check_tables(params: &Params, meta: &[u8]) -> Result<(), FormatError> {
     }
 }
 
+/// The sum of `counts`, if it does not overflow and equals the header's key count `keys`.
+fn adds_up_to(keys: Option<u64>, mut counts: impl Iterator<Item = u64>) -> bool {
+    keys.is_some() && counts.try_fold(0u64, |sum, n| sum.checked_add(n)) == keys
+}
+
+/// Checks every metadata field against what the kind can use and against the header's key count
+/// `keys`, once [`payload_len`] has agreed with the header (`docs/FORMAT.md` §9, "Ranges"): the
+/// zero padding after a stage or class table, the stable filter's decrements, the window's state, the scalable filter's stage fill and key
+/// total, the spatial filter's class table and key total.
+pub fn check_fields(params: &Params, keys: Option<u64>, meta: &[u8]) -> Result<(), FormatError> {
+    check_tables(params, meta)?;
+    let used = used_len(params, meta);
+    if let Some(at) = meta[used as usize..].iter().position(|&b| b != 0) {
+        return Err(FormatError::Padding {
+            offset: used + at as u64,
+        });
+    }
+    match params.kind {
+        FilterKind::Stable { decrements, .. } if decrements > max_decrements(params) => {
+            Err(bad("stable decrements exceed the filter's cells or 2^20"))
+        }
+        FilterKind::Window { unit, span, .. } => {
+            let state = decode_window_state(meta);
+            let fill = state.keys_in_current;
+            if fill > MAX_GENERATION_KEYS || keys.is_some_and(|k| fill > k) {
+                return Err(bad(
+                    "the current generation holds more keys than the filter",
+                ));
+            }
+            let time_state = state.started || state.current_start != 0;
+            if unit == WindowUnit::Keys && (fill > span || time_state) {
+                return Err(bad(
+                    "a window of keys holds more than its span, or a time state",
+                ));
+            }
+            Ok(())
+        }
+        FilterKind::Scalable { growth, .. } => {
+            let (fixed, table) = decode_scalable(meta);
+            let last = le_u32(meta, 24) - 1;
+            let mut stage = 0u32;
+            let full = table.clone().all(|(_, held)| {
+                let cap =
+                    crate::math::scalable_stage_capacity(fixed.initial_capacity, growth, stage);
+                stage += 1;
+                held == cap || (held < cap && stage - 1 == last)
+            });
+            if !full {
+                return Err(bad(
+                    "a scalable stage holds more keys than its capacity, or one before the last is not full",
+                ));
+            }
+            if !adds_up_to(keys, table.map(|(_, held)| held)) {
+                return Err(bad(
+                    "the stages' keys do not add up to the header's key count",
+                ));
+            }
+            Ok(())
+        }
+        FilterKind::Spatial { classes, .. } => {
+            let class_keys = (0..usize::from(classes)).map(|i| le_u64(meta, META_LEN + 8 * i));
+            if !adds_up_to(keys, class_keys) {
+                return Err(bad(
+                    "the classes' keys do not add up to the header's key count",
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The metadata bytes (`units × 64`) a kind needs besides its first 64: the stage table of a
 /// scalable filter.
 pub fn meta_len(params: &Params, meta: &[u8]) -> Result<u64, FormatError> {
-    match params.kind {
-        FilterKind::Static => Ok(0),
-        FilterKind::Scalable { .. } => {
-            let stages = u64::from(le_u32(meta, 24));
-            Ok(pad64(META_LEN as u64 + stages * STAGE_LEN as u64))
-        }
-        FilterKind::Spatial { classes, .. } => Ok(pad64(
-            META_LEN as u64 + spatial::table_len(classes, le_u32(meta, 4)),
-        )),
-        _ => Ok(META_LEN as u64),
-    }
+    Ok(pad64(used_len(params, meta)))
+}
+
+/// The metadata bytes a kind uses before its zero padding: the first 64, and a scalable
+/// filter's stage table or a spatial filter's class table (0 for static filters).
+fn used_len(params: &Params, meta: &[u8]) -> u64 {
+    let table = match params.kind {
+        FilterKind::Static => return 0,
+        FilterKind::Scalable { .. } => u64::from(le_u32(meta, 24)) * STAGE_LEN as u64,
+        FilterKind::Spatial { classes, .. } => spatial::table_len(classes, le_u32(meta, 4)),
+        _ => 0,
+    };
+    META_LEN as u64 + table
 }
 
 /// The array lengths (unpadded, in bytes) of a filter: for a scalable filter, one per stage
@@ -319,7 +420,9 @@ pub struct ScalableMeta {
 }
 
 /// Decodes a scalable filter's fixed fields and its stage table: `(blocks, keys)` per stage.
-pub fn decode_scalable(meta: &[u8]) -> (ScalableMeta, impl Iterator<Item = (u32, u64)> + '_) {
+pub fn decode_scalable(
+    meta: &[u8],
+) -> (ScalableMeta, impl Iterator<Item = (u32, u64)> + Clone + '_) {
     let stages = le_u32(meta, 24) as usize;
     let fixed = ScalableMeta {
         growth: meta[0],

@@ -51,38 +51,40 @@ pub mod stats;
 pub mod window;
 pub mod xxh64;
 
-#[cfg(feature = "alloc")]
-mod any_filter;
-#[cfg(feature = "alloc")]
-mod bitmap;
-#[cfg(feature = "alloc")]
-mod cell_store;
-#[cfg(feature = "alloc")]
-mod counting_filter;
-#[cfg(feature = "alloc")]
-mod filter;
-#[cfg(feature = "alloc")]
-pub mod golden;
-#[cfg(feature = "alloc")]
-mod scalable_filter;
-#[cfg(feature = "alloc")]
-mod spatial_filter;
-#[cfg(feature = "alloc")]
-mod storage;
-#[cfg(feature = "alloc")]
-mod window_filter;
+/// Declares items that need an allocator (the `alloc` feature): the owning filters, their files
+/// and the golden vectors.
+macro_rules! with_alloc {
+    ($($item:item)*) => {$(
+        #[cfg(feature = "alloc")]
+        $item
+    )*};
+}
 
-#[cfg(feature = "alloc")]
-pub use any_filter::AnyFilter;
+with_alloc! {
+    mod any_filter;
+    mod bitmap;
+    mod cell_store;
+    mod counting_filter;
+    mod filter;
+    pub mod golden;
+    mod scalable_filter;
+    mod spatial_filter;
+    mod storage;
+    mod window_filter;
+    pub mod write_file;
+    pub use any_filter::AnyFilter;
+    pub use bitmap::Bitmap;
+    pub use counting_filter::CountingFilter;
+    pub use filter::Filter;
+    pub use scalable_filter::ScalableFilter;
+    pub use spatial_filter::{SpatialError, SpatialFilter, SpatialStats};
+    pub use window_filter::WindowFilter;
+    pub use write_file::{FileParts, WriteFile};
+}
+
 pub use batch::{BatchError, Keys, Records, Strings};
-#[cfg(feature = "alloc")]
-pub use bitmap::Bitmap;
 pub use cell::{CellBits, CellReduce, CellUpdate, CellsMut};
 pub use counting::{CountingMut, RemoveError};
-#[cfg(feature = "alloc")]
-pub use counting_filter::CountingFilter;
-#[cfg(feature = "alloc")]
-pub use filter::Filter;
 pub use format::{FormatError, HashId, Header};
 pub use key::Key;
 pub use key_type::{KeyMatch, KeyType, Physical};
@@ -94,12 +96,6 @@ pub use math::SizingError;
 pub use params::{MergeError, Params, Sizing};
 pub use parquet::ParquetError;
 pub use reference::{FilterMut, FilterRef, ShapeError, Word};
-#[cfg(feature = "alloc")]
-pub use scalable_filter::ScalableFilter;
-#[cfg(feature = "alloc")]
-pub use spatial_filter::SpatialFilter;
 pub use stats::Stats;
 pub use window::{WindowMut, WindowState};
-#[cfg(feature = "alloc")]
-pub use window_filter::WindowFilter;
-pub use xxh64::{xxh64, xxh64_u64};
+pub use xxh64::{xxh64, xxh64_u64, Xxh64};

@@ -9,6 +9,9 @@
 use crate::layout::{Layout, MAX_BLOCKS};
 use libm::{exp, expm1, lgamma, log, log1p, pow, sqrt};
 
+mod spatial;
+pub use spatial::{spatial_class_rates, spatial_class_rates_unblocked, ClassRates};
+
 /// Expected false-positive rate of a filter of `layout` with `blocks` blocks holding `keys` keys.
 pub fn false_positive_rate(layout: Layout, blocks: u32, keys: u64) -> f64 {
     if keys == 0 || blocks == 0 {
@@ -86,11 +89,19 @@ impl core::fmt::Display for SizingError {
 
 impl core::error::Error for SizingError {}
 
+/// `rate` if it is a false-positive rate a filter can be sized for: in the open interval (0, 1)
+/// (not NaN).
+pub fn check_rate(rate: f64) -> Result<f64, SizingError> {
+    if rate > 0.0 && rate < 1.0 {
+        Ok(rate)
+    } else {
+        Err(SizingError::BadRate(rate))
+    }
+}
+
 /// The fewest blocks of `layout` for which `keys` keys give at most `rate` expected false positives.
 pub fn blocks_for_rate(layout: Layout, keys: u64, rate: f64) -> Result<u32, SizingError> {
-    if !(rate > 0.0 && rate < 1.0) {
-        return Err(SizingError::BadRate(rate));
-    }
+    check_rate(rate)?;
     let meets = |z: u32| false_positive_rate(layout, z, keys) <= rate;
     if !meets(MAX_BLOCKS) {
         return Err(SizingError::Unreachable { layout, keys, rate });
@@ -298,7 +309,8 @@ pub fn stable_false_positive_rate(layout: Layout, blocks: u32, max: u32, decreme
 
 /// The smallest number of decrements per insert (P ≥ 1) for which a stable filter on the
 /// blocked layout reaches a stable false-positive rate of at most `rate`
-/// ([`stable_false_positive_rate`] is decreasing in P; bisection from the unblocked estimate).
+/// ([`stable_false_positive_rate`] is decreasing in P; bisection from the unblocked estimate),
+/// or the most a file may hold ([`crate::kind_meta::max_decrements`]) if no P reaches it.
 #[cfg(feature = "alloc")]
 pub fn stable_decrements_for_rate(layout: Layout, blocks: u32, max: u32, rate: f64) -> u32 {
     let cells = u64::from(blocks) * layout.block_bits() as u64;
@@ -311,13 +323,14 @@ pub fn stable_decrements_for_rate(layout: Layout, blocks: u32, max: u32, rate: f
         1
     };
     let meets = |p: u32| stable_false_positive_rate(layout, blocks, max, p) <= rate;
-    let (mut lo, mut hi) = (guess.max(1), guess.max(1));
+    let most = crate::kind_meta::max_decrements(&crate::Params::new(layout, blocks));
+    let (mut lo, mut hi) = (guess.clamp(1, most), guess.clamp(1, most));
     while !meets(hi) {
-        lo = hi;
-        hi = hi.saturating_mul(2);
-        if hi == u32::MAX {
-            return hi;
+        if hi == most {
+            return most;
         }
+        lo = hi;
+        hi = hi.saturating_mul(2).min(most);
     }
     if meets(lo) {
         return lo;
@@ -349,9 +362,7 @@ pub fn blocks_for_window_rate(
     generations: u16,
     rate: f64,
 ) -> Result<u32, SizingError> {
-    if !(rate > 0.0 && rate < 1.0) {
-        return Err(SizingError::BadRate(rate));
-    }
+    check_rate(rate)?;
     // The per-generation rate that gives `rate` over g + 1 generations.
     let per = 1.0 - pow(1.0 - rate, 1.0 / (f64::from(generations) + 1.0));
     let z = blocks_for_rate(layout, span.max(1), per)?;

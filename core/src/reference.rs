@@ -19,37 +19,28 @@ pub trait Word: Copy + Eq + core::fmt::Debug {
     fn ones(self) -> u32;
 }
 
-impl Word for u32 {
-    const BITS: u32 = 32;
-    #[inline(always)]
-    fn bit(self, bit: u32) -> bool {
-        self >> bit & 1 == 1
-    }
-    #[inline(always)]
-    fn with_bit(self, bit: u32) -> Self {
-        self | 1 << bit
-    }
-    #[inline(always)]
-    fn ones(self) -> u32 {
-        self.count_ones()
-    }
+/// `Word` for the unsigned integers of each width.
+macro_rules! impl_word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn bit(self, bit: u32) -> bool {
+                self >> bit & 1 == 1
+            }
+            #[inline(always)]
+            fn with_bit(self, bit: u32) -> Self {
+                self | 1 << bit
+            }
+            #[inline(always)]
+            fn ones(self) -> u32 {
+                self.count_ones()
+            }
+        }
+    )*};
 }
 
-impl Word for u64 {
-    const BITS: u32 = 64;
-    #[inline(always)]
-    fn bit(self, bit: u32) -> bool {
-        self >> bit & 1 == 1
-    }
-    #[inline(always)]
-    fn with_bit(self, bit: u32) -> Self {
-        self | 1 << bit
-    }
-    #[inline(always)]
-    fn ones(self) -> u32 {
-        self.count_ones()
-    }
-}
+impl_word!(u32, u64);
 
 /// Why a slice of words cannot be viewed as a filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +117,29 @@ fn locate<W: Word>(layout: Layout, block: u32, lane: usize, bit: u32) -> (usize,
     )
 }
 
+/// The accessors both views have: the filter's parameters, layout and block count.
+macro_rules! view_accessors {
+    () => {
+        /// The filter's parameters.
+        #[inline]
+        pub fn params(&self) -> &Params {
+            &self.params
+        }
+
+        /// The layout.
+        #[inline]
+        pub fn layout(&self) -> Layout {
+            self.params.layout
+        }
+
+        /// Number of blocks `z`.
+        #[inline]
+        pub fn blocks(&self) -> u32 {
+            self.params.blocks
+        }
+    };
+}
+
 /// A read-only view of a filter: its [`Params`] and its words (the byte image as `u32` or `u64`
 /// words).
 #[derive(Clone, Copy, Debug)]
@@ -153,23 +167,7 @@ impl<'a, W: Word> FilterRef<'a, W> {
         Ok(FilterRef { params, words })
     }
 
-    /// The filter's parameters.
-    #[inline]
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-
-    /// The layout.
-    #[inline]
-    pub fn layout(&self) -> Layout {
-        self.params.layout
-    }
-
-    /// Number of blocks `z`.
-    #[inline]
-    pub fn blocks(&self) -> u32 {
-        self.params.blocks
-    }
+    view_accessors!();
 
     /// The words (a whole number of blocks).
     #[inline]
@@ -251,23 +249,7 @@ impl<'a, W: Word> FilterMut<'a, W> {
         Ok(FilterMut { params, words })
     }
 
-    /// The filter's parameters.
-    #[inline]
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-
-    /// The layout.
-    #[inline]
-    pub fn layout(&self) -> Layout {
-        self.params.layout
-    }
-
-    /// Number of blocks `z`.
-    #[inline]
-    pub fn blocks(&self) -> u32 {
-        self.params.blocks
-    }
+    view_accessors!();
 
     /// The words, mutably (a whole number of blocks).
     #[inline]

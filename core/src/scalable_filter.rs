@@ -6,6 +6,7 @@
 //! the compound rate `1 − Π (1 − P_i)` stays below `P` however many stages there are. Keys go
 //! into the last stage; a full last stage gets a successor. A key is found if any stage has it.
 
+use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::filter::Filter;
@@ -17,6 +18,21 @@ use crate::layout::Layout;
 use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
+
+impl WriteFile for ScalableFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        let table: Vec<(u32, u64)> = self
+            .stages
+            .iter()
+            .map(|s| (s.blocks(), s.key_count().unwrap_or(0)))
+            .collect();
+        let mut meta = vec![0; pad64((META_LEN + STAGE_LEN * table.len()) as u64) as usize];
+        kind_meta::scalable_meta(&self.meta, &table, &mut meta);
+        let arrays = self.stages.iter().map(Filter::words).collect();
+        FileParts::new(self.params, Some(self.key_count()), meta, arrays)
+    }
+}
 
 /// A scalable filter.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,9 +54,7 @@ impl ScalableFilter {
         growth: u8,
         tightening: f64,
     ) -> Result<ScalableFilter, SizingError> {
-        if !(rate > 0.0 && rate < 1.0) {
-            return Err(SizingError::BadRate(rate));
-        }
+        math::check_rate(rate)?;
         let t = libm::round(tightening.clamp(0.0, 1.0) * 256.0).clamp(1.0, 255.0) as u8;
         let meta = ScalableMeta {
             growth: growth.max(2),
@@ -179,45 +193,15 @@ impl ScalableFilter {
 
     /// The whole file: header, metadata with the stage table, one image per stage.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let meta_len = pad64((META_LEN + STAGE_LEN * self.stages.len()) as u64) as usize;
-        let table: Vec<(u32, u64)> = self
-            .stages
-            .iter()
-            .map(|s| (s.blocks(), s.key_count().unwrap_or(0)))
-            .collect();
-        let arrays: usize = self
-            .stages
-            .iter()
-            .map(|s| pad64(s.byte_len() as u64) as usize)
-            .sum();
-        let keys = Some(self.key_count());
-        format::assemble(
-            self.params,
-            keys,
-            meta_len as u64,
-            meta_len + arrays,
-            |out| {
-                let at = out.len();
-                out.resize(at + meta_len, 0);
-                kind_meta::scalable_meta(&self.meta, &table, &mut out[at..]);
-                for s in &self.stages {
-                    s.write_image(out);
-                    out.resize(out.len().div_ceil(64) * 64, 0);
-                }
-            },
-        )
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole scalable filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<ScalableFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
+        let (header, payload) = format::parse_kind(file, "scalable", |k| {
+            matches!(k, FilterKind::Scalable { .. })
+        })?;
         let p = header.params;
-        if !matches!(p.kind, FilterKind::Scalable { .. }) {
-            return Err(FormatError::WrongKind {
-                expected: "scalable",
-                found: p.kind.name(),
-            });
-        }
         let meta_bytes = &payload[..header.meta_len as usize];
         let (meta, table) = kind_meta::decode_scalable(meta_bytes);
         let mut at = header.meta_len as usize;

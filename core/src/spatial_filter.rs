@@ -4,20 +4,22 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::cell::{self, CellBits, CellReduce, CellsMut};
+use crate::cell::{self, CellBits, CellsMut};
 use crate::cell_store::CellStore;
 use crate::filter::Filter;
 use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
-use crate::kind_meta::{self, pad64, META_LEN};
+use crate::kind_meta;
+use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::reference::FilterRef;
 use crate::spatial::{check_name, ClassTable, NameError};
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
 
 /// Why a spatial filter cannot be made, or a key inserted, as asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum SpatialError {
     /// The cell width is not 4, 8 or 16 bits.
@@ -45,6 +47,8 @@ pub enum SpatialError {
         /// The number of classes.
         classes: u16,
     },
+    /// No filter of the layout meets the rate asked for.
+    Sizing(SizingError),
 }
 
 impl core::fmt::Display for SpatialError {
@@ -62,32 +66,63 @@ impl core::fmt::Display for SpatialError {
                 f,
                 "class {class} does not exist: the filter has classes 1 to {classes}"
             ),
+            SpatialError::Sizing(e) => e.fmt(f),
         }
     }
 }
 
 impl core::error::Error for SpatialError {}
 
+impl WriteFile for SpatialFilter {
+    /// The kind metadata with the class table (per-class key counts, then the names), the image
+    /// and the cells.
+    fn file_parts(&self) -> FileParts<'_> {
+        let mut meta = kind_meta::encode_meta(self.store.params.kind, None).to_vec();
+        let name_bytes: usize = self.names.iter().map(|n| 1 + n.len()).sum();
+        meta[4..8].copy_from_slice(&(name_bytes as u32).to_le_bytes());
+        for k in &self.class_keys {
+            meta.extend_from_slice(&k.to_le_bytes());
+        }
+        for n in &self.names {
+            meta.push(n.len() as u8);
+            meta.extend_from_slice(n.as_bytes());
+        }
+        self.store.file_parts(meta)
+    }
+}
+
+/// The statistics of one class of a spatial filter ([`SpatialFilter::class_stats`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SpatialStats {
+    /// The class number (1 to `n`).
+    pub class: u16,
+    /// Its name.
+    pub name: String,
+    /// Keys inserted in it.
+    pub keys: u64,
+    /// Cells holding it (the cells it *owns*).
+    pub cells: u64,
+    /// Cells expected to hold it, for these key counts.
+    pub expected_cells: f64,
+    /// Probability that an absent key is reported in this class (the a-priori false-positive
+    /// rate of the class).
+    pub expected_fpr: f64,
+    /// Probability that a key of this class is reported in a higher class (its emersion rate;
+    /// 0 for the top class).
+    pub expected_emersion: f64,
+}
+
 /// A spatial Bloom filter on the split-block layout (see [`crate::spatial`] and
 /// [`crate::cell`]): a key's cells take the larger of their value and the key's class; a lookup
 /// answers the smallest of the key's cells, 0 for an absent key. Classes are numbered from 1 in
 /// priority order: where keys of two classes share a cell the higher class wins, so a key may be
 /// reported in a higher class than its own, never in a lower one.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SpatialFilter {
     store: CellStore,
     names: Vec<String>,
     class_keys: Vec<u64>,
-}
-
-impl core::fmt::Debug for SpatialFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SpatialFilter")
-            .field("params", &self.store.params)
-            .field("names", &self.names)
-            .field("class_keys", &self.class_keys)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SpatialFilter {
@@ -128,6 +163,23 @@ impl SpatialFilter {
             class_keys: vec![0; owned.len()],
             names: owned,
         })
+    }
+
+    /// An empty spatial filter for `keys` keys in all classes (their sum: the rate that any
+    /// absent key is reported in some class depends on it alone) with `shape`'s layout, seed,
+    /// hash and key type, sized so that this rate is at most `rate`: the blocks of a static
+    /// filter of `keys` keys ([`math::blocks_for_rate`]; [`SpatialFilter::class_stats`] gives
+    /// the per-class rates).
+    pub fn for_keys<S: AsRef<str>>(
+        shape: Params,
+        cell_bits: u32,
+        names: &[S],
+        keys: u64,
+        rate: f64,
+    ) -> Result<SpatialFilter, SpatialError> {
+        let blocks =
+            math::blocks_for_rate(shape.layout, keys.max(1), rate).map_err(SpatialError::Sizing)?;
+        SpatialFilter::new(Params { blocks, ..shape }, cell_bits, names)
     }
 
     /// The parameters (kind included).
@@ -208,13 +260,7 @@ impl SpatialFilter {
 
     /// The class of the key with hash `hash`: the smallest of its cells, 0 if absent.
     pub fn class_of_hash(&self, hash: u64) -> u32 {
-        cell::reduce_cells(
-            self.params(),
-            self.store.bits(),
-            self.store.cell_words(),
-            hash,
-            CellReduce::Min,
-        )
+        self.store.smallest_cell(hash)
     }
 
     /// The class of a key (0: absent); see [`SpatialFilter::class_of_hash`].
@@ -270,6 +316,33 @@ impl SpatialFilter {
         owned
     }
 
+    /// Per-class statistics, class 1 first: keys, cells owned, and the expected rates of
+    /// [`math::spatial_class_rates`] for this filter's blocks and key counts.
+    pub fn class_stats(&self) -> Vec<SpatialStats> {
+        let p = self.params();
+        let cells = self.cells_per_class();
+        let mut above = 0u64;
+        let mut stats: Vec<SpatialStats> = (0..self.names.len())
+            .rev()
+            .map(|i| {
+                let keys = self.class_keys[i];
+                let rates = math::spatial_class_rates(p.layout, p.blocks, keys, above);
+                above = above.saturating_add(keys);
+                SpatialStats {
+                    class: i as u16 + 1,
+                    name: self.names[i].clone(),
+                    keys,
+                    cells: cells[i],
+                    expected_cells: rates.cells,
+                    expected_fpr: rates.false_positive,
+                    expected_emersion: rates.emersion,
+                }
+            })
+            .collect();
+        stats.reverse();
+        stats
+    }
+
     /// Statistics of the projection (membership in any class).
     pub fn stats(&self) -> Stats {
         Stats::new(
@@ -279,53 +352,30 @@ impl SpatialFilter {
         )
     }
 
-    /// The class table's bytes (per-class key counts, then the names).
-    fn class_table(&self) -> Vec<u8> {
-        let mut t = Vec::new();
-        for k in &self.class_keys {
-            t.extend_from_slice(&k.to_le_bytes());
-        }
-        for n in &self.names {
-            t.push(n.len() as u8);
-            t.extend_from_slice(n.as_bytes());
-        }
-        t
-    }
-
     /// The whole file: header, kind metadata with the class table, image, cells.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let p = *self.params();
-        let table = self.class_table();
-        let meta_len = pad64((META_LEN + table.len()) as u64) as usize;
-        let name_bytes = (table.len() - 8 * self.class_keys.len()) as u32;
-        let len = meta_len + self.store.arrays_len();
-        format::assemble(p, self.store.keys, meta_len as u64, len, |out| {
-            let mut meta = kind_meta::encode_meta(p.kind, None);
-            meta[4..8].copy_from_slice(&name_bytes.to_le_bytes());
-            out.extend_from_slice(&meta);
-            out.extend_from_slice(&table);
-            out.resize(out.len().div_ceil(64) * 64, 0);
-            self.store.write_arrays(out);
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole spatial filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<SpatialFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
-        let p = header.params;
-        if !matches!(p.kind, FilterKind::Spatial { .. }) {
-            return Err(FormatError::WrongKind {
-                expected: "spatial",
-                found: p.kind.name(),
-            });
-        }
-        let meta_len = header.meta_len as usize;
-        let table = ClassTable::parse(&payload[..meta_len])?;
+        let (header, payload) =
+            format::parse_kind(file, "spatial", |k| matches!(k, FilterKind::Spatial { .. }))?;
+        let table = ClassTable::parse(&payload[..header.meta_len as usize])?;
         let class_keys = (1..=table.classes())
             .map(|c| table.keys(c).expect("checked by parse"))
             .collect();
+        let store = CellStore::from_payload(&header, payload)?;
+        let classes = u32::from(table.classes());
+        if classes < store.bits().max() {
+            if let Some((cell, value)) =
+                cell::first_above(store.cell_words(), store.bits(), classes)
+            {
+                return Err(FormatError::CellValue { cell, value });
+            }
+        }
         Ok(SpatialFilter {
-            store: CellStore::from_payload(p, header.keys, payload, meta_len)?,
+            store,
             names: table.names().map(ToString::to_string).collect(),
             class_keys,
         })

@@ -16,6 +16,13 @@ pub(crate) struct Words {
     len: usize,
 }
 
+/// Shows the length, not the words (a filter's bits are no reading matter).
+impl core::fmt::Debug for Words {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "[{} words]", self.len)
+    }
+}
+
 impl PartialEq for Words {
     fn eq(&self, other: &Words) -> bool {
         self.as_slice() == other.as_slice()

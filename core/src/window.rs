@@ -182,7 +182,7 @@ impl<'a> WindowMut<'a> {
         for (w, m) in self.words[off..off + per].iter_mut().zip(&mask[..per]) {
             *w |= m;
         }
-        self.state.keys_in_current += 1;
+        self.state.keys_in_current = self.state.keys_in_current.saturating_add(1);
     }
 
     /// Inserts a key of a window counted in keys: rotates first if the current generation is

@@ -6,40 +6,31 @@ use alloc::vec::Vec;
 use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::{FilterKind, WindowUnit};
-use crate::kind_meta::{self, META_LEN};
+use crate::kind_meta;
 use crate::layout::Layout;
 use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
 use crate::storage::Words;
 use crate::window::{self, window_words, WindowMut, WindowShapeError, WindowState};
+use crate::write_file::{FileParts, WriteFile};
+
+impl WriteFile for WindowFilter {
+    fn file_parts(&self) -> FileParts<'_> {
+        let meta = kind_meta::encode_meta(self.params.kind, Some(&self.state));
+        let words = alloc::vec![self.words()];
+        FileParts::new(self.params, self.keys, meta.to_vec(), words)
+    }
+}
 
 /// A sliding-window filter: `g + 1` rotating generations of split-block images (see
 /// [`window`]).
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WindowFilter {
     params: Params,
     keys: Option<u64>,
     state: WindowState,
     words: Words,
-}
-
-impl core::fmt::Debug for WindowFilter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("WindowFilter")
-            .field("params", &self.params)
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartialEq for WindowFilter {
-    fn eq(&self, other: &Self) -> bool {
-        self.params == other.params
-            && self.keys == other.keys
-            && self.state == other.state
-            && self.words() == other.words()
-    }
 }
 
 impl WindowFilter {
@@ -229,23 +220,14 @@ impl WindowFilter {
 
     /// The whole file: header, kind metadata (with the rotation state), the generations.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let len = META_LEN + self.words().len() * 4 + 64;
-        format::assemble(self.params, self.keys, META_LEN as u64, len, |out| {
-            out.extend_from_slice(&kind_meta::encode_meta(self.params.kind, Some(&self.state)));
-            self.words.write_le(out, true);
-        })
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole window filter file; any fault is an error.
     pub fn from_file_bytes(file: &[u8]) -> Result<WindowFilter, FormatError> {
-        let (header, payload) = format::parse(file)?;
+        let (header, payload) =
+            format::parse_kind(file, "window", |k| matches!(k, FilterKind::Window { .. }))?;
         let p = header.params;
-        if !matches!(p.kind, FilterKind::Window { .. }) {
-            return Err(FormatError::WrongKind {
-                expected: "window",
-                found: p.kind.name(),
-            });
-        }
         let at = header.meta_len as usize;
         let len = window_words(&p) as usize * 4;
         Ok(WindowFilter {

@@ -109,34 +109,99 @@ fn finalize(mut h: u64, mut rest: &[u8]) -> u64 {
     avalanche(h)
 }
 
+/// One 32-byte stripe into the four accumulators.
+#[inline(always)]
+fn stripe(acc: &mut [u64; 4], s: &[u8]) {
+    acc[0] = round(acc[0], read_u64(s));
+    acc[1] = round(acc[1], read_u64(&s[8..]));
+    acc[2] = round(acc[2], read_u64(&s[16..]));
+    acc[3] = round(acc[3], read_u64(&s[24..]));
+}
+
+/// The four accumulators folded into one (inputs of 32 bytes or more).
+#[inline(always)]
+fn merge(acc: &[u64; 4]) -> u64 {
+    let [r1, r2, r3, r4] = MERGE_ROTATES;
+    let h = acc[0]
+        .rotate_left(r1)
+        .wrapping_add(acc[1].rotate_left(r2))
+        .wrapping_add(acc[2].rotate_left(r3))
+        .wrapping_add(acc[3].rotate_left(r4));
+    acc.iter().fold(h, |h, &v| merge_round(h, v))
+}
+
 /// XXH64 of `input` with `seed`.
 pub fn xxh64(input: &[u8], seed: u64) -> u64 {
     let len = input.len() as u64;
     let mut rest = input;
-    let mut h = if input.len() >= 32 {
-        let [mut v1, mut v2, mut v3, mut v4] = lane_init(seed);
+    let h = if input.len() >= 32 {
+        let mut acc = lane_init(seed);
         while rest.len() >= 32 {
-            v1 = round(v1, read_u64(rest));
-            v2 = round(v2, read_u64(&rest[8..]));
-            v3 = round(v3, read_u64(&rest[16..]));
-            v4 = round(v4, read_u64(&rest[24..]));
+            stripe(&mut acc, rest);
             rest = &rest[32..];
         }
-        let [r1, r2, r3, r4] = MERGE_ROTATES;
-        let mut h = v1
-            .rotate_left(r1)
-            .wrapping_add(v2.rotate_left(r2))
-            .wrapping_add(v3.rotate_left(r3))
-            .wrapping_add(v4.rotate_left(r4));
-        h = merge_round(h, v1);
-        h = merge_round(h, v2);
-        h = merge_round(h, v3);
-        merge_round(h, v4)
+        merge(&acc)
     } else {
         short_init(seed)
     };
-    h = h.wrapping_add(len);
-    finalize(h, rest)
+    finalize(h.wrapping_add(len), rest)
+}
+
+/// XXH64 computed over input given in pieces: [`Xxh64::update`] with each piece in order, then
+/// [`Xxh64::digest`] gives `xxh64(all pieces joined, seed)`. Lets a writer checksum a payload of
+/// any size with 80 bytes of state (see `format::write_file`).
+#[derive(Clone, Debug)]
+pub struct Xxh64 {
+    seed: u64,
+    acc: [u64; 4],
+    buf: [u8; 32],
+    buffered: usize,
+    total: u64,
+}
+
+impl Xxh64 {
+    /// An empty hash state for `seed`.
+    pub const fn new(seed: u64) -> Xxh64 {
+        Xxh64 {
+            seed,
+            acc: lane_init(seed),
+            buf: [0; 32],
+            buffered: 0,
+            total: 0,
+        }
+    }
+
+    /// Adds the next piece of input.
+    pub fn update(&mut self, mut input: &[u8]) {
+        self.total = self.total.wrapping_add(input.len() as u64);
+        if self.buffered > 0 {
+            let take = (32 - self.buffered).min(input.len());
+            self.buf[self.buffered..self.buffered + take].copy_from_slice(&input[..take]);
+            self.buffered += take;
+            input = &input[take..];
+            if self.buffered < 32 {
+                return;
+            }
+            stripe(&mut self.acc, &self.buf);
+            self.buffered = 0;
+        }
+        while input.len() >= 32 {
+            stripe(&mut self.acc, input);
+            input = &input[32..];
+        }
+        self.buf[..input.len()].copy_from_slice(input);
+        self.buffered = input.len();
+    }
+
+    /// The hash of everything added so far (the state is not consumed).
+    pub fn digest(&self) -> u64 {
+        let h = if self.total >= 32 {
+            merge(&self.acc)
+        } else {
+            short_init(self.seed)
+        };
+        finalize(h.wrapping_add(self.total), &self.buf[..self.buffered])
+    }
 }
 
 /// XXH64 of the 8 little-endian bytes of `key`: the same value as `xxh64(&key.to_le_bytes(), seed)`,

@@ -1,9 +1,12 @@
 //! The file format: round trips, and every truncation, bit flip, foreign and future file rejected.
 #![cfg(feature = "alloc")]
+
+mod common;
 use bloomlanes_core::format::{self, FormatError, FORMAT_VERSION, HEADER_LEN};
 use bloomlanes_core::parquet::ParquetError;
 use bloomlanes_core::Params;
 use bloomlanes_core::{xxh64, Filter, HashId, Layout};
+use common::{flips_rejected, rechecksum};
 use proptest::prelude::*;
 
 fn sample(layout: Layout, blocks: u32) -> Filter {
@@ -48,14 +51,7 @@ fn every_truncation_is_rejected() {
 #[test]
 fn every_single_bit_flip_is_rejected() {
     let bytes = sample(Layout::L8x32, 4).to_file_bytes();
-    for bit in 0..bytes.len() * 8 {
-        let mut bad = bytes.clone();
-        bad[bit / 8] ^= 1 << (bit % 8);
-        assert!(
-            Filter::from_file_bytes(&bad).is_err(),
-            "flip of bit {bit} accepted"
-        );
-    }
+    flips_rejected(&bytes, 1, |b| Filter::from_file_bytes(b).is_err());
 }
 
 #[test]
@@ -190,11 +186,6 @@ fn key_type_round_trips() {
         assert_eq!(f, g);
         assert_eq!(kt.to_string().parse::<KeyType>().unwrap(), kt, "{kt}");
     }
-}
-
-fn rechecksum(file: &mut [u8]) {
-    let h = xxh64(&file[..56], 0);
-    file[56..64].copy_from_slice(&h.to_le_bytes());
 }
 
 /// Files of format version 1 (no key type, no kind; bytes 26..32 reserved) stay readable, and are

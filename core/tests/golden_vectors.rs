@@ -114,3 +114,112 @@ fn retrieval_lines_answer_every_key_by_the_written_definition() {
         }
     }
 }
+
+/// Cell `k` of little-endian packed `bits`-bit cells (`docs/FORMAT.md` §9), read from the bytes
+/// without the core's helpers.
+fn packed(bytes: &[u8], bits: u32, k: u64) -> u32 {
+    let bit = k * u64::from(bits);
+    let word = u32::from_le_bytes(bytes[(bit / 32 * 4) as usize..][..4].try_into().unwrap());
+    (word >> (bit % 32)) & ((1u64 << bits) - 1) as u32
+}
+
+/// The smallest of the `L` cells of `key` (§3 positions, §9 packing).
+fn min_cell(layout: Layout, blocks: u32, seed: u64, cells: &[u8], bits: u32, key: u64) -> u32 {
+    let h = bloomlanes_core::xxh64_u64(key, seed);
+    let block = u64::from(bloomlanes_core::block_index(h, blocks));
+    (0..layout.lanes())
+        .map(|lane| {
+            let k = (block * layout.lanes() as u64 + lane as u64) * u64::from(layout.word_bits())
+                + u64::from(bloomlanes_core::lane_bit(layout, h, lane));
+            packed(cells, bits, k)
+        })
+        .min()
+        .unwrap()
+}
+
+fn numbers(list: &str) -> Vec<u32> {
+    list.split(',').map(|x| x.parse().unwrap()).collect()
+}
+
+/// The spatial lines' answers are the smallest of each key's cells, and their image is the
+/// projection of their cells.
+#[test]
+fn spatial_answers_follow_from_the_cells() {
+    let mut n = 0;
+    for f in golden::lines("spatial") {
+        let (layout, blocks) = (Layout::from_name(f[1]).unwrap(), f[2].parse().unwrap());
+        let (seed, bits): (u64, u32) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+        let (classes, keys): (u32, u64) = (f[5].parse().unwrap(), f[6].parse().unwrap());
+        let (image, cells) = (unhex(f[7]).unwrap(), unhex(f[8]).unwrap());
+        let answers = numbers(f[9]);
+        assert_eq!(answers.len() as u64, keys + 8);
+        for (key, &class) in answers.iter().enumerate() {
+            assert_eq!(
+                min_cell(layout, blocks, seed, &cells, bits, key as u64),
+                class
+            );
+            if (key as u64) < keys {
+                assert!(class > key as u32 % classes, "a key below its class");
+            }
+        }
+        for k in 0..image.len() as u64 * 8 {
+            let bit = image[(k / 8) as usize] >> (k % 8) & 1;
+            assert_eq!(
+                u32::from(bit),
+                u32::from(packed(&cells, bits, k) > 0),
+                "image bit {k}"
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, 8);
+}
+
+/// The count lines are the smallest counter of each key in the counting line of the same
+/// fields.
+#[test]
+fn counts_follow_from_the_counters() {
+    let mut n = 0;
+    for c in golden::lines("count") {
+        let counting = golden::lines("counting")
+            .find(|f| f[1..7] == c[1..7])
+            .expect("a counting line for every count line");
+        let (layout, blocks) = (Layout::from_name(c[1]).unwrap(), c[2].parse().unwrap());
+        let (seed, bits): (u64, u32) = (c[3].parse().unwrap(), c[4].parse().unwrap());
+        let counters = unhex(counting[8]).unwrap();
+        for (key, &count) in numbers(c[7]).iter().enumerate() {
+            assert_eq!(
+                min_cell(layout, blocks, seed, &counters, bits, key as u64),
+                count
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, 8);
+}
+
+/// Every `file` line is a valid file of its kind that reads back and writes the same bytes.
+#[test]
+fn file_lines_read_and_write_back() {
+    let mut names = Vec::new();
+    for f in golden::lines("file") {
+        let bytes = unhex(f[2]).unwrap();
+        let filter = bloomlanes_core::AnyFilter::from_file_bytes(&bytes).unwrap();
+        assert!(filter.to_file_bytes() == bytes, "{}", f[1]);
+        assert!(f[1].starts_with(filter.params().kind.name()), "{}", f[1]);
+        names.push(f[1]);
+    }
+    assert_eq!(
+        names,
+        [
+            "static",
+            "counting",
+            "stable",
+            "window-keys",
+            "window-time",
+            "scalable",
+            "spatial",
+            "retrieval"
+        ]
+    );
+}

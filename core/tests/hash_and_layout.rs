@@ -1,4 +1,5 @@
 //! XXH64 and the layout formulas against an implementation we did not write and the spec fixtures.
+use bloomlanes_core::xxh64::Xxh64;
 use bloomlanes_core::{block_index, lane_bit, lane_bits, xxh64, xxh64_u64, Layout, SALTS};
 use proptest::prelude::*;
 
@@ -32,6 +33,24 @@ proptest! {
     #[test]
     fn xxh64_matches_xxhash_rust(bytes in proptest::collection::vec(any::<u8>(), 0..200), seed: u64) {
         prop_assert_eq!(xxh64(&bytes, seed), xxhash_rust::xxh64::xxh64(&bytes, seed));
+    }
+
+    /// The streaming state gives the one-shot hash for input cut anywhere, in any pieces.
+    #[test]
+    fn streamed_xxh64_is_the_one_shot_hash(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        seed: u64,
+    ) {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+        at.sort_unstable();
+        let mut state = Xxh64::new(seed);
+        let mut from = 0;
+        for &to in at.iter().chain([bytes.len()].iter()) {
+            state.update(&bytes[from..to]);
+            from = to;
+        }
+        prop_assert_eq!(state.digest(), xxhash_rust::xxh64::xxh64(&bytes, seed));
     }
 
     #[test]

@@ -3,44 +3,14 @@
 //! within 4σ of their formulas, and files that round-trip and reject corruption.
 #![cfg(feature = "alloc")]
 
+mod common;
+
 use bloomlanes_core::{
     math, AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, FormatError, Layout, Params,
     RemoveError, ScalableFilter, WindowFilter, WindowUnit,
 };
+use common::{absent_hits, flips_rejected, splitmix, within_4_sigma, ABSENT};
 use proptest::prelude::*;
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Asserts that `hits` out of `n` trials is within 4σ of rate `p`.
-fn within_4_sigma(what: &str, hits: u64, n: u64, p: f64) {
-    let mean = n as f64 * p;
-    let sigma = (n as f64 * p * (1.0 - p)).sqrt().max(1.0);
-    let z = (hits as f64 - mean) / sigma;
-    eprintln!(
-        "{what}: measured {hits}/{n} = {:.5}, expected {p:.5}, z = {z:.2}",
-        hits as f64 / n as f64
-    );
-    assert!(
-        z.abs() <= 4.0,
-        "{what}: {hits} of {n} (expected {mean:.0}, z = {z:.2})"
-    );
-}
-
-const ABSENT: u64 = 1_000_000;
-
-/// Keys `0 .. n` are present; absent keys are drawn from the top half of the u64 range.
-fn absent_hits(contains: impl Fn(u64) -> bool) -> u64 {
-    let mut s = 0xabcd_ef01;
-    (0..ABSENT)
-        .filter(|_| contains(splitmix(&mut s) | 1 << 63))
-        .count() as u64
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
@@ -365,23 +335,6 @@ fn scalable_filter_grows_and_stays_under_its_target() {
     within_4_sigma("scalable (from bits)", hits, ABSENT, from_bits);
 }
 
-fn flips_rejected(bytes: &[u8], what: &str) {
-    for len in 0..bytes.len() {
-        assert!(
-            AnyFilter::from_file_bytes(&bytes[..len]).is_err(),
-            "{what}: truncation to {len} accepted"
-        );
-    }
-    for bit in (0..bytes.len() * 8).step_by(7) {
-        let mut bad = bytes.to_vec();
-        bad[bit / 8] ^= 1 << (bit % 8);
-        assert!(
-            AnyFilter::from_file_bytes(&bad).is_err(),
-            "{what}: flip of bit {bit} accepted"
-        );
-    }
-}
-
 #[test]
 fn every_kind_round_trips_and_rejects_corruption() {
     let base = Params::new(Layout::L8x32, 3).with_seed(11);
@@ -411,7 +364,13 @@ fn every_kind_round_trips_and_rejects_corruption() {
         let g = AnyFilter::from_file_bytes(&bytes).unwrap();
         assert_eq!(g, f, "{name}");
         assert_eq!(g.params().kind.name(), name);
-        flips_rejected(&bytes, name);
+        for len in 0..bytes.len() {
+            assert!(
+                AnyFilter::from_file_bytes(&bytes[..len]).is_err(),
+                "{name}: cut to {len}"
+            );
+        }
+        flips_rejected(&bytes, 7, |b| AnyFilter::from_file_bytes(b).is_err());
         // A static reader names the kind instead of misreading it.
         assert!(matches!(
             Filter::from_file_bytes(&bytes).unwrap_err(),

@@ -3,9 +3,12 @@
 //! and crafted class tables are rejected.
 #![cfg(feature = "alloc")]
 
+mod common;
+
 use bloomlanes_core::{
     AnyFilter, CellBits, Filter, FilterKind, FormatError, Layout, Params, SpatialFilter,
 };
+use common::rechecksum;
 use proptest::prelude::*;
 
 fn shape(layout: Layout, blocks: u32) -> Params {
@@ -14,15 +17,6 @@ fn shape(layout: Layout, blocks: u32) -> Params {
 
 fn names(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("class-{i}")).collect()
-}
-
-/// Recomputes both checksums of a file after a deliberate edit (so that the check under test,
-/// not the checksum, is what rejects it).
-fn rechecksum(file: &mut [u8]) {
-    let payload = bloomlanes_core::xxh64(&file[64..], 0);
-    file[48..56].copy_from_slice(&payload.to_le_bytes());
-    let header = bloomlanes_core::xxh64(&file[..56], 0);
-    file[56..64].copy_from_slice(&header.to_le_bytes());
 }
 
 proptest! {

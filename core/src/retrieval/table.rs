@@ -2,12 +2,13 @@
 
 use alloc::vec::Vec;
 
-use crate::format::{self, FormatError, Header, HEADER_LEN};
+use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
-use crate::kind_meta::{pad64, META_LEN};
+use crate::kind_meta::META_LEN;
 use crate::params::Params;
 use crate::stats::Stats;
+use crate::write_file::{FileParts, WriteFile};
 
 use super::build::{self, Input, Passes, Scalar};
 use super::meta::HEADER_LAYOUT;
@@ -183,23 +184,7 @@ impl RetrievalTable {
 
     /// The whole file: header, metadata, the packed cells padded to 64 bytes.
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let array = self.shape.array_bytes() as usize;
-        let mut payload = Vec::with_capacity(META_LEN + pad64(array as u64) as usize);
-        payload.extend_from_slice(&self.shape.encode());
-        for w in &self.words {
-            payload.extend_from_slice(&w.to_le_bytes());
-        }
-        payload.truncate(META_LEN + array);
-        payload.resize(META_LEN + pad64(array as u64) as usize, 0);
-        let header = Header {
-            params: self.params,
-            keys: Some(self.keys),
-            meta_len: META_LEN as u64,
-        };
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-        out.extend_from_slice(&header.encode(&payload));
-        out.extend_from_slice(&payload);
-        out
+        self.file_parts().to_bytes()
     }
 
     /// Reads a whole retrieval file; any fault is an error (bits past the last cell must be
@@ -283,5 +268,18 @@ impl RetrievalSpec {
             return Err(RetrievalError::BadSpec(*self));
         }
         Ok(())
+    }
+}
+
+impl WriteFile for RetrievalTable {
+    /// The shape's metadata and the packed cells (`docs/FORMAT.md`, retrieval kind).
+    fn file_parts(&self) -> FileParts<'_> {
+        FileParts::packed(
+            self.params,
+            Some(self.keys),
+            self.shape.encode().to_vec(),
+            &self.words,
+            self.shape.array_bytes(),
+        )
     }
 }

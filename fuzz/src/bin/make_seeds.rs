@@ -7,7 +7,7 @@ use std::path::Path;
 use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
 use bloomlanes_core::{
     AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, KeyType, Layout, Params,
-    ScalableFilter, WindowFilter, WindowUnit,
+    ScalableFilter, SpatialFilter, WindowFilter, WindowUnit,
 };
 
 fn main() {
@@ -43,6 +43,19 @@ fn main() {
             let mut w = WindowFilter::new(p.with_kind(kind)).unwrap();
             (0..11u64).for_each(|k| w.insert(&k));
             put(&files, w.to_file_bytes());
+            let kind = FilterKind::Window {
+                generations: 3,
+                unit: WindowUnit::Nanos,
+                span: 100,
+            };
+            let mut w = WindowFilter::new(p.with_kind(kind)).unwrap();
+            (0..11u64).for_each(|k| w.insert_at(&k, 1_000 + 70 * k));
+            put(&files, w.to_file_bytes());
+            for (bits, names) in [(4, &["deny", "allow"][..]), (16, &["a", "bb", "ccc"][..])] {
+                let mut f = SpatialFilter::new(p, bits, names).unwrap();
+                (0..20u64).for_each(|k| f.insert(&k, (k % names.len() as u64) as u32 + 1).unwrap());
+                put(&files, f.to_file_bytes());
+            }
         }
     }
     let mut s = ScalableFilter::new(Params::new(Layout::L8x32, 1), 4, 0.1, 2, 0.5).unwrap();
@@ -101,12 +114,15 @@ fn main() {
         put(&packed, [vec![3u8], s.to_vec()].concat());
     }
     put(&packed, vec![0, 8, 0, 0, 0, 0, 0, 0, 3]);
-    // The stream reader reads the same files (plus whatever follows them).
-    let stream = dir.join("filter_stream");
-    std::fs::create_dir_all(&stream).unwrap();
-    for seed in std::fs::read_dir(&files).unwrap() {
-        let seed = seed.unwrap();
-        std::fs::copy(seed.path(), stream.join(seed.file_name())).unwrap();
+    // The stream reader reads the same files (plus whatever follows them), and the crafted-file
+    // target mutates them (it recomputes their checksums).
+    for target in ["filter_stream", "filter_fields"] {
+        let copies = dir.join(target);
+        std::fs::create_dir_all(&copies).unwrap();
+        for seed in std::fs::read_dir(&files).unwrap() {
+            let seed = seed.unwrap();
+            std::fs::copy(seed.path(), copies.join(seed.file_name())).unwrap();
+        }
     }
 
     let files = dir.join("parquet_file");
