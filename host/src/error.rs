@@ -3,8 +3,10 @@
 //! Every variant names what was at fault (a file, a line, a byte offset, a flag) and, where the
 //! fault came from another crate, carries that crate's typed error: [`std::error::Error::source`]
 //! returns it, so callers can `downcast_ref` to [`FormatError`], [`SizingError`], [`MergeError`],
-//! [`ParquetError`], [`BatchError`], [`std::io::Error`], and with the features `gpu`, `hdl` and
-//! `parquet` to `GpuError`, `HdlError` and the `parquet` crate's error.
+//! [`ParquetError`], [`BatchError`], [`std::io::Error`], the input pipeline's
+//! [`bloomlanes_input::Error`] (an input that could not be read, [`Error::Read`]), and with the
+//! features `gpu`, `hdl` and `parquet` to `GpuError`, `HdlError` and the `parquet` crate's
+//! error.
 //!
 //! [`Display`](fmt::Display) writes the whole message, the inner error's text included, so a
 //! program prints `{error}` alone (walking the source chain as well would repeat it).
@@ -17,29 +19,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::{BatchError, FormatError, MergeError, Params, ParquetError, SizingError};
 
-/// Where in an input a fault was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// A 1-based line number.
-    Line(u64),
-    /// A 0-based byte offset.
-    Byte(u64),
-    /// A 1-based line number and the 0-based byte offset of its start.
-    LineByte(u64, u64),
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Line(l) => write!(f, "line {l}"),
-            Location::Byte(b) => write!(f, "byte offset {b}"),
-            Location::LineByte(l, b) => write!(f, "line {l} (byte offset {b})"),
-        }
-    }
-}
-
-/// A boxed inner error of an input parser (CSV, capture).
-pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use bloomlanes_input::{BoxedSource, Location};
 
 /// Everything that can go wrong in the host layer.
 #[derive(Debug)]
@@ -61,6 +41,12 @@ pub enum Error {
         op: &'static str,
         /// The system error.
         source: io::Error,
+    },
+    /// Reading keys from an input failed (the input pipeline's error: the file, line and byte
+    /// offset at fault; exit code 2 when the request itself was wrong).
+    Read {
+        /// The input pipeline's error.
+        source: bloomlanes_input::Error,
     },
     /// An input file's contents are malformed.
     Input {
@@ -236,6 +222,7 @@ impl Error {
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Read { source } => source.exit_code(),
             Error::Usage(_)
             | Error::Sizing { .. }
             | Error::KeyType { .. }
@@ -251,6 +238,12 @@ impl From<SizingError> for Error {
     }
 }
 
+impl From<bloomlanes_input::Error> for Error {
+    fn from(source: bloomlanes_input::Error) -> Error {
+        Error::Read { source }
+    }
+}
+
 impl From<BatchError> for Error {
     fn from(source: BatchError) -> Error {
         Error::Batch { source }
@@ -262,18 +255,13 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(m) => write!(f, "{m}"),
             Error::Sizing { source } => write!(f, "{source}"),
+            Error::Read { source } => write!(f, "{source}"),
             Error::Io { path, op, source } => {
-                let why = match source.kind() {
-                    io::ErrorKind::NotFound => "no such file or directory".to_string(),
-                    io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                    _ => source.to_string(),
-                };
-                write!(f, "{}: cannot {op}: {why}", path.display())
+                bloomlanes_input::error::write_io(f, path, op, source)
             }
-            Error::Input { path, at, what, .. } => match at {
-                Some(at) => write!(f, "{}: {at}: {what}", path.display()),
-                None => write!(f, "{}: {what}", path.display()),
-            },
+            Error::Input { path, at, what, .. } => {
+                bloomlanes_input::error::write_input(f, path, *at, what)
+            }
             Error::Format { path, source } => write!(
                 f,
                 "{}: not a valid bloomlanes filter: {source}",
@@ -332,15 +320,7 @@ impl fmt::Display for Error {
                 path,
                 filter,
                 query,
-            } => write!(
-                f,
-                "{}: the filter holds {filter} keys ({}), but the keys given are {query} ({}): \
-                 every present key would be answered \"absent\"; give --key-type {filter} \
-                 (text keys are then parsed as {filter})",
-                path.display(),
-                byte_form(*filter),
-                byte_form(*query)
-            ),
+            } => bloomlanes_input::error::write_key_type_mismatch(f, path, *filter, *query),
             Error::Batch { source } => write!(f, "malformed batch of keys: {source}"),
             Error::OutputLength { needed, found } => write!(
                 f,
@@ -384,6 +364,7 @@ impl std::error::Error for Error {
             | Error::Capture { .. }
             | Error::KeyType { .. } => None,
             Error::Sizing { source } => Some(source),
+            Error::Read { source } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source
                 .as_deref()
@@ -404,20 +385,6 @@ impl std::error::Error for Error {
             #[cfg(feature = "hdl")]
             Error::Hdl { source, .. } => Some(source),
         }
-    }
-}
-
-/// How keys of a type are hashed, for messages.
-fn byte_form(t: bloomlanes_core::KeyType) -> String {
-    use bloomlanes_core::Physical;
-    match t.physical() {
-        Physical::ByteArray => "variable-length bytes".into(),
-        Physical::Int32 => "4-byte little-endian integers".into(),
-        Physical::Int64 => "8-byte little-endian integers".into(),
-        Physical::Float => "4-byte IEEE floats".into(),
-        Physical::Double => "8-byte IEEE doubles".into(),
-        Physical::FixedLenByteArray(n) => format!("{n}-byte strings"),
-        Physical::Unknown => "not recorded".into(),
     }
 }
 

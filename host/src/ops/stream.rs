@@ -75,46 +75,16 @@ pub struct StreamBuilt {
     pub seconds: f64,
 }
 
-struct CountStage;
-
-impl Stage for CountStage {
-    type Out = Option<Box<Hll>>;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Self::Out) -> Result<()> {
-        let h = out.get_or_insert_with(Default::default);
-        match keys {
-            Keys::Hashes(hs) => h.add_all(hs),
-            _ => {
-                for &v in ints {
-                    h.add(bloomlanes_core::xxh64_u64(v, 0));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Counts the distinct keys of `paths` in one streaming pass (HyperLogLog).
+/// Counts the distinct keys of `paths` in one streaming pass (HyperLogLog; see
+/// [`input::count_distinct`]).
 pub fn count_distinct(
     paths: &[PathBuf],
     opts: &InputOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(f64, Vec<InputSummary>)> {
-    let mut hll = Hll::new();
-    let inputs = input::stream_keys_as(
-        Doing::Count,
-        paths,
-        opts,
-        0,
-        &CountStage,
-        &mut |h| {
-            if let Some(h) = h {
-                hll.merge(&h);
-            }
-            Ok(())
-        },
-        progress,
-    )?;
-    Ok((hll.estimate(), inputs))
+    Ok(input::count_distinct(paths, opts, &mut |p| {
+        progress(input::progress_of(Doing::Count, p))
+    })?)
 }
 
 /// The insert engine of a streamed build.
@@ -178,6 +148,7 @@ pub(super) fn hashes_of(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u
 
 impl Stage for InsertStage<'_> {
     type Out = Hashes;
+    type Error = Error;
     fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
         match (&self.engine, &self.target) {
             (Inserter::Deferred, _) => hashes_of(keys, ints, self.seed, &mut out.0),

@@ -12,7 +12,7 @@ use bloomlanes_core::{AnyFilter, KeyType, Keys};
 use super::stream::hashes_of;
 use crate::backend::Backend;
 use crate::bulk::{Progress, Stage as Doing};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
 
 /// Parses and hashes chunks of keys on the workers for an insert made on the calling thread.
@@ -22,6 +22,7 @@ struct HashStage {
 
 impl Stage for HashStage {
     type Out = Vec<u64>;
+    type Error = Error;
     fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Vec<u64>) -> Result<()> {
         hashes_of(keys, ints, self.seed, out);
         Ok(())
@@ -163,6 +164,7 @@ struct ShownStage {
 
 impl Stage for ShownStage {
     type Out = ShownChunk;
+    type Error = Error;
 
     fn keep(&self) -> Keep {
         Keep::Text

@@ -164,6 +164,7 @@ fn float_rule(
 
 impl Stage for QueryStage<'_> {
     type Out = QueryChunk;
+    type Error = Error;
 
     fn keep(&self) -> Keep {
         if self.listing.keys.is_some() || self.floats.is_some() {

@@ -467,7 +467,7 @@ pub fn display(ty: KeyType, b: &[u8]) -> String {
             hex(&b[8..10]),
             hex(&b[10..])
         )),
-        KeyType::Flow => Some(crate::input::pcap::format_tuple(b)),
+        KeyType::Flow => Some(crate::pcap::format_tuple(b)),
         _ => None,
     };
     shown.unwrap_or_else(|| hex(b))

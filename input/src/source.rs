@@ -1,6 +1,6 @@
 //! Opening one input: a file (memory-mapped when it is a regular uncompressed file), standard
 //! input (`-`), or a gzip, zstd or xz stream (detected by its magic bytes, decompressed on the
-//! fly). Nothing is read whole: the bytes are handed on in chunks by [`super::chunk`].
+//! fly). Nothing is read whole: the bytes are handed on in chunks by [`crate::chunk`].
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use bloomlanes_core::{xxh64, xxh64_u64, KeyType, Keys};
 
-use super::chunk::Chunk;
-use super::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
+use crate::chunk::Chunk;
+use crate::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
 
 /// What a [`FieldParser`] made of a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub type FieldFn = dyn Fn(&[u8], &mut Vec<u8>) -> Result<Parsed, String> + Send 
 
 /// A per-field key parser plugged into the pipeline: each line (or CSV field) goes through it and
 /// what it returns is hashed. Formats use their own (decimal integers, text flow keys); a typed
-/// key reader sets one through [`InputOptions::field_parser`](super::InputOptions).
+/// key reader sets one through [`InputOptions::field_parser`](crate::InputOptions).
 #[derive(Clone)]
 pub struct FieldParser {
     name: &'static str,
@@ -191,15 +191,15 @@ pub(crate) enum Shown {
     Typed(u32, u32, KeyType),
 }
 
-/// A batch of hashed keys, with their text when the stage lists them.
+/// A batch of hashed keys, with their text when the stage keeps it (see [`Stage::keep`]).
 #[derive(Default)]
-pub(crate) struct Batch {
+pub struct Batch {
     /// The keys' hashes under the filter's seed.
     pub hashes: Vec<u64>,
     /// How to show each key (only when kept).
-    pub shown: Vec<Shown>,
+    pub(crate) shown: Vec<Shown>,
     /// The bytes `shown` points into.
-    pub arena: Vec<u8>,
+    pub(crate) arena: Vec<u8>,
 }
 
 impl Batch {
@@ -240,7 +240,7 @@ impl Batch {
 }
 
 /// Writes `v` in decimal (quoted when `json`: listed keys are JSON strings).
-pub(crate) fn write_u64(v: u64, json: bool, out: &mut Vec<u8>) {
+pub fn write_u64(v: u64, json: bool, out: &mut Vec<u8>) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     let mut v = v;
@@ -262,7 +262,7 @@ pub(crate) fn write_u64(v: u64, json: bool, out: &mut Vec<u8>) {
 }
 
 /// Writes `s` as a JSON string (runs that need no escape are copied whole).
-pub(crate) fn write_json_string(s: &str, out: &mut Vec<u8>) {
+pub fn write_json_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let b = s.as_bytes();
     let mut start = 0;
@@ -290,7 +290,7 @@ pub(crate) fn write_json_string(s: &str, out: &mut Vec<u8>) {
 
 /// What a stage keeps of each key besides its hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Keep {
+pub enum Keep {
     /// Nothing.
     Nothing,
     /// The key as people read it (the field's text; integers; flow keys as 5-tuples).
@@ -299,10 +299,14 @@ pub(crate) enum Keep {
     Bytes,
 }
 
-/// What a stage does with each batch of keys (on a worker thread).
-pub(crate) trait Stage: Sync {
-    /// Per-chunk result.
+/// What a stage does with each batch of keys (on a worker thread): the caller's part of the
+/// pipeline (insert into a filter, probe it, count, collect).
+pub trait Stage: Sync {
+    /// Per-chunk result, handed to the consumer in input order.
     type Out: Send + Default;
+    /// The stage's error (the caller's own error type: the pipeline's errors convert into it,
+    /// and the stage's come back unchanged).
+    type Error: From<crate::Error> + Send + fmt::Display;
     /// What is kept of each key in [`Batch::shown`].
     fn keep(&self) -> Keep {
         Keep::Nothing
@@ -315,7 +319,7 @@ pub(crate) trait Stage: Sync {
         batch: &Batch,
         ints: &[u64],
         out: &mut Self::Out,
-    ) -> crate::Result<()>;
+    ) -> Result<(), Self::Error>;
 }
 
 /// How a worker turns a chunk into keys.
@@ -395,7 +399,7 @@ struct Feed<'s, S: Stage> {
 
 impl<S: Stage> Feed<'_, S> {
     #[inline]
-    fn push_hash(&mut self, h: u64) -> crate::Result<()> {
+    fn push_hash(&mut self, h: u64) -> Result<(), S::Error> {
         self.scratch.batch.hashes.push(h);
         self.keys += 1;
         if self.scratch.batch.hashes.len() >= BATCH {
@@ -405,7 +409,7 @@ impl<S: Stage> Feed<'_, S> {
     }
 
     #[inline]
-    fn bytes(&mut self, key: &[u8], tuple: bool) -> crate::Result<()> {
+    fn bytes(&mut self, key: &[u8], tuple: bool) -> Result<(), S::Error> {
         if self.keep != Keep::Nothing {
             let b = &mut self.scratch.batch;
             let a = b.arena.len() as u32;
@@ -422,7 +426,7 @@ impl<S: Stage> Feed<'_, S> {
 
     /// A parsed key whose text (when kept) is `text`.
     #[inline]
-    fn written(&mut self, key_len: usize, text: &[u8], tuple: bool) -> crate::Result<()> {
+    fn written(&mut self, key_len: usize, text: &[u8], tuple: bool) -> Result<(), S::Error> {
         if self.keep != Keep::Nothing {
             let b = &mut self.scratch.batch;
             let a = b.arena.len() as u32;
@@ -445,7 +449,7 @@ impl<S: Stage> Feed<'_, S> {
 
     /// A typed key of `key_len` bytes (in the field buffer): its bytes are kept to be shown.
     #[inline]
-    fn typed(&mut self, key_len: usize, t: KeyType) -> crate::Result<()> {
+    fn typed(&mut self, key_len: usize, t: KeyType) -> Result<(), S::Error> {
         if self.keep != Keep::Nothing {
             let b = &mut self.scratch.batch;
             let a = b.arena.len() as u32;
@@ -458,14 +462,14 @@ impl<S: Stage> Feed<'_, S> {
     }
 
     #[inline]
-    fn int(&mut self, v: u64) -> crate::Result<()> {
+    fn int(&mut self, v: u64) -> Result<(), S::Error> {
         if self.keep != Keep::Nothing {
             self.scratch.batch.shown.push(Shown::Int(v));
         }
         self.push_hash(xxh64_u64(v, self.seed))
     }
 
-    fn flush(&mut self) -> crate::Result<()> {
+    fn flush(&mut self) -> Result<(), S::Error> {
         let b = &mut self.scratch.batch;
         if !b.hashes.is_empty() {
             self.stage
@@ -503,15 +507,15 @@ impl<S: Stage> Feed<'_, S> {
 }
 
 /// Error from a stage inside a parse loop, carried out as a fault.
-fn stage_fault(e: crate::Error) -> StageOrFault {
+fn stage_fault<E>(e: E) -> StageOrFault<E> {
     StageOrFault::Stage(e)
 }
 
 /// Either a stage failure (an engine error) or a fault in the input.
 #[derive(Debug)]
-pub(crate) enum StageOrFault {
+pub(crate) enum StageOrFault<E> {
     /// The stage failed.
-    Stage(crate::Error),
+    Stage(E),
     /// The input is malformed.
     Fault(Fault),
 }
@@ -524,7 +528,7 @@ pub(crate) fn parse_chunk<S: Stage>(
     seed: u64,
     stage: &S,
     scratch: &mut Scratch,
-) -> Result<(S::Out, ChunkCounts), StageOrFault> {
+) -> Result<(S::Out, ChunkCounts), StageOrFault<S::Error>> {
     let keep = stage.keep();
     let mut feed = Feed {
         stage,
@@ -656,7 +660,7 @@ pub(crate) fn parse_chunk<S: Stage>(
             r.map_err(stage_fault)?;
         }
         ChunkParser::Pcapng => {
-            let mut st = chunk.ng.as_deref().cloned().unwrap_or_default();
+            let mut st = chunk.ng_state();
             let mut key = [0u8; IPV6_TUPLE_LEN];
             let mut r = Ok(());
             let _ = pcap::walk_blocks(bytes, &mut st, &mut |_, blk| {

@@ -29,10 +29,10 @@ use std::sync::{Arc, Mutex};
 
 use memmap2::Mmap;
 
-use super::chunk::{Chunk, ChunkData};
-use super::pcap::MAX_PACKET;
-use super::pipeline::{drop_pages, PipelineConfig};
+use crate::chunk::{Chunk, ChunkData};
 use crate::error::Result;
+use crate::pcap::MAX_PACKET;
+use crate::pipeline::{drop_pages, PipelineConfig};
 
 /// Consecutive plausible record headers that make a guessed start.
 pub(crate) const SYNC_RECORDS: usize = 16;
@@ -134,20 +134,20 @@ fn accepted(h: &Header) -> bool {
 }
 
 /// One range's outcome: its guessed start, the boundary its walk ended at, and the work's result.
-type Outcome<R> = Option<(usize, usize, Result<R>)>;
+type Outcome<R, E> = Option<(usize, usize, Result<R, E>)>;
 
 /// Works on the records of `map` from `start` (the first record) in parallel as described in
 /// the module documentation, consuming results in input order; returns the boundary from which
 /// the caller must go on sequentially (`start` if speculation did not start).
-pub(crate) fn pcap_ranges<R: Send, S>(
+pub fn pcap_ranges<R: Send, S, E: Send>(
     map: &Arc<Mmap>,
     start: usize,
     big_endian: bool,
     cfg: &PipelineConfig,
     state: &(dyn Fn() -> S + Sync),
-    work: &(dyn Fn(&Chunk, &mut S) -> Result<R> + Sync),
-    consume: &mut dyn FnMut(&Chunk, R) -> Result<()>,
-) -> Result<usize> {
+    work: &(dyn Fn(&Chunk, &mut S) -> Result<R, E> + Sync),
+    consume: &mut dyn FnMut(&Chunk, R) -> Result<(), E>,
+) -> Result<usize, E> {
     let b: &[u8] = map;
     let range = cfg.chunk_bytes.max(4096);
     // The last ranges stay with the sequential reader (it handles the end of the file).
@@ -173,7 +173,7 @@ pub(crate) fn pcap_ranges<R: Send, S>(
             .take_while(|&a| a < stop)
             .collect();
         let first_trusted = trusted;
-        let outcomes: Vec<Mutex<Outcome<R>>> = starts.iter().map(|_| Mutex::new(None)).collect();
+        let outcomes: Vec<Mutex<Outcome<R, E>>> = starts.iter().map(|_| Mutex::new(None)).collect();
         let taken = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for _ in 0..cfg.threads.min(starts.len()) {
