@@ -3,10 +3,11 @@
 //! Every variant names what was at fault (a file, a line, a byte offset, a flag) and, where the
 //! fault came from another crate, carries that crate's typed error: [`std::error::Error::source`]
 //! returns it, so callers can `downcast_ref` to [`FormatError`], [`SizingError`], [`MergeError`],
-//! [`ParquetError`], [`BatchError`], [`std::io::Error`], the input pipeline's
-//! [`bloomlanes_input::Error`] (an input that could not be read, [`Error::Read`]), and with the
-//! features `gpu`, `hdl` and `parquet` to `GpuError`, `HdlError` and the `parquet` crate's
-//! error.
+//! [`BatchError`], [`std::io::Error`], the input pipeline's [`bloomlanes_input::Error`] (an
+//! input that could not be read, [`Error::Read`]), the Parquet crate's
+//! [`bloomlanes_parquet::Error`] ([`Error::Parquet`]; its own source is the core's
+//! [`ParquetError`](bloomlanes_core::ParquetError) or the `parquet` crate's error), and with the features `gpu` and `hdl` to
+//! `GpuError` and `HdlError`.
 //!
 //! [`Display`](fmt::Display) writes the whole message, the inner error's text included, so a
 //! program prints `{error}` alone (walking the source chain as well would repeat it).
@@ -17,7 +18,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{BatchError, FormatError, MergeError, Params, ParquetError, SizingError};
+use bloomlanes_core::{BatchError, FormatError, MergeError, Params, SizingError};
 
 pub use bloomlanes_input::{BoxedSource, Location};
 
@@ -84,29 +85,11 @@ pub enum Error {
         /// How they differ.
         source: MergeError,
     },
-    /// A Parquet bloom filter could not be read.
-    ParquetImport {
-        /// The file.
-        path: PathBuf,
-        /// The column whose filter it is (`None`: a bare Parquet bloom filter file).
-        column: Option<String>,
-        /// What is wrong with it.
-        source: ParquetError,
-    },
-    /// A filter has no Parquet form.
-    ParquetExport {
-        /// The filter's parameters.
-        params: Params,
-        /// Why not.
-        source: ParquetError,
-    },
-    /// A `.parquet` file could not be read (feature `parquet`).
-    #[cfg(feature = "parquet")]
-    ParquetFile {
-        /// The file.
-        path: PathBuf,
-        /// The `parquet` crate's error.
-        source: parquet::errors::ParquetError,
+    /// Reading, probing or writing Parquet bloom filters failed (the Parquet crate's error:
+    /// the file, row group, column and field at fault; exit code 2 for a wrong request).
+    Parquet {
+        /// The Parquet crate's error.
+        source: bloomlanes_parquet::Error,
     },
     /// Keys of one type were given to a filter of keys of another byte form: every present key
     /// would be answered "absent", so the query is refused (exit code 2).
@@ -223,6 +206,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Read { source } => source.exit_code(),
+            Error::Parquet { source } => source.exit_code(),
             Error::Usage(_)
             | Error::Sizing { .. }
             | Error::KeyType { .. }
@@ -241,6 +225,12 @@ impl From<SizingError> for Error {
 impl From<bloomlanes_input::Error> for Error {
     fn from(source: bloomlanes_input::Error) -> Error {
         Error::Read { source }
+    }
+}
+
+impl From<bloomlanes_parquet::Error> for Error {
+    fn from(source: bloomlanes_parquet::Error) -> Error {
+        Error::Parquet { source }
     }
 }
 
@@ -287,35 +277,7 @@ impl fmt::Display for Error {
                 first.display(),
                 other.display()
             ),
-            Error::ParquetImport {
-                path,
-                column: None,
-                source,
-            } => write!(
-                f,
-                "{}: neither a Parquet file nor a Parquet bloom filter: {source}",
-                path.display()
-            ),
-            Error::ParquetImport {
-                path,
-                column: Some(column),
-                source,
-            } => write!(
-                f,
-                "{}: the bloom filter of column {column:?} is not a split-block filter this tool \
-                 reads: {source}",
-                path.display()
-            ),
-            Error::ParquetExport { params, source } => write!(
-                f,
-                "cannot export to Parquet: {source} (this filter is {} with seed {}; build with \
-                 --layout 8x32 --seed 0)",
-                params.layout, params.seed
-            ),
-            #[cfg(feature = "parquet")]
-            Error::ParquetFile { path, source } => {
-                write!(f, "{}: unreadable Parquet file: {source}", path.display())
-            }
+            Error::Parquet { source } => write!(f, "{source}"),
             Error::KeyType {
                 path,
                 filter,
@@ -374,11 +336,7 @@ impl std::error::Error for Error {
                 .as_ref()
                 .map(|e| e as &(dyn std::error::Error + 'static)),
             Error::Merge { source, .. } => Some(source),
-            Error::ParquetImport { source, .. } | Error::ParquetExport { source, .. } => {
-                Some(source)
-            }
-            #[cfg(feature = "parquet")]
-            Error::ParquetFile { source, .. } => Some(source),
+            Error::Parquet { source } => Some(source),
             Error::Batch { source } => Some(source),
             #[cfg(feature = "gpu")]
             Error::NoGpu { source } | Error::Gpu { source } => Some(source),

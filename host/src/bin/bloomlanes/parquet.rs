@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::input::{read_inputs, KeySetBuilder};
-use bloomlanes_host::parquet_io::probe::{expand, Dataset};
+use bloomlanes_host::parquet_io::probe::{expand, Dataset, ProbeDataset};
 use bloomlanes_host::{key_text, ops, Error, KeyType, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
