@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::bloomlanes_core::{math, AnyFilter, KeyType, WindowFilter, WindowUnit};
-use bloomlanes_host::input::pcap;
 use bloomlanes_host::kinds::{ops, KindSpec};
 use bloomlanes_host::{store, Error, FilterBuilder, Location, Result};
+use bloomlanes_input::pcap;
 use clap::Args;
 use serde_json::json;
 
