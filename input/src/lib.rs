@@ -46,6 +46,7 @@ pub use bloomlanes_core::KeyType;
 
 pub mod chunk;
 pub mod error;
+mod field;
 pub mod hll;
 pub mod key_text;
 mod keys;
@@ -56,17 +57,16 @@ mod plan;
 mod sniff;
 pub mod source;
 pub mod speculate;
+mod stage;
 mod stream;
 
 pub use error::{BoxedSource, Error, Location, Result};
-pub use keys::{
-    shorten, write_json_string, write_u64, Batch, FieldFn, FieldParser, Keep, Parsed, Stage,
-    ECHO_BYTES,
-};
+pub use field::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
 pub use pipeline::PipelineConfig;
 pub use plan::CapturePlan;
 pub use source::Compression;
+pub use stage::{write_json_string, write_u64, Batch, Keep, Stage};
 pub use stream::{count_distinct, stream_keys, Collect, StreamProgress};
 
 /// How an input is read (also the CLI's `--format` values, with feature `clap`).

@@ -8,7 +8,7 @@
 //! its range starts, and walks and classifies from there:
 //!
 //! - the guess is the first position of the range from which [`SYNC_RECORDS`] consecutive record
-//!   headers are plausible (captured length from 1 to [`pcap::MAX_PACKET`] and at most the
+//!   headers are plausible (captured length from 1 to [`crate::pcap::MAX_PACKET`] and at most the
 //!   original length, fractions of a second below 10^9, seconds within a week of the first
 //!   record's);
 //! - the range's walk goes on past its end to the first record boundary at or after it;
@@ -35,7 +35,7 @@ use crate::pcap::MAX_PACKET;
 use crate::pipeline::{drop_pages, PipelineConfig};
 
 /// Consecutive plausible record headers that make a guessed start.
-pub(crate) const SYNC_RECORDS: usize = 16;
+pub const SYNC_RECORDS: usize = 16;
 
 /// Ranges per wave: each wave's ranges are worked on in parallel, then consumed in order.
 const RANGES_PER_THREAD: usize = 4;

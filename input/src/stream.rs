@@ -9,9 +9,10 @@ use bloomlanes_core::{KeyMatch, Keys};
 
 use crate::chunk::Chunk;
 use crate::hll::Hll;
-use crate::keys::{parse_chunk, ChunkCounts, Fault, Scratch, Shown, StageOrFault};
+use crate::keys::{parse_chunk, ChunkCounts, Fault, Scratch, StageOrFault};
 use crate::plan::plan;
 use crate::source::{self, Opened};
+use crate::stage::Shown;
 use crate::{
     pipeline, Batch, Error, InputOptions, InputSummary, Keep, KeyKind, KeySetBuilder, Location,
     Result, Stage,
