@@ -25,10 +25,14 @@ fn numbers_need_a_key_type_and_then_every_key_is_found() {
     let q = json(&["query", s(&f), s(&nums), "--count"]);
     assert_eq!(q["matches"], 1000);
     assert_eq!(q["key_check"], "same");
-    // Another byte form is refused, naming both types and the fix.
+    // Another byte form is refused, naming the filter, both types and the fix.
     let e = fails(&["query", s(&f), s(&nums), "--key-type", "i32"], 2);
     assert!(
         e.contains("i64") && e.contains("i32") && e.contains("--key-type i64"),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("{}: the filter holds i64", s(&f))),
         "{e}"
     );
     // The same bytes under another type: answered, with a warning on stderr and in JSON.

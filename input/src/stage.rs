@@ -50,6 +50,24 @@ impl Batch {
         }
     }
 
+    /// The bits of key `i` of a batch whose binary u64 keys are `ints` (as [`Stage::flush`]
+    /// gets them; empty when the keys are in the batch): [`Batch::key_bits`], or the integer.
+    pub fn key_bits_with(&self, ints: &[u64], i: usize) -> Option<u64> {
+        match ints.get(i) {
+            Some(&v) => Some(v),
+            None => self.key_bits(i),
+        }
+    }
+
+    /// Writes key `i` of a batch whose binary u64 keys are `ints` (empty when the keys are in
+    /// the batch) for people: [`Batch::write_key`], or the integer in decimal.
+    pub fn write_key_with(&self, ints: &[u64], i: usize, json: bool, out: &mut Vec<u8>) {
+        match ints.get(i) {
+            Some(&v) => write_u64(v, json, out),
+            None => self.write_key(i, json, out),
+        }
+    }
+
     /// Writes key `i` for people into `out` (JSON-quoted when `json`); no allocation for text
     /// that is valid UTF-8 or for integers.
     pub fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {

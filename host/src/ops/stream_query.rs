@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
-use bloomlanes_core::{AnyFilter, FilterRef, KeyMatch, KeyType, Keys, Physical};
+use bloomlanes_core::key::FloatRule;
+use bloomlanes_core::{AnyFilter, FilterRef, KeyMatch, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 use super::stream::hashes_of;
 use crate::backend::{self, BackendChoice, Querier};
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
+use crate::input::{self, Batch, InputOptions, InputSummary, Keep, Stage};
 use crate::store::FilterFile;
 
 /// What a streamed query writes besides its counts.
@@ -62,33 +62,6 @@ impl QueryChunk {
     }
 }
 
-/// The filter a streamed query probes.
-#[derive(Clone, Copy)]
-enum Probed<'a> {
-    /// A static filter's image.
-    Image(FilterRef<'a, u32>),
-    /// A filter of another kind, in memory.
-    Kind(&'a AnyFilter),
-}
-
-impl Probed<'_> {
-    /// Whether the filter may hold the double with these bits.
-    fn has_f64(self, bits: u64) -> bool {
-        match self {
-            Probed::Image(v) => v.contains(&f64::from_bits(bits)),
-            Probed::Kind(f) => f.contains(&f64::from_bits(bits)),
-        }
-    }
-
-    /// Whether the filter may hold the float with these bits.
-    fn has_f32(self, bits: u32) -> bool {
-        match self {
-            Probed::Image(v) => v.contains(&f32::from_bits(bits)),
-            Probed::Kind(f) => f.contains(&f32::from_bits(bits)),
-        }
-    }
-}
-
 enum Prober<'a> {
     /// A SIMD path on each worker.
     Simd(Probe, FilterRef<'a, u32>),
@@ -104,62 +77,8 @@ struct QueryStage<'a> {
     prober: Prober<'a>,
     listing: Listing,
     seed: u64,
-    /// The filter, when its keys are floats: the ±0 / NaN probe rule applies.
-    floats: Option<(Probed<'a>, bool)>,
-}
-
-impl QueryStage<'_> {
-    /// Applies the float lookup rule (see [`super::apply_float_probes`]) to the answers `words`
-    /// of a batch: a key `0.0` or `-0.0` may be present if either zero is, and NaN is always
-    /// "may be present".
-    fn float_rule(&self, batch: &Batch, ints: &[u64], n: usize, words: &mut [u64]) {
-        float_rule(self.floats, n, words, |i| {
-            if ints.is_empty() {
-                batch.key_bits(i)
-            } else {
-                Some(ints[i])
-            }
-        });
-    }
-}
-
-/// The float lookup rule on the answers `words` of `n` keys whose bits `bits_of` gives (`None`:
-/// not a float key), for a filter of floats (`floats`: the filter and whether they are f64).
-fn float_rule(
-    floats: Option<(Probed<'_>, bool)>,
-    n: usize,
-    words: &mut [u64],
-    bits_of: impl Fn(usize) -> Option<u64>,
-) {
-    let Some((probed, double)) = floats else {
-        return;
-    };
-    for i in 0..n {
-        let Some(bits) = bits_of(i) else { continue };
-        let probe = if double {
-            float_probes(f64::from_bits(bits))
-        } else {
-            float_probes_f32(f32::from_bits(bits as u32))
-        };
-        let hit = |b: u64| {
-            if double {
-                probed.has_f64(b)
-            } else {
-                probed.has_f32(b as u32)
-            }
-        };
-        let answer = match probe {
-            FloatProbe::Bits(_) => continue,
-            FloatProbe::AlwaysMaybe => true,
-            FloatProbe::BothZeros(a, b) => hit(a) || hit(b),
-        };
-        let bit = 1u64 << (i % 64);
-        if answer {
-            words[i / 64] |= bit;
-        } else {
-            words[i / 64] &= !bit;
-        }
-    }
+    /// The ±0 / NaN lookup rule, when the filter's keys are floats.
+    floats: Option<FloatRule>,
 }
 
 impl Stage for QueryStage<'_> {
@@ -185,21 +104,12 @@ impl Stage for QueryStage<'_> {
         if let Prober::Deferred = self.prober {
             hashes_of(keys, ints, self.seed, &mut out.deferred);
             if self.floats.is_some() {
-                for i in 0..n {
-                    out.float_bits.push(if ints.is_empty() {
-                        batch.key_bits(i)
-                    } else {
-                        Some(ints[i])
-                    });
-                }
+                out.float_bits
+                    .extend((0..n).map(|i| batch.key_bits_with(ints, i)));
             }
             if self.listing.keys.is_some() {
                 for i in 0..n {
-                    if ints.is_empty() {
-                        batch.write_key(i, self.listing.json, &mut out.text);
-                    } else {
-                        write_u64(ints[i], self.listing.json, &mut out.text);
-                    }
+                    batch.write_key_with(ints, i, self.listing.json, &mut out.text);
                     out.ends.push(out.text.len() as u32);
                 }
             }
@@ -219,7 +129,9 @@ impl Stage for QueryStage<'_> {
             }
             Prober::Deferred => {}
         }
-        self.float_rule(batch, ints, n, &mut words);
+        if let Some(rule) = self.floats {
+            rule.apply(n, &mut words, |i| batch.key_bits_with(ints, i));
+        }
         let matches: u64 = words.iter().map(|w| u64::from(w.count_ones())).sum();
         if let Some(want) = self.listing.keys {
             for i in 0..n {
@@ -227,11 +139,7 @@ impl Stage for QueryStage<'_> {
                     if self.listing.json && !out.text.is_empty() {
                         out.text.extend_from_slice(b",\n    ");
                     }
-                    if ints.is_empty() {
-                        batch.write_key(i, self.listing.json, &mut out.text);
-                    } else {
-                        write_u64(ints[i], self.listing.json, &mut out.text);
-                    }
+                    batch.write_key_with(ints, i, self.listing.json, &mut out.text);
                     if !self.listing.json {
                         out.text.push(b'\n');
                     }
@@ -298,12 +206,13 @@ pub fn query_stream(
             (Prober::Deferred, engine.name())
         }
     };
+    let (key_type, seed) = (view.params().key_type, view.params().seed);
     let plan = Plan {
         prober,
         name,
-        probed: Probed::Image(view),
-        key_type: view.params().key_type,
-        seed: view.params().seed,
+        floats: FloatRule::new(key_type, seed, |h| view.contains_hash(h)),
+        key_type,
+        seed,
         path: filter.path(),
     };
     run(plan, querier, paths, opts, listing, on_chunk, progress)
@@ -341,22 +250,24 @@ pub fn query_stream_kind(
             )))
         }
     };
+    let (key_type, seed) = (filter.params().key_type, filter.params().seed);
     let plan = Plan {
         prober: Prober::Kind(probe, filter),
         name,
-        probed: Probed::Kind(filter),
-        key_type: filter.params().key_type,
-        seed: filter.params().seed,
+        floats: FloatRule::new(key_type, seed, |h| filter.contains_hash(h)),
+        key_type,
+        seed,
         path,
     };
     run(plan, None, paths, opts, listing, on_chunk, progress)
 }
 
-/// What a streamed query runs: the prober, the engine's name, the filter and its file.
+/// What a streamed query runs: the prober, the engine's name, the filter's float rule, key
+/// type and seed, and its file.
 struct Plan<'a> {
     prober: Prober<'a>,
     name: String,
-    probed: Probed<'a>,
+    floats: Option<FloatRule>,
     key_type: KeyType,
     seed: u64,
     path: &'a Path,
@@ -374,11 +285,7 @@ fn run(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
     let filter_type = plan.key_type;
-    let floats = match filter_type.physical() {
-        Physical::Double => Some((plan.probed, true)),
-        Physical::Float => Some((plan.probed, false)),
-        _ => None,
-    };
+    let floats = plan.floats;
     let stage = QueryStage {
         prober: plan.prober,
         listing,
@@ -409,7 +316,10 @@ fn run(
         progress,
     )
     .map_err(|e| match e {
-        Error::KeyType { filter, query, .. } => Error::KeyType {
+        // Named after the filter, not the input: it is the filter's type the keys miss.
+        Error::Read {
+            source: input::Error::KeyType { filter, query, .. },
+        } => Error::KeyType {
             path: plan.path.to_path_buf(),
             filter,
             query,
@@ -455,13 +365,13 @@ fn answer_deferred(
     q: &mut dyn Querier,
     c: QueryChunk,
     listing: Listing,
-    floats: Option<(Probed<'_>, bool)>,
+    floats: Option<FloatRule>,
 ) -> Result<QueryChunk> {
     let n = c.deferred.len();
     let mut words = vec![0u64; n.div_ceil(64)];
     q.contains(Keys::Hashes(&c.deferred), &mut words)?;
-    if !c.float_bits.is_empty() {
-        float_rule(floats, n, &mut words, |i| c.float_bits[i]);
+    if let (Some(rule), false) = (floats, c.float_bits.is_empty()) {
+        rule.apply(n, &mut words, |i| c.float_bits[i]);
     }
     let mut out = QueryChunk::default();
     if let Some(want) = listing.keys {
