@@ -3,8 +3,9 @@
 //! are written for people ([`write_u64`], [`write_json_string`]).
 
 use std::fmt;
+use std::marker::PhantomData;
 
-use bloomlanes_core::{KeyType, Keys};
+use bloomlanes_core::{xxh64_u64, KeyType, Keys};
 
 use crate::pcap;
 
@@ -168,6 +169,43 @@ pub trait Stage: Sync {
         ints: &[u64],
         out: &mut Self::Out,
     ) -> Result<(), Self::Error>;
+}
+
+/// Appends the hashes under `seed` of a batch's keys to `out`: the hashes a stage got, or those
+/// of the batch's binary u64 keys (`ints`).
+pub fn hashes_into(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u64>) {
+    match keys {
+        Keys::Hashes(h) => out.extend_from_slice(h),
+        _ => out.extend(ints.iter().map(|&v| xxh64_u64(v, seed))),
+    }
+}
+
+/// A stage that hashes each chunk's keys under its seed on the workers and hands on their
+/// hashes, in input order, for a caller that inserts or probes them on its own thread. `E` is
+/// the caller's error type (this stage itself never fails).
+pub struct HashStage<E = crate::Error> {
+    seed: u64,
+    error: PhantomData<fn() -> E>,
+}
+
+impl<E> HashStage<E> {
+    /// Hashes under `seed` (the filter's).
+    pub fn new(seed: u64) -> HashStage<E> {
+        HashStage {
+            seed,
+            error: PhantomData,
+        }
+    }
+}
+
+impl<E: From<crate::Error> + Send + fmt::Display> Stage for HashStage<E> {
+    type Out = Vec<u64>;
+    type Error = E;
+
+    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Vec<u64>) -> Result<(), E> {
+        hashes_into(keys, ints, self.seed, out);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -138,20 +138,12 @@ struct InsertStage<'f> {
 #[derive(Debug, Default)]
 struct Hashes(Vec<u64>);
 
-/// The hashes of a batch (binary u64 keys are hashed here).
-pub(super) fn hashes_of(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u64>) {
-    match keys {
-        Keys::Hashes(h) => out.extend_from_slice(h),
-        _ => out.extend(ints.iter().map(|&v| bloomlanes_core::xxh64_u64(v, seed))),
-    }
-}
-
 impl Stage for InsertStage<'_> {
     type Out = Hashes;
     type Error = Error;
     fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
         match (&self.engine, &self.target) {
-            (Inserter::Deferred, _) => hashes_of(keys, ints, self.seed, &mut out.0),
+            (Inserter::Deferred, _) => input::hashes_into(keys, ints, self.seed, &mut out.0),
             (_, Target::Copies(p, copies)) => {
                 // The first free copy, starting from a place that differs between threads.
                 let start = thread_slot() % copies.len();

@@ -9,25 +9,12 @@ use std::path::PathBuf;
 
 use bloomlanes_core::{AnyFilter, KeyType, Keys};
 
-use super::stream::hashes_of;
 use crate::backend::Backend;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
-
-/// Parses and hashes chunks of keys on the workers for an insert made on the calling thread.
-struct HashStage {
-    seed: u64,
-}
-
-impl Stage for HashStage {
-    type Out = Vec<u64>;
-    type Error = Error;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Vec<u64>) -> Result<()> {
-        hashes_of(keys, ints, self.seed, out);
-        Ok(())
-    }
-}
+use crate::input::{
+    self, hashes_into, write_u64, Batch, HashStage, InputOptions, InputSummary, Keep, Stage,
+};
 
 /// Keys per call of an ordered stream's consumer ([`stream_hashes`]): the pipeline's chunks are
 /// joined up to this many (16 MiB of hashes), so that bulk inserts and deletes get batches
@@ -51,7 +38,7 @@ pub fn stream_hashes(
 ) -> Result<(Vec<InputSummary>, KeyType)> {
     let mut opts = opts.clone();
     opts.filter_key_type.get_or_insert(filter_type);
-    let stage = HashStage { seed };
+    let stage = HashStage::<Error>::new(seed);
     let mut pending: Vec<u64> = Vec::new();
     let inputs = input::stream_keys_as(
         Doing::Insert,
@@ -177,7 +164,7 @@ impl Stage for ShownStage {
         ints: &[u64],
         out: &mut ShownChunk,
     ) -> Result<()> {
-        hashes_of(keys, ints, self.seed, &mut out.hashes);
+        hashes_into(keys, ints, self.seed, &mut out.hashes);
         if ints.is_empty() {
             for i in 0..keys.len() {
                 batch.write_key(i, false, &mut out.text);

@@ -10,11 +10,10 @@ use bloomlanes_core::key::FloatRule;
 use bloomlanes_core::{AnyFilter, FilterRef, KeyMatch, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
-use super::stream::hashes_of;
 use crate::backend::{self, BackendChoice, Querier};
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::input::{self, Batch, InputOptions, InputSummary, Keep, Stage};
+use crate::input::{self, hashes_into, Batch, InputOptions, InputSummary, Keep, Stage};
 use crate::store::FilterFile;
 
 /// What a streamed query writes besides its counts.
@@ -102,7 +101,7 @@ impl Stage for QueryStage<'_> {
     ) -> Result<()> {
         let n = keys.len();
         if let Prober::Deferred = self.prober {
-            hashes_of(keys, ints, self.seed, &mut out.deferred);
+            hashes_into(keys, ints, self.seed, &mut out.deferred);
             if self.floats.is_some() {
                 out.float_bits
                     .extend((0..n).map(|i| batch.key_bits_with(ints, i)));
