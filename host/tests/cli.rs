@@ -150,18 +150,10 @@ fn csv_columns_by_name_and_index() {
     // By index, with no header row, tab separated.
     let tsv = write(&d, "t.tsv", "x\tParis\ny\tOslo\n");
     let f2 = at(&d, "cities.blf");
-    bl().args([
-        "build",
-        s(&tsv),
-        "--csv-column",
-        "1",
-        "--no-header",
-        "-o",
-        s(&f2),
-    ])
-    .assert()
-    .success()
-    .stdout(predicates::str::contains("2 keys"));
+    bl().args(argv!("build", tsv, "--csv-column 1 --no-header -o", f2))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("2 keys"));
     let v = json(&["query", s(&f2), s(&q), "--count"]);
     assert!(v["matches"].as_u64().unwrap() >= 1);
 }
@@ -208,14 +200,7 @@ fn binary_u64_and_decimal_keys_agree() {
     // A malformed decimal line names the line.
     let badd = write(&d, "bad.txt", "1\n2\nthree\n");
     let err = fails(
-        &[
-            "build",
-            s(&badd),
-            "--format",
-            "decimal",
-            "-o",
-            s(&at(&d, "x.blf")),
-        ],
+        argv!("build", badd, "--format decimal -o", at(&d, "x.blf")),
         1,
     );
     assert!(err.contains("bad.txt") && err.contains("line 3"), "{err}");
@@ -256,16 +241,7 @@ fn usage_errors_exit_2() {
     let keys = write(&d, "k.txt", "a\n");
     let out = at(&d, "o.blf");
     fails(
-        &[
-            "build",
-            s(&keys),
-            "-o",
-            s(&out),
-            "--fpp",
-            "0.1",
-            "--bits-per-key",
-            "8",
-        ],
+        argv!("build", keys, "-o", out, "--fpp 0.1 --bits-per-key 8"),
         2,
     );
     fails(&["build", s(&keys), "-o", s(&out), "--layout", "7x7"], 2);
@@ -357,16 +333,7 @@ fn failed_build_keeps_the_old_file() {
     );
     // A filter too large to allocate is an error, not an abort.
     let e = fails(
-        &[
-            "build",
-            s(&keys),
-            "-o",
-            s(&f),
-            "--capacity",
-            "100000000000",
-            "--fpp",
-            "1e-7",
-        ],
+        argv!("build", keys, "-o", f, "--capacity 100000000000 --fpp 1e-7"),
         1,
     );
     assert!(e.contains("bytes") && e.contains("--capacity"), "{e}");
@@ -423,18 +390,9 @@ fn merge_union_intersection_and_incompatible() {
     );
     let (fa, fb) = (at(&d, "a.blf"), at(&d, "b.blf"));
     for (k, f) in [(&a, &fa), (&b, &fb)] {
-        bl().args([
-            "build",
-            s(k),
-            "-o",
-            s(f),
-            "--capacity",
-            "5000",
-            "--layout",
-            "8x32",
-        ])
-        .assert()
-        .success();
+        bl().args(argv!("build", k, "-o", f, "--capacity 5000 --layout 8x32"))
+            .assert()
+            .success();
     }
     let u = at(&d, "u.blf");
     bl().args(["merge", s(&fa), s(&fb), "-o", s(&u)])
@@ -474,18 +432,13 @@ fn merge_union_intersection_and_incompatible() {
     assert!(!out.exists());
     // Different seeds.
     let sd = at(&d, "seed.blf");
-    bl().args([
+    bl().args(argv!(
         "build",
-        s(&a),
+        a,
         "-o",
-        s(&sd),
-        "--capacity",
-        "5000",
-        "--layout",
-        "8x32",
-        "--seed",
-        "9",
-    ])
+        sd,
+        "--capacity 5000 --layout 8x32 --seed 9"
+    ))
     .assert()
     .success();
     let e = fails(&["merge", s(&fa), s(&sd), "-o", s(&out)], 1);

@@ -146,16 +146,13 @@ fn the_query_command_streams_kind_filters() {
     let d = tmp();
     let inserted = write(&d, "in.txt", key_lines(5000));
     let f = at(&d, "w.blf");
-    json(&[
+    json(argv!(
         "build",
-        s(&inserted),
+        inserted,
         "-o",
-        s(&f),
-        "--kind",
-        "window",
-        "--window-keys",
-        "2000",
-    ]);
+        f,
+        "--kind window --window-keys 2000"
+    ));
     let filter = load_any(&f).unwrap();
     let probes = key_lines(20000);
     let want = probes
@@ -238,16 +235,7 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
     let d = tmp();
     let keys = write(&d, "k.txt", key_lines(3000));
     let c = at(&d, "c.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&c),
-        "--kind",
-        "counting",
-        "--fpp",
-        "0.001",
-    ]);
+    json(argv!("build", keys, "-o", c, "--kind counting --fpp 0.001"));
     // Every 100th line is a key never inserted.
     let mixed: String = (0..2000)
         .map(|i| {
@@ -271,16 +259,13 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
     }
     assert!(outs[0] == outs[1], "the chunking changed the deletes");
     let w = at(&d, "w.blf");
-    json(&[
+    json(argv!(
         "build",
-        s(&keys),
+        keys,
         "-o",
-        s(&w),
-        "--kind",
-        "window",
-        "--window-keys",
-        "100",
-    ]);
+        w,
+        "--kind window --window-keys 100"
+    ));
     let empty = write(&d, "empty.txt", "");
     let err = fails(&["delete", s(&w), s(&empty)], 2);
     assert!(err.contains("only counting filters"), "{err}");

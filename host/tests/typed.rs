@@ -38,15 +38,7 @@ fn numbers_need_a_key_type_and_then_every_key_is_found() {
     // The same bytes under another type: answered, with a warning on stderr and in JSON.
     let pos = write(&d, "pos.txt", "1\n2\n3\n");
     let out = bl()
-        .args([
-            "--json",
-            "query",
-            s(&f),
-            s(&pos),
-            "--key-type",
-            "u64",
-            "--count",
-        ])
+        .args(argv!("--json query", f, pos, "--key-type u64 --count"))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -67,31 +59,18 @@ fn typed_csv_columns_and_decimal_csv() {
     let f = at(&d, "ids.blf");
     let e = fails(&["build", s(&csv), "--csv-column", "id", "-o", s(&f)], 1);
     assert!(e.contains("t.csv") && e.contains("--key-type"), "{e}");
-    json(&[
-        "build",
-        s(&csv),
-        "--csv-column",
-        "id",
-        "--key-type",
-        "i64",
-        "-o",
-        s(&f),
-    ]);
+    json(argv!("build", csv, "--csv-column id --key-type i64 -o", f));
     let q = write(&d, "q.txt", "-7\n12\n300\n");
     assert_eq!(json(&["query", s(&f), s(&q), "--count"])["matches"], 3);
     // --format decimal with a CSV column reads that column's integers, header and all.
     let pos = write(&d, "p.csv", "id,name\n7,a\n12,b\n");
     let g = at(&d, "p.blf");
-    let v = json(&[
+    let v = json(argv!(
         "build",
-        s(&pos),
-        "--csv-column",
-        "id",
-        "--format",
-        "decimal",
-        "-o",
-        s(&g),
-    ]);
+        pos,
+        "--csv-column id --format decimal -o",
+        g
+    ));
     assert_eq!(v["key_type"], "u64");
     let q = write(
         &d,
@@ -111,30 +90,13 @@ fn compressed_and_binary_files_are_never_read_as_text() {
     );
     let e = fails(&["build", s(&gz), "-o", s(&at(&d, "w.blf"))], 1);
     assert!(e.contains("words.gz") && e.contains("gzip"), "{e}");
-    let e = fails(
-        &[
-            "build",
-            s(&gz),
-            "--format",
-            "lines",
-            "-o",
-            s(&at(&d, "w.blf")),
-        ],
-        1,
-    );
+    let e = fails(argv!("build", gz, "--format lines -o", at(&d, "w.blf")), 1);
     assert!(e.contains("gzip"), "{e}");
     let dat: Vec<u8> = (0..100u64).flat_map(|i| (i * 1000).to_le_bytes()).collect();
     let dat = write(&d, "ids.dat", dat);
     let e = fails(&["build", s(&dat), "-o", s(&at(&d, "d.blf"))], 1);
     assert!(e.contains("ids.dat") && e.contains("--format u64"), "{e}");
-    let v = json(&[
-        "build",
-        s(&dat),
-        "--format",
-        "u64",
-        "-o",
-        s(&at(&d, "d.blf")),
-    ]);
+    let v = json(argv!("build", dat, "--format u64 -o", at(&d, "d.blf")));
     assert_eq!(v["key_type"], "u64");
 }
 
@@ -189,14 +151,7 @@ fn dates_timestamps_and_uuids_round_trip() {
     }
     let bad = write(&d, "bad.txt", "2023-02-29\n");
     let e = fails(
-        &[
-            "build",
-            s(&bad),
-            "--key-type",
-            "date",
-            "-o",
-            s(&at(&d, "x.blf")),
-        ],
+        argv!("build", bad, "--key-type date -o", at(&d, "x.blf")),
         1,
     );
     assert!(e.contains("line 1") && e.contains("2023-02"), "{e}");
@@ -206,14 +161,12 @@ fn dates_timestamps_and_uuids_round_trip() {
 fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 20_000));
-    let v = json(&[
+    let v = json(argv!(
         "build",
-        s(&keys),
-        "--capacity",
-        "100",
-        "-o",
-        s(&at(&d, "small.blf")),
-    ]);
+        keys,
+        "--capacity 100 -o",
+        at(&d, "small.blf")
+    ));
     let w = v["warnings"][0].as_str().unwrap_or_default();
     assert!(w.contains("20000") && w.contains("capacity"), "{v}");
     let v = json(&["build", s(&keys), "-o", s(&at(&d, "ok.blf"))]);
@@ -228,41 +181,26 @@ fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
     // Two default-sized filters of disjoint keys: the union's rate is reported and warned about.
     let other = write(&d, "o.txt", lines("other", 20_000));
     let (x, y) = (at(&d, "x.blf"), at(&d, "y.blf"));
-    json(&[
+    json(argv!("build", keys, "--layout 8x32 --capacity 20000 -o", x));
+    json(argv!(
         "build",
-        s(&keys),
-        "--layout",
-        "8x32",
-        "--capacity",
-        "20000",
-        "-o",
-        s(&x),
-    ]);
-    json(&[
-        "build",
-        s(&other),
-        "--layout",
-        "8x32",
-        "--capacity",
-        "20000",
-        "-o",
-        s(&y),
-    ]);
+        other,
+        "--layout 8x32 --capacity 20000 -o",
+        y
+    ));
     let v = json(&["merge", s(&x), s(&y), "-o", s(&at(&d, "u.blf"))]);
     let fpr = v["fpr_from_bits"].as_f64().unwrap();
     let input = v["input_fpr_from_bits"][0].as_f64().unwrap();
     assert!(fpr > 3.0 * input, "{v}");
     assert!(v["warnings"][0].as_str().unwrap().contains("union"), "{v}");
     // An intersection states its estimate with an error; the true size (0) is within 3 errors.
-    let v = json(&[
-        "merge",
-        "--op",
-        "intersection",
-        s(&x),
-        s(&y),
+    let v = json(argv!(
+        "merge --op intersection",
+        x,
+        y,
         "-o",
-        s(&at(&d, "i.blf")),
-    ]);
+        at(&d, "i.blf")
+    ));
     let est = &v["intersection_estimate"];
     let (k, sd) = (
         est["keys"].as_f64().unwrap(),
