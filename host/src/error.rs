@@ -169,12 +169,7 @@ impl Error {
 
     /// A malformed input at `at`.
     pub fn input(path: &Path, at: Option<Location>, what: impl Into<String>) -> Error {
-        Error::Input {
-            path: path.to_path_buf(),
-            at,
-            what: what.into(),
-            source: None,
-        }
+        Error::located(bloomlanes_input::Error::input(path, at, what))
     }
 
     /// A malformed input at `at`, found by a parser with its own error type.
@@ -184,20 +179,31 @@ impl Error {
         what: impl Into<String>,
         source: impl Into<BoxedSource>,
     ) -> Error {
-        Error::Input {
-            path: path.to_path_buf(),
-            at,
-            what: what.into(),
-            source: Some(source.into()),
-        }
+        Error::located(bloomlanes_input::Error::input_with(path, at, what, source))
     }
 
     /// An I/O failure on `path`.
     pub fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
-        Error::Io {
-            path: path.to_path_buf(),
-            op,
-            source,
+        Error::located(bloomlanes_input::Error::io(path, op, source))
+    }
+
+    /// This library's variant of a fault the input crate describes with the same fields (a
+    /// malformed input, an I/O failure); any other is kept as [`Error::Read`].
+    fn located(e: bloomlanes_input::Error) -> Error {
+        match e {
+            bloomlanes_input::Error::Input {
+                path,
+                at,
+                what,
+                source,
+            } => Error::Input {
+                path,
+                at,
+                what,
+                source,
+            },
+            bloomlanes_input::Error::Io { path, op, source } => Error::Io { path, op, source },
+            e => Error::Read { source: e },
         }
     }
 

@@ -132,15 +132,7 @@ fn dedup_reads_packets_and_writes_the_new_flows() {
     packets.extend((0..300).map(|i| (2, 5000 + i)));
     packets.push((1, 1000));
     let cap = write(&d, "c.pcap", capture(&packets));
-    let out = bl()
-        .args(["dedup", s(&cap), "--window-keys", "200"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["dedup", s(&cap), "--window-keys", "200"]));
     let text = String::from_utf8(out.stdout).unwrap();
     let flows: Vec<&str> = text.lines().collect();
     assert!(flows.len() >= 398 && flows.len() <= 401, "{}", flows.len());
@@ -155,6 +147,6 @@ fn dedup_reads_packets_and_writes_the_new_flows() {
         err.contains("451 lines") && err.contains("1 packets not IP"),
         "{err}"
     );
-    let e = fails(argv!("dedup", cap, "--window-seconds 1 --capacity 10"), 1);
+    let e = fails(&argv!("dedup", cap, "--window-seconds 1 --capacity 10"), 1);
     assert!(e.contains("--window-keys"), "{e}");
 }

@@ -40,7 +40,7 @@ fn pcap_five_tuples_build_and_query() {
     let d = tmp();
     let cap = write(&d, "flows.pcap", pcap_file(&flows()));
     let f = at(&d, "flows.blf");
-    let v = json(&["build", s(&cap), "-o", s(&f), "--fpp", "0.0001"]);
+    let v = build(&cap, &f, "--fpp 0.0001");
     // One key per IP packet (the repeated flow twice); the filter is sized for the 250 distinct
     // flows (200 IPv4 + 50 IPv6) that a first pass counted.
     assert_eq!(v["keys"], 251, "{v}");
@@ -52,12 +52,7 @@ fn pcap_five_tuples_build_and_query() {
 
     // The same capture as pcapng finds every flow; the printed keys are the 5-tuples.
     let ng = write(&d, "flows.pcapng", pcapng_file(&flows()));
-    let out = bl().args(["query", s(&f), s(&ng)]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["query", s(&f), s(&ng)]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         text.lines().count(),
@@ -299,9 +294,7 @@ fn parquet_bad_inputs() {
     // Only 8x32 seed-0 filters have a Parquet form.
     let keys = write(&d, "k.txt", "a\n");
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "16x64"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 16x64");
     let e = fails(&["export", s(&f), "--parquet", s(&at(&d, "x.sbbf"))], 1);
     assert!(e.contains("8x32"), "{e}");
     assert!(!at(&d, "x.sbbf").exists());
@@ -314,9 +307,7 @@ fn hdl_export_writes_rtl_and_banks() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 500));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 8x32");
     let rtl = at(&d, "rtl");
     // Text lines are variable-length keys: hashed on chip with a length field.
     let v = json(&["export", s(&f), "--hdl", s(&rtl), "--max-key-bytes", "8"]);
@@ -381,11 +372,9 @@ fn hdl_export_takes_ports_top_and_variable_length_keys() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("key", 300));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 8x32");
     let a = at(&d, "a");
-    let v = json(argv!(
+    let v = json(&argv!(
         "export",
         f,
         "--hdl",
@@ -427,7 +416,7 @@ fn hdl_export_takes_ports_top_and_variable_length_keys() {
     }
     // Fixed and variable-length key inputs exclude each other; the options need --hdl.
     fails(
-        argv!("export", f, "--hdl", bad, "--key-bytes 8 --max-key-bytes 8"),
+        &argv!("export", f, "--hdl", bad, "--key-bytes 8 --max-key-bytes 8"),
         2,
     );
     for opt in [["--ports", "2"], ["--top", "x"], ["--key-bytes", "8"]] {

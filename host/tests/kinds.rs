@@ -18,7 +18,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let rest = write(&d, "rest.txt", range_lines("k", 1000..2000));
     let absent = write(&d, "absent.txt", lines("absent-", 20000));
     let c = at(&d, "c.blf");
-    let v = json(argv!("build", all, "-o", c, "--kind counting --fpp 0.01"));
+    let v = build(&all, &c, "--kind counting --fpp 0.01");
     assert_eq!(v["kind"]["name"], "counting");
     assert_eq!(v["kind"]["counter_bits"], 4);
     assert_eq!(matches(&c, &all), 2000, "no false negatives");
@@ -44,13 +44,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     );
     // The projection is exactly a static filter of the keys left, sized alike.
     let st2 = at(&d, "static.blf");
-    json(argv!(
-        "build",
-        rest,
-        "-o",
-        st2,
-        "--capacity 2000 --fpp 0.01"
-    ));
+    build(&rest, &st2, "--capacity 2000 --fpp 0.01");
     let (b1, b2) = (at(&d, "b1"), at(&d, "b2"));
     json(&["query", s(&c), s(&absent), "--bitmap", s(&b1)]);
     json(&["query", s(&st2), s(&absent), "--bitmap", s(&b2)]);
@@ -150,13 +144,11 @@ fn window_filters_keep_the_last_keys_and_forget_old_ones() {
     let last = write(&d, "last.txt", range_lines("k", 4000..5000));
     let old = write(&d, "old.txt", range_lines("k", 0..2000));
     let f = at(&d, "w.blf");
-    let v = json(argv!(
-        "build",
-        keys,
-        "-o",
-        f,
-        "--kind window --window-keys 1000 --generations 4 --fpp 0.01"
-    ));
+    let v = build(
+        &keys,
+        &f,
+        "--kind window --window-keys 1000 --generations 4 --fpp 0.01",
+    );
     assert_eq!(v["kind"]["window"], 1000);
     assert_eq!(v["kind"]["span"], 250);
     assert_eq!(matches(&f, &last), 1000, "the last 1000 keys are found");
@@ -212,7 +204,7 @@ fn auto_generations_build_the_smallest_window_that_meets_the_rate() {
     assert_eq!(matches(&auto, &last), 10000, "the window is found");
     assert!(json(&["stats", s(&auto)])["expected_fpr"].as_f64().unwrap() <= 0.001);
     assert!(fails(
-        argv!(
+        &argv!(
             "build",
             keys,
             "--kind window --window-keys 10 --generations x"
@@ -228,13 +220,7 @@ fn scalable_filters_grow_and_keep_the_rate_under_target() {
     let keys = write(&d, "k.txt", lines("k", 20000));
     let absent = write(&d, "absent.txt", lines("absent-", 100_000));
     let f = at(&d, "s.blf");
-    json(argv!(
-        "build",
-        keys,
-        "-o",
-        f,
-        "--kind scalable --capacity 1000 --fpp 0.01"
-    ));
+    build(&keys, &f, "--kind scalable --capacity 1000 --fpp 0.01");
     let st = json(&["stats", s(&f)]);
     let stages = st["figures"]["stages"].as_array().unwrap();
     assert!(stages.len() >= 4, "{stages:?}");
@@ -259,13 +245,11 @@ fn stable_filters_report_their_parameters_and_find_recent_keys() {
     let recent = write(&d, "recent.txt", "k29999\n");
     let absent = write(&d, "absent.txt", lines("absent-", 50_000));
     let f = at(&d, "st.blf");
-    json(argv!(
-        "build",
-        keys,
-        "-o",
-        f,
-        "--kind stable --capacity 2000 --fpp 0.02 --layout 8x32"
-    ));
+    build(
+        &keys,
+        &f,
+        "--kind stable --capacity 2000 --fpp 0.02 --layout 8x32",
+    );
     let st = json(&["stats", s(&f)]);
     let p = st["kind"]["decrements"].as_u64().unwrap();
     assert!(p >= 1);
@@ -280,13 +264,7 @@ fn stable_filters_report_their_parameters_and_find_recent_keys() {
     );
     // An explicit P is kept.
     let g = at(&d, "g.blf");
-    json(argv!(
-        "build",
-        keys,
-        "-o",
-        g,
-        "--kind stable --decrements 7"
-    ));
+    build(&keys, &g, "--kind stable --decrements 7");
     assert_eq!(json(&["stats", s(&g)])["kind"]["decrements"], 7);
 }
 
@@ -386,7 +364,7 @@ fn query_answers_alike_on_every_backend_for_every_kind() {
 
 #[test]
 fn verify_checks_every_kind_on_every_backend() {
-    let v = json(argv!("verify --keys 2000 --layout 8x32 --hdl-keys 0"));
+    let v = json(&argv!("verify --keys 2000 --layout 8x32 --hdl-keys 0"));
     assert_eq!(v["ok"], true);
     let rows = v["rows"].as_array().unwrap();
     for kind in ["static", "counting", "stable", "window", "scalable"] {
@@ -394,7 +372,7 @@ fn verify_checks_every_kind_on_every_backend() {
         assert!(n >= 2, "{kind}: scalar and a SIMD path, got {n}");
     }
     assert!(rows.iter().all(|r| r["identical"] == true));
-    let v = json(argv!("verify --keys 500 --kind window --hdl-keys 0"));
+    let v = json(&argv!("verify --keys 500 --kind window --hdl-keys 0"));
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.iter().all(|r| r["kind"] == "window"));
     assert!(fails(&["verify", "--kind", "bogus"], 2).contains("--kind"));
@@ -405,13 +383,11 @@ fn time_windows_and_undersized_kinds_report_honest_rates() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 500));
     let f = at(&d, "t.blf");
-    let v = json(argv!(
-        "build",
-        keys,
-        "-o",
-        f,
-        "--kind window --window-seconds 60 --capacity 1000 --generations 2 --fpp 0.01"
-    ));
+    let v = build(
+        &keys,
+        &f,
+        "--kind window --window-seconds 60 --capacity 1000 --generations 2 --fpp 0.01",
+    );
     assert_eq!(v["kind"]["unit"], "ns");
     assert_eq!(v["kind"]["window"], 60_000_000_000u64);
     assert_eq!(matches(&f, &keys), 500);
@@ -482,13 +458,7 @@ fn counting_filters_export_their_projection() {
     assert_eq!(json(&["stats", s(&s1)])["kind"]["name"], "static");
     // A window or scalable filter has no single image to export.
     let w = at(&d, "w.blf");
-    json(argv!(
-        "build",
-        all,
-        "-o",
-        w,
-        "--kind window --window-keys 100"
-    ));
+    build(&all, &w, "--kind window --window-keys 100");
     let err = fails(&["export", s(&w), "--static", s(&at(&d, "x.blf"))], 2);
     assert!(err.contains("cannot export a window filter"), "{err}");
     assert!(!at(&d, "x.blf").exists());
@@ -531,7 +501,7 @@ fn verify_runs_the_counting_filter_in_the_counting_rtl() {
         );
         return;
     }
-    let v = json(argv!(
+    let v = json(&argv!(
         "verify --keys 2000 --layout 8x32 --kind counting --hdl-keys 40"
     ));
     assert_eq!(v["ok"], true, "{v}");
@@ -552,9 +522,9 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("key-", 2000));
     let c = at(&d, "c.blf");
-    json(&["build", s(&keys), "--kind", "counting", "-o", s(&c)]);
+    build(&keys, &c, "--kind counting");
     let out = at(&d, "rtl");
-    let v = json(argv!("export", c, "--hdl", out, "--counting --top cnt"));
+    let v = json(&argv!("export", c, "--hdl", out, "--counting --top cnt"));
     assert_eq!(v["form"], "hdl-counting");
     assert_eq!(v["counter_bits"], 4);
     let files = v["files"].as_array().unwrap();
@@ -565,14 +535,14 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     assert_eq!(banks, 8, "one counter bank per lane: {files:?}");
     // The refusals: a static filter, and more than one port.
     let st = at(&d, "s.blf");
-    json(&["build", s(&keys), "-o", s(&st)]);
+    build(&keys, &st, "");
     let e = fails(
         &["export", s(&st), "--hdl", s(&at(&d, "x")), "--counting"],
         2,
     );
     assert!(e.contains("counting") && e.contains("static"), "{e}");
     let e = fails(
-        argv!("export", c, "--hdl", at(&d, "y"), "--counting --ports 2"),
+        &argv!("export", c, "--hdl", at(&d, "y"), "--counting --ports 2"),
         2,
     );
     assert!(e.contains("one port"), "{e}");

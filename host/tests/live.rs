@@ -104,13 +104,7 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
         .collect();
     let flow_file = write(&d, "flows.txt", flows);
     let f = at(&d, "live.blf");
-    json(argv!(
-        "build",
-        flow_file,
-        "--format flows -o",
-        f,
-        "--fpp 0.000001"
-    ));
+    build(&flow_file, &f, "--format flows --fpp 0.000001");
     let out = at(&d, "live.pcap");
     let bits = at(&d, "live.bits");
     let bin = assert_cmd::cargo::cargo_bin("bloomlanes");
@@ -195,7 +189,7 @@ fn unreadable_interfaces_are_named() {
     let d = tmp();
     let flows = write(&d, "f.txt", "10.0.0.1:1>10.0.0.2:2/udp\n");
     let f = at(&d, "f.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let e = fails(&["capture", s(&f), "no-such-if0", "--count", "1"], 1);
     assert!(
         e.contains("no-such-if0") && e.contains("no such network interface"),
@@ -214,7 +208,7 @@ fn unreadable_interfaces_are_named() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(v["packets"].is_u64(), "{v}");
         let e = fails(
-            argv!("capture", f, "lo --user no-such-user-bl --count 1"),
+            &argv!("capture", f, "lo --user no-such-user-bl --count 1"),
             1,
         );
         assert!(e.contains("no user named"), "{e}");

@@ -94,7 +94,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let plain = at(&d, "plain.parquet");
     write_file(&plain, false);
     let out = at(&d, "with.parquet");
-    let v = json(argv!(
+    let v = json(&argv!(
         "parquet add-filters",
         plain,
         "-o",
@@ -155,7 +155,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
         "keys.txt",
         keys.iter().map(|k| format!("{k}\n")).collect::<String>(),
     );
-    let v = json(argv!("parquet probe", out, "--column n --keys", kf));
+    let v = json(&argv!("parquet probe", out, "--column n --keys", kf));
     assert_eq!(v["column_key_type"], "i32");
     let crate_filters: Vec<Sbbf> = (0..3).map(|g| crate_filter(&out, g, 0).unwrap()).collect();
     for (i, k) in keys.iter().enumerate() {
@@ -173,7 +173,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
 
     // Imported filters record the column's type: INT32 → i32, queryable as such.
     let dir = at(&d, "groups");
-    let v = json(argv!("import", out, "--column n --row-group all -o", dir));
+    let v = json(&argv!("import", out, "--column n --row-group all -o", dir));
     assert_eq!(v["key_type"], "i32");
     assert_eq!(v["files"].as_array().unwrap().len(), 3);
     let q = write(
@@ -188,7 +188,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let e = fails(&["query", s(&g0), s(&q), "--key-type", "i64", "--count"], 2);
     assert!(e.contains("i32") && e.contains("i64"), "{e}");
     let merged = at(&d, "all.blf");
-    let v = json(argv!(
+    let v = json(&argv!(
         "import",
         out,
         "--column n --row-group all --merge -o",
@@ -208,7 +208,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     );
 
     // --no-pow2 sizes exactly and warns that some readers refuse it.
-    let v = json(argv!(
+    let v = json(&argv!(
         "parquet add-filters",
         plain,
         "-o",
@@ -221,7 +221,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     );
     // Replacing a file's filters: the old ones are replaced, the data still byte for byte.
     let again = at(&d, "again.parquet");
-    let v = json(argv!(
+    let v = json(&argv!(
         "parquet add-filters",
         out,
         "-o",
@@ -275,7 +275,7 @@ fn corrupt_footers_are_errors_naming_the_file_and_field() {
     // An offset past the data, a length running past it.
     let past = rewrite("past.parquet", &[(1, 2, bytes.len() as u64 + 10, 64)]);
     let e = fails(
-        argv!("import", past, "--column s --row-group 1 -o x.blf"),
+        &argv!("import", past, "--column s --row-group 1 -o x.blf"),
         1,
     );
     assert!(e.contains("bloom_filter_offset"), "{e}");

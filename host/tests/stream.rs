@@ -174,7 +174,7 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     xz.write_all(text.as_bytes()).unwrap();
     let xz = write(&d, "keys.xz", xz.finish().unwrap());
     let f = at(&d, "k.blf");
-    let v = json(&["build", s(&zst), "-o", s(&f)]);
+    let v = build(&zst, &f, "");
     assert_eq!(v["keys"], 20_000, "{v}");
     assert_eq!(v["inputs"][0]["compression"], "zstd");
     assert_eq!(
@@ -194,15 +194,9 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     gz_probe.write_all(probe.as_bytes()).unwrap();
     let gz_probe = gz_probe.finish().unwrap();
     for stdin in [probe.as_bytes().to_vec(), gz_probe] {
-        let out = bl()
-            .args(["--json", "query", s(&f), "-", "--count"])
-            .write_stdin(stdin)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = succeeds(
+            bl().args(["--json", "query", s(&f), "-", "--count"])
+                .write_stdin(stdin),
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["matches"], expected);
@@ -247,10 +241,10 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     // (no bzip2 block magic follows) and a u64 file whose first key is 93 (`5d 00 00 …`, not a
     // legacy .lzma header).
     let bzh = write(&d, "bzh.txt", "BZh9 is a key\nother\n");
-    assert_eq!(json(&["build", s(&bzh), "-o", s(&out)])["keys"], 2);
+    assert_eq!(build(&bzh, &out, "")["keys"], 2);
     let ints: Vec<u8> = [93u64, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
     let ints = write(&d, "ints.u64", ints);
-    let v = json(&["build", s(&ints), "--format", "u64", "-o", s(&out)]);
+    let v = build(&ints, &out, "--format u64");
     assert_eq!(v["keys"], 3, "{v}");
 }
 
@@ -264,7 +258,7 @@ fn per_packet_verdicts_equal_the_cores_answers() {
     let cap = write(&d, "mixed.pcap", pcap_file(&frames));
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(argv!("build", flows, "--format flows -o", f, "--fpp 0.3"));
+    build(&flows, &f, "--format flows --fpp 0.3");
     let filter = FilterFile::open(&f).unwrap();
     for threads in [1, 2] {
         for chunk in [33usize, 4096, 2 << 20] {
@@ -309,16 +303,10 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     let cap = write(&d, "mixed.pcap", &input);
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(argv!(
-        "build",
-        flows,
-        "--format flows -o",
-        f,
-        "--fpp 0.000001"
-    ));
+    build(&flows, &f, "--format flows --fpp 0.000001");
     let out = at(&d, "match.pcap");
     let bits = at(&d, "bits");
-    let v = json(argv!(
+    let v = json(&argv!(
         "classify",
         f,
         cap,
@@ -370,7 +358,7 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     );
     // The complement, and pcapng in gives pcapng out.
     let rest = at(&d, "rest.pcap");
-    let v = json(argv!(
+    let v = json(&argv!(
         "classify",
         f,
         cap,
@@ -385,7 +373,7 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     );
     let ng = write(&d, "mixed.pcapng", pcapng_file(&frames));
     let ng_out = at(&d, "match.pcapng");
-    let v = json(argv!("classify", f, ng, "-w", ng_out, "--chunk-bytes 500"));
+    let v = json(&argv!("classify", f, ng, "-w", ng_out, "--chunk-bytes 500"));
     assert_eq!(v["matched"], n_match);
     let back = pcap::parse(&std::fs::read(&ng_out).unwrap()).unwrap();
     assert_eq!(back.packets, n_match);
@@ -412,12 +400,10 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     // Standard input, gzip-compressed.
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&input).unwrap();
-    let o = bl()
-        .args(["--json", "classify", s(&f), "-"])
-        .write_stdin(gz.finish().unwrap())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = succeeds(
+        bl().args(["--json", "classify", s(&f), "-"])
+            .write_stdin(gz.finish().unwrap()),
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["matched"], n_match);
 }
@@ -427,7 +413,7 @@ fn bad_captures_are_named_and_outputs_left_unwritten() {
     let d = tmp();
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let frames = mixed_frames();
     let out = at(&d, "o.pcap");
     // A truncated last record: a warning, the rest classified.
@@ -494,18 +480,10 @@ fn classify_writes_to_standard_output_and_checks_outputs_first() {
     let cap = write(&d, "mixed.pcap", pcap_file(&frames));
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let file = at(&d, "match.pcap");
     json(&["classify", s(&f), s(&cap), "-w", s(&file)]);
-    let out = bl()
-        .args(["classify", s(&f), s(&cap), "-w", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["classify", s(&f), s(&cap), "-w", "-"]));
     assert_eq!(out.stdout, std::fs::read(&file).unwrap());
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(report.contains("600 packets"), "{report}");
@@ -529,9 +507,7 @@ fn listing_prints_every_key_in_input_order() {
     let q = write(&d, "q", &text);
     let f = at(&d, "q.blf");
     // Lines that are all numbers are hashed as text only when told (--key-type bytes).
-    bl().args(["build", s(&q), "-o", s(&f), "--key-type", "bytes"])
-        .assert()
-        .success();
+    build(&q, &f, "--key-type bytes");
     let out = bl()
         .args(["query", s(&f), s(&q), "--chunk-bytes", "4093"])
         .output()
@@ -569,7 +545,7 @@ fn endless_inputs_are_read_within_a_bound() {
     let e = fails(&["build", "/dev/zero", "-o", s(&out), "--capacity", "9"], 1);
     assert!(e.contains("/dev/zero") && e.contains("cannot tell"), "{e}");
     let e = fails(
-        argv!("build /dev/zero --format lines -o", out, "--capacity 9"),
+        &argv!("build /dev/zero --format lines -o", out, "--capacity 9"),
         1,
     );
     assert!(
@@ -596,7 +572,7 @@ fn decimal_errors_echo_a_bounded_part_of_the_line() {
     // The reproducer: one 100 MB line.
     let big = write(&d, "big.txt", vec![b'1'; 100_000_000]);
     let e = fails(
-        argv!("build", big, "--format decimal -o", out, "--capacity 1"),
+        &argv!("build", big, "--format decimal -o", out, "--capacity 1"),
         1,
     );
     assert!(e.len() < 400, "{} bytes of stderr", e.len());
@@ -654,13 +630,7 @@ fn flows_as_text_match_captured_packets() {
     let d = tmp();
     let f = at(&d, "one.blf");
     let flows = write(&d, "one.txt", "10.0.0.4:1004 > 10.9.9.9:53/udp\n");
-    json(argv!(
-        "build",
-        flows,
-        "--format flows -o",
-        f,
-        "--fpp 0.000001"
-    ));
+    build(&flows, &f, "--format flows --fpp 0.000001");
     let cap = write(&d, "m.pcap", pcap_file(&mixed_frames()));
     let v = json(&["classify", s(&f), s(&cap), "--flows"]);
     let rows = v["flows"].as_array().unwrap();

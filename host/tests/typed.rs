@@ -19,7 +19,7 @@ fn numbers_need_a_key_type_and_then_every_key_is_found() {
     assert!(e.contains("n.txt") && e.contains("--key-type"), "{e}");
     assert!(!f.exists(), "no filter written on a refused guess");
 
-    let v = json(&["build", s(&nums), "-o", s(&f), "--key-type", "i64"]);
+    let v = build(&nums, &f, "--key-type i64");
     assert_eq!(v["key_type"], "i64");
     // A query reads text as the filter's recorded type: every key found, no flag needed.
     let q = json(&["query", s(&f), s(&nums), "--count"]);
@@ -59,18 +59,13 @@ fn typed_csv_columns_and_decimal_csv() {
     let f = at(&d, "ids.blf");
     let e = fails(&["build", s(&csv), "--csv-column", "id", "-o", s(&f)], 1);
     assert!(e.contains("t.csv") && e.contains("--key-type"), "{e}");
-    json(argv!("build", csv, "--csv-column id --key-type i64 -o", f));
+    build(&csv, &f, "--csv-column id --key-type i64");
     let q = write(&d, "q.txt", "-7\n12\n300\n");
     assert_eq!(json(&["query", s(&f), s(&q), "--count"])["matches"], 3);
     // --format decimal with a CSV column reads that column's integers, header and all.
     let pos = write(&d, "p.csv", "id,name\n7,a\n12,b\n");
     let g = at(&d, "p.blf");
-    let v = json(argv!(
-        "build",
-        pos,
-        "--csv-column id --format decimal -o",
-        g
-    ));
+    let v = build(&pos, &g, "--csv-column id --format decimal");
     assert_eq!(v["key_type"], "u64");
     let q = write(
         &d,
@@ -90,13 +85,13 @@ fn compressed_and_binary_files_are_never_read_as_text() {
     );
     let e = fails(&["build", s(&gz), "-o", s(&at(&d, "w.blf"))], 1);
     assert!(e.contains("words.gz") && e.contains("gzip"), "{e}");
-    let e = fails(argv!("build", gz, "--format lines -o", at(&d, "w.blf")), 1);
+    let e = fails(&argv!("build", gz, "--format lines -o", at(&d, "w.blf")), 1);
     assert!(e.contains("gzip"), "{e}");
     let dat: Vec<u8> = (0..100u64).flat_map(|i| (i * 1000).to_le_bytes()).collect();
     let dat = write(&d, "ids.dat", dat);
     let e = fails(&["build", s(&dat), "-o", s(&at(&d, "d.blf"))], 1);
     assert!(e.contains("ids.dat") && e.contains("--format u64"), "{e}");
-    let v = json(argv!("build", dat, "--format u64 -o", at(&d, "d.blf")));
+    let v = json(&argv!("build", dat, "--format u64 -o", at(&d, "d.blf")));
     assert_eq!(v["key_type"], "u64");
 }
 
@@ -105,7 +100,7 @@ fn floats_zero_and_nan_follow_the_probe_rule() {
     let d = tmp();
     let keys = write(&d, "f.txt", "-0.0\nNaN\n1.5\n-2.25e3\n");
     let f = at(&d, "f.blf");
-    json(&["build", s(&keys), "--key-type", "f64", "-o", s(&f)]);
+    build(&keys, &f, "--key-type f64");
     let q = write(&d, "q.txt", "0.0\n-0.0\nnan\n1.5\n-2250\n");
     let v = json(&["query", s(&f), s(&q)]);
     assert_eq!(v["matches"], 5, "{v}");
@@ -151,7 +146,7 @@ fn dates_timestamps_and_uuids_round_trip() {
     }
     let bad = write(&d, "bad.txt", "2023-02-29\n");
     let e = fails(
-        argv!("build", bad, "--key-type date -o", at(&d, "x.blf")),
+        &argv!("build", bad, "--key-type date -o", at(&d, "x.blf")),
         1,
     );
     assert!(e.contains("line 1") && e.contains("2023-02"), "{e}");
@@ -161,7 +156,7 @@ fn dates_timestamps_and_uuids_round_trip() {
 fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 20_000));
-    let v = json(argv!(
+    let v = json(&argv!(
         "build",
         keys,
         "--capacity 100 -o",
@@ -174,27 +169,22 @@ fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
 
     // --seed in hex is the same seed as in decimal.
     let (a, b) = (at(&d, "a.blf"), at(&d, "b.blf"));
-    json(&["build", s(&keys), "--seed", "0x10", "-o", s(&a)]);
-    json(&["build", s(&keys), "--seed", "16", "-o", s(&b)]);
+    build(&keys, &a, "--seed 0x10");
+    build(&keys, &b, "--seed 16");
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
     // Two default-sized filters of disjoint keys: the union's rate is reported and warned about.
     let other = write(&d, "o.txt", lines("other", 20_000));
     let (x, y) = (at(&d, "x.blf"), at(&d, "y.blf"));
-    json(argv!("build", keys, "--layout 8x32 --capacity 20000 -o", x));
-    json(argv!(
-        "build",
-        other,
-        "--layout 8x32 --capacity 20000 -o",
-        y
-    ));
+    build(&keys, &x, "--layout 8x32 --capacity 20000");
+    build(&other, &y, "--layout 8x32 --capacity 20000");
     let v = json(&["merge", s(&x), s(&y), "-o", s(&at(&d, "u.blf"))]);
     let fpr = v["fpr_from_bits"].as_f64().unwrap();
     let input = v["input_fpr_from_bits"][0].as_f64().unwrap();
     assert!(fpr > 3.0 * input, "{v}");
     assert!(v["warnings"][0].as_str().unwrap().contains("union"), "{v}");
     // An intersection states its estimate with an error; the true size (0) is within 3 errors.
-    let v = json(argv!(
+    let v = json(&argv!(
         "merge --op intersection",
         x,
         y,

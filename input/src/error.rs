@@ -74,14 +74,6 @@ pub enum Error {
         /// The key type the input's keys were read as.
         query: KeyType,
     },
-    /// The input needs a feature this build was compiled without (a compressed input without
-    /// the feature `compression`).
-    Unsupported {
-        /// What was asked for (e.g. `compressed inputs`).
-        what: &'static str,
-        /// The missing Cargo feature (of `bloomlanes-input`, and of the crates that pass it on).
-        feature: &'static str,
-    },
 }
 
 impl Error {
@@ -128,7 +120,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::KeyType { .. } => 2,
-            Error::Io { .. } | Error::Input { .. } | Error::Unsupported { .. } => 1,
+            Error::Io { .. } | Error::Input { .. } => 1,
         }
     }
 }
@@ -200,11 +192,6 @@ impl fmt::Display for Error {
                 filter,
                 query,
             } => write_key_type_mismatch(f, path, *filter, *query),
-            Error::Unsupported { what, feature } => write!(
-                f,
-                "{what}: not available in this build (bloomlanes-input was compiled without its \
-                 `{feature}` feature)"
-            ),
         }
     }
 }
@@ -212,7 +199,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Usage(_) | Error::KeyType { .. } | Error::Unsupported { .. } => None,
+            Error::Usage(_) | Error::KeyType { .. } => None,
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source
                 .as_deref()

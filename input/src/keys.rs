@@ -6,12 +6,12 @@
 //! The hook for other key forms is [`FieldParser`]: a function from a field's bytes (a line, a
 //! CSV field) to the key's bytes ([`crate::field`]).
 
-use bloomlanes_core::{xxh64, xxh64_u64, KeyType, Keys};
+use bloomlanes_core::{xxh64, xxh64_u64, KeyType};
 
 use crate::chunk::Chunk;
 use crate::field::{FieldParser, Parsed};
 use crate::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
-use crate::stage::{Batch, Keep, Shown, Stage};
+use crate::stage::{Batch, BatchKeys, Keep, Shown, Stage};
 
 /// How a worker turns a chunk into keys.
 #[derive(Clone, Debug)]
@@ -163,8 +163,7 @@ impl<S: Stage> Feed<'_, S> {
     fn flush(&mut self) -> Result<(), S::Error> {
         let b = &mut self.scratch.batch;
         if !b.hashes.is_empty() {
-            self.stage
-                .flush(Keys::Hashes(&b.hashes), b, &[], &mut self.out)?;
+            self.stage.flush(BatchKeys::hashed(b), &mut self.out)?;
         }
         b.hashes.clear();
         b.shown.clear();
@@ -328,7 +327,7 @@ pub(crate) fn parse_chunk<S: Stage>(
             let empty = Batch::default();
             for part in ints.chunks(BATCH * 4) {
                 stage
-                    .flush(Keys::U64(part), &empty, part, &mut feed.out)
+                    .flush(BatchKeys::binary(part, &empty), &mut feed.out)
                     .map_err(stage_fault)?;
             }
             feed.keys = ints.len() as u64;

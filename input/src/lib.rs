@@ -66,7 +66,7 @@ pub use keyset::{KeyKind, KeySet, KeySetBuilder};
 pub use pipeline::PipelineConfig;
 pub use plan::CapturePlan;
 pub use source::Compression;
-pub use stage::{hashes_into, write_json_string, write_u64, Batch, HashStage, Keep, Stage};
+pub use stage::{write_json_string, write_u64, BatchKeys, HashStage, Keep, Stage};
 pub use stream::{count_distinct, stream_keys, Collect, StreamProgress};
 
 /// How an input is read (also the CLI's `--format` values, with feature `clap`).

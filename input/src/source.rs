@@ -208,14 +208,19 @@ fn decoder(
 fn decoder(
     c: Compression,
     raw: Box<dyn Read + Send>,
-    _shown: &Path,
+    shown: &Path,
 ) -> Result<Box<dyn Read + Send>> {
     match c {
         Compression::None => Ok(raw),
-        _ => Err(Error::Unsupported {
-            what: "compressed inputs",
-            feature: "compression",
-        }),
+        _ => Err(Error::input(
+            shown,
+            Some(Location::Byte(0)),
+            format!(
+                "is {}-compressed, and compressed inputs are not available in this build \
+                 (bloomlanes-input was compiled without its `compression` feature)",
+                c.name()
+            ),
+        )),
     }
 }
 

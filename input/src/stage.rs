@@ -1,6 +1,7 @@
-//! What the pipeline hands its caller: batches of hashed keys ([`Batch`], with their text when
-//! the [`Stage`] keeps it) and the stage that takes them on the workers; and how listed keys
-//! are written for people ([`write_u64`], [`write_json_string`]).
+//! What the pipeline hands its caller: batches of keys ([`BatchKeys`]: their hashes, or binary
+//! u64 keys read in place, with their text when the [`Stage`] keeps it) and the stage that takes
+//! them on the workers; and how listed keys are written for people ([`write_u64`],
+//! [`write_json_string`]).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -22,11 +23,12 @@ pub(crate) enum Shown {
     Typed(u32, u32, KeyType),
 }
 
-/// A batch of hashed keys, with their text when the stage keeps it (see [`Stage::keep`]).
+/// A batch of hashed keys being filled by a worker, with their text when the stage keeps it
+/// (see [`Stage::keep`]).
 #[derive(Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// The keys' hashes under the filter's seed.
-    pub hashes: Vec<u64>,
+    pub(crate) hashes: Vec<u64>,
     /// How to show each key (only when kept).
     pub(crate) shown: Vec<Shown>,
     /// The bytes `shown` points into.
@@ -36,7 +38,7 @@ pub struct Batch {
 impl Batch {
     /// The bits of key `i` when it is 8 or 4 bytes (an integer, or a typed key of that width):
     /// what the float probe rule looks at.
-    pub fn key_bits(&self, i: usize) -> Option<u64> {
+    fn key_bits(&self, i: usize) -> Option<u64> {
         match *self.shown.get(i)? {
             Shown::Int(v) => Some(v),
             Shown::Typed(a, b, _) => {
@@ -51,27 +53,9 @@ impl Batch {
         }
     }
 
-    /// The bits of key `i` of a batch whose binary u64 keys are `ints` (as [`Stage::flush`]
-    /// gets them; empty when the keys are in the batch): [`Batch::key_bits`], or the integer.
-    pub fn key_bits_with(&self, ints: &[u64], i: usize) -> Option<u64> {
-        match ints.get(i) {
-            Some(&v) => Some(v),
-            None => self.key_bits(i),
-        }
-    }
-
-    /// Writes key `i` of a batch whose binary u64 keys are `ints` (empty when the keys are in
-    /// the batch) for people: [`Batch::write_key`], or the integer in decimal.
-    pub fn write_key_with(&self, ints: &[u64], i: usize, json: bool, out: &mut Vec<u8>) {
-        match ints.get(i) {
-            Some(&v) => write_u64(v, json, out),
-            None => self.write_key(i, json, out),
-        }
-    }
-
     /// Writes key `i` for people into `out` (JSON-quoted when `json`); no allocation for text
     /// that is valid UTF-8 or for integers.
-    pub fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {
+    fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {
         let text = match self.shown[i] {
             Shown::Text(a, b) => String::from_utf8_lossy(&self.arena[a as usize..b as usize]),
             Shown::Tuple(a, b) => pcap::format_tuple(&self.arena[a as usize..b as usize]).into(),
@@ -85,6 +69,86 @@ impl Batch {
         } else {
             out.extend_from_slice(text.as_bytes());
         }
+    }
+}
+
+/// The keys of one batch as a [`Stage`] gets them: their hashes under the filter's seed, or
+/// binary u64 keys read in place (the stage hashes those), with what the stage keeps of each.
+#[derive(Clone, Copy)]
+pub struct BatchKeys<'a> {
+    keys: Keys<'a>,
+    batch: &'a Batch,
+    ints: &'a [u64],
+}
+
+impl<'a> BatchKeys<'a> {
+    /// The hashed keys of `batch`.
+    pub(crate) fn hashed(batch: &'a Batch) -> BatchKeys<'a> {
+        BatchKeys {
+            keys: Keys::Hashes(&batch.hashes),
+            batch,
+            ints: &[],
+        }
+    }
+
+    /// Binary keys `ints`, read in place (`empty`: a batch with nothing kept).
+    pub(crate) fn binary(ints: &'a [u64], empty: &'a Batch) -> BatchKeys<'a> {
+        BatchKeys {
+            keys: Keys::U64(ints),
+            batch: empty,
+            ints,
+        }
+    }
+
+    /// The keys for a backend: [`Keys::Hashes`], or [`Keys::U64`] for binary keys.
+    pub fn keys(&self) -> Keys<'a> {
+        self.keys
+    }
+
+    /// The binary u64 keys (empty when the keys came hashed from text or captures).
+    pub fn ints(&self) -> &'a [u64] {
+        self.ints
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bits of key `i` when it is 8 or 4 bytes (a binary key, an integer, or a typed key of
+    /// that width; kept keys only): what the float lookup rule looks at.
+    pub fn key_bits(&self, i: usize) -> Option<u64> {
+        match self.ints.get(i) {
+            Some(&v) => Some(v),
+            None => self.batch.key_bits(i),
+        }
+    }
+
+    /// Writes key `i` for people into `out` (JSON-quoted when `json`; kept keys, or binary keys
+    /// in decimal); no allocation for text that is valid UTF-8 or for integers.
+    pub fn write_key(&self, i: usize, json: bool, out: &mut Vec<u8>) {
+        match self.ints.get(i) {
+            Some(&v) => write_u64(v, json, out),
+            None => self.batch.write_key(i, json, out),
+        }
+    }
+
+    /// Appends the keys' hashes under `seed` to `out` (binary keys are hashed here).
+    pub fn hashes_into(&self, seed: u64, out: &mut Vec<u64>) {
+        match self.keys {
+            Keys::Hashes(h) => out.extend_from_slice(h),
+            _ => out.extend(self.ints.iter().map(|&v| xxh64_u64(v, seed))),
+        }
+    }
+
+    /// The batch's kept keys (for the stages of this crate).
+    pub(crate) fn batch(&self) -> &'a Batch {
+        self.batch
     }
 }
 
@@ -156,28 +220,12 @@ pub trait Stage: Sync {
     /// The stage's error (the caller's own error type: the pipeline's errors convert into it,
     /// and the stage's come back unchanged).
     type Error: From<crate::Error> + Send + fmt::Display;
-    /// What is kept of each key besides its hash (the text [`Batch::write_key`] writes).
+    /// What is kept of each key besides its hash (what [`BatchKeys::write_key`] writes).
     fn keep(&self) -> Keep {
         Keep::Nothing
     }
-    /// Handles one batch: `keys` are the batch's keys (hashes, or binary u64 keys read in
-    /// place); `batch` holds the text when kept (for u64 keys, `ints` are the keys).
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut Self::Out,
-    ) -> Result<(), Self::Error>;
-}
-
-/// Appends the hashes under `seed` of a batch's keys to `out`: the hashes a stage got, or those
-/// of the batch's binary u64 keys (`ints`).
-pub fn hashes_into(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u64>) {
-    match keys {
-        Keys::Hashes(h) => out.extend_from_slice(h),
-        _ => out.extend(ints.iter().map(|&v| xxh64_u64(v, seed))),
-    }
+    /// Handles one batch of keys, adding to the chunk's result `out`.
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut Self::Out) -> Result<(), Self::Error>;
 }
 
 /// A stage that hashes each chunk's keys under its seed on the workers and hands on their
@@ -202,8 +250,8 @@ impl<E: From<crate::Error> + Send + fmt::Display> Stage for HashStage<E> {
     type Out = Vec<u64>;
     type Error = E;
 
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Vec<u64>) -> Result<(), E> {
-        hashes_into(keys, ints, self.seed, out);
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut Vec<u64>) -> Result<(), E> {
+        keys.hashes_into(self.seed, out);
         Ok(())
     }
 }

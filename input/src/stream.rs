@@ -12,10 +12,10 @@ use crate::hll::Hll;
 use crate::keys::{parse_chunk, ChunkCounts, Fault, Scratch, StageOrFault};
 use crate::plan::plan;
 use crate::source::{self, Opened};
-use crate::stage::Shown;
+use crate::stage::{BatchKeys, Shown};
 use crate::{
-    pipeline, Batch, Error, InputOptions, InputSummary, Keep, KeyKind, KeySetBuilder, Location,
-    Result, Stage,
+    pipeline, Error, InputOptions, InputSummary, Keep, KeyKind, KeySetBuilder, Location, Result,
+    Stage,
 };
 
 type ChunkResult<O> = std::result::Result<(O, ChunkCounts), Fault>;
@@ -167,16 +167,11 @@ impl Stage for Collect {
         Keep::Bytes
     }
 
-    fn flush(
-        &self,
-        _keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut KeySetBuilder,
-    ) -> Result<()> {
-        for &v in ints {
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut KeySetBuilder) -> Result<()> {
+        for &v in keys.ints() {
             out.push_u64(v);
         }
+        let batch = keys.batch();
         for s in &batch.shown {
             match *s {
                 Shown::Text(a, b) => {
@@ -200,12 +195,12 @@ impl Stage for CountStage {
     type Out = Option<Box<Hll>>;
     type Error = Error;
 
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Self::Out) -> Result<()> {
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut Self::Out) -> Result<()> {
         let h = out.get_or_insert_with(Default::default);
-        match keys {
+        match keys.keys() {
             Keys::Hashes(hs) => h.add_all(hs),
             _ => {
-                for &v in ints {
+                for &v in keys.ints() {
                     h.add(bloomlanes_core::xxh64_u64(v, 0));
                 }
             }

@@ -25,16 +25,8 @@ pub enum Error {
         /// Why.
         source: SizingError,
     },
-    /// An I/O operation on a file failed.
-    Io {
-        /// The file or folder.
-        path: PathBuf,
-        /// What was being done ("open", "read", "list" …).
-        op: &'static str,
-        /// The system error.
-        source: io::Error,
-    },
-    /// A file's contents are malformed, or not what was asked for.
+    /// A file's contents are malformed or not what was asked for, or an I/O operation on it
+    /// failed (`what` says `cannot open: …`, the source is the [`io::Error`]).
     Input {
         /// The file.
         path: PathBuf,
@@ -80,12 +72,7 @@ impl Error {
 
     /// A malformed file, at byte offset `at` when known.
     pub fn input(path: &Path, at: Option<u64>, what: impl Into<String>) -> Error {
-        Error::Input {
-            path: path.to_path_buf(),
-            at,
-            what: what.into(),
-            source: None,
-        }
+        Error::located(path, at, what.into(), None)
     }
 
     /// A malformed file, found by a reader with its own error type.
@@ -95,21 +82,33 @@ impl Error {
         what: impl Into<String>,
         source: impl Into<BoxedSource>,
     ) -> Error {
+        Error::located(path, at, what.into(), Some(source.into()))
+    }
+
+    fn located(path: &Path, at: Option<u64>, what: String, source: Option<BoxedSource>) -> Error {
+        let path = path.to_path_buf();
         Error::Input {
-            path: path.to_path_buf(),
+            path,
             at,
-            what: what.into(),
-            source: Some(source.into()),
+            what,
+            source,
         }
     }
 
-    /// An I/O failure on `path`.
+    /// An I/O failure on `path` while doing `op` ("open", "read", "list" …): a message in
+    /// plain words (missing files, refused permissions), the [`io::Error`] as its source.
     pub fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
-        Error::Io {
-            path: path.to_path_buf(),
-            op,
-            source,
-        }
+        let why = match source.kind() {
+            io::ErrorKind::NotFound => "no such file or directory".to_string(),
+            io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            _ => source.to_string(),
+        };
+        Error::located(
+            path,
+            None,
+            format!("cannot {op}: {why}"),
+            Some(source.into()),
+        )
     }
 
     /// The process exit code for this error: 2 for usage and sizing errors, 1 otherwise.
@@ -127,23 +126,11 @@ impl From<SizingError> for Error {
     }
 }
 
-/// Why an I/O operation failed, in words (missing files and refused permissions plainly).
-fn io_why(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file or directory".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
-}
-
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) => f.write_str(m),
             Error::Sizing { source } => write!(f, "{source}"),
-            Error::Io { path, op, source } => {
-                write!(f, "{}: cannot {op}: {}", path.display(), io_why(source))
-            }
             Error::Input { path, at, what, .. } => match at {
                 Some(at) => write!(f, "{}: byte offset {at}: {what}", path.display()),
                 None => write!(f, "{}: {what}", path.display()),
@@ -186,7 +173,6 @@ impl std::error::Error for Error {
         match self {
             Error::Usage(_) => None,
             Error::Sizing { source } => Some(source),
-            Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source
                 .as_deref()
                 .map(|e| e as &(dyn std::error::Error + 'static)),

@@ -14,7 +14,7 @@ use std::path::Path;
 use bloomlanes_core::key::FloatRule;
 use bloomlanes_core::{Filter, FilterRef, KeyType, Keys};
 use bloomlanes_input::{
-    self as input, Batch, HashStage, InputFormat, InputOptions, Keep, PipelineConfig, Stage,
+    self as input, BatchKeys, HashStage, InputFormat, InputOptions, Keep, PipelineConfig, Stage,
 };
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
@@ -141,18 +141,13 @@ impl Stage for ProbeStage<'_> {
         }
     }
 
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut Vec<u8>,
-    ) -> input::Result<()> {
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut Vec<u8>) -> input::Result<()> {
         let n = keys.len();
         let mut words = vec![0u64; n.div_ceil(64)];
-        self.probe.contains_bitmap(self.view, keys, &mut words);
+        self.probe
+            .contains_bitmap(self.view, keys.keys(), &mut words);
         if let Some(rule) = self.floats {
-            rule.apply(n, &mut words, |i| batch.key_bits_with(ints, i));
+            rule.apply(n, &mut words, |i| keys.key_bits(i));
         }
         out.extend((0..n).map(|i| (words[i / 64] >> (i % 64)) as u8 & 1));
         Ok(())

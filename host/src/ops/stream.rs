@@ -14,7 +14,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::hll::Hll;
-use crate::input::{self, Batch, InputOptions, InputSummary, Stage};
+use crate::input::{self, BatchKeys, InputOptions, InputSummary, Stage};
 
 pub use super::stream_ordered::{
     insert_streamed, stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH,
@@ -141,9 +141,10 @@ struct Hashes(Vec<u64>);
 impl Stage for InsertStage<'_> {
     type Out = Hashes;
     type Error = Error;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
+    fn flush(&self, batch: BatchKeys<'_>, out: &mut Hashes) -> Result<()> {
+        let keys = batch.keys();
         match (&self.engine, &self.target) {
-            (Inserter::Deferred, _) => input::hashes_into(keys, ints, self.seed, &mut out.0),
+            (Inserter::Deferred, _) => batch.hashes_into(self.seed, &mut out.0),
             (_, Target::Copies(p, copies)) => {
                 // The first free copy, starting from a place that differs between threads.
                 let start = thread_slot() % copies.len();

@@ -13,7 +13,7 @@ use crate::backend::Backend;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::{
-    self, hashes_into, write_u64, Batch, HashStage, InputOptions, InputSummary, Keep, Stage,
+    self, write_u64, BatchKeys, HashStage, InputOptions, InputSummary, Keep, Stage,
 };
 
 /// Keys per call of an ordered stream's consumer ([`stream_hashes`]): the pipeline's chunks are
@@ -157,21 +157,15 @@ impl Stage for ShownStage {
         Keep::Text
     }
 
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut ShownChunk,
-    ) -> Result<()> {
-        hashes_into(keys, ints, self.seed, &mut out.hashes);
-        if ints.is_empty() {
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut ShownChunk) -> Result<()> {
+        keys.hashes_into(self.seed, &mut out.hashes);
+        if keys.ints().is_empty() {
             for i in 0..keys.len() {
-                batch.write_key(i, false, &mut out.text);
+                keys.write_key(i, false, &mut out.text);
                 out.ends.push(out.text.len() as u32);
             }
         } else {
-            out.ints.extend_from_slice(ints);
+            out.ints.extend_from_slice(keys.ints());
         }
         Ok(())
     }

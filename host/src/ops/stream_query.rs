@@ -13,7 +13,7 @@ use bloomlanes_simd::Probe;
 use crate::backend::{self, BackendChoice, Querier};
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::input::{self, hashes_into, Batch, InputOptions, InputSummary, Keep, Stage};
+use crate::input::{self, BatchKeys, InputOptions, InputSummary, Keep, Stage};
 use crate::store::FilterFile;
 
 /// What a streamed query writes besides its counts.
@@ -25,6 +25,20 @@ pub struct Listing {
     pub json: bool,
     /// Keep the answers as bits (for a bitmap file).
     pub bits: bool,
+}
+
+impl Listing {
+    /// Appends one listed key, written by `write`, to `text`: JSON strings joined by
+    /// `,\n    `, other keys one per line.
+    fn push(&self, text: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+        if self.json && !text.is_empty() {
+            text.extend_from_slice(b",\n    ");
+        }
+        write(text);
+        if !self.json {
+            text.push(b'\n');
+        }
+    }
 }
 
 /// The answers of one chunk of a streamed query, in input order.
@@ -92,23 +106,16 @@ impl Stage for QueryStage<'_> {
         }
     }
 
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut QueryChunk,
-    ) -> Result<()> {
-        let n = keys.len();
+    fn flush(&self, batch: BatchKeys<'_>, out: &mut QueryChunk) -> Result<()> {
+        let (keys, n) = (batch.keys(), batch.len());
         if let Prober::Deferred = self.prober {
-            hashes_into(keys, ints, self.seed, &mut out.deferred);
+            batch.hashes_into(self.seed, &mut out.deferred);
             if self.floats.is_some() {
-                out.float_bits
-                    .extend((0..n).map(|i| batch.key_bits_with(ints, i)));
+                out.float_bits.extend((0..n).map(|i| batch.key_bits(i)));
             }
             if self.listing.keys.is_some() {
                 for i in 0..n {
-                    batch.write_key_with(ints, i, self.listing.json, &mut out.text);
+                    batch.write_key(i, self.listing.json, &mut out.text);
                     out.ends.push(out.text.len() as u32);
                 }
             }
@@ -129,19 +136,15 @@ impl Stage for QueryStage<'_> {
             Prober::Deferred => {}
         }
         if let Some(rule) = self.floats {
-            rule.apply(n, &mut words, |i| batch.key_bits_with(ints, i));
+            rule.apply(n, &mut words, |i| batch.key_bits(i));
         }
         let matches: u64 = words.iter().map(|w| u64::from(w.count_ones())).sum();
         if let Some(want) = self.listing.keys {
             for i in 0..n {
                 if (words[i / 64] >> (i % 64)) & 1 == u64::from(want) {
-                    if self.listing.json && !out.text.is_empty() {
-                        out.text.extend_from_slice(b",\n    ");
-                    }
-                    batch.write_key_with(ints, i, self.listing.json, &mut out.text);
-                    if !self.listing.json {
-                        out.text.push(b'\n');
-                    }
+                    let json = self.listing.json;
+                    self.listing
+                        .push(&mut out.text, |t| batch.write_key(i, json, t));
                 }
             }
         }
@@ -378,13 +381,7 @@ fn answer_deferred(
         for (i, &end) in c.ends.iter().enumerate() {
             let end = end as usize;
             if (words[i / 64] >> (i % 64)) & 1 == u64::from(want) {
-                if listing.json && !out.text.is_empty() {
-                    out.text.extend_from_slice(b",\n    ");
-                }
-                out.text.extend_from_slice(&c.text[start..end]);
-                if !listing.json {
-                    out.text.push(b'\n');
-                }
+                listing.push(&mut out.text, |t| t.extend_from_slice(&c.text[start..end]));
             }
             start = end;
         }

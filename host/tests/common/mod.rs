@@ -35,15 +35,9 @@ pub fn write(dir: &tempfile::TempDir, name: &str, bytes: impl AsRef<[u8]>) -> Pa
     p
 }
 
-/// The arguments as owned strings (for messages).
-fn owned<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Vec<OsString> {
-    args.into_iter().map(|a| a.as_ref().to_owned()).collect()
-}
-
 /// Runs the binary and parses its standard output as JSON (the run must succeed).
-pub fn json<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> serde_json::Value {
-    let args = owned(args);
-    let out = bl().arg("--json").args(&args).output().expect("run");
+pub fn json<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> serde_json::Value {
+    let out = bl().arg("--json").args(args).output().expect("run");
     assert!(
         out.status.success(),
         "bloomlanes {args:?} failed: {}",
@@ -52,10 +46,20 @@ pub fn json<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> serde_json::V
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// Runs `cmd`, which must succeed (its standard error is the failure's message).
+pub fn succeeds(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs the binary expecting failure with `code`; returns stderr.
-pub fn fails<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>, code: i32) -> String {
-    let args = owned(args);
-    let out = bl().args(&args).output().expect("run");
+pub fn fails<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S], code: i32) -> String {
+    let out = bl().args(args).output().expect("run");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(
         out.status.code(),
@@ -135,12 +139,12 @@ pub(crate) use argv;
 
 /// `bloomlanes --json build INPUT -o FILTER FLAGS…` (flags split at spaces), which must succeed.
 pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
-    json(argv!("build", input, "-o", filter, flags))
+    json(&argv!("build", input, "-o", filter, flags))
 }
 
 /// How many of the keys in `file` `filter` answers "may be present" (`query --count`).
 pub fn matches(filter: &Path, file: &Path) -> u64 {
-    json(argv!("query", filter, file, "--count"))["matches"]
+    json(&argv!("query", filter, file, "--count"))["matches"]
         .as_u64()
         .expect("a match count")
 }
