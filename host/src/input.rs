@@ -8,29 +8,21 @@
 //! cut into chunks of whole records, parsed and hashed on every core. See the crate's
 //! documentation for the whole story.
 
-use std::path::PathBuf;
-
 pub use bloomlanes_input::*;
 
 use crate::bulk::{Progress, Stage as Doing};
 
-/// [`stream_keys`] with its progress reported as `doing` (a [`Progress`] of this library).
-pub(crate) fn stream_keys_as<S: Stage>(
+/// A stream's progress hook that reports to `progress` as stage `doing` (for
+/// [`stream_keys`] and [`count_distinct`]).
+pub(crate) fn reporting(
     doing: Doing,
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    seed: u64,
-    stage: &S,
-    consume: &mut dyn FnMut(S::Out) -> Result<(), S::Error>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<InputSummary>, S::Error> {
-    stream_keys(paths, opts, seed, stage, consume, &mut |p| {
-        progress(progress_of(doing, p))
-    })
+) -> impl FnMut(StreamProgress) + '_ {
+    move |p| progress(progress_of(doing, p))
 }
 
 /// A stream's progress as a [`Progress`] of stage `doing`.
-pub(crate) fn progress_of(doing: Doing, p: StreamProgress) -> Progress {
+fn progress_of(doing: Doing, p: StreamProgress) -> Progress {
     let report = Progress::stream(doing, p.keys, p.bytes, p.bytes_total);
     if p.finished {
         report.finished()

@@ -82,9 +82,11 @@ pub fn count_distinct(
     opts: &InputOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(f64, Vec<InputSummary>)> {
-    Ok(input::count_distinct(paths, opts, &mut |p| {
-        progress(input::progress_of(Doing::Count, p))
-    })?)
+    Ok(input::count_distinct(
+        paths,
+        opts,
+        &mut input::reporting(Doing::Count, progress),
+    )?)
 }
 
 /// The insert engine of a streamed build.
@@ -248,8 +250,14 @@ pub fn build_stream(
             }
             Ok(())
         };
-        let inputs =
-            input::stream_keys_as(Doing::Insert, paths, opts, seed, &stage, consume, progress)?;
+        let inputs = input::stream_keys(
+            paths,
+            opts,
+            seed,
+            &stage,
+            consume,
+            &mut input::reporting(Doing::Insert, progress),
+        )?;
         if let Target::Copies(_, copies) = stage.target {
             // The union's key-count rule does not apply: the keys are counted below.
             let count = filter.key_count();

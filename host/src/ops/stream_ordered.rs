@@ -40,8 +40,7 @@ pub fn stream_hashes(
     opts.filter_key_type.get_or_insert(filter_type);
     let stage = HashStage::<Error>::new(seed);
     let mut pending: Vec<u64> = Vec::new();
-    let inputs = input::stream_keys_as(
-        Doing::Insert,
+    let inputs = input::stream_keys(
         paths,
         &opts,
         seed,
@@ -58,7 +57,7 @@ pub fn stream_hashes(
             }
             Ok(())
         },
-        progress,
+        &mut input::reporting(Doing::Insert, progress),
     )?;
     if !pending.is_empty() {
         each(&pending)?;
@@ -186,8 +185,7 @@ pub fn stream_hashes_with_text(
     let mut opts = opts.clone();
     opts.filter_key_type.get_or_insert(filter_type);
     let mut pending = ShownChunk::default();
-    let inputs = input::stream_keys_as(
-        Doing::Insert,
+    let inputs = input::stream_keys(
         paths,
         &opts,
         seed,
@@ -200,7 +198,7 @@ pub fn stream_hashes_with_text(
             let batch = std::mem::take(&mut pending);
             each(&batch.hashes, &|i| batch.shown(i))
         },
-        progress,
+        &mut input::reporting(Doing::Insert, progress),
     )?;
     if !pending.hashes.is_empty() {
         each(&pending.hashes, &|i| pending.shown(i))?;

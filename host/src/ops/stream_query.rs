@@ -301,8 +301,7 @@ fn run(
     let opts = &opts;
     let start = Instant::now();
     let (mut keys, mut matches) = (0, 0);
-    let inputs = input::stream_keys_as(
-        Doing::Query,
+    let inputs = input::stream_keys(
         paths,
         opts,
         plan.seed,
@@ -315,7 +314,7 @@ fn run(
             matches += c.matches;
             on_chunk(&c)
         },
-        progress,
+        &mut input::reporting(Doing::Query, progress),
     )
     .map_err(|e| match e {
         // Named after the filter, not the input: it is the filter's type the keys miss.

@@ -171,23 +171,21 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
             "files": written.iter().map(|(g, p, b)| json!({"row_group": g, "file": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
             "warnings": warnings.json(),
         }))?;
-    } else if let Some(fpr) = union_fpr {
-        say(&format!(
-            "merged the bloom filters of {} row groups of column {} ({}) of {} into {}: false-positive rate from its bits {fpr:.3e}",
-            present.len(),
-            leaf.path,
-            leaf.physical,
-            a.source.display(),
-            a.output.display()
-        ))?;
     } else {
+        let out = a.output.display();
+        let (verb, into) = match union_fpr {
+            Some(fpr) => (
+                "merged",
+                format!("{out}: false-positive rate from its bits {fpr:.3e}"),
+            ),
+            None => ("imported", format!("{out}/<row group>.blf")),
+        };
         say(&format!(
-            "imported the bloom filters of {} row groups of column {} ({}) of {} into {}/<row group>.blf",
+            "{verb} the bloom filters of {} row groups of column {} ({}) of {} into {into}",
             present.len(),
             leaf.path,
             leaf.physical,
             a.source.display(),
-            a.output.display()
         ))?;
     }
     Ok(ExitCode::SUCCESS)
