@@ -51,6 +51,7 @@ struct Header {
     orig: usize,
 }
 
+#[inline]
 fn header(b: &[u8], at: usize, big_endian: bool) -> Option<Header> {
     let word = |o: usize| -> Option<u32> {
         let x: [u8; 4] = b.get(at + o..at + o + 4)?.try_into().ok()?;
@@ -81,6 +82,7 @@ struct Plausible {
 }
 
 impl Plausible {
+    #[inline]
     fn ok(&self, h: &Header) -> bool {
         // No empty records: 16 zero bytes (padding, a zeroed payload) read as one, and would
         // chain a guess into the true records a few bytes early.
@@ -129,6 +131,7 @@ fn walk_to(
 }
 
 /// What the sequential reader accepts without an error (it refuses longer captured lengths).
+#[inline]
 fn accepted(h: &Header) -> bool {
     h.incl <= MAX_PACKET
 }

@@ -83,6 +83,7 @@ pub struct BatchKeys<'a> {
 
 impl<'a> BatchKeys<'a> {
     /// The hashed keys of `batch`.
+    #[inline]
     pub(crate) fn hashed(batch: &'a Batch) -> BatchKeys<'a> {
         BatchKeys {
             keys: Keys::Hashes(&batch.hashes),
@@ -101,16 +102,19 @@ impl<'a> BatchKeys<'a> {
     }
 
     /// The keys for a backend: [`Keys::Hashes`], or [`Keys::U64`] for binary keys.
+    #[inline]
     pub fn keys(&self) -> Keys<'a> {
         self.keys
     }
 
     /// The binary u64 keys (empty when the keys came hashed from text or captures).
+    #[inline]
     pub fn ints(&self) -> &'a [u64] {
         self.ints
     }
 
     /// How many keys.
+    #[inline]
     pub fn len(&self) -> usize {
         self.keys.len()
     }
@@ -122,6 +126,7 @@ impl<'a> BatchKeys<'a> {
 
     /// The bits of key `i` when it is 8 or 4 bytes (a binary key, an integer, or a typed key of
     /// that width; kept keys only): what the float lookup rule looks at.
+    #[inline]
     pub fn key_bits(&self, i: usize) -> Option<u64> {
         match self.ints.get(i) {
             Some(&v) => Some(v),

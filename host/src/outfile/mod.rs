@@ -572,4 +572,4 @@ impl Drop for StagingDir {
 }
 
 #[cfg(all(test, unix))]
-mod tests;
+pub(crate) mod tests;

@@ -85,6 +85,8 @@ fn err<T>(offset: usize, what: impl Into<String>) -> Result<T, PcapError> {
 struct Endian(bool); // true = big-endian
 
 impl Endian {
+    // Inline: called per record from the callers' instances of `for_each_record` (other crates).
+    #[inline]
     fn u16(self, b: &[u8], at: usize) -> u16 {
         let a = [b[at], b[at + 1]];
         if self.0 {
@@ -93,6 +95,7 @@ impl Endian {
             u16::from_le_bytes(a)
         }
     }
+    #[inline]
     fn u32(self, b: &[u8], at: usize) -> u32 {
         let a = [b[at], b[at + 1], b[at + 2], b[at + 3]];
         if self.0 {
