@@ -154,3 +154,83 @@ pub fn float_probes_f32(x: f32) -> FloatProbe {
         FloatProbe::Bits(u64::from(x.to_bits()))
     }
 }
+
+/// The float lookup rule ([`float_probes`]) applied to a batch of answers for a filter of float
+/// or double keys: made once per filter (it asks the filter about both zeros once), then applied
+/// to each batch's answers by every lookup path (scalar, SIMD, GPU, streamed, Python).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FloatRule {
+    /// The keys are doubles (else floats).
+    double: bool,
+    /// The filter may hold `0.0` or `-0.0`.
+    zero: bool,
+}
+
+impl FloatRule {
+    /// The rule for a filter of keys of type `key_type` hashed under `seed`, whose lookup of a
+    /// hash is `has`; `None` when its keys are not floats (answers stand as probed).
+    pub fn new(key_type: KeyType, seed: u64, has: impl Fn(u64) -> bool) -> Option<FloatRule> {
+        let double = match key_type.physical() {
+            crate::Physical::Double => true,
+            crate::Physical::Float => false,
+            _ => return None,
+        };
+        let zero = if double {
+            has(0.0f64.key_hash(seed)) || has((-0.0f64).key_hash(seed))
+        } else {
+            has(0.0f32.key_hash(seed)) || has((-0.0f32).key_hash(seed))
+        };
+        Some(FloatRule { double, zero })
+    }
+
+    /// Applies the rule to the answers `words` of `n` keys (bit `i % 64` of word `i / 64`):
+    /// key `i` whose bits `bits_of(i)` gives (a double's, or a float's widened to `u64`) may be
+    /// present if it is a zero and either zero is, or if it is NaN; other keys, and keys whose
+    /// bits are `None`, keep their answers.
+    pub fn apply(&self, n: usize, words: &mut [u64], bits_of: impl Fn(usize) -> Option<u64>) {
+        for i in 0..n {
+            let Some(bits) = bits_of(i) else { continue };
+            let probe = if self.double {
+                float_probes(f64::from_bits(bits))
+            } else {
+                float_probes_f32(f32::from_bits(bits as u32))
+            };
+            let answer = match probe {
+                FloatProbe::Bits(_) => continue,
+                FloatProbe::AlwaysMaybe => true,
+                FloatProbe::BothZeros(..) => self.zero,
+            };
+            let bit = 1u64 << (i % 64);
+            if answer {
+                words[i / 64] |= bit;
+            } else {
+                words[i / 64] &= !bit;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use crate::{Filter, Layout, Params};
+
+    #[test]
+    fn the_float_rule_finds_either_zero_and_never_rules_out_nan() {
+        let p = Params::new(Layout::L8x32, 4).with_seed(9);
+        let mut f = Filter::new(p.with_key_type(KeyType::F64));
+        f.insert(&-0.0f64);
+        let rule = FloatRule::new(KeyType::F64, 9, |h| f.contains_hash(h)).unwrap();
+        let keys = [0.0f64, f64::NAN, 2.5, -0.0];
+        let mut words = [0b1000u64 | 0b0100]; // as probed: 2.5 a false positive, -0.0 found
+        rule.apply(4, &mut words, |i| Some(keys[i].to_bits()));
+        assert_eq!(words[0], 0b1111);
+        let empty = Filter::new(p.with_key_type(KeyType::F32));
+        let rule = FloatRule::new(KeyType::F32, 9, |h| empty.contains_hash(h)).unwrap();
+        let mut words = [0b11u64];
+        let bits = [u64::from(0.0f32.to_bits()), u64::from(1.0f32.to_bits())];
+        rule.apply(2, &mut words, |i| Some(bits[i]));
+        assert_eq!(words[0], 0b10, "no zero in the filter: 0.0 answered absent");
+        assert!(FloatRule::new(KeyType::I64, 9, |_| true).is_none());
+    }
+}

@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-use bloomlanes_host::input::{pcap, read_reader, InputOptions, PipelineConfig};
-use bloomlanes_host::InputFormat;
+use bloomlanes_input::{pcap, read_reader, InputFormat, InputOptions, PipelineConfig};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,11 +7,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use bloomlanes_host::input::{read_reader, Compression, InputOptions, PipelineConfig};
-use bloomlanes_host::InputFormat;
+use bloomlanes_input::{read_reader, Compression, InputFormat, InputOptions, PipelineConfig};
 use libfuzzer_sys::fuzz_target;
 
-fn read(bytes: Vec<u8>) -> bloomlanes_host::Result<bloomlanes_host::KeySet> {
+fn read(bytes: Vec<u8>) -> bloomlanes_input::Result<bloomlanes_input::KeySet> {
     let opts = InputOptions {
         format: InputFormat::Lines,
         pipeline: PipelineConfig::with_threads(1).chunk_bytes(61),

@@ -2,8 +2,8 @@
 //! error; a parsed key written back as text parses to the same bytes.
 #![no_main]
 
-use bloomlanes_host::key_text::{display, looks_numeric, parse};
-use bloomlanes_host::KeyType;
+use bloomlanes_input::key_text::{display, looks_numeric, parse};
+use bloomlanes_input::KeyType;
 use libfuzzer_sys::fuzz_target;
 
 const TYPES: [KeyType; 16] = [

@@ -3,8 +3,8 @@
 //! filters; a footer that reads re-encodes with new bloom-filter fields and reads back with them.
 #![no_main]
 
-use bloomlanes_host::parquet_io::footer::{footer_range, Footer};
-use bloomlanes_host::parquet_io::{import_row_groups, ParquetFile};
+use bloomlanes_parquet::footer::{footer_range, Footer};
+use bloomlanes_parquet::{import_row_groups, ParquetFile};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

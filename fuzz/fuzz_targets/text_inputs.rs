@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use bloomlanes_host::input::{read_reader, InputOptions, PipelineConfig};
-use bloomlanes_host::InputFormat;
+use bloomlanes_input::{read_reader, InputFormat, InputOptions, PipelineConfig};
 use libfuzzer_sys::fuzz_target;
 
 const FORMATS: [InputFormat; 6] = [

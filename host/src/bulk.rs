@@ -68,6 +68,19 @@ impl Progress {
         }
     }
 
+    /// A report on an in-memory batch of `total` keys, `done` of them done (the last report
+    /// when all are).
+    pub fn batch(stage: Stage, done: u64, total: u64) -> Progress {
+        Progress {
+            stage,
+            done,
+            total,
+            bytes: 0,
+            bytes_total: 0,
+            finished: done == total,
+        }
+    }
+
     /// The same report, marked as the stage's last.
     pub fn finished(mut self) -> Progress {
         self.finished = true;
@@ -89,21 +102,26 @@ pub fn insert(
     keys: Keys<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let total = keys.len();
-    let report = |done: usize| Progress {
-        stage: Stage::Insert,
-        done: done as u64,
-        total: total as u64,
-        bytes: 0,
-        bytes_total: 0,
-        finished: done == total,
-    };
+    in_batches(Stage::Insert, keys.len(), step(engine), progress, |r| {
+        engine.insert(filter, keys.slice(r))
+    })
+}
+
+/// Runs `each` over `0..total` in ranges of `step` keys (the last one shorter), reporting
+/// `stage` progress before the first range and after each.
+pub fn in_batches(
+    stage: Stage,
+    total: usize,
+    step: usize,
+    progress: &mut dyn FnMut(Progress),
+    mut each: impl FnMut(std::ops::Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let report = |done: usize| Progress::batch(stage, done as u64, total as u64);
     progress(report(0));
-    let step = step(engine);
     let mut at = 0;
     while at < total {
         let end = total.min(at.saturating_add(step));
-        engine.insert(filter, keys.slice(at..end))?;
+        each(at..end)?;
         progress(report(end));
         at = end;
     }
@@ -119,27 +137,14 @@ pub fn contains(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Bitmap> {
     let total = keys.len();
-    let report = |done: usize| Progress {
-        stage: Stage::Query,
-        done: done as u64,
-        total: total as u64,
-        bytes: 0,
-        bytes_total: 0,
-        finished: done == total,
-    };
-    progress(report(0));
     let mut answers = Bitmap::new(total);
     let mut querier = engine.querier(view)?;
-    let step = step(engine);
     let words = answers.words_mut();
-    let mut at = 0;
-    while at < total {
-        // `at` is a multiple of 64, so each batch owns whole answer words.
-        let end = total.min(at.saturating_add(step));
-        querier.contains(keys.slice(at..end), &mut words[at / 64..end.div_ceil(64)])?;
-        progress(report(end));
-        at = end;
-    }
+    in_batches(Stage::Query, total, step(engine), progress, |r| {
+        // Each range starts at a multiple of 64, so each batch owns whole answer words.
+        let w = r.start / 64..r.end.div_ceil(64);
+        querier.contains(keys.slice(r), &mut words[w])
+    })?;
     Ok(answers)
 }
 

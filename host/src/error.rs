@@ -3,8 +3,11 @@
 //! Every variant names what was at fault (a file, a line, a byte offset, a flag) and, where the
 //! fault came from another crate, carries that crate's typed error: [`std::error::Error::source`]
 //! returns it, so callers can `downcast_ref` to [`FormatError`], [`SizingError`], [`MergeError`],
-//! [`ParquetError`], [`BatchError`], [`std::io::Error`], and with the features `gpu`, `hdl` and
-//! `parquet` to `GpuError`, `HdlError` and the `parquet` crate's error.
+//! [`BatchError`], [`std::io::Error`], the input pipeline's [`bloomlanes_input::Error`] (an
+//! input that could not be read, [`Error::Read`]), the Parquet crate's
+//! [`bloomlanes_parquet::Error`] ([`Error::Parquet`]; its own source is the core's
+//! [`ParquetError`](bloomlanes_core::ParquetError) or the `parquet` crate's error), and with the features `gpu` and `hdl` to
+//! `GpuError` and `HdlError`.
 //!
 //! [`Display`](fmt::Display) writes the whole message, the inner error's text included, so a
 //! program prints `{error}` alone (walking the source chain as well would repeat it).
@@ -15,31 +18,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{BatchError, FormatError, MergeError, Params, ParquetError, SizingError};
+use bloomlanes_core::{BatchError, FormatError, MergeError, Params, SizingError};
 
-/// Where in an input a fault was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// A 1-based line number.
-    Line(u64),
-    /// A 0-based byte offset.
-    Byte(u64),
-    /// A 1-based line number and the 0-based byte offset of its start.
-    LineByte(u64, u64),
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Line(l) => write!(f, "line {l}"),
-            Location::Byte(b) => write!(f, "byte offset {b}"),
-            Location::LineByte(l, b) => write!(f, "line {l} (byte offset {b})"),
-        }
-    }
-}
-
-/// A boxed inner error of an input parser (CSV, capture).
-pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use bloomlanes_input::{BoxedSource, Location};
 
 /// Everything that can go wrong in the host layer.
 #[derive(Debug)]
@@ -61,6 +42,12 @@ pub enum Error {
         op: &'static str,
         /// The system error.
         source: io::Error,
+    },
+    /// Reading keys from an input failed (the input pipeline's error: the file, line and byte
+    /// offset at fault; exit code 2 when the request itself was wrong).
+    Read {
+        /// The input pipeline's error.
+        source: bloomlanes_input::Error,
     },
     /// An input file's contents are malformed.
     Input {
@@ -98,29 +85,11 @@ pub enum Error {
         /// How they differ.
         source: MergeError,
     },
-    /// A Parquet bloom filter could not be read.
-    ParquetImport {
-        /// The file.
-        path: PathBuf,
-        /// The column whose filter it is (`None`: a bare Parquet bloom filter file).
-        column: Option<String>,
-        /// What is wrong with it.
-        source: ParquetError,
-    },
-    /// A filter has no Parquet form.
-    ParquetExport {
-        /// The filter's parameters.
-        params: Params,
-        /// Why not.
-        source: ParquetError,
-    },
-    /// A `.parquet` file could not be read (feature `parquet`).
-    #[cfg(feature = "parquet")]
-    ParquetFile {
-        /// The file.
-        path: PathBuf,
-        /// The `parquet` crate's error.
-        source: parquet::errors::ParquetError,
+    /// Reading, probing or writing Parquet bloom filters failed (the Parquet crate's error:
+    /// the file, row group, column and field at fault; exit code 2 for a wrong request).
+    Parquet {
+        /// The Parquet crate's error.
+        source: bloomlanes_parquet::Error,
     },
     /// Keys of one type were given to a filter of keys of another byte form: every present key
     /// would be answered "absent", so the query is refused (exit code 2).
@@ -214,12 +183,7 @@ impl Error {
 
     /// A malformed input at `at`.
     pub fn input(path: &Path, at: Option<Location>, what: impl Into<String>) -> Error {
-        Error::Input {
-            path: path.to_path_buf(),
-            at,
-            what: what.into(),
-            source: None,
-        }
+        Error::located(bloomlanes_input::Error::input(path, at, what))
     }
 
     /// A malformed input at `at`, found by a parser with its own error type.
@@ -229,20 +193,31 @@ impl Error {
         what: impl Into<String>,
         source: impl Into<BoxedSource>,
     ) -> Error {
-        Error::Input {
-            path: path.to_path_buf(),
-            at,
-            what: what.into(),
-            source: Some(source.into()),
-        }
+        Error::located(bloomlanes_input::Error::input_with(path, at, what, source))
     }
 
     /// An I/O failure on `path`.
     pub fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
-        Error::Io {
-            path: path.to_path_buf(),
-            op,
-            source,
+        Error::located(bloomlanes_input::Error::io(path, op, source))
+    }
+
+    /// This library's variant of a fault the input crate describes with the same fields (a
+    /// malformed input, an I/O failure); any other is kept as [`Error::Read`].
+    fn located(e: bloomlanes_input::Error) -> Error {
+        match e {
+            bloomlanes_input::Error::Input {
+                path,
+                at,
+                what,
+                source,
+            } => Error::Input {
+                path,
+                at,
+                what,
+                source,
+            },
+            bloomlanes_input::Error::Io { path, op, source } => Error::Io { path, op, source },
+            e => Error::Read { source: e },
         }
     }
 
@@ -250,6 +225,8 @@ impl Error {
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Read { source } => source.exit_code(),
+            Error::Parquet { source } => source.exit_code(),
             Error::Usage(_)
             | Error::Sizing { .. }
             | Error::KeyType { .. }
@@ -265,6 +242,18 @@ impl From<SizingError> for Error {
     }
 }
 
+impl From<bloomlanes_input::Error> for Error {
+    fn from(source: bloomlanes_input::Error) -> Error {
+        Error::Read { source }
+    }
+}
+
+impl From<bloomlanes_parquet::Error> for Error {
+    fn from(source: bloomlanes_parquet::Error) -> Error {
+        Error::Parquet { source }
+    }
+}
+
 impl From<BatchError> for Error {
     fn from(source: BatchError) -> Error {
         Error::Batch { source }
@@ -276,18 +265,13 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(m) => write!(f, "{m}"),
             Error::Sizing { source } => write!(f, "{source}"),
+            Error::Read { source } => write!(f, "{source}"),
             Error::Io { path, op, source } => {
-                let why = match source.kind() {
-                    io::ErrorKind::NotFound => "no such file or directory".to_string(),
-                    io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                    _ => source.to_string(),
-                };
-                write!(f, "{}: cannot {op}: {why}", path.display())
+                bloomlanes_input::error::write_io(f, path, op, source)
             }
-            Error::Input { path, at, what, .. } => match at {
-                Some(at) => write!(f, "{}: {at}: {what}", path.display()),
-                None => write!(f, "{}: {what}", path.display()),
-            },
+            Error::Input { path, at, what, .. } => {
+                bloomlanes_input::error::write_input(f, path, *at, what)
+            }
             // The core reports kind metadata on a static filter as a payload length that
             // disagrees with itself; say what is wrong instead.
             Error::Format {
@@ -325,48 +309,12 @@ impl fmt::Display for Error {
                 first.display(),
                 other.display()
             ),
-            Error::ParquetImport {
-                path,
-                column: None,
-                source,
-            } => write!(
-                f,
-                "{}: neither a Parquet file nor a Parquet bloom filter: {source}",
-                path.display()
-            ),
-            Error::ParquetImport {
-                path,
-                column: Some(column),
-                source,
-            } => write!(
-                f,
-                "{}: the bloom filter of column {column:?} is not a split-block filter this tool \
-                 reads: {source}",
-                path.display()
-            ),
-            Error::ParquetExport { params, source } => write!(
-                f,
-                "cannot export to Parquet: {source} (this filter is {} with seed {}; build with \
-                 --layout 8x32 --seed 0)",
-                params.layout, params.seed
-            ),
-            #[cfg(feature = "parquet")]
-            Error::ParquetFile { path, source } => {
-                write!(f, "{}: unreadable Parquet file: {source}", path.display())
-            }
+            Error::Parquet { source } => write!(f, "{source}"),
             Error::KeyType {
                 path,
                 filter,
                 query,
-            } => write!(
-                f,
-                "{}: the filter holds {filter} keys ({}), but the keys given are {query} ({}): \
-                 every present key would be answered \"absent\"; give --key-type {filter} \
-                 (text keys are then parsed as {filter})",
-                path.display(),
-                byte_form(*filter),
-                byte_form(*query)
-            ),
+            } => bloomlanes_input::error::write_key_type_mismatch(f, path, *filter, *query),
             Error::Batch { source } => write!(f, "malformed batch of keys: {source}"),
             Error::OutputLength { needed, found } => write!(
                 f,
@@ -422,6 +370,7 @@ impl std::error::Error for Error {
             | Error::KeyType { .. } => None,
             Error::Changed { what, .. } => Some(what),
             Error::Sizing { source } => Some(source),
+            Error::Read { source } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source
                 .as_deref()
@@ -431,31 +380,13 @@ impl std::error::Error for Error {
                 .as_ref()
                 .map(|e| e as &(dyn std::error::Error + 'static)),
             Error::Merge { source, .. } => Some(source),
-            Error::ParquetImport { source, .. } | Error::ParquetExport { source, .. } => {
-                Some(source)
-            }
-            #[cfg(feature = "parquet")]
-            Error::ParquetFile { source, .. } => Some(source),
+            Error::Parquet { source } => Some(source),
             Error::Batch { source } => Some(source),
             #[cfg(feature = "gpu")]
             Error::NoGpu { source } | Error::Gpu { source } => Some(source),
             #[cfg(feature = "hdl")]
             Error::Hdl { source, .. } => Some(source),
         }
-    }
-}
-
-/// How keys of a type are hashed, for messages.
-fn byte_form(t: bloomlanes_core::KeyType) -> String {
-    use bloomlanes_core::Physical;
-    match t.physical() {
-        Physical::ByteArray => "variable-length bytes".into(),
-        Physical::Int32 => "4-byte little-endian integers".into(),
-        Physical::Int64 => "8-byte little-endian integers".into(),
-        Physical::Float => "4-byte IEEE floats".into(),
-        Physical::Double => "8-byte IEEE doubles".into(),
-        Physical::FixedLenByteArray(n) => format!("{n}-byte strings"),
-        Physical::Unknown => "not recorded".into(),
     }
 }
 

@@ -45,9 +45,7 @@ pub mod capture;
 pub mod error;
 #[cfg(feature = "hdl")]
 pub mod hdl_io;
-pub mod hll;
 pub mod input;
-pub mod key_text;
 pub mod kinds;
 pub mod ops;
 pub mod outfile;
@@ -55,6 +53,12 @@ pub mod parquet_io;
 pub mod sample;
 pub mod store;
 pub mod verify;
+
+/// The HyperLogLog sketch that sizes filters from a first pass over their inputs (from
+/// `bloomlanes-input`).
+pub use bloomlanes_input::hll;
+/// Typed keys written as text (from `bloomlanes-input`).
+pub use bloomlanes_input::key_text;
 
 pub use backend::{Backend, BackendChoice, Querier};
 pub use builder::{Built, FilterBuilder};

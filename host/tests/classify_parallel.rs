@@ -5,37 +5,29 @@
 
 mod common;
 
+use bloomlanes_host::input::pcap::write::{PcapWriter, Resolution, LINKTYPE_ETHERNET};
 use common::*;
 
 /// A little-endian pcap (Ethernet) of `n` UDP/IPv4 packets: flow `i % flows`, payload sizes
 /// varying from 0 to 1400 bytes, payload bytes from `fill`.
 fn capture(n: usize, flows: usize, fill: impl Fn(usize, usize) -> u8) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
+    let mut w = PcapWriter::new(Vec::new(), LINKTYPE_ETHERNET, 65535, Resolution::Micros)
+        .expect("a pcap header");
     for i in 0..n {
         let flow = (i % flows) as u32;
         let payload = (i * 37) % 1401;
-        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0];
-        let total = (28 + payload) as u16;
-        f.extend_from_slice(&[0x45, 0]);
-        f.extend_from_slice(&total.to_be_bytes());
-        f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1]);
-        f.extend_from_slice(&(0x0a01_0000u32 + flow).to_be_bytes());
-        f.extend_from_slice(&[0x30, 0x39]);
-        f.extend_from_slice(&(1000 + (flow % 50_000) as u16).to_be_bytes());
-        f.extend_from_slice(&((8 + payload) as u16).to_be_bytes());
-        f.extend_from_slice(&[0, 0]);
-        f.extend((0..payload).map(|j| fill(i, j)));
-        b.extend_from_slice(&(1_700_000_000 + (i / 1000) as u32).to_le_bytes());
-        b.extend_from_slice(&((i % 1000) as u32 * 1000).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&f);
+        let dst = (0x0a01_0000u32 + flow).to_be_bytes();
+        let dport = 1000 + (flow % 50_000) as u16;
+        let mut ip = ipv4(17, [10, 0, 0, 1], dst, 12345, dport, 0);
+        ip[2..4].copy_from_slice(&((28 + payload) as u16).to_be_bytes());
+        ip[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+        ip.extend((0..payload).map(|j| fill(i, j)));
+        let f = eth(0x0800, 0, &ip);
+        let (sec, usec) = (1_700_000_000 + (i / 1000) as u32, (i % 1000) as u32 * 1000);
+        w.packet(sec, usec, f.len() as u32, &f)
+            .expect("a packet record");
     }
-    b
+    w.into_inner()
 }
 
 /// The flow keys of half the flows, as `--format flows` text.
@@ -70,16 +62,15 @@ fn classify(
     let out = at(d, "m.pcap");
     let bits = at(d, "bits");
     let r = bl()
-        .args([
-            "--json",
-            "classify",
-            s(filter),
-            s(cap),
+        .args(argv!(
+            "--json classify",
+            filter,
+            cap,
             "-w",
-            s(&out),
+            out,
             "--bitmap",
-            s(&bits),
-        ])
+            bits
+        ))
         .args([
             "--flows",
             "--threads",
@@ -109,16 +100,7 @@ fn classify(
 fn setup(d: &tempfile::TempDir, flows: usize) -> std::path::PathBuf {
     let list = write(d, "flows.txt", half_the_flows(flows));
     let f = at(d, "flows.blf");
-    json(&[
-        "build",
-        s(&list),
-        "--format",
-        "flows",
-        "-o",
-        s(&f),
-        "--fpp",
-        "0.0001",
-    ]);
+    build(&list, &f, "--format flows --fpp 0.0001");
     f
 }
 

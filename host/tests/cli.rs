@@ -10,15 +10,7 @@ fn build_query_stats_from_text_lines() {
     let d = tmp();
     let keys = write(&d, "keys.txt", lines("user", 5000));
     let filter = at(&d, "users.blf");
-    let out = bl()
-        .args(["build", s(&keys), "-o", s(&filter), "--fpp", "0.001"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["build", s(&keys), "-o", s(&filter), "--fpp", "0.001"]));
     let msg = String::from_utf8_lossy(&out.stdout);
     assert!(msg.contains("5000 keys"), "{msg}");
 
@@ -138,7 +130,7 @@ fn csv_columns_by_name_and_index() {
         "id,name,city\n1,alice,Paris\n2,\"bob, jr\",Oslo\n3,carol,Rome\n",
     );
     let f = at(&d, "names.blf");
-    bl().args(["build", s(&csv), "--csv-column", "name", "-o", s(&f)])
+    bl().args(["build", s(&csv), "-o", s(&f), "--csv-column", "name"])
         .assert()
         .success()
         .stdout(predicates::str::contains("3 keys"));
@@ -150,18 +142,10 @@ fn csv_columns_by_name_and_index() {
     // By index, with no header row, tab separated.
     let tsv = write(&d, "t.tsv", "x\tParis\ny\tOslo\n");
     let f2 = at(&d, "cities.blf");
-    bl().args([
-        "build",
-        s(&tsv),
-        "--csv-column",
-        "1",
-        "--no-header",
-        "-o",
-        s(&f2),
-    ])
-    .assert()
-    .success()
-    .stdout(predicates::str::contains("2 keys"));
+    bl().args(argv!("build", tsv, "--csv-column 1 --no-header -o", f2))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("2 keys"));
     let v = json(&["query", s(&f2), s(&q), "--count"]);
     assert!(v["matches"].as_u64().unwrap() >= 1);
 }
@@ -190,9 +174,7 @@ fn binary_u64_and_decimal_keys_agree() {
     let bin: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
     let file = write(&d, "keys.u64", &bin);
     let f = at(&d, "ints.blf");
-    bl().args(["build", s(&file), "-o", s(&f), "--bits-per-key", "12"])
-        .assert()
-        .success();
+    build(&file, &f, "--bits-per-key 12");
     let dec: String = keys.iter().map(|k| format!("{k}\n")).collect();
     let q = write(&d, "q.txt", dec);
     let v = json(&["query", s(&f), s(&q), "--format", "decimal", "--count"]);
@@ -208,14 +190,7 @@ fn binary_u64_and_decimal_keys_agree() {
     // A malformed decimal line names the line.
     let badd = write(&d, "bad.txt", "1\n2\nthree\n");
     let err = fails(
-        &[
-            "build",
-            s(&badd),
-            "--format",
-            "decimal",
-            "-o",
-            s(&at(&d, "x.blf")),
-        ],
+        &argv!("build", badd, "--format decimal -o", at(&d, "x.blf")),
         1,
     );
     assert!(err.contains("bad.txt") && err.contains("line 3"), "{err}");
@@ -256,16 +231,7 @@ fn usage_errors_exit_2() {
     let keys = write(&d, "k.txt", "a\n");
     let out = at(&d, "o.blf");
     fails(
-        &[
-            "build",
-            s(&keys),
-            "-o",
-            s(&out),
-            "--fpp",
-            "0.1",
-            "--bits-per-key",
-            "8",
-        ],
+        &argv!("build", keys, "-o", out, "--fpp 0.1 --bits-per-key 8"),
         2,
     );
     fails(&["build", s(&keys), "-o", s(&out), "--layout", "7x7"], 2);
@@ -305,9 +271,7 @@ fn truncated_and_corrupt_filters_are_rejected() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 1000));
     let f = at(&d, "good.blf");
-    bl().args(["build", s(&keys), "-o", s(&f)])
-        .assert()
-        .success();
+    build(&keys, &f, "");
     let bytes = std::fs::read(&f).unwrap();
 
     let trunc = write(&d, "trunc.blf", &bytes[..bytes.len() - 100]);
@@ -339,9 +303,7 @@ fn failed_build_keeps_the_old_file() {
     let d = tmp();
     let keys = write(&d, "k.txt", "a\nb\n");
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f)])
-        .assert()
-        .success();
+    build(&keys, &f, "");
     let before = std::fs::read(&f).unwrap();
     let bad = write(&d, "bad.u64", [1u8, 2, 3]);
     fails(&["build", s(&bad), "-o", s(&f)], 1);
@@ -357,16 +319,7 @@ fn failed_build_keeps_the_old_file() {
     );
     // A filter too large to allocate is an error, not an abort.
     let e = fails(
-        &[
-            "build",
-            s(&keys),
-            "-o",
-            s(&f),
-            "--capacity",
-            "100000000000",
-            "--fpp",
-            "1e-7",
-        ],
+        &argv!("build", keys, "-o", f, "--capacity 100000000000 --fpp 1e-7"),
         1,
     );
     assert!(e.contains("bytes") && e.contains("--capacity"), "{e}");
@@ -397,9 +350,7 @@ fn gpu_request_without_gpu() {
     if o.status.success() {
         // This machine has a GPU: the result must equal the scalar build.
         let sc = at(&d, "s.blf");
-        bl().args(["build", s(&keys), "-o", s(&sc), "--backend", "scalar"])
-            .assert()
-            .success();
+        build(&keys, &sc, "--backend scalar");
         assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&sc).unwrap());
     } else {
         assert_eq!(o.status.code(), Some(1));
@@ -423,18 +374,9 @@ fn merge_union_intersection_and_incompatible() {
     );
     let (fa, fb) = (at(&d, "a.blf"), at(&d, "b.blf"));
     for (k, f) in [(&a, &fa), (&b, &fb)] {
-        bl().args([
-            "build",
-            s(k),
-            "-o",
-            s(f),
-            "--capacity",
-            "5000",
-            "--layout",
-            "8x32",
-        ])
-        .assert()
-        .success();
+        bl().args(argv!("build", k, "-o", f, "--capacity 5000 --layout 8x32"))
+            .assert()
+            .success();
     }
     let u = at(&d, "u.blf");
     bl().args(["merge", s(&fa), s(&fb), "-o", s(&u)])
@@ -462,9 +404,7 @@ fn merge_union_intersection_and_incompatible() {
 
     // Different layouts (and sizes) cannot be merged.
     let c = at(&d, "c.blf");
-    bl().args(["build", s(&a), "-o", s(&c), "--layout", "16x64"])
-        .assert()
-        .success();
+    build(&a, &c, "--layout 16x64");
     let out = at(&d, "bad.blf");
     let e = fails(&["merge", s(&fa), s(&c), "-o", s(&out)], 1);
     assert!(
@@ -474,18 +414,13 @@ fn merge_union_intersection_and_incompatible() {
     assert!(!out.exists());
     // Different seeds.
     let sd = at(&d, "seed.blf");
-    bl().args([
+    bl().args(argv!(
         "build",
-        s(&a),
+        a,
         "-o",
-        s(&sd),
-        "--capacity",
-        "5000",
-        "--layout",
-        "8x32",
-        "--seed",
-        "9",
-    ])
+        sd,
+        "--capacity 5000 --layout 8x32 --seed 9"
+    ))
     .assert()
     .success();
     let e = fails(&["merge", s(&fa), s(&sd), "-o", s(&out)], 1);

@@ -72,15 +72,9 @@ fn dedup_drops_repeats_within_the_window_and_lets_old_ones_through() {
 fn dedup_over_seconds_forgets_by_time() {
     use std::io::Write;
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bloomlanes"))
-        .args([
-            "dedup",
-            "--window-seconds",
-            "0.4",
-            "--capacity",
-            "100",
-            "--generations",
-            "2",
-        ])
+        .args(argv!(
+            "dedup --window-seconds 0.4 --capacity 100 --generations 2"
+        ))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -111,42 +105,21 @@ fn dedup_refuses_bad_windows() {
     assert!(fails(&["dedup", s(d.path()), "--window-keys", "5"], 1).contains("directory"));
 }
 
-/// A classic little-endian pcap of Ethernet frames carrying IPv4 TCP packets
-/// `10.0.0.a:port -> 10.0.0.1:80` for each `(a, port)`, plus one ARP frame.
+/// A pcap of Ethernet frames carrying IPv4 TCP packets `10.0.0.a:port -> 10.0.0.1:80` for
+/// each `(a, port)`, plus one ARP frame.
 fn capture(packets: &[(u8, u16)]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&4u16.to_le_bytes());
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
     let mut frames: Vec<Vec<u8>> = packets
         .iter()
         .map(|&(a, port)| {
-            let mut f = vec![0xaa; 6];
-            f.extend_from_slice(&[0xbb; 6]);
-            f.extend_from_slice(&0x0800u16.to_be_bytes());
-            f.extend_from_slice(&[0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0]);
-            f.extend_from_slice(&[10, 0, 0, a, 10, 0, 0, 1]);
-            f.extend_from_slice(&port.to_be_bytes());
-            f.extend_from_slice(&80u16.to_be_bytes());
-            f.extend_from_slice(&[0; 16]);
-            f
+            eth(
+                0x0800,
+                0,
+                &ipv4(6, [10, 0, 0, a], [10, 0, 0, 1], port, 80, 0),
+            )
         })
         .collect();
-    let mut arp = vec![0xff; 12];
-    arp.extend_from_slice(&[0x08, 0x06]);
-    arp.extend_from_slice(&[0; 28]);
-    frames.push(arp);
-    for (i, f) in frames.iter().enumerate() {
-        b.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(f);
-    }
-    b
+    frames.push(eth(0x0806, 0, &[0; 28]));
+    pcap_file(&frames)
 }
 
 #[test]
@@ -159,15 +132,7 @@ fn dedup_reads_packets_and_writes_the_new_flows() {
     packets.extend((0..300).map(|i| (2, 5000 + i)));
     packets.push((1, 1000));
     let cap = write(&d, "c.pcap", capture(&packets));
-    let out = bl()
-        .args(["dedup", s(&cap), "--window-keys", "200"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["dedup", s(&cap), "--window-keys", "200"]));
     let text = String::from_utf8(out.stdout).unwrap();
     let flows: Vec<&str> = text.lines().collect();
     assert!(flows.len() >= 398 && flows.len() <= 401, "{}", flows.len());
@@ -182,16 +147,6 @@ fn dedup_reads_packets_and_writes_the_new_flows() {
         err.contains("451 lines") && err.contains("1 packets not IP"),
         "{err}"
     );
-    let e = fails(
-        &[
-            "dedup",
-            s(&cap),
-            "--window-seconds",
-            "1",
-            "--capacity",
-            "10",
-        ],
-        1,
-    );
+    let e = fails(&argv!("dedup", cap, "--window-seconds 1 --capacity 10"), 1);
     assert!(e.contains("--window-keys"), "{e}");
 }

@@ -19,121 +19,28 @@ use parquet::schema::parser::parse_message_type;
 
 // ---- captures ---------------------------------------------------------------------------------
 
-fn ipv4_tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
-    let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0];
-    ip.extend_from_slice(&src);
-    ip.extend_from_slice(&dst);
-    ip.extend_from_slice(&sport.to_be_bytes());
-    ip.extend_from_slice(&dport.to_be_bytes());
-    ip.extend_from_slice(&[0; 16]); // rest of the TCP header
-    ip
-}
-
-fn ipv6_udp(src_last: u8, dst_last: u8, sport: u16, dport: u16) -> Vec<u8> {
-    let mut ip = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
-    let mut a = [0u8; 16];
-    a[0] = 0x20;
-    a[1] = 0x01;
-    a[15] = src_last;
-    ip.extend_from_slice(&a);
-    a[15] = dst_last;
-    ip.extend_from_slice(&a);
-    ip.extend_from_slice(&sport.to_be_bytes());
-    ip.extend_from_slice(&dport.to_be_bytes());
-    ip.extend_from_slice(&[0, 8, 0, 0]);
-    ip
-}
-
-fn ethernet(ethertype: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0xaa; 6];
-    f.extend_from_slice(&[0xbb; 6]);
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
-
-/// A classic little-endian pcap (microsecond timestamps, Ethernet).
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&4u16.to_le_bytes());
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        b.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(f);
-    }
-    b
-}
-
-fn pcapng_block(kind: u32, body: &[u8]) -> Vec<u8> {
-    let mut body = body.to_vec();
-    while !body.len().is_multiple_of(4) {
-        body.push(0);
-    }
-    let len = (body.len() + 12) as u32;
-    let mut b = kind.to_le_bytes().to_vec();
-    b.extend_from_slice(&len.to_le_bytes());
-    b.extend_from_slice(&body);
-    b.extend_from_slice(&len.to_le_bytes());
-    b
-}
-
-/// A little-endian pcapng: section header, one Ethernet interface, enhanced packet blocks.
-fn pcapng(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
-    shb.extend_from_slice(&1u16.to_le_bytes());
-    shb.extend_from_slice(&0u16.to_le_bytes());
-    shb.extend_from_slice(&u64::MAX.to_le_bytes());
-    let mut out = pcapng_block(0x0a0d_0d0a, &shb);
-    let mut idb = 1u16.to_le_bytes().to_vec();
-    idb.extend_from_slice(&[0, 0]);
-    idb.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend(pcapng_block(1, &idb));
-    for f in frames {
-        let mut epb = 0u32.to_le_bytes().to_vec();
-        epb.extend_from_slice(&[0; 8]);
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(f);
-        out.extend(pcapng_block(6, &epb));
-    }
-    out
-}
-
 fn flows() -> Vec<Vec<u8>> {
     let mut frames = Vec::new();
     for i in 0..200u16 {
-        frames.push(ethernet(
-            0x0800,
-            &ipv4_tcp(
-                [10, 0, (i >> 8) as u8, i as u8],
-                [192, 168, 1, 1],
-                10000 + i,
-                443,
-            ),
-        ));
+        let src = [10, 0, (i >> 8) as u8, i as u8];
+        let ip = ipv4(6, src, [192, 168, 1, 1], 10000 + i, 443, 0);
+        frames.push(eth(0x0800, 0, &ip));
     }
     for i in 0..50u8 {
-        frames.push(ethernet(0x86dd, &ipv6_udp(i, 0xfe, 5353, 53)));
+        frames.push(eth(0x86dd, 0, &ipv6(17, i, 0xfe, 5353, 53)));
     }
     // A repeated flow, and an ARP frame that is not IP.
     frames.push(frames[0].clone());
-    frames.push(ethernet(0x0806, &[0; 28]));
+    frames.push(eth(0x0806, 0, &[0; 28]));
     frames
 }
 
 #[test]
 fn pcap_five_tuples_build_and_query() {
     let d = tmp();
-    let cap = write(&d, "flows.pcap", pcap(&flows()));
+    let cap = write(&d, "flows.pcap", pcap_file(&flows()));
     let f = at(&d, "flows.blf");
-    let v = json(&["build", s(&cap), "-o", s(&f), "--fpp", "0.0001"]);
+    let v = build(&cap, &f, "--fpp 0.0001");
     // One key per IP packet (the repeated flow twice); the filter is sized for the 250 distinct
     // flows (200 IPv4 + 50 IPv6) that a first pass counted.
     assert_eq!(v["keys"], 251, "{v}");
@@ -144,13 +51,8 @@ fn pcap_five_tuples_build_and_query() {
     assert_eq!(v["inputs"][0]["skipped"], 1, "the ARP frame");
 
     // The same capture as pcapng finds every flow; the printed keys are the 5-tuples.
-    let ng = write(&d, "flows.pcapng", pcapng(&flows()));
-    let out = bl().args(["query", s(&f), s(&ng)]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let ng = write(&d, "flows.pcapng", pcapng_file(&flows()));
+    let out = succeeds(bl().args(["query", s(&f), s(&ng)]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         text.lines().count(),
@@ -174,13 +76,11 @@ fn pcap_five_tuples_build_and_query() {
     // Other flows (other ports) are not in the filter.
     let other: Vec<Vec<u8>> = (0..200u16)
         .map(|i| {
-            ethernet(
-                0x0800,
-                &ipv4_tcp([10, 0, 0, i as u8], [192, 168, 1, 1], 20000 + i, 80),
-            )
+            let ip = ipv4(6, [10, 0, 0, i as u8], [192, 168, 1, 1], 20000 + i, 80, 0);
+            eth(0x0800, 0, &ip)
         })
         .collect();
-    let oc = write(&d, "other.pcap", pcap(&other));
+    let oc = write(&d, "other.pcap", pcap_file(&other));
     let v = json(&["query", s(&f), s(&oc), "--count"]);
     assert!(v["matches"].as_u64().unwrap() <= 2, "{v}");
 
@@ -196,7 +96,7 @@ fn pcap_five_tuples_build_and_query() {
 #[test]
 fn unreadable_captures_fail_with_offsets() {
     let d = tmp();
-    let mut bytes = pcap(&flows());
+    let mut bytes = pcap_file(&flows());
     bytes.truncate(bytes.len() - 5);
     let cap = write(&d, "cut.pcap", &bytes);
     let out = at(&d, "o.blf");
@@ -217,7 +117,7 @@ fn unreadable_captures_fail_with_offsets() {
     assert!(String::from_utf8_lossy(&r.stdout).contains("251 keys"));
     std::fs::remove_file(&out).unwrap();
     // A record length no capture can have is an error with its offset.
-    let mut bytes = pcap(&flows());
+    let mut bytes = pcap_file(&flows());
     bytes[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
     let bad = write(&d, "badlen.pcap", &bytes);
     let e = fails(&["build", s(&bad), "-o", s(&out)], 1);
@@ -226,7 +126,7 @@ fn unreadable_captures_fail_with_offsets() {
         "{e}"
     );
 
-    let mut ng = pcapng(&flows());
+    let mut ng = pcapng_file(&flows());
     ng[32] = 0xff; // the interface block's length field
     let ngp = write(&d, "bad.pcapng", &ng);
     let e = fails(&["build", s(&ngp), "-o", s(&out)], 1);
@@ -394,9 +294,7 @@ fn parquet_bad_inputs() {
     // Only 8x32 seed-0 filters have a Parquet form.
     let keys = write(&d, "k.txt", "a\n");
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "16x64"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 16x64");
     let e = fails(&["export", s(&f), "--parquet", s(&at(&d, "x.sbbf"))], 1);
     assert!(e.contains("8x32"), "{e}");
     assert!(!at(&d, "x.sbbf").exists());
@@ -409,9 +307,7 @@ fn hdl_export_writes_rtl_and_banks() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 500));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 8x32");
     let rtl = at(&d, "rtl");
     // Text lines are variable-length keys: hashed on chip with a length field.
     let v = json(&["export", s(&f), "--hdl", s(&rtl), "--max-key-bytes", "8"]);
@@ -476,22 +372,15 @@ fn hdl_export_takes_ports_top_and_variable_length_keys() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("key", 300));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 8x32");
     let a = at(&d, "a");
-    let v = json(&[
+    let v = json(&argv!(
         "export",
-        s(&f),
+        f,
         "--hdl",
-        s(&a),
-        "--ports",
-        "3",
-        "--top",
-        "edge_a",
-        "--max-key-bytes",
-        "16",
-    ]);
+        a,
+        "--ports 3 --top edge_a --max-key-bytes 16"
+    ));
     assert_eq!(v["ports"], 3);
     assert_eq!(v["top"], "edge_a");
     assert_eq!(v["key"], "keys of 0 to 16 bytes");
@@ -527,16 +416,7 @@ fn hdl_export_takes_ports_top_and_variable_length_keys() {
     }
     // Fixed and variable-length key inputs exclude each other; the options need --hdl.
     fails(
-        &[
-            "export",
-            s(&f),
-            "--hdl",
-            s(&bad),
-            "--key-bytes",
-            "8",
-            "--max-key-bytes",
-            "8",
-        ],
+        &argv!("export", f, "--hdl", bad, "--key-bytes 8 --max-key-bytes 8"),
         2,
     );
     for opt in [["--ports", "2"], ["--top", "x"], ["--key-bytes", "8"]] {

@@ -10,13 +10,6 @@ fn range_lines(prefix: &str, range: std::ops::Range<usize>) -> String {
     range.map(|i| format!("{prefix}{i}\n")).collect()
 }
 
-/// How many of the keys in `file` `filter` answers "may be present".
-fn matches(filter: &str, file: &str) -> u64 {
-    json(&["query", filter, file, "--count"])["matches"]
-        .as_u64()
-        .unwrap()
-}
-
 #[test]
 fn counting_filters_delete_keys_and_keep_the_rest() {
     let d = tmp();
@@ -25,19 +18,10 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let rest = write(&d, "rest.txt", range_lines("k", 1000..2000));
     let absent = write(&d, "absent.txt", lines("absent-", 20000));
     let c = at(&d, "c.blf");
-    let v = json(&[
-        "build",
-        s(&all),
-        "-o",
-        s(&c),
-        "--kind",
-        "counting",
-        "--fpp",
-        "0.01",
-    ]);
+    let v = build(&all, &c, "--kind counting --fpp 0.01");
     assert_eq!(v["kind"]["name"], "counting");
     assert_eq!(v["kind"]["counter_bits"], 4);
-    assert_eq!(matches(s(&c), s(&all)), 2000, "no false negatives");
+    assert_eq!(matches(&c, &all), 2000, "no false negatives");
     let st = json(&["stats", s(&c)]);
     assert_eq!(st["kind"]["name"], "counting");
     assert_eq!(st["recorded_keys"], 2000);
@@ -53,23 +37,14 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     assert_eq!(del["deleted"], 1000);
     assert_eq!(del["not_present"], 0);
     assert_eq!(del["recorded_keys"], 1000);
-    assert_eq!(matches(s(&c), s(&rest)), 1000, "deletions keep the rest");
+    assert_eq!(matches(&c, &rest), 1000, "deletions keep the rest");
     assert!(
-        matches(s(&c), s(&first)) < 100,
+        matches(&c, &first) < 100,
         "the deleted keys are gone (but for false positives)"
     );
     // The projection is exactly a static filter of the keys left, sized alike.
     let st2 = at(&d, "static.blf");
-    json(&[
-        "build",
-        s(&rest),
-        "-o",
-        s(&st2),
-        "--capacity",
-        "2000",
-        "--fpp",
-        "0.01",
-    ]);
+    build(&rest, &st2, "--capacity 2000 --fpp 0.01");
     let (b1, b2) = (at(&d, "b1"), at(&d, "b2"));
     json(&["query", s(&c), s(&absent), "--bitmap", s(&b1)]);
     json(&["query", s(&st2), s(&absent), "--bitmap", s(&b2)]);
@@ -100,7 +75,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let v = json(&["insert", s(&c), s(&first)]);
     assert_eq!(v["inserted"], 1000);
     assert_eq!(v["recorded_keys"], 2000);
-    assert_eq!(matches(s(&c), s(&all)), 2000);
+    assert_eq!(matches(&c, &all), 2000);
 }
 
 #[test]
@@ -127,7 +102,7 @@ fn saturated_counters_stick_and_wider_counters_do_not_saturate() {
         assert_eq!(v["deleted"], 20);
         // A stuck counter is never decremented: the key stays after as many deletes as inserts.
         let one = write(&d, "one.txt", "same\n");
-        assert_eq!(matches(s(&f), s(&one)), left, "{bits}-bit");
+        assert_eq!(matches(&f, &one), left, "{bits}-bit");
         let st = json(&["stats", s(&f)]);
         assert_eq!(st["figures"]["counters_saturated"], saturated);
     }
@@ -158,7 +133,7 @@ fn deleting_from_kinds_without_deletions_is_refused_naming_the_kind() {
         // Every kind takes inserts, and finds what it was given last.
         let more = write(&d, "more.txt", lines("more", 50));
         json(&["insert", s(&f), s(&more)]);
-        assert_eq!(matches(s(&f), s(&more)), 50, "{kind}");
+        assert_eq!(matches(&f, &more), 50, "{kind}");
     }
 }
 
@@ -169,28 +144,15 @@ fn window_filters_keep_the_last_keys_and_forget_old_ones() {
     let last = write(&d, "last.txt", range_lines("k", 4000..5000));
     let old = write(&d, "old.txt", range_lines("k", 0..2000));
     let f = at(&d, "w.blf");
-    let v = json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&f),
-        "--kind",
-        "window",
-        "--window-keys",
-        "1000",
-        "--generations",
-        "4",
-        "--fpp",
-        "0.01",
-    ]);
+    let v = build(
+        &keys,
+        &f,
+        "--kind window --window-keys 1000 --generations 4 --fpp 0.01",
+    );
     assert_eq!(v["kind"]["window"], 1000);
     assert_eq!(v["kind"]["span"], 250);
-    assert_eq!(
-        matches(s(&f), s(&last)),
-        1000,
-        "the last 1000 keys are found"
-    );
-    let found_old = matches(s(&f), s(&old));
+    assert_eq!(matches(&f, &last), 1000, "the last 1000 keys are found");
+    let found_old = matches(&f, &old);
     assert!(
         found_old < 60,
         "old keys forgotten: {found_old} of 2000 found"
@@ -239,19 +201,14 @@ fn auto_generations_build_the_smallest_window_that_meets_the_rate() {
         size(&auto),
         size(&four)
     );
-    assert_eq!(matches(s(&auto), s(&last)), 10000, "the window is found");
+    assert_eq!(matches(&auto, &last), 10000, "the window is found");
     assert!(json(&["stats", s(&auto)])["expected_fpr"].as_f64().unwrap() <= 0.001);
     assert!(fails(
-        &[
+        &argv!(
             "build",
-            s(&keys),
-            "--kind",
-            "window",
-            "--window-keys",
-            "10",
-            "--generations",
-            "x"
-        ],
+            keys,
+            "--kind window --window-keys 10 --generations x"
+        ),
         2
     )
     .contains("auto"));
@@ -263,18 +220,7 @@ fn scalable_filters_grow_and_keep_the_rate_under_target() {
     let keys = write(&d, "k.txt", lines("k", 20000));
     let absent = write(&d, "absent.txt", lines("absent-", 100_000));
     let f = at(&d, "s.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&f),
-        "--kind",
-        "scalable",
-        "--capacity",
-        "1000",
-        "--fpp",
-        "0.01",
-    ]);
+    build(&keys, &f, "--kind scalable --capacity 1000 --fpp 0.01");
     let st = json(&["stats", s(&f)]);
     let stages = st["figures"]["stages"].as_array().unwrap();
     assert!(stages.len() >= 4, "{stages:?}");
@@ -282,8 +228,8 @@ fn scalable_filters_grow_and_keep_the_rate_under_target() {
     assert_eq!(stages[1]["capacity"], 2000);
     let expected = st["expected_fpr"].as_f64().unwrap();
     assert!(expected <= 0.01, "{expected}");
-    assert_eq!(matches(s(&f), s(&keys)), 20000);
-    let rate = matches(s(&f), s(&absent)) as f64 / 100_000.0;
+    assert_eq!(matches(&f, &keys), 20000);
+    let rate = matches(&f, &absent) as f64 / 100_000.0;
     let sigma = (expected * (1.0 - expected) / 100_000.0).sqrt();
     assert!(
         (rate - expected).abs() < 4.0 * sigma + 1e-4,
@@ -299,27 +245,18 @@ fn stable_filters_report_their_parameters_and_find_recent_keys() {
     let recent = write(&d, "recent.txt", "k29999\n");
     let absent = write(&d, "absent.txt", lines("absent-", 50_000));
     let f = at(&d, "st.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&f),
-        "--kind",
-        "stable",
-        "--capacity",
-        "2000",
-        "--fpp",
-        "0.02",
-        "--layout",
-        "8x32",
-    ]);
+    build(
+        &keys,
+        &f,
+        "--kind stable --capacity 2000 --fpp 0.02 --layout 8x32",
+    );
     let st = json(&["stats", s(&f)]);
     let p = st["kind"]["decrements"].as_u64().unwrap();
     assert!(p >= 1);
     let expected = st["figures"]["stable_fpr"].as_f64().unwrap();
     assert!(expected <= 0.02, "{expected}");
-    assert_eq!(matches(s(&f), s(&recent)), 1);
-    let rate = matches(s(&f), s(&absent)) as f64 / 50_000.0;
+    assert_eq!(matches(&f, &recent), 1);
+    let rate = matches(&f, &absent) as f64 / 50_000.0;
     let sigma = (expected * (1.0 - expected) / 50_000.0).sqrt();
     assert!(
         (rate - expected).abs() < 4.0 * sigma + 2e-3,
@@ -327,16 +264,7 @@ fn stable_filters_report_their_parameters_and_find_recent_keys() {
     );
     // An explicit P is kept.
     let g = at(&d, "g.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&g),
-        "--kind",
-        "stable",
-        "--decrements",
-        "7",
-    ]);
+    build(&keys, &g, "--kind stable --decrements 7");
     assert_eq!(json(&["stats", s(&g)])["kind"]["decrements"], 7);
 }
 
@@ -436,15 +364,7 @@ fn query_answers_alike_on_every_backend_for_every_kind() {
 
 #[test]
 fn verify_checks_every_kind_on_every_backend() {
-    let v = json(&[
-        "verify",
-        "--keys",
-        "2000",
-        "--layout",
-        "8x32",
-        "--hdl-keys",
-        "0",
-    ]);
+    let v = json(&argv!("verify --keys 2000 --layout 8x32 --hdl-keys 0"));
     assert_eq!(v["ok"], true);
     let rows = v["rows"].as_array().unwrap();
     for kind in ["static", "counting", "stable", "window", "scalable"] {
@@ -452,15 +372,7 @@ fn verify_checks_every_kind_on_every_backend() {
         assert!(n >= 2, "{kind}: scalar and a SIMD path, got {n}");
     }
     assert!(rows.iter().all(|r| r["identical"] == true));
-    let v = json(&[
-        "verify",
-        "--keys",
-        "500",
-        "--kind",
-        "window",
-        "--hdl-keys",
-        "0",
-    ]);
+    let v = json(&argv!("verify --keys 500 --kind window --hdl-keys 0"));
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.iter().all(|r| r["kind"] == "window"));
     assert!(fails(&["verify", "--kind", "bogus"], 2).contains("--kind"));
@@ -471,25 +383,14 @@ fn time_windows_and_undersized_kinds_report_honest_rates() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 500));
     let f = at(&d, "t.blf");
-    let v = json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&f),
-        "--kind",
-        "window",
-        "--window-seconds",
-        "60",
-        "--capacity",
-        "1000",
-        "--generations",
-        "2",
-        "--fpp",
-        "0.01",
-    ]);
+    let v = build(
+        &keys,
+        &f,
+        "--kind window --window-seconds 60 --capacity 1000 --generations 2 --fpp 0.01",
+    );
     assert_eq!(v["kind"]["unit"], "ns");
     assert_eq!(v["kind"]["window"], 60_000_000_000u64);
-    assert_eq!(matches(s(&f), s(&keys)), 500);
+    assert_eq!(matches(&f, &keys), 500);
     let st = json(&["stats", s(&f)]);
     let est: Vec<f64> = st["figures"]["generation_keys_estimated"]
         .as_array()
@@ -508,16 +409,13 @@ fn time_windows_and_undersized_kinds_report_honest_rates() {
     let many = write(&d, "many.txt", lines("m", 3000));
     let c = at(&d, "c.blf");
     let out = bl()
-        .args([
+        .args(argv!(
             "build",
-            s(&many),
+            many,
             "-o",
-            s(&c),
-            "--kind",
-            "counting",
-            "--capacity",
-            "10",
-        ])
+            c,
+            "--kind counting --capacity 10"
+        ))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -560,16 +458,7 @@ fn counting_filters_export_their_projection() {
     assert_eq!(json(&["stats", s(&s1)])["kind"]["name"], "static");
     // A window or scalable filter has no single image to export.
     let w = at(&d, "w.blf");
-    json(&[
-        "build",
-        s(&all),
-        "-o",
-        s(&w),
-        "--kind",
-        "window",
-        "--window-keys",
-        "100",
-    ]);
+    build(&all, &w, "--kind window --window-keys 100");
     let err = fails(&["export", s(&w), "--static", s(&at(&d, "x.blf"))], 2);
     assert!(err.contains("cannot export a window filter"), "{err}");
     assert!(!at(&d, "x.blf").exists());
@@ -612,17 +501,9 @@ fn verify_runs_the_counting_filter_in_the_counting_rtl() {
         );
         return;
     }
-    let v = json(&[
-        "verify",
-        "--keys",
-        "2000",
-        "--layout",
-        "8x32",
-        "--kind",
-        "counting",
-        "--hdl-keys",
-        "40",
-    ]);
+    let v = json(&argv!(
+        "verify --keys 2000 --layout 8x32 --kind counting --hdl-keys 40"
+    ));
     assert_eq!(v["ok"], true, "{v}");
     let rows = v["rows"].as_array().unwrap();
     let hdl: Vec<_> = rows
@@ -641,17 +522,9 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("key-", 2000));
     let c = at(&d, "c.blf");
-    json(&["build", s(&keys), "--kind", "counting", "-o", s(&c)]);
+    build(&keys, &c, "--kind counting");
     let out = at(&d, "rtl");
-    let v = json(&[
-        "export",
-        s(&c),
-        "--hdl",
-        s(&out),
-        "--counting",
-        "--top",
-        "cnt",
-    ]);
+    let v = json(&argv!("export", c, "--hdl", out, "--counting --top cnt"));
     assert_eq!(v["form"], "hdl-counting");
     assert_eq!(v["counter_bits"], 4);
     let files = v["files"].as_array().unwrap();
@@ -662,22 +535,14 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     assert_eq!(banks, 8, "one counter bank per lane: {files:?}");
     // The refusals: a static filter, and more than one port.
     let st = at(&d, "s.blf");
-    json(&["build", s(&keys), "-o", s(&st)]);
+    build(&keys, &st, "");
     let e = fails(
         &["export", s(&st), "--hdl", s(&at(&d, "x")), "--counting"],
         2,
     );
     assert!(e.contains("counting") && e.contains("static"), "{e}");
     let e = fails(
-        &[
-            "export",
-            s(&c),
-            "--hdl",
-            s(&at(&d, "y")),
-            "--counting",
-            "--ports",
-            "2",
-        ],
+        &argv!("export", c, "--hdl", at(&d, "y"), "--counting --ports 2"),
         2,
     );
     assert!(e.contains("one port"), "{e}");
@@ -697,16 +562,9 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
             String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
         (o.status.success(), text)
     };
-    let (ok, text) = run(std::process::Command::new("iverilog").args([
-        "-g2005",
-        "-s",
-        "cnt_tb",
-        "-Pcnt_tb.LOAD_BANKS=1",
-        "-o",
-        "sim.vvp",
-        "cnt.v",
-        "cnt_tb.v",
-    ]));
+    let (ok, text) = run(std::process::Command::new("iverilog").args(argv!(
+        "-g2005 -s cnt_tb -Pcnt_tb.LOAD_BANKS=1 -o sim.vvp cnt.v cnt_tb.v"
+    )));
     assert!(ok, "{text}");
     let (ok, text) = run(std::process::Command::new("vvp").args(["-n", "sim.vvp"]));
     assert!(ok && text.contains("PASS:"), "{text}");

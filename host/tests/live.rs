@@ -104,33 +104,19 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
         .collect();
     let flow_file = write(&d, "flows.txt", flows);
     let f = at(&d, "live.blf");
-    json(&[
-        "build",
-        s(&flow_file),
-        "--format",
-        "flows",
-        "-o",
-        s(&f),
-        "--fpp",
-        "0.000001",
-    ]);
+    build(&flow_file, &f, "--format flows --fpp 0.000001");
     let out = at(&d, "live.pcap");
     let bits = at(&d, "live.bits");
     let bin = assert_cmd::cargo::cargo_bin("bloomlanes");
     let mut child = Command::new("ip")
         .args(["netns", "exec", &ns.a])
         .arg(&bin)
-        .args([
-            "--json",
-            "capture",
-            s(&f),
-            "vA",
-            "--duration",
-            "20s",
-            "--flows",
-            "-w",
-            s(&out),
-        ])
+        .args(argv!(
+            "--json capture",
+            f,
+            "vA --duration 20s --flows -w",
+            out
+        ))
         .args(["--bitmap", s(&bits)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -203,7 +189,7 @@ fn unreadable_interfaces_are_named() {
     let d = tmp();
     let flows = write(&d, "f.txt", "10.0.0.1:1>10.0.0.2:2/udp\n");
     let f = at(&d, "f.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let e = fails(&["capture", s(&f), "no-such-if0", "--count", "1"], 1);
     assert!(
         e.contains("no-such-if0") && e.contains("no such network interface"),
@@ -211,31 +197,18 @@ fn unreadable_interfaces_are_named() {
     );
     // Privileges are dropped after the socket is open (as root here; elsewhere the open fails).
     let o = bl()
-        .args([
-            "--json",
-            "capture",
-            s(&f),
-            "lo",
-            "--user",
-            "nobody",
-            "--duration",
-            "200ms",
-        ])
+        .args(argv!(
+            "--json capture",
+            f,
+            "lo --user nobody --duration 200ms"
+        ))
         .output()
         .unwrap();
     if o.status.success() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(v["packets"].is_u64(), "{v}");
         let e = fails(
-            &[
-                "capture",
-                s(&f),
-                "lo",
-                "--user",
-                "no-such-user-bl",
-                "--count",
-                "1",
-            ],
+            &argv!("capture", f, "lo --user no-such-user-bl --count 1"),
             1,
         );
         assert!(e.contains("no user named"), "{e}");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{at, bl, fails, files, lines, s, tmp, write};
+use common::{at, bl, build, fails, files, lines, s, tmp, write};
 
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("bloomlanes")
@@ -89,9 +89,7 @@ fn outputs_write_through_symbolic_links() {
     std::fs::write(&real, b"old").unwrap();
     let link = at(&d, "current.blf");
     symlink("store/real.blf", &link).unwrap();
-    bl().args(["build", s(&keys), "-o", s(&link)])
-        .assert()
-        .success();
+    build(&keys, &link, "");
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -136,9 +134,7 @@ fn dash_is_standard_output_and_never_a_file() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("key", 300));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    build(&keys, &f, "--layout 8x32");
     let file_bytes = std::fs::read(&f).unwrap();
     let run = |args: &[&str]| {
         let o = bl().current_dir(d.path()).args(args).output().unwrap();
@@ -283,9 +279,7 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
     let d = tmp();
     let keys = write(&d, "k.txt", "a\nb\n");
     let out = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&out)])
-        .assert()
-        .success();
+    build(&keys, &out, "");
     let before = std::fs::read(&out).unwrap();
     let listing = files(&d);
     let signals = [
@@ -523,9 +517,7 @@ fn filter_paths_that_are_not_files() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 20));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f)])
-        .assert()
-        .success();
+    build(&keys, &f, "");
     let fifo = at(&d, "pipe");
     assert!(Command::new("mkfifo")
         .arg(&fifo)
@@ -561,9 +553,7 @@ fn the_payload_check_can_be_skipped_and_says_what_it_cost() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 1000));
     let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f)])
-        .assert()
-        .success();
+    build(&keys, &f, "");
     let v = common::json(&["stats", s(&f)]);
     assert_eq!(v["payload_verified"], true);
     assert!(v["open_seconds"].as_f64().unwrap() >= 0.0);

@@ -94,23 +94,13 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let plain = at(&d, "plain.parquet");
     write_file(&plain, false);
     let out = at(&d, "with.parquet");
-    let v = json(&[
-        "parquet",
-        "add-filters",
-        s(&plain),
+    let v = json(&argv!(
+        "parquet add-filters",
+        plain,
         "-o",
-        s(&out),
-        "--column",
-        "n",
-        "--column",
-        "x",
-        "--column",
-        "s",
-        "--fpp",
-        "0.01",
-        "--fpp",
-        "s=0.001",
-    ]);
+        out,
+        "--column n --column x --column s --fpp 0.01 --fpp s=0.001"
+    ));
     assert_eq!(v["filters"].as_array().unwrap().len(), 9);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 0, "{v}");
     for f in v["filters"].as_array().unwrap() {
@@ -165,15 +155,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
         "keys.txt",
         keys.iter().map(|k| format!("{k}\n")).collect::<String>(),
     );
-    let v = json(&[
-        "parquet",
-        "probe",
-        s(&out),
-        "--column",
-        "n",
-        "--keys",
-        s(&kf),
-    ]);
+    let v = json(&argv!("parquet probe", out, "--column n --keys", kf));
     assert_eq!(v["column_key_type"], "i32");
     let crate_filters: Vec<Sbbf> = (0..3).map(|g| crate_filter(&out, g, 0).unwrap()).collect();
     for (i, k) in keys.iter().enumerate() {
@@ -230,17 +212,12 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let e = fails(&["query", s(&g0), s(&q), "--key-type", "i64", "--count"], 2);
     assert!(e.contains("i32") && e.contains("i64"), "{e}");
     let merged = at(&d, "all.blf");
-    let v = json(&[
+    let v = json(&argv!(
         "import",
-        s(&out),
-        "--column",
-        "n",
-        "--row-group",
-        "all",
-        "--merge",
-        "-o",
-        s(&merged),
-    ]);
+        out,
+        "--column n --row-group all --merge -o",
+        merged
+    ));
     assert!(v["union_fpr_from_bits"].as_f64().unwrap() > 0.0);
     let all = write(
         &d,
@@ -255,35 +232,26 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     );
 
     // --no-pow2 sizes exactly and warns that some readers refuse it.
-    let v = json(&[
-        "parquet",
-        "add-filters",
-        s(&plain),
+    let v = json(&argv!(
+        "parquet add-filters",
+        plain,
         "-o",
-        s(&at(&d, "np.parquet")),
-        "--column",
-        "n",
-        "--ndv",
-        "1000",
-        "--no-pow2",
-    ]);
+        at(&d, "np.parquet"),
+        "--column n --ndv 1000 --no-pow2"
+    ));
     assert!(
         v["warnings"][0].as_str().unwrap().contains("power of two"),
         "{v}"
     );
     // Replacing a file's filters: the old ones are replaced, the data still byte for byte.
     let again = at(&d, "again.parquet");
-    let v = json(&[
-        "parquet",
-        "add-filters",
-        s(&out),
+    let v = json(&argv!(
+        "parquet add-filters",
+        out,
         "-o",
-        s(&again),
-        "--column",
-        "n",
-        "--fpp",
-        "0.2",
-    ]);
+        again,
+        "--column n --fpp 0.2"
+    ));
     assert_eq!(v["filters"][0]["replaced"], true);
     let smaller = crate_filter(&again, 0, 0).unwrap();
     assert!((0..ROWS / 3).all(|i| smaller.check(&n32(i))));
@@ -331,16 +299,7 @@ fn corrupt_footers_are_errors_naming_the_file_and_field() {
     // An offset past the data, a length running past it.
     let past = rewrite("past.parquet", &[(1, 2, bytes.len() as u64 + 10, 64)]);
     let e = fails(
-        &[
-            "import",
-            s(&past),
-            "--column",
-            "s",
-            "--row-group",
-            "1",
-            "-o",
-            "x.blf",
-        ],
+        &argv!("import", past, "--column s --row-group 1 -o x.blf"),
         1,
     );
     assert!(e.contains("bloom_filter_offset"), "{e}");

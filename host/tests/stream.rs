@@ -13,111 +13,7 @@ use bloomlanes_host::ops::classify::{self, Outputs};
 use bloomlanes_host::{FilterFile, InputFormat};
 use common::*;
 
-// ---- captures built by the test --------------------------------------------------------------
-
-fn udp4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: usize) -> Vec<u8> {
-    let total = 28 + payload;
-    let mut ip = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        0,
-        0,
-        0,
-        64,
-        17,
-        0,
-        0,
-    ];
-    ip.extend_from_slice(&src);
-    ip.extend_from_slice(&dst);
-    ip.extend_from_slice(&sport.to_be_bytes());
-    ip.extend_from_slice(&dport.to_be_bytes());
-    ip.extend_from_slice(&((8 + payload) as u16).to_be_bytes());
-    ip.extend_from_slice(&[0, 0]);
-    ip.extend(std::iter::repeat_n(0xab, payload));
-    ip
-}
-
-fn tcp6(src_last: u8, dst_last: u8, sport: u16, dport: u16) -> Vec<u8> {
-    let mut ip = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
-    let mut a = [0u8; 16];
-    a[0] = 0x20;
-    a[1] = 0x01;
-    a[15] = src_last;
-    ip.extend_from_slice(&a);
-    a[15] = dst_last;
-    ip.extend_from_slice(&a);
-    ip.extend_from_slice(&sport.to_be_bytes());
-    ip.extend_from_slice(&dport.to_be_bytes());
-    ip.extend_from_slice(&[0; 16]);
-    ip
-}
-
-/// An Ethernet frame with `tags` VLAN tags (802.1ad outer, 802.1Q inner).
-fn eth(ethertype: u16, tags: usize, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
-    for t in 0..tags {
-        let tpid: u16 = if t + 1 < tags { 0x88a8 } else { 0x8100 };
-        f.extend_from_slice(&tpid.to_be_bytes());
-        f.extend_from_slice(&(100 + t as u16).to_be_bytes());
-    }
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
-
-/// A little-endian microsecond pcap, Ethernet, snap length 65535; timestamps differ per packet.
-fn pcap_file(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&[2, 0, 4, 0]);
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        b.extend_from_slice(&(1_700_000_000 + i as u32).to_le_bytes());
-        b.extend_from_slice(&(i as u32 * 7).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32 + 4).to_le_bytes());
-        b.extend_from_slice(f);
-    }
-    b
-}
-
-fn ng_block(kind: u32, body: &[u8]) -> Vec<u8> {
-    let len = 12 + body.len().div_ceil(4) * 4;
-    let mut b = Vec::new();
-    b.extend_from_slice(&kind.to_le_bytes());
-    b.extend_from_slice(&(len as u32).to_le_bytes());
-    b.extend_from_slice(body);
-    b.resize(len - 4, 0);
-    b.extend_from_slice(&(len as u32).to_le_bytes());
-    b
-}
-
-fn pcapng_file(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut shb = Vec::new();
-    shb.extend_from_slice(&0x1a2b_3c4du32.to_le_bytes());
-    shb.extend_from_slice(&[1, 0, 0, 0]);
-    shb.extend_from_slice(&u64::MAX.to_le_bytes());
-    let mut out = ng_block(0x0a0d_0d0a, &shb);
-    let mut idb = vec![1, 0, 0, 0];
-    idb.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend(ng_block(1, &idb));
-    for (i, f) in frames.iter().enumerate() {
-        let mut epb = vec![0; 4];
-        epb.extend_from_slice(&(i as u32).to_le_bytes());
-        epb.extend_from_slice(&[0; 4]);
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(f);
-        out.extend(ng_block(6, &epb));
-    }
-    out
-}
+// ---- captures built by the test (frames and writers in `common`) ---------------------------
 
 /// 600 packets: 20 IPv4 UDP flows (some VLAN/QinQ-tagged), 4 IPv6 TCP flows, ARP frames, and a
 /// frame whose IP header is cut short. Flow `i` of IPv4 is 10.0.0.{i}:{1000+i} > 10.9.9.9:53.
@@ -129,15 +25,16 @@ fn mixed_frames() -> Vec<Vec<u8>> {
             1 => eth(
                 0x0800,
                 0,
-                &udp4([10, 0, 0, 1], [10, 9, 9, 9], 1001, 53, 0)[..12],
+                &ipv4(17, [10, 0, 0, 1], [10, 9, 9, 9], 1001, 53, 0)[..12],
             ),
-            k if k < 6 => eth(0x86dd, 0, &tcp6(k as u8, 0xfe, 4000 + k as u16, 443)),
+            k if k < 6 => eth(0x86dd, 0, &ipv6(6, k as u8, 0xfe, 4000 + k as u16, 443)),
             k => {
                 let i = (k + p / 30) % 20;
                 eth(
                     0x0800,
                     p % 3,
-                    &udp4(
+                    &ipv4(
+                        17,
                         [10, 0, 0, i as u8],
                         [10, 9, 9, 9],
                         1000 + i as u16,
@@ -277,7 +174,7 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     xz.write_all(text.as_bytes()).unwrap();
     let xz = write(&d, "keys.xz", xz.finish().unwrap());
     let f = at(&d, "k.blf");
-    let v = json(&["build", s(&zst), "-o", s(&f)]);
+    let v = build(&zst, &f, "");
     assert_eq!(v["keys"], 20_000, "{v}");
     assert_eq!(v["inputs"][0]["compression"], "zstd");
     assert_eq!(
@@ -297,15 +194,9 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     gz_probe.write_all(probe.as_bytes()).unwrap();
     let gz_probe = gz_probe.finish().unwrap();
     for stdin in [probe.as_bytes().to_vec(), gz_probe] {
-        let out = bl()
-            .args(["--json", "query", s(&f), "-", "--count"])
-            .write_stdin(stdin)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = succeeds(
+            bl().args(["--json", "query", s(&f), "-", "--count"])
+                .write_stdin(stdin),
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["matches"], expected);
@@ -350,10 +241,10 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     // (no bzip2 block magic follows) and a u64 file whose first key is 93 (`5d 00 00 …`, not a
     // legacy .lzma header).
     let bzh = write(&d, "bzh.txt", "BZh9 is a key\nother\n");
-    assert_eq!(json(&["build", s(&bzh), "-o", s(&out)])["keys"], 2);
+    assert_eq!(build(&bzh, &out, "")["keys"], 2);
     let ints: Vec<u8> = [93u64, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
     let ints = write(&d, "ints.u64", ints);
-    let v = json(&["build", s(&ints), "--format", "u64", "-o", s(&out)]);
+    let v = build(&ints, &out, "--format u64");
     assert_eq!(v["keys"], 3, "{v}");
 }
 
@@ -367,16 +258,7 @@ fn per_packet_verdicts_equal_the_cores_answers() {
     let cap = write(&d, "mixed.pcap", pcap_file(&frames));
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&[
-        "build",
-        s(&flows),
-        "--format",
-        "flows",
-        "-o",
-        s(&f),
-        "--fpp",
-        "0.3",
-    ]);
+    build(&flows, &f, "--format flows --fpp 0.3");
     let filter = FilterFile::open(&f).unwrap();
     for threads in [1, 2] {
         for chunk in [33usize, 4096, 2 << 20] {
@@ -421,30 +303,19 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     let cap = write(&d, "mixed.pcap", &input);
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&[
-        "build",
-        s(&flows),
-        "--format",
-        "flows",
-        "-o",
-        s(&f),
-        "--fpp",
-        "0.000001",
-    ]);
+    build(&flows, &f, "--format flows --fpp 0.000001");
     let out = at(&d, "match.pcap");
     let bits = at(&d, "bits");
-    let v = json(&[
+    let v = json(&argv!(
         "classify",
-        s(&f),
-        s(&cap),
+        f,
+        cap,
         "-w",
-        s(&out),
+        out,
         "--bitmap",
-        s(&bits),
-        "--flows",
-        "--chunk-bytes",
-        "999",
-    ]);
+        bits,
+        "--flows --chunk-bytes 999"
+    ));
     let filter = FilterFile::open(&f).unwrap();
     let wanted: Vec<bool> = frames
         .iter()
@@ -487,15 +358,14 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     );
     // The complement, and pcapng in gives pcapng out.
     let rest = at(&d, "rest.pcap");
-    let v = json(&[
+    let v = json(&argv!(
         "classify",
-        s(&f),
-        s(&cap),
+        f,
+        cap,
         "-w",
-        s(&rest),
-        "--select",
-        "not-matching",
-    ]);
+        rest,
+        "--select not-matching"
+    ));
     assert_eq!(v["written"], 600 - n_match);
     assert_eq!(
         records(&std::fs::read(&rest).unwrap()).len() as u64,
@@ -503,15 +373,7 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     );
     let ng = write(&d, "mixed.pcapng", pcapng_file(&frames));
     let ng_out = at(&d, "match.pcapng");
-    let v = json(&[
-        "classify",
-        s(&f),
-        s(&ng),
-        "-w",
-        s(&ng_out),
-        "--chunk-bytes",
-        "500",
-    ]);
+    let v = json(&argv!("classify", f, ng, "-w", ng_out, "--chunk-bytes 500"));
     assert_eq!(v["matched"], n_match);
     let back = pcap::parse(&std::fs::read(&ng_out).unwrap()).unwrap();
     assert_eq!(back.packets, n_match);
@@ -538,12 +400,10 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
     // Standard input, gzip-compressed.
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&input).unwrap();
-    let o = bl()
-        .args(["--json", "classify", s(&f), "-"])
-        .write_stdin(gz.finish().unwrap())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = succeeds(
+        bl().args(["--json", "classify", s(&f), "-"])
+            .write_stdin(gz.finish().unwrap()),
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["matched"], n_match);
 }
@@ -553,7 +413,7 @@ fn bad_captures_are_named_and_outputs_left_unwritten() {
     let d = tmp();
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let frames = mixed_frames();
     let out = at(&d, "o.pcap");
     // A truncated last record: a warning, the rest classified.
@@ -620,18 +480,10 @@ fn classify_writes_to_standard_output_and_checks_outputs_first() {
     let cap = write(&d, "mixed.pcap", pcap_file(&frames));
     let flows = write(&d, "flows.txt", half_the_flows());
     let f = at(&d, "flows.blf");
-    json(&["build", s(&flows), "--format", "flows", "-o", s(&f)]);
+    build(&flows, &f, "--format flows");
     let file = at(&d, "match.pcap");
     json(&["classify", s(&f), s(&cap), "-w", s(&file)]);
-    let out = bl()
-        .args(["classify", s(&f), s(&cap), "-w", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(["classify", s(&f), s(&cap), "-w", "-"]));
     assert_eq!(out.stdout, std::fs::read(&file).unwrap());
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(report.contains("600 packets"), "{report}");
@@ -655,9 +507,7 @@ fn listing_prints_every_key_in_input_order() {
     let q = write(&d, "q", &text);
     let f = at(&d, "q.blf");
     // Lines that are all numbers are hashed as text only when told (--key-type bytes).
-    bl().args(["build", s(&q), "-o", s(&f), "--key-type", "bytes"])
-        .assert()
-        .success();
+    build(&q, &f, "--key-type bytes");
     let out = bl()
         .args(["query", s(&f), s(&q), "--chunk-bytes", "4093"])
         .output()
@@ -695,16 +545,7 @@ fn endless_inputs_are_read_within_a_bound() {
     let e = fails(&["build", "/dev/zero", "-o", s(&out), "--capacity", "9"], 1);
     assert!(e.contains("/dev/zero") && e.contains("cannot tell"), "{e}");
     let e = fails(
-        &[
-            "build",
-            "/dev/zero",
-            "--format",
-            "lines",
-            "-o",
-            s(&out),
-            "--capacity",
-            "9",
-        ],
+        &argv!("build /dev/zero --format lines -o", out, "--capacity 9"),
         1,
     );
     assert!(
@@ -731,16 +572,7 @@ fn decimal_errors_echo_a_bounded_part_of_the_line() {
     // The reproducer: one 100 MB line.
     let big = write(&d, "big.txt", vec![b'1'; 100_000_000]);
     let e = fails(
-        &[
-            "build",
-            s(&big),
-            "--format",
-            "decimal",
-            "-o",
-            s(&out),
-            "--capacity",
-            "1",
-        ],
+        &argv!("build", big, "--format decimal -o", out, "--capacity 1"),
         1,
     );
     assert!(e.len() < 400, "{} bytes of stderr", e.len());
@@ -798,16 +630,7 @@ fn flows_as_text_match_captured_packets() {
     let d = tmp();
     let f = at(&d, "one.blf");
     let flows = write(&d, "one.txt", "10.0.0.4:1004 > 10.9.9.9:53/udp\n");
-    json(&[
-        "build",
-        s(&flows),
-        "--format",
-        "flows",
-        "-o",
-        s(&f),
-        "--fpp",
-        "0.000001",
-    ]);
+    build(&flows, &f, "--format flows --fpp 0.000001");
     let cap = write(&d, "m.pcap", pcap_file(&mixed_frames()));
     let v = json(&["classify", s(&f), s(&cap), "--flows"]);
     let rows = v["flows"].as_array().unwrap();

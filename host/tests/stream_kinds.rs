@@ -146,31 +146,16 @@ fn the_query_command_streams_kind_filters() {
     let d = tmp();
     let inserted = write(&d, "in.txt", key_lines(5000));
     let f = at(&d, "w.blf");
-    json(&[
-        "build",
-        s(&inserted),
-        "-o",
-        s(&f),
-        "--kind",
-        "window",
-        "--window-keys",
-        "2000",
-    ]);
+    build(&inserted, &f, "--kind window --window-keys 2000");
     let filter = load_any(&f).unwrap();
     let probes = key_lines(20000);
     let want = probes
         .lines()
         .filter(|l| filter.contains(l.as_bytes()))
         .count();
-    let out = bl()
-        .args(["--json", "query", s(&f), "-", "--count"])
-        .write_stdin(probes.clone())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeds(
+        bl().args(["--json", "query", s(&f), "-", "--count"])
+            .write_stdin(probes.clone()),
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["kind"], "window");
@@ -238,16 +223,7 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
     let d = tmp();
     let keys = write(&d, "k.txt", key_lines(3000));
     let c = at(&d, "c.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&c),
-        "--kind",
-        "counting",
-        "--fpp",
-        "0.001",
-    ]);
+    build(&keys, &c, "--kind counting --fpp 0.001");
     // Every 100th line is a key never inserted.
     let mixed: String = (0..2000)
         .map(|i| {
@@ -271,16 +247,7 @@ fn streamed_deletes_name_the_first_refused_keys_in_order() {
     }
     assert!(outs[0] == outs[1], "the chunking changed the deletes");
     let w = at(&d, "w.blf");
-    json(&[
-        "build",
-        s(&keys),
-        "-o",
-        s(&w),
-        "--kind",
-        "window",
-        "--window-keys",
-        "100",
-    ]);
+    build(&keys, &w, "--kind window --window-keys 100");
     let empty = write(&d, "empty.txt", "");
     let err = fails(&["delete", s(&w), s(&empty)], 2);
     assert!(err.contains("only counting filters"), "{err}");
@@ -310,12 +277,7 @@ fn streamed_kind_builds_equal_whole_reads() {
         assert_eq!(v["keys"], 4000, "{kind}");
         let mut args = vec!["build", "-", "-o", s(&whole), "--kind", kind];
         args.extend_from_slice(extra);
-        let out = bl().args(&args).write_stdin(text.clone()).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeds(bl().args(&args).write_stdin(text.clone()));
         assert!(
             std::fs::read(&streamed).unwrap() == std::fs::read(&whole).unwrap(),
             "{kind}: the streamed build differs from the whole read"

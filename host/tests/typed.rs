@@ -19,30 +19,26 @@ fn numbers_need_a_key_type_and_then_every_key_is_found() {
     assert!(e.contains("n.txt") && e.contains("--key-type"), "{e}");
     assert!(!f.exists(), "no filter written on a refused guess");
 
-    let v = json(&["build", s(&nums), "-o", s(&f), "--key-type", "i64"]);
+    let v = build(&nums, &f, "--key-type i64");
     assert_eq!(v["key_type"], "i64");
     // A query reads text as the filter's recorded type: every key found, no flag needed.
     let q = json(&["query", s(&f), s(&nums), "--count"]);
     assert_eq!(q["matches"], 1000);
     assert_eq!(q["key_check"], "same");
-    // Another byte form is refused, naming both types and the fix.
+    // Another byte form is refused, naming the filter, both types and the fix.
     let e = fails(&["query", s(&f), s(&nums), "--key-type", "i32"], 2);
     assert!(
         e.contains("i64") && e.contains("i32") && e.contains("--key-type i64"),
         "{e}"
     );
+    assert!(
+        e.contains(&format!("{}: the filter holds i64", s(&f))),
+        "{e}"
+    );
     // The same bytes under another type: answered, with a warning on stderr and in JSON.
     let pos = write(&d, "pos.txt", "1\n2\n3\n");
     let out = bl()
-        .args([
-            "--json",
-            "query",
-            s(&f),
-            s(&pos),
-            "--key-type",
-            "u64",
-            "--count",
-        ])
+        .args(argv!("--json query", f, pos, "--key-type u64 --count"))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -63,31 +59,13 @@ fn typed_csv_columns_and_decimal_csv() {
     let f = at(&d, "ids.blf");
     let e = fails(&["build", s(&csv), "--csv-column", "id", "-o", s(&f)], 1);
     assert!(e.contains("t.csv") && e.contains("--key-type"), "{e}");
-    json(&[
-        "build",
-        s(&csv),
-        "--csv-column",
-        "id",
-        "--key-type",
-        "i64",
-        "-o",
-        s(&f),
-    ]);
+    build(&csv, &f, "--csv-column id --key-type i64");
     let q = write(&d, "q.txt", "-7\n12\n300\n");
     assert_eq!(json(&["query", s(&f), s(&q), "--count"])["matches"], 3);
     // --format decimal with a CSV column reads that column's integers, header and all.
     let pos = write(&d, "p.csv", "id,name\n7,a\n12,b\n");
     let g = at(&d, "p.blf");
-    let v = json(&[
-        "build",
-        s(&pos),
-        "--csv-column",
-        "id",
-        "--format",
-        "decimal",
-        "-o",
-        s(&g),
-    ]);
+    let v = build(&pos, &g, "--csv-column id --format decimal");
     assert_eq!(v["key_type"], "u64");
     let q = write(
         &d,
@@ -107,30 +85,13 @@ fn compressed_and_binary_files_are_never_read_as_text() {
     );
     let e = fails(&["build", s(&gz), "-o", s(&at(&d, "w.blf"))], 1);
     assert!(e.contains("words.gz") && e.contains("gzip"), "{e}");
-    let e = fails(
-        &[
-            "build",
-            s(&gz),
-            "--format",
-            "lines",
-            "-o",
-            s(&at(&d, "w.blf")),
-        ],
-        1,
-    );
+    let e = fails(&argv!("build", gz, "--format lines -o", at(&d, "w.blf")), 1);
     assert!(e.contains("gzip"), "{e}");
     let dat: Vec<u8> = (0..100u64).flat_map(|i| (i * 1000).to_le_bytes()).collect();
     let dat = write(&d, "ids.dat", dat);
     let e = fails(&["build", s(&dat), "-o", s(&at(&d, "d.blf"))], 1);
     assert!(e.contains("ids.dat") && e.contains("--format u64"), "{e}");
-    let v = json(&[
-        "build",
-        s(&dat),
-        "--format",
-        "u64",
-        "-o",
-        s(&at(&d, "d.blf")),
-    ]);
+    let v = json(&argv!("build", dat, "--format u64 -o", at(&d, "d.blf")));
     assert_eq!(v["key_type"], "u64");
 }
 
@@ -139,7 +100,7 @@ fn floats_zero_and_nan_follow_the_probe_rule() {
     let d = tmp();
     let keys = write(&d, "f.txt", "-0.0\nNaN\n1.5\n-2.25e3\n");
     let f = at(&d, "f.blf");
-    json(&["build", s(&keys), "--key-type", "f64", "-o", s(&f)]);
+    build(&keys, &f, "--key-type f64");
     let q = write(&d, "q.txt", "0.0\n-0.0\nnan\n1.5\n-2250\n");
     let v = json(&["query", s(&f), s(&q)]);
     assert_eq!(v["matches"], 5, "{v}");
@@ -185,14 +146,7 @@ fn dates_timestamps_and_uuids_round_trip() {
     }
     let bad = write(&d, "bad.txt", "2023-02-29\n");
     let e = fails(
-        &[
-            "build",
-            s(&bad),
-            "--key-type",
-            "date",
-            "-o",
-            s(&at(&d, "x.blf")),
-        ],
+        &argv!("build", bad, "--key-type date -o", at(&d, "x.blf")),
         1,
     );
     assert!(e.contains("line 1") && e.contains("2023-02"), "{e}");
@@ -202,14 +156,12 @@ fn dates_timestamps_and_uuids_round_trip() {
 fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 20_000));
-    let v = json(&[
+    let v = json(&argv!(
         "build",
-        s(&keys),
-        "--capacity",
-        "100",
-        "-o",
-        s(&at(&d, "small.blf")),
-    ]);
+        keys,
+        "--capacity 100 -o",
+        at(&d, "small.blf")
+    ));
     let w = v["warnings"][0].as_str().unwrap_or_default();
     assert!(w.contains("20000") && w.contains("capacity"), "{v}");
     let v = json(&["build", s(&keys), "-o", s(&at(&d, "ok.blf"))]);
@@ -217,48 +169,28 @@ fn warnings_for_useless_filters_and_unions_and_hex_seeds() {
 
     // --seed in hex is the same seed as in decimal.
     let (a, b) = (at(&d, "a.blf"), at(&d, "b.blf"));
-    json(&["build", s(&keys), "--seed", "0x10", "-o", s(&a)]);
-    json(&["build", s(&keys), "--seed", "16", "-o", s(&b)]);
+    build(&keys, &a, "--seed 0x10");
+    build(&keys, &b, "--seed 16");
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
     // Two default-sized filters of disjoint keys: the union's rate is reported and warned about.
     let other = write(&d, "o.txt", lines("other", 20_000));
     let (x, y) = (at(&d, "x.blf"), at(&d, "y.blf"));
-    json(&[
-        "build",
-        s(&keys),
-        "--layout",
-        "8x32",
-        "--capacity",
-        "20000",
-        "-o",
-        s(&x),
-    ]);
-    json(&[
-        "build",
-        s(&other),
-        "--layout",
-        "8x32",
-        "--capacity",
-        "20000",
-        "-o",
-        s(&y),
-    ]);
+    build(&keys, &x, "--layout 8x32 --capacity 20000");
+    build(&other, &y, "--layout 8x32 --capacity 20000");
     let v = json(&["merge", s(&x), s(&y), "-o", s(&at(&d, "u.blf"))]);
     let fpr = v["fpr_from_bits"].as_f64().unwrap();
     let input = v["input_fpr_from_bits"][0].as_f64().unwrap();
     assert!(fpr > 3.0 * input, "{v}");
     assert!(v["warnings"][0].as_str().unwrap().contains("union"), "{v}");
     // An intersection states its estimate with an error; the true size (0) is within 3 errors.
-    let v = json(&[
-        "merge",
-        "--op",
-        "intersection",
-        s(&x),
-        s(&y),
+    let v = json(&argv!(
+        "merge --op intersection",
+        x,
+        y,
         "-o",
-        s(&at(&d, "i.blf")),
-    ]);
+        at(&d, "i.blf")
+    ));
     let est = &v["intersection_estimate"];
     let (k, sd) = (
         est["keys"].as_f64().unwrap(),

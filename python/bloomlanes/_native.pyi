@@ -128,6 +128,46 @@ class Filter:
         (a bool/uint8 device array of at least ``len(keys)``, or uint64 words with
         ``bitmap=True``), which is returned, or a new CuPy array. ``backend`` as for
         ``insert``."""
+    def insert_file(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        format: str = "auto",
+        key_type: Optional[str] = None,
+        column: Union[str, int, None] = None,
+        header: bool = True,
+        delimiter: Optional[str] = None,
+    ) -> int:
+        """Inserts the keys of a file, read exactly as ``bloomlanes build`` and ``insert`` read
+        it, and returns how many. ``format``: ``"auto"`` (from the contents and the name),
+        ``"lines"`` (one key per line), ``"decimal"`` (integers, hashed as u64), ``"flows"``
+        (text 5-tuples), ``"csv"`` (one column: ``column`` a header name or 0-based index,
+        ``header``, ``delimiter``), ``"u64"`` (binary little-endian) or ``"pcap"`` (the flow key
+        of every IP packet of a pcap or pcapng capture). gzip, zstd and xz files are
+        decompressed; ``"-"`` reads standard input. Text is parsed as ``key_type`` if given,
+        else as the filter's key type, else as the format's own (bytes; u64 for decimal and
+        binary; flow for captures); a filter made without a key type records the file's. The
+        file is parsed and hashed on every thread of the package (``set_threads``) with the GIL
+        released and bounded memory. A malformed file raises ``ValueError`` naming the file,
+        line and byte offset, and leaves the filter unchanged (the keys go into an empty copy of
+        the filter, ORed in at the end); keys of another type than the filter's raise
+        ``KeyTypeError``; a missing file ``FileNotFoundError``."""
+    def contains_file(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        format: str = "auto",
+        key_type: Optional[str] = None,
+        column: Union[str, int, None] = None,
+        header: bool = True,
+        delimiter: Optional[str] = None,
+        bitmap: bool = False,
+    ) -> Any:
+        """Looks up the keys of a file, read as ``insert_file`` reads it (text as the filter's
+        key type unless ``key_type`` says otherwise, as ``bloomlanes query`` does): a numpy
+        ``bool`` array, one answer per key in file order (per packet for a capture), or with
+        ``bitmap=True`` the packed bits as ``uint8`` (the format of ``query --bitmap``). Float
+        keys follow the ±0 / NaN rule. Parsed and probed on every thread with the GIL released."""
     def __contains__(self, key: Any) -> bool: ...
     def clear(self) -> None:
         """Removes every key."""

@@ -1,10 +1,11 @@
-//! Arguments from Python: layout and key type names, byte strings, fresh numpy arrays.
+//! Arguments from Python and results for it: layout and key type names, byte strings, fresh
+//! numpy arrays of answers (bools or packed bits), statistics as a dict.
 
 use std::str::FromStr;
 
-use bloomlanes_core::{KeyType, Layout};
+use bloomlanes_core::{KeyType, Layout, Stats};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PySlice};
 
 use crate::errors::Error;
 
@@ -39,6 +40,74 @@ pub(crate) fn numpy_empty<'py>(
         .get_item("data")?
         .extract()?;
     Ok((arr, ptr))
+}
+
+/// A fresh numpy bool array of `n` answers written by `fill` (one byte, 0 or 1, per key).
+pub(crate) fn numpy_bools<'py>(
+    py: Python<'py>,
+    n: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (arr, ptr) = numpy_empty(py, n, "bool")?;
+    let out: &mut [u8] = if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: `arr` is a fresh, C-contiguous numpy array of `n` one-byte bools that nothing
+        // else references yet; it outlives this slice (held in `arr`).
+        unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, n) }
+    };
+    fill(out)?;
+    Ok(arr)
+}
+
+/// Packed answers of `n` keys (uint8, LSB first: bit `i % 8` of byte `i / 8`), written by
+/// `fill` as 64-bit words (bit `i % 64` of word `i / 64`).
+pub(crate) fn numpy_bitmap<'py>(
+    py: Python<'py>,
+    n: usize,
+    fill: impl FnOnce(&mut [u64]) -> Result<(), Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let words = n.div_ceil(64);
+    let (arr, ptr) = numpy_empty(py, words, "<u8")?;
+    let out: &mut [u64] = if words == 0 {
+        &mut []
+    } else {
+        // SAFETY: a fresh, C-contiguous, 8-byte aligned numpy array of `words` u64s that
+        // nothing else references yet; it outlives this slice (held in `arr`).
+        unsafe { std::slice::from_raw_parts_mut(ptr as *mut u64, words) }
+    };
+    fill(out)?;
+    let bytes = arr.call_method1("view", ("u1",))?;
+    bytes.get_item(PySlice::new(py, 0, n.div_ceil(8) as isize, 1))
+}
+
+/// Statistics as a dict, with the field names of `bloomlanes stats --json`.
+pub(crate) fn stats_dict<'py>(
+    py: Python<'py>,
+    s: &Stats,
+    memory_mapped: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let p = s.params;
+    d.set_item("layout", p.layout.to_string())?;
+    d.set_item("lanes", p.layout.lanes())?;
+    d.set_item("word_bits", p.layout.word_bits())?;
+    d.set_item("blocks", p.blocks)?;
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("seed", p.seed)?;
+    d.set_item("hash", p.hash.name())?;
+    d.set_item("key_type", p.key_type.to_string())?;
+    d.set_item("recorded_keys", s.recorded_keys)?;
+    d.set_item("set_bits", s.ones)?;
+    d.set_item("fill_ratio", s.fill_ratio)?;
+    d.set_item("estimated_keys", s.estimated_keys)?;
+    d.set_item("keys", s.keys)?;
+    d.set_item("expected_fpr", s.expected_fpr)?;
+    d.set_item("fpr_from_bits", s.fpr_from_bits)?;
+    d.set_item("bits_per_key", s.bits_per_key)?;
+    d.set_item("parquet_compatible", s.parquet_compatible)?;
+    d.set_item("memory_mapped", memory_mapped)?;
+    Ok(d)
 }
 
 /// Calls `f` with the bytes of `bytes` or `bytearray` (or anything `bytes()` accepts).

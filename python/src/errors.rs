@@ -6,7 +6,7 @@
 //! | `FormatError` | `ValueError` | a corrupt, truncated or foreign `.blf` file or Parquet bloom filter |
 //! | `IncompatibleFiltersError` | `ValueError` | `|`, `&` or a merge of filters with different parameters |
 //! | `KeyTypeError` | `TypeError` | keys whose type differs from the filter's key type |
-//! | `ValueError` | | bad sizing, bad arguments, malformed key batches |
+//! | `ValueError` | | bad sizing, bad arguments, malformed key batches, malformed input files (with the file, line and byte offset) |
 //! | `TypeError` | | inputs that are not keys (unsupported dtypes, objects) |
 //! | `OSError` | | file system errors (with the path) |
 //! | `FileChangedError` | `OSError` | a memory-mapped filter file cut short or rewritten in place by another program |
@@ -111,6 +111,18 @@ impl From<SizingError> for Error {
 impl From<BatchError> for Error {
     fn from(e: BatchError) -> Error {
         Error::Value(e.to_string())
+    }
+}
+
+impl From<bloomlanes_input::Error> for Error {
+    fn from(e: bloomlanes_input::Error) -> Error {
+        match e {
+            bloomlanes_input::Error::Io { path, source, .. } => {
+                Error::Io(source, path.display().to_string())
+            }
+            bloomlanes_input::Error::KeyType { .. } => Error::KeyType(e.to_string()),
+            e => Error::Value(e.to_string()),
+        }
     }
 }
 

@@ -9,9 +9,12 @@ use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::convert::{numpy_empty, parse_key_type, parse_layout, with_bytes};
+use crate::convert::{
+    numpy_bitmap, numpy_bools, parse_key_type, parse_layout, stats_dict, with_bytes,
+};
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
+use crate::files::{self, FileSpec};
 use crate::input::{extract, Part};
 use crate::ops;
 use crate::storage::{self, try_filter, Storage};
@@ -311,41 +314,25 @@ impl PyFilter {
         let hint = self.read().params().key_type;
         let input = extract(keys, hint)?;
         let n = input.len();
-        let on_gpu = backend == Backend::Gpu;
-        if !bitmap {
-            let (arr, ptr) = numpy_empty(py, n, "bool")?;
-            let out: &mut [u8] = if n == 0 {
-                &mut []
-            } else {
-                // SAFETY: `arr` is a fresh, C-contiguous numpy array of `n` one-byte bools that
-                // nothing else references yet; it outlives this slice (held in `arr`).
-                unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, n) }
-            };
-            let parts = input.parts()?;
-            let key_type = input.key_type;
-            if on_gpu {
-                self.contains_host_on_gpu(py, &parts, key_type, out)?;
-            } else {
-                py.detach(|| self.contains_into(&parts, key_type, out))?;
-            }
-            return Ok(arr);
-        }
-        let words = n.div_ceil(64);
-        let (arr, ptr) = numpy_empty(py, words, "<u8")?;
-        let out: &mut [u64] = if words == 0 {
-            &mut []
-        } else {
-            // SAFETY: as above: a fresh, contiguous, 8-byte aligned array of `words` u64s.
-            unsafe { std::slice::from_raw_parts_mut(ptr as *mut u64, words) }
-        };
         let parts = input.parts()?;
         let key_type = input.key_type;
-        if on_gpu {
-            let mut bytes = vec![0u8; n];
-            self.contains_host_on_gpu(py, &parts, key_type, &mut bytes)?;
-            ops::pack(&bytes, out);
-        } else {
-            py.detach(|| -> Result<(), Error> {
+        if !bitmap {
+            return numpy_bools(py, n, |out| {
+                if backend == Backend::Gpu {
+                    self.contains_host_on_gpu(py, &parts, key_type, out)
+                } else {
+                    py.detach(|| self.contains_into(&parts, key_type, out))
+                }
+            });
+        }
+        numpy_bitmap(py, n, |out| {
+            if backend == Backend::Gpu {
+                let mut bytes = vec![0u8; n];
+                self.contains_host_on_gpu(py, &parts, key_type, &mut bytes)?;
+                ops::pack(&bytes, out);
+                return Ok(());
+            }
+            py.detach(|| {
                 if parts.len() == 1 && ops::bitmap_direct(&parts[0], key_type) {
                     let g = self.read();
                     check_keys(&g.params(), key_type)?;
@@ -357,11 +344,56 @@ impl PyFilter {
                 self.contains_into(&parts, key_type, &mut bytes)?;
                 ops::in_pool(|| ops::pack(&bytes, out));
                 Ok(())
-            })?;
+            })
+        })
+    }
+
+    /// Inserts the keys of a file, read as the `bloomlanes` tool reads it (see the stub);
+    /// returns how many.
+    #[pyo3(signature = (path, *, format="auto", key_type=None, column=None, header=true, delimiter=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn insert_file(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        format: &str,
+        key_type: Option<&str>,
+        column: Option<&Bound<'_, PyAny>>,
+        header: bool,
+        delimiter: Option<&str>,
+    ) -> PyResult<u64> {
+        let spec = FileSpec::new(format, key_type, column, header, delimiter)?;
+        Ok(py.detach(|| files::insert_file(self, &path, &spec))?)
+    }
+
+    /// Looks up the keys of a file (see the stub): a numpy bool array in file order, or with
+    /// `bitmap=True` packed bits.
+    #[pyo3(signature = (path, *, format="auto", key_type=None, column=None, header=true, delimiter=None, bitmap=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn contains_file<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        format: &str,
+        key_type: Option<&str>,
+        column: Option<&Bound<'py, PyAny>>,
+        header: bool,
+        delimiter: Option<&str>,
+        bitmap: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let spec = FileSpec::new(format, key_type, column, header, delimiter)?;
+        let answers = py.detach(|| files::contains_file(self, &path, &spec))?;
+        if bitmap {
+            numpy_bitmap(py, answers.len(), |out| {
+                ops::pack(&answers, out);
+                Ok(())
+            })
+        } else {
+            numpy_bools(py, answers.len(), |out| {
+                out.copy_from_slice(&answers);
+                Ok(())
+            })
         }
-        let bytes = arr.call_method1("view", ("u1",))?;
-        let sliced = bytes.get_item(pyo3::types::PySlice::new(py, 0, n.div_ceil(8) as isize, 1))?;
-        Ok(sliced)
     }
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -395,27 +427,7 @@ impl PyFilter {
             g.check()?;
             Ok((s, g.path().is_some()))
         })?;
-        let d = PyDict::new(py);
-        let p = s.params;
-        d.set_item("layout", p.layout.to_string())?;
-        d.set_item("lanes", p.layout.lanes())?;
-        d.set_item("word_bits", p.layout.word_bits())?;
-        d.set_item("blocks", p.blocks)?;
-        d.set_item("bytes", s.bytes)?;
-        d.set_item("seed", p.seed)?;
-        d.set_item("hash", p.hash.name())?;
-        d.set_item("key_type", p.key_type.to_string())?;
-        d.set_item("recorded_keys", s.recorded_keys)?;
-        d.set_item("set_bits", s.ones)?;
-        d.set_item("fill_ratio", s.fill_ratio)?;
-        d.set_item("estimated_keys", s.estimated_keys)?;
-        d.set_item("keys", s.keys)?;
-        d.set_item("expected_fpr", s.expected_fpr)?;
-        d.set_item("fpr_from_bits", s.fpr_from_bits)?;
-        d.set_item("bits_per_key", s.bits_per_key)?;
-        d.set_item("parquet_compatible", s.parquet_compatible)?;
-        d.set_item("memory_mapped", mapped)?;
-        Ok(d)
+        stats_dict(py, &s, mapped)
     }
 
     /// Writes the `.blf` file (the CLI's format), under the file's write lock.

@@ -5,7 +5,7 @@
 //! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
 //!   bits; `convert`: arguments from Python;
 //! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data
-//!   Interface structs;
+//!   Interface structs; `files`: keys from files through the `bloomlanes-input` pipeline;
 //! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions;
 //!   `bench`: the Rust side of the benchmark.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -16,6 +16,7 @@ mod bench;
 mod convert;
 mod device;
 mod errors;
+mod files;
 mod filter;
 mod filter_gpu;
 #[cfg(feature = "gpu")]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
+use bloomlanes_input::pcap::write::{PcapWriter, PcapngWriter, Resolution, LINKTYPE_ETHERNET};
 use bloomlanes_core::{
     AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, KeyType, Layout, Params,
     ScalableFilter, SpatialFilter, WindowFilter, WindowUnit,
@@ -349,43 +350,20 @@ fn sample_frames() -> Vec<Vec<u8>> {
     ]
 }
 
+/// A microsecond pcap of `frames` (Ethernet, snap length 65535, zero timestamps).
 fn pcap_file(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    b.extend_from_slice(&[2, 0, 4, 0]);
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
+    let mut w = PcapWriter::new(Vec::new(), LINKTYPE_ETHERNET, 65535, Resolution::Micros).unwrap();
     for f in frames {
-        b.extend_from_slice(&[0; 8]);
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        b.extend_from_slice(f);
+        w.packet(0, 0, f.len() as u32, f).unwrap();
     }
-    b
+    w.into_inner()
 }
 
+/// A pcapng section of `frames` (one Ethernet interface, snap length 65535, zero timestamps).
 fn pcapng_file(frames: &[Vec<u8>]) -> Vec<u8> {
-    let block = |kind: u32, body: &[u8]| {
-        let len = 12 + body.len().div_ceil(4) * 4;
-        let mut b = kind.to_le_bytes().to_vec();
-        b.extend_from_slice(&(len as u32).to_le_bytes());
-        b.extend_from_slice(body);
-        b.resize(len - 4, 0);
-        b.extend_from_slice(&(len as u32).to_le_bytes());
-        b
-    };
-    let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
-    shb.extend_from_slice(&[1, 0, 0, 0]);
-    shb.extend_from_slice(&u64::MAX.to_le_bytes());
-    let mut out = block(0x0a0d_0d0a, &shb);
-    out.extend(block(1, &[1, 0, 0, 0, 0xff, 0xff, 0, 0]));
+    let mut w = PcapngWriter::new(Vec::new(), LINKTYPE_ETHERNET, 65535).unwrap();
     for f in frames {
-        let mut epb = vec![0; 12];
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        epb.extend_from_slice(f);
-        out.extend(block(6, &epb));
+        w.packet(0, f.len() as u32, f).unwrap();
     }
-    out
+    w.into_inner()
 }

@@ -15,10 +15,10 @@ use bloomlanes_simd::Probe;
 
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
-use crate::error::{Error, Location, Result};
-use crate::input::chunk::{Chunk, PcapCutter, PcapngCutter};
-use crate::input::pcap::{self, Flow, NgBlock, NgState, IPV6_TUPLE_LEN};
-use crate::input::{pipeline, source, speculate, PipelineConfig};
+use crate::error::{Error, Result};
+use crate::input::chunk::Chunk;
+use crate::input::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
+use crate::input::{pipeline, source, speculate, CapturePlan, PipelineConfig};
 use crate::store::FilterFile;
 
 /// Which packets go to the packet output.
@@ -301,30 +301,11 @@ pub fn classify(
     } else {
         0
     };
-    let ng =
-        head.len() >= 4 && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == 0x0a0d_0d0a;
-    let (start, cutter, file_header): (
-        u64,
-        Box<dyn crate::input::chunk::Cutter>,
-        Option<pcap::FileHeader>,
-    ) = if ng {
-        (0, Box::new(PcapngCutter::new(&shown)), None)
-    } else {
-        if !pcap::is_capture(&head) {
-            return Err(Error::input(
-                &shown,
-                Some(Location::Byte(0)),
-                "not a pcap or pcapng capture (unknown magic number)",
-            ));
-        }
-        let h = pcap::parse_file_header(&head)
-            .map_err(|e| crate::input::chunk::capture_error(&shown, 0, e))?;
-        let cutter = PcapCutter {
-            shown: shown.clone(),
-            big_endian: h.big_endian,
-        };
-        (24, Box::new(cutter), Some(h))
-    };
+    let CapturePlan {
+        start,
+        cutter,
+        header: file_header,
+    } = CapturePlan::new(&shown, &head)?;
     let mut totals = Totals {
         flows: out.flows.then(HashMap::new),
         ..Totals::default()
@@ -365,7 +346,7 @@ pub fn classify(
                 });
             }),
             None => {
-                let mut st: NgState = chunk.ng.as_deref().cloned().unwrap_or_default();
+                let mut st = chunk.ng_state();
                 let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
                     let (frame, linktype, packet) = match kind {
                         NgBlock::Packet(p) => (

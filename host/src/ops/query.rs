@@ -1,7 +1,7 @@
 //! Probing a batch of keys against a filter file.
 
-use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
-use bloomlanes_core::{AnyFilter, Bitmap, FilterRef, HashId, KeyMatch, KeyType, Keys, Physical};
+use bloomlanes_core::key::FloatRule;
+use bloomlanes_core::{AnyFilter, Bitmap, FilterRef, HashId, KeyMatch, KeyType, Keys};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -76,13 +76,8 @@ pub fn apply_float_probes(
     keys: Keys<'_>,
     answers: &mut Bitmap,
 ) {
-    apply_float_rule(
-        key_type,
-        keys,
-        answers,
-        |x| view.contains(&x),
-        |x| view.contains(&x),
-    );
+    let rule = FloatRule::new(key_type, view.params().seed, |h| view.contains_hash(h));
+    apply_float_rule(rule, keys, answers);
 }
 
 /// [`apply_float_probes`] for a filter of any kind (counting, stable, window, scalable: each
@@ -93,60 +88,25 @@ pub fn apply_float_probes_any(
     keys: Keys<'_>,
     answers: &mut Bitmap,
 ) {
-    apply_float_rule(
-        key_type,
-        keys,
-        answers,
-        |x| filter.contains(&x),
-        |x| filter.contains(&x),
-    );
+    let rule = FloatRule::new(key_type, filter.params().seed, |h| filter.contains_hash(h));
+    apply_float_rule(rule, keys, answers);
 }
 
-/// The float rule over answers, with the filter's lookup of a double and of a float.
-fn apply_float_rule(
-    key_type: KeyType,
-    keys: Keys<'_>,
-    answers: &mut Bitmap,
-    has_f64: impl Fn(f64) -> bool,
-    has_f32: impl Fn(f32) -> bool,
-) {
-    let physical = key_type.physical();
-    if !matches!(physical, Physical::Float | Physical::Double) {
+/// The float rule (none: not float keys) over the answers of `keys`: their bits are those of
+/// binary keys or of 8- and 4-byte records.
+fn apply_float_rule(rule: Option<FloatRule>, keys: Keys<'_>, answers: &mut Bitmap) {
+    let Some(rule) = rule else {
         return;
-    }
-    let bits_of = |i: usize| -> Option<u64> {
-        match keys {
-            Keys::U64(k) => Some(k[i]),
-            Keys::Records(r) if r.width() == 8 => {
-                Some(u64::from_le_bytes(r.get(i).try_into().ok()?))
-            }
-            Keys::Records(r) if r.width() == 4 => {
-                Some(u64::from(u32::from_le_bytes(r.get(i).try_into().ok()?)))
-            }
-            _ => None,
-        }
     };
-    let double = physical == Physical::Double;
-    for i in 0..keys.len() {
-        let Some(bits) = bits_of(i) else { continue };
-        let probe = if double {
-            float_probes(f64::from_bits(bits))
-        } else {
-            float_probes_f32(f32::from_bits(bits as u32))
-        };
-        let hit = |b: u64| {
-            if double {
-                has_f64(f64::from_bits(b))
-            } else {
-                has_f32(f32::from_bits(b as u32))
-            }
-        };
-        match probe {
-            FloatProbe::Bits(_) => {}
-            FloatProbe::AlwaysMaybe => answers.set(i, true),
-            FloatProbe::BothZeros(a, b) => answers.set(i, hit(a) || hit(b)),
+    let n = keys.len();
+    rule.apply(n, answers.words_mut(), |i| match keys {
+        Keys::U64(k) => Some(k[i]),
+        Keys::Records(r) if r.width() == 8 => Some(u64::from_le_bytes(r.get(i).try_into().ok()?)),
+        Keys::Records(r) if r.width() == 4 => {
+            Some(u64::from(u32::from_le_bytes(r.get(i).try_into().ok()?)))
         }
-    }
+        _ => None,
+    });
 }
 
 /// Probes `keys` against `filter` with the chosen backend. Keys of another byte form than the

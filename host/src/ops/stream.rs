@@ -14,7 +14,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::hll::Hll;
-use crate::input::{self, Batch, InputOptions, InputSummary, Stage};
+use crate::input::{self, BatchKeys, InputOptions, InputSummary, Stage};
 
 pub use super::stream_ordered::{
     insert_streamed, stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH,
@@ -75,46 +75,18 @@ pub struct StreamBuilt {
     pub seconds: f64,
 }
 
-struct CountStage;
-
-impl Stage for CountStage {
-    type Out = Option<Box<Hll>>;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Self::Out) -> Result<()> {
-        let h = out.get_or_insert_with(Default::default);
-        match keys {
-            Keys::Hashes(hs) => h.add_all(hs),
-            _ => {
-                for &v in ints {
-                    h.add(bloomlanes_core::xxh64_u64(v, 0));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Counts the distinct keys of `paths` in one streaming pass (HyperLogLog).
+/// Counts the distinct keys of `paths` in one streaming pass (HyperLogLog; see
+/// [`input::count_distinct`]).
 pub fn count_distinct(
     paths: &[PathBuf],
     opts: &InputOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(f64, Vec<InputSummary>)> {
-    let mut hll = Hll::new();
-    let inputs = input::stream_keys_as(
-        Doing::Count,
+    Ok(input::count_distinct(
         paths,
         opts,
-        0,
-        &CountStage,
-        &mut |h| {
-            if let Some(h) = h {
-                hll.merge(&h);
-            }
-            Ok(())
-        },
-        progress,
-    )?;
-    Ok((hll.estimate(), inputs))
+        &mut input::reporting(Doing::Count, progress),
+    )?)
 }
 
 /// The insert engine of a streamed build.
@@ -168,19 +140,13 @@ struct InsertStage<'f> {
 #[derive(Debug, Default)]
 struct Hashes(Vec<u64>);
 
-/// The hashes of a batch (binary u64 keys are hashed here).
-pub(super) fn hashes_of(keys: Keys<'_>, ints: &[u64], seed: u64, out: &mut Vec<u64>) {
-    match keys {
-        Keys::Hashes(h) => out.extend_from_slice(h),
-        _ => out.extend(ints.iter().map(|&v| bloomlanes_core::xxh64_u64(v, seed))),
-    }
-}
-
 impl Stage for InsertStage<'_> {
     type Out = Hashes;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Hashes) -> Result<()> {
+    type Error = Error;
+    fn flush(&self, batch: BatchKeys<'_>, out: &mut Hashes) -> Result<()> {
+        let keys = batch.keys();
         match (&self.engine, &self.target) {
-            (Inserter::Deferred, _) => hashes_of(keys, ints, self.seed, &mut out.0),
+            (Inserter::Deferred, _) => batch.hashes_into(self.seed, &mut out.0),
             (_, Target::Copies(p, copies)) => {
                 // The first free copy, starting from a place that differs between threads.
                 let start = thread_slot() % copies.len();
@@ -284,8 +250,14 @@ pub fn build_stream(
             }
             Ok(())
         };
-        let inputs =
-            input::stream_keys_as(Doing::Insert, paths, opts, seed, &stage, consume, progress)?;
+        let inputs = input::stream_keys(
+            paths,
+            opts,
+            seed,
+            &stage,
+            consume,
+            &mut input::reporting(Doing::Insert, progress),
+        )?;
         if let Target::Copies(_, copies) = stage.target {
             // The union's key-count rule does not apply: the keys are counted below.
             let count = filter.key_count();

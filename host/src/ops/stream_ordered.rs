@@ -9,24 +9,12 @@ use std::path::PathBuf;
 
 use bloomlanes_core::{AnyFilter, KeyType, Keys};
 
-use super::stream::hashes_of;
 use crate::backend::Backend;
 use crate::bulk::{Progress, Stage as Doing};
-use crate::error::Result;
-use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
-
-/// Parses and hashes chunks of keys on the workers for an insert made on the calling thread.
-struct HashStage {
-    seed: u64,
-}
-
-impl Stage for HashStage {
-    type Out = Vec<u64>;
-    fn flush(&self, keys: Keys<'_>, _b: &Batch, ints: &[u64], out: &mut Vec<u64>) -> Result<()> {
-        hashes_of(keys, ints, self.seed, out);
-        Ok(())
-    }
-}
+use crate::error::{Error, Result};
+use crate::input::{
+    self, write_u64, BatchKeys, HashStage, InputOptions, InputSummary, Keep, Stage,
+};
 
 /// Keys per call of an ordered stream's consumer ([`stream_hashes`]): the pipeline's chunks are
 /// joined up to this many (16 MiB of hashes), so that bulk inserts and deletes get batches
@@ -50,10 +38,9 @@ pub fn stream_hashes(
 ) -> Result<(Vec<InputSummary>, KeyType)> {
     let mut opts = opts.clone();
     opts.filter_key_type.get_or_insert(filter_type);
-    let stage = HashStage { seed };
+    let stage = HashStage::<Error>::new(seed);
     let mut pending: Vec<u64> = Vec::new();
-    let inputs = input::stream_keys_as(
-        Doing::Insert,
+    let inputs = input::stream_keys(
         paths,
         &opts,
         seed,
@@ -70,7 +57,7 @@ pub fn stream_hashes(
             }
             Ok(())
         },
-        progress,
+        &mut input::reporting(Doing::Insert, progress),
     )?;
     if !pending.is_empty() {
         each(&pending)?;
@@ -163,26 +150,21 @@ struct ShownStage {
 
 impl Stage for ShownStage {
     type Out = ShownChunk;
+    type Error = Error;
 
     fn keep(&self) -> Keep {
         Keep::Text
     }
 
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut ShownChunk,
-    ) -> Result<()> {
-        hashes_of(keys, ints, self.seed, &mut out.hashes);
-        if ints.is_empty() {
+    fn flush(&self, keys: BatchKeys<'_>, out: &mut ShownChunk) -> Result<()> {
+        keys.hashes_into(self.seed, &mut out.hashes);
+        if keys.ints().is_empty() {
             for i in 0..keys.len() {
-                batch.write_key(i, false, &mut out.text);
+                keys.write_key(i, false, &mut out.text);
                 out.ends.push(out.text.len() as u32);
             }
         } else {
-            out.ints.extend_from_slice(ints);
+            out.ints.extend_from_slice(keys.ints());
         }
         Ok(())
     }
@@ -203,8 +185,7 @@ pub fn stream_hashes_with_text(
     let mut opts = opts.clone();
     opts.filter_key_type.get_or_insert(filter_type);
     let mut pending = ShownChunk::default();
-    let inputs = input::stream_keys_as(
-        Doing::Insert,
+    let inputs = input::stream_keys(
         paths,
         &opts,
         seed,
@@ -217,7 +198,7 @@ pub fn stream_hashes_with_text(
             let batch = std::mem::take(&mut pending);
             each(&batch.hashes, &|i| batch.shown(i))
         },
-        progress,
+        &mut input::reporting(Doing::Insert, progress),
     )?;
     if !pending.hashes.is_empty() {
         each(&pending.hashes, &|i| pending.shown(i))?;

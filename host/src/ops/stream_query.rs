@@ -6,15 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bloomlanes_core::key::{float_probes, float_probes_f32, FloatProbe};
-use bloomlanes_core::{AnyFilter, FilterRef, KeyMatch, KeyType, Keys, Physical};
+use bloomlanes_core::key::FloatRule;
+use bloomlanes_core::{AnyFilter, FilterRef, KeyMatch, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
-use super::stream::hashes_of;
 use crate::backend::{self, BackendChoice, Querier};
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::input::{self, write_u64, Batch, InputOptions, InputSummary, Keep, Stage};
+use crate::input::{self, BatchKeys, InputOptions, InputSummary, Keep, Stage};
 use crate::store::FilterFile;
 
 /// What a streamed query writes besides its counts.
@@ -26,6 +25,20 @@ pub struct Listing {
     pub json: bool,
     /// Keep the answers as bits (for a bitmap file).
     pub bits: bool,
+}
+
+impl Listing {
+    /// Appends one listed key, written by `write`, to `text`: JSON strings joined by
+    /// `,\n    `, other keys one per line.
+    fn push(&self, text: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+        if self.json && !text.is_empty() {
+            text.extend_from_slice(b",\n    ");
+        }
+        write(text);
+        if !self.json {
+            text.push(b'\n');
+        }
+    }
 }
 
 /// The answers of one chunk of a streamed query, in input order.
@@ -62,33 +75,6 @@ impl QueryChunk {
     }
 }
 
-/// The filter a streamed query probes.
-#[derive(Clone, Copy)]
-enum Probed<'a> {
-    /// A static filter's image.
-    Image(FilterRef<'a, u32>),
-    /// A filter of another kind, in memory.
-    Kind(&'a AnyFilter),
-}
-
-impl Probed<'_> {
-    /// Whether the filter may hold the double with these bits.
-    fn has_f64(self, bits: u64) -> bool {
-        match self {
-            Probed::Image(v) => v.contains(&f64::from_bits(bits)),
-            Probed::Kind(f) => f.contains(&f64::from_bits(bits)),
-        }
-    }
-
-    /// Whether the filter may hold the float with these bits.
-    fn has_f32(self, bits: u32) -> bool {
-        match self {
-            Probed::Image(v) => v.contains(&f32::from_bits(bits)),
-            Probed::Kind(f) => f.contains(&f32::from_bits(bits)),
-        }
-    }
-}
-
 enum Prober<'a> {
     /// A SIMD path on each worker.
     Simd(Probe, FilterRef<'a, u32>),
@@ -104,66 +90,13 @@ struct QueryStage<'a> {
     prober: Prober<'a>,
     listing: Listing,
     seed: u64,
-    /// The filter, when its keys are floats: the ±0 / NaN probe rule applies.
-    floats: Option<(Probed<'a>, bool)>,
-}
-
-impl QueryStage<'_> {
-    /// Applies the float lookup rule (see [`super::apply_float_probes`]) to the answers `words`
-    /// of a batch: a key `0.0` or `-0.0` may be present if either zero is, and NaN is always
-    /// "may be present".
-    fn float_rule(&self, batch: &Batch, ints: &[u64], n: usize, words: &mut [u64]) {
-        float_rule(self.floats, n, words, |i| {
-            if ints.is_empty() {
-                batch.key_bits(i)
-            } else {
-                Some(ints[i])
-            }
-        });
-    }
-}
-
-/// The float lookup rule on the answers `words` of `n` keys whose bits `bits_of` gives (`None`:
-/// not a float key), for a filter of floats (`floats`: the filter and whether they are f64).
-fn float_rule(
-    floats: Option<(Probed<'_>, bool)>,
-    n: usize,
-    words: &mut [u64],
-    bits_of: impl Fn(usize) -> Option<u64>,
-) {
-    let Some((probed, double)) = floats else {
-        return;
-    };
-    for i in 0..n {
-        let Some(bits) = bits_of(i) else { continue };
-        let probe = if double {
-            float_probes(f64::from_bits(bits))
-        } else {
-            float_probes_f32(f32::from_bits(bits as u32))
-        };
-        let hit = |b: u64| {
-            if double {
-                probed.has_f64(b)
-            } else {
-                probed.has_f32(b as u32)
-            }
-        };
-        let answer = match probe {
-            FloatProbe::Bits(_) => continue,
-            FloatProbe::AlwaysMaybe => true,
-            FloatProbe::BothZeros(a, b) => hit(a) || hit(b),
-        };
-        let bit = 1u64 << (i % 64);
-        if answer {
-            words[i / 64] |= bit;
-        } else {
-            words[i / 64] &= !bit;
-        }
-    }
+    /// The ±0 / NaN lookup rule, when the filter's keys are floats.
+    floats: Option<FloatRule>,
 }
 
 impl Stage for QueryStage<'_> {
     type Out = QueryChunk;
+    type Error = Error;
 
     fn keep(&self) -> Keep {
         if self.listing.keys.is_some() || self.floats.is_some() {
@@ -173,32 +106,16 @@ impl Stage for QueryStage<'_> {
         }
     }
 
-    fn flush(
-        &self,
-        keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut QueryChunk,
-    ) -> Result<()> {
-        let n = keys.len();
+    fn flush(&self, batch: BatchKeys<'_>, out: &mut QueryChunk) -> Result<()> {
+        let (keys, n) = (batch.keys(), batch.len());
         if let Prober::Deferred = self.prober {
-            hashes_of(keys, ints, self.seed, &mut out.deferred);
+            batch.hashes_into(self.seed, &mut out.deferred);
             if self.floats.is_some() {
-                for i in 0..n {
-                    out.float_bits.push(if ints.is_empty() {
-                        batch.key_bits(i)
-                    } else {
-                        Some(ints[i])
-                    });
-                }
+                out.float_bits.extend((0..n).map(|i| batch.key_bits(i)));
             }
             if self.listing.keys.is_some() {
                 for i in 0..n {
-                    if ints.is_empty() {
-                        batch.write_key(i, self.listing.json, &mut out.text);
-                    } else {
-                        write_u64(ints[i], self.listing.json, &mut out.text);
-                    }
+                    batch.write_key(i, self.listing.json, &mut out.text);
                     out.ends.push(out.text.len() as u32);
                 }
             }
@@ -218,22 +135,16 @@ impl Stage for QueryStage<'_> {
             }
             Prober::Deferred => {}
         }
-        self.float_rule(batch, ints, n, &mut words);
+        if let Some(rule) = self.floats {
+            rule.apply(n, &mut words, |i| batch.key_bits(i));
+        }
         let matches: u64 = words.iter().map(|w| u64::from(w.count_ones())).sum();
         if let Some(want) = self.listing.keys {
             for i in 0..n {
                 if (words[i / 64] >> (i % 64)) & 1 == u64::from(want) {
-                    if self.listing.json && !out.text.is_empty() {
-                        out.text.extend_from_slice(b",\n    ");
-                    }
-                    if ints.is_empty() {
-                        batch.write_key(i, self.listing.json, &mut out.text);
-                    } else {
-                        write_u64(ints[i], self.listing.json, &mut out.text);
-                    }
-                    if !self.listing.json {
-                        out.text.push(b'\n');
-                    }
+                    let json = self.listing.json;
+                    self.listing
+                        .push(&mut out.text, |t| batch.write_key(i, json, t));
                 }
             }
         }
@@ -297,12 +208,13 @@ pub fn query_stream(
             (Prober::Deferred, engine.name())
         }
     };
+    let (key_type, seed) = (view.params().key_type, view.params().seed);
     let plan = Plan {
         prober,
         name,
-        probed: Probed::Image(view),
-        key_type: view.params().key_type,
-        seed: view.params().seed,
+        floats: FloatRule::new(key_type, seed, |h| view.contains_hash(h)),
+        key_type,
+        seed,
         path: filter.path(),
         mapped: Some(filter),
     };
@@ -341,23 +253,25 @@ pub fn query_stream_kind(
             )))
         }
     };
+    let (key_type, seed) = (filter.params().key_type, filter.params().seed);
     let plan = Plan {
         prober: Prober::Kind(probe, filter),
         name,
-        probed: Probed::Kind(filter),
-        key_type: filter.params().key_type,
-        seed: filter.params().seed,
+        floats: FloatRule::new(key_type, seed, |h| filter.contains_hash(h)),
+        key_type,
+        seed,
         path,
         mapped: None,
     };
     run(plan, None, paths, opts, listing, on_chunk, progress)
 }
 
-/// What a streamed query runs: the prober, the engine's name, the filter and its file.
+/// What a streamed query runs: the prober, the engine's name, the filter's float rule, key
+/// type and seed, and its file.
 struct Plan<'a> {
     prober: Prober<'a>,
     name: String,
-    probed: Probed<'a>,
+    floats: Option<FloatRule>,
     key_type: KeyType,
     seed: u64,
     path: &'a Path,
@@ -378,11 +292,7 @@ fn run(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
     let filter_type = plan.key_type;
-    let floats = match filter_type.physical() {
-        Physical::Double => Some((plan.probed, true)),
-        Physical::Float => Some((plan.probed, false)),
-        _ => None,
-    };
+    let floats = plan.floats;
     let stage = QueryStage {
         prober: plan.prober,
         listing,
@@ -396,8 +306,7 @@ fn run(
     let opts = &opts;
     let start = Instant::now();
     let (mut keys, mut matches) = (0, 0);
-    let inputs = input::stream_keys_as(
-        Doing::Query,
+    let inputs = input::stream_keys(
         paths,
         opts,
         plan.seed,
@@ -413,10 +322,13 @@ fn run(
             matches += c.matches;
             on_chunk(&c)
         },
-        progress,
+        &mut input::reporting(Doing::Query, progress),
     )
     .map_err(|e| match e {
-        Error::KeyType { filter, query, .. } => Error::KeyType {
+        // Named after the filter, not the input: it is the filter's type the keys miss.
+        Error::Read {
+            source: input::Error::KeyType { filter, query, .. },
+        } => Error::KeyType {
             path: plan.path.to_path_buf(),
             filter,
             query,
@@ -462,13 +374,13 @@ fn answer_deferred(
     q: &mut dyn Querier,
     c: QueryChunk,
     listing: Listing,
-    floats: Option<(Probed<'_>, bool)>,
+    floats: Option<FloatRule>,
 ) -> Result<QueryChunk> {
     let n = c.deferred.len();
     let mut words = vec![0u64; n.div_ceil(64)];
     q.contains(Keys::Hashes(&c.deferred), &mut words)?;
-    if !c.float_bits.is_empty() {
-        float_rule(floats, n, &mut words, |i| c.float_bits[i]);
+    if let (Some(rule), false) = (floats, c.float_bits.is_empty()) {
+        rule.apply(n, &mut words, |i| c.float_bits[i]);
     }
     let mut out = QueryChunk::default();
     if let Some(want) = listing.keys {
@@ -476,13 +388,7 @@ fn answer_deferred(
         for (i, &end) in c.ends.iter().enumerate() {
             let end = end as usize;
             if (words[i / 64] >> (i % 64)) & 1 == u64::from(want) {
-                if listing.json && !out.text.is_empty() {
-                    out.text.extend_from_slice(b",\n    ");
-                }
-                out.text.extend_from_slice(&c.text[start..end]);
-                if !listing.json {
-                    out.text.push(b'\n');
-                }
+                listing.push(&mut out.text, |t| t.extend_from_slice(&c.text[start..end]));
             }
             start = end;
         }

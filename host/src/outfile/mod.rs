@@ -586,4 +586,4 @@ impl Drop for StagingDir {
 }
 
 #[cfg(all(test, unix))]
-mod tests;
+pub(crate) mod tests;

@@ -122,12 +122,7 @@ fn links_are_written_through_to_their_target() {
 #[test]
 fn folders_pipes_and_devices_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = make_fifo(dir.path());
     let link_to_fifo = dir.path().join("to-fifo");
     symlink(&fifo, &link_to_fifo).unwrap();
     for (path, what) in [
@@ -239,4 +234,13 @@ fn replaced_files_keep_their_owner_where_permitted() {
         assert_eq!((m.uid(), m.gid()), (54321, 54322), "unnamed: {unnamed}");
         assert_eq!(fs::read(&out).unwrap(), b"new");
     }
+}
+
+/// A named pipe `fifo` made in `dir` (for the tests of readers and writers that refuse or bound
+/// them).
+pub(crate) fn make_fifo(dir: &Path) -> PathBuf {
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    fifo
 }

@@ -452,17 +452,13 @@ mod tests {
         assert!(FilterFile::open_with(&path, Verify::HeaderOnly).is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn character_devices_are_refused_and_pipes_read_with_a_bound() {
         let e = FilterFile::open(Path::new("/dev/zero")).unwrap_err();
         assert!(e.to_string().contains("character device"), "{e}");
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        assert!(std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        let fifo = crate::outfile::tests::make_fifo(dir.path());
         let mut f = Filter::new(Params::new(Layout::L16x32, 9).with_seed(4));
         f.insert("x");
         let good = f.to_file_bytes();

@@ -1,9 +1,15 @@
-//! Shared helpers for the end-to-end tests of the `bloomlanes` binary.
-#![allow(dead_code)]
+//! Shared helpers for the end-to-end tests of the `bloomlanes` binary: running it, temporary
+//! files, command lines ([`argv!`]), and the captures the tests classify (frames built here,
+//! files written by the input crate's capture writer).
+#![allow(dead_code, unused_imports, unused_macros)]
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use bloomlanes_host::input::pcap::write::{
+    PcapWriter, PcapngWriter, Resolution, LINKTYPE_ETHERNET,
+};
 
 /// The binary under test, quiet and without colours.
 pub fn bl() -> Command {
@@ -30,7 +36,7 @@ pub fn write(dir: &tempfile::TempDir, name: &str, bytes: impl AsRef<[u8]>) -> Pa
 }
 
 /// Runs the binary and parses its standard output as JSON (the run must succeed).
-pub fn json(args: &[&str]) -> serde_json::Value {
+pub fn json<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> serde_json::Value {
     let out = bl().arg("--json").args(args).output().expect("run");
     assert!(
         out.status.success(),
@@ -40,8 +46,19 @@ pub fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// Runs `cmd`, which must succeed (its standard error is the failure's message).
+pub fn succeeds(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs the binary expecting failure with `code`; returns stderr.
-pub fn fails(args: &[&str], code: i32) -> String {
+pub fn fails<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S], code: i32) -> String {
     let out = bl().args(args).output().expect("run");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(
@@ -72,4 +89,158 @@ pub fn files(dir: &tempfile::TempDir) -> Vec<String> {
 /// `n` text keys `prefix0 … prefix{n-1}`, one per line.
 pub fn lines(prefix: &str, n: usize) -> String {
     (0..n).map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+/// A piece of a command line for [`argv!`].
+pub trait Arg {
+    /// Appends this piece's words to `argv`.
+    fn push_to(&self, argv: &mut Vec<OsString>);
+}
+
+/// Text: flags and their values, split at spaces (never a path: paths may hold spaces).
+impl Arg for str {
+    fn push_to(&self, argv: &mut Vec<OsString>) {
+        argv.extend(self.split_whitespace().map(OsString::from));
+    }
+}
+
+/// A path, taken whole.
+impl Arg for Path {
+    fn push_to(&self, argv: &mut Vec<OsString>) {
+        argv.push(self.as_os_str().to_owned());
+    }
+}
+
+/// A path, taken whole.
+impl Arg for PathBuf {
+    fn push_to(&self, argv: &mut Vec<OsString>) {
+        self.as_path().push_to(argv);
+    }
+}
+
+/// A borrowed piece, as the piece.
+impl<T: Arg + ?Sized> Arg for &T {
+    fn push_to(&self, argv: &mut Vec<OsString>) {
+        (**self).push_to(argv);
+    }
+}
+
+/// A command line: `argv!("build", keys, "-o", filter, "--kind window --window-keys 100")`
+/// gives `build KEYS -o FILTER --kind window --window-keys 100` (text split at spaces, paths
+/// whole).
+macro_rules! argv {
+    ($($part:expr),* $(,)?) => {{
+        let mut v: Vec<std::ffi::OsString> = Vec::new();
+        $( $crate::common::Arg::push_to(&$part, &mut v); )*
+        v
+    }};
+}
+pub(crate) use argv;
+
+/// `bloomlanes --json build INPUT -o FILTER FLAGS…` (flags split at spaces), which must succeed.
+pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
+    json(&argv!("build", input, "-o", filter, flags))
+}
+
+/// How many of the keys in `file` `filter` answers "may be present" (`query --count`).
+pub fn matches(filter: &Path, file: &Path) -> u64 {
+    json(&argv!("query", filter, file, "--count"))["matches"]
+        .as_u64()
+        .expect("a match count")
+}
+
+// ---- captures ---------------------------------------------------------------------------------
+
+/// An IPv4 packet of protocol `proto` (TCP 6, UDP 17 …) from `src:sport` to `dst:dport` with
+/// a transport header of the protocol's size (20 for TCP, 8 otherwise) and `payload` bytes
+/// `0xab`.
+pub fn ipv4(
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    payload: usize,
+) -> Vec<u8> {
+    let transport = if proto == 6 { 20 } else { 8 };
+    let total = (20 + transport + payload) as u16;
+    let mut ip = vec![0x45, 0];
+    ip.extend_from_slice(&total.to_be_bytes());
+    ip.extend_from_slice(&[0, 1, 0x40, 0, 64, proto, 0, 0]);
+    ip.extend_from_slice(&src);
+    ip.extend_from_slice(&dst);
+    ip.extend_from_slice(&transport_header(proto, sport, dport, payload));
+    ip.extend(std::iter::repeat_n(0xab, payload));
+    ip
+}
+
+/// An IPv6 packet of protocol `proto` from `2001::{src_last}` to `2001::{dst_last}` (ports as
+/// for [`ipv4`], no payload).
+pub fn ipv6(proto: u8, src_last: u8, dst_last: u8, sport: u16, dport: u16) -> Vec<u8> {
+    let transport = transport_header(proto, sport, dport, 0);
+    let mut ip = vec![0x60, 0, 0, 0];
+    ip.extend_from_slice(&(transport.len() as u16).to_be_bytes());
+    ip.extend_from_slice(&[proto, 64]);
+    let mut a = [0u8; 16];
+    a[..2].copy_from_slice(&[0x20, 0x01]);
+    a[15] = src_last;
+    ip.extend_from_slice(&a);
+    a[15] = dst_last;
+    ip.extend_from_slice(&a);
+    ip.extend_from_slice(&transport);
+    ip
+}
+
+/// The ports and the rest of a TCP (20 bytes) or UDP-like (8 bytes, with its length) header.
+fn transport_header(proto: u8, sport: u16, dport: u16, payload: usize) -> Vec<u8> {
+    let mut h = sport.to_be_bytes().to_vec();
+    h.extend_from_slice(&dport.to_be_bytes());
+    if proto == 6 {
+        h.extend_from_slice(&[0; 16]);
+    } else {
+        h.extend_from_slice(&((8 + payload) as u16).to_be_bytes());
+        h.extend_from_slice(&[0, 0]);
+    }
+    h
+}
+
+/// An Ethernet frame with `tags` VLAN tags (802.1ad outer, 802.1Q inner).
+pub fn eth(ethertype: u16, tags: usize, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    for t in 0..tags {
+        let tpid: u16 = if t + 1 < tags { 0x88a8 } else { 0x8100 };
+        f.extend_from_slice(&tpid.to_be_bytes());
+        f.extend_from_slice(&(100 + t as u16).to_be_bytes());
+    }
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A little-endian microsecond pcap of Ethernet `frames` (snap length 65535): packet `i` at
+/// 1 700 000 000 + `i` s and `7 i` µs, 4 bytes longer on the wire than captured.
+pub fn pcap_file(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), LINKTYPE_ETHERNET, 65535, Resolution::Micros)
+        .expect("a pcap header");
+    for (i, f) in frames.iter().enumerate() {
+        w.packet(
+            1_700_000_000 + i as u32,
+            i as u32 * 7,
+            f.len() as u32 + 4,
+            f,
+        )
+        .expect("a packet record");
+    }
+    w.into_inner()
+}
+
+/// A little-endian pcapng section of Ethernet `frames` (one interface, snap length 65535):
+/// packet `i` at `i << 32` microseconds.
+pub fn pcapng_file(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut w = PcapngWriter::new(Vec::new(), LINKTYPE_ETHERNET, 65535).expect("a section");
+    for (i, f) in frames.iter().enumerate() {
+        w.packet((i as u64) << 32, f.len() as u32, f)
+            .expect("a packet block");
+    }
+    w.into_inner()
 }

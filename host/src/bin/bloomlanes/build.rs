@@ -1,10 +1,10 @@
 //! `bloomlanes build`: a filter file from keys.
 
-use bloomlanes_host::hll::Hll;
-use bloomlanes_host::input::read_inputs;
 use bloomlanes_host::kinds::{self, KindSpec};
 use bloomlanes_host::ops::{self, CapacitySource};
 use bloomlanes_host::{backend, store, AnyFilter, Error, FilterBuilder, Result, Stage};
+use bloomlanes_input::hll::Hll;
+use bloomlanes_input::{read_inputs, InputSummary, KeySet};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -180,8 +180,8 @@ fn build_kind(
     ctx: &Ctx,
     a: &BuildArgs,
     builder: FilterBuilder,
-    keys: &bloomlanes_host::KeySet,
-    summaries: &[bloomlanes_host::input::InputSummary],
+    keys: &KeySet,
+    summaries: &[InputSummary],
 ) -> Result<ExitCode> {
     let builder = builder.key_type(Some(keys.key_type()));
     let mut filter = builder.empty_any(keys.len() as u64)?;
@@ -216,7 +216,7 @@ fn build_kind_streamed(ctx: &Ctx, a: &BuildArgs, builder: FilterBuilder) -> Resu
     let mut bar = Bar::new(ctx.progress);
     let (_, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
     let n: u64 = counted.iter().map(|s| s.keys).sum();
-    let key_type = bloomlanes_host::input::one_key_type(&counted)?;
+    let key_type = bloomlanes_input::one_key_type(&counted)?;
     let builder = builder.key_type(Some(key_type));
     let mut filter = builder.empty_any(n)?;
     let engine = backend::select(builder.backend_choice(), n as usize)?;
@@ -241,7 +241,7 @@ fn report_kind(
     a: &BuildArgs,
     filter: &AnyFilter,
     keys: u64,
-    summaries: &[bloomlanes_host::input::InputSummary],
+    summaries: &[InputSummary],
     backend: &str,
     seconds: f64,
 ) -> Result<ExitCode> {

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomlanes_host::input::pcap::format_tuple;
 use bloomlanes_host::ops::classify::{self, Outputs, Select, Totals};
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{outfile, Error, Result};
+use bloomlanes_input::pcap::format_tuple;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 

@@ -109,14 +109,14 @@ fn open_input(path: &Path) -> Result<(PathBuf, bool, Box<dyn BufRead>)> {
 fn input_kind(path: &Path, head: &[u8]) -> Result<bool> {
     match input::detect(path, head, &InputOptions::default()) {
         // `detect`'s own advice names --format, which dedup does not take.
-        Err(Error::Input { path, at, .. }) => Err(Error::input(
+        Err(input::Error::Input { path, at, .. }) => Err(Error::input(
             &path,
             at,
             "holds binary data (a NUL byte) and is no capture or compressed stream known \
              here: dedup reads text lines or packet captures (pcap, pcapng), plain or gzip, \
              zstd or xz compressed",
         )),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
         Ok(InputFormat::Pcap) => Ok(true),
         Ok(InputFormat::U64) => Err(Error::input(
             path,

@@ -17,9 +17,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::args::BackendArg;
-use crate::inputs::{describe_inputs, inputs_json};
-use crate::insert::{save, EditArgs};
-use crate::kind::kind_json;
+use crate::inputs::describe_inputs;
+use crate::insert::{report, save, EditArgs};
 use crate::output::{emit, say};
 use crate::progress::Bar;
 use crate::Ctx;
@@ -137,25 +136,24 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
         }
         warnings.warn(format!("{what}; they were left as they are"));
     }
-    save(&output, &filter)?;
+    let shared = save(&a.edit, &output, &filter, &summaries)?;
     let s = filter.stats();
     let kind = filter.params().kind;
     if ctx.json {
-        emit(&json!({
-            "filter": a.edit.filter.display().to_string(),
-            "output": output.display().to_string(),
-            "inputs": inputs_json(&summaries),
-            "kind": kind_json(kind),
-            "deleted": removed,
-            "not_present": missing,
-            "not_present_keys": shown,
-            "verified_with": a.verify_with.iter().map(|p| p.display().to_string())
-                .collect::<Vec<_>>(),
-            "recorded_keys": s.recorded_keys,
-            "counters_saturated": s.saturated,
-            "expected_fpr": s.expected_fpr,
-            "warnings": warnings.json(),
-        }))?;
+        emit(&report(
+            shared,
+            json!({
+                "deleted": removed,
+                "not_present": missing,
+                "not_present_keys": shown,
+                "verified_with": a.verify_with.iter().map(|p| p.display().to_string())
+                    .collect::<Vec<_>>(),
+                "recorded_keys": s.recorded_keys,
+                "counters_saturated": s.saturated,
+                "expected_fpr": s.expected_fpr,
+                "warnings": warnings.json(),
+            }),
+        ))?;
     } else {
         say(&format!(
             "deleted {} keys from {} into {} ({kind}); {missing} not present; {} keys recorded",

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{parquet_io, store, AnyFilter, Error, Filter, Result};
+use bloomlanes_host::{store, AnyFilter, Error, Filter, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -139,9 +139,9 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
         }
     }
     if let Some(out) = &a.parquet {
-        let bytes = parquet_io::export(&filter)?;
+        let bytes = bloomlanes_parquet::export(&filter)?;
         let mut warnings = Warnings::default();
-        for w in parquet_io::sizing::reader_warnings(filter.byte_len() as u64) {
+        for w in bloomlanes_parquet::sizing::reader_warnings(filter.byte_len() as u64) {
             warnings.warn(format!("{}: {w}", a.filter.display()));
         }
         store::write_atomic(out, &bytes)?;

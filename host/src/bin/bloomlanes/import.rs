@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bloomlanes_host::parquet_io::{self, ColumnSelector};
 use bloomlanes_host::{store, Error, Filter, Result};
+use bloomlanes_parquet::ColumnSelector;
 use clap::Args;
 use serde_json::json;
 
@@ -54,7 +54,7 @@ pub fn run(ctx: &Ctx, a: ImportArgs) -> Result<ExitCode> {
         row_group,
     };
     check_output(&a.output)?;
-    let imp = parquet_io::import(&a.source, &sel)?;
+    let imp = bloomlanes_parquet::import(&a.source, &sel)?;
     store::save_filter(&a.output, &imp.filter)?;
     let f: &Filter = &imp.filter;
     if ctx.json {
@@ -97,7 +97,7 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
         .column
         .as_deref()
         .ok_or_else(|| Error::usage("--row-group all needs --column"))?;
-    let (leaf, filters) = parquet_io::import_row_groups(&a.source, column)?;
+    let (leaf, filters) = bloomlanes_parquet::import_row_groups(&a.source, column)?;
     let mut warnings = Warnings::default();
     let missing: Vec<usize> = (0..filters.len())
         .filter(|&g| filters[g].is_none())
@@ -174,15 +174,6 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
             "files": written.iter().map(|(g, p, b)| json!({"row_group": g, "file": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
             "warnings": warnings.json(),
         }))?;
-    } else if let Some(fpr) = union_fpr {
-        say(&format!(
-            "merged the bloom filters of {} row groups of column {} ({}) of {} into {}: false-positive rate from its bits {fpr:.3e}",
-            present.len(),
-            leaf.path,
-            leaf.physical,
-            a.source.display(),
-            a.output.display()
-        ))?;
     } else {
         let stale = if removed.is_empty() {
             String::new()
@@ -193,13 +184,20 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
                 removed.join(", ")
             )
         };
+        let out = a.output.display();
+        let (verb, into) = match union_fpr {
+            Some(fpr) => (
+                "merged",
+                format!("{out}: false-positive rate from its bits {fpr:.3e}"),
+            ),
+            None => ("imported", format!("{out}/<row group>.blf")),
+        };
         say(&format!(
-            "imported the bloom filters of {} row groups of column {} ({}) of {} into {}/<row group>.blf{stale}",
+            "{verb} the bloom filters of {} row groups of column {} ({}) of {} into {into}{stale}",
             present.len(),
             leaf.path,
             leaf.physical,
             a.source.display(),
-            a.output.display()
         ))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,8 @@
 //! The input arguments shared by `build`, `query` and `verify` (`--format` and the CSV options),
 //! and how the inputs read are reported.
 
-use bloomlanes_host::input::{InputSummary, PipelineConfig};
-use bloomlanes_host::{InputFormat, InputOptions, KeyType};
+use bloomlanes_host::KeyType;
+use bloomlanes_input::{InputFormat, InputOptions, InputSummary, PipelineConfig};
 use clap::Args;
 use serde_json::{json, Value};
 

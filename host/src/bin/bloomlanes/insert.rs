@@ -9,8 +9,9 @@ use bloomlanes_host::kinds::{self, ops};
 use bloomlanes_host::ops::stream::insert_streamed;
 use bloomlanes_host::store::lock::WriteLock;
 use bloomlanes_host::{backend, store, AnyFilter, KeyType, Result, Stage};
+use bloomlanes_input::InputSummary;
 use clap::Args;
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use crate::args::BackendArg;
 use crate::build::now_nanos;
@@ -74,9 +75,29 @@ pub struct InsertArgs {
     backend: BackendArg,
 }
 
-/// Writes the changed filter.
-pub fn save(out: &Path, f: &AnyFilter) -> Result<()> {
-    store::save_any(out, f)
+/// Writes the changed filter to `output`; returns the fields of the JSON report that `insert`
+/// and `delete` share (the filter, the output, the inputs and the kind).
+pub fn save(
+    e: &EditArgs,
+    output: &Path,
+    f: &AnyFilter,
+    summaries: &[InputSummary],
+) -> Result<Map<String, Value>> {
+    store::save_any(output, f)?;
+    let mut shared = Map::new();
+    shared.insert("filter".into(), e.filter.display().to_string().into());
+    shared.insert("output".into(), output.display().to_string().into());
+    shared.insert("inputs".into(), inputs_json(summaries));
+    shared.insert("kind".into(), kind_json(f.params().kind));
+    Ok(shared)
+}
+
+/// `shared` (from [`save`]) with `more` fields after it.
+pub fn report(mut shared: Map<String, Value>, more: Value) -> Value {
+    if let Value::Object(m) = more {
+        shared.extend(m);
+    }
+    Value::Object(shared)
 }
 
 /// Runs `insert`: the keys are streamed (parsed and hashed on every core) and inserted chunk
@@ -99,22 +120,21 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let inserted: u64 = summaries.iter().map(|s| s.keys).sum();
     let warnings = e.key_type_warnings(&filter, key_type)?;
     let seconds = start.elapsed().as_secs_f64();
-    save(&output, &filter)?;
+    let shared = save(e, &output, &filter, &summaries)?;
     let s = filter.stats();
     let kind = filter.params().kind;
     if ctx.json {
-        emit(&json!({
-            "filter": a.edit.filter.display().to_string(),
-            "output": output.display().to_string(),
-            "inputs": inputs_json(&summaries),
-            "kind": kind_json(kind),
-            "inserted": inserted,
-            "recorded_keys": s.recorded_keys,
-            "expected_fpr": kinds::expected_fpr(&filter),
-            "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
-            "seconds": seconds,
-            "warnings": warnings.json(),
-        }))?;
+        emit(&report(
+            shared,
+            json!({
+                "inserted": inserted,
+                "recorded_keys": s.recorded_keys,
+                "expected_fpr": kinds::expected_fpr(&filter),
+                "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
+                "seconds": seconds,
+                "warnings": warnings.json(),
+            }),
+        ))?;
     } else {
         say(&format!(
             "inserted {} keys from {} into {} ({kind}); {} keys recorded, expected false-positive \

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomlanes_host::input::{read_inputs, KeySetBuilder};
-use bloomlanes_host::parquet_io::probe::{expand, Dataset};
-use bloomlanes_host::{key_text, ops, Error, KeyType, Result};
+use bloomlanes_host::parquet_io::probe::ProbeDataset;
+use bloomlanes_host::{ops, Error, KeyType, Result};
+use bloomlanes_input::key_text;
+use bloomlanes_input::{read_inputs, KeySetBuilder};
+use bloomlanes_parquet::probe::{expand, Dataset};
 use clap::{Args, Subcommand};
 use serde_json::json;
 

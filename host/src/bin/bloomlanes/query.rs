@@ -1,9 +1,9 @@
 //! `bloomlanes query`: probe keys against a filter; list, count or write a bitmap.
 
-use bloomlanes_host::input::read_inputs;
 use bloomlanes_host::ops::stream::BitWriter;
 use bloomlanes_host::ops::{self, Listing};
 use bloomlanes_host::{backend, kinds, store, AnyFilter, Error, Result, Stage};
+use bloomlanes_input::read_inputs;
 use clap::Args;
 use serde_json::json;
 use std::io::{self, Write};

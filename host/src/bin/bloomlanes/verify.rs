@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::input::read_inputs;
-use bloomlanes_host::{kinds, verify, Error, KeySet, KindSpec, Layout, Result};
+use bloomlanes_host::{kinds, verify, Error, KindSpec, Layout, Result};
+use bloomlanes_input::{read_inputs, KeySet};
 use clap::Args;
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Opening one input: a file (memory-mapped when it is a regular uncompressed file), standard
 //! input (`-`), or a gzip, zstd or xz stream (detected by its magic bytes, decompressed on the
-//! fly). Nothing is read whole: the bytes are handed on in chunks by [`super::chunk`].
+//! fly). Nothing is read whole: the bytes are handed on in chunks by [`crate::chunk`].
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -208,14 +208,19 @@ fn decoder(
 fn decoder(
     c: Compression,
     raw: Box<dyn Read + Send>,
-    _shown: &Path,
+    shown: &Path,
 ) -> Result<Box<dyn Read + Send>> {
     match c {
         Compression::None => Ok(raw),
-        _ => Err(Error::Unsupported {
-            what: "compressed inputs",
-            feature: "compression",
-        }),
+        _ => Err(Error::input(
+            shown,
+            Some(Location::Byte(0)),
+            format!(
+                "is {}-compressed, and compressed inputs are not available in this build \
+                 (bloomlanes-input was compiled without its `compression` feature)",
+                c.name()
+            ),
+        )),
     }
 }
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::{Filter, KeyType, ParquetError};
 
-use super::footer::{footer_range, Footer, LeafColumn};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Result};
+use crate::footer::{footer_range, Footer, LeafColumn};
 
 /// The longest bloom-filter header read when the writer did not record the filter's length.
 const MAX_BLOOM_HEADER: u64 = 256;
@@ -27,13 +27,8 @@ pub struct ParquetFile {
 fn read_at(file: &mut File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
     let len = usize::try_from(len).map_err(|_| Error::input(path, None, "too large for memory"))?;
     let mut buf = Vec::new();
-    buf.try_reserve_exact(len).map_err(|_| {
-        Error::input(
-            path,
-            Some(Location::Byte(offset)),
-            format!("cannot allocate {len} bytes"),
-        )
-    })?;
+    buf.try_reserve_exact(len)
+        .map_err(|_| Error::input(path, Some(offset), format!("cannot allocate {len} bytes")))?;
     buf.resize(len, 0);
     file.seek(SeekFrom::Start(offset))
         .and_then(|_| file.read_exact(&mut buf))
@@ -56,10 +51,10 @@ impl ParquetFile {
             .metadata()
             .map_err(|e| Error::io(path, "read", e))?
             .len();
-        let bad = |e: super::footer::FooterError| {
+        let bad = |e: crate::footer::FooterError| {
             Error::input_with(
                 path,
-                Some(Location::Byte(e.offset)),
+                Some(e.offset),
                 format!("not a readable Parquet file: {}", e.what),
                 e,
             )
@@ -76,7 +71,7 @@ impl ParquetFile {
         if head != b"PAR1" {
             return Err(Error::input(
                 path,
-                Some(Location::Byte(0)),
+                Some(0),
                 "not a Parquet file: no PAR1 magic at the start",
             ));
         }
@@ -125,7 +120,7 @@ impl ParquetFile {
         };
         let data_end = self.footer.start;
         let name = self.footer.columns[column].path.clone();
-        let bad = |source: ParquetError| Error::ParquetImport {
+        let bad = |source: ParquetError| Error::Import {
             path: self.path.clone(),
             column: Some(format!(
                 "{name}, row group {group}, byte offset {}",

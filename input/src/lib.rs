@@ -1,49 +1,77 @@
-//! Reading keys from inputs, streamed: text lines, decimal integers, text flow keys, a CSV
-//! column, binary little-endian u64 words, or the flow keys (5-tuples) of a packet capture.
+//! `bloomlanes-input`: the streaming key-input pipeline of bloomlanes. Text lines, decimal
+//! integers, text flow keys, a CSV column, binary little-endian u64 words, or the flow keys
+//! (5-tuples) of a packet capture are read, parsed and hashed on every core, with bounded memory
+//! whatever the input's size; the `bloomlanes` tool, its library (`bloomlanes-host`) and the
+//! Python package all read their keys through it.
 //!
 //! Every input goes through one pipeline ([`pipeline`]): [`source`] opens it (a memory map for a
-//! regular file; standard input as `-`; gzip, zstd and xz undone on the fly), [`chunk`] cuts it
-//! into chunks of whole records, and worker threads parse and hash the keys of each chunk
-//! (`keys.rs`) and hand them to the command's stage (insert, probe, count, collect). Memory stays
-//! bounded whatever the input's size. [`read_inputs`] collects the keys into a [`KeySet`] for
-//! the callers that need them all at once.
+//! regular file; standard input as `-`; gzip, zstd and xz undone on the fly with the feature
+//! `compression`), [`chunk`] cuts it into chunks of whole records, and worker threads parse and
+//! hash the keys of each chunk (`keys.rs`) and hand them to the caller's [`Stage`] (insert,
+//! probe, count, collect). [`stream_keys`] runs a stage over whole inputs and numbers faults by
+//! line and byte; [`read_inputs`] collects the keys into a [`KeySet`] for the callers that need
+//! them all at once; [`count_distinct`] sizes a filter (a [`hll`] sketch of the keys).
 //!
 //! Keys from every format hash consistently: a text line, a CSV field and a Parquet `BYTE_ARRAY`
 //! value with the same bytes are the same key, and so are a binary u64, a decimal line and a
 //! Parquet `INT64` value with the same number.
 //!
 //! The container (lines, CSV, binary, capture) and the key type are separate: text is parsed as
-//! [`InputOptions::key_type`] by [`crate::key_text`] (signed and unsigned integers, floats, dates,
+//! [`InputOptions::key_type`] by [`key_text`] (signed and unsigned integers, floats, dates,
 //! timestamps, UUIDs …), and every read records its [`KeyType`] in the [`KeySet`] so that a
 //! filter knows what its keys were. `--format auto` refuses to guess when it cannot be sure
 //! (binary or compressed data, text whose every line is a number and no key type given).
+//! [`pcap`] reads captures' flow keys and writes captures ([`pcap::write`]).
+//!
+//! ```
+//! use bloomlanes_input::{read_inputs, InputOptions, KeyType};
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("ids.txt");
+//! std::fs::write(&path, "-5\n42\n")?;
+//! let opts = InputOptions { key_type: Some(KeyType::I64), ..InputOptions::default() };
+//! let (keys, summaries) = read_inputs(&[path], &opts)?;
+//! assert_eq!((keys.len(), summaries[0].keys), (2, 2));
+//! assert_eq!(keys.key_type(), KeyType::I64);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! It depends on `bloomlanes-core` alone (keys are hashed with the core's XXH64, one at a time
+//! as they are parsed; no SIMD crate is needed for that).
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::KeyType;
-
-use crate::error::{Error, Location, Result};
+pub use bloomlanes_core::KeyType;
 
 pub mod chunk;
+pub mod error;
+mod field;
+pub mod hll;
+pub mod key_text;
 mod keys;
 mod keyset;
 pub mod pcap;
 pub mod pipeline;
+mod plan;
 mod sniff;
 pub mod source;
-pub(crate) mod speculate;
+pub mod speculate;
+mod stage;
 mod stream;
 
-pub use keys::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
-pub(crate) use keys::{write_u64, Batch, ChunkParser, Keep, Stage};
+pub use error::{BoxedSource, Error, Location, Result};
+pub use field::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
 pub use pipeline::PipelineConfig;
+pub use plan::CapturePlan;
 pub use source::Compression;
-pub(crate) use stream::{stream_keys, stream_keys_as};
+pub use stage::{write_json_string, write_u64, BatchKeys, HashStage, Keep, Stage};
+pub use stream::{count_distinct, stream_keys, Collect, StreamProgress};
 
-/// How an input is read (also the CLI's `--format` values, with feature `cli`).
+/// How an input is read (also the CLI's `--format` values, with feature `clap`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum InputFormat {
     /// Decide from the contents and the name: a pcap/pcapng magic number means a capture; a
     /// `.csv`/`.tsv` name (or a CSV column given) means CSV; `.u64`/`.bin` means binary u64;
@@ -67,6 +95,23 @@ pub enum InputFormat {
 }
 
 impl InputFormat {
+    /// Every format, in the order of the command line's help.
+    pub const ALL: [InputFormat; 7] = [
+        InputFormat::Auto,
+        InputFormat::Lines,
+        InputFormat::Decimal,
+        InputFormat::Flows,
+        InputFormat::Csv,
+        InputFormat::U64,
+        InputFormat::Pcap,
+    ];
+
+    /// The format named `name` on the command line (`auto`, `lines`, `decimal`, `flows`, `csv`,
+    /// `u64`, `pcap`).
+    pub fn from_name(name: &str) -> Option<InputFormat> {
+        InputFormat::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -189,24 +234,26 @@ fn container(path: &Path, format: InputFormat, opts: &InputOptions) -> InputForm
     }
 }
 
+/// Streams the keys of `paths` into `out`, in order.
+fn collect(
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    out: &mut KeySetBuilder,
+) -> Result<Vec<InputSummary>> {
+    let mut append = |part: KeySetBuilder| -> Result<()> {
+        out.append(part);
+        Ok(())
+    };
+    stream_keys(paths, opts, 0, &Collect, &mut append, &mut |_| {})
+}
+
 /// Reads the keys of one input into `out`.
 pub fn read_input(
     path: &Path,
     opts: &InputOptions,
     out: &mut KeySetBuilder,
 ) -> Result<InputSummary> {
-    let collect = stream::Collect;
-    let mut summaries = stream_keys(
-        std::slice::from_ref(&path.to_path_buf()),
-        opts,
-        0,
-        &collect,
-        &mut |b: KeySetBuilder| {
-            out.append(b);
-            Ok(())
-        },
-        &mut |_| {},
-    )?;
+    let mut summaries = collect(std::slice::from_ref(&path.to_path_buf()), opts, out)?;
     Ok(summaries.remove(0))
 }
 
@@ -214,18 +261,7 @@ pub fn read_input(
 /// stream instead).
 pub fn read_inputs(paths: &[PathBuf], opts: &InputOptions) -> Result<(KeySet, Vec<InputSummary>)> {
     let mut b = KeySetBuilder::default();
-    let collect = stream::Collect;
-    let summaries = stream_keys(
-        paths,
-        opts,
-        0,
-        &collect,
-        &mut |part: KeySetBuilder| {
-            b.append(part);
-            Ok(())
-        },
-        &mut |_| {},
-    )?;
+    let summaries = collect(paths, opts, &mut b)?;
     let key_type = one_key_type(&summaries)?;
     Ok((b.finish().with_key_type(key_type), summaries))
 }
@@ -273,8 +309,8 @@ pub fn read_reader(
         input,
         opts,
         0,
-        &stream::Collect,
-        &mut |part: KeySetBuilder| {
+        &Collect,
+        &mut |part: KeySetBuilder| -> Result<()> {
             b.append(part);
             Ok(())
         },

@@ -8,7 +8,7 @@
 //! its range starts, and walks and classifies from there:
 //!
 //! - the guess is the first position of the range from which [`SYNC_RECORDS`] consecutive record
-//!   headers are plausible (captured length from 1 to [`pcap::MAX_PACKET`] and at most the
+//!   headers are plausible (captured length from 1 to [`crate::pcap::MAX_PACKET`] and at most the
 //!   original length, fractions of a second below 10^9, seconds within a week of the first
 //!   record's);
 //! - the range's walk goes on past its end to the first record boundary at or after it;
@@ -29,13 +29,13 @@ use std::sync::{Arc, Mutex};
 
 use memmap2::Mmap;
 
-use super::chunk::{Chunk, ChunkData};
-use super::pcap::MAX_PACKET;
-use super::pipeline::{drop_pages, PipelineConfig};
+use crate::chunk::{Chunk, ChunkData};
 use crate::error::Result;
+use crate::pcap::MAX_PACKET;
+use crate::pipeline::{drop_pages, PipelineConfig};
 
 /// Consecutive plausible record headers that make a guessed start.
-pub(crate) const SYNC_RECORDS: usize = 16;
+pub const SYNC_RECORDS: usize = 16;
 
 /// Ranges per wave: each wave's ranges are worked on in parallel, then consumed in order.
 const RANGES_PER_THREAD: usize = 4;
@@ -51,6 +51,7 @@ struct Header {
     orig: usize,
 }
 
+#[inline]
 fn header(b: &[u8], at: usize, big_endian: bool) -> Option<Header> {
     let word = |o: usize| -> Option<u32> {
         let x: [u8; 4] = b.get(at + o..at + o + 4)?.try_into().ok()?;
@@ -81,6 +82,7 @@ struct Plausible {
 }
 
 impl Plausible {
+    #[inline]
     fn ok(&self, h: &Header) -> bool {
         // No empty records: 16 zero bytes (padding, a zeroed payload) read as one, and would
         // chain a guess into the true records a few bytes early.
@@ -129,25 +131,26 @@ fn walk_to(
 }
 
 /// What the sequential reader accepts without an error (it refuses longer captured lengths).
+#[inline]
 fn accepted(h: &Header) -> bool {
     h.incl <= MAX_PACKET
 }
 
 /// One range's outcome: its guessed start, the boundary its walk ended at, and the work's result.
-type Outcome<R> = Option<(usize, usize, Result<R>)>;
+type Outcome<R, E> = Option<(usize, usize, Result<R, E>)>;
 
 /// Works on the records of `map` from `start` (the first record) in parallel as described in
 /// the module documentation, consuming results in input order; returns the boundary from which
 /// the caller must go on sequentially (`start` if speculation did not start).
-pub(crate) fn pcap_ranges<R: Send, S>(
+pub fn pcap_ranges<R: Send, S, E: Send>(
     map: &Arc<Mmap>,
     start: usize,
     big_endian: bool,
     cfg: &PipelineConfig,
     state: &(dyn Fn() -> S + Sync),
-    work: &(dyn Fn(&Chunk, &mut S) -> Result<R> + Sync),
-    consume: &mut dyn FnMut(&Chunk, R) -> Result<()>,
-) -> Result<usize> {
+    work: &(dyn Fn(&Chunk, &mut S) -> Result<R, E> + Sync),
+    consume: &mut dyn FnMut(&Chunk, R) -> Result<(), E>,
+) -> Result<usize, E> {
     let b: &[u8] = map;
     let range = cfg.chunk_bytes.max(4096);
     // The last ranges stay with the sequential reader (it handles the end of the file).
@@ -173,7 +176,7 @@ pub(crate) fn pcap_ranges<R: Send, S>(
             .take_while(|&a| a < stop)
             .collect();
         let first_trusted = trusted;
-        let outcomes: Vec<Mutex<Outcome<R>>> = starts.iter().map(|_| Mutex::new(None)).collect();
+        let outcomes: Vec<Mutex<Outcome<R, E>>> = starts.iter().map(|_| Mutex::new(None)).collect();
         let taken = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for _ in 0..cfg.threads.min(starts.len()) {

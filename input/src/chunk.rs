@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::pcap::{self, NgState};
 use crate::error::{Error, Location, Result};
+use crate::pcap::{self, NgState};
 
 /// The longest record (a line, a CSV record, a packet) accepted: 64 MiB. A longer one is an
 /// error naming where it starts, so that a file without newlines (or `/dev/zero`) is never read
@@ -43,11 +43,17 @@ impl Chunk {
             ChunkData::Owned(v) => v,
         }
     }
+
+    /// pcapng: the section state (byte order, interfaces) in force at the chunk's first block,
+    /// to walk its blocks with [`pcap::walk_blocks`]; a fresh state for other formats.
+    pub fn ng_state(&self) -> NgState {
+        self.ng.as_deref().cloned().unwrap_or_default()
+    }
 }
 
 /// What a cutter found in a window.
 #[derive(Debug, Default)]
-pub(crate) struct Cut {
+pub struct Cut {
     /// Bytes of whole records at the window's start (0: none complete yet).
     pub len: usize,
     /// The rest of the input is to be ignored (a capture's truncated last record).
@@ -57,7 +63,7 @@ pub(crate) struct Cut {
 }
 
 /// Finds record boundaries; one per input, fed windows in order.
-pub(crate) trait Cutter: Send {
+pub trait Cutter: Send {
     /// The longest prefix of whole records of `window`, which starts at input offset `offset`;
     /// `eof`: the window holds the rest of the input. A window with no whole record and not at
     /// the end gives `len == 0` and is offered again, longer.
@@ -282,25 +288,26 @@ pub(crate) struct PcapCutter {
 
 impl Cutter for PcapCutter {
     fn cut(&mut self, window: &[u8], offset: u64, eof: bool) -> Result<Cut> {
-        let (len, fault) = pcap::walk_records(window, self.big_endian);
-        if let Some(f) = fault {
-            return Err(capture_error(&self.shown, offset, f));
-        }
-        Ok(capture_cut(
-            &self.shown,
-            "packet record",
-            window,
-            offset,
-            len,
-            eof,
-        ))
+        let walked = pcap::walk_records(window, self.big_endian);
+        capture_cut(&self.shown, "packet record", window, offset, walked, eof)
     }
 }
 
-/// A capture's cut of `len` bytes of whole records (`what`: "packet record" or "pcapng
-/// block") of `window`; at the end of the input, a cut-short last one stops the input with a
-/// warning naming its byte offset (ignored, as tcpdump does).
-fn capture_cut(shown: &Path, what: &str, window: &[u8], offset: u64, len: usize, eof: bool) -> Cut {
+/// A capture's cut of the whole records (`what`: "packet record" or "pcapng block") that a
+/// walk of `window` found: its length, or the fault it met as an error; at the end of the
+/// input, a cut-short last record stops the input with a warning naming its byte offset
+/// (ignored, as tcpdump does).
+fn capture_cut(
+    shown: &Path,
+    what: &str,
+    window: &[u8],
+    offset: u64,
+    (len, fault): (usize, Option<pcap::PcapError>),
+    eof: bool,
+) -> Result<Cut> {
+    if let Some(f) = fault {
+        return Err(capture_error(shown, offset, f));
+    }
     let mut cut = Cut {
         len,
         ..Cut::default()
@@ -314,7 +321,7 @@ fn capture_cut(shown: &Path, what: &str, window: &[u8], offset: u64, len: usize,
             window.len() - len
         ));
     }
-    cut
+    Ok(cut)
 }
 
 /// pcapng blocks.
@@ -340,20 +347,10 @@ impl PcapngCutter {
 impl Cutter for PcapngCutter {
     fn cut(&mut self, window: &[u8], offset: u64, eof: bool) -> Result<Cut> {
         let mut st = self.state.clone();
-        let (len, fault) = pcap::walk_blocks(window, &mut st, &mut |_, _| {});
+        let walked = pcap::walk_blocks(window, &mut st, &mut |_, _| {});
         // Only whole blocks change the state: `st` is the state after the cut.
         self.pending = st;
-        if let Some(f) = fault {
-            return Err(capture_error(&self.shown, offset, f));
-        }
-        Ok(capture_cut(
-            &self.shown,
-            "pcapng block",
-            window,
-            offset,
-            len,
-            eof,
-        ))
+        capture_cut(&self.shown, "pcapng block", window, offset, walked, eof)
     }
 
     fn taken(&mut self, _window: &[u8], _len: usize) {

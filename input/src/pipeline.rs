@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use memmap2::Mmap;
 
-use super::chunk::{Chunk, ChunkData, Cutter, MAX_RECORD_BYTES};
-use super::source::{read_error, read_full, Body, Opened};
+use crate::chunk::{Chunk, ChunkData, Cutter, MAX_RECORD_BYTES};
 use crate::error::{Error, Location, Result};
+use crate::source::{read_error, read_full, Body, Opened};
 
 /// Sizes of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,30 +63,32 @@ pub struct ReadEnd {
     pub warnings: Vec<String>,
 }
 
-enum Item<R> {
+enum Item<R, E> {
     Done(Chunk, R),
-    Failed(u64, Error),
+    Failed(u64, E),
 }
 
 /// Runs the pipeline over `input`, from byte `start` on (bytes before it, e.g. a capture's
 /// file header, are skipped): `work` runs on the workers, `consume` on the calling thread in
-/// input order. The first error (in input order) stops everything and is returned.
-pub(crate) fn run<R, S>(
+/// input order. The first error (in input order) stops everything and is returned: the
+/// reader's converted into the callers' error type `E`, theirs as they are.
+pub fn run<R, S, E>(
     input: Opened,
     start: u64,
     mut cutter: Box<dyn Cutter>,
     cfg: &PipelineConfig,
     state: &(dyn Fn() -> S + Sync),
-    work: &(dyn Fn(&Chunk, &mut S) -> Result<R> + Sync),
-    consume: &mut dyn FnMut(&Chunk, R) -> Result<()>,
-) -> Result<ReadEnd>
+    work: &(dyn Fn(&Chunk, &mut S) -> Result<R, E> + Sync),
+    consume: &mut dyn FnMut(&Chunk, R) -> Result<(), E>,
+) -> Result<ReadEnd, E>
 where
     R: Send,
+    E: From<Error> + Send,
 {
     let cancel = AtomicBool::new(false);
     let (work_tx, work_rx) = sync_channel::<Chunk>(cfg.in_flight);
     let work_rx = Arc::new(Mutex::new(work_rx));
-    let (done_tx, done_rx) = channel::<Item<R>>();
+    let (done_tx, done_rx) = channel::<Item<R, E>>();
     // Tokens bound the chunks in existence; owned buffers travel back with them for reuse.
     let (free_tx, free_rx) = channel::<Vec<u8>>();
     for _ in 0..cfg.in_flight {
@@ -109,7 +111,7 @@ where
             match r {
                 Ok((end, seq)) => Ok((end, seq)),
                 Err((seq, e)) => {
-                    let _ = reader_done.send(Item::Failed(seq, e));
+                    let _ = reader_done.send(Item::Failed(seq, E::from(e)));
                     Err(())
                 }
             }
@@ -141,8 +143,8 @@ where
         drop(done_tx);
         // Consume in order.
         let mut next = 0u64;
-        let mut waiting: BTreeMap<u64, Item<R>> = BTreeMap::new();
-        let mut result: Result<()> = Ok(());
+        let mut waiting: BTreeMap<u64, Item<R, E>> = BTreeMap::new();
+        let mut result: Result<(), E> = Ok(());
         'outer: for item in done_rx.iter() {
             let seq = match &item {
                 Item::Done(c, _) => c.seq,
@@ -188,7 +190,7 @@ where
                 Ok(end)
             }
             // The reader's error was queued in order; reaching here means it was consumed.
-            Err(()) => Err(Error::input(&shown, None, "input reader stopped")),
+            Err(()) => Err(Error::input(&shown, None, "input reader stopped").into()),
         }
     })
 }

@@ -3,8 +3,8 @@
 
 use bloomlanes_core::{KeyType, Keys, Physical, Records, Strings};
 
-use super::pcap;
 use crate::key_text;
+use crate::pcap;
 
 /// What the keys of a [`KeySet`] are, for printing them back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,24 +1,19 @@
-//! Keys of whole inputs through the pipeline: choosing each input's cutter and parser
-//! ([`plan`]), running the chunks through a [`Stage`] and numbering faults by line and byte
-//! ([`stream_keys`]).
+//! Deciding how each input is read ([`plan`]): its format (auto-detected or given), where its
+//! records start, the cutter that finds their boundaries and the parser of its keys, and what
+//! its keys are (the key type given, the filter's, or the format's own).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use bloomlanes_core::{KeyMatch, KeyType, Keys, Physical};
+use bloomlanes_core::{KeyType, Physical};
 
-use super::chunk::{CsvCutter, Cutter, LineCutter, PcapCutter, PcapngCutter, U64Cutter};
-use super::keys::{parse_chunk, ChunkCounts, Fault, Scratch, Shown, StageOrFault};
-use super::sniff;
-use super::source::{self, Opened};
-use super::{
-    detect, pcap, pipeline, Batch, ChunkParser, FieldParser, InputFormat, InputOptions,
-    InputSummary, Keep, KeyKind, KeySetBuilder, Stage,
-};
-use crate::bulk::{Progress, Stage as Doing};
-use crate::error::{Error, Location, Result};
+use crate::chunk::{CsvCutter, Cutter, LineCutter, PcapCutter, PcapngCutter, U64Cutter};
+use crate::keys::ChunkParser;
+use crate::sniff;
+use crate::source::{self, Opened};
+use crate::{detect, pcap, Error, FieldParser, InputFormat, InputOptions, Location, Result};
 
 /// How one input is read: its format, where its records start, its cutter and parser.
-struct Plan {
+pub(crate) struct Plan {
     /// The format decided.
     pub format: InputFormat,
     /// Bytes before the first record (a pcap file header; blank lines before a CSV header).
@@ -60,7 +55,7 @@ fn head_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// is parsed as the type given, else as the filter's recorded type (a query), else as the
 /// format's own; `--format auto` refuses compressed or container data, binary data and text
 /// whose every line is a number (see `sniff`).
-fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
+pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
     let shown = &input.shown;
     let head = &input.head;
     let format = detect(&input.path, head, opts).map_err(|e| rename(e, shown))?;
@@ -76,7 +71,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
         parser: ChunkParser::Lines { field },
         key_type,
     };
-    Ok(match super::container(&input.path, format, opts) {
+    Ok(match crate::container(&input.path, format, opts) {
         InputFormat::Auto | InputFormat::Lines => {
             sniff::refuse_container(shown, head, "text lines")?;
             if auto {
@@ -118,7 +113,7 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                 .or(opts.filter_key_type)
                 .filter(|t| t.physical() == Physical::Int64 || t.physical() == Physical::Double)
                 .unwrap_or(KeyType::U64);
-            super::check_binary_type(explicit, t)?;
+            crate::check_binary_type(explicit, t)?;
             Plan {
                 format,
                 start: 0,
@@ -144,45 +139,65 @@ fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                     "--key-type {t}: the keys of a capture are flow 5-tuples (--key-type flow)"
                 )));
             }
-            let head = &input.head;
-            if head.len() >= 4
-                && u32::from_le_bytes([head[0], head[1], head[2], head[3]]) == 0x0a0d_0d0a
-            {
-                Plan {
-                    format,
-                    start: 0,
-                    start_lines: 0,
-                    cutter: Box::new(PcapngCutter::new(shown)),
-                    parser: ChunkParser::Pcapng,
-                    key_type: KeyType::Flow,
-                }
-            } else {
-                if !pcap::is_capture(head) {
-                    return Err(Error::input(
-                        shown,
-                        Some(Location::Byte(0)),
-                        "not a pcap or pcapng capture (unknown magic number)",
-                    ));
-                }
-                let h = pcap::parse_file_header(head)
-                    .map_err(|e| super::chunk::capture_error(shown, 0, e))?;
-                Plan {
-                    format,
-                    start: 24,
-                    start_lines: 0,
-                    cutter: Box::new(PcapCutter {
-                        shown: shown.clone(),
-                        big_endian: h.big_endian,
-                    }),
-                    parser: ChunkParser::Pcap {
+            let capture = CapturePlan::new(shown, &input.head)?;
+            Plan {
+                format,
+                start: capture.start,
+                start_lines: 0,
+                parser: match capture.header {
+                    Some(h) => ChunkParser::Pcap {
                         big_endian: h.big_endian,
                         linktype: h.linktype,
                     },
-                    key_type: KeyType::Flow,
-                }
+                    None => ChunkParser::Pcapng,
+                },
+                cutter: capture.cutter,
+                key_type: KeyType::Flow,
             }
         }
     })
+}
+
+/// How a capture is cut into chunks of whole records: pcapng blocks, or the packet records of a
+/// classic pcap file after its 24-byte header.
+pub struct CapturePlan {
+    /// Bytes before the first record (24 for a classic pcap file, 0 for pcapng).
+    pub start: u64,
+    /// The cutter of its records.
+    pub cutter: Box<dyn Cutter>,
+    /// The classic pcap file header (`None`: pcapng).
+    pub header: Option<pcap::FileHeader>,
+}
+
+impl CapturePlan {
+    /// The plan for the capture `shown` whose first bytes are `head`; an error naming the file
+    /// when they are neither a pcapng section nor a readable pcap file header.
+    pub fn new(shown: &Path, head: &[u8]) -> Result<CapturePlan> {
+        if pcap::is_pcapng(head) {
+            return Ok(CapturePlan {
+                start: 0,
+                cutter: Box::new(PcapngCutter::new(shown)),
+                header: None,
+            });
+        }
+        if !pcap::is_capture(head) {
+            return Err(Error::input(
+                shown,
+                Some(Location::Byte(0)),
+                "not a pcap or pcapng capture (unknown magic number)",
+            ));
+        }
+        let h =
+            pcap::parse_file_header(head).map_err(|e| crate::chunk::capture_error(shown, 0, e))?;
+        Ok(CapturePlan {
+            start: 24,
+            cutter: Box::new(PcapCutter {
+                shown: shown.to_path_buf(),
+                big_endian: h.big_endian,
+            }),
+            header: Some(h),
+        })
+    }
 }
 
 /// An error about `path` (as given) told about `shown` (`<stdin>` for `-`).
@@ -355,174 +370,4 @@ fn refuse_numeric_column(
         ));
     }
     Ok(())
-}
-
-type ChunkResult<O> = std::result::Result<(O, ChunkCounts), Fault>;
-
-/// Streams the keys of every input, in order, through `stage` (hashing under `seed`) on the
-/// pipeline's workers; `consume` gets each chunk's result in input order. `progress` hears
-/// about every chunk (stage `doing`).
-pub(crate) fn stream_keys<S: Stage>(
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    seed: u64,
-    stage: &S,
-    consume: &mut dyn FnMut(S::Out) -> Result<()>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<InputSummary>> {
-    stream_keys_as(Doing::Insert, paths, opts, seed, stage, consume, progress)
-}
-
-/// [`stream_keys`] reporting progress as `doing`.
-pub(crate) fn stream_keys_as<S: Stage>(
-    doing: Doing,
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    seed: u64,
-    stage: &S,
-    consume: &mut dyn FnMut(S::Out) -> Result<()>,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<InputSummary>> {
-    let mut summaries = Vec::with_capacity(paths.len());
-    let mut keys_before = 0u64;
-    let mut bytes_before = 0u64;
-    let bytes_total: u64 = paths
-        .iter()
-        .map(|p| {
-            std::fs::metadata(p)
-                .ok()
-                .filter(|m| m.is_file())
-                .map_or(0, |m| m.len())
-        })
-        .sum();
-    progress(Progress::stream(doing, 0, 0, bytes_total));
-    for path in paths {
-        let input = source::open(path)?;
-        let summary = stream_one(input, opts, seed, stage, consume, &mut |keys, bytes| {
-            progress(Progress::stream(
-                doing,
-                keys_before + keys,
-                bytes_before + bytes,
-                bytes_total,
-            ))
-        })?;
-        keys_before += summary.keys;
-        bytes_before += std::fs::metadata(path)
-            .ok()
-            .filter(|m| m.is_file())
-            .map_or(0, |m| m.len());
-        summaries.push(summary);
-    }
-    progress(Progress::stream(doing, keys_before, bytes_total, bytes_total).finished());
-    Ok(summaries)
-}
-
-/// Streams the keys of one opened input through `stage`; `progress(keys, bytes)` after each
-/// chunk (bytes: 0 when they are not the input's own, i.e. decompressed).
-pub(crate) fn stream_one<S: Stage>(
-    input: Opened,
-    opts: &InputOptions,
-    seed: u64,
-    stage: &S,
-    consume: &mut dyn FnMut(S::Out) -> Result<()>,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<InputSummary> {
-    let shown = input.shown.clone();
-    let compression = input.compression;
-    let exact_bytes = compression == source::Compression::None;
-    let plan = plan(&input, opts)?;
-    // A query's keys of another byte form than the filter's would all be answered "absent".
-    if let Some(filter) = opts.filter_key_type {
-        if filter.check_query(plan.key_type) == KeyMatch::Mismatch {
-            return Err(Error::KeyType {
-                path: shown.clone(),
-                filter,
-                query: plan.key_type,
-            });
-        }
-    }
-    let parser = plan.parser.clone();
-    let mut summary = InputSummary {
-        path: shown.clone(),
-        format: plan.format.name(),
-        compression: compression.name(),
-        key_type: plan.key_type,
-        ..InputSummary::default()
-    };
-    let mut lines_before = plan.start_lines;
-    let work =
-        |chunk: &super::chunk::Chunk, scratch: &mut Scratch| -> Result<ChunkResult<S::Out>> {
-            match parse_chunk(&parser, chunk, seed, stage, scratch) {
-                Ok(r) => Ok(Ok(r)),
-                Err(StageOrFault::Fault(f)) => Ok(Err(f)),
-                Err(StageOrFault::Stage(e)) => Err(e),
-            }
-        };
-    let end = pipeline::run(
-        input,
-        plan.start,
-        plan.cutter,
-        &opts.pipeline,
-        &Scratch::default,
-        &work,
-        &mut |chunk, r: ChunkResult<S::Out>| {
-            let (out, counts) = r.map_err(|f| {
-                let at = match f.line {
-                    Some(l) => Location::LineByte(lines_before + l, f.byte),
-                    None => Location::Byte(f.byte),
-                };
-                Error::input(&shown, Some(at), f.what)
-            })?;
-            lines_before += counts.lines;
-            summary.keys += counts.keys;
-            summary.skipped += counts.skipped;
-            consume(out)?;
-            let done_bytes = if exact_bytes {
-                chunk.offset + chunk.bytes().len() as u64
-            } else {
-                0
-            };
-            progress(summary.keys, done_bytes);
-            Ok(())
-        },
-    )?;
-    summary.bytes = end.bytes;
-    summary.warnings = end.warnings;
-    Ok(summary)
-}
-
-/// Collects keys (their bytes) into key-set builders, one per chunk.
-pub(crate) struct Collect;
-
-impl Stage for Collect {
-    type Out = KeySetBuilder;
-
-    fn keep(&self) -> Keep {
-        Keep::Bytes
-    }
-
-    fn flush(
-        &self,
-        _keys: Keys<'_>,
-        batch: &Batch,
-        ints: &[u64],
-        out: &mut KeySetBuilder,
-    ) -> Result<()> {
-        for &v in ints {
-            out.push_u64(v);
-        }
-        for s in &batch.shown {
-            match *s {
-                Shown::Text(a, b) => {
-                    out.push_bytes(&batch.arena[a as usize..b as usize], KeyKind::Text)
-                }
-                Shown::Tuple(a, b) => {
-                    out.push_bytes(&batch.arena[a as usize..b as usize], KeyKind::Tuples)
-                }
-                Shown::Int(v) => out.push_u64(v),
-                Shown::Typed(a, b, t) => out.push_typed(&batch.arena[a as usize..b as usize], t),
-            }
-        }
-        Ok(())
-    }
 }
