@@ -96,7 +96,7 @@ pub use reference::{FilterMut, FilterRef, ShapeError, Word};
 #[cfg(feature = "alloc")]
 pub use scalable_filter::ScalableFilter;
 #[cfg(feature = "alloc")]
-pub use spatial_filter::SpatialFilter;
+pub use spatial_filter::{SpatialError, SpatialFilter};
 pub use stats::Stats;
 pub use window::{WindowMut, WindowState};
 #[cfg(feature = "alloc")]

@@ -48,6 +48,7 @@ use core::fmt;
 use bloomlanes_core::{FilterMut, FilterRef, Keys};
 use rayon::prelude::*;
 
+pub use cells::{CellValue, Classes};
 pub use dispatch::{active_path, available_paths, SimdPath, UnknownPath};
 pub use partition::{
     release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
@@ -74,11 +75,13 @@ mod vector;
 
 // The filter kinds of issue #14 (counting, stable, window, scalable): their kernels, entry
 // points and `Probe` methods.
-mod counter_lanes;
+mod cell_kernel;
+mod cell_lanes;
+mod cells;
 mod counting;
-mod counting_kernel;
 mod kind_entry;
 mod scalable;
+mod spatial;
 mod window;
 mod window_kernel;
 

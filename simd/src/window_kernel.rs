@@ -6,7 +6,7 @@
 
 use bloomlanes_core::{block_index, Params};
 
-use crate::counting_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
+use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
 use crate::shape::{with_shape, Shape};
 use crate::vector::{self, Isa, Vector};
 

@@ -8,8 +8,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
-use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
-use common::{pack, paths, splitmix, Batch, Form};
+use common::{form, layout, pack, partitioned, paths, pooled_keys as keys, splitmix, Batch, Form};
 use proptest::prelude::*;
 
 fn counting_params(layout: Layout, blocks: u32, seed: u64, bits: CounterBits) -> Params {
@@ -38,26 +37,8 @@ fn same(a: &CountingFilter, b: &CountingFilter) -> bool {
     a.image_words() == b.image_words() && a.counter_words() == b.counter_words()
 }
 
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
 fn bits() -> impl Strategy<Value = CounterBits> {
     prop_oneof![Just(CounterBits::Four), Just(CounterBits::Eight)]
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        Just(Form::U64),
-        Just(Form::Hashes),
-        (1usize..20).prop_map(Form::Records),
-        Just(Form::Strings),
-    ]
-}
-
-/// Keys drawn from a small pool (so that batches repeat keys and share counters) or at random.
-fn keys(pool: u64, max: usize) -> impl Strategy<Value = Vec<u64>> {
-    prop::collection::vec(prop_oneof![3 => 0..pool, 1 => any::<u64>()], 0..max)
 }
 
 /// One whole comparison: `before` inserted key by key, then `ins` in bulk, then `del` in bulk,
@@ -172,32 +153,6 @@ fn check(
         }
     }
     Ok(())
-}
-
-/// `probe` with partitioning settings that make small batches take several partitions (one
-/// block each, or four), rounds and producers, each sequential and on every core.
-/// Long batches (`keys` over 1000) get the default sizes and 64 KiB slices instead (tiny
-/// rounds of a long batch would take minutes).
-fn partitioned(probe: Probe, keys: usize) -> Vec<(Probe, bool)> {
-    let mut v = Vec::new();
-    let sizes: &[(usize, usize, usize)] = if keys > 1000 {
-        &[(0, 0, 0), (64 << 10, 0, 1 << 14)]
-    } else {
-        &[(1, 128, 64), (4 * 288, 0, 0), (1, 0, 64)]
-    };
-    for &(slice_bytes, round_keys, task_keys) in sizes {
-        let p = probe.with_partitioning(Partitioning {
-            mode: PartitionMode::Partitioned,
-            slice_bytes,
-            round_keys,
-            task_keys,
-            min_part_keys: 0,
-            ..Partitioning::default()
-        });
-        v.push((p, false));
-        v.push((p, true));
-    }
-    v
 }
 
 proptest! {

@@ -9,20 +9,11 @@ mod common;
 
 use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Params};
 use bloomlanes_simd::{CacheSizes, PartitionAuto, PartitionMode, Partitioning, Probe};
-use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
+use common::{
+    forced, form, layout, pack, paths, ref_contains, ref_insert, sparse_words, splitmix, Batch,
+    Form,
+};
 use proptest::prelude::*;
-
-/// Forced partitioning with small sizes.
-fn forced(slice_bytes: usize, round_keys: usize, task_keys: usize) -> Partitioning {
-    Partitioning {
-        mode: PartitionMode::Partitioned,
-        slice_bytes,
-        round_keys,
-        task_keys,
-        min_part_keys: 0,
-        ..Partitioning::default()
-    }
-}
 
 fn pool(threads: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -53,10 +44,7 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let params = Params::new(layout, blocks).with_seed(seed);
     let len = blocks as usize * layout.block_u32s();
-    let mut state = fill_seed;
-    let base: Vec<u32> = (0..len)
-        .map(|_| (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32)
-        .collect();
+    let base = sparse_words(len, fill_seed);
     let ins = Batch::new(form, inserted);
     let prb = Batch::new(form, probed);
     let mut want = base.clone();
@@ -123,19 +111,6 @@ fn check(
         Ok(())
     })?;
     Ok(())
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        3 => Just(Form::U64),
-        1 => Just(Form::Hashes),
-        1 => (1usize..40).prop_map(Form::Records),
-        1 => Just(Form::Strings),
-    ]
 }
 
 proptest! {

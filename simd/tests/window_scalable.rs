@@ -7,7 +7,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{FilterKind, Keys, Layout, Params, ScalableFilter, WindowFilter, WindowUnit};
-use common::{pack, paths, splitmix, Batch, Form};
+use common::{form, layout, pack, paths, splitmix, Batch, Form};
 use proptest::prelude::*;
 
 fn window(
@@ -28,19 +28,6 @@ fn window(
             }),
     )
     .unwrap()
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        Just(Form::U64),
-        Just(Form::Hashes),
-        (1usize..20).prop_map(Form::Records),
-        Just(Form::Strings),
-    ]
 }
 
 /// Lookups of `probed` on every path (bytes and bitmap) against the core's.

@@ -49,7 +49,7 @@
 //! every slice once costs less than a random access per key). The defaults come from the
 //! batch-size sweep of the `partition` benchmark.
 
-mod counting;
+mod cells;
 mod gather;
 mod par_insert;
 mod run;
@@ -61,7 +61,7 @@ pub use crate::cache::CacheSizes;
 use crate::Probe;
 use scatter::PartOf;
 
-pub(crate) use counting::update as counting_update;
+pub(crate) use cells::update as cells_update;
 pub(crate) use par_insert::par_insert;
 
 /// Frees the scratch memory that partitioned operations keep for reuse. They keep the scratch

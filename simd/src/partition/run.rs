@@ -30,6 +30,8 @@ pub(super) struct Scratch {
     pub(super) scatters: Vec<Scatter>,
     pub(super) ids: Vec<u16>,
     pub(super) answers: Vec<u64>,
+    /// A cell write's values in partition order (`cells.rs`).
+    pub(super) values: Vec<u32>,
 }
 
 /// Scratch kept between calls: memory that was touched once need not be faulted in again
@@ -55,6 +57,7 @@ impl Scratch {
             scatters: Vec::new(),
             ids: Vec::new(),
             answers: Vec::new(),
+            values: Vec::new(),
         });
         let round = plan.round_keys.min(n);
         let producers = round.div_ceil(plan.task_keys).max(1);
@@ -78,6 +81,7 @@ impl Scratch {
         self.scatters.iter().map(Scatter::bytes).sum::<usize>()
             + self.ids.capacity() * 2
             + self.answers.capacity() * 8
+            + self.values.capacity() * 4
     }
 
     /// Keeps the scratch for the next call (the largest [`POOL_KEEP`] sets are kept).
@@ -310,7 +314,12 @@ pub(crate) fn contains(
 
 /// Producer `j`'s first position in each partition of a round's answers: partition `p`'s
 /// answers start at `part_start[p]`, and the earlier producers' keys of `p` come first.
-fn cursors_of(plan: &Plan, scatters: &[Scatter], part_start: &[usize], j: usize) -> Vec<u64> {
+pub(super) fn cursors_of(
+    plan: &Plan,
+    scatters: &[Scatter],
+    part_start: &[usize],
+    j: usize,
+) -> Vec<u64> {
     (0..plan.parts)
         .map(|p| {
             let before: usize = scatters[..j].iter().map(|s| s.count(p)).sum();

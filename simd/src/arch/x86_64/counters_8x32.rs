@@ -188,6 +188,29 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
     }
 }
 
+/// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max) of `v` (`0 < v <= 15`) on the
+/// key's 4-bit cells in the block as in [`insert4`]: each becomes the larger of itself and `v`
+/// (the cell isolated under its nibble mask and `v` under the same mask compare as 64-bit
+/// numbers), and its image bits are set.
+///
+/// # Safety
+/// As [`insert4`], and `v <= 15`.
+#[inline(always)]
+pub(crate) unsafe fn max4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
+    // SAFETY: as in `insert4`.
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        set_image_bits(ib, mask);
+        let vv = _mm512_set1_epi64((u64::from(v) * 0x1111_1111_1111_1111) as i64);
+        for (r, m) in nibble_masks(bits).into_iter().enumerate() {
+            let p = cb.add(16 * r).cast();
+            let c = _mm512_loadu_si512(p);
+            let raised = _mm512_max_epu64(_mm512_and_si512(c, m), _mm512_and_si512(vv, m));
+            _mm512_storeu_si512(p, _mm512_or_si512(_mm512_andnot_si512(m, c), raised));
+        }
+    }
+}
+
 /// The one-hot bytes of the key's 8-bit counters in counter register `r` (0 .. 4) of an 8x32
 /// block (see [`insert8`]).
 ///
@@ -274,5 +297,28 @@ pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
         );
         _mm256_storeu_si256(ip, _mm256_andnot_si256(clear, img));
         true
+    }
+}
+
+/// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max) of `v` (`0 < v <= 255`) on the
+/// key's 8-bit cells in the block as in [`insert8`]: each becomes the larger of itself and
+/// `v` (an unsigned byte maximum under the key's byte mask), and its image bits are set.
+///
+/// # Safety
+/// As [`insert8`], and `v <= 255`.
+#[inline(always)]
+pub(crate) unsafe fn max8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
+    // SAFETY: as in `insert8`.
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        set_image_bits(ib, mask);
+        let vv = _mm512_set1_epi8(v as u8 as i8);
+        for r in 0..4 {
+            let one = one_hot8(bits, r);
+            let key = _mm512_test_epi8_mask(one, one);
+            let p = cb.add(16 * r as usize).cast();
+            let c = _mm512_loadu_si512(p);
+            _mm512_storeu_si512(p, _mm512_mask_max_epu8(c, key, c, vv));
+        }
     }
 }
