@@ -18,12 +18,12 @@
 //! ops only), `AB_FILL` caps the keys inserted before the run (default 16 Mi),
 //! `AB_MODE=direct|partitioned|auto` sets the probe's partitioning mode (default auto),
 //! `AB_SLICE` its slice bytes, `AB_FORM=hashes` gives the batch as hashes (no hashing in the
-//! timed run).
+//! timed run), `AB_PRESENT` draws the batch from the filter's keys (else random keys).
 
 use std::hint::black_box;
 
 use bloomlanes_benches::kinds::{counting_write, SpatialSetup};
-use bloomlanes_benches::{env_or, env_size, random, speed_of_light, static_filter, Clock};
+use bloomlanes_benches::{env_or, env_size, present, random, speed_of_light, static_filter, Clock};
 use bloomlanes_core::{
     xxh64_u64, CounterBits, CountingFilter, FilterKind, Keys, Layout, Params, WindowFilter,
 };
@@ -91,7 +91,13 @@ fn main() {
     let ranges = env_or("AB_RANGES", 4 * rayon::current_num_threads());
     let n_keys = (bytes * 8 / 10).min(env_size("AB_FILL", 16 << 20));
     let inserted = random(n_keys, 1);
-    let keys = random(batch, 2);
+    // `AB_PRESENT`: keys of the filter (for the spatial ops, of the spatial filter).
+    let present_keys = std::env::var("AB_PRESENT").is_ok();
+    let keys = if present_keys {
+        present(&inserted, batch, 2)
+    } else {
+        random(batch, 2)
+    };
     // `AB_FORM=hashes`: the keys' hashes are given instead of the keys (no hashing in the run).
     let given: Vec<u64> = if std::env::var("AB_FORM").as_deref() == Ok("hashes") {
         keys.iter().map(|&k| xxh64_u64(k, 0)).collect()
@@ -141,6 +147,7 @@ fn main() {
             // Spatial ops: SIZE is the image's and cells' bytes.
             let cell_bits = if bits8 { 8 } else { 4 };
             let mut s = SpatialSetup::new(&probe, bytes, cell_bits, 4, 11, n_keys);
+            let pk = present_keys.then(|| present(&s.keys, batch, 2));
             let classes: Vec<u16> = random(batch, 4)
                 .iter()
                 .map(|r| 1 + (r % 4) as u16)
@@ -149,6 +156,7 @@ fn main() {
             let one = std::env::var("AB_CLASSES").as_deref() == Ok("one");
             let out = &mut out;
             Box::new(move |phase| {
+                let batch_keys = pk.as_deref().map_or(batch_keys, Keys::U64);
                 let cs = if one {
                     Classes::One(1)
                 } else {

@@ -4,12 +4,18 @@
 //! a mask (shift out, compare, add, subtract or raise to the value, shifted back in): a fixed,
 //! branch-free sequence of about 12 instructions per register, 2 registers for 8x32 with 4-bit
 //! cells. 16-bit cells keep the scalar lanes (16 to 64 registers per block: see `mod.rs`).
+//!
+//! Reads ([`read_avx2`], also the AVX-512 path's for 8-lane blocks) test the key's mask against
+//! the image block from the same lane bit indices, then gather the key's cell words 8 at a
+//! time (`vpgatherdd`), shift each cell down (`vpsrlvd`), narrow them to 16 bits and take the
+//! smallest with one `phminposuw`.
 
 use core::arch::x86_64::*;
 
 use super::{scalar_lanes, words_per_lane, CellIsa, DEC, INC, MAX};
 use crate::arch::x86_64::avx2::{lane_indices, Avx2};
 use crate::shape::Shape;
+use crate::vector;
 
 /// Clears, in the image block of `S` at `ib`, the key's bit in every lane `i` whose bit
 /// `i` is set in `flags`; `groups[g]` holds the lane bit indices of lanes `8g .. 8g + 8`.
@@ -141,6 +147,69 @@ unsafe fn lanes_avx2<S: Shape, const C: u32, const OP: u8>(
     }
 }
 
+/// [`CellIsa::read`] in AVX2 registers, 8 lanes at a time.
+///
+/// # Safety
+/// As [`CellIsa::read`], with AVX2.
+#[inline(always)]
+pub(super) unsafe fn read_avx2<S: Shape, const C: u32>(
+    ib: *const u32,
+    cb: *const u32,
+    h: u64,
+) -> u32 {
+    let q = words_per_lane::<S, C>() as u32;
+    let per = 32 / C;
+    let groups = S::LAYOUT.lanes() / 8;
+    // SAFETY: AVX2 is available (contract). The image words read are `8g .. 8g + 8 <= L` of
+    // the block's `L` words (32-bit lanes), readable (contract); lane `8g + t` gathers cell word
+    // `(8g + t)·Q + bit / per < L·Q = block_u32s × C`, readable (contract).
+    unsafe {
+        let bits = [
+            lane_indices::<S>(h as u32, 0),
+            if groups == 2 {
+                lane_indices::<S>(h as u32, 8)
+            } else {
+                _mm256_setzero_si256()
+            },
+        ];
+        if S::LAYOUT.word_bits() == 32 {
+            for (g, &b) in bits.iter().enumerate().take(groups) {
+                let img = _mm256_loadu_si256(ib.add(8 * g).cast());
+                if _mm256_testc_si256(img, _mm256_sllv_epi32(_mm256_set1_epi32(1), b)) == 0 {
+                    return 0;
+                }
+            }
+        } else if !vector::contains::<Avx2, S>(ib, h) {
+            return 0;
+        }
+        let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mut acc = _mm_set1_epi16(-1);
+        for (g, &b) in bits.iter().enumerate().take(groups) {
+            let lane = _mm256_add_epi32(iota, _mm256_set1_epi32(8 * g as i32));
+            let words = _mm256_add_epi32(
+                _mm256_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32)),
+                _mm256_srl_epi32(b, _mm_cvtsi32_si128(per.trailing_zeros() as i32)),
+            );
+            let sh = _mm256_sll_epi32(
+                _mm256_and_si256(b, _mm256_set1_epi32(per as i32 - 1)),
+                _mm_cvtsi32_si128(C.trailing_zeros() as i32),
+            );
+            let cells = _mm256_and_si256(
+                _mm256_srlv_epi32(_mm256_i32gather_epi32::<4>(cb.cast(), words), sh),
+                _mm256_set1_epi32((1 << C) - 1),
+            );
+            // Cells are below 2^16: the signed pack keeps them; each 128-bit half holds its 4.
+            let packed = _mm256_packus_epi32(cells, cells);
+            let halves = _mm_min_epu16(
+                _mm256_castsi256_si128(packed),
+                _mm256_extracti128_si256::<1>(packed),
+            );
+            acc = _mm_min_epu16(acc, halves);
+        }
+        (_mm_cvtsi128_si32(_mm_minpos_epu16(acc)) & 0xFFFF) as u32
+    }
+}
+
 impl CellIsa for Avx2 {
     type Ahead = ();
 
@@ -162,5 +231,11 @@ impl CellIsa for Avx2 {
                 lanes_avx2::<S, C, OP>(ib, cb, h, v)
             }
         }
+    }
+
+    #[inline(always)]
+    unsafe fn read<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
+        // SAFETY: the caller's contract (AVX2 is this ISA).
+        unsafe { read_avx2::<S, C>(ib, cb, h) }
     }
 }

@@ -9,12 +9,12 @@
 //!
 //! A write is one of the core's [`CellUpdate`](bloomlanes_core::CellUpdate)s as a const generic
 //! ([`INC`], [`DEC`], [`MAX`] with a value); [`CellIsa::update`] also keeps the image (the
-//! projection, bit = cell > 0) right. A read is [`CellIsa::min`], the core's
+//! projection, bit = cell > 0) right. A read is [`CellIsa::read`], the core's
 //! [`CellReduce::Min`](bloomlanes_core::CellReduce) of the key's cells. `Decay` touches single
 //! cells anywhere in the filter (the stable filter's picked cells), never a key's `L` cells, so
 //! it is not a lane operation: `cell_kernel` applies it cell by cell.
 //!
-//! [`CellIsa::lanes`] and [`CellIsa::min`] have scalar defaults, lane by lane (the portable and
+//! [`CellIsa::lanes`] and [`CellIsa::read`] have scalar defaults, lane by lane (the portable and
 //! SSE2 paths, which have no variable shifts, and 16-bit cells everywhere: a key's 8 or 16 cells
 //! lie in 8 or 16 of its block's 128 to 512 cell words, too sparse for a sweep). AVX2
 //! (`avx2.rs`) and AVX-512 (`avx512.rs`) override the writes of 4- and 8-bit cells in *word
@@ -100,10 +100,10 @@ pub(crate) unsafe fn scalar_lanes<S: Shape, const C: u32, const OP: u8>(
     }
 }
 
-/// [`CellIsa::min`] lane by lane.
+/// The smallest of the key's `L` cells, lane by lane.
 ///
 /// # Safety
-/// As [`CellIsa::min`].
+/// `cb` points to the `S::LAYOUT.block_u32s() × C` readable cell words of one block.
 #[inline(always)]
 pub(crate) unsafe fn scalar_min<S: Shape, const C: u32>(cb: *const u32, h: u32) -> u32 {
     let max = (1u32 << C) - 1;
@@ -206,17 +206,73 @@ pub(crate) trait CellIsa: Isa + Sized {
         unsafe { scalar_lanes::<S, C, OP>(ib, cb, h, v) }
     }
 
-    /// The smallest of the key's `L` cells (`C` bits each) in the block whose cells start at
-    /// `cb`. `a` is the key's [`CellIsa::ahead`].
+    /// Whether the image block at `ib` holds every bit of the key with hash `h` (all the key's
+    /// cells are positive).
     ///
     /// # Safety
-    /// `cb` points to the `S::LAYOUT.block_u32s() × C` readable cell words of one block; the
-    /// CPU supports the ISA.
+    /// `ib` points to the `S::LAYOUT.block_u32s()` readable image words of one block; the CPU
+    /// supports the ISA.
     #[inline(always)]
-    unsafe fn min<S: Shape, const C: u32>(cb: *const u32, h: u64, a: Self::Ahead) -> u32 {
-        let _ = a;
+    unsafe fn present<S: Shape>(ib: *const u32, h: u64) -> bool {
         // SAFETY: the caller's contract.
-        unsafe { scalar_min::<S, C>(cb, h as u32) }
+        unsafe { vector::contains::<Self, S>(ib, h) }
+    }
+
+    /// The smallest of the key's `L` cells (`C` bits each) in the block whose image starts at
+    /// `ib` and cells at `cb`: 0, without reading the cells, if the image block lacks one of the
+    /// key's bits (the image is the cells' projection, so one of its cells is 0).
+    ///
+    /// # Safety
+    /// `ib` points to the `S::LAYOUT.block_u32s()` readable image words of one block and `cb`
+    /// to its `S::LAYOUT.block_u32s() × C` readable cell words; the CPU supports the ISA.
+    #[inline(always)]
+    unsafe fn read<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if vector::contains::<Self, S>(ib, h) {
+                scalar_min::<S, C>(cb, h as u32)
+            } else {
+                0
+            }
+        }
+    }
+
+    /// [`CellIsa::read`] of two keys, of blocks `b[0]` and `b[1]` of the image at `ip` and the
+    /// cells at `cp` (by default one after the other; an ISA may interleave them).
+    ///
+    /// # Safety
+    /// Both blocks lie in the readable image and cells, and the cells hold at most
+    /// `i32::MAX` words; the CPU supports the ISA.
+    #[inline(always)]
+    unsafe fn read2<S: Shape, const C: u32>(
+        ip: *const u32,
+        cp: *const u32,
+        b: [usize; 2],
+        h: [u64; 2],
+    ) -> [u32; 2] {
+        // SAFETY: the caller's contract.
+        unsafe { read_each::<Self, S, C>(ip, cp, b, h) }
+    }
+}
+
+/// Two [`CellIsa::read`]s.
+///
+/// # Safety
+/// As [`CellIsa::read2`].
+#[inline(always)]
+pub(crate) unsafe fn read_each<I: CellIsa, S: Shape, const C: u32>(
+    ip: *const u32,
+    cp: *const u32,
+    b: [usize; 2],
+    h: [u64; 2],
+) -> [u32; 2] {
+    let (per, cper) = (S::LAYOUT.block_u32s(), S::LAYOUT.block_u32s() * C as usize);
+    // SAFETY: blocks `b[k]` lie in the image and cells (caller); the CPU supports I.
+    unsafe {
+        [
+            I::read::<S, C>(ip.add(b[0] * per), cp.add(b[0] * cper), h[0]),
+            I::read::<S, C>(ip.add(b[1] * per), cp.add(b[1] * cper), h[1]),
+        ]
     }
 }
 

@@ -66,6 +66,22 @@ unsafe fn bits_and_mask(bits: &[u32; 8]) -> (__m256i, __m256i) {
 unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
     // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
     unsafe {
+        let nibble = _mm512_set1_epi64(0xF);
+        let [s0, s1] = nibble_shifts(bits);
+        [_mm512_sllv_epi64(nibble, s0), _mm512_sllv_epi64(nibble, s1)]
+    }
+}
+
+/// The shift counts of the key's nibbles in the 64-bit words of the block's two counter
+/// registers: `4b` in the low word of lane `i`'s element and `4b − 64` in its high one (the
+/// count of the other word is outside `0 .. 64`).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `bits` holds 8 lane bit indices below 32.
+#[inline(always)]
+unsafe fn nibble_shifts(bits: __m256i) -> [__m512i; 2] {
+    // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
+    unsafe {
         let low = _mm256_slli_epi32::<2>(bits);
         let high = _mm256_sub_epi32(low, _mm256_set1_epi32(64));
         // The tables' upper halves are zero: index 8 reads a zero.
@@ -74,10 +90,10 @@ unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
         // (index 16 + k: the second table), both zero-extended.
         let idx0 = _mm512_setr_epi32(0, 8, 16, 8, 1, 8, 17, 8, 2, 8, 18, 8, 3, 8, 19, 8);
         let idx1 = _mm512_setr_epi32(4, 8, 20, 8, 5, 8, 21, 8, 6, 8, 22, 8, 7, 8, 23, 8);
-        let s0 = _mm512_permutex2var_epi32(low, idx0, high);
-        let s1 = _mm512_permutex2var_epi32(low, idx1, high);
-        let nibble = _mm512_set1_epi64(0xF);
-        [_mm512_sllv_epi64(nibble, s0), _mm512_sllv_epi64(nibble, s1)]
+        [
+            _mm512_permutex2var_epi32(low, idx0, high),
+            _mm512_permutex2var_epi32(low, idx1, high),
+        ]
     }
 }
 
@@ -297,28 +313,5 @@ pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
         );
         _mm256_storeu_si256(ip, _mm256_andnot_si256(clear, img));
         true
-    }
-}
-
-/// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max) of `v` (`0 < v <= 255`) on the
-/// key's 8-bit cells in the block as in [`insert8`]: each becomes the larger of itself and
-/// `v` (an unsigned byte maximum under the key's byte mask), and its image bits are set.
-///
-/// # Safety
-/// As [`insert8`], and `v <= 255`.
-#[inline(always)]
-pub(crate) unsafe fn max8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
-    // SAFETY: as in `insert8`.
-    unsafe {
-        let (bits, mask) = bits_and_mask(bits);
-        set_image_bits(ib, mask);
-        let vv = _mm512_set1_epi8(v as u8 as i8);
-        for r in 0..4 {
-            let one = one_hot8(bits, r);
-            let key = _mm512_test_epi8_mask(one, one);
-            let p = cb.add(16 * r as usize).cast();
-            let c = _mm512_loadu_si512(p);
-            _mm512_storeu_si512(p, _mm512_mask_max_epu8(c, key, c, vv));
-        }
     }
 }
