@@ -68,10 +68,10 @@ fn bench_spatial<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize
         for (name, s) in &spatial {
             let k = keys(&s.keys);
             g.bench_function(BenchmarkId::new(format!("{name}/lookup/1t"), kind), |b| {
-                b.iter(|| probe.spatial_classes(&s.filter, Keys::U64(&k), &mut out))
+                b.iter(|| probe.min_cells(&s.filter, Keys::U64(&k), &mut out))
             });
             g.bench_function(BenchmarkId::new(format!("{name}/lookup/all"), kind), |b| {
-                b.iter(|| probe.par_spatial_classes(&s.filter, Keys::U64(&k), &mut out))
+                b.iter(|| probe.par_min_cells(&s.filter, Keys::U64(&k), &mut out))
             });
         }
     }

@@ -132,8 +132,8 @@ fn main() {
             };
             let (out, count) = (&mut out, op.ends_with("ccount"));
             Box::new(move |phase| match (phase, count) {
-                (Phase::Op, true) if par => p.par_count_counting(&f, batch_keys, out),
-                (Phase::Op, true) => p.count_counting(&f, batch_keys, out),
+                (Phase::Op, true) if par => p.par_min_cells(&f, batch_keys, out),
+                (Phase::Op, true) => p.min_cells(&f, batch_keys, out),
                 (_, true) => {}
                 // A delete is prepared by an insert, an insert undone by a delete (on the
                 // thread that ran it: the filter's lines stay in its core's caches).
@@ -169,8 +169,8 @@ fn main() {
                     (Phase::Op, true, true) => {
                         p.par_insert_spatial(s.filter.as_view_mut(), batch_keys, cs)
                     }
-                    (Phase::Op, false, false) => p.spatial_classes(&s.filter, batch_keys, out),
-                    (Phase::Op, false, true) => p.par_spatial_classes(&s.filter, batch_keys, out),
+                    (Phase::Op, false, false) => p.min_cells(&s.filter, batch_keys, out),
+                    (Phase::Op, false, true) => p.par_min_cells(&s.filter, batch_keys, out),
                     _ => {}
                 }
             })

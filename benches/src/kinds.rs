@@ -2,7 +2,7 @@
 //! of the same blocks, spatial filters of a given total size.
 
 use bloomlanes_core::{CounterBits, CountingFilter, Keys, Layout, Params, SpatialFilter};
-use bloomlanes_simd::{Classes, Probe};
+use bloomlanes_simd::{Classes, Probe, Schedule};
 
 use crate::{random, BITS_PER_KEY};
 
@@ -77,8 +77,9 @@ impl SpatialSetup {
             .into_iter()
             .map(|r| 1 + (r % u64::from(classes)) as u16)
             .collect();
+        let (cs, all) = (Classes::U16(&classes), Schedule::AllCores);
         probe
-            .par_insert_spatial_filter(&mut filter, Keys::U64(&keys), Classes::U16(&classes))
+            .insert_spatial_filter(&mut filter, Keys::U64(&keys), cs, all)
             .expect("classes 1 to n");
         SpatialSetup {
             filter,

@@ -13,7 +13,7 @@
 use bloomlanes_core::counting::stable_cells;
 use bloomlanes_core::{block_index, cell, CellBits, CellUpdate, Params};
 
-use crate::cell_lanes::{CellIsa, DEC, INC, MAX};
+use crate::cell_lanes::{Block, CellIsa, Key, DEC, INC, MAX};
 use crate::shape::{with_shape, Shape};
 
 /// Storage up to this size (image and counters together) is left to the hardware prefetcher,
@@ -50,6 +50,14 @@ pub(crate) fn prefetch_bytes(p: *const u32, bytes: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, bytes);
+}
+
+/// The keys of one kernel call: their hashes, the operation's values (one, or one per key)
+/// and where refused deletes go (their positions in `hashes`).
+struct Batch<'a> {
+    hashes: &'a [u64],
+    values: &'a [u32],
+    refused: &'a mut Vec<u32>,
 }
 
 /// The cell operation's value for key `i` of a batch: `values` holds one value per key, or one
@@ -89,16 +97,29 @@ unsafe fn apply<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     if OP == MAX && v == 0 {
         return;
     }
-    let v = v.min((1 << C) - 1);
-    let per = S::LAYOUT.block_u32s();
-    let b = b as usize;
+    let value = v.min((1 << C) - 1);
+    let block = Block::nth::<S, C>(
+        Block {
+            image: ip,
+            cells: cp,
+        },
+        b as usize,
+    );
     // SAFETY: block `b`'s image (`per` words) and cells (`per × C` words) lie in the caller's
-    // storage, ours for the call; the CPU supports I (caller); `v` is at most the maximum.
-    unsafe {
-        let (ib, cb) = (ip.add(b * per), cp.add(b * per * C as usize));
-        if !I::update::<S, C, OP>(ib, cb, h, v, a) {
-            refused.push(i);
-        }
+    // storage, ours for the call; the CPU supports I (caller); the value is at most the
+    // maximum.
+    let done = unsafe {
+        I::update::<S, C, OP>(
+            block,
+            Key {
+                hash: h,
+                value,
+                ahead: a,
+            },
+        )
+    };
+    if !done {
+        refused.push(i);
     }
 }
 
@@ -122,12 +143,15 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
     blocks: u32,
     first: u32,
     sub: u32,
-    ip: *mut u32,
-    cp: *mut u32,
-    hashes: &[u64],
-    values: &[u32],
-    refused: &mut Vec<u32>,
+    at: Block,
+    batch: Batch<'_>,
 ) {
+    let Batch {
+        hashes,
+        values,
+        refused,
+    } = batch;
+    let (ip, cp) = (at.image, at.cells);
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
     let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
@@ -183,9 +207,7 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     first: u32,
     image: &mut [u32],
     cells: &mut [u32],
-    hashes: &[u64],
-    values: &[u32],
-    refused: &mut Vec<u32>,
+    batch: Batch<'_>,
 ) {
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
@@ -198,18 +220,27 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     // Dense batches (the whole filter, or a partition's own keys; judged by the first keys, a
     // hint only: every key's range is still tested) skip the ring: one predictable range test
     // per key, the block of the key `LAG` ahead prefetched.
-    if sub == blocks || hashes.iter().take(GROUP).all(|&h| local(h) < sub) {
+    if sub == blocks || batch.hashes.iter().take(GROUP).all(|&h| local(h) < sub) {
+        let at = Block {
+            image: ip,
+            cells: cp,
+        };
         // SAFETY: `ip`/`cp` are the exclusively borrowed image and cells of `sub` blocks; the
         // CPU supports I (caller).
         unsafe {
             if pf {
-                dense::<I, S, C, OP, true>(blocks, first, sub, ip, cp, hashes, values, refused)
+                dense::<I, S, C, OP, true>(blocks, first, sub, at, batch)
             } else {
-                dense::<I, S, C, OP, false>(blocks, first, sub, ip, cp, hashes, values, refused)
+                dense::<I, S, C, OP, false>(blocks, first, sub, at, batch)
             }
         }
         return;
     }
+    let Batch {
+        hashes,
+        values,
+        refused,
+    } = batch;
     // The ring of in-range keys: hash, local block, position in `hashes`.
     let mut ring_h = [0u64; RING];
     let mut ring_b = [0u32; RING];
@@ -279,20 +310,25 @@ pub(crate) unsafe fn update<I: CellIsa>(
 ) {
     assert!(hashes.len() <= u32::MAX as usize);
     assert!(values.len() == 1 || values.len() == hashes.len(), "values");
-    let (b, n, v) = (p.blocks, first, values);
+    let (b, n) = (p.blocks, first);
+    let k = Batch {
+        hashes,
+        values,
+        refused,
+    };
     with_shape!(p.layout, S => {
         // SAFETY: the CPU supports I (caller); the rest is checked by `update_shaped`.
         unsafe {
             match (p.kind.cell_bits(), op) {
-                (CellBits::Four, INC) => update_shaped::<I, S, 4, INC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Four, DEC) => update_shaped::<I, S, 4, DEC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Four, _) => update_shaped::<I, S, 4, MAX>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Eight, INC) => update_shaped::<I, S, 8, INC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Eight, DEC) => update_shaped::<I, S, 8, DEC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Eight, _) => update_shaped::<I, S, 8, MAX>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Sixteen, INC) => update_shaped::<I, S, 16, INC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Sixteen, DEC) => update_shaped::<I, S, 16, DEC>(b, n, image, cells, hashes, v, refused),
-                (CellBits::Sixteen, _) => update_shaped::<I, S, 16, MAX>(b, n, image, cells, hashes, v, refused),
+                (CellBits::Four, INC) => update_shaped::<I, S, 4, INC>(b, n, image, cells, k),
+                (CellBits::Four, DEC) => update_shaped::<I, S, 4, DEC>(b, n, image, cells, k),
+                (CellBits::Four, _) => update_shaped::<I, S, 4, MAX>(b, n, image, cells, k),
+                (CellBits::Eight, INC) => update_shaped::<I, S, 8, INC>(b, n, image, cells, k),
+                (CellBits::Eight, DEC) => update_shaped::<I, S, 8, DEC>(b, n, image, cells, k),
+                (CellBits::Eight, _) => update_shaped::<I, S, 8, MAX>(b, n, image, cells, k),
+                (CellBits::Sixteen, INC) => update_shaped::<I, S, 16, INC>(b, n, image, cells, k),
+                (CellBits::Sixteen, DEC) => update_shaped::<I, S, 16, DEC>(b, n, image, cells, k),
+                (CellBits::Sixteen, _) => update_shaped::<I, S, 16, MAX>(b, n, image, cells, k),
                 (CellBits::One, _) => panic!("a kind with cells wider than a bit"),
             }
         }
@@ -451,6 +487,11 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
     let (ip, cp) = (image.as_ptr(), cells.as_ptr());
+    // The reads only read through these pointers.
+    let at = Block {
+        image: ip.cast_mut(),
+        cells: cp.cast_mut(),
+    };
     let block = |i: usize| block_index(hashes[i], blocks) as usize;
     // Keys two at a time where the cells' word offsets fit `i32` (`CellIsa::read2`).
     let step = if cells.len() <= i32::MAX as usize {
@@ -481,11 +522,11 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
         unsafe {
             if n == 2 {
                 let (b0, b1) = (block(i), block(i + 1));
-                let got = I::read2::<S, C>(ip, cp, [b0, b1], [hashes[i], hashes[i + 1]]);
+                let got = I::read2::<S, C>(at, [b0, b1], [hashes[i], hashes[i + 1]]);
                 out[i..i + 2].copy_from_slice(&got);
             } else {
                 let b = block(i);
-                out[i] = I::read::<S, C>(ip.add(b * per), cp.add(b * cper), hashes[i]);
+                out[i] = I::read::<S, C>(Block::nth::<S, C>(at, b), hashes[i]);
             }
         }
         i += n;

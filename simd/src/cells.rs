@@ -7,7 +7,9 @@
 //! `spatial.rs` are the kinds' front doors over these.
 
 use bloomlanes_core::cell::{cell_words, reduce_cells};
-use bloomlanes_core::{CellBits, CellReduce, CellUpdate, CellsMut, Keys, Params};
+use bloomlanes_core::{
+    CellBits, CellReduce, CellUpdate, CellsMut, CountingFilter, Keys, Params, SpatialFilter,
+};
 use rayon::prelude::*;
 
 use crate::cell_lanes::{DEC, INC, MAX};
@@ -147,6 +149,14 @@ impl<'a> Write<'a> {
     }
 }
 
+/// A key count `count` after `added` keys went in and `removed` went out (`None`: unknown).
+pub(crate) fn grown(count: Option<u64>, added: usize, removed: usize) -> Option<u64> {
+    count.map(|k| {
+        k.saturating_add(added as u64)
+            .saturating_sub(removed as u64)
+    })
+}
+
 /// Sets bit `i` of a bitmap.
 pub(crate) fn set_bit(bits: &mut [u64], i: usize) {
     bits[i / 64] |= 1 << (i % 64);
@@ -178,21 +188,36 @@ fn reference(filter: &mut CellsMut<'_>, w: Write<'_>, keys: Keys<'_>, refused: &
     count
 }
 
+/// How a cell write runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// On the calling thread: partitioned by filter region when the probe's
+    /// [`crate::Partitioning`] says it pays, else key after key.
+    OneThread,
+    /// On every core (rayon's current pool): partitioned (a few partitions per thread) where
+    /// [`Schedule::OneThread`] would be, else over one block range per thread. One-thread pools
+    /// and batches under [`crate::PAR_INSERT_MIN_KEYS`] keys run as [`Schedule::OneThread`].
+    AllCores,
+    /// Over exactly this many block ranges (at least 1) on every core, with no fallback: each
+    /// range's task applies, in input order, the keys that fall into it. For tests and tuning.
+    Ranges(usize),
+    /// Always partitioned with the probe's [`crate::Partitioning`] sizes (whatever its mode),
+    /// on every core if `true`. For tests and tuning.
+    Partitioned(bool),
+}
+
 impl Probe {
-    /// Applies `w` to every key, exactly as the core's key-by-key path in input order, and
-    /// returns the number of refused deletes (bit `i % 64` of `refused[i / 64]` set for each;
-    /// `refused` is one bit per key for deletes, ignored otherwise). On every core if
-    /// `parallel` (rayon's current pool; one-thread pools and batches under
-    /// [`crate::PAR_INSERT_MIN_KEYS`] keys run on one thread): partitioned by filter region when
-    /// the probe's [`crate::Partitioning`] says so, else over one block range per thread;
-    /// on one thread partitioned or in input order.
+    /// Applies `w` to every key, exactly as the core's key-by-key path in input order, as
+    /// `how` says (the scalar path runs the core's reference), and returns the number of
+    /// refused deletes (bit `i % 64` of `refused[i / 64]` set for each and cleared for the
+    /// others; `refused` is one bit per key for deletes, ignored otherwise).
     pub(crate) fn write_cells(
         &self,
         mut filter: CellsMut<'_>,
         w: Write<'_>,
         keys: Keys<'_>,
         refused: &mut [u64],
-        parallel: bool,
+        how: Schedule,
     ) -> u64 {
         refused.fill(0);
         let Some(kf) = kind_fns(self.path) else {
@@ -201,18 +226,27 @@ impl Probe {
         let p = *filter.params();
         let n = keys.len();
         let threads = rayon::current_num_threads();
-        let par = parallel && threads > 1 && n >= crate::PAR_INSERT_MIN_KEYS;
-        if self.partitioning.partitions_cells(&p, n) {
-            let plan = if par {
-                self.partitioning
-                    .cells_plan(&p, n, threads, threads * PARTS_PER_THREAD)
+        let all = how == Schedule::AllCores && threads > 1 && n >= crate::PAR_INSERT_MIN_KEYS;
+        let auto = matches!(how, Schedule::OneThread | Schedule::AllCores);
+        let partitioned = match how {
+            Schedule::Partitioned(par) => Some(par),
+            _ if auto && self.partitioning.partitions_cells(&p, n) => Some(all),
+            _ => None,
+        };
+        if let Some(par) = partitioned {
+            let t = if par { threads } else { 1 };
+            let min_parts = if auto && !par {
+                1
             } else {
-                self.partitioning.cells_plan(&p, n, 1, 1)
+                t * PARTS_PER_THREAD
             };
+            let plan = self.partitioning.cells_plan(&p, n, t, min_parts);
             return crate::partition::cells_update(self, kf, w, &plan, filter, keys, refused, par);
         }
-        if par {
-            return self.write_ranges(kf, w, filter, keys, threads, refused);
+        match how {
+            Schedule::Ranges(r) => return self.write_ranges(kf, w, filter, keys, r, refused),
+            _ if all => return self.write_ranges(kf, w, filter, keys, threads, refused),
+            _ => {}
         }
         let (image, cells) = filter.parts_mut();
         let (mut buf, mut vbuf, mut no) = (vec![0u64; CHUNK.min(n)], Vec::new(), Vec::new());
@@ -233,52 +267,6 @@ impl Probe {
             count += no.len() as u64;
         }
         count
-    }
-
-    /// [`Probe::write_cells`] over exactly `ranges` block ranges (at least 1) on every core,
-    /// without a fallback (the scalar path runs the reference), for tests and tuning: each
-    /// range's task applies, in input order, the keys that fall into it (keys of different
-    /// blocks are independent).
-    pub(crate) fn write_cells_ranges(
-        &self,
-        mut filter: CellsMut<'_>,
-        w: Write<'_>,
-        keys: Keys<'_>,
-        ranges: usize,
-        refused: &mut [u64],
-    ) -> u64 {
-        refused.fill(0);
-        match kind_fns(self.path) {
-            Some(kf) => self.write_ranges(kf, w, filter, keys, ranges, refused),
-            None => reference(&mut filter, w, keys, refused),
-        }
-    }
-
-    /// [`Probe::write_cells`], always partitioned with this probe's [`crate::Partitioning`]
-    /// sizes (whatever its mode), on every core if `parallel`, for tests and tuning (the
-    /// scalar path runs the reference).
-    pub(crate) fn write_cells_partitioned(
-        &self,
-        mut filter: CellsMut<'_>,
-        w: Write<'_>,
-        keys: Keys<'_>,
-        refused: &mut [u64],
-        parallel: bool,
-    ) -> u64 {
-        refused.fill(0);
-        let Some(kf) = kind_fns(self.path) else {
-            return reference(&mut filter, w, keys, refused);
-        };
-        let p = *filter.params();
-        let threads = if parallel {
-            rayon::current_num_threads()
-        } else {
-            1
-        };
-        let plan =
-            self.partitioning
-                .cells_plan(&p, keys.len(), threads, threads * PARTS_PER_THREAD);
-        crate::partition::cells_update(self, kf, w, &plan, filter, keys, refused, parallel)
     }
 
     /// The all-core cell write over `ranges` block ranges.
@@ -343,22 +331,40 @@ impl Probe {
         count
     }
 
-    /// The smallest of each key's cells ([`CellReduce::Min`]) in a filter with `params`,
-    /// `image` and `cells`, 0 for an absent key, into `out`, on every core if `parallel` (in
-    /// chunks of [`crate::PAR_CHUNK`] keys).
+    /// Each key's smallest cell ([`CellReduce::Min`]): `out[i]` for key `i`, 0 if the filter
+    /// does not hold it (answered from the image alone; the cells of upcoming keys are
+    /// prefetched) — a spatial filter's class ([`SpatialFilter::class_of_hash`]), a counting
+    /// or stable filter's count ([`CountingFilter::count_hash`]).
     ///
     /// # Panics
-    /// If the words are not the filter's, `out.len() != keys.len()`, or `T` cannot hold the
-    /// filter's largest cell value.
-    pub(crate) fn read_min<T: CellValue>(
+    /// If `out.len() != keys.len()`, or `T` is narrower than the cells (`u8` holds 4- and
+    /// 8-bit cells, `u16` and `u32` any).
+    pub fn min_cells<T: CellValue>(&self, filter: &impl CellFilter, keys: Keys<'_>, out: &mut [T]) {
+        self.read_min(filter, keys, out, false)
+    }
+
+    /// [`Probe::min_cells`] on every core (rayon's current pool), in chunks of 16 Ki keys.
+    ///
+    /// # Panics
+    /// As [`Probe::min_cells`].
+    pub fn par_min_cells<T: CellValue>(
         &self,
-        params: &Params,
-        image: &[u32],
-        cells: &[u32],
+        filter: &impl CellFilter,
+        keys: Keys<'_>,
+        out: &mut [T],
+    ) {
+        self.read_min(filter, keys, out, true)
+    }
+
+    /// [`Probe::min_cells`], on every core if `parallel`.
+    fn read_min<T: CellValue>(
+        &self,
+        filter: &impl CellFilter,
         keys: Keys<'_>,
         out: &mut [T],
         parallel: bool,
     ) {
+        let (params, image, cells) = filter.cell_parts();
         let bits = params.kind.cell_bits();
         assert!(bits != CellBits::One, "not a filter with cells");
         assert!(
@@ -369,15 +375,14 @@ impl Probe {
         );
         assert_eq!(image.len() as u64, params.u32_len(), "image words");
         assert_eq!(cells.len() as u64, cell_words(params, bits), "cell words");
-        assert_eq!(out.len(), keys.len(), "one output value per key");
+        crate::chunks::check_per_key(out.len(), &keys);
         let kf = kind_fns(self.path);
-        let run = |start: usize, out: &mut [T]| {
+        let run = |keys: Keys<'_>, out: &mut [T]| {
             let mut hashes = vec![0u64; out.len().min(CHUNK)];
             let mut vals = vec![0u32; hashes.len()];
             for (c, out) in out.chunks_mut(CHUNK).enumerate() {
-                let s = start + c * CHUNK;
+                let keys = keys.slice(c * CHUNK..c * CHUNK + out.len());
                 let (hashes, vals) = (&mut hashes[..out.len()], &mut vals[..out.len()]);
-                let keys = keys.slice(s..s + out.len());
                 match kf {
                     Some(kf) => {
                         hash_into(self, keys, params.seed, hashes);
@@ -398,12 +403,31 @@ impl Probe {
             }
         };
         if parallel {
-            out.par_chunks_mut(crate::PAR_CHUNK)
-                .enumerate()
-                .for_each(|(c, out)| run(c * crate::PAR_CHUNK, out));
+            crate::chunks::par_chunks(keys, out, 1, run);
         } else {
-            run(0, out);
+            run(keys, out);
         }
+    }
+}
+
+/// A filter with cells ([`CountingFilter`], [`SpatialFilter`]; sealed): what
+/// [`Probe::min_cells`] reads.
+pub trait CellFilter: sealed::Sealed {
+    /// The parameters, the image and the cells.
+    fn cell_parts(&self) -> (&Params, &[u32], &[u32]);
+}
+
+impl sealed::Sealed for CountingFilter {}
+impl CellFilter for CountingFilter {
+    fn cell_parts(&self) -> (&Params, &[u32], &[u32]) {
+        (self.params(), self.image_words(), self.counter_words())
+    }
+}
+
+impl sealed::Sealed for SpatialFilter {}
+impl CellFilter for SpatialFilter {
+    fn cell_parts(&self) -> (&Params, &[u32], &[u32]) {
+        (self.params(), self.image_words(), self.cell_words())
     }
 }
 

@@ -6,7 +6,7 @@
 //! [`CountingMut::stable_insert_hash`]): keys of one batch that share counters see each other's
 //! updates, a delete that finds a counter at zero is refused and changes nothing. Lookups are
 //! static lookups of the projection: [`Probe::contains`] of [`CountingMut::projection`] or
-//! [`CountingFilter::projection`]; [`Probe::count_counting`] answers each key's count.
+//! [`CountingFilter::projection`]; [`Probe::min_cells`] answers each key's count.
 //!
 //! ```
 //! use bloomlanes_core::{CounterBits, CountingFilter, Keys, Layout, Params};
@@ -23,13 +23,13 @@
 //! probe.contains(f.projection(), Keys::U64(&keys[500..]), &mut found);
 //! assert!(found.iter().all(|&b| b == 1));
 //! let mut counts = vec![0u8; 500];
-//! probe.count_counting(&f, Keys::U64(&keys[500..]), &mut counts);
+//! probe.min_cells(&f, Keys::U64(&keys[500..]), &mut counts);
 //! assert!(counts.iter().all(|&c| c >= 1));
 //! ```
 
 use bloomlanes_core::{CountingFilter, CountingMut, FilterKind, Keys, RemoveError};
 
-use crate::cells::{CellValue, Write};
+use crate::cells::{grown, Schedule, Write};
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
 use crate::Probe;
 
@@ -66,14 +66,15 @@ impl Probe {
     /// automatic mode: image and counters over half the last-level cache and at most 160 bytes
     /// of them per key of the batch); the words end the same either way.
     pub fn insert_counting(&self, filter: CountingMut<'_>, keys: Keys<'_>) {
-        self.insert_counting_on(filter, keys, false);
+        self.insert_counting_on(filter, keys, Schedule::OneThread);
     }
 
-    /// [`Probe::insert_counting`] on every core if `parallel` (counting filters only).
-    fn insert_counting_on(&self, mut filter: CountingMut<'_>, keys: Keys<'_>, parallel: bool) {
+    /// [`Probe::insert_counting`] as `how` says (counting filters; stable inserts run on one
+    /// thread).
+    fn insert_counting_on(&self, mut filter: CountingMut<'_>, keys: Keys<'_>, how: Schedule) {
         let p = *filter.params();
         let FilterKind::Stable { decrements, .. } = p.kind else {
-            self.write_cells(filter, Write::INC, keys, &mut [], parallel);
+            self.write_cells(filter, Write::INC, keys, &mut [], how);
             return;
         };
         let Some(kf) = kind_fns(self.path) else {
@@ -113,8 +114,7 @@ impl Probe {
         keys: Keys<'_>,
         refused: &mut [u64],
     ) -> Result<u64, RemoveError> {
-        check_delete(&filter, keys, refused)?;
-        Ok(self.write_cells(filter, Write::DEC, keys, refused, false))
+        self.counting_with(filter, keys, true, refused, Schedule::OneThread)
     }
 
     /// [`Probe::insert_counting`] on every core (rayon's current pool) for a counting filter,
@@ -125,7 +125,7 @@ impl Probe {
     /// decrement cells anywhere), one-thread pools, the scalar path and batches under
     /// [`crate::PAR_INSERT_MIN_KEYS`] keys take the sequential insert.
     pub fn par_insert_counting(&self, filter: CountingMut<'_>, keys: Keys<'_>) {
-        self.insert_counting_on(filter, keys, true);
+        self.insert_counting_on(filter, keys, Schedule::AllCores);
     }
 
     /// [`Probe::remove_counting`] on every core (rayon's current pool), with exactly its
@@ -144,62 +144,15 @@ impl Probe {
         keys: Keys<'_>,
         refused: &mut [u64],
     ) -> Result<u64, RemoveError> {
-        check_delete(&filter, keys, refused)?;
-        Ok(self.write_cells(filter, Write::DEC, keys, refused, true))
-    }
-
-    /// [`Probe::par_insert_counting`] or [`Probe::par_remove_counting`] with exactly `ranges`
-    /// block ranges (at least 1) and no sequential fallback, for tests and tuning. `remove`
-    /// selects deletes; `refused` is as for [`Probe::remove_counting`] (ignored for inserts).
-    /// The scalar path runs the sequential reference.
-    ///
-    /// # Errors
-    /// [`RemoveError::Unsupported`] for deletes from (and inserts into) a filter that is not
-    /// a counting filter: stable inserts are sequential by nature.
-    ///
-    /// # Panics
-    /// For deletes, if `refused.len() != keys.len().div_ceil(64)`.
-    pub fn par_counting_ranges(
-        &self,
-        filter: CountingMut<'_>,
-        keys: Keys<'_>,
-        remove: bool,
-        refused: &mut [u64],
-        ranges: usize,
-    ) -> Result<u64, RemoveError> {
-        let (w, refused) = counting_write(&filter, keys, remove, refused)?;
-        Ok(self.write_cells_ranges(filter, w, keys, ranges, refused))
-    }
-
-    /// A partitioned counting insert or delete (`remove`), always partitioned with this
-    /// probe's [`crate::Partitioning`] sizes (whatever its mode), on every core if `parallel`,
-    /// for tests and tuning; the result and `refused` are as for [`Probe::remove_counting`]
-    /// (`refused` is ignored for inserts). The scalar path runs the sequential reference.
-    ///
-    /// # Errors
-    /// [`RemoveError::Unsupported`] for a filter that is not a counting filter (stable inserts
-    /// are not partitioned).
-    ///
-    /// # Panics
-    /// For deletes, if `refused.len() != keys.len().div_ceil(64)`.
-    pub fn counting_partitioned(
-        &self,
-        filter: CountingMut<'_>,
-        keys: Keys<'_>,
-        remove: bool,
-        refused: &mut [u64],
-        parallel: bool,
-    ) -> Result<u64, RemoveError> {
-        let (w, refused) = counting_write(&filter, keys, remove, refused)?;
-        Ok(self.write_cells_partitioned(filter, w, keys, refused, parallel))
+        let how = Schedule::AllCores;
+        self.counting_with(filter, keys, true, refused, how)
     }
 
     /// [`Probe::insert_counting`] into an owned counting or stable filter, whose key count
     /// grows by the number of keys (as the core's [`CountingFilter::insert`] counts them).
     pub fn insert_counting_filter(&self, filter: &mut CountingFilter, keys: Keys<'_>) {
         self.insert_counting(filter.as_view_mut(), keys);
-        let n = keys.len() as u64;
-        filter.set_key_count(filter.key_count().map(|k| k.saturating_add(n)));
+        filter.set_key_count(grown(filter.key_count(), keys.len(), 0));
     }
 
     /// [`Probe::remove_counting`] from an owned counting filter, whose key count shrinks by the
@@ -217,65 +170,36 @@ impl Probe {
         refused: &mut [u64],
     ) -> Result<u64, RemoveError> {
         let no = self.remove_counting(filter.as_view_mut(), keys, refused)?;
-        let done = keys.len() as u64 - no;
-        filter.set_key_count(filter.key_count().map(|k| k.saturating_sub(done)));
+        filter.set_key_count(grown(filter.key_count(), no as usize, keys.len()));
         Ok(no)
     }
 
-    /// Each key's count in a counting (or stable) filter: `out[i]` is the smallest of key
-    /// `i`'s counters ([`CountingFilter::count_hash`]), 0 if it is absent. Absent keys are
-    /// answered from the image alone; the counters of upcoming keys are prefetched.
+    /// A counting insert or delete (`remove`) as `how` says (the block ranges and forced
+    /// partitions of [`Schedule`] are for tests and tuning); the result and `refused` are as
+    /// for [`Probe::remove_counting`] (`refused` is ignored for inserts). The scalar path runs
+    /// the core's reference.
+    ///
+    /// # Errors
+    /// [`RemoveError::Unsupported`] (nothing changed) for a filter that is not a counting
+    /// filter, for inserts too: stable inserts run on one thread ([`Probe::insert_counting`]).
     ///
     /// # Panics
-    /// If `out.len() != keys.len()`, or `T` is narrower than the counters (16-bit output for
-    /// 4- and 8-bit counters is fine; `u8` always is).
-    pub fn count_counting<T: CellValue>(
+    /// For deletes, if `refused.len() != keys.len().div_ceil(64)`.
+    pub fn counting_with(
         &self,
-        filter: &CountingFilter,
+        filter: CountingMut<'_>,
         keys: Keys<'_>,
-        out: &mut [T],
-    ) {
-        let (p, image, cells) = (
-            filter.params(),
-            filter.image_words(),
-            filter.counter_words(),
-        );
-        self.read_min(p, image, cells, keys, out, false);
-    }
-
-    /// [`Probe::count_counting`] on every core (rayon's current pool), in chunks of 16 Ki keys.
-    ///
-    /// # Panics
-    /// As [`Probe::count_counting`].
-    pub fn par_count_counting<T: CellValue>(
-        &self,
-        filter: &CountingFilter,
-        keys: Keys<'_>,
-        out: &mut [T],
-    ) {
-        let (p, image, cells) = (
-            filter.params(),
-            filter.image_words(),
-            filter.counter_words(),
-        );
-        self.read_min(p, image, cells, keys, out, true);
-    }
-}
-
-/// The write of a counting insert or delete (`remove`) and its refusal bits, after the checks
-/// of [`check_delete`] (a counting filter, for inserts too: stable inserts are sequential).
-fn counting_write<'r>(
-    filter: &CountingMut<'_>,
-    keys: Keys<'_>,
-    remove: bool,
-    refused: &'r mut [u64],
-) -> Result<(Write<'static>, &'r mut [u64]), RemoveError> {
-    if !remove {
-        if !is_counting(filter) {
-            return Err(RemoveError::Unsupported);
+        remove: bool,
+        refused: &mut [u64],
+        how: Schedule,
+    ) -> Result<u64, RemoveError> {
+        if !remove {
+            if !is_counting(&filter) {
+                return Err(RemoveError::Unsupported);
+            }
+            return Ok(self.write_cells(filter, Write::INC, keys, &mut [], how));
         }
-        return Ok((Write::INC, &mut []));
+        check_delete(&filter, keys, refused)?;
+        Ok(self.write_cells(filter, Write::DEC, keys, refused, how))
     }
-    check_delete(filter, keys, refused)?;
-    Ok((Write::DEC, refused))
 }

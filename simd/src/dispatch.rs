@@ -171,3 +171,45 @@ pub(crate) struct Fns {
     pub(crate) hash: unsafe fn(Keys<'_>, u64, &mut [u64]),
     pub(crate) insert_hashes: unsafe fn(Params, u32, &mut [u32], &[u64]),
 }
+
+/// The dispatch table of the entry points in scope (`contains_bytes`, `contains_bitmap`,
+/// `insert`, `insert_atomic`, `hash`, `insert_hashes`).
+macro_rules! fns {
+    () => {
+        crate::dispatch::Fns {
+            contains_bytes,
+            contains_bitmap,
+            insert,
+            insert_atomic,
+            hash,
+            insert_hashes,
+        }
+    };
+}
+pub(crate) use fns;
+
+/// One entry point: the generic kernel `$kernel` for `$isa`, with the attributes in `[...]`
+/// (the ISA's `#[target_feature]`, or none).
+macro_rules! entry {
+    ([$($attr:meta)?] $isa:ty, $name:ident = $($kernel:ident)::+ ($($arg:ident: $ty:ty),*)) => {
+        #[doc = concat!("`", stringify!($($kernel)::+), "` for this module's ISA.")]
+        ///
+        /// # Safety
+        /// As the kernel's, and the CPU supports this module's instruction set.
+        $(#[$attr])?
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $name($($arg: $ty),*) {
+            // SAFETY: the kernel's conditions and the instruction set are the caller's.
+            unsafe { $($kernel)::+::<$isa>($($arg),*) }
+        }
+    };
+}
+pub(crate) use entry;
+
+/// The entry points `$name = kernel(args)` of one ISA (see [`entry!`]).
+macro_rules! entries {
+    ($isa:ty, $attrs:tt; $($name:ident = $($kernel:ident)::+ ($($arg:ident: $ty:ty),*);)*) => {
+        $(crate::dispatch::entry!($attrs $isa, $name = $($kernel)::+ ($($arg: $ty),*));)*
+    };
+}
+pub(crate) use entries;

@@ -28,27 +28,11 @@ pub(crate) struct KindFns {
     pub(crate) window_set: unsafe fn(Params, usize, usize, &mut [u32], &[u64]),
 }
 
-/// One entry point: the generic kernel `$kernel` for `$isa`, with the attributes in `[...]`.
-macro_rules! entry {
-    ([$($attr:meta)?] $isa:ty, $name:ident = $($kernel:ident)::+ ($($arg:ident: $ty:ty),*)) => {
-        #[doc = concat!("`", stringify!($($kernel)::+), "` for this module's ISA.")]
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[$attr])?
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name($($arg: $ty),*) {
-            // SAFETY: the instruction set is the caller's condition; the kernel checks the
-            // shapes of the words it is given.
-            unsafe { $($kernel)::+::<$isa>($($arg),*) }
-        }
-    };
-}
-
 /// Defines the kind entry points of one ISA (with `[$attr]`) and their table `FNS`.
 macro_rules! kind_entry_points {
     ($isa:ty, $attrs:tt) => {
-        kind_entry_points!(@ $isa, $attrs;
+        use bloomlanes_core::Params;
+        crate::dispatch::entries!($isa, $attrs;
             cells = crate::cell_kernel::update(
                 op: u8, p: Params, first: u32, image: &mut [u32], cells: &mut [u32],
                 hashes: &[u64], values: &[u32], refused: &mut Vec<u32>
@@ -66,14 +50,15 @@ macro_rules! kind_entry_points {
                 p: Params, gens: usize, current: usize, words: &mut [u32], hashes: &[u64]
             );
         );
-    };
-    (@ $isa:ty, $attrs:tt; $($name:ident = $($kernel:ident)::+ ($($arg:ident: $ty:ty),*);)*) => {
-        use bloomlanes_core::Params;
-        $(entry!($attrs $isa, $name = $($kernel)::+ ($($arg: $ty),*));)*
 
         /// The kind kernels of this ISA.
-        pub(crate) const FNS: crate::kind_entry::KindFns =
-            crate::kind_entry::KindFns { $($name),* };
+        pub(crate) const FNS: crate::kind_entry::KindFns = crate::kind_entry::KindFns {
+            cells,
+            stable,
+            min,
+            window_contains,
+            window_set,
+        };
     };
 }
 

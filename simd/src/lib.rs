@@ -46,9 +46,8 @@
 use core::fmt;
 
 use bloomlanes_core::{FilterMut, FilterRef, Keys};
-use rayon::prelude::*;
 
-pub use cells::{CellValue, Classes};
+pub use cells::{CellFilter, CellValue, Classes, Schedule};
 pub use dispatch::{active_path, available_paths, SimdPath, UnknownPath};
 pub use partition::{
     release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
@@ -78,6 +77,7 @@ mod vector;
 mod cell_kernel;
 mod cell_lanes;
 mod cells;
+mod chunks;
 mod counting;
 mod kind_entry;
 mod scalable;
@@ -137,7 +137,7 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
-        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        chunks::check_per_key(out.len(), &keys);
         if self.partitioned_bytes(filter, keys, out, false) {
             return;
         }
@@ -152,11 +152,7 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
-        assert_eq!(
-            out.len(),
-            keys.len().div_ceil(64),
-            "one output word per 64 keys"
-        );
+        chunks::check_bitmap(out, &keys);
         if self.partitioned_bitmap(filter, keys, out, false) {
             return;
         }
@@ -184,16 +180,10 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn par_contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
-        assert_eq!(out.len(), keys.len(), "one output byte per key");
-        if self.partitioned_bytes(filter, keys, out, true) {
-            return;
+        chunks::check_per_key(out.len(), &keys);
+        if !self.partitioned_bytes(filter, keys, out, true) {
+            chunks::par_chunks(keys, out, 1, |k, o| self.contains(filter, k, o));
         }
-        out.par_chunks_mut(PAR_CHUNK)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let start = c * PAR_CHUNK;
-                self.contains(filter, keys.slice(start..start + out.len()), out);
-            });
     }
 
     /// [`Probe::contains_bitmap`] on every core (rayon's current pool), in chunks of 16 Ki
@@ -202,21 +192,10 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn par_contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
-        assert_eq!(
-            out.len(),
-            keys.len().div_ceil(64),
-            "one output word per 64 keys"
-        );
-        if self.partitioned_bitmap(filter, keys, out, true) {
-            return;
+        chunks::check_bitmap(out, &keys);
+        if !self.partitioned_bitmap(filter, keys, out, true) {
+            chunks::par_chunks(keys, out, 64, |k, o| self.contains_bitmap(filter, k, o));
         }
-        out.par_chunks_mut(PAR_CHUNK / 64)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let start = c * PAR_CHUNK;
-                let end = (start + PAR_CHUNK).min(keys.len());
-                self.contains_bitmap(filter, keys.slice(start..end), out);
-            });
     }
 
     /// [`Probe::insert`] on every core (rayon's current pool), leaving exactly the words of a

@@ -158,4 +158,4 @@ impl Vector for u32x8 {
     }
 }
 
-crate::bulk::entry_points!(Portable);
+crate::bulk::entry_points!(Portable, []);

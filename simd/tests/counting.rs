@@ -8,6 +8,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
+use bloomlanes_simd::{Probe, Schedule};
 use common::{form, layout, pack, partitioned, paths, pooled_keys as keys, splitmix, Batch, Form};
 use proptest::prelude::*;
 
@@ -68,88 +69,51 @@ fn check(
     let want_hits: Vec<u8> = (0..probed.keys().len())
         .map(|i| u8::from(want.contains_hash(probed.keys().hash(i, params.seed))))
         .collect();
+    let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
+    // A delete's result, its refusals and the lookups after it, against the reference.
+    let deleted = |got: &CountingFilter, n: u64, refused: &[u64], what: &str| {
+        prop_assert!(same(got, &want), "delete on {}", what);
+        prop_assert_eq!(refused, &want_refused[..], "refused on {}", what);
+        prop_assert_eq!(n, ones, "refusals on {}", what);
+        let mut hits = vec![7u8; probe_keys.len()];
+        Probe::active().contains(got.projection(), probed.keys(), &mut hits);
+        prop_assert_eq!(&hits, &want_hits, "lookup on {}", what);
+        Ok(())
+    };
+    let n = ins.keys().len().max(del.keys().len());
     for probe in paths() {
-        let p = probe.path();
-        for parallel in [false, true] {
-            let mut got = base.clone();
-            if parallel {
-                let r = probe.par_counting_ranges(
-                    got.as_view_mut(),
-                    ins.keys(),
-                    false,
-                    &mut [],
-                    ranges,
-                );
-                prop_assert_eq!(r, Ok(0));
-            } else {
-                probe.insert_counting_filter(&mut got, ins.keys());
-                prop_assert_eq!(got.key_count(), after_insert.key_count());
-            }
-            prop_assert!(
-                same(&got, &after_insert),
-                "insert on {} (par {})",
-                p,
-                parallel
+        // The owned filter's one-thread insert and delete, with the key counts.
+        let mut got = base.clone();
+        probe.insert_counting_filter(&mut got, ins.keys());
+        prop_assert!(same(&got, &after_insert), "insert on {}", probe.path());
+        prop_assert_eq!(got.key_count(), after_insert.key_count());
+        let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
+        let gone = probe.remove_counting_filter(&mut got, del.keys(), &mut refused);
+        prop_assert_eq!(got.key_count(), want.key_count());
+        deleted(&got, gone.unwrap(), &refused, probe.path().name())?;
+        // Every other schedule; partitions of one block or a few, several rounds and producers.
+        let mut ways = vec![
+            (probe, Schedule::AllCores),
+            (probe, Schedule::Ranges(ranges)),
+        ];
+        ways.extend(
+            partitioned(probe, n)
+                .into_iter()
+                .map(|(q, par)| (q, Schedule::Partitioned(par))),
+        );
+        for (probe, how) in ways {
+            let what = format!(
+                "{} ({how:?}, {:?})",
+                probe.path(),
+                probe.partitioning().mode
             );
-            let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
-            let n = if parallel {
-                probe
-                    .par_counting_ranges(got.as_view_mut(), del.keys(), true, &mut refused, ranges)
-                    .unwrap()
-            } else {
-                let n = probe
-                    .remove_counting_filter(&mut got, del.keys(), &mut refused)
-                    .unwrap();
-                prop_assert_eq!(got.key_count(), want.key_count());
-                n
-            };
-            prop_assert!(same(&got, &want), "delete on {} (par {})", p, parallel);
-            prop_assert_eq!(
-                &refused,
-                &want_refused,
-                "refused on {} (par {})",
-                p,
-                parallel
-            );
-            let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
-            prop_assert_eq!(n, ones);
-            let mut hits = vec![7u8; probe_keys.len()];
-            probe.contains(got.projection(), probed.keys(), &mut hits);
-            prop_assert_eq!(&hits, &want_hits, "lookup on {}", p);
-        }
-        // Partitioned: one block per partition or a few, several rounds and producers.
-        for (probe, parallel) in partitioned(probe, ins.keys().len().max(del.keys().len())) {
             let mut got = base.clone();
-            let r =
-                probe.counting_partitioned(got.as_view_mut(), ins.keys(), false, &mut [], parallel);
+            let r = probe.counting_with(got.as_view_mut(), ins.keys(), false, &mut [], how);
             prop_assert_eq!(r, Ok(0));
-            prop_assert!(
-                same(&got, &after_insert),
-                "partitioned insert on {} ({:?}, par {})",
-                p,
-                probe.partitioning(),
-                parallel
-            );
+            prop_assert!(same(&got, &after_insert), "insert on {}", what);
             let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
-            let n = probe
-                .counting_partitioned(got.as_view_mut(), del.keys(), true, &mut refused, parallel)
-                .unwrap();
-            prop_assert!(
-                same(&got, &want),
-                "partitioned delete on {} ({:?}, par {})",
-                p,
-                probe.partitioning(),
-                parallel
-            );
-            prop_assert_eq!(
-                &refused,
-                &want_refused,
-                "partitioned refused on {} (par {})",
-                p,
-                parallel
-            );
-            let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
-            prop_assert_eq!(n, ones);
+            let gone = probe.counting_with(got.as_view_mut(), del.keys(), true, &mut refused, how);
+            deleted(&got, gone.unwrap(), &refused, &what)?;
         }
     }
     Ok(())
@@ -260,8 +224,9 @@ proptest! {
                 let mut f = CountingFilter::new(params).unwrap();
                 let mut refused = vec![u64::MAX; del.len().div_ceil(64)];
                 let n = if parallel {
-                    probe.par_counting_ranges(f.as_view_mut(), ins_b.keys(), false, &mut [], ranges).unwrap();
-                    probe.par_counting_ranges(f.as_view_mut(), del_b.keys(), true, &mut refused, ranges).unwrap()
+                    let how = Schedule::Ranges(ranges);
+                    probe.counting_with(f.as_view_mut(), ins_b.keys(), false, &mut [], how).unwrap();
+                    probe.counting_with(f.as_view_mut(), del_b.keys(), true, &mut refused, how).unwrap()
                 } else {
                     probe.insert_counting(f.as_view_mut(), ins_b.keys());
                     probe.remove_counting(f.as_view_mut(), del_b.keys(), &mut refused).unwrap()
@@ -421,7 +386,13 @@ fn deletes_of_absent_keys_are_refused_and_change_nothing() {
             assert_eq!(n, absent.len() as u64, "{layout} on {}", probe.path());
             assert!(same(&g, &f), "{layout} on {}", probe.path());
             let n = probe
-                .par_counting_ranges(g.as_view_mut(), Keys::U64(&absent), true, &mut r, 2)
+                .counting_with(
+                    g.as_view_mut(),
+                    Keys::U64(&absent),
+                    true,
+                    &mut r,
+                    Schedule::Ranges(2),
+                )
                 .unwrap();
             assert_eq!(n, absent.len() as u64);
             assert!(same(&g, &f));

@@ -9,7 +9,7 @@
 mod common;
 
 use bloomlanes_core::{CellBits, CounterBits, CountingFilter, Keys, Layout, Params, SpatialFilter};
-use bloomlanes_simd::{Classes, Probe};
+use bloomlanes_simd::{Classes, Probe, Schedule};
 use common::{form, layout, partitioned, paths, pooled_keys, splitmix, Batch, Form};
 use proptest::prelude::*;
 
@@ -83,16 +83,16 @@ fn check_lookups(probe: Probe, f: &SpatialFilter, probed: Keys<'_>) -> Result<()
         .map(|i| f.class_of_hash(probed.hash(i, seed)))
         .collect();
     let mut wide = vec![u32::MAX; probed.len()];
-    probe.spatial_classes(f, probed, &mut wide);
+    probe.min_cells(f, probed, &mut wide);
     prop_assert_eq!(&wide, &want, "u32 classes on {}", probe.path());
-    probe.par_spatial_classes(f, probed, &mut wide);
+    probe.par_min_cells(f, probed, &mut wide);
     prop_assert_eq!(&wide, &want, "par u32 classes on {}", probe.path());
     let mut mid = vec![u16::MAX; probed.len()];
-    probe.spatial_classes(f, probed, &mut mid);
+    probe.min_cells(f, probed, &mut mid);
     prop_assert!(mid.iter().zip(&want).all(|(&a, &b)| u32::from(a) == b));
     if f.cell_bits() != CellBits::Sixteen {
         let mut narrow = vec![u8::MAX; probed.len()];
-        probe.par_spatial_classes(f, probed, &mut narrow);
+        probe.par_min_cells(f, probed, &mut narrow);
         prop_assert!(narrow.iter().zip(&want).all(|(&a, &b)| u32::from(a) == b));
     }
     Ok(())
@@ -119,27 +119,26 @@ fn check(
     };
     for probe in paths() {
         let p = probe.path();
-        for parallel in [false, true] {
+        for how in [Schedule::OneThread, Schedule::AllCores] {
             let mut got = base.clone();
-            if parallel {
-                probe
-                    .par_insert_spatial_filter(&mut got, ins.keys(), cs)
-                    .unwrap();
-            } else {
-                probe
-                    .insert_spatial_filter(&mut got, ins.keys(), cs)
-                    .unwrap();
-            }
-            prop_assert!(same(&got, &want), "insert on {} (par {})", p, parallel);
+            probe
+                .insert_spatial_filter(&mut got, ins.keys(), cs, how)
+                .unwrap();
+            prop_assert!(same(&got, &want), "insert on {} ({:?})", p, how);
             prop_assert_eq!(got.keys_per_class(), want.keys_per_class());
             prop_assert_eq!(got.key_count(), want.key_count());
         }
         let mut got = base.clone();
-        probe.par_spatial_ranges(got.as_view_mut(), ins.keys(), cs, ranges);
+        probe.par_insert_spatial(got.as_view_mut(), ins.keys(), cs);
+        prop_assert!(same(&got, &want), "view insert on every core on {}", p);
+        let mut got = base.clone();
+        let how = Schedule::Ranges(ranges);
+        probe.insert_spatial_with(got.as_view_mut(), ins.keys(), cs, how);
         prop_assert!(same(&got, &want), "{} ranges on {}", ranges, p);
         for (probe, parallel) in partitioned(probe, ins.keys().len()) {
             let mut got = base.clone();
-            probe.spatial_partitioned(got.as_view_mut(), ins.keys(), cs, parallel);
+            let how = Schedule::Partitioned(parallel);
+            probe.insert_spatial_with(got.as_view_mut(), ins.keys(), cs, how);
             prop_assert!(
                 same(&got, &want),
                 "partitioned on {} ({:?}, par {})",
@@ -256,9 +255,11 @@ fn bad_classes_are_refused_and_change_nothing() {
             let before = f.clone();
             let mut classes = vec![1u32; keys.len()];
             classes[57] = bad;
-            let err = probe.insert_spatial_filter(&mut f, Keys::U64(&keys), Classes::U32(&classes));
+            let one = Schedule::OneThread;
+            let err =
+                probe.insert_spatial_filter(&mut f, Keys::U64(&keys), Classes::U32(&classes), one);
             assert!(err.is_err(), "class {bad} on {}", probe.path());
-            let err = probe.insert_spatial_filter(&mut f, Keys::U64(&keys), bad);
+            let err = probe.insert_spatial_filter(&mut f, Keys::U64(&keys), Classes::One(bad), one);
             assert!(err.is_err());
             assert_eq!(
                 f,
@@ -315,10 +316,10 @@ fn counting_counts_match_the_core() {
                 assert!(blocks < 300 || want.contains(&0));
                 for probe in paths() {
                     let mut got = vec![u32::MAX; probed.len()];
-                    probe.count_counting(&f, Keys::U64(&probed), &mut got);
+                    probe.min_cells(&f, Keys::U64(&probed), &mut got);
                     assert_eq!(got, want, "{layout} {bits:?} {blocks} on {}", probe.path());
                     let mut got = vec![u8::MAX; probed.len()];
-                    probe.par_count_counting(&f, Keys::U64(&probed), &mut got);
+                    probe.par_min_cells(&f, Keys::U64(&probed), &mut got);
                     assert!(got.iter().zip(&want).all(|(&a, &b)| u32::from(a) == b));
                 }
             }
@@ -332,5 +333,5 @@ fn counting_counts_match_the_core() {
 fn narrow_outputs_are_refused() {
     let f = spatial(Layout::L8x32, 1, 0, 16, 2);
     let mut out = [0u8; 1];
-    Probe::active().spatial_classes(&f, Keys::U64(&[1]), &mut out);
+    Probe::active().min_cells(&f, Keys::U64(&[1]), &mut out);
 }

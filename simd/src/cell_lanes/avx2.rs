@@ -5,14 +5,14 @@
 //! branch-free sequence of about 12 instructions per register, 2 registers for 8x32 with 4-bit
 //! cells. 16-bit cells keep the scalar lanes (16 to 64 registers per block: see `mod.rs`).
 //!
-//! Reads ([`read_avx2`], also the AVX-512 path's for 8-lane blocks) test the key's mask against
+//! Reads ([`read_avx2`], also the AVX-512 path's for one key) test the key's mask against
 //! the image block from the same lane bit indices, then gather the key's cell words 8 at a
 //! time (`vpgatherdd`), shift each cell down (`vpsrlvd`), narrow them to 16 bits and take the
 //! smallest with one `phminposuw`.
 
 use core::arch::x86_64::*;
 
-use super::{scalar_lanes, words_per_lane, CellIsa, DEC, INC, MAX};
+use super::{words_per_lane, Block, CellIsa, DEC, INC, MAX};
 use crate::arch::x86_64::avx2::{lane_indices, Avx2};
 use crate::shape::Shape;
 use crate::vector;
@@ -77,12 +77,8 @@ fn lane_flags(z: u32, first: usize, words: usize, q: usize) -> u32 {
 /// # Safety
 /// As [`CellIsa::lanes`], with AVX2.
 #[inline(always)]
-unsafe fn lanes_avx2<S: Shape, const C: u32, const OP: u8>(
-    ib: *mut u32,
-    cb: *mut u32,
-    h: u32,
-    v: u32,
-) {
+unsafe fn lanes_avx2<S: Shape, const C: u32, const OP: u8>(b: Block, h: u32, v: u32) {
+    let (ib, cb) = (b.image, b.cells);
     let q = words_per_lane::<S, C>();
     let regs = S::LAYOUT.lanes() * q / 8;
     let max = ((1u32 << C) - 1) as i32;
@@ -152,13 +148,9 @@ unsafe fn lanes_avx2<S: Shape, const C: u32, const OP: u8>(
 /// # Safety
 /// As [`CellIsa::read`], with AVX2.
 #[inline(always)]
-pub(super) unsafe fn read_avx2<S: Shape, const C: u32>(
-    ib: *const u32,
-    cb: *const u32,
-    h: u64,
-) -> u32 {
+pub(super) unsafe fn read_avx2<S: Shape, const C: u32>(b: Block, h: u64) -> u32 {
+    let (ib, cb) = (b.image, b.cells);
     let q = words_per_lane::<S, C>() as u32;
-    let per = 32 / C;
     let groups = S::LAYOUT.lanes() / 8;
     // SAFETY: AVX2 is available (contract). The image words read are `8g .. 8g + 8 <= L` of
     // the block's `L` words (32-bit lanes), readable (contract); lane `8g + t` gathers cell word
@@ -173,9 +165,9 @@ pub(super) unsafe fn read_avx2<S: Shape, const C: u32>(
             },
         ];
         if S::LAYOUT.word_bits() == 32 {
-            for (g, &b) in bits.iter().enumerate().take(groups) {
+            for (g, &bg) in bits.iter().enumerate().take(groups) {
                 let img = _mm256_loadu_si256(ib.add(8 * g).cast());
-                if _mm256_testc_si256(img, _mm256_sllv_epi32(_mm256_set1_epi32(1), b)) == 0 {
+                if _mm256_testc_si256(img, _mm256_sllv_epi32(_mm256_set1_epi32(1), bg)) == 0 {
                     return 0;
                 }
             }
@@ -184,20 +176,12 @@ pub(super) unsafe fn read_avx2<S: Shape, const C: u32>(
         }
         let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let mut acc = _mm_set1_epi16(-1);
-        for (g, &b) in bits.iter().enumerate().take(groups) {
+        for (g, &bg) in bits.iter().enumerate().take(groups) {
             let lane = _mm256_add_epi32(iota, _mm256_set1_epi32(8 * g as i32));
-            let words = _mm256_add_epi32(
-                _mm256_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32)),
-                _mm256_srl_epi32(b, _mm_cvtsi32_si128(per.trailing_zeros() as i32)),
-            );
-            let sh = _mm256_sll_epi32(
-                _mm256_and_si256(b, _mm256_set1_epi32(per as i32 - 1)),
-                _mm_cvtsi32_si128(C.trailing_zeros() as i32),
-            );
-            let cells = _mm256_and_si256(
-                _mm256_srlv_epi32(_mm256_i32gather_epi32::<4>(cb.cast(), words), sh),
-                _mm256_set1_epi32((1 << C) - 1),
-            );
+            let first = _mm256_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32));
+            let cells = gathered_cells!(C, first, bg, |w| _mm256_i32gather_epi32::<4>(cb.cast(), w);
+                _mm256_add_epi32, _mm256_srl_epi32, _mm256_sll_epi32, _mm256_and_si256,
+                _mm256_srlv_epi32, _mm256_set1_epi32);
             // Cells are below 2^16: the signed pack keeps them; each 128-bit half holds its 4.
             let packed = _mm256_packus_epi32(cells, cells);
             let halves = _mm_min_epu16(
@@ -217,25 +201,14 @@ impl CellIsa for Avx2 {
     unsafe fn ahead<S: Shape, const C: u32>(_: u64) {}
 
     #[inline(always)]
-    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(
-        ib: *mut u32,
-        cb: *mut u32,
-        h: u32,
-        v: u32,
-    ) {
+    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(b: Block, h: u32, v: u32) {
         // SAFETY: the caller's contract (AVX2 is this ISA).
-        unsafe {
-            if C == 16 {
-                scalar_lanes::<S, C, OP>(ib, cb, h, v)
-            } else {
-                lanes_avx2::<S, C, OP>(ib, cb, h, v)
-            }
-        }
+        unsafe { lanes_avx2::<S, C, OP>(b, h, v) }
     }
 
     #[inline(always)]
-    unsafe fn read<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
+    unsafe fn read<S: Shape, const C: u32>(b: Block, h: u64) -> u32 {
         // SAFETY: the caller's contract (AVX2 is this ISA).
-        unsafe { read_avx2::<S, C>(ib, cb, h) }
+        unsafe { read_avx2::<S, C>(b, h) }
     }
 }

@@ -12,15 +12,15 @@
 //! (`arch::x86_64::counters_8x32`), fed with the lane bit indices computed ahead
 //! ([`CellIsa::ahead`]). 16-bit cells keep the scalar lanes.
 //!
-//! Reads gather the key's `L` cell words with one `vpgatherdd`, shift each cell down with one
-//! `vpsrlvd` and take the smallest with a masked reduction.
+//! Reads of one key are AVX2's (`avx2.rs`); two keys of 8-lane blocks share one register
+//! ([`CellIsa::read2`]).
 
 use core::arch::x86_64::*;
 
 use bloomlanes_core::SALTS;
 
-use super::{is_8x32, scalar_lanes, update_with_lanes, words_per_lane, CellIsa, DEC, INC, MAX};
-use crate::arch::x86_64::avx512::Avx512;
+use super::{is_8x32, update_with_lanes, words_per_lane, Block, CellIsa, Key, DEC, INC, MAX};
+use crate::arch::x86_64::avx512::{lane_indices16, Avx512};
 use crate::arch::x86_64::counters_8x32;
 use crate::shape::Shape;
 
@@ -69,11 +69,11 @@ fn group_flags(z: u32, q: usize) -> u32 {
 /// As [`CellIsa::lanes`], with AVX-512F.
 #[inline(always)]
 unsafe fn lanes_avx512<S: Shape, const C: u32, const OP: u8, const IMAGE: bool>(
-    ib: *mut u32,
-    cb: *mut u32,
+    b: Block,
     h: u32,
     v: u32,
 ) {
+    let (ib, cb) = (b.image, b.cells);
     let q = words_per_lane::<S, C>();
     let regs = S::LAYOUT.lanes() * q / 16;
     let max = (1u32 << C) - 1;
@@ -85,13 +85,7 @@ unsafe fn lanes_avx512<S: Shape, const C: u32, const OP: u8, const IMAGE: bool>(
     // are readable, writable and ours (contract); the image bits cleared are
     // `lane × W + bit < L × W` of the block's image, also ours (contract).
     unsafe {
-        let bits = _mm512_srl_epi32(
-            _mm512_mullo_epi32(
-                _mm512_set1_epi32(h as i32),
-                _mm512_loadu_si512(SALTS.as_ptr().cast()),
-            ),
-            _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32),
-        );
+        let bits = lane_indices16::<S>(h);
         let one_t = _mm512_loadu_si512(ones.as_ptr().cast());
         let max_t = _mm512_mullo_epi32(one_t, _mm512_set1_epi32(max as i32));
         let mut zeros = 0u32;
@@ -257,78 +251,51 @@ impl CellIsa for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(
-        ib: *mut u32,
-        cb: *mut u32,
-        h: u32,
-        v: u32,
-    ) {
+    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(b: Block, h: u32, v: u32) {
         // SAFETY: the caller's contract (AVX-512F is part of this ISA).
-        unsafe {
-            if C == 16 {
-                scalar_lanes::<S, C, OP>(ib, cb, h, v)
-            } else {
-                lanes_avx512::<S, C, OP, false>(ib, cb, h, v)
-            }
-        }
+        unsafe { lanes_avx512::<S, C, OP, false>(b, h, v) }
     }
 
     #[inline(always)]
-    unsafe fn update<S: Shape, const C: u32, const OP: u8>(
-        ib: *mut u32,
-        cb: *mut u32,
-        h: u64,
-        v: u32,
-        a: LaneBits,
-    ) -> bool {
+    unsafe fn update<S: Shape, const C: u32, const OP: u8>(b: Block, k: Key<LaneBits>) -> bool {
+        let (ib, cb, a, v) = (b.image, b.cells, &k.ahead.0, k.value);
         // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA); `a` is the
         // key's lane bit indices for 8x32 (the caller's `ahead`).
         unsafe {
             match (is_8x32::<S>(), C, OP) {
-                (true, 4, INC) => counters_8x32::insert4(ib, cb, &a.0),
-                (true, 4, DEC) => return counters_8x32::remove4(ib, cb, &a.0),
+                (true, 4, INC) => counters_8x32::insert4(ib, cb, a),
+                (true, 4, DEC) => return counters_8x32::remove4(ib, cb, a),
                 // Measured against the word-space path below (same-run A/B, `ab sinsert`,
                 // thread CPU time, 4-bit cells): 64 KiB 200 / 208 M keys/s, 1 MiB 174 / 160.
                 // An 8-bit kernel of its own (bytes raised in place, or one-hot bytes under
                 // `vpmaxub`) lost in L2 (131 / 142) and was dropped.
-                (true, 4, MAX) => counters_8x32::max4(ib, cb, &a.0, v),
-                (true, 8, INC) => counters_8x32::insert8(ib, cb, &a.0),
-                (true, 8, DEC) => return counters_8x32::remove8(ib, cb, &a.0),
+                (true, 4, MAX) => counters_8x32::max4(ib, cb, a, v),
+                (true, 8, INC) => counters_8x32::insert8(ib, cb, a),
+                (true, 8, DEC) => return counters_8x32::remove8(ib, cb, a),
                 // The image bits come from the lane bit indices the cells use.
                 (_, 4 | 8, INC | MAX) if S::LAYOUT.word_bits() == 32 => {
-                    lanes_avx512::<S, C, OP, true>(ib, cb, h as u32, v)
+                    lanes_avx512::<S, C, OP, true>(b, k.hash as u32, v)
                 }
-                _ => return update_with_lanes::<Self, S, C, OP>(ib, cb, h, v),
+                _ => return update_with_lanes::<Self, S, C, OP>(b, k.hash, v),
             }
         }
         true
     }
 
     #[inline(always)]
-    unsafe fn read<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
+    unsafe fn read<S: Shape, const C: u32>(b: Block, h: u64) -> u32 {
         // SAFETY: the caller's contract (AVX-512F/BW/VL, and so AVX2, are part of this ISA).
-        unsafe {
-            if S::LAYOUT.lanes() == 8 {
-                super::avx2::read_avx2::<S, C>(ib, cb, h)
-            } else {
-                read16::<S, C>(ib, cb, h)
-            }
-        }
+        unsafe { super::avx2::read_avx2::<S, C>(b, h) }
     }
 
     #[inline(always)]
-    unsafe fn read2<S: Shape, const C: u32>(
-        ip: *const u32,
-        cp: *const u32,
-        b: [usize; 2],
-        h: [u64; 2],
-    ) -> [u32; 2] {
+    unsafe fn read2<S: Shape, const C: u32>(at: Block, b: [usize; 2], h: [u64; 2]) -> [u32; 2] {
         // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA).
         unsafe {
             if S::LAYOUT.lanes() == 8 {
-                read_pair::<S, C>(ip, cp, b, h)
+                read_pair::<S, C>(at, b, h)
             } else {
-                super::read_each::<Self, S, C>(ip, cp, b, h)
+                super::read_each::<Self, S, C>(at, b, h)
             }
         }
     }
@@ -342,16 +309,11 @@ impl CellIsa for Avx512 {
 /// # Safety
 /// As [`CellIsa::read2`], with AVX-512F, BW and VL; `S` has 8 lanes.
 #[inline(always)]
-unsafe fn read_pair<S: Shape, const C: u32>(
-    ip: *const u32,
-    cp: *const u32,
-    b: [usize; 2],
-    h: [u64; 2],
-) -> [u32; 2] {
+unsafe fn read_pair<S: Shape, const C: u32>(at: Block, b: [usize; 2], h: [u64; 2]) -> [u32; 2] {
+    let (ip, cp) = (at.image, at.cells.cast_const().cast::<i32>());
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
     let q = words_per_lane::<S, C>() as u32;
-    let cells_per_word = 32 / C;
     // SAFETY: AVX-512F/BW/VL are available (contract); SALTS has 16 u32 (the first 8 read).
     // Blocks `b[k]` lie in the image and cells (contract): an 8x32 image block is the 8 words
     // read at `ip + b[k] × per`; lane `8k + t` gathers cell word
@@ -381,22 +343,11 @@ unsafe fn read_pair<S: Shape, const C: u32>(
             (b[1] * cper) as i32,
         );
         let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
-        let words = _mm512_add_epi32(
-            _mm512_add_epi32(
-                base,
-                _mm512_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32)),
-            ),
-            _mm512_srl_epi32(
-                bits,
-                _mm_cvtsi32_si128(cells_per_word.trailing_zeros() as i32),
-            ),
-        );
-        let sh = _mm512_sll_epi32(
-            _mm512_and_si512(bits, _mm512_set1_epi32(cells_per_word as i32 - 1)),
-            _mm_cvtsi32_si128(C.trailing_zeros() as i32),
-        );
-        let g = _mm512_mask_i32gather_epi32::<4>(_mm512_setzero_si512(), present, words, cp.cast());
-        let cells = _mm512_and_si512(_mm512_srlv_epi32(g, sh), _mm512_set1_epi32((1 << C) - 1));
+        let lane_q = _mm512_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32));
+        let gather = |w| _mm512_mask_i32gather_epi32::<4>(_mm512_setzero_si512(), present, w, cp);
+        let cells = gathered_cells!(C, _mm512_add_epi32(base, lane_q), bits, gather;
+            _mm512_add_epi32, _mm512_srl_epi32, _mm512_sll_epi32, _mm512_and_si512,
+            _mm512_srlv_epi32, _mm512_set1_epi32);
         // Cells are below 2^16: narrowed exactly; key 0's in the low 8, key 1's in the high.
         let narrow = _mm512_cvtepi32_epi16(cells);
         let low = _mm_minpos_epu16(_mm256_castsi256_si128(narrow));
@@ -405,55 +356,5 @@ unsafe fn read_pair<S: Shape, const C: u32>(
             (_mm_cvtsi128_si32(low) & 0xFFFF) as u32,
             (_mm_cvtsi128_si32(high) & 0xFFFF) as u32,
         ]
-    }
-}
-
-/// [`CellIsa::read`] of a 16-lane block in AVX-512 registers: the image test from the lane
-/// bit indices (32-bit lanes), one gather of the key's 16 cell words, and the smallest of the
-/// cells narrowed to 16 bits with one `phminposuw`.
-///
-/// # Safety
-/// As [`CellIsa::read`], with AVX-512F and VL; `S` has 16 lanes.
-#[inline(always)]
-unsafe fn read16<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
-    let q = words_per_lane::<S, C>() as u32;
-    let per = 32 / C;
-    // SAFETY: AVX-512F/VL are available (contract); SALTS is 16 u32 (64 bytes, read
-    // unaligned); a 16x32 image block is the 16 words read (readable, contract); lane `i`
-    // gathers cell word `i·Q + bit_i / per < 16·Q = block_u32s × C`, readable (contract).
-    unsafe {
-        let bits = _mm512_srl_epi32(
-            _mm512_mullo_epi32(
-                _mm512_set1_epi32(h as i32),
-                _mm512_loadu_si512(SALTS.as_ptr().cast()),
-            ),
-            _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32),
-        );
-        if S::LAYOUT.word_bits() == 32 {
-            let m = _mm512_sllv_epi32(_mm512_set1_epi32(1), bits);
-            if _mm512_test_epi32_mask(_mm512_loadu_si512(ib.cast()), m) != 0xFFFF {
-                return 0;
-            }
-        } else if !crate::vector::contains::<Avx512, S>(ib, h) {
-            return 0;
-        }
-        let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        let words = _mm512_add_epi32(
-            _mm512_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32)),
-            _mm512_srl_epi32(bits, _mm_cvtsi32_si128(per.trailing_zeros() as i32)),
-        );
-        let sh = _mm512_sll_epi32(
-            _mm512_and_si512(bits, _mm512_set1_epi32(per as i32 - 1)),
-            _mm_cvtsi32_si128(C.trailing_zeros() as i32),
-        );
-        let g = _mm512_i32gather_epi32::<4>(words, cb.cast());
-        let cells = _mm512_and_si512(_mm512_srlv_epi32(g, sh), _mm512_set1_epi32((1 << C) - 1));
-        // Cells are below 2^16: narrowed exactly.
-        let narrow = _mm512_cvtepi32_epi16(cells);
-        let halves = _mm_min_epu16(
-            _mm256_castsi256_si128(narrow),
-            _mm256_extracti128_si256::<1>(narrow),
-        );
-        (_mm_cvtsi128_si32(_mm_minpos_epu16(halves)) & 0xFFFF) as u32
     }
 }

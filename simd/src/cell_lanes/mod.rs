@@ -30,6 +30,24 @@ use bloomlanes_core::lane_bit;
 use crate::shape::Shape;
 use crate::vector::{self, Isa};
 
+/// The cells of the lanes whose bit indices are `$bits` and whose lanes' cell words start at
+/// `$first` (`lane × Q`, plus the block's offset): each lane's word `first + bit / (32/C)`
+/// gathered by `$gather`, shifted right by `(bit mod 32/C) × C` and masked to `C` bits. Written
+/// once for the register widths of AVX2 and AVX-512, whose intrinsics follow `;` (add, shift
+/// right and left by a count, and, variable shift right, broadcast). To be expanded in an
+/// `unsafe` block of a function compiled with the ISA.
+#[cfg(target_arch = "x86_64")]
+macro_rules! gathered_cells {
+    ($C:ident, $first:expr, $bits:expr, $gather:expr;
+     $add:ident, $srl:ident, $sll:ident, $and:ident, $srlv:ident, $set1:ident) => {{
+        let per = 32 / $C;
+        let count = |n: u32| _mm_cvtsi32_si128(n.trailing_zeros() as i32);
+        let words = $add($first, $srl($bits, count(per)));
+        let sh = $sll($and($bits, $set1(per as i32 - 1)), count($C));
+        $and($srlv($gather(words), sh), $set1((1 << $C) - 1))
+    }};
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -45,6 +63,40 @@ pub(crate) const DEC: u8 = 1;
 /// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max): every cell of the key becomes the
 /// larger of itself and the value `v` (`0 < v <= max`); the key's image bits are set.
 pub(crate) const MAX: u8 = 2;
+
+/// One block's image words and cell words, as the kernels index them (reads only read
+/// through them).
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    /// The block's `block_u32s` image words.
+    pub(crate) image: *mut u32,
+    /// The block's `block_u32s × C` cell words.
+    pub(crate) cells: *mut u32,
+}
+
+impl Block {
+    /// Block `b` of the blocks of `S` and `C`-bit cells whose image and cells start at
+    /// `first` (the address arithmetic wraps; the kernels index only blocks that exist).
+    #[inline(always)]
+    pub(crate) fn nth<S: Shape, const C: u32>(first: Block, b: usize) -> Block {
+        let per = S::LAYOUT.block_u32s();
+        Block {
+            image: first.image.wrapping_add(b * per),
+            cells: first.cells.wrapping_add(b * per * C as usize),
+        }
+    }
+}
+
+/// A key as a write sees it: its hash, its value (for [`MAX`]) and what was computed ahead.
+#[derive(Clone, Copy)]
+pub(crate) struct Key<A> {
+    /// The key's hash.
+    pub(crate) hash: u64,
+    /// The value of [`MAX`] (`0 < value <= 2^C − 1`).
+    pub(crate) value: u32,
+    /// The key's [`CellIsa::ahead`].
+    pub(crate) ahead: A,
+}
 
 /// Where cell `k` of a block lives: its word within the block's cells and its shift.
 #[inline(always)]
@@ -66,12 +118,8 @@ fn lane_cell<S: Shape>(h: u32, lane: usize) -> u32 {
 /// # Safety
 /// As [`CellIsa::lanes`].
 #[inline(always)]
-pub(crate) unsafe fn scalar_lanes<S: Shape, const C: u32, const OP: u8>(
-    ib: *mut u32,
-    cb: *mut u32,
-    h: u32,
-    v: u32,
-) {
+pub(crate) unsafe fn scalar_lanes<S: Shape, const C: u32, const OP: u8>(b: Block, h: u32, v: u32) {
+    let (ib, cb) = (b.image, b.cells);
     let max = (1u32 << C) - 1;
     for lane in 0..S::LAYOUT.lanes() {
         let k = lane_cell::<S>(h, lane);
@@ -105,7 +153,7 @@ pub(crate) unsafe fn scalar_lanes<S: Shape, const C: u32, const OP: u8>(
 /// # Safety
 /// `cb` points to the `S::LAYOUT.block_u32s() × C` readable cell words of one block.
 #[inline(always)]
-pub(crate) unsafe fn scalar_min<S: Shape, const C: u32>(cb: *const u32, h: u32) -> u32 {
+pub(crate) unsafe fn scalar_min<S: Shape, const C: u32>(cb: *mut u32, h: u32) -> u32 {
     let max = (1u32 << C) - 1;
     let mut acc = max;
     for lane in 0..S::LAYOUT.lanes() {
@@ -132,22 +180,26 @@ pub(crate) const fn words_per_lane<S: Shape, const C: u32>() -> usize {
 /// As [`CellIsa::update`].
 #[inline(always)]
 pub(crate) unsafe fn update_with_lanes<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
-    ib: *mut u32,
-    cb: *mut u32,
+    b: Block,
     h: u64,
     v: u32,
 ) -> bool {
-    // SAFETY: the blocks at `ib` and `cb` are ours and the CPU supports the ISA (caller); DEC
+    // SAFETY: the block's image and cells are ours and the CPU supports the ISA (caller); DEC
     // runs only when the image holds the key's mask, so every cell is positive.
     unsafe {
         if OP == DEC {
-            if !vector::contains::<I, S>(ib, h) {
+            if !vector::contains::<I, S>(b.image, h) {
                 return false;
             }
         } else {
-            vector::insert::<I, S>(ib, h);
+            vector::insert::<I, S>(b.image, h);
         }
-        I::lanes::<S, C, OP>(ib, cb, h as u32, v);
+        if C == 16 {
+            // A key's 16-bit cells are too sparse in their block for a sweep (see above).
+            scalar_lanes::<S, C, OP>(b, h as u32, v);
+        } else {
+            I::lanes::<S, C, OP>(b, h as u32, v);
+        }
     }
     true
 }
@@ -164,46 +216,33 @@ pub(crate) trait CellIsa: Isa + Sized {
     /// The CPU supports the ISA.
     unsafe fn ahead<S: Shape, const C: u32>(h: u64) -> Self::Ahead;
 
-    /// Applies `OP` (with the value `v` for [`MAX`]: `0 < v <= max`) to the key's cells in one
-    /// block and keeps the block's image right: [`INC`] and [`MAX`] set the key's bits in the
-    /// image block at `ib` (as [`crate::vector::insert`]), then [`CellIsa::lanes`]; [`DEC`] is
-    /// refused (`false`, nothing changed) unless the image block holds the key's mask (the
-    /// image is the cells' projection: every cell of the key is positive), else
-    /// [`CellIsa::lanes`]. `a` is the key's [`CellIsa::ahead`].
+    /// Applies `OP` (with the key's value for [`MAX`]) to the key's cells in the block `b` and
+    /// keeps its image right: [`INC`] and [`MAX`] set the key's bits in the image block (as
+    /// [`crate::vector::insert`]), then [`CellIsa::lanes`]; [`DEC`] is refused (`false`,
+    /// nothing changed) unless the image block holds the key's mask (the image is the cells'
+    /// projection: every cell of the key is positive), else [`CellIsa::lanes`].
     ///
     /// # Safety
     /// As [`CellIsa::lanes`], without its condition on the cells.
     #[inline(always)]
-    unsafe fn update<S: Shape, const C: u32, const OP: u8>(
-        ib: *mut u32,
-        cb: *mut u32,
-        h: u64,
-        v: u32,
-        a: Self::Ahead,
-    ) -> bool {
-        let _ = a;
+    unsafe fn update<S: Shape, const C: u32, const OP: u8>(b: Block, k: Key<Self::Ahead>) -> bool {
         // SAFETY: the caller's contract.
-        unsafe { update_with_lanes::<Self, S, C, OP>(ib, cb, h, v) }
+        unsafe { update_with_lanes::<Self, S, C, OP>(b, k.hash, k.value) }
     }
 
-    /// Applies `OP` (value `v` for [`MAX`]) to the `L` cells (`C` bits each) that `h` (the low
-    /// 32 bits of the key's hash) picks in the block whose cells start at `cb`; for [`DEC`],
-    /// clears the bit of every cell that reaches 0 in the block's image at `ib`.
+    /// Applies `OP` (value `v` for [`MAX`]) to the `L` cells (`C` bits each, 4 or 8) that `h`
+    /// (the low 32 bits of the key's hash) picks in the block `b`; for [`DEC`], clears the bit
+    /// of every cell that reaches 0 in the block's image.
     ///
     /// # Safety
-    /// `cb` points to the `S::LAYOUT.block_u32s() × C` cell words of one block and `ib` to its
-    /// `S::LAYOUT.block_u32s()` image words, all writable and not accessed by anyone else
-    /// during the call; for [`DEC`] every cell of the key is positive, for [`MAX`]
-    /// `v <= 2^C − 1`; the CPU supports the ISA.
+    /// `b` is the `S::LAYOUT.block_u32s()` image words and `S::LAYOUT.block_u32s() × C` cell
+    /// words of one block, all writable and not accessed by anyone else during the call; for
+    /// [`DEC`] every cell of the key is positive, for [`MAX`] `v <= 2^C − 1`; the CPU supports
+    /// the ISA.
     #[inline(always)]
-    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(
-        ib: *mut u32,
-        cb: *mut u32,
-        h: u32,
-        v: u32,
-    ) {
+    unsafe fn lanes<S: Shape, const C: u32, const OP: u8>(b: Block, h: u32, v: u32) {
         // SAFETY: the caller's contract.
-        unsafe { scalar_lanes::<S, C, OP>(ib, cb, h, v) }
+        unsafe { scalar_lanes::<S, C, OP>(b, h, v) }
     }
 
     /// Whether the image block at `ib` holds every bit of the key with hash `h` (all the key's
@@ -218,40 +257,34 @@ pub(crate) trait CellIsa: Isa + Sized {
         unsafe { vector::contains::<Self, S>(ib, h) }
     }
 
-    /// The smallest of the key's `L` cells (`C` bits each) in the block whose image starts at
-    /// `ib` and cells at `cb`: 0, without reading the cells, if the image block lacks one of the
-    /// key's bits (the image is the cells' projection, so one of its cells is 0).
+    /// The smallest of the key's `L` cells (`C` bits each) in the block `b`: 0, without
+    /// reading the cells, if the image block lacks one of the key's bits (the image is the
+    /// cells' projection, so one of its cells is 0).
     ///
     /// # Safety
-    /// `ib` points to the `S::LAYOUT.block_u32s()` readable image words of one block and `cb`
-    /// to its `S::LAYOUT.block_u32s() × C` readable cell words; the CPU supports the ISA.
+    /// `b`'s image and cells are one block's, readable; the CPU supports the ISA.
     #[inline(always)]
-    unsafe fn read<S: Shape, const C: u32>(ib: *const u32, cb: *const u32, h: u64) -> u32 {
+    unsafe fn read<S: Shape, const C: u32>(b: Block, h: u64) -> u32 {
         // SAFETY: the caller's contract.
         unsafe {
-            if vector::contains::<Self, S>(ib, h) {
-                scalar_min::<S, C>(cb, h as u32)
+            if vector::contains::<Self, S>(b.image, h) {
+                scalar_min::<S, C>(b.cells, h as u32)
             } else {
                 0
             }
         }
     }
 
-    /// [`CellIsa::read`] of two keys, of blocks `b[0]` and `b[1]` of the image at `ip` and the
-    /// cells at `cp` (by default one after the other; an ISA may interleave them).
+    /// [`CellIsa::read`] of two keys, of blocks `b[0]` and `b[1]` of the blocks from `at` (by
+    /// default one after the other; an ISA may interleave them).
     ///
     /// # Safety
-    /// Both blocks lie in the readable image and cells, and the cells hold at most
-    /// `i32::MAX` words; the CPU supports the ISA.
+    /// Both blocks exist and are readable, and the cells from `at` hold at most `i32::MAX`
+    /// words; the CPU supports the ISA.
     #[inline(always)]
-    unsafe fn read2<S: Shape, const C: u32>(
-        ip: *const u32,
-        cp: *const u32,
-        b: [usize; 2],
-        h: [u64; 2],
-    ) -> [u32; 2] {
+    unsafe fn read2<S: Shape, const C: u32>(at: Block, b: [usize; 2], h: [u64; 2]) -> [u32; 2] {
         // SAFETY: the caller's contract.
-        unsafe { read_each::<Self, S, C>(ip, cp, b, h) }
+        unsafe { read_each::<Self, S, C>(at, b, h) }
     }
 }
 
@@ -261,17 +294,15 @@ pub(crate) trait CellIsa: Isa + Sized {
 /// As [`CellIsa::read2`].
 #[inline(always)]
 pub(crate) unsafe fn read_each<I: CellIsa, S: Shape, const C: u32>(
-    ip: *const u32,
-    cp: *const u32,
+    at: Block,
     b: [usize; 2],
     h: [u64; 2],
 ) -> [u32; 2] {
-    let (per, cper) = (S::LAYOUT.block_u32s(), S::LAYOUT.block_u32s() * C as usize);
-    // SAFETY: blocks `b[k]` lie in the image and cells (caller); the CPU supports I.
+    // SAFETY: blocks `b[k]` exist and are readable (caller); the CPU supports I.
     unsafe {
         [
-            I::read::<S, C>(ip.add(b[0] * per), cp.add(b[0] * cper), h[0]),
-            I::read::<S, C>(ip.add(b[1] * per), cp.add(b[1] * cper), h[1]),
+            I::read::<S, C>(Block::nth::<S, C>(at, b[0]), h[0]),
+            I::read::<S, C>(Block::nth::<S, C>(at, b[1]), h[1]),
         ]
     }
 }

@@ -221,7 +221,7 @@ pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
     }
 }
 
-crate::bulk::entry_points!(Avx2, "avx2");
+crate::bulk::entry_points!(Avx2, [target_feature(enable = "avx2")]);
 
 /// XXH64 of `u64` keys, 4 at a time in AVX2 lanes only, whatever [`super::HYBRID_HASH_AVX2`]
 /// says (for the benchmark that decides it).

@@ -51,7 +51,7 @@ impl Isa for Avx512 {
 /// # Safety
 /// The CPU supports AVX-512F.
 #[inline(always)]
-unsafe fn lane_indices16<S: Shape>(h: u32) -> __m512i {
+pub(crate) unsafe fn lane_indices16<S: Shape>(h: u32) -> __m512i {
     // SAFETY: AVX-512F is available (contract); SALTS is 16 × u32 = 64 bytes, read unaligned.
     unsafe {
         let s = _mm512_loadu_si512(SALTS.as_ptr().cast());
@@ -170,4 +170,4 @@ unsafe fn xxh64_u64x8(k: __m512i, seed: u64) -> __m512i {
     }
 }
 
-crate::bulk::entry_points!(Avx512, "avx512f,avx512dq");
+crate::bulk::entry_points!(Avx512, [target_feature(enable = "avx512f,avx512dq")]);

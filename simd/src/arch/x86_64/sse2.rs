@@ -136,4 +136,4 @@ impl Vector for __m128i {
     }
 }
 
-crate::bulk::entry_points!(Sse2, "sse2");
+crate::bulk::entry_points!(Sse2, [target_feature(enable = "sse2")]);
