@@ -55,6 +55,22 @@ fn check_delete(
     Ok(())
 }
 
+/// The one-thread and all-core counting deletes, written once: each runs
+/// [`Probe::counting_with`] with its [`Schedule`].
+macro_rules! deletes {
+    ($($(#[$doc:meta])* $name:ident: $how:expr;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            filter: CountingMut<'_>,
+            keys: Keys<'_>,
+            refused: &mut [u64],
+        ) -> Result<u64, RemoveError> {
+            self.counting_with(filter, keys, true, refused, $how)
+        }
+    )*};
+}
+
 impl Probe {
     /// Inserts every key into a counting or stable filter, in order: a counting insert for a
     /// counting filter, a stable insert (decrement `P` cells, then set the key's counters to
@@ -95,28 +111,6 @@ impl Probe {
         }
     }
 
-    /// Deletes every key from a counting filter, in order, exactly as the core's key-by-key
-    /// [`CountingMut::remove_hash`]: a key whose counters are not all positive (at its turn:
-    /// an earlier delete of the same batch may have emptied them) is refused and changes
-    /// nothing; the others decrement their non-saturated counters. Partitioned as
-    /// [`Probe::insert_counting`] is, with the same result. Bit `i % 64` of
-    /// `refused[i / 64]` is set for each refused key and cleared for the others; the result is
-    /// the number of refused keys.
-    ///
-    /// # Errors
-    /// [`RemoveError::Unsupported`] (nothing changed) unless the filter is a counting filter.
-    ///
-    /// # Panics
-    /// If `refused.len() != keys.len().div_ceil(64)`.
-    pub fn remove_counting(
-        &self,
-        filter: CountingMut<'_>,
-        keys: Keys<'_>,
-        refused: &mut [u64],
-    ) -> Result<u64, RemoveError> {
-        self.counting_with(filter, keys, true, refused, Schedule::OneThread)
-    }
-
     /// [`Probe::insert_counting`] on every core (rayon's current pool) for a counting filter,
     /// leaving exactly the words of the sequential insert: partitioned (a few partitions per
     /// thread) where the sequential insert would be, else the blocks are split into one
@@ -126,26 +120,6 @@ impl Probe {
     /// [`crate::PAR_INSERT_MIN_KEYS`] keys take the sequential insert.
     pub fn par_insert_counting(&self, filter: CountingMut<'_>, keys: Keys<'_>) {
         self.insert_counting_on(filter, keys, Schedule::AllCores);
-    }
-
-    /// [`Probe::remove_counting`] on every core (rayon's current pool), with exactly its
-    /// result: one block range per thread, each range's keys deleted in input order (a key's
-    /// delete depends only on its own block), or partitioned. One-thread pools, the scalar
-    /// path and batches under [`crate::PAR_INSERT_MIN_KEYS`] keys take the sequential delete.
-    ///
-    /// # Errors
-    /// [`RemoveError::Unsupported`] (nothing changed) unless the filter is a counting filter.
-    ///
-    /// # Panics
-    /// If `refused.len() != keys.len().div_ceil(64)`.
-    pub fn par_remove_counting(
-        &self,
-        filter: CountingMut<'_>,
-        keys: Keys<'_>,
-        refused: &mut [u64],
-    ) -> Result<u64, RemoveError> {
-        let how = Schedule::AllCores;
-        self.counting_with(filter, keys, true, refused, how)
     }
 
     /// [`Probe::insert_counting`] into an owned counting or stable filter, whose key count
@@ -172,6 +146,34 @@ impl Probe {
         let no = self.remove_counting(filter.as_view_mut(), keys, refused)?;
         filter.set_key_count(grown(filter.key_count(), no as usize, keys.len()));
         Ok(no)
+    }
+
+    deletes! {
+        /// Deletes every key from a counting filter, in order, exactly as the core's key-by-key
+        /// [`CountingMut::remove_hash`]: a key whose counters are not all positive (at its turn:
+        /// an earlier delete of the same batch may have emptied them) is refused and changes
+        /// nothing; the others decrement their non-saturated counters. Partitioned as
+        /// [`Probe::insert_counting`] is, with the same result. Bit `i % 64` of
+        /// `refused[i / 64]` is set for each refused key and cleared for the others; the result is
+        /// the number of refused keys.
+        ///
+        /// # Errors
+        /// [`RemoveError::Unsupported`] (nothing changed) unless the filter is a counting filter.
+        ///
+        /// # Panics
+        /// If `refused.len() != keys.len().div_ceil(64)`.
+        remove_counting: Schedule::OneThread;
+        /// [`Probe::remove_counting`] on every core (rayon's current pool), with exactly its
+        /// result: one block range per thread, each range's keys deleted in input order (a key's
+        /// delete depends only on its own block), or partitioned. One-thread pools, the scalar
+        /// path and batches under [`crate::PAR_INSERT_MIN_KEYS`] keys take the sequential delete.
+        ///
+        /// # Errors
+        /// [`RemoveError::Unsupported`] (nothing changed) unless the filter is a counting filter.
+        ///
+        /// # Panics
+        /// If `refused.len() != keys.len().div_ceil(64)`.
+        par_remove_counting: Schedule::AllCores;
     }
 
     /// A counting insert or delete (`remove`) as `how` says (the block ranges and forced

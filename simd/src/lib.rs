@@ -56,6 +56,7 @@ pub use ranges::{PAR_INSERT_CHUNK, PAR_INSERT_MIN_BYTES, PAR_INSERT_MIN_KEYS};
 pub use shared::SharedFilter;
 
 use dispatch::Fns;
+use partition::Out;
 use ranges::{RANGES_PER_THREAD, SCAN_MAX_RANGES};
 
 mod arch;
@@ -138,7 +139,7 @@ impl Probe {
     /// If `out.len() != keys.len()`.
     pub fn contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
-        if self.partitioned_bytes(filter, keys, out, false) {
+        if self.partitioned_contains(filter, keys, Out::Bytes(out), false) {
             return;
         }
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
@@ -153,7 +154,7 @@ impl Probe {
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
         chunks::check_bitmap(out, &keys);
-        if self.partitioned_bitmap(filter, keys, out, false) {
+        if self.partitioned_contains(filter, keys, Out::Bits(out), false) {
             return;
         }
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
@@ -181,7 +182,7 @@ impl Probe {
     /// If `out.len() != keys.len()`.
     pub fn par_contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
-        if !self.partitioned_bytes(filter, keys, out, true) {
+        if !self.partitioned_contains(filter, keys, Out::Bytes(out), true) {
             chunks::par_chunks(keys, out, 1, |k, o| self.contains(filter, k, o));
         }
     }
@@ -193,7 +194,7 @@ impl Probe {
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn par_contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
         chunks::check_bitmap(out, &keys);
-        if !self.partitioned_bitmap(filter, keys, out, true) {
+        if !self.partitioned_contains(filter, keys, Out::Bits(out), true) {
             chunks::par_chunks(keys, out, 64, |k, o| self.contains_bitmap(filter, k, o));
         }
     }

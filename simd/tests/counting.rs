@@ -9,7 +9,7 @@ mod common;
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
 use bloomlanes_simd::{Probe, Schedule};
-use common::{form, layout, pack, partitioned, paths, pooled_keys as keys, splitmix, Batch, Form};
+use common::{form, pack, partitioned, paths, pooled_keys as keys, shape, splitmix, Batch, Form};
 use proptest::prelude::*;
 
 fn counting_params(layout: Layout, blocks: u32, seed: u64, bits: CounterBits) -> Params {
@@ -124,10 +124,8 @@ proptest! {
 
     #[test]
     fn counting_matches_core(
-        layout in layout(),
+        shape in shape(80),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(2), Just(3), 1u32..80],
-        seed in any::<u64>(),
         form in form(),
         before in keys(64, 200),
         ins in keys(64, 300),
@@ -135,21 +133,20 @@ proptest! {
         probed in keys(128, 100),
         ranges in 1usize..6,
     ) {
-        check(counting_params(layout, blocks, seed, bits), form, &before, &ins, &del, &probed, ranges)?;
+        let params = shape.with_kind(FilterKind::Counting { counter_bits: bits });
+        check(params, form, &before, &ins, &del, &probed, ranges)?;
     }
 
     #[test]
     fn stable_matches_core(
-        layout in layout(),
+        shape in shape(80),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(3), 1u32..80],
-        seed in any::<u64>(),
         decrements in prop_oneof![Just(1u32), 1u32..12, Just(40)],
         form in form(),
         before in keys(64, 200),
         ins in keys(64, 300),
     ) {
-        let params = Params::new(layout, blocks).with_seed(seed).with_kind(FilterKind::Stable {
+        let params = shape.with_kind(FilterKind::Stable {
             counter_bits: bits,
             decrements,
         });
@@ -196,17 +193,15 @@ proptest! {
     /// saturate counters.
     #[test]
     fn deletes_of_present_keys_never_cause_false_negatives(
-        layout in layout(),
+        shape in shape(40),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(2), 1u32..40],
-        seed in any::<u64>(),
         form in form(),
         ins in keys(48, 400),
         pick in prop::collection::vec(any::<bool>(), 400),
         rotate in 0usize..400,
         ranges in 1usize..5,
     ) {
-        let params = counting_params(layout, blocks, seed, bits);
+        let params = shape.with_kind(FilterKind::Counting { counter_bits: bits });
         // Delete the picked occurrences, in an order rotated away from the insert order.
         let mut del: Vec<u64> = ins.iter().zip(&pick).filter(|(_, &p)| p).map(|(&k, _)| k).collect();
         if !del.is_empty() {

@@ -10,8 +10,8 @@ mod common;
 use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Params};
 use bloomlanes_simd::{CacheSizes, PartitionAuto, PartitionMode, Partitioning, Probe};
 use common::{
-    forced, form, layout, pack, paths, ref_contains, ref_insert, sparse_words, splitmix, Batch,
-    Form,
+    forced, form, layout, lookups_match, pack, paths, ref_contains, ref_insert, sparse_words,
+    splitmix, Batch, Form,
 };
 use proptest::prelude::*;
 
@@ -83,12 +83,7 @@ fn check(
     prop_assert_eq!(&got, &want, "par_insert_copies words on {}", p);
 
     let view = FilterRef::new(params, &want).unwrap();
-    let mut hits = vec![7u8; probed.len()];
-    probe.contains(view, prb.keys(), &mut hits);
-    prop_assert_eq!(&hits, &want_hits, "contains on {}", p);
-    let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
-    probe.contains_bitmap(view, prb.keys(), &mut bits);
-    prop_assert_eq!(&bits, &pack(&want_hits), "contains_bitmap on {}", p);
+    lookups_match(&probe, view, prb.keys(), &want_hits)?;
     let mut list = vec![12345];
     probe.contains_positions(view, prb.keys(), &mut list);
     prop_assert_eq!(&list, &ones(&want_hits), "contains_positions on {}", p);

@@ -10,13 +10,18 @@ mod common;
 
 use bloomlanes_core::{CellBits, CounterBits, CountingFilter, Keys, Layout, Params, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
-use common::{form, layout, partitioned, paths, pooled_keys, splitmix, Batch, Form};
+use common::{form, partitioned, paths, pooled_keys, shape, splitmix, Batch, Form};
 use proptest::prelude::*;
 
-/// An empty spatial filter with `n` classes.
-fn spatial(layout: Layout, blocks: u32, seed: u64, bits: u32, n: u32) -> SpatialFilter {
+/// An empty spatial filter of `shape` with `bits`-bit cells and `n` classes.
+fn spatial(shape: Params, bits: u32, n: u32) -> SpatialFilter {
     let names: Vec<String> = (1..=n).map(|c| format!("c{c}")).collect();
-    SpatialFilter::new(Params::new(layout, blocks).with_seed(seed), bits, &names).unwrap()
+    SpatialFilter::new(shape, bits, &names).unwrap()
+}
+
+/// [`spatial`] of `blocks` blocks of `layout`, seed 3.
+fn spatial_of(layout: Layout, blocks: u32, bits: u32, n: u32) -> SpatialFilter {
+    spatial(Params::new(layout, blocks).with_seed(3), bits, n)
 }
 
 /// The core's key-by-key inserts, key `i` in class `classes[i]`.
@@ -188,11 +193,9 @@ proptest! {
 
     #[test]
     fn spatial_matches_core(
-        layout in layout(),
+        shape in shape(80),
         bits in cell_bits(),
         pick in any::<u32>(),
-        blocks in prop_oneof![Just(1u32), Just(2), Just(3), 1u32..80],
-        seed in any::<u64>(),
         form in form(),
         before in pooled_keys(64, 200),
         ins in pooled_keys(64, 300),
@@ -202,7 +205,7 @@ proptest! {
         ranges in 1usize..6,
     ) {
         let n = classes_for(bits, pick);
-        let mut base = spatial(layout, blocks, seed, bits, n);
+        let mut base = spatial(shape, bits, n);
         let before_b = Batch::new(form, &before);
         ref_insert(&mut base, before_b.keys(), &draw_classes(before.len(), n, class_seed));
         let classes = draw_classes(ins.len(), n, class_seed ^ 1);
@@ -213,10 +216,8 @@ proptest! {
     /// the cells' maximum is the maximum.
     #[test]
     fn views_clamp_and_ignore_like_the_core(
-        layout in layout(),
+        shape in shape(20),
         bits in cell_bits(),
-        blocks in 1u32..20,
-        seed in any::<u64>(),
         ins in pooled_keys(64, 200),
         class_seed in any::<u64>(),
     ) {
@@ -230,7 +231,8 @@ proptest! {
                 _ => 1 + (splitmix(&mut state) % u64::from(max)) as u32,
             })
             .collect();
-        let base = spatial(layout, blocks, seed, bits, 1);
+        let base = spatial(shape, bits, 1);
+        let seed = shape.seed;
         let mut want = base.clone();
         let mut view = want.as_view_mut();
         for (&k, &c) in ins.iter().zip(&classes) {
@@ -249,7 +251,7 @@ proptest! {
 #[test]
 fn bad_classes_are_refused_and_change_nothing() {
     let keys: Vec<u64> = (0..100).collect();
-    let mut f = spatial(Layout::L8x32, 4, 0, 4, 3);
+    let mut f = spatial_of(Layout::L8x32, 4, 4, 3);
     for probe in paths() {
         for bad in [0u32, 4, 15, u32::MAX] {
             let before = f.clone();
@@ -284,7 +286,7 @@ fn large_filters_take_the_prefetching_path_and_match() {
         (Layout::L16x32, 16, 3),
     ] {
         let blocks = (1u32 << 19) / layout.block_bytes() as u32;
-        let base = spatial(layout, blocks, 3, bits, n);
+        let base = spatial_of(layout, blocks, bits, n);
         let pool: Vec<u64> = (0..40_000).map(|_| splitmix(&mut state)).collect();
         let ins: Vec<u64> = (0..70_000)
             .map(|_| pool[splitmix(&mut state) as usize % pool.len()])
@@ -331,7 +333,7 @@ fn counting_counts_match_the_core() {
 #[test]
 #[should_panic(expected = "16-bit cells do not fit the output's 8-bit values")]
 fn narrow_outputs_are_refused() {
-    let f = spatial(Layout::L8x32, 1, 0, 16, 2);
+    let f = spatial_of(Layout::L8x32, 1, 16, 2);
     let mut out = [0u8; 1];
     Probe::active().min_cells(&f, Keys::U64(&[1]), &mut out);
 }

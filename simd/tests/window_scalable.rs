@@ -275,13 +275,9 @@ fn window_golden_vectors() {
     for line in VECTORS.lines().filter(|l| l.starts_with("window ")) {
         let f: Vec<&str> = line.split(' ').collect();
         let layout = Layout::from_name(f[1]).unwrap();
-        let blocks: u32 = f[2].parse().unwrap();
-        let seed: u64 = f[3].parse().unwrap();
-        let g: u16 = f[4].parse().unwrap();
-        let span: u64 = f[5].parse().unwrap();
-        let n: u64 = f[6].parse().unwrap();
-        let current: u16 = f[7].parse().unwrap();
-        let in_current: u64 = f[8].parse().unwrap();
+        let num = |i: usize| -> u64 { f[i].parse().unwrap() };
+        let (blocks, seed, g, span) = (num(2) as u32, num(3), num(4) as u16, num(5));
+        let (n, current, in_current) = (num(6), num(7) as u16, num(8));
         let words: Vec<u32> = unhex(f[9])
             .unwrap()
             .chunks(4)

@@ -107,9 +107,9 @@ fn parts<'w>(
 ) -> Vec<Part<'w>> {
     let per = params.layout.block_u32s();
     let cper = per * params.kind.cell_bits().bits() as usize;
-    let bpp = plan.blocks_per_part as usize;
-    let mut v = Vec::with_capacity(plan.parts);
-    for p in 0..plan.parts {
+    let bpp = plan.blocks_per_part() as usize;
+    let mut v = Vec::with_capacity(plan.parts());
+    for p in 0..plan.parts() {
         let blocks = bpp.min(image.len() / per);
         let (a, b) = image.split_at_mut(blocks * per);
         let (c, d) = cells.split_at_mut(blocks * cper);
@@ -195,11 +195,17 @@ pub(crate) fn update(
     while start < n {
         let len = (n - start).min(plan.round_keys);
         let round = keys.slice(start..start + len);
-        scratch.scatter(probe, plan, round, remove || per_key, parallel);
+        scratch.scatter(
+            probe,
+            plan,
+            (round, params.seed),
+            remove || per_key,
+            parallel,
+        );
         let producers = len.div_ceil(plan.task_keys);
         // Each partition's keys, where its values start, and for deletes where its refusal
         // bits start (64-aligned, so that partitions write whole words of their own).
-        let counts: Vec<usize> = (0..plan.parts)
+        let counts: Vec<usize> = (0..plan.parts())
             .map(|p| {
                 scratch.scatters[..producers]
                     .iter()
@@ -227,7 +233,7 @@ pub(crate) fn update(
         let one = [if per_key { 0 } else { w.values.get(0) }];
         let scatters = &scratch.scatters[..producers];
         let values = &scratch.values;
-        let mut work = Vec::with_capacity(plan.parts);
+        let mut work = Vec::with_capacity(plan.parts());
         let mut rest = &mut scratch.answers[..];
         for (p, part) in parts.iter_mut().enumerate() {
             let (a, b) = rest.split_at_mut((part_start[p + 1] - part_start[p]) / 64);
@@ -369,7 +375,7 @@ mod tests {
         });
         // 160 KiB of image and counters = 32 KiB of image = 1024 blocks.
         let plan = part.cells_plan(&p, 1 << 20, 1, 1);
-        assert_eq!(plan.blocks_per_part, 1024);
-        assert_eq!(plan.parts, 64);
+        assert_eq!(plan.blocks_per_part(), 1024);
+        assert_eq!(plan.parts(), 64);
     }
 }

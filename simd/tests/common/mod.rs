@@ -125,6 +125,12 @@ pub fn layout() -> impl Strategy<Value = Layout> {
     prop::sample::select(Layout::ALL.to_vec())
 }
 
+/// A filter's shape: any layout, 1, 2, 3 or up to `max_blocks` blocks, any seed.
+pub fn shape(max_blocks: u32) -> impl Strategy<Value = Params> {
+    let blocks = prop_oneof![Just(1u32), Just(2), Just(3), 1..max_blocks];
+    (layout(), blocks, any::<u64>()).prop_map(|(l, b, s)| Params::new(l, b).with_seed(s))
+}
+
 /// Any key form (records of 1 to 39 bytes).
 pub fn form() -> impl Strategy<Value = Form> {
     prop_oneof![
@@ -177,4 +183,20 @@ pub fn sparse_words(len: usize, seed: u64) -> Vec<u32> {
     (0..len)
         .map(|_| (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32)
         .collect()
+}
+
+/// `probe`'s lookups of `keys` in `view`, into bytes and into a bitmap, against `want`.
+pub fn lookups_match(
+    probe: &Probe,
+    view: FilterRef<'_, u32>,
+    keys: Keys<'_>,
+    want: &[u8],
+) -> Result<(), TestCaseError> {
+    let mut hits = vec![7u8; want.len()];
+    probe.contains(view, keys, &mut hits);
+    prop_assert_eq!(&hits[..], want, "contains on {}", probe.path());
+    let mut bits = vec![u64::MAX; want.len().div_ceil(64)];
+    probe.contains_bitmap(view, keys, &mut bits);
+    prop_assert_eq!(&bits, &pack(want), "contains_bitmap on {}", probe.path());
+    Ok(())
 }

@@ -139,18 +139,20 @@ unsafe fn set_image_bits(ib: *mut u32, mask: __m256i) {
     }
 }
 
-/// The 8x32 image block at `ib` if it holds every bit of the key's `mask` (every counter of
-/// the key is positive: a delete may go on), else `None` (the delete is refused).
+/// The key's lane bit indices and image mask (as [`bits_and_mask`]) and the 8x32 image block
+/// at `ib`, if the block holds every bit of the mask (every counter of the key is positive: a
+/// delete may go on); else `None` (the delete is refused).
 ///
 /// # Safety
 /// `ib` points to 8 readable image words; the CPU supports AVX2.
 #[inline(always)]
-unsafe fn image_holding(ib: *const u32, mask: __m256i) -> Option<__m256i> {
+unsafe fn holding(ib: *const u32, bits: &[u32; 8]) -> Option<(__m256i, __m256i, __m256i)> {
     // SAFETY: AVX2 is available and the 32 bytes at `ib` are readable (contract).
     unsafe {
+        let (bits, mask) = bits_and_mask(bits);
         let img = _mm256_loadu_si256(ib.cast());
         // `testc`: every bit of `mask` is set in `img`.
-        (_mm256_testc_si256(img, mask) != 0).then_some(img)
+        (_mm256_testc_si256(img, mask) != 0).then_some((bits, mask, img))
     }
 }
 
@@ -186,9 +188,7 @@ pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
 pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
     // SAFETY: as in `insert4` (the 16-bit masked move is AVX-512BW and VL).
     unsafe {
-        let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        let Some(img) = image_holding(ib, mask) else {
+        let Some((bits, mask, img)) = holding(ib, bits) else {
             return false;
         };
         let [m0, m1] = nibble_masks(bits);
@@ -199,7 +199,7 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
         // so the image clears its bit under a 16-bit-element mask.
         let emptied = _mm512_kunpackb(__mmask16::from(e1), __mmask16::from(e0));
         let cleared = _mm256_mask_mov_epi16(img, emptied, _mm256_andnot_si256(mask, img));
-        _mm256_storeu_si256(ip, cleared);
+        _mm256_storeu_si256(ib.cast(), cleared);
         true
     }
 }
@@ -289,9 +289,7 @@ pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
 pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
     // SAFETY: as in `insert8`.
     unsafe {
-        let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        let Some(img) = image_holding(ib, mask) else {
+        let Some((bits, _, img)) = holding(ib, bits) else {
             return false;
         };
         let full = _mm512_set1_epi8(-1);
@@ -311,7 +309,7 @@ pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
             emptied[2] as i64,
             emptied[3] as i64,
         );
-        _mm256_storeu_si256(ip, _mm256_andnot_si256(clear, img));
+        _mm256_storeu_si256(ib.cast(), _mm256_andnot_si256(clear, img));
         true
     }
 }
