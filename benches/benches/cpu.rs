@@ -21,6 +21,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use bloomlanes_benches::{
+    criterion_main, env_size, present, random, sizes, speed_of_light, static_filter, Benches,
+    Clock, BITS_PER_KEY,
+};
 use bloomlanes_core::{xxh64_u64, Filter, Keys, Layout, Params};
 use bloomlanes_simd::{available_paths, bench_support, Probe};
 use criterion::measurement::Measurement;
@@ -29,90 +33,7 @@ use rayon::prelude::*;
 
 /// Keys looked up (or inserted) per iteration.
 const BATCH: usize = 1 << 18;
-const BITS_PER_KEY: usize = 10;
 const SEED: u64 = 0;
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim().to_ascii_uppercase();
-    let (num, mul) = match s.chars().last()? {
-        'K' => (&s[..s.len() - 1], 1 << 10),
-        'M' => (&s[..s.len() - 1], 1 << 20),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (&s[..], 1),
-    };
-    num.parse::<usize>().ok().map(|n| n * mul)
-}
-
-fn sizes() -> Vec<(String, usize)> {
-    let spec =
-        std::env::var("BLOOMLANES_BENCH_SIZES").unwrap_or_else(|_| "64K,1M,16M,256M,1G".into());
-    spec.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            let bytes = parse_size(s).unwrap_or_else(|| panic!("bad size {s:?}"));
-            assert!(
-                bytes >= 64 && bytes.is_multiple_of(64),
-                "size {s} must be a multiple of 64 bytes"
-            );
-            (s.trim().to_string(), bytes)
-        })
-        .collect()
-}
-
-fn fill_cap() -> usize {
-    std::env::var("BLOOMLANES_BENCH_FILL_CAP")
-        .ok()
-        .and_then(|s| parse_size(&s))
-        .unwrap_or(16 << 20)
-}
-
-/// Random one-cache-line reads, one per key, with bloomlanes' batching: a group of 32 keys has
-/// its line indices computed and prefetched while the previous group's lines are read. No hash:
-/// the keys are already random, so this is what memory allows.
-fn speed_of_light(buf: &[u64], keys: &[u64]) -> u64 {
-    const G: usize = 32;
-    let lines = (buf.len() / 8) as u64;
-    let index = |k: u64| (((k >> 32) * lines) >> 32) as usize * 8;
-    let prefetch = |i: usize| {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch never faults; `i` is in bounds anyway; SSE is baseline on x86_64.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(buf.as_ptr().add(i).cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
-    };
-    let mut acc = 0u64;
-    let mut cur = [0usize; G];
-    let mut next = [0usize; G];
-    let groups: Vec<&[u64]> = keys.chunks(G).collect();
-    for (c, &k) in cur.iter_mut().zip(groups[0]) {
-        *c = index(k);
-        prefetch(*c);
-    }
-    for g in 0..groups.len() {
-        if let Some(ng) = groups.get(g + 1) {
-            for (n, &k) in next.iter_mut().zip(*ng) {
-                *n = index(k);
-                prefetch(*n);
-            }
-        }
-        for &i in &cur[..groups[g].len()] {
-            acc = acc.wrapping_add(buf[i]);
-        }
-        std::mem::swap(&mut cur, &mut next);
-    }
-    acc
-}
 
 struct Peers {
     sbbf: sbbf_rs_safe::Filter,
@@ -124,19 +45,11 @@ struct Peers {
 fn bench_size<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize) {
     let probe = Probe::active();
     let n_keys = bytes * 8 / BITS_PER_KEY;
-    let n_insert = n_keys.min(fill_cap());
-    let mut state = 1;
-    let inserted: Vec<u64> = (0..n_insert).map(|_| splitmix(&mut state)).collect();
-    let mut state = 2;
-    let absent: Vec<u64> = (0..BATCH).map(|_| splitmix(&mut state)).collect();
-    let present: Vec<u64> = absent
-        .iter()
-        .map(|&r| inserted[(r % n_insert as u64) as usize])
-        .collect();
-
-    let blocks = (bytes / Layout::L8x32.block_bytes()) as u32;
-    let mut ours = Filter::new(Params::new(Layout::L8x32, blocks).with_seed(SEED));
-    probe.par_insert(ours.as_view_mut(), Keys::U64(&inserted));
+    let n_insert = n_keys.min(env_size("BLOOMLANES_BENCH_FILL_CAP", 16 << 20));
+    let inserted = random(n_insert, 1);
+    let absent = random(BATCH, 2);
+    let present = present(&inserted, BATCH, 2);
+    let mut ours = static_filter(&probe, bytes, &inserted);
     let mut peers = Peers {
         sbbf: sbbf_rs_safe::Filter::new(BITS_PER_KEY, n_keys),
         parquet: parquet::bloom_filter::Sbbf::new(&vec![0u8; bytes]),
@@ -256,8 +169,7 @@ fn bench_size<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize) {
 /// scalar vs AVX2-lane XXH64 of integer keys.
 fn bench_paths<M: Measurement>(c: &mut Criterion<M>) {
     let bytes = 1 << 20;
-    let mut state = 3;
-    let keys: Vec<u64> = (0..BATCH).map(|_| splitmix(&mut state)).collect();
+    let keys = random(BATCH, 3);
     let mut out = vec![0u8; BATCH];
     let mut g = c.benchmark_group("paths/1M");
     g.throughput(Throughput::Elements(BATCH as u64));
@@ -292,82 +204,17 @@ fn bench_paths<M: Measurement>(c: &mut Criterion<M>) {
     g.finish();
 }
 
-fn bench_all<M: Measurement>(c: &mut Criterion<M>) {
-    bench_paths(c);
-    for (label, bytes) in sizes() {
-        bench_size(c, &label, bytes);
-    }
-}
+struct Cpu;
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-}
-
-/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(unix)]
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` for the duration of the call, which is all
-    // `clock_gettime` writes; the clock id is a constant the platform defines.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// Criterion measurement by [`thread_cpu_time`] (`BLOOMLANES_BENCH_CLOCK=thread-cpu`); values are
-/// nanoseconds like criterion's wall time, whose formatter it borrows.
-#[cfg(unix)]
-struct ThreadCpuTime(criterion::measurement::WallTime);
-
-#[cfg(unix)]
-impl Measurement for ThreadCpuTime {
-    type Intermediate = Duration;
-    type Value = Duration;
-    fn start(&self) -> Duration {
-        thread_cpu_time()
+impl Benches for Cpu {
+    fn run<M: Measurement<Value = Duration>>(&self, c: &mut Criterion<M>, _: Clock) {
+        bench_paths(c);
+        for (label, bytes) in sizes("64K,1M,16M,256M,1G") {
+            bench_size(c, &label, bytes);
+        }
     }
-    fn end(&self, start: Duration) -> Duration {
-        thread_cpu_time().saturating_sub(start)
-    }
-    fn add(&self, a: &Duration, b: &Duration) -> Duration {
-        *a + *b
-    }
-    fn zero(&self) -> Duration {
-        Duration::ZERO
-    }
-    fn to_f64(&self, value: &Duration) -> f64 {
-        value.as_nanos() as f64
-    }
-    fn formatter(&self) -> &dyn criterion::measurement::ValueFormatter {
-        self.0.formatter()
-    }
-}
-
-/// Runs every benchmark with `c` (and its measurement), configured from the command line.
-fn run<M: Measurement>(c: Criterion<M>) {
-    let mut c = c.configure_from_args();
-    bench_all(&mut c);
-    c.final_summary();
 }
 
 fn main() {
-    match std::env::var("BLOOMLANES_BENCH_CLOCK").as_deref() {
-        Err(_) | Ok("") | Ok("wall") => run(config()),
-        #[cfg(unix)]
-        Ok("thread-cpu") => {
-            run(config().with_measurement(ThreadCpuTime(criterion::measurement::WallTime)))
-        }
-        Ok(other) => {
-            eprintln!(
-                "BLOOMLANES_BENCH_CLOCK={other:?}: expected `wall` or `thread-cpu` (Unix only)"
-            );
-            std::process::exit(2);
-        }
-    }
+    criterion_main(Cpu);
 }

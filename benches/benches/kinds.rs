@@ -21,107 +21,45 @@
 //! `cargo bench -p bloomlanes-benches --bench kinds` (filter with a criterion regex as usual).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use bloomlanes_benches::kinds::{counting_filter, counting_write, LAYOUT};
+use bloomlanes_benches::{
+    criterion_main, env_or, present, random, sizes, static_filter, timed, Benches, Clock,
+    BITS_PER_KEY,
+};
 use bloomlanes_core::math::{blocks_for_rate, false_positive_rate, stable_decrements_for_rate};
 use bloomlanes_core::{
-    CounterBits, CountingFilter, Filter, Keys, Layout, Params, ScalableFilter, WindowFilter,
+    CounterBits, CountingFilter, Filter, Keys, Params, ScalableFilter, WindowFilter,
 };
 use bloomlanes_simd::Probe;
-use criterion::measurement::{Measurement, WallTime};
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::Measurement;
+use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 
 /// Keys per iteration of the lookup, insert and delete benchmarks.
 const BATCH: usize = 1 << 16;
-const BITS_PER_KEY: usize = 10;
-const LAYOUT: Layout = Layout::L8x32;
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn random(n: usize, seed: u64) -> Vec<u64> {
-    let mut s = seed;
-    (0..n).map(|_| splitmix(&mut s)).collect()
-}
-
-fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim().to_ascii_uppercase();
-    let (num, mul) = match s.chars().last()? {
-        'K' => (&s[..s.len() - 1], 1 << 10),
-        'M' => (&s[..s.len() - 1], 1 << 20),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (&s[..], 1),
-    };
-    num.parse::<usize>().ok().map(|n| n * mul)
-}
-
-fn sizes() -> Vec<(String, usize)> {
-    let spec = std::env::var("BLOOMLANES_BENCH_SIZES").unwrap_or_else(|_| "64K,1M,16M".into());
-    spec.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            let bytes = parse_size(s).unwrap_or_else(|| panic!("bad size {s:?}"));
-            assert!(bytes >= 1024, "size {s} must be at least 1K");
-            (s.trim().to_string(), bytes)
-        })
-        .collect()
-}
-
-/// The clock of `iter_custom` loops: the one criterion measures with.
-#[derive(Clone, Copy)]
-enum Clock {
-    Wall,
-    #[cfg(unix)]
-    ThreadCpu,
-}
-
-impl Clock {
-    fn now(self) -> Duration {
-        match self {
-            Clock::Wall => {
-                static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-                START.get_or_init(Instant::now).elapsed()
-            }
-            #[cfg(unix)]
-            Clock::ThreadCpu => thread_cpu_time(),
-        }
-    }
-}
-
-/// Times `op` only, `iters` times, running `undo` (untimed) after each, so that every timed
-/// run starts from the same filter state.
-fn timed<S: ?Sized>(
+/// A benchmark of `write(state, remove)`, each timed call undone (untimed) by
+/// `write(state, !remove)`, so that every timed call starts from the same state.
+fn undone<M: Measurement<Value = Duration>, S>(
+    g: &mut BenchmarkGroup<'_, M>,
+    name: String,
     clock: Clock,
-    iters: u64,
     state: &mut S,
-    mut op: impl FnMut(&mut S),
-    mut undo: impl FnMut(&mut S),
-) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..iters {
-        let t = clock.now();
-        op(state);
-        total += clock.now().saturating_sub(t);
-        undo(state);
-    }
-    total
-}
-
-/// Keys per call of the `counting` group (`BLOOMLANES_BENCH_COUNTING_BATCH`, default [`BATCH`]).
-fn counting_batch() -> usize {
-    std::env::var("BLOOMLANES_BENCH_COUNTING_BATCH")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(BATCH)
-}
-
-fn counting_filter(blocks: u32, bits: CounterBits) -> CountingFilter {
-    CountingFilter::counting(Params::new(LAYOUT, blocks), bits)
+    remove: bool,
+    write: impl Fn(&mut S, bool),
+) {
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            timed(
+                clock,
+                iters,
+                state,
+                |s| write(s, remove),
+                |s| write(s, !remove),
+            )
+        })
+    });
 }
 
 fn bench_counting<M: Measurement<Value = Duration>>(
@@ -134,18 +72,12 @@ fn bench_counting<M: Measurement<Value = Duration>>(
     let blocks = (bytes / LAYOUT.block_bytes()) as u32;
     let n_keys = bytes * 8 / BITS_PER_KEY;
     let inserted = random(n_keys, 1);
-    let batch = counting_batch();
+    let batch = env_or("BLOOMLANES_BENCH_COUNTING_BATCH", BATCH);
     let absent = random(batch, 2);
-    let present: Vec<u64> = absent
-        .iter()
-        .map(|&r| inserted[(r % n_keys as u64) as usize])
-        .collect();
-    let mut st = Filter::new(Params::new(LAYOUT, blocks));
-    probe.par_insert(st.as_view_mut(), Keys::U64(&inserted));
-    let mut c4 = counting_filter(blocks, CounterBits::Four);
-    let mut c8 = counting_filter(blocks, CounterBits::Eight);
-    probe.par_insert_counting(c4.as_view_mut(), Keys::U64(&inserted));
-    probe.par_insert_counting(c8.as_view_mut(), Keys::U64(&inserted));
+    let present = present(&inserted, batch, 2);
+    let mut st = static_filter(&probe, bytes, &inserted);
+    let mut c4 = counting_filter(&probe, blocks, CounterBits::Four, &inserted);
+    let mut c8 = counting_filter(&probe, blocks, CounterBits::Eight, &inserted);
     assert_eq!(
         c4.image_words(),
         st.words(),
@@ -173,7 +105,6 @@ fn bench_counting<M: Measurement<Value = Duration>>(
     let mut g = c.benchmark_group(format!("counting/{label}"));
     g.throughput(Throughput::Elements(batch as u64));
     let keys = Keys::U64(&absent);
-    let mut refused = vec![0u64; batch.div_ceil(64)];
     // Inserts of keys not yet present; each timed insert is undone by a delete.
     g.bench_function("static/insert/1t", |b| {
         b.iter(|| probe.insert(st.as_view_mut(), keys))
@@ -181,69 +112,29 @@ fn bench_counting<M: Measurement<Value = Duration>>(
     g.bench_function("static/insert/all", |b| {
         b.iter(|| probe.par_insert(st.as_view_mut(), keys))
     });
+    // A counting insert or delete (`remove`) of the batch, on every core if `par`; deletes
+    // find every key (each timed insert is undone by a delete and the other way round).
+    let write = |f: &mut CountingFilter, r: &mut [u64], remove, par| {
+        counting_write(&probe, f, keys, r, remove, par)
+    };
     for (name, f) in [("counting4", &mut c4), ("counting8", &mut c8)] {
-        let r = &mut refused;
-        g.bench_function(format!("{name}/insert/1t"), |b| {
-            b.iter_custom(|iters| {
-                timed(
-                    clock,
-                    iters,
-                    &mut *f,
-                    |f| probe.insert_counting(f.as_view_mut(), keys),
-                    // Undone on this thread: the filter's lines stay in this core's caches,
-                    // as after the static insert (undone on all cores, the timed insert
-                    // would first pull its lines back from the other core's caches).
-                    |f| {
-                        probe.remove_counting(f.as_view_mut(), keys, r).unwrap();
-                    },
-                )
-            })
-        });
-        g.bench_function(format!("{name}/insert/all"), |b| {
-            b.iter_custom(|iters| {
-                timed(
-                    clock,
-                    iters,
-                    &mut *f,
-                    |f| probe.par_insert_counting(f.as_view_mut(), keys),
-                    |f| {
-                        probe.par_remove_counting(f.as_view_mut(), keys, r).unwrap();
-                    },
-                )
-            })
-        });
-        // Deletes of present keys (inserted once more first, so that the filter returns to its
-        // state); each timed delete is undone by an insert.
-        probe.par_insert_counting(f.as_view_mut(), keys);
-        g.bench_function(format!("{name}/delete/1t"), |b| {
-            b.iter_custom(|iters| {
-                timed(
-                    clock,
-                    iters,
-                    &mut *f,
-                    |f| {
-                        let n = probe.remove_counting(f.as_view_mut(), keys, r).unwrap();
-                        assert_eq!(n, 0);
-                    },
-                    |f| probe.insert_counting(f.as_view_mut(), keys),
-                )
-            })
-        });
-        g.bench_function(format!("{name}/delete/all"), |b| {
-            b.iter_custom(|iters| {
-                timed(
-                    clock,
-                    iters,
-                    &mut *f,
-                    |f| {
-                        let n = probe.par_remove_counting(f.as_view_mut(), keys, r).unwrap();
-                        assert_eq!(n, 0);
-                    },
-                    |f| probe.par_insert_counting(f.as_view_mut(), keys),
-                )
-            })
-        });
-        probe.par_remove_counting(f.as_view_mut(), keys, r).unwrap();
+        let mut state = (f, vec![0u64; batch.div_ceil(64)]);
+        for (op, remove) in [("insert", false), ("delete", true)] {
+            if remove {
+                // The keys inserted once more first, so that the filter returns to its state.
+                write(state.0, &mut state.1, false, true);
+            }
+            for (threads, par) in [("1t", false), ("all", true)] {
+                // Undone on the thread that ran the op (the one-thread ops): the filter's lines
+                // stay in this core's caches, as after the static insert (undone on all cores,
+                // the timed insert would first pull its lines back from the other core's).
+                let name = format!("{name}/{op}/{threads}");
+                undone(&mut g, name, clock, &mut state, remove, |(f, r), rm| {
+                    write(f, r, rm, par)
+                });
+            }
+        }
+        write(state.0, &mut state.1, true, true);
     }
     let mut out = vec![0u8; batch];
     for (kind, k) in [("present", &present), ("absent", &absent)] {
@@ -261,37 +152,23 @@ fn bench_counting<M: Measurement<Value = Duration>>(
             b.iter(|| probe.par_contains(c4.projection(), k, &mut out))
         });
     }
-    g.bench_function("bloomcraft-4/insert/1t", |b| {
-        b.iter_custom(|iters| {
-            timed(
-                clock,
-                iters,
-                &mut peer,
-                |p| absent.iter().for_each(|k| p.insert(k)),
-                |p| {
-                    absent.iter().for_each(|k| {
-                        p.delete(k);
-                    })
-                },
-            )
-        })
-    });
-    absent.iter().for_each(|k| peer.insert(k));
-    g.bench_function("bloomcraft-4/delete/1t", |b| {
-        b.iter_custom(|iters| {
-            timed(
-                clock,
-                iters,
-                &mut peer,
-                |p| {
-                    absent.iter().for_each(|k| {
-                        black_box(p.delete(k));
-                    })
-                },
-                |p| absent.iter().for_each(|k| p.insert(k)),
-            )
-        })
-    });
+    // The peer's inserts and deletes of the batch, each timed one undone by the other.
+    let peer_write = |p: &mut bloomcraft::CountingBloomFilter<u64>, remove: bool| {
+        for k in &absent {
+            if remove {
+                black_box(p.delete(k));
+            } else {
+                p.insert(k);
+            }
+        }
+    };
+    for (op, remove) in [("insert", false), ("delete", true)] {
+        if remove {
+            peer_write(&mut peer, false);
+        }
+        let name = format!("bloomcraft-4/{op}/1t");
+        undone(&mut g, name, clock, &mut peer, remove, peer_write);
+    }
     for (kind, k) in [("present", &present), ("absent", &absent)] {
         g.bench_function(BenchmarkId::new("bloomcraft-4/lookup/1t", kind), |b| {
             b.iter(|| {
@@ -336,10 +213,7 @@ fn bench_window<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize)
         false_positive_rate(LAYOUT, st.blocks(), n as u64),
     );
     let absent = &absent[..BATCH];
-    let present: Vec<u64> = absent
-        .iter()
-        .map(|&r| recent[(r % n as u64) as usize])
-        .collect();
+    let present = present(recent, BATCH, 4);
     let mut g = c.benchmark_group(format!("window/{label}"));
     g.throughput(Throughput::Elements(BATCH as u64));
     let mut out = vec![0u8; BATCH];
@@ -412,6 +286,26 @@ fn bench_stable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize)
     g.finish();
 }
 
+/// A peer's build benchmark: `insert` of every key into a fresh `make()`.
+fn build_row<M: Measurement, F>(
+    g: &mut BenchmarkGroup<'_, M>,
+    name: &str,
+    make: impl Fn() -> F,
+    keys: &[u64],
+    insert: impl Fn(&mut F, &u64),
+) {
+    g.bench_function(format!("{name}/build/1t"), |b| {
+        b.iter_batched(
+            &make,
+            |mut f| {
+                keys.iter().for_each(|k| insert(&mut f, k));
+                f
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
 fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize) {
     let probe = Probe::active();
     let n = (bytes * 8 / BITS_PER_KEY).min(1 << 20);
@@ -446,17 +340,8 @@ fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usiz
             .tightening_ratio(tightening)
             .build()
     };
-    g.bench_function("growable-bloom-filter/build/1t", |b| {
-        b.iter_batched(
-            growable,
-            |mut f| {
-                keys.iter().for_each(|k| {
-                    f.insert(k);
-                });
-                f
-            },
-            BatchSize::LargeInput,
-        )
+    build_row(&mut g, "growable-bloom-filter", growable, &keys, |f, k| {
+        f.insert(k);
     });
     let pc = || {
         probabilistic_collections::bloom::ScalableBloomFilter::<u64>::new(
@@ -466,15 +351,8 @@ fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usiz
             tightening,
         )
     };
-    g.bench_function("probabilistic-collections/build/1t", |b| {
-        b.iter_batched(
-            pc,
-            |mut f| {
-                keys.iter().for_each(|k| f.insert(k));
-                f
-            },
-            BatchSize::LargeInput,
-        )
+    build_row(&mut g, "probabilistic-collections", pc, &keys, |f, k| {
+        f.insert(k)
     });
     let bc = || {
         bloomcraft::ScalableBloomFilter::<u64>::with_strategy(
@@ -485,16 +363,7 @@ fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usiz
         )
         .unwrap()
     };
-    g.bench_function("bloomcraft/build/1t", |b| {
-        b.iter_batched(
-            bc,
-            |mut f| {
-                keys.iter().for_each(|k| f.insert(k));
-                f
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    build_row(&mut g, "bloomcraft", bc, &keys, |f, k| f.insert(k));
     g.finish();
 
     let mut ours = empty.clone();
@@ -515,10 +384,7 @@ fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usiz
         ours.expected_fpr()
     );
     let absent = random(BATCH, 8);
-    let present: Vec<u64> = absent
-        .iter()
-        .map(|&r| keys[(r % n as u64) as usize])
-        .collect();
+    let present = present(&keys, BATCH, 8);
     let mut g = c.benchmark_group(format!("scalable/{label}"));
     g.throughput(Throughput::Elements(BATCH as u64));
     let mut out = vec![0u8; BATCH];
@@ -557,84 +423,19 @@ fn bench_scalable<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usiz
     g.finish();
 }
 
-fn bench_all<M: Measurement<Value = Duration>>(c: &mut Criterion<M>, clock: Clock) {
-    for (label, bytes) in sizes() {
-        bench_counting(c, clock, &label, bytes);
-        bench_window(c, &label, bytes);
-        bench_stable(c, &label, bytes);
-        bench_scalable(c, &label, bytes);
-    }
-}
+struct Kinds;
 
-fn config() -> Criterion {
-    Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2))
-}
-
-/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(unix)]
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` for the duration of the call, which is all
-    // `clock_gettime` writes; the clock id is a constant the platform defines.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// Criterion measurement by [`thread_cpu_time`] (`BLOOMLANES_BENCH_CLOCK=thread-cpu`).
-#[cfg(unix)]
-struct ThreadCpuTime(WallTime);
-
-#[cfg(unix)]
-impl Measurement for ThreadCpuTime {
-    type Intermediate = Duration;
-    type Value = Duration;
-    fn start(&self) -> Duration {
-        thread_cpu_time()
-    }
-    fn end(&self, start: Duration) -> Duration {
-        thread_cpu_time().saturating_sub(start)
-    }
-    fn add(&self, a: &Duration, b: &Duration) -> Duration {
-        *a + *b
-    }
-    fn zero(&self) -> Duration {
-        Duration::ZERO
-    }
-    fn to_f64(&self, value: &Duration) -> f64 {
-        value.as_nanos() as f64
-    }
-    fn formatter(&self) -> &dyn criterion::measurement::ValueFormatter {
-        self.0.formatter()
+impl Benches for Kinds {
+    fn run<M: Measurement<Value = Duration>>(&self, c: &mut Criterion<M>, clock: Clock) {
+        for (label, bytes) in sizes("64K,1M,16M") {
+            bench_counting(c, clock, &label, bytes);
+            bench_window(c, &label, bytes);
+            bench_stable(c, &label, bytes);
+            bench_scalable(c, &label, bytes);
+        }
     }
 }
 
 fn main() {
-    match std::env::var("BLOOMLANES_BENCH_CLOCK").as_deref() {
-        Err(_) | Ok("") | Ok("wall") => {
-            let mut c = config().configure_from_args();
-            bench_all(&mut c, Clock::Wall);
-            c.final_summary();
-        }
-        #[cfg(unix)]
-        Ok("thread-cpu") => {
-            let mut c = config()
-                .with_measurement(ThreadCpuTime(WallTime))
-                .configure_from_args();
-            bench_all(&mut c, Clock::ThreadCpu);
-            c.final_summary();
-        }
-        Ok(other) => {
-            eprintln!(
-                "BLOOMLANES_BENCH_CLOCK={other:?}: expected `wall` or `thread-cpu` (Unix only)"
-            );
-            std::process::exit(2);
-        }
-    }
+    criterion_main(Kinds);
 }

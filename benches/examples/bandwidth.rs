@@ -8,48 +8,14 @@
 //! shared with other jobs; the all-thread runs stay on the wall clock).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
+use bloomlanes_benches::Clock;
 use rayon::prelude::*;
 
-/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(unix)]
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` for the duration of the call, which is all
-    // `clock_gettime` writes; the clock id is a constant the platform defines.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-#[cfg(not(unix))]
-fn thread_cpu_time() -> Duration {
-    panic!("BANDWIDTH_CLOCK=thread-cpu needs a Unix clock")
-}
-
-/// Best of `reps` runs in seconds, by the thread's CPU time if `cpu` (else wall time).
-fn best_on(cpu: bool, reps: usize, mut run: impl FnMut()) -> f64 {
+/// Best of `reps` runs in seconds on `clock`.
+fn best_on(clock: Clock, reps: usize, mut run: impl FnMut()) -> f64 {
     (0..reps)
-        .map(|_| {
-            let (t, c) = (
-                Instant::now(),
-                if cpu {
-                    thread_cpu_time()
-                } else {
-                    Duration::ZERO
-                },
-            );
-            run();
-            if cpu {
-                (thread_cpu_time() - c).as_secs_f64()
-            } else {
-                t.elapsed().as_secs_f64()
-            }
-        })
+        .map(|_| clock.seconds(&mut run))
         .fold(f64::INFINITY, f64::min)
 }
 
@@ -74,9 +40,9 @@ fn main() {
     let mut dst = vec![1u64; n];
     let chunk = (n / (4 * rayon::current_num_threads())).max(8) / 8 * 8;
     let gb = |b: f64, t: f64| b / t / 1e9;
-    let cpu = std::env::var("BANDWIDTH_CLOCK").as_deref() == Ok("thread-cpu");
-    let best = |reps: usize, run: &mut dyn FnMut()| best_on(false, reps, run);
-    let best1 = |reps: usize, run: &mut dyn FnMut()| best_on(cpu, reps, run);
+    let one = Clock::from_env("BANDWIDTH_CLOCK");
+    let best = |reps: usize, run: &mut dyn FnMut()| best_on(Clock::Wall, reps, run);
+    let best1 = |reps: usize, run: &mut dyn FnMut()| best_on(one, reps, run);
 
     let t = best1(reps, &mut || {
         black_box(sum(black_box(&src)));

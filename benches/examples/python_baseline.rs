@@ -17,14 +17,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The strings `key-{i}` for `i` in `range`: their bytes end to end and their offsets.
 fn strings(range: std::ops::Range<u64>) -> (Vec<u8>, Vec<u64>) {
-    let mut data = Vec::new();
-    let mut offsets = vec![0u64];
-    for i in range {
-        data.extend_from_slice(format!("key-{i}").as_bytes());
-        offsets.push(data.len() as u64);
-    }
-    (data, offsets)
+    let texts: Vec<String> = range.map(|i| format!("key-{i}")).collect();
+    let ends = texts.iter().scan(0u64, |at, t| {
+        *at += t.len() as u64;
+        Some(*at)
+    });
+    (
+        texts.concat().into_bytes(),
+        std::iter::once(0).chain(ends).collect(),
+    )
 }
 
 fn main() {

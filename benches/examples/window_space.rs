@@ -8,21 +8,9 @@
 //! Prints bits per key of the window, the ratio to the static filter, the expected (worst-case)
 //! and measured rates, and the bytes a lookup reads.
 
+use bloomlanes_benches::random as keys;
 use bloomlanes_core::{math, Filter, FilterKind, Keys, Layout, Params, WindowFilter};
 use bloomlanes_simd::Probe;
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn keys(n: usize, seed: u64) -> Vec<u64> {
-    let mut s = seed;
-    (0..n).map(|_| splitmix(&mut s)).collect()
-}
 
 /// The fraction of `absent` that `contains` finds.
 fn rate_of(absent: &[u64], contains: impl FnOnce(&[u64], &mut [u8])) -> f64 {

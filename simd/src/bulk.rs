@@ -228,6 +228,102 @@ unsafe fn drive<I: Isa, S: Shape>(
     }
 }
 
+/// What a bulk pass does with each key's block: look it up, insert, or insert by atomic OR.
+trait BlockOp {
+    /// The key with hash `h`, whose block starts at word `off`; the result is the key's answer
+    /// (lookups; the others answer `false`).
+    ///
+    /// # Safety
+    /// `off` is `block_index × block_u32s` of a block of the words the operation was made
+    /// over (which hold `p.blocks` blocks of `S`, exclusively borrowed for the writes); the CPU
+    /// supports `I`.
+    unsafe fn apply<I: Isa, S: Shape>(&mut self, off: usize, h: u64) -> bool;
+}
+
+/// Lookups in the words from the pointer.
+struct Lookup(*const u32);
+
+impl BlockOp for Lookup {
+    #[inline(always)]
+    unsafe fn apply<I: Isa, S: Shape>(&mut self, off: usize, h: u64) -> bool {
+        // SAFETY: the block at `off` lies in the words (caller); the CPU supports I (caller).
+        unsafe { vector::contains::<I, S>(self.0.add(off), h) }
+    }
+}
+
+/// Inserts into the exclusively borrowed words from the pointer.
+struct Set(*mut u32);
+
+impl BlockOp for Set {
+    #[inline(always)]
+    unsafe fn apply<I: Isa, S: Shape>(&mut self, off: usize, h: u64) -> bool {
+        // SAFETY: the block at `off` lies in the words, which are ours (caller); the CPU
+        // supports I (caller).
+        unsafe { vector::insert::<I, S>(self.0.add(off), h) };
+        false
+    }
+}
+
+/// Inserts into shared words by atomic OR.
+struct AtomicOr<'a>(&'a [AtomicU32]);
+
+impl BlockOp for AtomicOr<'_> {
+    #[inline(always)]
+    unsafe fn apply<I: Isa, S: Shape>(&mut self, off: usize, h: u64) -> bool {
+        let per = S::LAYOUT.block_u32s();
+        let mut mask = [0u32; 32];
+        // SAFETY: the CPU supports I (caller).
+        unsafe { vector::mask_words::<I, S>(h, &mut mask) };
+        for (a, &m) in self.0[off..off + per].iter().zip(&mask[..per]) {
+            // Skip the read-modify-write when the bits are already there (common in a filling
+            // filter): a plain load is far cheaper than a locked OR.
+            if m != 0 && a.load(Ordering::Relaxed) & m != m {
+                a.fetch_or(m, Ordering::Relaxed);
+            }
+        }
+        false
+    }
+}
+
+/// Runs `op` over every key's block (at `words`, which only `op` reads or writes) with the
+/// group-and-prefetch loop of [`drive`], and hands the answers to `sink`.
+///
+/// # Safety
+/// `words` holds `p.blocks` blocks of `p.layout`, as `op` needs them; the CPU supports `I`.
+#[inline(always)]
+unsafe fn run<I: Isa>(
+    p: Params,
+    words: *const u32,
+    keys: Keys<'_>,
+    op: &mut impl BlockOp,
+    sink: &mut impl Sink,
+) {
+    with_shape!(p.layout, S => {
+        // SAFETY: the CPU supports I (caller). Every `off` is `block_index(_, p.blocks) ×
+        // block_u32s` with `block_index < p.blocks`, so it starts a whole block of the words,
+        // which hold `p.blocks` blocks of `S` as `op` needs them (caller); `words` itself is
+        // only prefetched through.
+        unsafe {
+            drive::<I, S>(
+                p.blocks,
+                words,
+                p.seed,
+                keys,
+                |off, h| op.apply::<I, S>(off, h),
+                |s, n, hits| sink.put(s, n, hits),
+            )
+        }
+    })
+}
+
+/// Discards the answers of a write.
+struct NoAnswers;
+
+impl Sink for NoAnswers {
+    #[inline(always)]
+    fn put(&mut self, _: usize, _: usize, _: &[u8; GROUP]) {}
+}
+
 /// Bulk lookup of every key into `sink` (which the caller made as long as the batch).
 ///
 /// # Safety
@@ -236,29 +332,12 @@ unsafe fn drive<I: Isa, S: Shape>(
 ///
 /// [`FilterRef`]: bloomlanes_core::FilterRef
 #[inline(always)]
-pub(crate) unsafe fn contains<I: Isa>(
-    p: Params,
-    words: &[u32],
-    keys: Keys<'_>,
-    sink: &mut impl Sink,
-) {
+unsafe fn contains<I: Isa>(p: Params, words: &[u32], keys: Keys<'_>, sink: &mut impl Sink) {
     debug_assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
     let w = words.as_ptr();
-    with_shape!(p.layout, S => {
-        // SAFETY: the CPU supports I (caller). Every `off` is `block_index(_, p.blocks) ×
-        // block_u32s` with `block_index < p.blocks`, so `w + off` starts a whole block inside
-        // `words`, which holds `p.blocks` blocks of `S` (caller) and is borrowed for the call.
-        unsafe {
-            drive::<I, S>(
-                p.blocks,
-                w,
-                p.seed,
-                keys,
-                |off, h| vector::contains::<I, S>(w.add(off), h),
-                |s, n, hits| sink.put(s, n, hits),
-            )
-        }
-    })
+    // SAFETY: the words hold `p.blocks` blocks, borrowed for the call (caller); the CPU
+    // supports I (caller).
+    unsafe { run::<I>(p, w, keys, &mut Lookup(w), sink) }
 }
 
 /// Bulk insert into exclusively borrowed words.
@@ -272,25 +351,9 @@ pub(crate) unsafe fn contains<I: Isa>(
 pub(crate) unsafe fn insert<I: Isa>(p: Params, words: &mut [u32], keys: Keys<'_>) {
     debug_assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
     let w = words.as_mut_ptr();
-    with_shape!(p.layout, S => {
-        // SAFETY: the CPU supports I (caller). Every `off` is `block_index(_, p.blocks) ×
-        // block_u32s` with `block_index < p.blocks`, so `w + off` starts a whole block inside
-        // `words`, which holds `p.blocks` blocks of `S` (caller) and is exclusively borrowed for
-        // the call, so the block is writable and no one else accesses it.
-        unsafe {
-            drive::<I, S>(
-                p.blocks,
-                w,
-                p.seed,
-                keys,
-                |off, h| {
-                    vector::insert::<I, S>(w.add(off), h);
-                    false
-                },
-                |_, _, _| {},
-            )
-        }
-    })
+    // SAFETY: the words hold `p.blocks` blocks and are exclusively borrowed for the call
+    // (caller), so every block is writable and no one else accesses it; the CPU supports I.
+    unsafe { run::<I>(p, w, keys, &mut Set(w), &mut NoAnswers) }
 }
 
 /// Bulk insert into shared words by atomic OR (no bit is lost to a concurrent writer).
@@ -303,33 +366,10 @@ pub(crate) unsafe fn insert<I: Isa>(p: Params, words: &mut [u32], keys: Keys<'_>
 #[inline(always)]
 pub(crate) unsafe fn insert_atomic<I: Isa>(p: Params, words: &[AtomicU32], keys: Keys<'_>) {
     assert_eq!(words.len(), p.blocks as usize * p.layout.block_u32s());
-    with_shape!(p.layout, S => {
-        let per = S::LAYOUT.block_u32s();
-        let mut mask = [0u32; 32];
-        // SAFETY: the CPU supports I (caller). `words.as_ptr()` is only prefetched through; the
-        // words are read and written below with atomic operations on bounds-checked slices.
-        unsafe {
-            drive::<I, S>(
-                p.blocks,
-                words.as_ptr().cast::<u32>(),
-                p.seed,
-                keys,
-                |off, h| {
-                    vector::mask_words::<I, S>(h, &mut mask);
-                    let block = &words[off..off + per];
-                    for (a, &m) in block.iter().zip(&mask[..per]) {
-                        // Skip the read-modify-write when the bits are already there (common
-                        // in a filling filter): a plain load is far cheaper than a locked OR.
-                        if m != 0 && a.load(Ordering::Relaxed) & m != m {
-                            a.fetch_or(m, Ordering::Relaxed);
-                        }
-                    }
-                    false
-                },
-                |_, _, _| {},
-            )
-        }
-    })
+    let w = words.as_ptr().cast::<u32>();
+    // SAFETY: the CPU supports I (caller); the words are `p.blocks` blocks (checked), read and
+    // written only atomically through bounds-checked slices (`w` is only prefetched through).
+    unsafe { run::<I>(p, w, keys, &mut AtomicOr(words), &mut NoAnswers) }
 }
 
 /// Hashes every key of `keys` into `out` (`out.len() == keys.len()`), integer keys in the
@@ -431,107 +471,55 @@ pub(crate) unsafe fn insert_hashes<I: Isa>(
     })
 }
 
-/// Defines the entry points of one [`Isa`], each compiled with `$feature` (memchr style: the
-/// generic code above is inlined into these functions and so uses the ISA's instructions), and
-/// their dispatch table `FNS`.
+/// Bulk lookup of every key, one byte (0 or 1) per key into `out` (as long as the batch).
+///
+/// # Safety
+/// As [`contains`].
+#[inline(always)]
+pub(crate) unsafe fn contains_bytes<I: Isa>(p: Params, w: &[u32], keys: Keys<'_>, out: &mut [u8]) {
+    // SAFETY: the caller's contract.
+    unsafe { contains::<I>(p, w, keys, &mut Bytes(out)) }
+}
+
+/// Bulk lookup of every key, one bit per key into `out` (a word per 64 keys).
+///
+/// # Safety
+/// As [`contains`].
+#[inline(always)]
+pub(crate) unsafe fn contains_bitmap<I: Isa>(p: Params, w: &[u32], keys: Keys<'_>, o: &mut [u64]) {
+    // SAFETY: the caller's contract.
+    unsafe { contains::<I>(p, w, keys, &mut Bitmap(o)) }
+}
+
+/// Defines the entry points of one [`Isa`], each compiled with the attributes `[...]` (its
+/// `#[target_feature]`, memchr style: the generic code above is inlined into these functions
+/// and so uses the ISA's instructions), and their dispatch table `FNS`.
 macro_rules! entry_points {
-    ($isa:ty $(, $feature:literal)?) => {
-        /// Bulk lookup, one byte per key.
-        ///
-        /// # Safety
-        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
-        /// module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn contains_bytes(
-            p: bloomlanes_core::Params,
-            words: &[u32],
-            keys: bloomlanes_core::Keys<'_>,
-            out: &mut [u8],
-        ) {
-            // SAFETY: both conditions are the caller's.
-            unsafe { crate::bulk::contains::<$isa>(p, words, keys, &mut crate::bulk::Bytes(out)) }
-        }
+    ($isa:ty, $attrs:tt) => {
+        crate::dispatch::entries!($isa, $attrs;
+            contains_bytes = crate::bulk::contains_bytes(
+                p: bloomlanes_core::Params, words: &[u32], keys: bloomlanes_core::Keys<'_>,
+                out: &mut [u8]
+            );
+            contains_bitmap = crate::bulk::contains_bitmap(
+                p: bloomlanes_core::Params, words: &[u32], keys: bloomlanes_core::Keys<'_>,
+                out: &mut [u64]
+            );
+            insert = crate::bulk::insert(
+                p: bloomlanes_core::Params, words: &mut [u32], keys: bloomlanes_core::Keys<'_>
+            );
+            insert_atomic = crate::bulk::insert_atomic(
+                p: bloomlanes_core::Params, words: &[core::sync::atomic::AtomicU32],
+                keys: bloomlanes_core::Keys<'_>
+            );
+            hash = crate::bulk::hash(keys: bloomlanes_core::Keys<'_>, seed: u64, out: &mut [u64]);
+            insert_hashes = crate::bulk::insert_hashes(
+                p: bloomlanes_core::Params, first: u32, words: &mut [u32], hashes: &[u64]
+            );
+        );
 
-        /// Bulk lookup, one bit per key.
-        ///
-        /// # Safety
-        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
-        /// module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn contains_bitmap(
-            p: bloomlanes_core::Params,
-            words: &[u32],
-            keys: bloomlanes_core::Keys<'_>,
-            out: &mut [u64],
-        ) {
-            // SAFETY: both conditions are the caller's.
-            unsafe { crate::bulk::contains::<$isa>(p, words, keys, &mut crate::bulk::Bitmap(out)) }
-        }
-
-        /// Bulk insert into exclusively borrowed words.
-        ///
-        /// # Safety
-        /// `words` holds exactly `p.blocks` blocks of `p.layout`; the CPU supports this
-        /// module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn insert(
-            p: bloomlanes_core::Params,
-            words: &mut [u32],
-            keys: bloomlanes_core::Keys<'_>,
-        ) {
-            // SAFETY: both conditions are the caller's.
-            unsafe { crate::bulk::insert::<$isa>(p, words, keys) }
-        }
-
-        /// Bulk insert into shared words by atomic OR.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn insert_atomic(
-            p: bloomlanes_core::Params,
-            words: &[core::sync::atomic::AtomicU32],
-            keys: bloomlanes_core::Keys<'_>,
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the word count is checked.
-            unsafe { crate::bulk::insert_atomic::<$isa>(p, words, keys) }
-        }
-
-        /// Hashes every key into `out`.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn hash(keys: bloomlanes_core::Keys<'_>, seed: u64, out: &mut [u64]) {
-            // SAFETY: the instruction set is the caller's condition.
-            unsafe { crate::bulk::hash::<$isa>(keys, seed, out) }
-        }
-
-        /// Inserts the hashes whose block lies in the block range that `words` holds.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        pub(crate) unsafe fn insert_hashes(
-            p: bloomlanes_core::Params,
-            first: u32,
-            words: &mut [u32],
-            hashes: &[u64],
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the kernel only touches
-            // blocks inside `words`.
-            unsafe { crate::bulk::insert_hashes::<$isa>(p, first, words, hashes) }
-        }
-
-        /// The dispatch table of this module.
-        pub(crate) const FNS: crate::Fns = crate::Fns {
-            contains_bytes,
-            contains_bitmap,
-            insert,
-            insert_atomic,
-            hash,
-            insert_hashes,
-        };
+        /// The dispatch table of this ISA.
+        pub(crate) const FNS: crate::dispatch::Fns = crate::dispatch::fns!();
     };
 }
 pub(crate) use entry_points;

@@ -128,30 +128,6 @@ mod x86_64 {
     use super::check_isa;
     use crate::arch::x86_64::{avx2::Avx2, avx512::Avx512, has_avx2, has_avx512, sse2::Sse2};
 
-    /// # Safety
-    /// The CPU supports SSE2.
-    #[target_feature(enable = "sse2")]
-    unsafe fn sse2() {
-        // SAFETY: SSE2 is enabled for this function (its caller's contract).
-        unsafe { check_isa::<Sse2>("sse2") }
-    }
-
-    /// # Safety
-    /// The CPU supports AVX2.
-    #[target_feature(enable = "avx2")]
-    unsafe fn avx2() {
-        // SAFETY: AVX2 is enabled for this function (its caller's contract).
-        unsafe { check_isa::<Avx2>("avx2") }
-    }
-
-    /// # Safety
-    /// The CPU supports AVX-512F and AVX-512DQ.
-    #[target_feature(enable = "avx512f,avx512dq")]
-    unsafe fn avx512() {
-        // SAFETY: AVX-512F/DQ are enabled for this function (its caller's contract).
-        unsafe { check_isa::<Avx512>("avx512") }
-    }
-
     fn skip(name: &str) {
         use std::io::Write;
         let _ = writeln!(
@@ -160,31 +136,44 @@ mod x86_64 {
         );
     }
 
-    #[test]
-    fn sse2_kernel_matches_the_core() {
-        // SAFETY: every x86_64 CPU has SSE2.
-        unsafe { sse2() }
+    /// A test of one x86 ISA's kernels: `check_isa` compiled with `$feature`, run if the CPU
+    /// `$has` it, else skipped with a visible line.
+    macro_rules! isa_test {
+        ($test:ident, $isa:ty, $name:literal, $feature:literal, $has:expr) => {
+            #[test]
+            fn $test() {
+                /// # Safety
+                /// The CPU supports the ISA.
+                #[target_feature(enable = $feature)]
+                unsafe fn check() {
+                    // SAFETY: the ISA is enabled for this function (its caller's contract).
+                    unsafe { check_isa::<$isa>($name) }
+                }
+                if $has {
+                    // SAFETY: the CPU's support of the ISA was just detected.
+                    unsafe { check() }
+                } else {
+                    skip($name);
+                }
+            }
+        };
     }
 
-    #[test]
-    fn avx2_kernel_matches_the_core() {
-        if has_avx2() {
-            // SAFETY: AVX2 was just detected.
-            unsafe { avx2() }
-        } else {
-            skip("avx2");
-        }
-    }
-
-    #[test]
-    fn avx512_kernel_matches_the_core() {
-        if has_avx512() {
-            // SAFETY: AVX-512F and AVX-512DQ were just detected.
-            unsafe { avx512() }
-        } else {
-            skip("avx512");
-        }
-    }
+    isa_test!(sse2_kernel_matches_the_core, Sse2, "sse2", "sse2", true);
+    isa_test!(
+        avx2_kernel_matches_the_core,
+        Avx2,
+        "avx2",
+        "avx2",
+        has_avx2()
+    );
+    isa_test!(
+        avx512_kernel_matches_the_core,
+        Avx512,
+        "avx512",
+        "avx512f,avx512dq",
+        has_avx512()
+    );
 
     #[test]
     fn avx2_lanes_only_hasher_matches_the_core() {

@@ -1,7 +1,8 @@
-//! The entry points of the kinds' kernels (counting, stable, window) for each vector ISA, each
-//! compiled with the ISA's `#[target_feature]` so that the generic kernels inline into it with
-//! that ISA's instructions, and their dispatch table [`KindFns`]. The scalar path has no table:
-//! it runs the core's reference key by key (see `counting.rs` and `window.rs`).
+//! The entry points of the kinds' kernels (the cell kernels of counting, stable and spatial
+//! filters, and the window kernels) for each vector ISA, each compiled with the ISA's
+//! `#[target_feature]` so that the generic kernels inline into it with that ISA's instructions,
+//! and their dispatch table [`KindFns`]. The scalar path has no table: it runs the core's
+//! reference key by key (see `cells.rs` and `window.rs`).
 
 use bloomlanes_core::Params;
 
@@ -12,99 +13,49 @@ use crate::SimdPath;
 /// Each is `unsafe` because the x86 ones are `#[target_feature]` functions, which may only run
 /// on a CPU that has the features (a table reached through [`kind_fns`] guarantees it); the
 /// kernels check the shapes of the words they are given.
+#[allow(clippy::type_complexity)]
 pub(crate) struct KindFns {
-    /// `counting_kernel::update`.
-    #[allow(clippy::type_complexity)]
-    pub(crate) counting: unsafe fn(u8, Params, u32, &mut [u32], &mut [u32], &[u64], &mut Vec<u32>),
-    /// `counting_kernel::stable_insert`.
+    /// `cell_kernel::update`.
+    pub(crate) cells:
+        unsafe fn(u8, Params, u32, &mut [u32], &mut [u32], &[u64], &[u32], &mut Vec<u32>),
+    /// `cell_kernel::stable_insert`.
     pub(crate) stable: unsafe fn(Params, u32, &mut [u32], &mut [u32], &[u64]),
+    /// `cell_kernel::min`.
+    pub(crate) min: unsafe fn(Params, &[u32], &[u32], &[u64], &mut [u32]),
     /// `window_kernel::contains`.
     pub(crate) window_contains: unsafe fn(Params, usize, &[u32], &[u64], &mut [u8]),
     /// `window_kernel::set`.
     pub(crate) window_set: unsafe fn(Params, usize, usize, &mut [u32], &[u64]),
 }
 
-/// Defines the kind entry points of one ISA (with `$feature`) and their table `FNS`.
+/// Defines the kind entry points of one ISA (with `[$attr]`) and their table `FNS`.
 macro_rules! kind_entry_points {
-    ($isa:ty $(, $feature:literal)?) => {
+    ($isa:ty, $attrs:tt) => {
         use bloomlanes_core::Params;
-
-        /// Counting insert or delete over a block range.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        unsafe fn counting(
-            op: u8,
-            p: Params,
-            first: u32,
-            image: &mut [u32],
-            counters: &mut [u32],
-            hashes: &[u64],
-            refused: &mut Vec<u32>,
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the kernel checks shapes.
-            unsafe {
-                crate::counting_kernel::update::<$isa>(
-                    op, p, first, image, counters, hashes, refused,
-                )
-            }
-        }
-
-        /// Stable insert.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        unsafe fn stable(
-            p: Params,
-            decrements: u32,
-            image: &mut [u32],
-            counters: &mut [u32],
-            hashes: &[u64],
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the kernel checks shapes.
-            unsafe {
-                crate::counting_kernel::stable_insert::<$isa>(p, decrements, image, counters, hashes)
-            }
-        }
-
-        /// Window lookups.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        unsafe fn window_contains(
-            p: Params,
-            gens: usize,
-            words: &[u32],
-            hashes: &[u64],
-            out: &mut [u8],
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the kernel checks shapes.
-            unsafe { crate::window_kernel::contains::<$isa>(p, gens, words, hashes, out) }
-        }
-
-        /// Window inserts into one generation.
-        ///
-        /// # Safety
-        /// The CPU supports this module's instruction set.
-        $(#[target_feature(enable = $feature)])?
-        unsafe fn window_set(
-            p: Params,
-            gens: usize,
-            current: usize,
-            words: &mut [u32],
-            hashes: &[u64],
-        ) {
-            // SAFETY: the instruction set is the caller's condition; the kernel checks shapes.
-            unsafe { crate::window_kernel::set::<$isa>(p, gens, current, words, hashes) }
-        }
+        crate::dispatch::entries!($isa, $attrs;
+            cells = crate::cell_kernel::update(
+                op: u8, p: Params, first: u32, image: &mut [u32], cells: &mut [u32],
+                hashes: &[u64], values: &[u32], refused: &mut Vec<u32>
+            );
+            stable = crate::cell_kernel::stable_insert(
+                p: Params, decrements: u32, image: &mut [u32], cells: &mut [u32], hashes: &[u64]
+            );
+            min = crate::cell_kernel::min(
+                p: Params, image: &[u32], cells: &[u32], hashes: &[u64], out: &mut [u32]
+            );
+            window_contains = crate::window_kernel::contains(
+                p: Params, gens: usize, words: &[u32], hashes: &[u64], out: &mut [u8]
+            );
+            window_set = crate::window_kernel::set(
+                p: Params, gens: usize, current: usize, words: &mut [u32], hashes: &[u64]
+            );
+        );
 
         /// The kind kernels of this ISA.
         pub(crate) const FNS: crate::kind_entry::KindFns = crate::kind_entry::KindFns {
-            counting,
+            cells,
             stable,
+            min,
             window_contains,
             window_set,
         };
@@ -112,24 +63,32 @@ macro_rules! kind_entry_points {
 }
 
 mod portable {
-    kind_entry_points!(crate::portable::Portable);
+    kind_entry_points!(crate::portable::Portable, []);
 }
 
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
-    kind_entry_points!(crate::arch::x86_64::sse2::Sse2, "sse2");
+    kind_entry_points!(
+        crate::arch::x86_64::sse2::Sse2,
+        [target_feature(enable = "sse2")]
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    kind_entry_points!(crate::arch::x86_64::avx2::Avx2, "avx2");
+    kind_entry_points!(
+        crate::arch::x86_64::avx2::Avx2,
+        [target_feature(enable = "avx2")]
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     kind_entry_points!(
         crate::arch::x86_64::avx512::Avx512,
-        "avx512f,avx512dq,avx512bw,avx512vl"
+        [target_feature(
+            enable = "avx512f,avx512dq,avx512bw,avx512vl"
+        )]
     );
 }
 
@@ -157,7 +116,7 @@ pub(crate) fn kind_fns(path: SimdPath) -> Option<&'static KindFns> {
 /// buffer that stays in L1, then handed to the kernels.
 pub(crate) const CHUNK: usize = 2048;
 
-/// Keys per hashing task of the parallel counting operations.
+/// Keys per hashing task of the parallel cell operations.
 pub(crate) const PAR_CHUNK: usize = 1 << 16;
 
 /// Hashes `keys` with `probe`'s hasher (integer keys in its vector lanes) into `out`.

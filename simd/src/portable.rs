@@ -8,26 +8,16 @@
 //! `unbounded_shl` giving 0 for counts of 32 or more), which is independent of the target's
 //! endianness: the filter's words are `u32` numbers and a 64-bit lane is `lo | hi << 32`.
 
-use bloomlanes_core::{xxh64_u64, SALTS};
+use bloomlanes_core::SALTS;
 use wide::u32x8;
 
 use crate::shape::Shape;
-use crate::vector::{Isa, Vector, MAX_REGS};
+use crate::vector::{Vector, MAX_REGS};
 
 /// The portable instruction set (whatever the build target has).
 pub(crate) struct Portable;
 
-impl Isa for Portable {
-    type Wide = u32x8;
-    type Narrow = u32x8;
-
-    #[inline(always)]
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
-        for (o, &k) in out.iter_mut().zip(keys) {
-            *o = xxh64_u64(k, seed);
-        }
-    }
-}
+crate::vector::isa!(Portable, u32x8, u32x8);
 
 /// Lane bit indices of lanes `first .. first + 8` of a block of `S` (`first + 8 <= 16`).
 #[inline(always)]
@@ -158,4 +148,4 @@ impl Vector for u32x8 {
     }
 }
 
-crate::bulk::entry_points!(Portable);
+crate::bulk::entry_points!(Portable, []);

@@ -19,7 +19,7 @@
 use bloomlanes_core::{Keys, ScalableFilter, SizingError};
 
 use crate::kind_entry::{hash_into, CHUNK};
-use crate::Probe;
+use crate::{chunks, Probe};
 
 impl Probe {
     /// Looks up every key in every stage of a scalable filter: `out[i]` is 1 if some stage may
@@ -30,7 +30,7 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn contains_scalable(&self, filter: &ScalableFilter, keys: Keys<'_>, out: &mut [u8]) {
-        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        chunks::check_per_key(out.len(), &keys);
         let seed = filter.params().seed;
         let mut hashes = vec![0u64; CHUNK.min(keys.len())];
         let mut pending = Vec::with_capacity(hashes.len());
@@ -75,28 +75,8 @@ impl Probe {
     ///
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
-    pub fn contains_scalable_bitmap(
-        &self,
-        filter: &ScalableFilter,
-        keys: Keys<'_>,
-        out: &mut [u64],
-    ) {
-        assert_eq!(
-            out.len(),
-            keys.len().div_ceil(64),
-            "one output word per 64 keys"
-        );
-        let mut bytes = vec![0u8; CHUNK];
-        for (c, words) in out.chunks_mut(CHUNK / 64).enumerate() {
-            let start = c * CHUNK;
-            let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
-            let bytes = &mut bytes[..chunk.len()];
-            self.contains_scalable(filter, chunk, bytes);
-            words.fill(0);
-            for (i, &b) in bytes.iter().enumerate() {
-                words[i / 64] |= u64::from(b) << (i % 64);
-            }
-        }
+    pub fn contains_scalable_bitmap(&self, f: &ScalableFilter, keys: Keys<'_>, out: &mut [u64]) {
+        chunks::bits_from_bytes(keys, out, |k, o| self.contains_scalable(f, k, o));
     }
 
     /// Inserts every key into a scalable filter, in order, exactly as the core's

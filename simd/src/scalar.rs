@@ -91,11 +91,4 @@ pub(crate) unsafe fn insert_hashes(p: Params, first: u32, words: &mut [u32], has
 }
 
 /// The dispatch table of the scalar path.
-pub(crate) const FNS: crate::Fns = crate::Fns {
-    contains_bytes,
-    contains_bitmap,
-    insert,
-    insert_atomic,
-    hash,
-    insert_hashes,
-};
+pub(crate) const FNS: crate::dispatch::Fns = crate::dispatch::fns!();

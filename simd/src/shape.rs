@@ -38,23 +38,14 @@ impl Shape for L16x64 {
 /// `with_shape!(params.layout, S => run::<S>())`.
 macro_rules! with_shape {
     ($layout:expr, $S:ident => $body:expr) => {
+        with_shape!(@ $layout, $S, $body; L8x32 L8x64 L16x32 L16x64)
+    };
+    (@ $layout:expr, $S:ident, $body:expr; $($shape:ident)*) => {
         match $layout {
-            bloomlanes_core::Layout::L8x32 => {
-                type $S = $crate::shape::L8x32;
+            $(bloomlanes_core::Layout::$shape => {
+                type $S = $crate::shape::$shape;
                 $body
-            }
-            bloomlanes_core::Layout::L8x64 => {
-                type $S = $crate::shape::L8x64;
-                $body
-            }
-            bloomlanes_core::Layout::L16x32 => {
-                type $S = $crate::shape::L16x32;
-                $body
-            }
-            bloomlanes_core::Layout::L16x64 => {
-                type $S = $crate::shape::L16x64;
-                $body
-            }
+            })*
         }
     };
 }

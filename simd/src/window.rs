@@ -23,10 +23,8 @@
 use bloomlanes_core::window::{generations, window_contains_hash, window_words};
 use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowMut, WindowUnit};
 
-use rayon::prelude::*;
-
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
-use crate::{Probe, PAR_CHUNK};
+use crate::{chunks, Probe};
 
 /// The window kind's unit and span.
 fn unit_span(p: &Params) -> (WindowUnit, u64) {
@@ -55,7 +53,7 @@ impl Probe {
             "not a window filter"
         );
         assert_eq!(words.len() as u64, window_words(params), "window words");
-        assert_eq!(out.len(), keys.len(), "one output byte per key");
+        chunks::check_per_key(out.len(), &keys);
         let gens = generations(params) as usize;
         let Some(kf) = kind_fns(self.path) else {
             for (i, o) in out.iter_mut().enumerate() {
@@ -93,22 +91,7 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn contains_window_bitmap(&self, filter: &WindowFilter, keys: Keys<'_>, out: &mut [u64]) {
-        assert_eq!(
-            out.len(),
-            keys.len().div_ceil(64),
-            "one output word per 64 keys"
-        );
-        let mut bytes = vec![0u8; CHUNK];
-        for (c, words) in out.chunks_mut(CHUNK / 64).enumerate() {
-            let start = c * CHUNK;
-            let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
-            let bytes = &mut bytes[..chunk.len()];
-            self.contains_window(filter, chunk, bytes);
-            words.fill(0);
-            for (i, &b) in bytes.iter().enumerate() {
-                words[i / 64] |= u64::from(b) << (i % 64);
-            }
-        }
+        chunks::bits_from_bytes(keys, out, |k, o| self.contains_window(filter, k, o));
     }
 
     /// [`Probe::contains_window`] on every core (rayon's current pool), in chunks of 16 Ki keys.
@@ -116,13 +99,8 @@ impl Probe {
     /// # Panics
     /// If `out.len() != keys.len()`.
     pub fn par_contains_window(&self, filter: &WindowFilter, keys: Keys<'_>, out: &mut [u8]) {
-        assert_eq!(out.len(), keys.len(), "one output byte per key");
-        out.par_chunks_mut(PAR_CHUNK)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let start = c * PAR_CHUNK;
-                self.contains_window(filter, keys.slice(start..start + out.len()), out);
-            });
+        chunks::check_per_key(out.len(), &keys);
+        chunks::par_chunks(keys, out, 1, |k, o| self.contains_window(filter, k, o));
     }
 
     /// [`Probe::contains_window_bitmap`] on every core (rayon's current pool), in chunks of
@@ -130,36 +108,45 @@ impl Probe {
     ///
     /// # Panics
     /// If `out.len() != keys.len().div_ceil(64)`.
-    pub fn par_contains_window_bitmap(
-        &self,
-        filter: &WindowFilter,
-        keys: Keys<'_>,
-        out: &mut [u64],
-    ) {
-        assert_eq!(
-            out.len(),
-            keys.len().div_ceil(64),
-            "one output word per 64 keys"
-        );
-        out.par_chunks_mut(PAR_CHUNK / 64)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let start = c * PAR_CHUNK;
-                let end = (start + PAR_CHUNK).min(keys.len());
-                self.contains_window_bitmap(filter, keys.slice(start..end), out);
-            });
+    pub fn par_contains_window_bitmap(&self, f: &WindowFilter, keys: Keys<'_>, out: &mut [u64]) {
+        chunks::check_bitmap(out, &keys);
+        chunks::par_chunks(keys, out, 64, |k, o| self.contains_window_bitmap(f, k, o));
     }
 
     /// Inserts every key into a window filter, in order, exactly as the core's
     /// [`WindowMut::insert_hash`] key by key: into the current generation, rotating before a
     /// key that finds the current generation full (`span` keys). For a time window this never
     /// rotates (as in the core); give it timestamps with [`Probe::insert_window_at`].
-    pub fn insert_window(&self, mut filter: WindowMut<'_>, keys: Keys<'_>) {
+    pub fn insert_window(&self, filter: WindowMut<'_>, keys: Keys<'_>) {
+        self.insert_window_on(filter, keys, None);
+    }
+
+    /// Inserts every key, seen at `times[i]` nanoseconds, into a window filter, in order,
+    /// exactly as the core's [`WindowMut::insert_hash_at`] key by key: a time window rotates
+    /// before the first key whose time lies a span or more past the current generation's start
+    /// (the first key of a new window starts it); a window counted in keys ignores the times.
+    ///
+    /// # Panics
+    /// If `times.len() != keys.len()`.
+    pub fn insert_window_at(&self, filter: WindowMut<'_>, keys: Keys<'_>, times: &[u64]) {
+        assert_eq!(times.len(), keys.len(), "one timestamp per key");
+        self.insert_window_on(filter, keys, Some(times));
+    }
+
+    /// [`Probe::insert_window`], or with `times` [`Probe::insert_window_at`]: the batch is cut
+    /// where the core's insert rotates (or starts a time window), the runs between the cuts
+    /// are set by the kernel, and the keys at the cuts go through the core's own insert.
+    fn insert_window_on(&self, mut filter: WindowMut<'_>, keys: Keys<'_>, times: Option<&[u64]>) {
         let p = *filter.params();
         let (unit, span) = unit_span(&p);
+        let times = times.filter(|_| unit != WindowUnit::Keys);
         let Some(kf) = kind_fns(self.path) else {
             for i in 0..keys.len() {
-                filter.insert_hash(keys.hash(i, p.seed));
+                let h = keys.hash(i, p.seed);
+                match times {
+                    Some(t) => filter.insert_hash_at(h, t[i]),
+                    None => filter.insert_hash(h),
+                }
             }
             return;
         };
@@ -169,17 +156,26 @@ impl Probe {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             let hashes = &mut buf[..chunk.len()];
             hash_into(self, chunk, p.seed, hashes);
-            let mut i = 0;
-            while i < hashes.len() {
+            let times = times.map(|t| &t[start..start + chunk.len()]);
+            let (n, mut i) = (hashes.len(), 0);
+            while i < n {
                 let state = filter.state();
-                let run = if unit == WindowUnit::Keys {
-                    if state.keys_in_current >= span {
+                let run = match times {
+                    None if unit == WindowUnit::Keys && state.keys_in_current >= span => {
                         filter.rotate();
                         continue;
                     }
-                    (span - state.keys_in_current).min((hashes.len() - i) as u64) as usize
-                } else {
-                    hashes.len() - i
+                    None if unit == WindowUnit::Keys => {
+                        (span - state.keys_in_current).min((n - i) as u64) as usize
+                    }
+                    None => n - i,
+                    // The core starts the window, and rotates, in its own insert: give it the
+                    // key that does either, and the kernel the run of keys before it.
+                    Some(t) if state.started => t[i..]
+                        .iter()
+                        .position(|&t| t.saturating_sub(state.current_start) >= span)
+                        .unwrap_or(n - i),
+                    Some(_) => 0,
                 };
                 let (words, state) = filter.parts_mut();
                 // SAFETY: `kf` belongs to an available path (`kind_fns` checks); the kernel
@@ -190,61 +186,8 @@ impl Probe {
                 };
                 state.keys_in_current += run as u64;
                 i += run;
-            }
-        }
-    }
-
-    /// Inserts every key, seen at `times[i]` nanoseconds, into a window filter, in order,
-    /// exactly as the core's [`WindowMut::insert_hash_at`] key by key: a time window rotates
-    /// before the first key whose time lies a span or more past the current generation's start
-    /// (the first key of a new window starts it); a window counted in keys ignores the times.
-    ///
-    /// # Panics
-    /// If `times.len() != keys.len()`.
-    pub fn insert_window_at(&self, mut filter: WindowMut<'_>, keys: Keys<'_>, times: &[u64]) {
-        assert_eq!(times.len(), keys.len(), "one timestamp per key");
-        let p = *filter.params();
-        let (unit, span) = unit_span(&p);
-        if unit == WindowUnit::Keys {
-            return self.insert_window(filter, keys);
-        }
-        let Some(kf) = kind_fns(self.path) else {
-            for (i, &t) in times.iter().enumerate() {
-                filter.insert_hash_at(keys.hash(i, p.seed), t);
-            }
-            return;
-        };
-        let gens = generations(&p) as usize;
-        let mut buf = vec![0u64; CHUNK.min(keys.len())];
-        for start in (0..keys.len()).step_by(CHUNK) {
-            let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
-            let hashes = &mut buf[..chunk.len()];
-            hash_into(self, chunk, p.seed, hashes);
-            let times = &times[start..start + chunk.len()];
-            let mut i = 0;
-            while i < hashes.len() {
-                let state = filter.state();
-                // The core starts the window, and rotates, in its own insert: give it the key
-                // that does either, and the kernel the run of keys before it.
-                let run = if state.started {
-                    times[i..]
-                        .iter()
-                        .position(|&t| t.saturating_sub(state.current_start) >= span)
-                        .unwrap_or(hashes.len() - i)
-                } else {
-                    0
-                };
-                if run > 0 {
-                    let (words, state) = filter.parts_mut();
-                    // SAFETY: as in `insert_window`.
-                    unsafe {
-                        (kf.window_set)(p, gens, state.current as usize, words, &hashes[i..i + run])
-                    };
-                    state.keys_in_current += run as u64;
-                    i += run;
-                }
-                if i < hashes.len() {
-                    filter.insert_hash_at(hashes[i], times[i]);
+                if let Some(t) = times.filter(|_| i < n) {
+                    filter.insert_hash_at(hashes[i], t[i]);
                     i += 1;
                 }
             }
@@ -255,8 +198,7 @@ impl Probe {
     /// number of keys (as the core's [`WindowFilter::insert`] counts them).
     pub fn insert_window_filter(&self, filter: &mut WindowFilter, keys: Keys<'_>) {
         self.insert_window(filter.as_view_mut(), keys);
-        let n = keys.len() as u64;
-        filter.set_key_count(filter.key_count().map(|k| k.saturating_add(n)));
+        filter.set_key_count(crate::cells::grown(filter.key_count(), keys.len(), 0));
     }
 
     /// [`Probe::insert_window_at`] into an owned window filter, whose key count grows by the
@@ -271,7 +213,6 @@ impl Probe {
         times: &[u64],
     ) {
         self.insert_window_at(filter.as_view_mut(), keys, times);
-        let n = keys.len() as u64;
-        filter.set_key_count(filter.key_count().map(|k| k.saturating_add(n)));
+        filter.set_key_count(crate::cells::grown(filter.key_count(), keys.len(), 0));
     }
 }

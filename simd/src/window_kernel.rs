@@ -6,40 +6,44 @@
 
 use bloomlanes_core::{block_index, Params};
 
-use crate::counting_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
+use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
 use crate::shape::{with_shape, Shape};
-use crate::vector::{self, Isa, Vector};
+use crate::vector::{self, on_vector, Isa, OnVector, Vector};
 
 /// Prefetch distance of the window kernels, in keys.
 const AHEAD: usize = 24;
 
-/// Whether any of the `gens` consecutive blocks of `S` from `base` holds every bit of `h`'s
-/// mask, with `V` registers.
-///
-/// # Safety
-/// `base` points to `gens` readable blocks of `S`; `V` tiles a block of `S` in at most
-/// `MAX_REGS` registers; the CPU supports `V`.
-#[inline(always)]
-unsafe fn any_has_with<V: Vector, S: Shape>(base: *const u32, gens: usize, h: u64) -> bool {
-    let per = S::LAYOUT.block_u32s();
-    let regs = per / V::WORDS;
-    // SAFETY: the CPU supports V (caller); block `g < gens` starts at `base + g × per` and is
-    // readable (caller); the parts read are below `regs`, the block's register count.
-    unsafe {
-        let mask = V::block_mask::<S>(h as u32);
-        // Every generation is tested, without an early exit: for present keys the generation
-        // that holds them is random, and a branch on it mispredicted about once per key
-        // (present-key lookups ran at 0.4× the rate of absent ones, which test all copies).
-        let mut found = false;
-        for g in 0..gens {
-            let block = base.add(g * per);
-            let mut missing = V::zero();
-            for (i, m) in mask.iter().enumerate().take(regs) {
-                missing = missing.or(m.clear_in(V::load_part::<S>(block, i)));
+/// Whether any of the consecutive readable blocks from the pointer (as many as the count)
+/// holds every bit of a hash's mask.
+struct AnyHas(*const u32, usize, u64);
+
+impl OnVector for AnyHas {
+    type Out = bool;
+
+    #[inline(always)]
+    unsafe fn run<V: Vector, S: Shape>(self) -> bool {
+        let AnyHas(base, gens, h) = self;
+        let per = S::LAYOUT.block_u32s();
+        let regs = per / V::WORDS;
+        // SAFETY: the CPU supports V (caller); block `g < gens` starts at `base + g × per` and
+        // is readable (caller); the parts read are below `regs`, the block's register count.
+        unsafe {
+            let mask = V::block_mask::<S>(h as u32);
+            // Every generation is tested, without an early exit: for present keys the
+            // generation that holds them is random, and a branch on it mispredicted about once
+            // per key (present-key lookups ran at 0.4× the rate of absent ones, which test all
+            // copies).
+            let mut found = false;
+            for g in 0..gens {
+                let block = base.add(g * per);
+                let mut missing = V::zero();
+                for (i, m) in mask.iter().enumerate().take(regs) {
+                    missing = missing.or(m.clear_in(V::load_part::<S>(block, i)));
+                }
+                found |= missing.is_zero();
             }
-            found |= missing.is_zero();
+            found
         }
-        found
     }
 }
 
@@ -50,17 +54,8 @@ unsafe fn any_has_with<V: Vector, S: Shape>(base: *const u32, gens: usize, h: u6
 /// `base` points to `gens` readable blocks of `S`; the CPU supports `I`.
 #[inline(always)]
 unsafe fn any_has<I: Isa, S: Shape>(base: *const u32, gens: usize, h: u64) -> bool {
-    // The register choice of `vector::contains` (wide registers for blocks at least as wide),
-    // which `vector`'s compile-time check proves to tile every shape.
-    // SAFETY: the caller's contract; both of I's vectors run on a CPU that supports I, and the
-    // chosen one tiles the block (as in `vector::contains`, checked there at compile time).
-    unsafe {
-        if S::LAYOUT.block_u32s() >= I::Wide::WORDS {
-            any_has_with::<I::Wide, S>(base, gens, h)
-        } else {
-            any_has_with::<I::Narrow, S>(base, gens, h)
-        }
-    }
+    // SAFETY: the caller's contract.
+    unsafe { on_vector::<I, S, _>(AnyHas(base, gens, h)) }
 }
 
 /// [`contains`] for blocks of `S` and `G` generations (`G = 0`: `gens`, known only at run

@@ -8,8 +8,8 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
-use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
-use common::{pack, paths, splitmix, Batch, Form};
+use bloomlanes_simd::{Probe, Schedule};
+use common::{form, pack, partitioned, paths, pooled_keys as keys, shape, splitmix, Batch, Form};
 use proptest::prelude::*;
 
 fn counting_params(layout: Layout, blocks: u32, seed: u64, bits: CounterBits) -> Params {
@@ -38,26 +38,8 @@ fn same(a: &CountingFilter, b: &CountingFilter) -> bool {
     a.image_words() == b.image_words() && a.counter_words() == b.counter_words()
 }
 
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
 fn bits() -> impl Strategy<Value = CounterBits> {
     prop_oneof![Just(CounterBits::Four), Just(CounterBits::Eight)]
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        Just(Form::U64),
-        Just(Form::Hashes),
-        (1usize..20).prop_map(Form::Records),
-        Just(Form::Strings),
-    ]
-}
-
-/// Keys drawn from a small pool (so that batches repeat keys and share counters) or at random.
-fn keys(pool: u64, max: usize) -> impl Strategy<Value = Vec<u64>> {
-    prop::collection::vec(prop_oneof![3 => 0..pool, 1 => any::<u64>()], 0..max)
 }
 
 /// One whole comparison: `before` inserted key by key, then `ins` in bulk, then `del` in bulk,
@@ -87,117 +69,54 @@ fn check(
     let want_hits: Vec<u8> = (0..probed.keys().len())
         .map(|i| u8::from(want.contains_hash(probed.keys().hash(i, params.seed))))
         .collect();
+    let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
+    // A delete's result, its refusals and the lookups after it, against the reference.
+    let deleted = |got: &CountingFilter, n: u64, refused: &[u64], what: &str| {
+        prop_assert!(same(got, &want), "delete on {}", what);
+        prop_assert_eq!(refused, &want_refused[..], "refused on {}", what);
+        prop_assert_eq!(n, ones, "refusals on {}", what);
+        let mut hits = vec![7u8; probe_keys.len()];
+        Probe::active().contains(got.projection(), probed.keys(), &mut hits);
+        prop_assert_eq!(&hits, &want_hits, "lookup on {}", what);
+        Ok(())
+    };
+    let n = ins.keys().len().max(del.keys().len());
     for probe in paths() {
-        let p = probe.path();
-        for parallel in [false, true] {
-            let mut got = base.clone();
-            if parallel {
-                let r = probe.par_counting_ranges(
-                    got.as_view_mut(),
-                    ins.keys(),
-                    false,
-                    &mut [],
-                    ranges,
-                );
-                prop_assert_eq!(r, Ok(0));
-            } else {
-                probe.insert_counting_filter(&mut got, ins.keys());
-                prop_assert_eq!(got.key_count(), after_insert.key_count());
-            }
-            prop_assert!(
-                same(&got, &after_insert),
-                "insert on {} (par {})",
-                p,
-                parallel
+        // The owned filter's one-thread insert and delete, with the key counts.
+        let mut got = base.clone();
+        probe.insert_counting_filter(&mut got, ins.keys());
+        prop_assert!(same(&got, &after_insert), "insert on {}", probe.path());
+        prop_assert_eq!(got.key_count(), after_insert.key_count());
+        let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
+        let gone = probe.remove_counting_filter(&mut got, del.keys(), &mut refused);
+        prop_assert_eq!(got.key_count(), want.key_count());
+        deleted(&got, gone.unwrap(), &refused, probe.path().name())?;
+        // Every other schedule; partitions of one block or a few, several rounds and producers.
+        let mut ways = vec![
+            (probe, Schedule::AllCores),
+            (probe, Schedule::Ranges(ranges)),
+        ];
+        ways.extend(
+            partitioned(probe, n)
+                .into_iter()
+                .map(|(q, par)| (q, Schedule::Partitioned(par))),
+        );
+        for (probe, how) in ways {
+            let what = format!(
+                "{} ({how:?}, {:?})",
+                probe.path(),
+                probe.partitioning().mode
             );
-            let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
-            let n = if parallel {
-                probe
-                    .par_counting_ranges(got.as_view_mut(), del.keys(), true, &mut refused, ranges)
-                    .unwrap()
-            } else {
-                let n = probe
-                    .remove_counting_filter(&mut got, del.keys(), &mut refused)
-                    .unwrap();
-                prop_assert_eq!(got.key_count(), want.key_count());
-                n
-            };
-            prop_assert!(same(&got, &want), "delete on {} (par {})", p, parallel);
-            prop_assert_eq!(
-                &refused,
-                &want_refused,
-                "refused on {} (par {})",
-                p,
-                parallel
-            );
-            let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
-            prop_assert_eq!(n, ones);
-            let mut hits = vec![7u8; probe_keys.len()];
-            probe.contains(got.projection(), probed.keys(), &mut hits);
-            prop_assert_eq!(&hits, &want_hits, "lookup on {}", p);
-        }
-        // Partitioned: one block per partition or a few, several rounds and producers.
-        for (probe, parallel) in partitioned(probe, ins.keys().len().max(del.keys().len())) {
             let mut got = base.clone();
-            let r =
-                probe.counting_partitioned(got.as_view_mut(), ins.keys(), false, &mut [], parallel);
+            let r = probe.counting_with(got.as_view_mut(), ins.keys(), false, &mut [], how);
             prop_assert_eq!(r, Ok(0));
-            prop_assert!(
-                same(&got, &after_insert),
-                "partitioned insert on {} ({:?}, par {})",
-                p,
-                probe.partitioning(),
-                parallel
-            );
+            prop_assert!(same(&got, &after_insert), "insert on {}", what);
             let mut refused = vec![u64::MAX; del.keys().len().div_ceil(64)];
-            let n = probe
-                .counting_partitioned(got.as_view_mut(), del.keys(), true, &mut refused, parallel)
-                .unwrap();
-            prop_assert!(
-                same(&got, &want),
-                "partitioned delete on {} ({:?}, par {})",
-                p,
-                probe.partitioning(),
-                parallel
-            );
-            prop_assert_eq!(
-                &refused,
-                &want_refused,
-                "partitioned refused on {} (par {})",
-                p,
-                parallel
-            );
-            let ones: u64 = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
-            prop_assert_eq!(n, ones);
+            let gone = probe.counting_with(got.as_view_mut(), del.keys(), true, &mut refused, how);
+            deleted(&got, gone.unwrap(), &refused, &what)?;
         }
     }
     Ok(())
-}
-
-/// `probe` with partitioning settings that make small batches take several partitions (one
-/// block each, or four), rounds and producers, each sequential and on every core.
-/// Long batches (`keys` over 1000) get the default sizes and 64 KiB slices instead (tiny
-/// rounds of a long batch would take minutes).
-fn partitioned(probe: Probe, keys: usize) -> Vec<(Probe, bool)> {
-    let mut v = Vec::new();
-    let sizes: &[(usize, usize, usize)] = if keys > 1000 {
-        &[(0, 0, 0), (64 << 10, 0, 1 << 14)]
-    } else {
-        &[(1, 128, 64), (4 * 288, 0, 0), (1, 0, 64)]
-    };
-    for &(slice_bytes, round_keys, task_keys) in sizes {
-        let p = probe.with_partitioning(Partitioning {
-            mode: PartitionMode::Partitioned,
-            slice_bytes,
-            round_keys,
-            task_keys,
-            min_part_keys: 0,
-            ..Partitioning::default()
-        });
-        v.push((p, false));
-        v.push((p, true));
-    }
-    v
 }
 
 proptest! {
@@ -205,10 +124,8 @@ proptest! {
 
     #[test]
     fn counting_matches_core(
-        layout in layout(),
+        shape in shape(80),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(2), Just(3), 1u32..80],
-        seed in any::<u64>(),
         form in form(),
         before in keys(64, 200),
         ins in keys(64, 300),
@@ -216,21 +133,20 @@ proptest! {
         probed in keys(128, 100),
         ranges in 1usize..6,
     ) {
-        check(counting_params(layout, blocks, seed, bits), form, &before, &ins, &del, &probed, ranges)?;
+        let params = shape.with_kind(FilterKind::Counting { counter_bits: bits });
+        check(params, form, &before, &ins, &del, &probed, ranges)?;
     }
 
     #[test]
     fn stable_matches_core(
-        layout in layout(),
+        shape in shape(80),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(3), 1u32..80],
-        seed in any::<u64>(),
         decrements in prop_oneof![Just(1u32), 1u32..12, Just(40)],
         form in form(),
         before in keys(64, 200),
         ins in keys(64, 300),
     ) {
-        let params = Params::new(layout, blocks).with_seed(seed).with_kind(FilterKind::Stable {
+        let params = shape.with_kind(FilterKind::Stable {
             counter_bits: bits,
             decrements,
         });
@@ -277,17 +193,15 @@ proptest! {
     /// saturate counters.
     #[test]
     fn deletes_of_present_keys_never_cause_false_negatives(
-        layout in layout(),
+        shape in shape(40),
         bits in bits(),
-        blocks in prop_oneof![Just(1u32), Just(2), 1u32..40],
-        seed in any::<u64>(),
         form in form(),
         ins in keys(48, 400),
         pick in prop::collection::vec(any::<bool>(), 400),
         rotate in 0usize..400,
         ranges in 1usize..5,
     ) {
-        let params = counting_params(layout, blocks, seed, bits);
+        let params = shape.with_kind(FilterKind::Counting { counter_bits: bits });
         // Delete the picked occurrences, in an order rotated away from the insert order.
         let mut del: Vec<u64> = ins.iter().zip(&pick).filter(|(_, &p)| p).map(|(&k, _)| k).collect();
         if !del.is_empty() {
@@ -305,8 +219,9 @@ proptest! {
                 let mut f = CountingFilter::new(params).unwrap();
                 let mut refused = vec![u64::MAX; del.len().div_ceil(64)];
                 let n = if parallel {
-                    probe.par_counting_ranges(f.as_view_mut(), ins_b.keys(), false, &mut [], ranges).unwrap();
-                    probe.par_counting_ranges(f.as_view_mut(), del_b.keys(), true, &mut refused, ranges).unwrap()
+                    let how = Schedule::Ranges(ranges);
+                    probe.counting_with(f.as_view_mut(), ins_b.keys(), false, &mut [], how).unwrap();
+                    probe.counting_with(f.as_view_mut(), del_b.keys(), true, &mut refused, how).unwrap()
                 } else {
                     probe.insert_counting(f.as_view_mut(), ins_b.keys());
                     probe.remove_counting(f.as_view_mut(), del_b.keys(), &mut refused).unwrap()
@@ -466,7 +381,13 @@ fn deletes_of_absent_keys_are_refused_and_change_nothing() {
             assert_eq!(n, absent.len() as u64, "{layout} on {}", probe.path());
             assert!(same(&g, &f), "{layout} on {}", probe.path());
             let n = probe
-                .par_counting_ranges(g.as_view_mut(), Keys::U64(&absent), true, &mut r, 2)
+                .counting_with(
+                    g.as_view_mut(),
+                    Keys::U64(&absent),
+                    true,
+                    &mut r,
+                    Schedule::Ranges(2),
+                )
                 .unwrap();
             assert_eq!(n, absent.len() as u64);
             assert!(same(&g, &f));

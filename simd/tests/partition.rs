@@ -9,20 +9,11 @@ mod common;
 
 use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Params};
 use bloomlanes_simd::{CacheSizes, PartitionAuto, PartitionMode, Partitioning, Probe};
-use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
+use common::{
+    forced, form, layout, lookups_match, pack, paths, ref_contains, ref_insert, sparse_words,
+    splitmix, Batch, Form,
+};
 use proptest::prelude::*;
-
-/// Forced partitioning with small sizes.
-fn forced(slice_bytes: usize, round_keys: usize, task_keys: usize) -> Partitioning {
-    Partitioning {
-        mode: PartitionMode::Partitioned,
-        slice_bytes,
-        round_keys,
-        task_keys,
-        min_part_keys: 0,
-        ..Partitioning::default()
-    }
-}
 
 fn pool(threads: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -53,10 +44,7 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let params = Params::new(layout, blocks).with_seed(seed);
     let len = blocks as usize * layout.block_u32s();
-    let mut state = fill_seed;
-    let base: Vec<u32> = (0..len)
-        .map(|_| (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32)
-        .collect();
+    let base = sparse_words(len, fill_seed);
     let ins = Batch::new(form, inserted);
     let prb = Batch::new(form, probed);
     let mut want = base.clone();
@@ -95,12 +83,7 @@ fn check(
     prop_assert_eq!(&got, &want, "par_insert_copies words on {}", p);
 
     let view = FilterRef::new(params, &want).unwrap();
-    let mut hits = vec![7u8; probed.len()];
-    probe.contains(view, prb.keys(), &mut hits);
-    prop_assert_eq!(&hits, &want_hits, "contains on {}", p);
-    let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
-    probe.contains_bitmap(view, prb.keys(), &mut bits);
-    prop_assert_eq!(&bits, &pack(&want_hits), "contains_bitmap on {}", p);
+    lookups_match(&probe, view, prb.keys(), &want_hits)?;
     let mut list = vec![12345];
     probe.contains_positions(view, prb.keys(), &mut list);
     prop_assert_eq!(&list, &ones(&want_hits), "contains_positions on {}", p);
@@ -123,19 +106,6 @@ fn check(
         Ok(())
     })?;
     Ok(())
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        3 => Just(Form::U64),
-        1 => Just(Form::Hashes),
-        1 => (1usize..40).prop_map(Form::Records),
-        1 => Just(Form::Strings),
-    ]
 }
 
 proptest! {

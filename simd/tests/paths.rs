@@ -5,12 +5,11 @@
 mod common;
 
 use bloomlanes_core::{FilterMut, FilterRef, Layout, Params};
-use common::{pack, paths, ref_contains, ref_insert, splitmix, Batch, Form};
+use common::{
+    form, layout, lookups_match, paths, ref_contains, ref_insert, sparse_words, splitmix, Batch,
+    Form,
+};
 use proptest::prelude::*;
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
 
 fn blocks() -> impl Strategy<Value = u32> {
     prop_oneof![Just(1u32), Just(2), Just(3), Just(7), Just(16), 1u32..300]
@@ -27,41 +26,33 @@ fn key() -> impl Strategy<Value = u64> {
     ]
 }
 
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        Just(Form::U64),
-        Just(Form::Hashes),
-        (1usize..40).prop_map(Form::Records),
-        Just(Form::Records(13)),
-        Just(Form::Strings),
-    ]
+/// The parameters of `blocks` blocks of `layout` with `seed`.
+fn at(layout: Layout, blocks: u32, seed: u64) -> Params {
+    Params::new(layout, blocks).with_seed(seed)
+}
+
+fn any_form() -> impl Strategy<Value = Form> {
+    prop_oneof![form(), Just(Form::Records(13))]
 }
 
 /// Runs the whole comparison for one case.
 #[allow(clippy::too_many_arguments)]
 fn check(
-    layout: Layout,
-    blocks: u32,
-    seed: u64,
+    params: Params,
     form: Form,
     inserted: &[u64],
     probed: &[u64],
     word_offset: usize,
     fill_seed: u64,
 ) -> Result<(), TestCaseError> {
-    let per = layout.block_u32s();
-    let len = blocks as usize * per;
+    let len = params.u32_len() as usize;
     // Some bits set at random so that lookups see hits and misses; the view starts
     // `word_offset` words into its storage so the words are not vector-aligned.
-    let mut state = fill_seed;
-    let mut base = vec![0u32; len + word_offset];
-    for w in &mut base[word_offset..] {
-        *w = (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32;
-    }
+    let mut base = vec![0u32; word_offset];
+    base.extend(sparse_words(len, fill_seed));
     let ins = Batch::new(form, inserted);
     let prb = Batch::new(form, probed);
 
-    let params = Params::new(layout, blocks).with_seed(seed);
     let mut want = base.clone();
     ref_insert(params, &mut want[word_offset..], ins.keys());
     let want_hits = ref_contains(params, &want[word_offset..], prb.keys());
@@ -86,15 +77,10 @@ fn check(
         prop_assert_eq!(&got, &want, "par_insert words differ on {}", p);
 
         let view = FilterRef::new(params, &want[word_offset..]).unwrap();
-        let mut hits = vec![7u8; probed.len()];
-        probe.contains(view, prb.keys(), &mut hits);
-        prop_assert_eq!(&hits, &want_hits, "contains differs on {}", p);
+        lookups_match(&probe, view, prb.keys(), &want_hits)?;
         let mut hits = vec![7u8; probed.len()];
         probe.par_contains(view, prb.keys(), &mut hits);
         prop_assert_eq!(&hits, &want_hits, "par_contains differs on {}", p);
-        let mut bits = vec![u64::MAX; probed.len().div_ceil(64)];
-        probe.contains_bitmap(view, prb.keys(), &mut bits);
-        prop_assert_eq!(&bits, &pack(&want_hits), "contains_bitmap differs on {}", p);
         let mut hits = vec![7u8; inserted.len()];
         probe.contains(view, ins.keys(), &mut hits);
         prop_assert!(
@@ -114,7 +100,7 @@ proptest! {
         layout in layout(),
         blocks in blocks(),
         seed in prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()],
-        form in form(),
+        form in any_form(),
         inserted in prop::collection::vec(key(), 0..200),
         extra in prop::collection::vec(key(), 0..200),
         word_offset in 0usize..3,
@@ -123,7 +109,7 @@ proptest! {
         let mut probed = extra;
         // mix some inserted keys (present) among the others
         probed.extend(inserted.iter().step_by(3).copied());
-        check(layout, blocks, seed, form, &inserted, &probed, word_offset, fill_seed)?;
+        check(at(layout, blocks, seed), form, &inserted, &probed, word_offset, fill_seed)?;
     }
 
     #[test]
@@ -132,10 +118,10 @@ proptest! {
         blocks in blocks(),
         k in key(),
         n in 0usize..100,
-        form in form(),
+        form in any_form(),
     ) {
         let keys = vec![k; n];
-        check(layout, blocks, 42, form, &keys, &keys, 1, 9)?;
+        check(at(layout, blocks, 42), form, &keys, &keys, 1, 9)?;
     }
 }
 
@@ -149,9 +135,7 @@ fn every_length_0_to_200() {
         for n in (0..=200).step_by(if cfg!(miri) { 67 } else { 1 }) {
             let blocks = 1 + (n as u32 % 13);
             check(
-                layout,
-                blocks,
-                n as u64,
+                at(layout, blocks, n as u64),
                 Form::U64,
                 &keys[..n],
                 &keys[n / 2..],
@@ -170,12 +154,10 @@ fn large_batches_cross_parallel_chunks() {
     let mut state = 7;
     let keys: Vec<u64> = (0..40_003).map(|_| splitmix(&mut state)).collect();
     for layout in Layout::ALL {
-        check(layout, 1001, 5, Form::U64, &keys[..20_011], &keys, 0, 3).unwrap();
+        check(at(layout, 1001, 5), Form::U64, &keys[..20_011], &keys, 0, 3).unwrap();
     }
     check(
-        Layout::L8x32,
-        4099,
-        5,
+        at(Layout::L8x32, 4099, 5),
         Form::Records(13),
         &keys[..17_000],
         &keys,
@@ -201,7 +183,7 @@ fn every_layout_and_key_form() {
     ];
     for layout in Layout::ALL {
         for form in forms {
-            check(layout, 37, 9, form, &keys[..150], &keys[75..], 1, 4).unwrap();
+            check(at(layout, 37, 9), form, &keys[..150], &keys[75..], 1, 4).unwrap();
         }
     }
 }

@@ -7,7 +7,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{FilterKind, Keys, Layout, Params, ScalableFilter, WindowFilter, WindowUnit};
-use common::{pack, paths, splitmix, Batch, Form};
+use common::{form, layout, pack, paths, splitmix, Batch, Form};
 use proptest::prelude::*;
 
 fn window(
@@ -28,19 +28,6 @@ fn window(
             }),
     )
     .unwrap()
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
-
-fn form() -> impl Strategy<Value = Form> {
-    prop_oneof![
-        Just(Form::U64),
-        Just(Form::Hashes),
-        (1usize..20).prop_map(Form::Records),
-        Just(Form::Strings),
-    ]
 }
 
 /// Lookups of `probed` on every path (bytes and bitmap) against the core's.
@@ -288,13 +275,9 @@ fn window_golden_vectors() {
     for line in VECTORS.lines().filter(|l| l.starts_with("window ")) {
         let f: Vec<&str> = line.split(' ').collect();
         let layout = Layout::from_name(f[1]).unwrap();
-        let blocks: u32 = f[2].parse().unwrap();
-        let seed: u64 = f[3].parse().unwrap();
-        let g: u16 = f[4].parse().unwrap();
-        let span: u64 = f[5].parse().unwrap();
-        let n: u64 = f[6].parse().unwrap();
-        let current: u16 = f[7].parse().unwrap();
-        let in_current: u64 = f[8].parse().unwrap();
+        let num = |i: usize| -> u64 { f[i].parse().unwrap() };
+        let (blocks, seed, g, span) = (num(2) as u32, num(3), num(4) as u16, num(5));
+        let (n, current, in_current) = (num(6), num(7) as u16, num(8));
         let words: Vec<u32> = unhex(f[9])
             .unwrap()
             .chunks(4)

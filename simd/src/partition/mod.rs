@@ -49,7 +49,7 @@
 //! every slice once costs less than a random access per key). The defaults come from the
 //! batch-size sweep of the `partition` benchmark.
 
-mod counting;
+mod cells;
 mod gather;
 mod par_insert;
 mod run;
@@ -59,9 +59,10 @@ use bloomlanes_core::{FilterMut, FilterRef, Keys, Params};
 
 pub use crate::cache::CacheSizes;
 use crate::Probe;
+pub(crate) use run::Out;
 use scatter::PartOf;
 
-pub(crate) use counting::update as counting_update;
+pub(crate) use cells::update as cells_update;
 pub(crate) use par_insert::par_insert;
 
 /// Frees the scratch memory that partitioned operations keep for reuse. They keep the scratch
@@ -169,16 +170,25 @@ const MAX_PARTS: usize = 1 << 13;
 /// The shape of one partitioned operation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Plan {
-    pub(crate) part_of: PartOf,
-    pub(crate) parts: usize,
-    pub(crate) blocks_per_part: u64,
+    pub(super) part_of: PartOf,
     /// A multiple of 64.
-    pub(crate) round_keys: usize,
+    pub(super) round_keys: usize,
     /// A multiple of 64, at most `round_keys`.
-    pub(crate) task_keys: usize,
+    pub(super) task_keys: usize,
     /// Non-temporal scatter stores.
-    pub(crate) stream: bool,
-    pub(crate) seed: u64,
+    pub(super) stream: bool,
+}
+
+impl Plan {
+    /// Blocks per partition (the last may have fewer).
+    pub(super) fn blocks_per_part(&self) -> u64 {
+        1 << self.part_of.bits
+    }
+
+    /// The number of partitions.
+    pub(super) fn parts(&self) -> usize {
+        self.part_of.blocks.div_ceil(self.blocks_per_part()) as usize
+    }
 }
 
 impl Partitioning {
@@ -226,12 +236,9 @@ impl Partitioning {
         };
         Plan {
             part_of: PartOf { blocks, bits },
-            parts: parts_for(bits),
-            blocks_per_part: 1 << bits,
             round_keys,
             task_keys,
             stream: round.saturating_mul(10) > self.caches.llc,
-            seed: params.seed,
         }
     }
 
@@ -262,13 +269,8 @@ impl Probe {
     ///
     /// # Panics
     /// If the batch holds more than 2^32 keys.
-    pub fn contains_positions(
-        &self,
-        filter: FilterRef<'_, u32>,
-        keys: Keys<'_>,
-        out: &mut Vec<u32>,
-    ) {
-        self.positions(filter, keys, out, false)
+    pub fn contains_positions(&self, f: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut Vec<u32>) {
+        self.positions(f, keys, out, false)
     }
 
     /// [`Probe::contains_positions`] on every core.
@@ -277,11 +279,11 @@ impl Probe {
     /// If the batch holds more than 2^32 keys.
     pub fn par_contains_positions(
         &self,
-        filter: FilterRef<'_, u32>,
+        f: FilterRef<'_, u32>,
         keys: Keys<'_>,
         out: &mut Vec<u32>,
     ) {
-        self.positions(filter, keys, out, true)
+        self.positions(f, keys, out, true)
     }
 
     fn positions(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut Vec<u32>, par: bool) {
@@ -304,7 +306,7 @@ impl Probe {
         &self,
         filter: FilterRef<'_, u32>,
         keys: Keys<'_>,
-        out: run::Out<'_>,
+        out: Out<'_>,
         parallel: bool,
     ) -> bool {
         let n = keys.len();
@@ -319,28 +321,6 @@ impl Probe {
         let plan = self.partitioning.plan(filter.params(), n, threads, 1);
         run::contains(self, &plan, filter, keys, out, parallel);
         true
-    }
-
-    /// [`Probe::partitioned_contains`] into bytes.
-    pub(crate) fn partitioned_bytes(
-        &self,
-        filter: FilterRef<'_, u32>,
-        keys: Keys<'_>,
-        out: &mut [u8],
-        parallel: bool,
-    ) -> bool {
-        self.partitioned_contains(filter, keys, run::Out::Bytes(out), parallel)
-    }
-
-    /// [`Probe::partitioned_contains`] into a bitmap.
-    pub(crate) fn partitioned_bitmap(
-        &self,
-        filter: FilterRef<'_, u32>,
-        keys: Keys<'_>,
-        out: &mut [u64],
-        parallel: bool,
-    ) -> bool {
-        self.partitioned_contains(filter, keys, run::Out::Bits(out), parallel)
     }
 
     /// The one-thread partitioned insert, if the settings say so for this batch; gives the

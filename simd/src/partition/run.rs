@@ -30,6 +30,8 @@ pub(super) struct Scratch {
     pub(super) scatters: Vec<Scatter>,
     pub(super) ids: Vec<u16>,
     pub(super) answers: Vec<u64>,
+    /// A cell write's values in partition order (`cells.rs`).
+    pub(super) values: Vec<u32>,
 }
 
 /// Scratch kept between calls: memory that was touched once need not be faulted in again
@@ -55,17 +57,18 @@ impl Scratch {
             scatters: Vec::new(),
             ids: Vec::new(),
             answers: Vec::new(),
+            values: Vec::new(),
         });
         let round = plan.round_keys.min(n);
         let producers = round.div_ceil(plan.task_keys).max(1);
         let task = plan.task_keys.min(round);
         s.scatters.truncate(producers);
         for sc in &mut s.scatters {
-            sc.prepare(plan.part_of, plan.parts, task, plan.stream);
+            sc.prepare(plan.part_of, plan.parts(), task, plan.stream);
         }
         while s.scatters.len() < producers {
             s.scatters
-                .push(Scatter::new(plan.part_of, plan.parts, task, plan.stream));
+                .push(Scatter::new(plan.part_of, plan.parts(), task, plan.stream));
         }
         if lookup && s.ids.len() < round {
             s.ids = vec![0; round];
@@ -78,6 +81,7 @@ impl Scratch {
         self.scatters.iter().map(Scatter::bytes).sum::<usize>()
             + self.ids.capacity() * 2
             + self.answers.capacity() * 8
+            + self.values.capacity() * 4
     }
 
     /// Keeps the scratch for the next call (the largest [`POOL_KEEP`] sets are kept).
@@ -90,13 +94,14 @@ impl Scratch {
         }
     }
 
-    /// Scatters the keys of one round (`keys`, at most a round long), producer by producer,
-    /// in parallel if `parallel`; lookups also record each key's partition in `ids`.
+    /// Scatters the keys of one round (`keys`, at most a round long, hashed with `seed`),
+    /// producer by producer, in parallel if `parallel`; lookups also record each key's
+    /// partition in `ids`.
     pub(super) fn scatter(
         &mut self,
         probe: &Probe,
         plan: &Plan,
-        keys: Keys<'_>,
+        (keys, seed): (Keys<'_>, u64),
         lookup: bool,
         parallel: bool,
     ) {
@@ -104,7 +109,6 @@ impl Scratch {
         let task = plan.task_keys;
         let producers = n.div_ceil(task);
         let fns = probe.fns;
-        let seed = plan.seed;
         let run = |j: usize, s: &mut Scatter, ids: Option<&mut [u16]>| {
             s.clear();
             let lo = j * task;
@@ -177,16 +181,16 @@ pub(super) fn worth_preloading(keys: usize, words: usize) -> bool {
     keys * 64 >= words
 }
 
-/// Splits `words` into the word ranges of the partitions (`plan.parts` of them).
+/// Splits `words` into the word ranges of the partitions (`plan.parts()` of them).
 fn part_ranges<'w>(
     plan: &Plan,
     params: &Params,
     mut words: &'w mut [u32],
 ) -> Vec<(u32, &'w mut [u32])> {
     let per = params.layout.block_u32s();
-    let bpp = plan.blocks_per_part as usize;
-    let mut v = Vec::with_capacity(plan.parts);
-    for p in 0..plan.parts {
+    let bpp = plan.blocks_per_part() as usize;
+    let mut v = Vec::with_capacity(plan.parts());
+    for p in 0..plan.parts() {
         let take = (bpp * per).min(words.len());
         let (a, b) = words.split_at_mut(take);
         v.push(((p * bpp) as u32, a));
@@ -216,13 +220,13 @@ pub(crate) fn contains(
     while start < n {
         let len = (n - start).min(plan.round_keys);
         let round = keys.slice(start..start + len);
-        scratch.scatter(probe, plan, round, true, parallel);
+        scratch.scatter(probe, plan, (round, params.seed), true, parallel);
         let producers = len.div_ceil(plan.task_keys);
         let scatters = &scratch.scatters[..producers];
         // Where each partition's answers start (bits, 64-aligned).
-        let mut part_start = Vec::with_capacity(plan.parts + 1);
+        let mut part_start = Vec::with_capacity(plan.parts() + 1);
         let mut at = 0usize;
-        for p in 0..plan.parts {
+        for p in 0..plan.parts() {
             part_start.push(at);
             at += scatters
                 .iter()
@@ -234,15 +238,15 @@ pub(crate) fn contains(
         scratch.answers.clear();
         scratch.answers.resize(at / 64, 0);
         // Probe pass: each partition into its own words.
-        let mut slices = Vec::with_capacity(plan.parts);
+        let mut slices = Vec::with_capacity(plan.parts());
         let mut rest = &mut scratch.answers[..];
-        for p in 0..plan.parts {
+        for p in 0..plan.parts() {
             let (a, b) = rest.split_at_mut((part_start[p + 1] - part_start[p]) / 64);
             slices.push((p, a));
             rest = b;
         }
         let per = params.layout.block_u32s();
-        let part_words = plan.blocks_per_part as usize * per;
+        let part_words = plan.blocks_per_part() as usize * per;
         let probe_part = |stage: &mut Vec<u64>, (p, bits): (usize, &mut [u64])| {
             let slice =
                 &words[(p * part_words).min(words.len())..((p + 1) * part_words).min(words.len())];
@@ -310,8 +314,13 @@ pub(crate) fn contains(
 
 /// Producer `j`'s first position in each partition of a round's answers: partition `p`'s
 /// answers start at `part_start[p]`, and the earlier producers' keys of `p` come first.
-fn cursors_of(plan: &Plan, scatters: &[Scatter], part_start: &[usize], j: usize) -> Vec<u64> {
-    (0..plan.parts)
+pub(super) fn cursors_of(
+    plan: &Plan,
+    scatters: &[Scatter],
+    part_start: &[usize],
+    j: usize,
+) -> Vec<u64> {
+    (0..plan.parts())
         .map(|p| {
             let before: usize = scatters[..j].iter().map(|s| s.count(p)).sum();
             (part_start[p] + before) as u64
@@ -373,7 +382,8 @@ pub(crate) fn insert(
     let mut start = 0;
     while start < n {
         let len = (n - start).min(plan.round_keys);
-        scratch.scatter(probe, plan, keys.slice(start..start + len), false, parallel);
+        let round = (keys.slice(start..start + len), params.seed);
+        scratch.scatter(probe, plan, round, false, parallel);
         let scatters = &scratch.scatters[..len.div_ceil(plan.task_keys)];
         let insert_part =
             |stage: &mut Vec<u64>, (p, (first, words)): (usize, &mut (u32, &mut [u32]))| {

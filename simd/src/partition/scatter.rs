@@ -362,6 +362,15 @@ impl Scatter {
 mod tests {
     use super::*;
 
+    /// The hashes of partition `p`, in input order.
+    fn of_partition(hashes: &[u64], part_of: PartOf, p: usize) -> Vec<u64> {
+        hashes
+            .iter()
+            .copied()
+            .filter(|&h| part_of.of(h) == p)
+            .collect()
+    }
+
     fn gather(s: &Scatter, p: usize) -> Vec<u64> {
         let mut v = Vec::new();
         s.for_each_run(p, |run| v.extend_from_slice(run));
@@ -400,11 +409,7 @@ mod tests {
                 .collect();
             s.push_keys(fns, Keys::Hashes(&hashes), 0, None);
             for p in 0..parts {
-                let want: Vec<u64> = hashes
-                    .iter()
-                    .copied()
-                    .filter(|&h| part_of.of(h) == p)
-                    .collect();
+                let want = of_partition(&hashes, part_of, p);
                 assert_eq!(gather(&s, p), want, "partition {p} of {parts}, {keys} keys");
             }
         }
@@ -435,11 +440,7 @@ mod tests {
                 let mut ids = vec![0u16; keys];
                 s.push_keys(fns, Keys::Hashes(&hashes), 0, Some(&mut ids));
                 for p in 0..parts {
-                    let want: Vec<u64> = hashes
-                        .iter()
-                        .copied()
-                        .filter(|&h| part_of.of(h) == p)
-                        .collect();
+                    let want = of_partition(&hashes, part_of, p);
                     assert_eq!(gather(&s, p), want, "partition {p}, round {round}");
                     assert_eq!(s.count(p), want.len());
                 }

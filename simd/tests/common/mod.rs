@@ -1,8 +1,9 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
-use bloomlanes_core::{FilterMut, FilterRef, Keys, Params, Records, Strings};
-use bloomlanes_simd::{available_paths, Probe, SimdPath};
+use bloomlanes_core::{FilterMut, FilterRef, Keys, Layout, Params, Records, Strings};
+use bloomlanes_simd::{available_paths, PartitionMode, Partitioning, Probe, SimdPath};
+use proptest::prelude::*;
 
 /// Every path this CPU runs; paths it cannot run are named on stderr (skipped, not failed).
 pub fn paths() -> Vec<Probe> {
@@ -117,4 +118,85 @@ pub fn splitmix(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Any layout.
+pub fn layout() -> impl Strategy<Value = Layout> {
+    prop::sample::select(Layout::ALL.to_vec())
+}
+
+/// A filter's shape: any layout, 1, 2, 3 or up to `max_blocks` blocks, any seed.
+pub fn shape(max_blocks: u32) -> impl Strategy<Value = Params> {
+    let blocks = prop_oneof![Just(1u32), Just(2), Just(3), 1..max_blocks];
+    (layout(), blocks, any::<u64>()).prop_map(|(l, b, s)| Params::new(l, b).with_seed(s))
+}
+
+/// Any key form (records of 1 to 39 bytes).
+pub fn form() -> impl Strategy<Value = Form> {
+    prop_oneof![
+        3 => Just(Form::U64),
+        1 => Just(Form::Hashes),
+        1 => (1usize..40).prop_map(Form::Records),
+        1 => Just(Form::Strings),
+    ]
+}
+
+/// Keys drawn from a small pool (so that batches repeat keys and share cells) or at random.
+pub fn pooled_keys(pool: u64, max: usize) -> impl Strategy<Value = Vec<u64>> {
+    prop::collection::vec(prop_oneof![3 => 0..pool, 1 => any::<u64>()], 0..max)
+}
+
+/// Forced partitioning with small sizes (0: the default size).
+pub fn forced(slice_bytes: usize, round_keys: usize, task_keys: usize) -> Partitioning {
+    Partitioning {
+        mode: PartitionMode::Partitioned,
+        slice_bytes,
+        round_keys,
+        task_keys,
+        min_part_keys: 0,
+        ..Partitioning::default()
+    }
+}
+
+/// `probe` with partitioning settings that make small batches take several partitions (one
+/// block each, or four), rounds and producers, each sequential and on every core. Long batches
+/// (`keys` over 1000) get the default sizes and 64 KiB slices instead (tiny rounds of a long
+/// batch would take minutes).
+pub fn partitioned(probe: Probe, keys: usize) -> Vec<(Probe, bool)> {
+    let sizes: &[(usize, usize, usize)] = if keys > 1000 {
+        &[(0, 0, 0), (64 << 10, 0, 1 << 14)]
+    } else {
+        &[(1, 128, 64), (4 * 288, 0, 0), (1, 0, 64)]
+    };
+    sizes
+        .iter()
+        .flat_map(|&(s, r, t)| {
+            let p = probe.with_partitioning(forced(s, r, t));
+            [(p, false), (p, true)]
+        })
+        .collect()
+}
+
+/// `len` filter words with about one bit in eight set, drawn from `seed`.
+pub fn sparse_words(len: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| (splitmix(&mut state) & splitmix(&mut state) & splitmix(&mut state)) as u32)
+        .collect()
+}
+
+/// `probe`'s lookups of `keys` in `view`, into bytes and into a bitmap, against `want`.
+pub fn lookups_match(
+    probe: &Probe,
+    view: FilterRef<'_, u32>,
+    keys: Keys<'_>,
+    want: &[u8],
+) -> Result<(), TestCaseError> {
+    let mut hits = vec![7u8; want.len()];
+    probe.contains(view, keys, &mut hits);
+    prop_assert_eq!(&hits[..], want, "contains on {}", probe.path());
+    let mut bits = vec![u64::MAX; want.len().div_ceil(64)];
+    probe.contains_bitmap(view, keys, &mut bits);
+    prop_assert_eq!(&bits, &pack(want), "contains_bitmap on {}", probe.path());
+    Ok(())
 }

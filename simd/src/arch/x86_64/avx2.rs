@@ -9,57 +9,51 @@
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::xxh64::{
-    short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
-    TAIL8_ROTATE,
-};
 use bloomlanes_core::{xxh64_u64, SALTS};
 
 use crate::shape::Shape;
-use crate::vector::{Isa, Vector, MAX_REGS};
+use crate::vector::{Vector, MAX_REGS};
 
 /// The AVX2 instruction set.
 pub(crate) struct Avx2;
 
-impl Isa for Avx2 {
-    type Wide = __m256i;
-    type Narrow = __m256i;
+crate::vector::isa!(Avx2, __m256i, __m256i, hash_avx2);
 
-    #[inline(always)]
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
-        debug_assert_eq!(keys.len(), out.len());
-        let n = keys.len().min(out.len());
-        let (keys, out) = (&keys[..n], &mut out[..n]);
-        let mut i = 0;
-        if super::HYBRID_HASH_AVX2 {
-            // 4 keys in vector lanes and the next 4 with scalar `imul`, interleaved: the two
-            // use different execution units, so their multiplies overlap.
-            while i + 8 <= n {
-                // SAFETY: AVX2 is available (contract); the 4 u64 read at `i` lie below
-                // `i + 8 <= n = keys.len()`.
-                let v =
-                    unsafe { xxh64_u64x4(_mm256_loadu_si256(keys.as_ptr().add(i).cast()), seed) };
-                for (o, &k) in out[i + 4..i + 8].iter_mut().zip(&keys[i + 4..i + 8]) {
-                    *o = xxh64_u64(k, seed);
-                }
-                // SAFETY: AVX2 is available (contract); the 4 u64 written at `i` lie below
-                // `i + 8 <= n = out.len()`.
-                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), v) };
-                i += 8;
+/// XXH64 of `u64` keys in AVX2 lanes (see [`super::HYBRID_HASH_AVX2`]).
+///
+/// # Safety
+/// The CPU supports AVX2; `keys.len() == out.len()`.
+#[inline(always)]
+unsafe fn hash_avx2(keys: &[u64], seed: u64, out: &mut [u64]) {
+    let n = keys.len();
+    let mut i = 0;
+    if super::HYBRID_HASH_AVX2 {
+        // 4 keys in vector lanes and the next 4 with scalar `imul`, interleaved: the two
+        // use different execution units, so their multiplies overlap.
+        while i + 8 <= n {
+            // SAFETY: AVX2 is available (contract); the 4 u64 read at `i` lie below
+            // `i + 8 <= n = keys.len()`.
+            let v = unsafe { xxh64_u64x4(_mm256_loadu_si256(keys.as_ptr().add(i).cast()), seed) };
+            for (o, &k) in out[i + 4..i + 8].iter_mut().zip(&keys[i + 4..i + 8]) {
+                *o = xxh64_u64(k, seed);
             }
+            // SAFETY: AVX2 is available (contract); the 4 u64 written at `i` lie below
+            // `i + 8 <= n = out.len()`.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), v) };
+            i += 8;
         }
-        while i + 4 <= n {
-            // SAFETY: AVX2 is available (contract); the 4 u64 read from `keys` and written to
-            // `out` at `i` lie below `i + 4 <= n`, the length of both.
-            unsafe {
-                let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
-                _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
-            }
-            i += 4;
+    }
+    while i + 4 <= n {
+        // SAFETY: AVX2 is available (contract); the 4 u64 read from `keys` and written to
+        // `out` at `i` lie below `i + 4 <= n`, the length of both.
+        unsafe {
+            let k = _mm256_loadu_si256(keys.as_ptr().add(i).cast());
+            _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), xxh64_u64x4(k, seed));
         }
-        for (o, &k) in out[i..].iter_mut().zip(&keys[i..]) {
-            *o = xxh64_u64(k, seed);
-        }
+        i += 4;
+    }
+    for (o, &k) in out[i..].iter_mut().zip(&keys[i..]) {
+        *o = xxh64_u64(k, seed);
     }
 }
 
@@ -95,27 +89,9 @@ unsafe fn pow2_u64x8(idx: __m256i) -> [__m256i; 2] {
 }
 
 impl Vector for __m256i {
-    const WORDS: usize = 8;
-
-    #[inline(always)]
-    unsafe fn zero() -> Self {
-        // SAFETY: AVX2 is available (trait contract).
-        unsafe { _mm256_setzero_si256() }
-    }
-
-    #[inline(always)]
-    unsafe fn load(p: *const u32) -> Self {
-        // SAFETY: AVX2 is available and the 32 bytes at `p` are readable (trait contract);
-        // `loadu` has no alignment requirement.
-        unsafe { _mm256_loadu_si256(p.cast()) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(self, p: *mut u32) {
-        // SAFETY: AVX2 is available and the 32 bytes at `p` are writable and ours (trait
-        // contract); `storeu` has no alignment requirement.
-        unsafe { _mm256_storeu_si256(p.cast(), self) }
-    }
+    crate::vector::vector_ops!(words: 8, zero: _mm256_setzero_si256, load: _mm256_loadu_si256,
+        store: _mm256_storeu_si256, or: _mm256_or_si256, andnot: _mm256_andnot_si256,
+        is_zero: |v| _mm256_testz_si256(v, v) != 0);
 
     #[inline(always)]
     unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
@@ -135,24 +111,6 @@ impl Vector for __m256i {
             }
             m
         }
-    }
-
-    #[inline(always)]
-    unsafe fn or(self, other: Self) -> Self {
-        // SAFETY: AVX2 is available (trait contract).
-        unsafe { _mm256_or_si256(self, other) }
-    }
-
-    #[inline(always)]
-    unsafe fn clear_in(self, block: Self) -> Self {
-        // SAFETY: AVX2 is available (trait contract). `andnot(a, b)` is `!a & b`.
-        unsafe { _mm256_andnot_si256(block, self) }
-    }
-
-    #[inline(always)]
-    unsafe fn is_zero(self) -> bool {
-        // SAFETY: AVX2 is available (trait contract).
-        unsafe { _mm256_testz_si256(self, self) != 0 }
     }
 }
 
@@ -193,6 +151,10 @@ unsafe fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
 /// The CPU supports AVX2.
 #[inline(always)]
 pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
+    use bloomlanes_core::xxh64::{
+        short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
+        TAIL8_ROTATE,
+    };
     const ROUND: i32 = ROUND_ROTATE as i32;
     const TAIL8: i32 = TAIL8_ROTATE as i32;
     const S0: i32 = AVALANCHE_SHIFTS[0] as i32;
@@ -221,7 +183,7 @@ pub(crate) unsafe fn xxh64_u64x4(k: __m256i, seed: u64) -> __m256i {
     }
 }
 
-crate::bulk::entry_points!(Avx2, "avx2");
+crate::bulk::entry_points!(Avx2, [target_feature(enable = "avx2")]);
 
 /// XXH64 of `u64` keys, 4 at a time in AVX2 lanes only, whatever [`super::HYBRID_HASH_AVX2`]
 /// says (for the benchmark that decides it).

@@ -9,41 +9,34 @@
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::xxh64::{
-    short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
-    TAIL8_ROTATE,
-};
-use bloomlanes_core::{xxh64_u64, SALTS};
+use bloomlanes_core::SALTS;
 
 use super::avx2::lane_indices as lane_indices8;
 use crate::shape::Shape;
-use crate::vector::{Isa, Vector, MAX_REGS};
+use crate::vector::{Vector, MAX_REGS};
 
 /// The AVX-512 (F + DQ) instruction set.
 pub(crate) struct Avx512;
 
-impl Isa for Avx512 {
-    type Wide = __m512i;
-    type Narrow = __m256i;
+crate::vector::isa!(Avx512, __m512i, __m256i, hash_avx512);
 
-    #[inline(always)]
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
-        debug_assert_eq!(keys.len(), out.len());
-        let n = keys.len().min(out.len());
-        let mut i = 0;
-        // SAFETY: AVX-512F/DQ are available (contract); each step reads `keys[i .. i + 8]` and
-        // writes `out[i .. i + 8]`, with `i + 8 <= n`, the length of both prefixes.
+/// XXH64 of `u64` keys, 8 at a time in AVX-512 lanes.
+///
+/// # Safety
+/// The CPU supports AVX-512F and DQ; `keys.len() == out.len()`.
+#[inline(always)]
+unsafe fn hash_avx512(keys: &[u64], seed: u64, out: &mut [u64]) {
+    let whole = keys.len() / 8 * 8;
+    for (k, o) in keys[..whole].chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        // SAFETY: AVX-512F/DQ are available (contract); `k` and `o` are 8 u64 (64 bytes)
+        // each, read and written unaligned.
         unsafe {
-            while i + 8 <= n {
-                let k = _mm512_loadu_si512(keys.as_ptr().add(i).cast());
-                _mm512_storeu_si512(out.as_mut_ptr().add(i).cast(), xxh64_u64x8(k, seed));
-                i += 8;
-            }
-        }
-        for (o, &k) in out[i..n].iter_mut().zip(&keys[i..n]) {
-            *o = xxh64_u64(k, seed);
+            let v = xxh64_u64x8(_mm512_loadu_si512(k.as_ptr().cast()), seed);
+            _mm512_storeu_si512(o.as_mut_ptr().cast(), v);
         }
     }
+    // SAFETY: scalar code.
+    unsafe { crate::vector::hash_u64_scalar(&keys[whole..], seed, &mut out[whole..]) }
 }
 
 /// Lane bit indices of all 16 lanes of a block of `S`.
@@ -51,7 +44,7 @@ impl Isa for Avx512 {
 /// # Safety
 /// The CPU supports AVX-512F.
 #[inline(always)]
-unsafe fn lane_indices16<S: Shape>(h: u32) -> __m512i {
+pub(crate) unsafe fn lane_indices16<S: Shape>(h: u32) -> __m512i {
     // SAFETY: AVX-512F is available (contract); SALTS is 16 × u32 = 64 bytes, read unaligned.
     unsafe {
         let s = _mm512_loadu_si512(SALTS.as_ptr().cast());
@@ -71,27 +64,9 @@ unsafe fn pow2_u64x8(idx: __m256i) -> __m512i {
 }
 
 impl Vector for __m512i {
-    const WORDS: usize = 16;
-
-    #[inline(always)]
-    unsafe fn zero() -> Self {
-        // SAFETY: AVX-512F is available (trait contract).
-        unsafe { _mm512_setzero_si512() }
-    }
-
-    #[inline(always)]
-    unsafe fn load(p: *const u32) -> Self {
-        // SAFETY: AVX-512F is available and the 64 bytes at `p` are readable (trait contract);
-        // `loadu` has no alignment requirement.
-        unsafe { _mm512_loadu_si512(p.cast()) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(self, p: *mut u32) {
-        // SAFETY: AVX-512F is available and the 64 bytes at `p` are writable and ours (trait
-        // contract); `storeu` has no alignment requirement.
-        unsafe { _mm512_storeu_si512(p.cast(), self) }
-    }
+    crate::vector::vector_ops!(words: 16, zero: _mm512_setzero_si512, load: _mm512_loadu_si512,
+        store: _mm512_storeu_si512, or: _mm512_or_si512, andnot: _mm512_andnot_si512,
+        is_zero: |v| _mm512_test_epi32_mask(v, v) == 0);
 
     #[inline(always)]
     unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
@@ -114,24 +89,6 @@ impl Vector for __m512i {
             m
         }
     }
-
-    #[inline(always)]
-    unsafe fn or(self, other: Self) -> Self {
-        // SAFETY: AVX-512F is available (trait contract).
-        unsafe { _mm512_or_si512(self, other) }
-    }
-
-    #[inline(always)]
-    unsafe fn clear_in(self, block: Self) -> Self {
-        // SAFETY: AVX-512F is available (trait contract). `andnot(a, b)` is `!a & b`.
-        unsafe { _mm512_andnot_si512(block, self) }
-    }
-
-    #[inline(always)]
-    unsafe fn is_zero(self) -> bool {
-        // SAFETY: AVX-512F is available (trait contract).
-        unsafe { _mm512_test_epi32_mask(self, self) == 0 }
-    }
 }
 
 /// `xxh64_u64` of 8 keys at once, lane for lane the core's definition, with the core's
@@ -141,6 +98,10 @@ impl Vector for __m512i {
 /// The CPU supports AVX-512F and AVX-512DQ.
 #[inline(always)]
 unsafe fn xxh64_u64x8(k: __m512i, seed: u64) -> __m512i {
+    use bloomlanes_core::xxh64::{
+        short_init, AVALANCHE_SHIFTS, PRIME64_1, PRIME64_2, PRIME64_3, PRIME64_4, ROUND_ROTATE,
+        TAIL8_ROTATE,
+    };
     const ROUND: u32 = ROUND_ROTATE;
     const TAIL8: u32 = TAIL8_ROTATE;
     const S0: u32 = AVALANCHE_SHIFTS[0];
@@ -170,4 +131,4 @@ unsafe fn xxh64_u64x8(k: __m512i, seed: u64) -> __m512i {
     }
 }
 
-crate::bulk::entry_points!(Avx512, "avx512f,avx512dq");
+crate::bulk::entry_points!(Avx512, [target_feature(enable = "avx512f,avx512dq")]);

@@ -66,6 +66,22 @@ unsafe fn bits_and_mask(bits: &[u32; 8]) -> (__m256i, __m256i) {
 unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
     // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
     unsafe {
+        let nibble = _mm512_set1_epi64(0xF);
+        let [s0, s1] = nibble_shifts(bits);
+        [_mm512_sllv_epi64(nibble, s0), _mm512_sllv_epi64(nibble, s1)]
+    }
+}
+
+/// The shift counts of the key's nibbles in the 64-bit words of the block's two counter
+/// registers: `4b` in the low word of lane `i`'s element and `4b − 64` in its high one (the
+/// count of the other word is outside `0 .. 64`).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `bits` holds 8 lane bit indices below 32.
+#[inline(always)]
+unsafe fn nibble_shifts(bits: __m256i) -> [__m512i; 2] {
+    // SAFETY: AVX-512F (and so AVX2) is available (contract); register operations only.
+    unsafe {
         let low = _mm256_slli_epi32::<2>(bits);
         let high = _mm256_sub_epi32(low, _mm256_set1_epi32(64));
         // The tables' upper halves are zero: index 8 reads a zero.
@@ -74,10 +90,10 @@ unsafe fn nibble_masks(bits: __m256i) -> [__m512i; 2] {
         // (index 16 + k: the second table), both zero-extended.
         let idx0 = _mm512_setr_epi32(0, 8, 16, 8, 1, 8, 17, 8, 2, 8, 18, 8, 3, 8, 19, 8);
         let idx1 = _mm512_setr_epi32(4, 8, 20, 8, 5, 8, 21, 8, 6, 8, 22, 8, 7, 8, 23, 8);
-        let s0 = _mm512_permutex2var_epi32(low, idx0, high);
-        let s1 = _mm512_permutex2var_epi32(low, idx1, high);
-        let nibble = _mm512_set1_epi64(0xF);
-        [_mm512_sllv_epi64(nibble, s0), _mm512_sllv_epi64(nibble, s1)]
+        [
+            _mm512_permutex2var_epi32(low, idx0, high),
+            _mm512_permutex2var_epi32(low, idx1, high),
+        ]
     }
 }
 
@@ -123,18 +139,20 @@ unsafe fn set_image_bits(ib: *mut u32, mask: __m256i) {
     }
 }
 
-/// The 8x32 image block at `ib` if it holds every bit of the key's `mask` (every counter of
-/// the key is positive: a delete may go on), else `None` (the delete is refused).
+/// The key's lane bit indices and image mask (as [`bits_and_mask`]) and the 8x32 image block
+/// at `ib`, if the block holds every bit of the mask (every counter of the key is positive: a
+/// delete may go on); else `None` (the delete is refused).
 ///
 /// # Safety
 /// `ib` points to 8 readable image words; the CPU supports AVX2.
 #[inline(always)]
-unsafe fn image_holding(ib: *const u32, mask: __m256i) -> Option<__m256i> {
+unsafe fn holding(ib: *const u32, bits: &[u32; 8]) -> Option<(__m256i, __m256i, __m256i)> {
     // SAFETY: AVX2 is available and the 32 bytes at `ib` are readable (contract).
     unsafe {
+        let (bits, mask) = bits_and_mask(bits);
         let img = _mm256_loadu_si256(ib.cast());
         // `testc`: every bit of `mask` is set in `img`.
-        (_mm256_testc_si256(img, mask) != 0).then_some(img)
+        (_mm256_testc_si256(img, mask) != 0).then_some((bits, mask, img))
     }
 }
 
@@ -170,9 +188,7 @@ pub(crate) unsafe fn insert4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
 pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
     // SAFETY: as in `insert4` (the 16-bit masked move is AVX-512BW and VL).
     unsafe {
-        let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        let Some(img) = image_holding(ib, mask) else {
+        let Some((bits, mask, img)) = holding(ib, bits) else {
             return false;
         };
         let [m0, m1] = nibble_masks(bits);
@@ -183,8 +199,31 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
         // so the image clears its bit under a 16-bit-element mask.
         let emptied = _mm512_kunpackb(__mmask16::from(e1), __mmask16::from(e0));
         let cleared = _mm256_mask_mov_epi16(img, emptied, _mm256_andnot_si256(mask, img));
-        _mm256_storeu_si256(ip, cleared);
+        _mm256_storeu_si256(ib.cast(), cleared);
         true
+    }
+}
+
+/// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max) of `v` (`0 < v <= 15`) on the
+/// key's 4-bit cells in the block as in [`insert4`]: each becomes the larger of itself and `v`
+/// (the cell isolated under its nibble mask and `v` under the same mask compare as 64-bit
+/// numbers), and its image bits are set.
+///
+/// # Safety
+/// As [`insert4`], and `v <= 15`.
+#[inline(always)]
+pub(crate) unsafe fn max4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
+    // SAFETY: as in `insert4`.
+    unsafe {
+        let (bits, mask) = bits_and_mask(bits);
+        set_image_bits(ib, mask);
+        let vv = _mm512_set1_epi64((u64::from(v) * 0x1111_1111_1111_1111) as i64);
+        for (r, m) in nibble_masks(bits).into_iter().enumerate() {
+            let p = cb.add(16 * r).cast();
+            let c = _mm512_loadu_si512(p);
+            let raised = _mm512_max_epu64(_mm512_and_si512(c, m), _mm512_and_si512(vv, m));
+            _mm512_storeu_si512(p, _mm512_or_si512(_mm512_andnot_si512(m, c), raised));
+        }
     }
 }
 
@@ -250,9 +289,7 @@ pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
 pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> bool {
     // SAFETY: as in `insert8`.
     unsafe {
-        let (bits, mask) = bits_and_mask(bits);
-        let ip = ib.cast::<__m256i>();
-        let Some(img) = image_holding(ib, mask) else {
+        let Some((bits, _, img)) = holding(ib, bits) else {
             return false;
         };
         let full = _mm512_set1_epi8(-1);
@@ -272,7 +309,7 @@ pub(crate) unsafe fn remove8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
             emptied[2] as i64,
             emptied[3] as i64,
         );
-        _mm256_storeu_si256(ip, _mm256_andnot_si256(clear, img));
+        _mm256_storeu_si256(ib.cast(), _mm256_andnot_si256(clear, img));
         true
     }
 }

@@ -10,26 +10,16 @@
 
 use core::arch::x86_64::*;
 
-use bloomlanes_core::{xxh64_u64, SALTS};
+use bloomlanes_core::SALTS;
 
 use crate::shape::Shape;
-use crate::vector::{Isa, Vector, MAX_REGS};
+use crate::vector::{Vector, MAX_REGS};
 
 /// The SSE2 instruction set.
 pub(crate) struct Sse2;
 
-impl Isa for Sse2 {
-    type Wide = __m128i;
-    type Narrow = __m128i;
-
-    #[inline(always)]
-    unsafe fn hash_u64(keys: &[u64], seed: u64, out: &mut [u64]) {
-        // Two 64-bit lanes and no 64-bit multiply: scalar `imul` is faster.
-        for (o, &k) in out.iter_mut().zip(keys) {
-            *o = xxh64_u64(k, seed);
-        }
-    }
-}
+// Two 64-bit lanes and no 64-bit multiply: scalar `imul` hashes faster.
+crate::vector::isa!(Sse2, __m128i, __m128i);
 
 /// Lane bit indices of lanes `4q .. 4q + 4` of a block of `S`.
 ///
@@ -69,71 +59,35 @@ unsafe fn pow2(idx: __m128i) -> __m128i {
 }
 
 impl Vector for __m128i {
-    const WORDS: usize = 4;
-
-    #[inline(always)]
-    unsafe fn zero() -> Self {
-        // SAFETY: SSE2 is available (trait contract).
-        unsafe { _mm_setzero_si128() }
-    }
-
-    #[inline(always)]
-    unsafe fn load(p: *const u32) -> Self {
-        // SAFETY: SSE2 is available and the 16 bytes at `p` are readable (trait contract);
-        // `loadu` has no alignment requirement.
-        unsafe { _mm_loadu_si128(p.cast()) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(self, p: *mut u32) {
-        // SAFETY: SSE2 is available and the 16 bytes at `p` are writable and ours (trait
-        // contract); `storeu` has no alignment requirement.
-        unsafe { _mm_storeu_si128(p.cast(), self) }
-    }
+    crate::vector::vector_ops!(words: 4, zero: _mm_setzero_si128, load: _mm_loadu_si128,
+        store: _mm_storeu_si128, or: _mm_or_si128, andnot: _mm_andnot_si128,
+        is_zero: |v| _mm_movemask_epi8(_mm_cmpeq_epi32(v, _mm_setzero_si128())) == 0xffff);
 
     #[inline(always)]
     unsafe fn block_mask<S: Shape>(h: u32) -> [Self; MAX_REGS] {
-        let layout = S::LAYOUT;
+        let (lanes, wide) = (S::LAYOUT.lanes(), S::LAYOUT.word_bits() == 64);
         // SAFETY: SSE2 is available (trait contract); `q < lanes / 4 <= 4`, and the registers
         // written, `q` or `2q` and `2q + 1`, are below `block_u32s / 4 <= 8 = MAX_REGS`.
         unsafe {
             let mut m = [_mm_setzero_si128(); MAX_REGS];
-            for q in 0..layout.lanes() / 4 {
+            for q in 0..lanes / 4 {
                 let idx = lane_indices::<S>(h, q);
                 let p = pow2(idx);
-                if layout.word_bits() == 32 {
+                if !wide {
                     m[q] = p;
-                } else {
-                    // 64-bit words: lane bit `idx` is bit `idx` of the low word or bit
-                    // `idx − 32` of the high word; `pow2` already took `idx & 31`.
-                    let high = _mm_cmpgt_epi32(idx, _mm_set1_epi32(31));
-                    let lo = _mm_andnot_si128(high, p);
-                    let hi = _mm_and_si128(high, p);
-                    m[2 * q] = _mm_unpacklo_epi32(lo, hi);
-                    m[2 * q + 1] = _mm_unpackhi_epi32(lo, hi);
+                    continue;
                 }
+                // 64-bit words: lane bit `idx` is bit `idx` of the low word or bit `idx − 32`
+                // of the high word; `pow2` already took `idx & 31`.
+                let high = _mm_cmpgt_epi32(idx, _mm_set1_epi32(31));
+                let lo = _mm_andnot_si128(high, p);
+                let hi = _mm_and_si128(high, p);
+                m[2 * q] = _mm_unpacklo_epi32(lo, hi);
+                m[2 * q + 1] = _mm_unpackhi_epi32(lo, hi);
             }
             m
         }
     }
-
-    #[inline(always)]
-    unsafe fn or(self, other: Self) -> Self {
-        // SAFETY: SSE2 is available (trait contract).
-        unsafe { _mm_or_si128(self, other) }
-    }
-
-    #[inline(always)]
-    unsafe fn clear_in(self, block: Self) -> Self {
-        // SAFETY: SSE2 is available (trait contract). `andnot(a, b)` is `!a & b`.
-        unsafe { _mm_andnot_si128(block, self) }
-    }
-
-    #[inline(always)]
-    unsafe fn is_zero(self) -> bool {
-        // SAFETY: SSE2 is available (trait contract).
-        unsafe { _mm_movemask_epi8(_mm_cmpeq_epi32(self, _mm_setzero_si128())) == 0xffff }
-    }
 }
 
-crate::bulk::entry_points!(Sse2, "sse2");
+crate::bulk::entry_points!(Sse2, [target_feature(enable = "sse2")]);
