@@ -141,7 +141,7 @@ mod tests {
             for blocks in [1u32, 2, 3, 1000, 65_536, 1 << 20, 999_983] {
                 let mut cfg = HdlConfig::new(layout, blocks, KeyMode::Prehashed, 0);
                 cfg.adder_bits = 12;
-                let s = crate::geo::shape(&cfg);
+                let s = crate::geo::shape(&crate::PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC));
                 let mut p = Pipe::new();
                 let h = p.input("h", 64, "h");
                 let (blk, bits) = index_of(&mut p, &cfg, &s, h);

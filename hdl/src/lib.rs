@@ -28,8 +28,11 @@ use bloomlanes_core::{Filter, HashId, KeyType, Layout, Params};
 
 mod arith;
 pub mod axis;
+mod banks;
 mod bench;
 mod board;
+pub mod cell;
+mod check;
 pub mod counting;
 mod counting_banks;
 mod counting_export;
@@ -39,9 +42,20 @@ mod geo;
 mod hash;
 pub mod kit;
 mod pipe;
+pub mod pipeline;
 pub mod report;
+mod rmw;
 pub mod sim;
+mod stimulus;
+mod top;
 mod verilog;
+
+pub use banks::{
+    bank_bits, bank_cells, bank_file_name, read_cell_bank_files, write_bank_files,
+    write_bank_files_for, write_cell_bank_files, write_empty_bank_files, Cells,
+};
+pub use cell::{CellAlu, CellSpec, Reduction};
+pub use pipeline::PipelineConfig;
 
 pub use counting::{generate_counting, CountingConfig};
 pub use counting_banks::{
@@ -446,70 +460,38 @@ pub struct Design {
     pub bank_files: Vec<String>,
 }
 
-/// Generates the RTL and test benches for `cfg`.
+impl Design {
+    /// The generated sources as (file name, text): `<top>.v`, `<top>_tb.v`,
+    /// `<top>_harness.cpp`.
+    pub fn sources(&self) -> [(String, &str); 3] {
+        let t = &self.top_name;
+        [
+            (format!("{t}.v"), self.rtl.as_str()),
+            (format!("{t}_tb.v"), self.testbench.as_str()),
+            (format!("{t}_harness.cpp"), self.cpp_harness.as_str()),
+        ]
+    }
+
+    /// Writes [`Design::sources`] into `dir` (created if needed); returns the paths.
+    pub fn write_sources(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(dir)?;
+        let mut paths = Vec::new();
+        for (name, text) in self.sources() {
+            let p = dir.join(name);
+            std::fs::write(&p, text)?;
+            paths.push(p);
+        }
+        Ok(paths)
+    }
+}
+
+/// Generates the RTL and test benches of the static design for `cfg`.
 pub fn generate(cfg: &HdlConfig) -> Result<Design, HdlError> {
+    generate_pipeline(&PipelineConfig::new(cfg.clone(), CellSpec::STATIC))
+}
+
+/// Generates the RTL and test benches of any design: the pipeline of `cfg`'s cells.
+pub fn generate_pipeline(cfg: &PipelineConfig) -> Result<Design, HdlError> {
     cfg.validate()?;
     Ok(verilog::generate(cfg))
-}
-
-/// The file name of lane `lane`'s bank for top module `top`.
-pub fn bank_file_name(top: &str, lane: usize) -> String {
-    format!("{top}_bank{lane:02}.hex")
-}
-
-/// The bits of lane `lane`'s bank of `filter`: entry `block × W + bit` is bit `bit` of lane
-/// `lane` of block `block`.
-pub fn bank_bits(filter: &Filter, lane: usize) -> Vec<bool> {
-    let layout = filter.layout();
-    let w = layout.word_bits() as usize;
-    let words = filter.words();
-    let mut out = Vec::with_capacity(filter.blocks() as usize * w);
-    for block in 0..filter.blocks() as usize {
-        for bit in 0..w {
-            let global = block * layout.block_bits() + lane * w + bit;
-            out.push(words[global / 32] >> (global % 32) & 1 == 1);
-        }
-    }
-    out
-}
-
-/// Writes `filter` as one `$readmemh` file per bank (lane) into `dir`, named like
-/// [`bank_file_name`] for top module `bloomlanes`; returns the paths. Use
-/// [`write_bank_files_for`] for another top module name.
-pub fn write_bank_files(filter: &Filter, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    write_bank_files_for(filter, dir, "bloomlanes")
-}
-
-/// Like [`write_bank_files`], for top module `top`.
-pub fn write_bank_files_for(
-    filter: &Filter,
-    dir: &Path,
-    top: &str,
-) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut paths = Vec::new();
-    for lane in 0..filter.layout().lanes() {
-        let bits = bank_bits(filter, lane);
-        let mut text = String::with_capacity(bits.len() * 2 + 64);
-        text.push_str(&format!(
-            "// bloomlanes bank {lane}: {} blocks x {} bits, entry = block*W + bit\n",
-            filter.blocks(),
-            filter.layout().word_bits()
-        ));
-        for b in bits {
-            text.push(if b { '1' } else { '0' });
-            text.push('\n');
-        }
-        let path = dir.join(bank_file_name(top, lane));
-        std::fs::write(&path, text)?;
-        paths.push(path);
-    }
-    Ok(paths)
-}
-
-/// Writes zero-filled bank files (an empty filter) for `cfg` into `dir`.
-pub fn write_empty_bank_files(cfg: &HdlConfig, dir: &Path) -> Result<Vec<PathBuf>, HdlError> {
-    cfg.validate()?;
-    let filter = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
-    Ok(write_bank_files_for(&filter, dir, &cfg.top_name)?)
 }

@@ -257,18 +257,8 @@ pub fn export(
     synth: bool,
 ) -> Result<ExportSummary, HdlError> {
     let design = generate(cfg)?;
-    std::fs::create_dir_all(dir)?;
     let top = design.top_name.clone();
-    let mut files = Vec::new();
-    for (name, text) in [
-        (format!("{top}.v"), &design.rtl),
-        (format!("{top}_tb.v"), &design.testbench),
-        (format!("{top}_harness.cpp"), &design.cpp_harness),
-    ] {
-        let p = dir.join(name);
-        std::fs::write(&p, text)?;
-        files.push(p);
-    }
+    let mut files = design.write_sources(dir)?;
     for (rel, text) in crate::verilog::kit_files(cfg) {
         let p = dir.join(&rel);
         if let Some(parent) = p.parent() {

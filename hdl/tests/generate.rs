@@ -208,8 +208,8 @@ fn checker_catches_wrong_answers() {
     }
     assert!(sim::check(&c, &full, &ops, &log).is_err());
     let mut bad = log.clone();
-    let last = bad.answers[0].iter().rposition(|a| a.2).unwrap();
-    bad.answers[0][last].2 = false;
+    let last = bad.answers[0].iter().rposition(|a| a.2 != 0).unwrap();
+    bad.answers[0][last].2 = 0;
     assert!(sim::check(&c, &empty, &ops, &bad).is_err());
 }
 

@@ -5,21 +5,8 @@ use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_hdl::sim::{self, BenchParams, Key, Op, Simulator};
 use bloomlanes_hdl::{generate, op, HdlConfig, KeyMode};
 
-/// SplitMix64.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's stimulus generator (SplitMix64).
+pub use bloomlanes_hdl::sim::SplitMix64 as Rng;
 
 pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig {
     let mut c = HdlConfig::new(layout, blocks, key, 0x5eed_0000_0000_0001);
@@ -39,14 +26,7 @@ pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig
 }
 
 pub fn random_key(cfg: &HdlConfig, rng: &mut Rng) -> Key {
-    match cfg.key {
-        KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| rng.next() as u8).collect()),
-        KeyMode::VarBytes(n) => {
-            let len = rng.below(n as u64 + 1) as usize;
-            Key::Bytes((0..len).map(|_| rng.next() as u8).collect())
-        }
-        KeyMode::Prehashed => Key::Hash(rng.next()),
-    }
+    rng.key(cfg.key)
 }
 
 /// `port0` operations on port 0 (inserts, lookups, a few clears after the first `fast`), and
