@@ -146,15 +146,18 @@ pub fn check_pipeline<R: Reference, S: Stim>(
 pub fn check_readback(
     cfg: &PipelineConfig,
     reference: &(impl Cells + ?Sized),
-    readback: &[(u64, u128)],
+    readback: &[(u64, Vec<u32>)],
 ) -> Result<(), String> {
     let c = cfg.cells.bits as usize;
-    for (i, &(addr, data)) in readback.iter().enumerate() {
+    for (i, (addr, data)) in readback.iter().enumerate() {
+        let addr = *addr;
         if addr != i as u64 {
             return Err(format!("read-back {i} is of entry {addr}"));
         }
         for lane in 0..cfg.base.layout.lanes() {
-            let hw = (data >> (c * lane)) as u32 & cfg.cells.max();
+            // Cells never straddle a 32-bit word (c divides 32).
+            let word = data.get(c * lane / 32).copied().unwrap_or(0);
+            let hw = (word >> (c * lane % 32)) & cfg.cells.max();
             let sw = reference.cell(lane, addr);
             if hw != sw {
                 return Err(format!(

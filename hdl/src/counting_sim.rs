@@ -67,7 +67,7 @@ pub fn check_counting(
 pub fn check_counter_readback(
     cfg: &CountingConfig,
     filter: &CountingFilter,
-    readback: &[(u64, u128)],
+    readback: &[(u64, Vec<u32>)],
 ) -> Result<(), String> {
     check_readback(&cfg.pipeline(), filter, readback)
 }

@@ -157,9 +157,9 @@ pub struct SimLog {
     pub accepted: Vec<Vec<u64>>,
     /// Per port, every answer taken: cycle, tag, answer (the hit bit, or a minimum).
     pub answers: Vec<Vec<(u64, u32, u32)>>,
-    /// Bank entries read back after the run: entry address, data (lane `i`'s cell in bits
-    /// `c·i + c − 1 .. c·i`).
-    pub readback: Vec<(u64, u128)>,
+    /// Bank entries read back after the run: entry address, data as 32-bit words, least
+    /// significant first (lane `i`'s cell in bits `c·i + c − 1 .. c·i`).
+    pub readback: Vec<(u64, Vec<u32>)>,
 }
 
 static RUN_ID: AtomicU64 = AtomicU64::new(0);
@@ -524,7 +524,7 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
             }
             ["m", addr, data] => {
                 let a: u64 = addr.parse().map_err(|_| bad(line))?;
-                let d = u128::from_str_radix(data, 16).map_err(|_| bad(line))?;
+                let d = hex_words(data).ok_or_else(|| bad(line))?;
                 log.readback.push((a, d));
             }
             [] => {}
@@ -534,6 +534,15 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
     Ok(log)
 }
 
+
+/// A hex number as 32-bit words, least significant first (`None` if not hex).
+fn hex_words(hex: &str) -> Option<Vec<u32>> {
+    let digits = hex.as_bytes();
+    digits
+        .rchunks(8)
+        .map(|c| u32::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+        .collect()
+}
 
 /// The 64-bit hash of `key` under `cfg`'s seed.
 pub fn key_hash(cfg: &HdlConfig, key: &Key) -> u64 {
