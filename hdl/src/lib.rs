@@ -41,6 +41,7 @@ mod front;
 mod geo;
 mod hash;
 pub mod kit;
+pub mod names;
 mod pipe;
 pub mod pipeline;
 pub mod report;
@@ -55,6 +56,7 @@ pub use banks::{
     write_bank_files_for, write_cell_bank_files, write_empty_bank_files, Cells,
 };
 pub use cell::{CellAlu, CellSpec, Reduction};
+pub use names::check_module_name;
 pub use pipeline::PipelineConfig;
 
 pub use counting::{generate_counting, CountingConfig};
@@ -333,17 +335,7 @@ impl HdlConfig {
         if self.tag_bits == 0 || self.tag_bits > 32 {
             return bad(format!("tag_bits must be 1 to 32, not {}", self.tag_bits));
         }
-        let name = self.top_name.as_bytes();
-        let ident_ok = !name.is_empty()
-            && name.len() <= 64
-            && (name[0].is_ascii_alphabetic() || name[0] == b'_')
-            && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
-        if !ident_ok {
-            return bad(format!(
-                "top_name {:?} is not a plain Verilog identifier (letters, digits, _; at most 64)",
-                self.top_name
-            ));
-        }
+        names::check_module_name(&self.top_name).map_err(HdlError::InvalidConfig)?;
         Ok(())
     }
 

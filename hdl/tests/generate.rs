@@ -144,6 +144,11 @@ fn bad_configurations_are_errors() {
         Box::new(|c| c.top_name = "9bad".into()),
         Box::new(|c| c.top_name = "a b".into()),
         Box::new(|c| c.top_name = String::new()),
+        // Issue #26: keywords of Verilog-2005 and SystemVerilog-2017 gave `module module #(`.
+        Box::new(|c| c.top_name = "module".into()),
+        Box::new(|c| c.top_name = "wire".into()),
+        Box::new(|c| c.top_name = "begin".into()),
+        Box::new(|c| c.top_name = "logic".into()),
     ];
     for (i, f) in cases.iter().enumerate() {
         let mut c = base.clone();
