@@ -45,6 +45,7 @@ pub mod names;
 mod pipe;
 pub mod pipeline;
 pub mod report;
+pub mod resources;
 mod rmw;
 pub mod sim;
 mod stimulus;
@@ -58,6 +59,7 @@ pub use banks::{
 pub use cell::{CellAlu, CellSpec, Reduction};
 pub use names::check_module_name;
 pub use pipeline::PipelineConfig;
+pub use resources::{check_fits, estimate, Device, Estimate};
 
 pub use counting::{generate_counting, CountingConfig};
 pub use counting_banks::{

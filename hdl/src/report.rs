@@ -14,10 +14,6 @@ use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode
 pub const RAMB36_BITS: u64 = 36 * 1024;
 /// Bits a RAMB36E2 holds 1 bit wide (32K × 1: parity bits exist only in ×9/×18/×36/×72 modes).
 pub const RAMB36_X1_BITS: u64 = 32 * 1024;
-/// Entries of one iCE40 SB_RAM40_4K at its narrowest (2048 × 2).
-pub const ICE40_BRAM_X1_ENTRIES: u64 = 2048;
-/// Block RAMs of an iCE40 HX8K.
-pub const ICE40_HX8K_BRAMS: u64 = 32;
 
 /// Resource figures from Yosys (and nextpnr for iCE40).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -90,16 +86,12 @@ pub fn bram_minimum(cfg: &HdlConfig) -> u64 {
     cfg.replicas() as u64 * cfg.layout.lanes() as u64 * cfg.bank_entries().div_ceil(RAMB36_BITS)
 }
 
-/// Whether the iCE40 HX8K run is attempted: prehashed with 8 lanes (the multipliers are built
-/// from LUTs there: XXH64's 64-bit ones, or 16 salt multiplies, do not fit its 7680 cells) and
-/// the banks fit its 32 block RAMs.
+/// Whether the iCE40 HX8K run is attempted: prehashed (XXH64's 64-bit multiplies do not fit
+/// its 7680 cells) and the design surely fits ([`crate::check_fits`]: block RAMs, logic).
 pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
+    let design = crate::PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC);
     cfg.key == KeyMode::Prehashed
-        && cfg.layout.lanes() == 8
-        && cfg.replicas() as u64
-            * cfg.layout.lanes() as u64
-            * cfg.bank_entries().div_ceil(ICE40_BRAM_X1_ENTRIES)
-            <= ICE40_HX8K_BRAMS
+        && crate::check_fits(&design, crate::Device::Ice40Hx8k).is_ok_and(|f| f.warnings.is_empty())
 }
 
 /// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).

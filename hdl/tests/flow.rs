@@ -240,3 +240,44 @@ fn key_kind_comes_from_the_recorded_key_type() {
     assert!(check_key_mode(KeyMode::Bytes(8), u64s).is_ok());
     assert!(check_key_mode(KeyMode::Bytes(4), u64s).is_err());
 }
+
+/// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
+/// between 60 and 100 % of the estimate (the bound `check_fits` refuses by), the LUT4s below it.
+#[test]
+fn resource_estimate_brackets_yosys() {
+    use bloomlanes_core::CounterBits;
+    use bloomlanes_hdl::report::parse_stat;
+    use bloomlanes_hdl::{estimate, generate_pipeline, CellSpec, Device, PipelineConfig};
+    if !on_path("yosys") {
+        eprintln!("SKIP: resource_estimate_brackets_yosys: yosys is not installed");
+        return;
+    }
+    let dir = sim::fresh_dir("estimate").unwrap();
+    let base = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 5);
+    for cells in [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)] {
+        let c = PipelineConfig::new(base.clone(), cells);
+        let e = estimate(&c, Device::Ice40Hx8k);
+        let d = generate_pipeline(&c).unwrap();
+        std::fs::write(dir.join("d.v"), &d.rtl).unwrap();
+        let script = format!(
+            "read_verilog d.v; synth_ice40 -top {}; tee -o stat.txt stat",
+            d.top_name
+        );
+        let (ok, out) = run(Command::new("yosys")
+            .current_dir(&dir)
+            .args(["-q", "-p", &script]));
+        assert!(ok, "{out}");
+        let cells_of = parse_stat(&std::fs::read_to_string(dir.join("stat.txt")).unwrap());
+        let sum = |p: &dyn Fn(&str) -> bool| -> u64 {
+            cells_of.iter().filter(|(n, _)| p(n)).map(|(_, k)| k).sum()
+        };
+        let rams = sum(&|n| n.starts_with("SB_RAM40"));
+        let ffs = sum(&|n| n.starts_with("SB_DFF"));
+        let luts = sum(&|n| n == "SB_LUT4");
+        eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
+        assert_eq!(rams, e.block_rams, "{cells}");
+        assert!(ffs * 5 >= e.ffs * 3 && ffs <= e.ffs, "{cells}: {ffs} FF, {e:?}");
+        assert!(luts <= e.luts, "{cells}: {luts} LUT4, {e:?}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
