@@ -210,3 +210,33 @@ pub(crate) fn write_counting_bench(
     }
     write_expected(&cfg.pipeline(), start, &[ops], dir)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloomlanes_core::{Layout, Params};
+
+    #[test]
+    fn the_search_for_stable_keys_gives_up_with_a_message() {
+        // No key answers alike in an empty filter and in a full one: the search must stop.
+        let cfg = HdlConfig::new(Layout::L8x32, 4, KeyMode::Prehashed, 0);
+        let empty = Filter::new(Params::new(Layout::L8x32, 4));
+        let mut full = empty.clone();
+        for i in 0..100_000u64 {
+            full.insert_hash(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
+        let mut rng = SplitMix64(1);
+        let e = stable_lookups(&cfg, &empty, &full, &mut rng, 10, 1).unwrap_err();
+        assert!(e.to_string().contains("640 random keys gave only 0"), "{e}");
+        assert_eq!(stable_lookups(&cfg, &empty, &empty, &mut rng, 10, 1).unwrap().len(), 10);
+    }
+
+    #[test]
+    fn no_seed_degenerates_the_generator() {
+        for seed in [0, 0x0123_4567_89ab_cdef, u64::MAX] {
+            let mut rng = bench_rng(seed);
+            let v: std::collections::BTreeSet<u64> = (0..1000).map(|_| rng.next()).collect();
+            assert_eq!(v.len(), 1000, "seed {seed:#x}");
+        }
+    }
+}

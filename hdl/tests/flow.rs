@@ -281,3 +281,61 @@ fn resource_estimate_brackets_yosys() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The keys (low 64 bits) of a stimulus file of a prehashed design.
+fn stim_keys(path: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l[l.len() - 16..].to_string())
+        .collect()
+}
+
+/// Issue #26: with seed 0x0123456789abcdef the old bench generator's xorshift state was 0, every
+/// stimulus key was 0, and the search for port 1's keys never returned. Every export must finish
+/// (within a minute here) with distinct keys, for seeds that zeroed the old state and others.
+#[test]
+fn export_bench_terminates_for_every_seed() {
+    use bloomlanes_core::{CounterBits, CountingFilter};
+    use bloomlanes_hdl::{export_counting, CountingConfig};
+    for seed in [0x0123_4567_89ab_cdef, 0, u64::MAX] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = sim::fresh_dir("seed").unwrap();
+        let work = dir.clone();
+        std::thread::spawn(move || {
+            let params = Params::new(Layout::L8x32, 8).with_seed(seed);
+            let mut f = Filter::new(params);
+            for i in 0..50u64 {
+                f.insert(&i.to_le_bytes());
+            }
+            let mut c = HdlConfig::for_filter(&f, KeyMode::Prehashed);
+            c.lookup_ports = 2;
+            let static_export = export(&c, Some(&f), &work.join("static"), false).map(|_| ());
+            let cc = CountingConfig::for_filter(
+                &CountingFilter::counting(params, CounterBits::Four),
+                KeyMode::Prehashed,
+            );
+            let counting = export_counting(&cc, None, &work.join("counting")).map(|_| ());
+            let _ = tx.send((static_export, counting));
+        });
+        let (s, c) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("seed {seed:#x}: the export did not finish in a minute"));
+        s.unwrap();
+        c.unwrap();
+        // 666 new keys on static port 0, 1000 on port 1; 9 per round of 65 counting operations.
+        for (file, least) in [
+            ("static/stim_p0.hex", 600),
+            ("static/stim_p1.hex", 900),
+            ("counting/stim_p0.hex", 130),
+        ] {
+            let keys = stim_keys(&dir.join(file));
+            assert!(
+                keys.len() >= least,
+                "seed {seed:#x}: {file} has {} distinct keys",
+                keys.len()
+            );
+        }
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
