@@ -21,7 +21,12 @@ pub trait Cells {
 
 impl Cells for Filter {
     fn cell(&self, lane: usize, entry: u64) -> u32 {
-        let k = cell_index(self.layout().lanes(), self.layout().word_bits(), lane, entry);
+        let k = cell_index(
+            self.layout().lanes(),
+            self.layout().word_bits(),
+            lane,
+            entry,
+        );
         self.words()[(k / 32) as usize] >> (k % 32) & 1
     }
 }

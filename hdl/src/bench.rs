@@ -423,7 +423,12 @@ int main(int argc, char** argv) {{
         if vw > 0 {
             c.push_str(&set_signal("top->s0_value", vw, "w", kw + lw));
         }
-        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw + lw + vw));
+        c.push_str(&set_signal(
+            &format!("top->s{q}_tag"),
+            tw,
+            "w",
+            kw + lw + vw,
+        ));
         if q == 0 {
             c.push_str(&set_signal("top->s0_op", 2, "w", kw + lw + vw + tw));
         }

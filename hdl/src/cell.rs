@@ -150,7 +150,11 @@ impl fmt::Display for CellSpec {
 pub fn packed_cell(words: &[u32], bits: u32, k: u64) -> u32 {
     let per = u64::from(32 / bits);
     let shift = (k % per) as u32 * bits;
-    let mask = if bits >= 32 { u32::MAX } else { (1 << bits) - 1 };
+    let mask = if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    };
     (words[(k / per) as usize] >> shift) & mask
 }
 

@@ -8,8 +8,8 @@ use bloomlanes_core::{CountingFilter, Filter};
 use crate::banks::Cells;
 use crate::counting::op as counting_op;
 use crate::sim::{
-    key_hash, run_ops, simulator_available, static_design, tool_err, BenchParams, Key, Op,
-    SimLog, Stim,
+    key_hash, run_ops, simulator_available, static_design, tool_err, BenchParams, Key, Op, SimLog,
+    Stim,
 };
 use crate::{op, HdlConfig, HdlError, KeyMode, PipelineConfig};
 

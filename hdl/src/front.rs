@@ -115,7 +115,10 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
             p.reg_at(Op::Concat(parts), aw, f, "addr")
         })
         .collect();
-    let roots: Vec<V> = [valid, op, tag].into_iter().chain(addrs.iter().copied()).collect();
+    let roots: Vec<V> = [valid, op, tag]
+        .into_iter()
+        .chain(addrs.iter().copied())
+        .collect();
     let mut outs = String::new();
     let _ = writeln!(outs, "    assign o_valid = {};", p.name_at(valid, f));
     let _ = writeln!(outs, "    assign o_op = {};", p.name_at(op, f));
@@ -145,7 +148,10 @@ mod tests {
             for blocks in [1u32, 2, 3, 1000, 65_536, 1 << 20, 999_983] {
                 let mut cfg = HdlConfig::new(layout, blocks, KeyMode::Prehashed, 0);
                 cfg.adder_bits = 12;
-                let s = crate::geo::shape(&crate::PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC));
+                let s = crate::geo::shape(&crate::PipelineConfig::new(
+                    cfg.clone(),
+                    crate::CellSpec::STATIC,
+                ));
                 let mut p = Pipe::new();
                 let h = p.input("h", 64, "h");
                 let (blk, bits) = index_of(&mut p, &cfg, &s, h);

@@ -354,13 +354,26 @@ mod tests {
         // Issue #26: 16 384 blocks of 8x32 need 8 banks of 256 SB_RAM40_4K each.
         let big = design(16_384, KeyMode::Prehashed, CellSpec::STATIC);
         let e = check_fits(&big, Device::Ice40Hx8k).unwrap_err().to_string();
-        assert!(e.contains("2049 SB_RAM40_4K block RAMs (256 per bank)"), "{e}");
+        assert!(
+            e.contains("2049 SB_RAM40_4K block RAMs (256 per bank)"),
+            "{e}"
+        );
         assert!(e.contains("the part has 32"), "{e}");
         // 3 RAMs of 2048 x 1 per bank (24) and the answer FIFO's fit; 4 per bank (33) do not.
-        assert!(e.contains("largest 8x32 filter of this design that fits has 192 blocks"), "{e}");
-        let fits = check_fits(&design(192, KeyMode::Prehashed, CellSpec::STATIC), Device::Ice40Hx8k);
+        assert!(
+            e.contains("largest 8x32 filter of this design that fits has 192 blocks"),
+            "{e}"
+        );
+        let fits = check_fits(
+            &design(192, KeyMode::Prehashed, CellSpec::STATIC),
+            Device::Ice40Hx8k,
+        );
         assert_eq!(fits.unwrap().estimate.block_rams, 25);
-        assert!(check_fits(&design(193, KeyMode::Prehashed, CellSpec::STATIC), Device::Ice40Hx8k).is_err());
+        assert!(check_fits(
+            &design(193, KeyMode::Prehashed, CellSpec::STATIC),
+            Device::Ice40Hx8k
+        )
+        .is_err());
         // The same filter fits nowhere on the ULX3S boards below the 85F's 208 DP16KD either:
         // 8 banks of 32 DP16KD (16384 x 1).
         let e = check_fits(&big, Device::Ulx3s85f).unwrap_err().to_string();
@@ -374,9 +387,24 @@ mod tests {
         let cases = [
             (64, CellSpec::STATIC, Device::Ice40Hx8k, 9),
             (64, CellSpec::STATIC, Device::Ulx3s85f, 8),
-            (64, CellSpec::counting(CounterBits::Four), Device::Ice40Hx8k, 17),
-            (64, CellSpec::counting(CounterBits::Four), Device::Ulx3s85f, 8),
-            (64, CellSpec::counting(CounterBits::Eight), Device::Ice40Hx8k, 33),
+            (
+                64,
+                CellSpec::counting(CounterBits::Four),
+                Device::Ice40Hx8k,
+                17,
+            ),
+            (
+                64,
+                CellSpec::counting(CounterBits::Four),
+                Device::Ulx3s85f,
+                8,
+            ),
+            (
+                64,
+                CellSpec::counting(CounterBits::Eight),
+                Device::Ice40Hx8k,
+                33,
+            ),
             (1024, CellSpec::STATIC, Device::Ulx3s85f, 16),
         ];
         for (z, cells, device, rams) in cases {
@@ -391,11 +419,17 @@ mod tests {
         // far more logic than its 7680 cells, whatever the filter's size.
         let dsp = design(64, KeyMode::Bytes(8), CellSpec::STATIC);
         let e = check_fits(&dsp, Device::Ice40Hx8k).unwrap_err().to_string();
-        assert!(e.contains("50 multipliers") && e.contains("--mul-style lut"), "{e}");
+        assert!(
+            e.contains("50 multipliers") && e.contains("--mul-style lut"),
+            "{e}"
+        );
         let mut lut = dsp.clone();
         lut.base.mul_style = MulStyle::Lut;
         let e = check_fits(&lut, Device::Ice40Hx8k).unwrap_err().to_string();
-        assert!(e.contains("logic cells") && e.contains("no 8x32 filter"), "{e}");
+        assert!(
+            e.contains("logic cells") && e.contains("no 8x32 filter"),
+            "{e}"
+        );
         // Both fit the 85F.
         assert!(check_fits(&dsp, Device::Ulx3s85f).is_ok());
         assert!(check_fits(&lut, Device::Ulx3s85f).is_ok());

@@ -239,14 +239,23 @@ fn min_tree(v: &mut String, g: &Geo) {
         let n = 1 << (levels - k);
         let last = k == levels;
         let mut regs = String::new();
-        let _ = writeln!(v, "    // min tree, level {k}\n    reg t{k}_valid;\n    reg [{tw1}:0] t{k}_tag;");
+        let _ = writeln!(
+            v,
+            "    // min tree, level {k}\n    reg t{k}_valid;\n    reg [{tw1}:0] t{k}_tag;"
+        );
         if !last {
             let _ = writeln!(v, "    reg t{k}_lookup, t{k}_res;");
-            let _ = writeln!(regs, "        t{k}_lookup <= {at}_lookup;\n        t{k}_res <= {at}_res;");
+            let _ = writeln!(
+                regs,
+                "        t{k}_lookup <= {at}_lookup;\n        t{k}_res <= {at}_res;"
+            );
         }
         for i in 0..n {
             let (a, b) = (&prev[2 * i], &prev[2 * i + 1]);
-            let _ = writeln!(v, "    wire [{c1}:0] t{k}_min{i} = ({b} < {a}) ? {b} : {a};");
+            let _ = writeln!(
+                v,
+                "    wire [{c1}:0] t{k}_min{i} = ({b} < {a}) ? {b} : {a};"
+            );
             if last {
                 let _ = writeln!(
                     regs,

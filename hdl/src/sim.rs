@@ -220,10 +220,14 @@ pub(crate) fn stim_word(
     };
     match (&o.key, cfg.key) {
         (Key::Bytes(b), KeyMode::Bytes(n)) if b.len() == n => {
-            b.iter().enumerate().for_each(|(i, &x)| put(8 * i, 8, x.into()));
+            b.iter()
+                .enumerate()
+                .for_each(|(i, &x)| put(8 * i, 8, x.into()));
         }
         (Key::Bytes(b), KeyMode::VarBytes(n)) if b.len() <= n => {
-            b.iter().enumerate().for_each(|(i, &x)| put(8 * i, 8, x.into()));
+            b.iter()
+                .enumerate()
+                .for_each(|(i, &x)| put(8 * i, 8, x.into()));
             put(8 * n, lw, b.len() as u64);
         }
         (Key::Hash(h), KeyMode::Prehashed) => put(0, 64, *h),
@@ -340,7 +344,12 @@ pub(crate) fn write_stimulus<S: Stim>(
                     o.op().code
                 )));
             }
-            s.push_str(&stim_word(&cfg.base, cfg.cells.value_bits(), o.op(), o.value())?);
+            s.push_str(&stim_word(
+                &cfg.base,
+                cfg.cells.value_bits(),
+                o.op(),
+                o.value(),
+            )?);
             s.push('\n');
         }
         let path = dir.join(format!("stim_p{p}.hex"));
@@ -533,7 +542,6 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
     }
     Ok(log)
 }
-
 
 /// A hex number as 32-bit words, least significant first (`None` if not hex).
 fn hex_words(hex: &str) -> Option<Vec<u32>> {

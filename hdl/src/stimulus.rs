@@ -196,7 +196,11 @@ pub(crate) fn write_counting_bench(
         }
         for k in &keys {
             round.extend([(counting_op::DELETE, k), (op::LOOKUP, k)]);
-            round.extend([(counting_op::DELETE, k), (counting_op::DELETE, k), (op::LOOKUP, k)]);
+            round.extend([
+                (counting_op::DELETE, k),
+                (counting_op::DELETE, k),
+                (op::LOOKUP, k),
+            ]);
         }
         let absent = rng.key(cfg.base.key);
         round.push((counting_op::DELETE, &absent));
@@ -228,7 +232,12 @@ mod tests {
         let mut rng = SplitMix64(1);
         let e = stable_lookups(&cfg, &empty, &full, &mut rng, 10, 1).unwrap_err();
         assert!(e.to_string().contains("640 random keys gave only 0"), "{e}");
-        assert_eq!(stable_lookups(&cfg, &empty, &empty, &mut rng, 10, 1).unwrap().len(), 10);
+        assert_eq!(
+            stable_lookups(&cfg, &empty, &empty, &mut rng, 10, 1)
+                .unwrap()
+                .len(),
+            10
+        );
     }
 
     #[test]

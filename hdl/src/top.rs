@@ -102,8 +102,14 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 conns.push(format!(".b_addr(b_addr{lane})"));
                 conns.push(format!(".b_dout({})", part("rd0", lane, c)));
             } else if has_b {
-                conns.push(format!(".b_addr({})", part(&format!("f{b_port}_addr"), lane, aw)));
-                conns.push(format!(".b_dout({})", part(&format!("rd{b_port}"), lane, c)));
+                conns.push(format!(
+                    ".b_addr({})",
+                    part(&format!("f{b_port}_addr"), lane, aw)
+                ));
+                conns.push(format!(
+                    ".b_dout({})",
+                    part(&format!("rd{b_port}"), lane, c)
+                ));
             }
             let _ = writeln!(
                 v,
