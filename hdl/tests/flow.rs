@@ -276,7 +276,10 @@ fn resource_estimate_brackets_yosys() {
         let luts = sum(&|n| n == "SB_LUT4");
         eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
         assert_eq!(rams, e.block_rams, "{cells}");
-        assert!(ffs * 5 >= e.ffs * 3 && ffs <= e.ffs, "{cells}: {ffs} FF, {e:?}");
+        assert!(
+            ffs * 5 >= e.ffs * 3 && ffs <= e.ffs,
+            "{cells}: {ffs} FF, {e:?}"
+        );
         assert!(luts <= e.luts, "{cells}: {luts} LUT4, {e:?}");
     }
     std::fs::remove_dir_all(dir).ok();
