@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::geo::Geo;
+use crate::pins::{connect, core_pins};
 
 pub(crate) fn verilog_bench(g: &Geo) -> String {
     let t = &g.top;
@@ -107,41 +108,15 @@ module {t}_tb;
             ar = crate::geo::range(g.ans_bits),
         );
     }
-    let mut conns = vec![
-        ".clk(clk)".to_string(),
-        ".rst(rst)".to_string(),
-        ".busy(busy)".to_string(),
-        ".mg_req(mg_req)".to_string(),
-        ".mg_clear(1'b0)".to_string(),
-        ".mg_we(1'b0)".to_string(),
-        ".mg_addr(mg_addr)".to_string(),
-        format!(".mg_wdata({}'d0)", g.mg_bits),
-        ".mg_ack(mg_ack)".to_string(),
-        ".mg_rdata(mg_rdata)".to_string(),
-    ];
-    for q in 0..p {
-        conns.push(format!(".s{q}_valid(s{q}_valid)"));
-        conns.push(format!(".s{q}_ready(s{q}_ready)"));
-        if q == 0 {
-            conns.push(".s0_op(s0_op)".to_string());
-            if g.value_bits > 0 {
-                conns.push(".s0_value(s0_value)".to_string());
-            }
-        }
-        conns.push(format!(".s{q}_tag(s{q}_tag)"));
-        conns.push(format!(".s{q}_key(s{q}_key)"));
-        if g.var_len {
-            conns.push(format!(".s{q}_len(s{q}_len)"));
-        }
-        conns.push(format!(".m{q}_valid(m{q}_valid)"));
-        conns.push(format!(".m{q}_ready(m{q}_ready)"));
-        conns.push(format!(".m{q}_{a}(m{q}_ans)", a = g.ans_name));
-        conns.push(format!(".m{q}_tag(m{q}_tag)"));
-    }
+    let conns = connect(&core_pins(g), |p| match p.role {
+        "mg_clear" | "mg_we" => "1'b0".to_string(),
+        "mg_wdata" => format!("{}'d0", g.mg_bits),
+        "m_ans" => format!("m{}_ans", p.port.unwrap_or(0)),
+        _ => p.name.clone(),
+    });
     let _ = writeln!(
         v,
-        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) dut (\n        {}\n    );",
-        conns.join(",\n        ")
+        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) dut (\n        {conns}\n    );"
     );
     v.push_str(
         "    initial begin\n        require(\"bench_cfg.hex\");\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n        mism = 0;\n        checked = 0;\n        limit = MAX_CYCLES;\n",

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use crate::front::LEN_BITS;
 use crate::geo::Geo;
 use crate::op;
+use crate::pins::{connect, core_pins};
 
 /// Default number of keys the self-test inserts and looks up.
 pub const SELFTEST_KEYS: u32 = 1000;
@@ -91,50 +92,20 @@ module {t}_selftest #(
             );
         }
     }
-    let mut conns = vec![
-        ".clk(clk)".to_string(),
-        ".rst(rst)".into(),
-        ".busy(busy)".into(),
-        ".mg_req(1'b0)".into(),
-        ".mg_clear(1'b0)".into(),
-        ".mg_we(1'b0)".into(),
-        format!(".mg_addr({}'d0)", g.aw),
-        format!(".mg_wdata({}'d0)", g.mg_bits),
-        ".mg_ack()".into(),
-        ".mg_rdata()".into(),
-    ];
-    for p in 0..g.ports {
-        if p == 0 {
-            conns.push(".s0_valid(~rst & ~phase[1])".into());
-            conns.push(format!(
-                ".s0_op(phase[0] ? 2'd{} : 2'd{})",
-                op::LOOKUP,
-                op::INSERT
-            ));
-            conns.push(if tw == 1 {
-                ".s0_tag(phase[0])".to_string()
-            } else {
-                format!(".s0_tag({{{}'d0, phase[0]}})", tw - 1)
-            });
-        } else {
-            conns.push(format!(".s{p}_valid(~rst)"));
-            conns.push(format!(".s{p}_tag({tw}'d{p})"));
-        }
-        conns.push(format!(".s{p}_ready(s{p}_ready)"));
-        conns.push(format!(".s{p}_key(s{p}_key)"));
-        if g.var_len {
-            conns.push(format!(".s{p}_len(s{p}_len)"));
-        }
-        conns.push(format!(".m{p}_valid(m{p}_valid)"));
-        conns.push(format!(".m{p}_ready(1'b1)"));
-        conns.push(format!(".m{p}_hit(m{p}_hit)"));
-        conns.push(format!(".m{p}_tag(m{p}_tag)"));
-    }
-    let _ = writeln!(
-        v,
-        "    {t} u_filter (\n        {}\n    );",
-        conns.join(",\n        ")
-    );
+    let conns = connect(&core_pins(g), |p| match (p.role, p.port) {
+        ("mg_req" | "mg_clear" | "mg_we", _) => "1'b0".to_string(),
+        ("mg_addr" | "mg_wdata", _) => format!("{}'d0", p.width),
+        ("mg_ack" | "mg_rdata", _) => String::new(),
+        ("s_valid", Some(0)) => "~rst & ~phase[1]".to_string(),
+        ("s_valid", _) => "~rst".to_string(),
+        ("s_op", _) => format!("phase[0] ? 2'd{} : 2'd{}", op::LOOKUP, op::INSERT),
+        ("s_tag", Some(0)) if tw == 1 => "phase[0]".to_string(),
+        ("s_tag", Some(0)) => format!("{{{}'d0, phase[0]}}", tw - 1),
+        ("s_tag", Some(p)) => format!("{tw}'d{p}"),
+        ("m_ready", _) => "1'b1".to_string(),
+        _ => p.name.clone(),
+    });
+    let _ = writeln!(v, "    {t} u_filter (\n        {conns}\n    );");
     let others: Vec<String> = (1..g.ports)
         .map(|p| format!("(m{p}_valid & m{p}_hit)"))
         .collect();
@@ -262,31 +233,31 @@ module {t}_bramref (
 
 /// Pin constraints of the iCE40-HX8K breakout board (12 MHz clock, 8 LEDs).
 pub(crate) fn pcf_hx8k_breakout() -> String {
-    let mut s = String::from(
+    constraints(
         "# iCE40-HX8K breakout board (ct256): 12 MHz clock, LEDs D2..D9\nset_io clk J3\n",
-    );
-    for (i, pin) in ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"]
-        .iter()
-        .enumerate()
-    {
-        let _ = writeln!(s, "set_io led[{i}] {pin}");
-    }
-    s
+        ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"],
+        |i, pin| format!("set_io led[{i}] {pin}"),
+    )
 }
 
 /// Pin constraints of the ULX3S 85F (ECP5 LFE5U-85F, CABGA381; 25 MHz clock, 8 LEDs).
 pub(crate) fn lpf_ulx3s() -> String {
-    let mut s = String::from(
+    constraints(
         "# ULX3S (LFE5U-85F-6BG381C): 25 MHz clock, LEDs 0..7\nLOCATE COMP \"clk\" SITE \"G2\";\nIOBUF PORT \"clk\" PULLMODE=NONE IO_TYPE=LVCMOS33;\nFREQUENCY PORT \"clk\" 25 MHZ;\n",
-    );
-    for (i, pin) in ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"]
-        .iter()
-        .enumerate()
-    {
-        let _ = writeln!(
-            s,
-            "LOCATE COMP \"led[{i}]\" SITE \"{pin}\";\nIOBUF PORT \"led[{i}]\" PULLMODE=NONE IO_TYPE=LVCMOS33 DRIVE=4;"
-        );
+        ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"],
+        |i, pin| {
+            format!(
+                "LOCATE COMP \"led[{i}]\" SITE \"{pin}\";\nIOBUF PORT \"led[{i}]\" PULLMODE=NONE IO_TYPE=LVCMOS33 DRIVE=4;"
+            )
+        },
+    )
+}
+
+/// A constraints file: the clock's lines, then one entry a LED (`led(i, pin)`).
+fn constraints(clock: &str, leds: [&str; 8], led: impl Fn(usize, &str) -> String) -> String {
+    let mut s = clock.to_string();
+    for (i, pin) in leds.iter().enumerate() {
+        let _ = writeln!(s, "{}", led(i, pin));
     }
     s
 }

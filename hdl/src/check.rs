@@ -8,10 +8,10 @@ use bloomlanes_core::{CountingFilter, Filter};
 use crate::banks::Cells;
 use crate::counting::op as counting_op;
 use crate::sim::{
-    key_hash, run_ops, simulator_available, static_design, tool_err, BenchParams, Key, Op, SimLog,
+    key_hash, run_pipeline, simulator_available, tool_err, BenchParams, Key, Op, SimLog, Simulator,
     Stim,
 };
-use crate::{op, HdlConfig, HdlError, KeyMode, PipelineConfig};
+use crate::{generate_pipeline, op, HdlConfig, HdlError, KeyMode, PipelineConfig};
 
 /// The software filter a design is checked against: it applies every operation and says what
 /// the hardware must answer and what its banks must hold.
@@ -169,6 +169,81 @@ pub fn check_readback(
     Ok(())
 }
 
+/// What [`run_and_check`] found: the statistics, the reference after the operations, the
+/// answers it expected of every port and the bench's log. Shown as one line of figures.
+#[derive(Clone, Debug)]
+pub struct Checked<R> {
+    /// Operations, answers, latencies, cycles.
+    pub stats: CheckStats,
+    /// The reference after the operations.
+    pub after: R,
+    /// The answers of every port.
+    pub expected: Vec<Vec<u32>>,
+    /// What the bench logged.
+    pub log: SimLog,
+}
+
+impl<R> std::fmt::Display for Checked<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.stats;
+        write!(
+            f,
+            "{} ops ({} answers not 0), {} cycles, latency {}..{}",
+            s.ops, s.hits, s.cycles, s.min_latency, s.max_latency
+        )
+    }
+}
+
+/// Runs `ops` on design `cfg` in `sim` (the banks loaded from `start` when `load` is set, else
+/// every cell 0, as `start`'s must then be) and checks every answer and the cells read back
+/// against `start` ([`check_pipeline`]), and the timing the RTL documents: the smallest latency
+/// is the design's, and while the bench drives at full rate (`params.fast_ops`) every port
+/// accepts one operation per cycle and answers each exactly that latency later.
+pub fn run_and_check<R: Reference, S: Stim>(
+    cfg: &PipelineConfig,
+    sim: Simulator,
+    start: &R,
+    load: bool,
+    ops: &[Vec<S>],
+    params: BenchParams,
+) -> Result<Checked<R>, String> {
+    let design = generate_pipeline(cfg).map_err(|e| e.to_string())?;
+    let log =
+        run_pipeline(cfg, sim, load.then_some(start), ops, params).map_err(|e| e.to_string())?;
+    let (stats, after, expected) = check_pipeline(cfg, start, ops, &log)?;
+    let latency = u64::from(design.latency_cycles);
+    if stats.ops > 0 && stats.min_latency != latency {
+        return Err(format!(
+            "smallest latency {} cycles; the design documents {latency}",
+            stats.min_latency
+        ));
+    }
+    let fast = params.fast_ops as usize;
+    for (p, acc) in log.accepted.iter().enumerate() {
+        let n = fast.min(acc.len());
+        if n > 1 && acc[n - 1] - acc[0] != n as u64 - 1 {
+            return Err(format!(
+                "port {p} did not accept one operation per cycle at full rate"
+            ));
+        }
+        for (i, (answer, accepted)) in log.answers[p].iter().zip(acc).take(n).enumerate() {
+            if answer.0 - accepted != latency {
+                return Err(format!(
+                    "port {p} answer {i} came {} cycles after its operation at full rate, not \
+                     {latency}",
+                    answer.0 - accepted
+                ));
+            }
+        }
+    }
+    Ok(Checked {
+        stats,
+        after,
+        expected,
+        log,
+    })
+}
+
 /// [`check_pipeline`] for the static design `cfg` against core's `start` filter; returns the
 /// answers of every port as hit bits.
 pub fn check(
@@ -177,7 +252,8 @@ pub fn check(
     ops: &[Vec<Op>],
     log: &SimLog,
 ) -> Result<(CheckStats, Vec<Vec<bool>>), String> {
-    let (stats, _, expected) = check_pipeline(&static_design(cfg), start, ops, log)?;
+    let (stats, _, expected) =
+        check_pipeline(&PipelineConfig::static_filter(cfg), start, ops, log)?;
     let hits = expected
         .into_iter()
         .map(|port| port.into_iter().map(|a| a != 0).collect())
@@ -198,7 +274,8 @@ fn lookups_in(cfg: &HdlConfig, filter: &Filter, keys: Vec<Key>) -> Result<Vec<bo
             key,
         });
     }
-    let log = run_ops(cfg, sim, Some(filter), &ops, BenchParams::default())?;
+    let design = PipelineConfig::static_filter(cfg);
+    let log = run_pipeline(&design, sim, Some(filter), &ops, BenchParams::default())?;
     let (_, answers) = check(cfg, filter, &ops, &log).map_err(|m| tool_err(sim.name(), m))?;
     // Return the hardware's answers (check() has verified they equal the software's).
     let mut out = Vec::new();

@@ -3,34 +3,16 @@
 //! order, and the counters read back from every bank after the run. The driver and the check
 //! are the one pipeline's ([`crate::sim::run_pipeline`], [`crate::sim::check_pipeline`]).
 
-use std::path::Path;
-
 use bloomlanes_core::CountingFilter;
 
 use crate::check::{check_pipeline, check_readback, CheckStats, Reference};
 use crate::counting::CountingConfig;
-use crate::sim::{key_hash, run_pipeline, run_pipeline_in, BenchParams, Op, SimLog, Simulator};
+use crate::sim::{key_hash, run_pipeline, BenchParams, Op, SimLog, Simulator};
 use crate::HdlError;
 
 /// Runs `ops` (port 0's operations, [`crate::counting::op`] codes) on the RTL of `cfg` in
-/// `sim`, in folder `dir`, the banks loaded from `start` if given (else all counters 0), and
-/// returns the log.
-pub fn run_counting_ops_in(
-    cfg: &CountingConfig,
-    sim: Simulator,
-    start: Option<&CountingFilter>,
-    ops: &[Op],
-    params: BenchParams,
-    dir: &Path,
-) -> Result<SimLog, HdlError> {
-    if let Some(f) = start {
-        cfg.check_filter(f)?;
-    }
-    run_pipeline_in(&cfg.pipeline(), sim, start, &[ops.to_vec()], params, dir)
-}
-
-/// Like [`run_counting_ops_in`], in a fresh temporary folder that is removed afterwards unless
-/// the run failed (its path is then in the error).
+/// `sim`, the banks loaded from `start` if given (else all counters 0), in a fresh temporary
+/// folder removed afterwards unless the run failed, and returns the log.
 pub fn run_counting_ops(
     cfg: &CountingConfig,
     sim: Simulator,

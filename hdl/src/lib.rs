@@ -42,6 +42,7 @@ mod geo;
 mod hash;
 pub mod kit;
 pub mod names;
+mod pins;
 mod pipe;
 pub mod pipeline;
 pub mod report;
@@ -113,6 +114,23 @@ impl fmt::Display for KeyMode {
             KeyMode::Bytes(n) => write!(f, "{n}-byte keys"),
             KeyMode::Prehashed => f.write_str("prehashed"),
             KeyMode::VarBytes(n) => write!(f, "keys of 0 to {n} bytes"),
+        }
+    }
+}
+
+/// Parses `hash` (prehashed), `N` (N-byte keys) or `vN` (keys of 0 to N bytes), as the
+/// examples and scripts write a key input.
+impl std::str::FromStr for KeyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<KeyMode, String> {
+        let bytes = |n: &str| {
+            n.parse::<usize>()
+                .map_err(|_| format!("{s:?} is not hash, N or vN"))
+        };
+        match s.strip_prefix('v') {
+            _ if s == "hash" => Ok(KeyMode::Prehashed),
+            Some(n) => bytes(n).map(KeyMode::VarBytes),
+            None => bytes(s).map(KeyMode::Bytes),
         }
     }
 }
@@ -231,6 +249,18 @@ pub enum MulStyle {
     Lut,
 }
 
+/// Parses `dsp` or `lut`.
+impl std::str::FromStr for MulStyle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MulStyle, String> {
+        match s {
+            "dsp" => Ok(MulStyle::Dsp),
+            "lut" => Ok(MulStyle::Lut),
+            _ => Err(format!("{s:?} is not dsp or lut")),
+        }
+    }
+}
+
 /// Everything the generator needs to know.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HdlConfig {
@@ -276,6 +306,25 @@ impl HdlConfig {
             mul_style: MulStyle::Dsp,
             adder_bits: DEFAULT_ADDER_BITS,
         }
+    }
+
+    /// A configuration from the words `<layout> <blocks> <hash|N|vN> <ports> [dsp|lut] [adder
+    /// bits]` and `seed`, as the examples and scripts write one.
+    pub fn from_words(words: &[&str], seed: u64) -> Result<HdlConfig, String> {
+        let [layout, blocks, key, ports, rest @ ..] = words else {
+            return Err("give <layout> <blocks> <hash|N|vN> <ports> [dsp|lut] [adder bits]".into());
+        };
+        let layout = Layout::from_name(layout).ok_or(format!("layout {layout:?}"))?;
+        let blocks = blocks.parse().map_err(|_| format!("blocks {blocks:?}"))?;
+        let mut cfg = HdlConfig::new(layout, blocks, key.parse()?, seed);
+        cfg.lookup_ports = ports.parse().map_err(|_| format!("ports {ports:?}"))?;
+        if let Some(m) = rest.first() {
+            cfg.mul_style = m.parse()?;
+        }
+        if let Some(b) = rest.get(1) {
+            cfg.adder_bits = b.parse().map_err(|_| format!("adder bits {b:?}"))?;
+        }
+        Ok(cfg)
     }
 
     /// The configuration that matches `filter` (its layout, blocks and seed).

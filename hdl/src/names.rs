@@ -308,36 +308,13 @@ mod tests {
 
     #[test]
     fn keywords_and_bad_identifiers_are_refused() {
-        for bad in [
-            "module",
-            "wire",
-            "begin",
-            "always",
-            "reg",
-            "logic",
-            "endmodule",
-            "input",
-            "bit",
-            "interface",
-            "9lives",
-            "a b",
-            "",
-            "x-y",
-            "näme",
-        ] {
+        let bad = "module wire begin always reg logic endmodule input bit interface 9lives";
+        for bad in bad.split(' ').chain(["a b", "", "x-y", "näme"]) {
             assert!(check_module_name(bad).is_err(), "{bad:?}");
         }
         let long = "a".repeat(MAX_TOP_NAME + 1);
         assert!(check_module_name(&long).is_err());
-        for good in [
-            "bloomlanes",
-            "Module",
-            "_x",
-            "edge_a",
-            "modules",
-            "wire1",
-            "logic_top",
-        ] {
+        for good in "bloomlanes Module _x edge_a modules wire1 logic_top".split(' ') {
             assert!(check_module_name(good).is_ok(), "{good:?}");
         }
         let e = check_module_name("logic").unwrap_err();

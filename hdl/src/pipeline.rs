@@ -40,6 +40,12 @@ impl PipelineConfig {
         }
     }
 
+    /// The static filter of `base`'s shape: 1-bit cells, set, membership (what
+    /// [`crate::generate`] builds).
+    pub fn static_filter(base: &HdlConfig) -> PipelineConfig {
+        PipelineConfig::new(base.clone(), CellSpec::STATIC)
+    }
+
     /// The spatial filter of `base`'s shape: `bits`-bit classes (4, 8 or 16), insert
     /// `Max(class)` (the class on `s0_value`), lookup answers the minimum (`m0_min`, 0 = absent).
     pub fn spatial(base: HdlConfig, bits: u32) -> PipelineConfig {

@@ -125,27 +125,38 @@ fn sum(cells: &[(String, u64)], pred: impl Fn(&str) -> bool) -> u64 {
     cells.iter().filter(|(n, _)| pred(n)).map(|(_, c)| c).sum()
 }
 
+/// Runs Yosys on `<top>.v` in `dir`: `<synth> -top <top>` (a script `<top>_<name>.ys`, its log
+/// `<top>_<name>.log`), and returns the cell counts of its `stat` (`<top>_<name>_stat.txt`).
+fn yosys_stat(
+    dir: &Path,
+    top: &str,
+    name: &str,
+    synth: &str,
+) -> Result<Vec<(String, u64)>, HdlError> {
+    let script =
+        format!("read_verilog {top}.v\n{synth} -top {top}\ntee -o {top}_{name}_stat.txt stat\n");
+    std::fs::write(dir.join(format!("{top}_{name}.ys")), &script)?;
+    run(
+        Command::new("yosys")
+            .current_dir(dir)
+            .args(["-q", "-l"])
+            .arg(format!("{top}_{name}.log"))
+            .arg("-s")
+            .arg(format!("{top}_{name}.ys")),
+        "yosys",
+    )?;
+    // The flattened top is the last module listed.
+    Ok(parse_stat(&std::fs::read_to_string(
+        dir.join(format!("{top}_{name}_stat.txt")),
+    )?))
+}
+
 /// Runs `synth_xilinx -family xcup` (and, if feasible, `synth_ice40` + `nextpnr-ice40 --hx8k`)
 /// on `<top>.v` in `dir`.
 pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthFigures, HdlError> {
     let top = &design.top_name;
     let t0 = Instant::now();
-    let script = format!(
-        "read_verilog {top}.v\nsynth_xilinx -family xcup -top {top}\ntee -o {top}_xcup_stat.txt stat\n"
-    );
-    std::fs::write(dir.join(format!("{top}_xcup.ys")), &script)?;
-    run(
-        Command::new("yosys")
-            .current_dir(dir)
-            .args(["-q", "-l"])
-            .arg(format!("{top}_xcup.log"))
-            .arg("-s")
-            .arg(format!("{top}_xcup.ys")),
-        "yosys",
-    )?;
-    let stat = std::fs::read_to_string(dir.join(format!("{top}_xcup_stat.txt")))?;
-    // The flattened top is the last module listed.
-    let cells = parse_stat(&stat);
+    let cells = yosys_stat(dir, top, "xcup", "synth_xilinx -family xcup")?;
     let mut f = SynthFigures {
         lut: sum(&cells, |n| n.starts_with("LUT")),
         ff: sum(&cells, |n| n.starts_with("FD")),
@@ -167,22 +178,8 @@ pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthF
 
 fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
     let top = &design.top_name;
-    let script = format!(
-        "read_verilog {top}.v\nsynth_ice40 -top {top} -json {top}_ice40.json\ntee -o {top}_ice40_stat.txt stat\n"
-    );
-    std::fs::write(dir.join(format!("{top}_ice40.ys")), &script)?;
-    run(
-        Command::new("yosys")
-            .current_dir(dir)
-            .args(["-q", "-l"])
-            .arg(format!("{top}_ice40.log"))
-            .arg("-s")
-            .arg(format!("{top}_ice40.ys")),
-        "yosys",
-    )?;
-    let cells = parse_stat(&std::fs::read_to_string(
-        dir.join(format!("{top}_ice40_stat.txt")),
-    )?);
+    let synth = format!("synth_ice40 -json {top}_ice40.json");
+    let cells = yosys_stat(dir, top, "ice40", &synth)?;
     let args = [
         "--hx8k",
         "--package",

@@ -304,19 +304,18 @@ pub fn check_fits(cfg: &PipelineConfig, device: Device) -> Result<Fit, HdlError>
         c.base.blocks = z;
         overflows(&estimate(&c, device), device).is_empty()
     };
-    // Fewer blocks never need more: search the largest that fits below the requested count.
-    let largest = if fits(1) {
-        let (mut lo, mut hi) = (1u32, cfg.base.blocks);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
+    // Fewer blocks never need more: the largest count that fits, bit by bit from the top.
+    let largest = (0..32).rev().fold(0u32, |best, bit| {
+        let z = best | 1 << bit;
+        if z < cfg.base.blocks && fits(z) {
+            z
+        } else {
+            best
         }
+    });
+    let largest = if largest > 0 {
         format!(
-            "the largest {} filter of this design that fits has {lo} blocks",
+            "the largest {} filter of this design that fits has {largest} blocks",
             cfg.base.layout
         )
     } else {

@@ -13,14 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomlanes_core::{xxh64, Filter};
+use bloomlanes_core::xxh64;
 
 use crate::banks::{write_cell_bank_files, Cells};
 use crate::pipeline::PipelineConfig;
-use crate::{generate_pipeline, op, CellSpec, Design, HdlConfig, HdlError, KeyMode};
+use crate::{generate_pipeline, op, Design, HdlConfig, HdlError, KeyMode};
 
 pub use crate::check::{
-    check, check_pipeline, simulate_lookup_hashes, simulate_lookups, CheckStats, Reference,
+    check, check_pipeline, run_and_check, simulate_lookup_hashes, simulate_lookups, CheckStats,
+    Checked, Reference,
 };
 pub use crate::stimulus::{write_export_bench, SplitMix64, EXPORT_BENCH_OPS};
 
@@ -359,33 +360,9 @@ pub(crate) fn write_stimulus<S: Stim>(
     Ok(paths)
 }
 
-/// Runs `ops` (one list per port) on the RTL of design `cfg` in `sim`, in folder `dir`, the
-/// banks loaded from `banks` if given (else every cell 0), and returns the log.
-pub fn run_pipeline_in<S: Stim>(
-    cfg: &PipelineConfig,
-    sim: Simulator,
-    banks: Option<&(impl Cells + ?Sized)>,
-    ops: &[Vec<S>],
-    params: BenchParams,
-    dir: &Path,
-) -> Result<SimLog, HdlError> {
-    let design = generate_pipeline(cfg)?;
-    write_run_files(cfg, &design, banks, ops, params, dir)?;
-    let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let readback = u64::from(params.readback).min(cfg.base.bank_entries());
-    run_simulator(
-        sim,
-        dir,
-        &design.top_name,
-        max_ops,
-        banks.is_some(),
-        cfg.base.lookup_ports,
-        readback,
-    )
-}
-
-/// Like [`run_pipeline_in`], in a fresh temporary folder that is removed afterwards unless the
-/// run failed (its path is then in the error).
+/// Runs `ops` (one list per port) on the RTL of design `cfg` in `sim`, the banks loaded from
+/// `banks` if given (else every cell 0), in a fresh temporary folder that is removed afterwards
+/// unless the run failed (its path is then in the error), and returns the log.
 pub fn run_pipeline<S: Stim>(
     cfg: &PipelineConfig,
     sim: Simulator,
@@ -394,7 +371,23 @@ pub fn run_pipeline<S: Stim>(
     params: BenchParams,
 ) -> Result<SimLog, HdlError> {
     let dir = fresh_dir(sim.name())?;
-    match run_pipeline_in(cfg, sim, banks, ops, params, &dir) {
+    let run = || {
+        let design = generate_pipeline(cfg)?;
+        write_run_files(cfg, &design, banks, ops, params, &dir)?;
+        let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let readback = u64::from(params.readback).min(cfg.base.bank_entries());
+        let load = banks.is_some();
+        run_simulator(
+            sim,
+            &dir,
+            &design.top_name,
+            max_ops,
+            load,
+            ops.len(),
+            readback,
+        )
+    };
+    match run() {
         Ok(log) => {
             let _ = std::fs::remove_dir_all(&dir);
             Ok(log)
@@ -405,42 +398,6 @@ pub fn run_pipeline<S: Stim>(
         }),
         Err(e) => Err(e),
     }
-}
-
-/// The static design of `cfg`.
-pub(crate) fn static_design(cfg: &HdlConfig) -> PipelineConfig {
-    PipelineConfig::new(cfg.clone(), CellSpec::STATIC)
-}
-
-/// Runs `ops` (one list per port) on the RTL of the static design `cfg` in `sim`, in folder
-/// `dir`, banks loaded from `banks` if given (else empty), and returns the log.
-pub fn run_ops_in(
-    cfg: &HdlConfig,
-    sim: Simulator,
-    banks: Option<&Filter>,
-    ops: &[Vec<Op>],
-    params: BenchParams,
-    dir: &Path,
-) -> Result<SimLog, HdlError> {
-    if let Some(f) = banks {
-        cfg.check_filter(f)?;
-    }
-    run_pipeline_in(&static_design(cfg), sim, banks, ops, params, dir)
-}
-
-/// Like [`run_ops_in`], in a fresh temporary folder that is removed afterwards unless the run
-/// failed (its path is then in the error).
-pub fn run_ops(
-    cfg: &HdlConfig,
-    sim: Simulator,
-    banks: Option<&Filter>,
-    ops: &[Vec<Op>],
-    params: BenchParams,
-) -> Result<SimLog, HdlError> {
-    if let Some(f) = banks {
-        cfg.check_filter(f)?;
-    }
-    run_pipeline(&static_design(cfg), sim, banks, ops, params)
 }
 
 /// Builds and runs the bench of top module `top` (files written by [`write_run_files`]) in

@@ -10,7 +10,7 @@ use bloomlanes_core::{CountingFilter, Filter};
 
 use crate::check::Reference;
 use crate::counting::op as counting_op;
-use crate::sim::{key_hash, static_design, write_stimulus, Key, Op, Stim};
+use crate::sim::{key_hash, write_stimulus, Key, Op, Stim};
 use crate::{op, CountingConfig, HdlConfig, HdlError, KeyMode, PipelineConfig};
 
 /// Operations per port of the stimulus that [`crate::export`] writes for the Verilog bench.
@@ -172,7 +172,7 @@ pub fn write_export_bench(
     for port in 1..cfg.lookup_ports {
         ops.push(stable_lookups(cfg, filter, &after, &mut rng, n, port)?);
     }
-    write_expected(&static_design(cfg), filter, &ops, dir)
+    write_expected(&PipelineConfig::static_filter(cfg), filter, &ops, dir)
 }
 
 /// Operations of the stimulus that [`crate::export_counting`] writes.

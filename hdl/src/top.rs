@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::cell::CellAlu;
-use crate::front::LEN_BITS;
 use crate::geo::{bank_module_name, part, range, Geo};
+use crate::pins::{bank_pins, connect, core_pins, declare};
 use crate::pipeline::PipelineConfig;
 use crate::{bank_file_name, op, rmw};
 
@@ -88,34 +88,21 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             (r == 0, b_port < g.ports)
         };
         let module = bank_module_name(t, read_a, has_b);
+        let pins = bank_pins(read_a, has_b, c, aw);
         for lane in 0..l {
-            let mut conns = vec![
-                ".clk(clk)".to_string(),
-                ".a_we(a_we)".to_string(),
-                format!(".a_din(a_din{lane})"),
-                format!(".a_addr(a_addr{lane})"),
-            ];
-            if read_a {
-                conns.push(format!(".a_dout({})", part("rd0", lane, c)));
-            }
-            if read_b {
-                conns.push(format!(".b_addr(b_addr{lane})"));
-                conns.push(format!(".b_dout({})", part("rd0", lane, c)));
-            } else if has_b {
-                conns.push(format!(
-                    ".b_addr({})",
-                    part(&format!("f{b_port}_addr"), lane, aw)
-                ));
-                conns.push(format!(
-                    ".b_dout({})",
-                    part(&format!("rd{b_port}"), lane, c)
-                ));
-            }
+            let conns = connect(&pins, |p| match p.role {
+                "a_din" | "a_addr" => format!("{}{lane}", p.name),
+                "a_dout" => part("rd0", lane, c),
+                "b_addr" if read_b => format!("b_addr{lane}"),
+                "b_addr" => part(&format!("f{b_port}_addr"), lane, aw),
+                "b_dout" if read_b => part("rd0", lane, c),
+                "b_dout" => part(&format!("rd{b_port}"), lane, c),
+                _ => p.name.clone(),
+            });
             let _ = writeln!(
                 v,
-                "    {module} #(.LOAD(LOAD_BANKS), .INIT_FILE(\"{}\")) u_bank_r{r}_l{lane} (\n        {}\n    );",
+                "    {module} #(.LOAD(LOAD_BANKS), .INIT_FILE(\"{}\")) u_bank_r{r}_l{lane} (\n        {conns}\n    );",
                 bank_file_name(t, lane),
-                conns.join(", ")
             );
         }
     }
@@ -131,45 +118,12 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
 
 /// The module line and port list.
 fn ports(v: &mut String, g: &Geo) {
-    let (kw, tw, aw) = (g.kw, g.tw, g.aw);
-    let _ = writeln!(v, "module {} #(\n    parameter LOAD_BANKS = 0\n) (", g.top);
-    let mut ports = vec![
-        "    input  wire clk".to_string(),
-        "    input  wire rst".to_string(),
-        "    output wire busy".to_string(),
-        "    input  wire mg_req".to_string(),
-        "    input  wire mg_clear".to_string(),
-        "    input  wire mg_we".to_string(),
-        format!("    input  wire [{}:0] mg_addr", aw - 1),
-        format!("    input  wire {}mg_wdata", range(g.mg_bits)),
-        "    output reg  mg_ack".to_string(),
-        format!("    output reg  {}mg_rdata", range(g.mg_bits)),
-    ];
-    for p in 0..g.ports {
-        ports.push(format!("    input  wire s{p}_valid"));
-        ports.push(format!("    output wire s{p}_ready"));
-        if p == 0 {
-            ports.push("    input  wire [1:0] s0_op".to_string());
-            if g.value_bits > 0 {
-                ports.push(format!("    input  wire [{}:0] s0_value", g.value_bits - 1));
-            }
-        }
-        ports.push(format!("    input  wire [{}:0] s{p}_tag", tw - 1));
-        ports.push(format!("    input  wire [{}:0] s{p}_key", kw - 1));
-        if g.var_len {
-            ports.push(format!("    input  wire [{}:0] s{p}_len", LEN_BITS - 1));
-        }
-        ports.push(format!("    output wire m{p}_valid"));
-        ports.push(format!("    input  wire m{p}_ready"));
-        ports.push(format!(
-            "    output wire {}m{p}_{}",
-            range(g.ans_bits),
-            g.ans_name
-        ));
-        ports.push(format!("    output wire [{}:0] m{p}_tag", tw - 1));
-    }
-    v.push_str(&ports.join(",\n"));
-    v.push_str("\n);\n");
+    let _ = writeln!(
+        v,
+        "module {} #(\n    parameter LOAD_BANKS = 0\n) (\n{}\n);",
+        g.top,
+        declare(&core_pins(g))
+    );
 }
 
 /// Port `p`'s front end (the insert's value travels beside the tag).

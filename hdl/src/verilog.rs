@@ -8,6 +8,7 @@ use bloomlanes_core::SALTS;
 use crate::cell::CellAlu;
 use crate::front::{self, Front, LEN_BITS};
 use crate::geo::{bank_module_name, geo, range, shape, Geo};
+use crate::pins::{bank_pins, declare};
 use crate::pipeline::PipelineConfig;
 use crate::{axis, bank_file_name, bench, board, kit, top, Design, HdlConfig, KeyMode, RamStyle};
 
@@ -180,9 +181,9 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
 // Layout {layout}: {lanes} lanes x {w}-bit words; z = {z} blocks; {key}.
 // Block index = ((h >> 32) * z) >> 32; lane i bit = ((h[31:0] * SALT_i) mod 2^32) >> {shift}
 // (constants from bloomlanes-core).
-// Cells: {cells}. Parallel-partitioned: lane i is bank i, z*W = {depth} cells,
-// address = block*W + bit = {{block, bit}} ({aw} bits); entry block*W + bit of bank i is cell
-// (block*L + i)*W + bit.
+// Cells: {cells}.
+// Parallel-partitioned: lane i is bank i, z*W = {depth} cells, address = block*W + bit =
+// {{block, bit}} ({aw} bits); entry block*W + bit of bank i is cell (block*L + i)*W + bit.
 {ops}{pipeline}// Latency: {lat} cycles from the cycle an operation is accepted (s<p>_valid && s<p>_ready) to the
 //   first cycle its answer is offered (m<p>_valid); the banks are read {mem} cycles after
 //   acceptance (input register, {hs} hash stage(s), index stages, address register).
@@ -348,20 +349,7 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let cr = range(c);
     for (read_a, has_b) in kinds {
         let name = bank_module_name(t, read_a, has_b);
-        let aw1 = g.aw - 1;
-        let mut ports = vec![
-            "    input  wire clk".to_string(),
-            "    input  wire a_we".to_string(),
-            format!("    input  wire {cr}a_din"),
-            format!("    input  wire [{aw1}:0] a_addr"),
-        ];
-        if read_a {
-            ports.push(format!("    output reg  {cr}a_dout"));
-        }
-        if has_b {
-            ports.push(format!("    input  wire [{aw1}:0] b_addr"));
-            ports.push(format!("    output reg  {cr}b_dout"));
-        }
+        let ports = declare(&bank_pins(read_a, has_b, c, g.aw));
         let desc = match (read_a, has_b) {
             (true, true) => "port A read/write (no-change read), port B read",
             (true, false) => "one read/write port (no-change read)",
@@ -389,7 +377,6 @@ module {name} #(
     initial if (LOAD != 0) $readmemh(INIT_FILE, mem);",
             depth = g.depth,
             d1 = g.depth - 1,
-            ports = ports.join(",\n"),
         );
         if read_a {
             let _ = writeln!(

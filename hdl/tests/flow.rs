@@ -12,13 +12,6 @@ use bloomlanes_hdl::sim::{self, on_path};
 use bloomlanes_hdl::{check_key_mode, export, generate, HdlConfig, KeyKind, KeyMode, RamStyle};
 use common::*;
 
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("start tool");
-    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), s)
-}
-
 #[test]
 fn synth_works_for_every_layout() {
     // `export --synth` used to fail for every filter: Yosys mapped the 1-bit banks to LUT RAM.
@@ -71,7 +64,7 @@ fn exported_bench_checks_itself_and_fails_fast() {
     let dir = sim::fresh_dir("bench").unwrap();
     export(&c, Some(&f), &dir, false).unwrap();
     let compile = |dir: &std::path::Path| {
-        run(Command::new("iverilog").current_dir(dir).args([
+        run_tool(Command::new("iverilog").current_dir(dir).args([
             "-g2005",
             "-o",
             "sim.vvp",
@@ -85,9 +78,11 @@ fn exported_bench_checks_itself_and_fails_fast() {
     };
     let (ok, out) = compile(&dir);
     assert!(ok, "{out}");
-    let (ok, out) = run(Command::new("vvp")
-        .current_dir(&dir)
-        .args(["-n", "sim.vvp"]));
+    let (ok, out) = run_tool(
+        Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]),
+    );
     assert!(ok && out.contains("PASS: 1999 answers"), "{out}");
     // A wrong expectation is reported.
     let exp = dir.join("bench_expect_p1.hex");
@@ -104,18 +99,22 @@ fn exported_bench_checks_itself_and_fails_fast() {
         })
         .collect();
     std::fs::write(&exp, flipped).unwrap();
-    let (_, out) = run(Command::new("vvp")
-        .current_dir(&dir)
-        .args(["-n", "sim.vvp"]));
+    let (_, out) = run_tool(
+        Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]),
+    );
     assert!(out.contains("FAIL: 1 of 1999"), "{out}");
     // A missing input stops the bench at once with a message naming the file.
     for missing in ["bench_ph_bank03.hex", "stim_p1.hex", "bench_cfg.hex"] {
         let keep = dir.join(format!("{missing}.keep"));
         std::fs::rename(dir.join(missing), &keep).unwrap();
         let t0 = Instant::now();
-        let (_, out) = run(Command::new("vvp")
-            .current_dir(&dir)
-            .args(["-n", "sim.vvp"]));
+        let (_, out) = run_tool(
+            Command::new("vvp")
+                .current_dir(&dir)
+                .args(["-n", "sim.vvp"]),
+        );
         assert!(
             out.contains(&format!("ERROR: {missing} is missing")),
             "{out}"
@@ -162,20 +161,24 @@ fn two_filters_live_in_one_design() {
     if on_path("iverilog") {
         let wrapper = "module both(input wire clk); endmodule\n";
         std::fs::write(dir.join("both.v"), wrapper).unwrap();
-        let (ok, out) = run(Command::new("iverilog")
-            .current_dir(&dir)
-            .args(["-g2005", "-o", "/dev/null"])
-            .args(&files)
-            .arg("both.v"));
+        let (ok, out) = run_tool(
+            Command::new("iverilog")
+                .current_dir(&dir)
+                .args(["-g2005", "-o", "/dev/null"])
+                .args(&files)
+                .arg("both.v"),
+        );
         assert!(ok, "{out}");
     } else {
         eprintln!("SKIP: two_filters_live_in_one_design (icarus part): iverilog is not installed");
     }
     if on_path("yosys") {
         let script = format!("read_verilog {}; hierarchy -check", files.join(" "));
-        let (ok, out) = run(Command::new("yosys")
-            .current_dir(&dir)
-            .args(["-q", "-p", &script]));
+        let (ok, out) = run_tool(
+            Command::new("yosys")
+                .current_dir(&dir)
+                .args(["-q", "-p", &script]),
+        );
         assert!(ok, "{out}");
     }
     std::fs::remove_dir_all(dir).ok();
@@ -248,8 +251,7 @@ fn resource_estimate_brackets_yosys() {
     use bloomlanes_core::CounterBits;
     use bloomlanes_hdl::report::parse_stat;
     use bloomlanes_hdl::{estimate, generate_pipeline, CellSpec, Device, PipelineConfig};
-    if !on_path("yosys") {
-        eprintln!("SKIP: resource_estimate_brackets_yosys: yosys is not installed");
+    if !have_tool("yosys", "resource estimate") {
         return;
     }
     let dir = sim::fresh_dir("estimate").unwrap();
@@ -263,9 +265,11 @@ fn resource_estimate_brackets_yosys() {
             "read_verilog d.v; synth_ice40 -top {}; tee -o stat.txt stat",
             d.top_name
         );
-        let (ok, out) = run(Command::new("yosys")
-            .current_dir(&dir)
-            .args(["-q", "-p", &script]));
+        let (ok, out) = run_tool(
+            Command::new("yosys")
+                .current_dir(&dir)
+                .args(["-q", "-p", &script]),
+        );
         assert!(ok, "{out}");
         let cells_of = parse_stat(&std::fs::read_to_string(dir.join("stat.txt")).unwrap());
         let sum = |p: &dyn Fn(&str) -> bool| -> u64 {

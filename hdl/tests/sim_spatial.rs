@@ -4,13 +4,12 @@
 //! input gaps and output backpressure, in Verilator and Icarus Verilog. Every answer and every
 //! cell of every bank afterwards must equal the model's; the design without forwarding must fail
 //! the same stimulus.
+#[macro_use]
 mod common;
-
-use std::process::Command;
 
 use bloomlanes_core::counting::cell;
 use bloomlanes_core::Layout;
-use bloomlanes_hdl::sim::{self, on_path, BenchParams, Op, Reference, Simulator};
+use bloomlanes_hdl::sim::{self, BenchParams, Checked, Op, Reference, Simulator};
 use bloomlanes_hdl::{
     generate_pipeline, CellAlu, CellSpec, Cells, HdlConfig, KeyMode, PipelineConfig, Reduction,
 };
@@ -139,122 +138,63 @@ fn spatial_ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<(Op,
     ops
 }
 
-fn params(seed: u32, fast: u32) -> BenchParams {
-    BenchParams {
-        fast_ops: fast,
-        valid_pct: 70,
-        ready_pct: 60,
-        seed,
-        readback: u32::MAX,
-    }
-}
+/// The spatial filter under test: [`matrix`], [`spatial_ops`], [`SpatialModel`].
+struct Spatial;
 
-/// A start model with random classes in a quarter of the cells.
-fn loaded(c: &PipelineConfig, seed: u64) -> SpatialModel {
-    let mut m = SpatialModel::new(&c.base, c.cells.bits);
-    let mut rng = Rng(seed);
-    for _ in 0..c.base.bank_entries() / 4 {
-        let h = rng.next();
-        let v = 1 + rng.below(u64::from(c.cells.max())) as u32;
-        m.apply(1, h, v);
-    }
-    m
-}
+impl Kind for Spatial {
+    // Verilator loads banks of 16-bit cells (four hex digits a line); Icarus is slow on the
+    // variable-length hash: the prehashed and fixed-width designs.
+    const VERILATOR: Plan = (&[0, 1, 2, 3, 4], (20_000, 3000), 2);
+    const ICARUS: Plan = (&[0, 1, 3], (4_000, 1000), 1);
 
-/// Runs and checks every answer and cell; also the documented latency and one accept per cycle
-/// while the bench drives at full rate. Returns the non-zero lookup answers.
-fn run_and_check_spatial(
-    c: &PipelineConfig,
-    simulator: Simulator,
-    start: Option<&SpatialModel>,
-    ops: &[(Op, u32)],
-    p: BenchParams,
-) -> u64 {
-    let t0 = std::time::Instant::now();
-    let design = generate_pipeline(c).unwrap();
-    let lists = [ops.to_vec()];
-    let log = sim::run_pipeline(c, simulator, start, &lists, p).unwrap_or_else(|e| panic!("{e}"));
-    let first = start
-        .cloned()
-        .unwrap_or_else(|| SpatialModel::new(&c.base, c.cells.bits));
-    let (stats, _, expected) = sim::check_pipeline(c, &first, &lists, &log)
-        .unwrap_or_else(|e| panic!("{} [{}]: {e}", c.base.top_name, simulator.name()));
-    assert_eq!(log.readback.len() as u64, c.base.bank_entries());
-    assert_eq!(stats.min_latency, u64::from(design.latency_cycles));
-    let acc = &log.accepted[0];
-    let n = (p.fast_ops as usize).min(acc.len());
-    assert_eq!(acc[n - 1] - acc[0], n as u64 - 1, "II = 1 at full rate");
-    // The stimulus must find classes above 1 and absent keys.
-    let lookups: Vec<u32> = ops
-        .iter()
-        .zip(&expected[0])
-        .filter(|(o, _)| o.0.code == 0)
-        .map(|(_, &a)| a)
-        .collect();
-    let (zero, high) = (
-        lookups.iter().filter(|&&a| a == 0).count(),
-        lookups.iter().filter(|&&a| a > 1).count(),
-    );
-    assert!(
-        zero > 0 && high > 0,
-        "lookups: {zero} absent, {high} above 1"
-    );
-    eprintln!(
-        "{} [{}]: {} ops, {} lookups ({zero} absent, {high} of class > 1), {} cycles, latency \
-         {}..{}, {:.1} s",
-        c.base.top_name,
-        simulator.name(),
-        stats.ops,
-        lookups.len(),
-        stats.cycles,
-        stats.min_latency,
-        stats.max_latency,
-        t0.elapsed().as_secs_f64()
-    );
-    stats.hits
-}
+    type Model = SpatialModel;
+    type Stim = (Op, u32);
 
-#[test]
-fn verilator_spatial_matches_the_model() {
-    if !have(Simulator::Verilator, "verilator_spatial_matches_the_model") {
-        return;
+    fn matrix() -> Vec<PipelineConfig> {
+        matrix()
     }
-    for (i, c) in matrix().iter().enumerate() {
-        let ops = spatial_ops(c, 20_000, 3 + 2 * i, 900 + i as u64);
-        run_and_check_spatial(
-            c,
-            Simulator::Verilator,
-            None,
-            &ops,
-            params(3 + i as u32, 3000),
+
+    fn ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<(Op, u32)> {
+        spatial_ops(c, n, pool, seed)
+    }
+
+    fn empty(c: &PipelineConfig) -> SpatialModel {
+        SpatialModel::new(&c.base, c.cells.bits)
+    }
+
+    /// Random classes in a quarter of the cells.
+    fn loaded(c: &PipelineConfig, seed: u64) -> SpatialModel {
+        let mut m = Self::empty(c);
+        let mut rng = Rng(seed);
+        for _ in 0..c.base.bank_entries() / 4 {
+            let h = rng.next();
+            let v = 1 + rng.below(u64::from(c.cells.max())) as u32;
+            m.apply(1, h, v);
+        }
+        m
+    }
+
+    /// Lookups of absent keys and of classes above 1.
+    fn exercised(ops: &[(Op, u32)], run: &Checked<SpatialModel>) {
+        let lookups = ops
+            .iter()
+            .zip(&run.expected[0])
+            .filter(|(o, _)| o.0.code == 0);
+        let zero = lookups.clone().filter(|(_, &a)| a == 0).count();
+        let high = lookups.filter(|(_, &a)| a > 1).count();
+        assert!(
+            zero > 0 && high > 0,
+            "lookups: {zero} absent, {high} above 1"
         );
+        eprintln!("  lookups: {zero} absent, {high} of a class above 1");
     }
-    // Banks loaded from a model (16-bit cells: four hex digits a line).
-    let c = &matrix()[2];
-    let start = loaded(c, 77);
-    let ops = spatial_ops(c, 5_000, 6, 41);
-    run_and_check_spatial(c, Simulator::Verilator, Some(&start), &ops, params(5, 1000));
 }
 
-#[test]
-fn icarus_spatial_matches_the_model() {
-    if !have(Simulator::Icarus, "icarus_spatial_matches_the_model") {
-        return;
-    }
-    // Icarus is slow on the variable-length hash: the prehashed and fixed-width designs.
-    for (i, c) in matrix()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| [0, 1, 3].contains(i))
-    {
-        let ops = spatial_ops(c, 4_000, 4 + i, 700 + i as u64);
-        run_and_check_spatial(c, Simulator::Icarus, None, &ops, params(9 + i as u32, 1000));
-    }
-    let c = &matrix()[1];
-    let start = loaded(c, 8);
-    let ops = spatial_ops(c, 2_000, 5, 44);
-    run_and_check_spatial(c, Simulator::Icarus, Some(&start), &ops, params(6, 500));
-}
+simulator_tests!(
+    Spatial,
+    verilator_spatial_matches_the_model,
+    icarus_spatial_matches_the_model
+);
 
 /// Without forwarding, the same stimulus at full rate gives wrong answers (the stimulus hits the
 /// same cells back to back), in both simulators.
@@ -286,63 +226,47 @@ fn spatial_forwarding_is_exercised() {
     }
 }
 
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("start tool");
-    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), s)
-}
-
 /// Every ALU and reduction the generator takes is lint-clean (the spatial designs, a counting
 /// design answering its minimum, a max design answering membership), the banks are block RAM,
 /// and combinations it cannot build are refused.
 #[test]
 fn cell_pipelines_are_lint_clean_and_synthesizable() {
     let mut designs = matrix();
-    let mut count = PipelineConfig::new(
-        cfg(Layout::L16x64, 5, KeyMode::Bytes(8), 1),
-        CellSpec {
-            bits: 8,
-            alu: CellAlu::Counter,
-            reduction: Reduction::Min,
-        },
-    );
-    count.base.top_name = "count_min".into();
-    let mut member = PipelineConfig::new(
-        cfg(Layout::L8x32, 9, KeyMode::Prehashed, 1),
-        CellSpec {
-            bits: 4,
-            alu: CellAlu::Max,
-            reduction: Reduction::AllNonZero,
-        },
-    );
-    member.base.top_name = "max_member".into();
-    designs.extend([count, member]);
-    let dir = sim::fresh_dir("slint").unwrap();
-    for c in &designs {
-        let d = generate_pipeline(c).unwrap();
-        let f = dir.join(format!("{}.v", d.top_name));
-        std::fs::write(&f, &d.rtl).unwrap();
-        if on_path("verilator") {
-            let (ok, out) = run(Command::new("verilator")
-                .args(["--lint-only", "-Wall"])
-                .arg(&f));
-            assert!(ok && !out.contains("%Warning"), "{}:\n{out}", d.top_name);
-        }
+    let others = [
+        (
+            Layout::L16x64,
+            KeyMode::Bytes(8),
+            8,
+            CellAlu::Counter,
+            Reduction::Min,
+            "count_min",
+        ),
+        (
+            Layout::L8x32,
+            KeyMode::Prehashed,
+            4,
+            CellAlu::Max,
+            Reduction::AllNonZero,
+            "max_member",
+        ),
+    ];
+    for (layout, key, bits, alu, reduction, name) in others {
+        let mut base = cfg(layout, 5, key, 1);
+        base.top_name = name.into();
+        designs.push(PipelineConfig::new(
+            base,
+            CellSpec {
+                bits,
+                alu,
+                reduction,
+            },
+        ));
     }
-    if on_path("yosys") {
-        let d = generate_pipeline(&matrix()[0]).unwrap();
-        let f = dir.join(format!("{}.v", d.top_name));
-        let (ok, out) = run(Command::new("yosys").arg("-p").arg(format!(
-            "read_verilog {}; synth_ice40 -top {}; stat",
-            f.display(),
-            d.top_name
-        )));
-        assert!(ok, "{out}");
-        assert!(out.contains("SB_RAM40_4K"), "no block RAM:\n{out}");
-    } else {
-        eprintln!("SKIP: spatial yosys check: yosys is not installed");
-    }
+    let rtl: Vec<_> = designs
+        .iter()
+        .map(|c| generate_pipeline(c).unwrap())
+        .collect();
+    lint_and_synthesize(&rtl);
     let refused = [
         PipelineConfig::spatial(cfg(Layout::L8x32, 4, KeyMode::Prehashed, 1), 2),
         PipelineConfig::spatial(cfg(Layout::L8x32, 4, KeyMode::Prehashed, 2), 8),
@@ -350,5 +274,4 @@ fn cell_pipelines_are_lint_clean_and_synthesizable() {
     for c in refused {
         assert!(generate_pipeline(&c).is_err(), "{c:?}");
     }
-    std::fs::remove_dir_all(dir).ok();
 }

@@ -607,17 +607,21 @@ fn hdl_export_refuses_a_key_input_the_filter_was_not_built_from() {
     );
 }
 
+/// `f.blf` in `d`: an 8x32 filter of 200 text keys built with the options `extra`.
+fn text_filter(d: &tempfile::TempDir, extra: &[&str]) -> std::path::PathBuf {
+    let keys = write(d, "k.txt", lines("k", 200));
+    let f = at(d, "f.blf");
+    let build = ["build", s(&keys), "-o", s(&f), "--layout", "8x32"];
+    bl().args(build).args(extra).assert().success();
+    f
+}
+
 /// Issue #26: the FPGA engineer's export bugs, each through the CLI.
 #[test]
 fn hdl_export_finishes_for_a_seed_that_zeroed_the_bench_generator() {
     // 0x0123456789abcdef made the old xorshift state 0: every key 0, port 1's search endless.
     let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 200));
-    let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .args(["--seed", "81985529216486895"])
-        .assert()
-        .success();
+    let f = text_filter(&d, &["--seed", "81985529216486895"]);
     let out = at(&d, "rtl");
     bl().args(["export", s(&f), "--hdl", s(&out), "--ports", "2"])
         .timeout(std::time::Duration::from_secs(120))
@@ -635,21 +639,9 @@ fn hdl_export_finishes_for_a_seed_that_zeroed_the_bench_generator() {
 #[test]
 fn hdl_export_refuses_keyword_top_names() {
     let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 100));
-    let f = at(&d, "f.blf");
-    bl().args(["build", s(&keys), "-o", s(&f), "--layout", "8x32"])
-        .assert()
-        .success();
+    let f = text_filter(&d, &[]);
     let out = at(&d, "rtl");
-    for top in [
-        "module",
-        "wire",
-        "begin",
-        "always",
-        "reg",
-        "logic",
-        "interface",
-    ] {
+    for top in "module wire begin always reg logic interface".split(' ') {
         let e = fails(&["export", s(&f), "--hdl", s(&out), "--top", top], 1);
         assert!(e.contains("keyword") && e.contains(top), "{top}: {e}");
         assert!(!out.exists(), "--top {top} left a folder");
