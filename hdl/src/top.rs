@@ -210,6 +210,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     reg busy_q;
     reg clearing;
     reg [{a1}:0] clr_addr;
+    reg clr_last;  // clr_addr == LAST_ADDR, kept in a register (no wide compare before busy)
     reg [1:0] mg_state;
     reg [15:0] mg_cnt;
     reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)
@@ -217,7 +218,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     wire mg_access = (mg_state == 2'd2);
     wire clear_fire = {clear_fire};
     wire clear_start = {clear_op_start}(mg_access & mg_clear);
-    wire clear_done = clearing & (clr_addr == LAST_ADDR);
+    wire clear_done = clearing & clr_last;
     wire busy_next = clear_fire | (mg_access & mg_clear) | (busy_q & ~clear_done);
     wire mg_start = mg_idle & mg_req & ~mg_ack{start_guard};
     wire hold = {hold_busy}mg_start | ~mg_idle;
@@ -231,11 +232,14 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             busy_q <= 1'b0;
             clearing <= 1'b0;
             clr_addr <= {aw}'d0;
+            clr_last <= 1'b0;
         end else begin
             mg_ack <= 1'b0;
             case (mg_state)
-                2'd0: if (mg_start) begin
-                    mg_state <= 2'd1;
+                // The counter loads in every idle cycle, so that its enable does not wait for
+                // mg_start (and the clear's busy logic behind it).
+                2'd0: begin
+                    if (mg_start) mg_state <= 2'd1;
                     mg_cnt <= 16'd{drain};
                     mg_zero <= 1'b0;
                 end
@@ -262,9 +266,11 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             if (clear_start) begin
                 clearing <= 1'b1;
                 clr_addr <= {aw}'d0;
+                clr_last <= 1'b0;
             end else if (clearing) begin
                 if (clear_done) clearing <= 1'b0;
                 else clr_addr <= clr_addr + {aw}'d1;
+                clr_last <= (clr_addr == LAST_ADDR - {aw}'d1);
             end
         end
         if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd0;
