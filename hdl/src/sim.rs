@@ -4,9 +4,10 @@
 //! `stim_p<p>.hex` (see the bench's header for the formats) and, with banks loaded, the bank
 //! files; it runs Icarus Verilog (`iverilog` + `vvp`) or Verilator (`verilator --cc --exe
 //! --build` with the C++ harness) there and parses `bench_log.txt` into a [`SimLog`].
-//! [`check`] replays the accepted operations in hardware order on a software [`Filter`] and
-//! compares every answer; [`check_pipeline`] does the same for any design against any
-//! [`Reference`] (a counting filter, a spatial model). One driver serves every design.
+//! [`check`] replays the accepted operations in hardware order on a software
+//! [`Filter`](bloomlanes_core::Filter) and compares every answer; [`check_pipeline`] does the same
+//! for any design against any [`Reference`] (a counting filter, a spatial model). One driver
+//! serves every design.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
