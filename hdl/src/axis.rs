@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::front::LEN_BITS;
 use crate::geo::Geo;
+use crate::pins::{connect, core_pins};
 use crate::{op, HdlConfig, KeyMode};
 
 /// AXI4-Lite register offsets of `<top>_axis` (bytes).
@@ -38,6 +39,19 @@ pub mod reg {
 /// Width of `tuser` on the operation streams: op [1:0], length (variable-length keys), tag.
 pub(crate) fn tuser_bits(g: &Geo) -> u32 {
     2 + g.tw + if g.var_len { LEN_BITS } else { 0 }
+}
+
+/// The end of the register case statement of a write (`write`) or a read: BANK_DATA starts a
+/// management access (after `first`; `mg_we` set for a write) and waits for its acknowledge,
+/// the other registers take `default`.
+fn bank_data_case(first: &str, write: bool, default: &str) -> String {
+    let (i, j) = ("                    ", "                        ");
+    let (we, wait) = if write { (1, "wr") } else { (0, "rd") };
+    format!(
+        "{i}6'h{bd:02x}: begin\n{j}{first}\n{j}mg_req <= 1'b1;\n{j}mg_we <= 1'b{we};\n\
+         {j}{wait}_wait <= 1'b1;\n{i}end\n{i}default: {default};\n                endcase",
+        bd = reg::BANK_DATA / 4
+    )
 }
 
 pub(crate) fn axis_module(cfg: &HdlConfig, g: &Geo) -> String {
@@ -154,41 +168,27 @@ module {t}_axis #(
         );
     }
     // Core instance.
-    let mut conns = vec![
-        ".clk(aclk)".to_string(),
-        ".rst(rst)".into(),
-        ".busy(busy)".into(),
-        ".mg_req(mg_req)".into(),
-        ".mg_clear(mg_clear)".into(),
-        ".mg_we(mg_we)".into(),
-        ".mg_addr(bank_addr)".into(),
-        ".mg_wdata(mg_wdata)".into(),
-        ".mg_ack(mg_ack)".into(),
-        ".mg_rdata(mg_rdata)".into(),
-    ];
-    for p in 0..g.ports {
-        conns.push(format!(".s{p}_valid(s{p}_axis_tvalid)"));
-        conns.push(format!(".s{p}_ready(c{p}_ready)"));
-        if p == 0 {
-            conns.push(".s0_op(s0_axis_tuser[1:0])".into());
+    let conns = connect(&core_pins(g), |p| {
+        let q = p.port.unwrap_or(0);
+        match p.role {
+            "clk" => "aclk".to_string(),
+            "mg_addr" => "bank_addr".to_string(),
+            "s_valid" => format!("s{q}_axis_tvalid"),
+            "s_ready" => format!("c{q}_ready"),
+            "s_op" => "s0_axis_tuser[1:0]".to_string(),
+            "s_tag" => format!("s{q}_axis_tuser[{}:{tag_lo}]", tag_lo + tw - 1),
+            "s_key" => format!("s{q}_axis_tdata"),
+            "s_len" => format!("s{q}_axis_tuser[{}:2]", LEN_BITS + 1),
+            "m_valid" => format!("c{q}_valid"),
+            "m_ready" => format!("m{q}_axis_tready"),
+            "m_ans" => format!("c{q}_hit"),
+            "m_tag" => format!("c{q}_tag"),
+            _ => p.name.clone(),
         }
-        conns.push(format!(
-            ".s{p}_tag(s{p}_axis_tuser[{}:{tag_lo}])",
-            tag_lo + tw - 1
-        ));
-        conns.push(format!(".s{p}_key(s{p}_axis_tdata)"));
-        if g.var_len {
-            conns.push(format!(".s{p}_len(s{p}_axis_tuser[{}:2])", LEN_BITS + 1));
-        }
-        conns.push(format!(".m{p}_valid(c{p}_valid)"));
-        conns.push(format!(".m{p}_ready(m{p}_axis_tready)"));
-        conns.push(format!(".m{p}_hit(c{p}_hit)"));
-        conns.push(format!(".m{p}_tag(c{p}_tag)"));
-    }
+    });
     let _ = writeln!(
         v,
-        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) u_core (\n        {}\n    );",
-        conns.join(",\n        ")
+        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) u_core (\n        {conns}\n    );"
     );
     // Counters.
     let lookups: Vec<String> = (0..g.ports)
@@ -275,14 +275,7 @@ module {t}_axis #(
                         bank_addr <= s_axil_wdata[{a1}:0];
                         s_axil_bvalid <= 1'b1;
                     end
-                    6'h{bd:02x}: begin
-                        mg_wdata <= s_axil_wdata[{l1}:0];
-                        mg_req <= 1'b1;
-                        mg_we <= 1'b1;
-                        wr_wait <= 1'b1;
-                    end
-                    default: s_axil_bvalid <= 1'b1;
-                endcase
+{bd_write}
             end
             if (rd_go) begin
                 s_axil_rvalid <= 1'b1;
@@ -295,14 +288,7 @@ module {t}_axis #(
                     6'h{bl_a:02x}: s_axil_rdata <= 32'd{z};
                     6'h{tm_a:02x}: s_axil_rdata <= 32'h{timing:08x};
                     6'h{ba:02x}: s_axil_rdata <= {{{apad}'d0, bank_addr}};
-                    6'h{bd:02x}: begin
-                        s_axil_rvalid <= 1'b0;
-                        mg_req <= 1'b1;
-                        mg_we <= 1'b0;
-                        rd_wait <= 1'b1;
-                    end
-                    default: s_axil_rdata <= 32'd0;
-                endcase
+{bd_read}
             end
             if (mg_ack) begin
                 mg_req <= 1'b0;
@@ -324,6 +310,12 @@ module {t}_axis #(
     end
 endmodule
 `default_nettype wire",
+        bd_write = bank_data_case(
+            &format!("mg_wdata <= s_axil_wdata[{}:0];", l - 1),
+            true,
+            "s_axil_bvalid <= 1'b1"
+        ),
+        bd_read = bank_data_case("s_axil_rvalid <= 1'b0;", false, "s_axil_rdata <= 32'd0"),
         unused_ops = (1..g.ports)
             .map(|p| format!(", s{p}_axis_tuser[1:0]"))
             .collect::<String>(),
@@ -340,9 +332,7 @@ endmodule
         bl_a = reg::BLOCKS / 4,
         tm_a = reg::TIMING / 4,
         ba = reg::BANK_ADDR / 4,
-        bd = reg::BANK_DATA / 4,
         a1 = aw - 1,
-        l1 = l - 1,
         z = g.z,
         timing = g.fifo_depth << 16 | g.latency,
         apad = 32 - aw,

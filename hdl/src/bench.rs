@@ -1,16 +1,18 @@
 //! The test benches: a Verilog one (Icarus Verilog) and a C++ harness (Verilator) that behave
 //! alike. Both read `bench_cfg.hex` (32-bit words: fast-phase operations per port, valid
 //! percentage, ready percentage, random seed, then the number of operations of every port) and
-//! `stim_p<p>.hex` (one operation per line: `{op[1:0], tag, key}` in hex), drive every port with
-//! random gaps in `s_valid` and random `m_ready` (after a first phase at full rate), and log every
-//! handshake to `bench_log.txt`: `a <port> <cycle>` when an operation is accepted and
-//! `r <port> <cycle> <tag hex> <hit>` when an answer is taken. After the last answer they read
+//! `stim_p<p>.hex` (one operation per line: `{op[1:0], tag, value, length, key}` in hex; the
+//! value only where inserts carry one, the length only for variable-length keys), drive every
+//! port with random gaps in `s_valid` and random `m_ready` (after a first phase at full rate),
+//! and log every handshake to `bench_log.txt`: `a <port> <cycle>` when an operation is accepted
+//! and `r <port> <cycle> <tag hex> <answer hex>` when an answer is taken. After the last answer they read
 //! bank entries `0 .. N-1` back through the management port (`mg_*`) and log
 //! `m <entry> <data hex>` for each. `LOAD_BANKS` = 1 loads the banks from their files first.
 
 use std::fmt::Write as _;
 
 use crate::geo::Geo;
+use crate::pins::{connect, core_pins};
 
 pub(crate) fn verilog_bench(g: &Geo) -> String {
     let t = &g.top;
@@ -84,16 +86,16 @@ module {t}_tb;
     wire s{q}_ready;
     reg [1:0] s{q}_op;
     reg [{tw1}:0] s{q}_tag;
-    reg [{kw1}:0] s{q}_key;{lenreg}
+    reg [{kw1}:0] s{q}_key;{lenreg}{valreg}
     wire m{q}_valid;
     reg m{q}_ready;
-    wire m{q}_hit;
+    wire {ar}m{q}_ans;
     wire [{tw1}:0] m{q}_tag;
     integer n{q};
     integer idx{q};
     integer got{q};
     integer has_exp{q};
-    reg exp{q} [0:MAX_OPS-1];",
+    reg {ar}exp{q} [0:MAX_OPS-1];",
             sw1 = sw - 1,
             tw1 = tw - 1,
             kw1 = kw - 1,
@@ -101,41 +103,20 @@ module {t}_tb;
                 format!("\n    reg [6:0] s{q}_len;")
             } else {
                 String::new()
-            }
+            },
+            valreg = value_decl(g, q, "reg "),
+            ar = crate::geo::range(g.ans_bits),
         );
     }
-    let mut conns = vec![
-        ".clk(clk)".to_string(),
-        ".rst(rst)".to_string(),
-        ".busy(busy)".to_string(),
-        ".mg_req(mg_req)".to_string(),
-        ".mg_clear(1'b0)".to_string(),
-        ".mg_we(1'b0)".to_string(),
-        ".mg_addr(mg_addr)".to_string(),
-        format!(".mg_wdata({}'d0)", g.mg_bits),
-        ".mg_ack(mg_ack)".to_string(),
-        ".mg_rdata(mg_rdata)".to_string(),
-    ];
-    for q in 0..p {
-        conns.push(format!(".s{q}_valid(s{q}_valid)"));
-        conns.push(format!(".s{q}_ready(s{q}_ready)"));
-        if q == 0 {
-            conns.push(".s0_op(s0_op)".to_string());
-        }
-        conns.push(format!(".s{q}_tag(s{q}_tag)"));
-        conns.push(format!(".s{q}_key(s{q}_key)"));
-        if g.var_len {
-            conns.push(format!(".s{q}_len(s{q}_len)"));
-        }
-        conns.push(format!(".m{q}_valid(m{q}_valid)"));
-        conns.push(format!(".m{q}_ready(m{q}_ready)"));
-        conns.push(format!(".m{q}_hit(m{q}_hit)"));
-        conns.push(format!(".m{q}_tag(m{q}_tag)"));
-    }
+    let conns = connect(&core_pins(g), |p| match p.role {
+        "mg_clear" | "mg_we" => "1'b0".to_string(),
+        "mg_wdata" => format!("{}'d0", g.mg_bits),
+        "m_ans" => format!("m{}_ans", p.port.unwrap_or(0)),
+        _ => p.name.clone(),
+    });
     let _ = writeln!(
         v,
-        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) dut (\n        {}\n    );",
-        conns.join(",\n        ")
+        "    {t} #(.LOAD_BANKS(LOAD_BANKS)) dut (\n        {conns}\n    );"
     );
     v.push_str(
         "    initial begin\n        require(\"bench_cfg.hex\");\n        $readmemh(\"bench_cfg.hex\", cfg);\n        rs = cfg[3];\n        mism = 0;\n        checked = 0;\n        limit = MAX_CYCLES;\n",
@@ -150,9 +131,10 @@ module {t}_tb;
     for q in 0..p {
         let _ = writeln!(
             v,
-            "        n{q} = cfg[{}];\n        if (n{q} > MAX_OPS) begin\n            $display(\"ERROR: port {q} has %0d operations; MAX_OPS is %0d\", n{q}, MAX_OPS);\n            $finish;\n        end\n        if (n{q} > 0) require(\"stim_p{q}.hex\");\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        has_exp{q} = (n{q} > 0) && exists(\"bench_expect_p{q}.hex\");\n        if (has_exp{q}) $readmemh(\"bench_expect_p{q}.hex\", exp{q}, 0, n{q} - 1);\n        if (MAX_CYCLES == 0) limit = limit + 300 * n{q};\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;{lenz}",
+            "        n{q} = cfg[{}];\n        if (n{q} > MAX_OPS) begin\n            $display(\"ERROR: port {q} has %0d operations; MAX_OPS is %0d\", n{q}, MAX_OPS);\n            $finish;\n        end\n        if (n{q} > 0) require(\"stim_p{q}.hex\");\n        if (n{q} > 0) $readmemh(\"stim_p{q}.hex\", stim{q}, 0, n{q} - 1);\n        has_exp{q} = (n{q} > 0) && exists(\"bench_expect_p{q}.hex\");\n        if (has_exp{q}) $readmemh(\"bench_expect_p{q}.hex\", exp{q}, 0, n{q} - 1);\n        if (MAX_CYCLES == 0) limit = limit + 300 * n{q};\n        idx{q} = 0;\n        got{q} = 0;\n        s{q}_valid = 1'b0;\n        s{q}_op = 2'd0;\n        s{q}_tag = {tw}'d0;\n        s{q}_key = {kw}'d0;\n        m{q}_ready = 1'b0;{lenz}{valz}",
             4 + q,
-            lenz = if g.var_len { format!("\n        s{q}_len = 7'd0;") } else { String::new() }
+            lenz = if g.var_len { format!("\n        s{q}_len = 7'd0;") } else { String::new() },
+            valz = if q == 0 && g.value_bits > 0 { format!("\n        s0_value = {}'d0;", g.value_bits) } else { String::new() },
         );
     }
     let _ = writeln!(
@@ -182,12 +164,12 @@ module {t}_tb;
                 idx{q} = idx{q} + 1;
             end
             if (m{q}_valid && m{q}_ready) begin
-                $fwrite(fd, \"r {q} %0d %h %0d\\n\", cyc, m{q}_tag, m{q}_hit);
+                $fwrite(fd, \"r {q} %0d %h %h\\n\", cyc, m{q}_tag, m{q}_ans);
                 if (has_exp{q}) begin
                     checked = checked + 1;
-                    if (m{q}_hit !== exp{q}[got{q}]) begin
+                    if (m{q}_ans !== exp{q}[got{q}]) begin
                         mism = mism + 1;
-                        if (mism <= 5) $display(\"MISMATCH: port {q} answer %0d: hit %0d, expected %0d\", got{q}, m{q}_hit, exp{q}[got{q}]);
+                        if (mism <= 5) $display(\"MISMATCH: port {q} answer %0d: %0d, expected %0d\", got{q}, m{q}_ans, exp{q}[got{q}]);
                     end
                 end
                 got{q} = got{q} + 1;
@@ -195,14 +177,15 @@ module {t}_tb;
             if (!(s{q}_valid && !s{q}_ready)) begin
                 if (idx{q} < n{q} && (idx{q} < cfg[0] || ({{$random(rs)}} % 100) < cfg[1])) begin
                     s{q}_valid <= 1'b1;
-                    {{s{q}_op, s{q}_tag, {len}s{q}_key}} <= stim{q}[idx{q}];
+                    {{s{q}_op, s{q}_tag, {val}{len}s{q}_key}} <= stim{q}[idx{q}];
                 end else begin
                     s{q}_valid <= 1'b0;
                 end
             end
             m{q}_ready <= (got{q} < cfg[0]) || (({{$random(rs)}} % 100) < cfg[2]);
             if (idx{q} >= n{q} && got{q} >= n{q}) done_ports = done_ports + 1;",
-            len = if g.var_len { format!("s{q}_len, ") } else { String::new() }
+            len = if g.var_len { format!("s{q}_len, ") } else { String::new() },
+            val = if q == 0 && g.value_bits > 0 { "s0_value, " } else { "" },
         );
     }
     let _ = writeln!(
@@ -234,6 +217,15 @@ endmodule
 `default_nettype wire"
     );
     v
+}
+
+/// The declaration of port `q`'s value input (port 0 of a design whose inserts carry one).
+fn value_decl(g: &Geo, q: usize, kind: &str) -> String {
+    if q == 0 && g.value_bits > 0 {
+        format!("\n    {kind}[{}:0] s0_value;", g.value_bits - 1)
+    } else {
+        String::new()
+    }
 }
 
 /// Verilator C++ type access for a signal of `bits` bits: wide (> 64) signals are word arrays.
@@ -380,7 +372,8 @@ int main(int argc, char** argv) {{
             "        fire[{q}] = top->s{q}_valid && top->s{q}_ready;
         take[{q}] = top->m{q}_valid && top->m{q}_ready;
         if (fire[{q}]) std::fprintf(log, \"a {q} %llu\\n\", (unsigned long long)cyc);
-        if (take[{q}]) std::fprintf(log, \"r {q} %llu %llx %d\\n\", (unsigned long long)cyc, (unsigned long long)top->m{q}_tag, (int)top->m{q}_hit);"
+        if (take[{q}]) std::fprintf(log, \"r {q} %llu %llx %llx\\n\", (unsigned long long)cyc, (unsigned long long)top->m{q}_tag, (unsigned long long)top->m{q}_{a});",
+            a = g.ans_name
         );
     }
     c.push_str("        top->clk = 1;\n        top->eval();\n");
@@ -401,9 +394,18 @@ int main(int argc, char** argv) {{
         if g.var_len {
             c.push_str(&set_signal(&format!("top->s{q}_len"), lw, "w", kw));
         }
-        c.push_str(&set_signal(&format!("top->s{q}_tag"), tw, "w", kw + lw));
+        let vw = if q == 0 { g.value_bits } else { 0 };
+        if vw > 0 {
+            c.push_str(&set_signal("top->s0_value", vw, "w", kw + lw));
+        }
+        c.push_str(&set_signal(
+            &format!("top->s{q}_tag"),
+            tw,
+            "w",
+            kw + lw + vw,
+        ));
         if q == 0 {
-            c.push_str(&set_signal("top->s0_op", 2, "w", kw + lw + tw));
+            c.push_str(&set_signal("top->s0_op", 2, "w", kw + lw + vw + tw));
         }
         let _ = writeln!(
             c,

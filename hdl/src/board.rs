@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use crate::front::LEN_BITS;
 use crate::geo::Geo;
-use crate::{op, HdlConfig};
+use crate::op;
+use crate::pins::{connect, core_pins};
 
 /// Default number of keys the self-test inserts and looks up.
 pub const SELFTEST_KEYS: u32 = 1000;
@@ -19,7 +20,7 @@ fn bank_name(top: &str, read_a: bool, has_b: bool) -> String {
 }
 
 /// The board tops (`<top>_selftest`, `<top>_bramref`), one Verilog file.
-pub(crate) fn board_tops(cfg: &HdlConfig, g: &Geo) -> String {
+pub(crate) fn board_tops(g: &Geo) -> String {
     let t = &g.top;
     let (kw, tw) = (g.kw, g.tw);
     let mut v = String::new();
@@ -91,50 +92,20 @@ module {t}_selftest #(
             );
         }
     }
-    let mut conns = vec![
-        ".clk(clk)".to_string(),
-        ".rst(rst)".into(),
-        ".busy(busy)".into(),
-        ".mg_req(1'b0)".into(),
-        ".mg_clear(1'b0)".into(),
-        ".mg_we(1'b0)".into(),
-        format!(".mg_addr({}'d0)", g.aw),
-        format!(".mg_wdata({}'d0)", g.lanes),
-        ".mg_ack()".into(),
-        ".mg_rdata()".into(),
-    ];
-    for p in 0..g.ports {
-        if p == 0 {
-            conns.push(".s0_valid(~rst & ~phase[1])".into());
-            conns.push(format!(
-                ".s0_op(phase[0] ? 2'd{} : 2'd{})",
-                op::LOOKUP,
-                op::INSERT
-            ));
-            conns.push(if tw == 1 {
-                ".s0_tag(phase[0])".to_string()
-            } else {
-                format!(".s0_tag({{{}'d0, phase[0]}})", tw - 1)
-            });
-        } else {
-            conns.push(format!(".s{p}_valid(~rst)"));
-            conns.push(format!(".s{p}_tag({tw}'d{p})"));
-        }
-        conns.push(format!(".s{p}_ready(s{p}_ready)"));
-        conns.push(format!(".s{p}_key(s{p}_key)"));
-        if g.var_len {
-            conns.push(format!(".s{p}_len(s{p}_len)"));
-        }
-        conns.push(format!(".m{p}_valid(m{p}_valid)"));
-        conns.push(format!(".m{p}_ready(1'b1)"));
-        conns.push(format!(".m{p}_hit(m{p}_hit)"));
-        conns.push(format!(".m{p}_tag(m{p}_tag)"));
-    }
-    let _ = writeln!(
-        v,
-        "    {t} u_filter (\n        {}\n    );",
-        conns.join(",\n        ")
-    );
+    let conns = connect(&core_pins(g), |p| match (p.role, p.port) {
+        ("mg_req" | "mg_clear" | "mg_we", _) => "1'b0".to_string(),
+        ("mg_addr" | "mg_wdata", _) => format!("{}'d0", p.width),
+        ("mg_ack" | "mg_rdata", _) => String::new(),
+        ("s_valid", Some(0)) => "~rst & ~phase[1]".to_string(),
+        ("s_valid", _) => "~rst".to_string(),
+        ("s_op", _) => format!("phase[0] ? 2'd{} : 2'd{}", op::LOOKUP, op::INSERT),
+        ("s_tag", Some(0)) if tw == 1 => "phase[0]".to_string(),
+        ("s_tag", Some(0)) => format!("{{{}'d0, phase[0]}}", tw - 1),
+        ("s_tag", Some(p)) => format!("{tw}'d{p}"),
+        ("m_ready", _) => "1'b1".to_string(),
+        _ => p.name.clone(),
+    });
+    let _ = writeln!(v, "    {t} u_filter (\n        {conns}\n    );");
     let others: Vec<String> = (1..g.ports)
         .map(|p| format!("(m{p}_valid & m{p}_hit)"))
         .collect();
@@ -188,7 +159,6 @@ module {t}_selftest #(
 endmodule
 "
     );
-    let _ = cfg;
     bram_ref(&mut v, g);
     v.push_str("/* verilator lint_on WIDTH */\n/* verilator lint_on UNUSEDSIGNAL */\n/* verilator lint_on PINCONNECTEMPTY */\n/* verilator lint_on DECLFILENAME */\n`default_nettype wire\n");
     v
@@ -263,31 +233,31 @@ module {t}_bramref (
 
 /// Pin constraints of the iCE40-HX8K breakout board (12 MHz clock, 8 LEDs).
 pub(crate) fn pcf_hx8k_breakout() -> String {
-    let mut s = String::from(
+    constraints(
         "# iCE40-HX8K breakout board (ct256): 12 MHz clock, LEDs D2..D9\nset_io clk J3\n",
-    );
-    for (i, pin) in ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"]
-        .iter()
-        .enumerate()
-    {
-        let _ = writeln!(s, "set_io led[{i}] {pin}");
-    }
-    s
+        ["B5", "B4", "A2", "A1", "C5", "C4", "B3", "C3"],
+        |i, pin| format!("set_io led[{i}] {pin}"),
+    )
 }
 
 /// Pin constraints of the ULX3S 85F (ECP5 LFE5U-85F, CABGA381; 25 MHz clock, 8 LEDs).
 pub(crate) fn lpf_ulx3s() -> String {
-    let mut s = String::from(
+    constraints(
         "# ULX3S (LFE5U-85F-6BG381C): 25 MHz clock, LEDs 0..7\nLOCATE COMP \"clk\" SITE \"G2\";\nIOBUF PORT \"clk\" PULLMODE=NONE IO_TYPE=LVCMOS33;\nFREQUENCY PORT \"clk\" 25 MHZ;\n",
-    );
-    for (i, pin) in ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"]
-        .iter()
-        .enumerate()
-    {
-        let _ = writeln!(
-            s,
-            "LOCATE COMP \"led[{i}]\" SITE \"{pin}\";\nIOBUF PORT \"led[{i}]\" PULLMODE=NONE IO_TYPE=LVCMOS33 DRIVE=4;"
-        );
+        ["B2", "C2", "C1", "D2", "D1", "E2", "E1", "H3"],
+        |i, pin| {
+            format!(
+                "LOCATE COMP \"led[{i}]\" SITE \"{pin}\";\nIOBUF PORT \"led[{i}]\" PULLMODE=NONE IO_TYPE=LVCMOS33 DRIVE=4;"
+            )
+        },
+    )
+}
+
+/// A constraints file: the clock's lines, then one entry a LED (`led(i, pin)`).
+fn constraints(clock: &str, leds: [&str; 8], led: impl Fn(usize, &str) -> String) -> String {
+    let mut s = clock.to_string();
+    for (i, pin) in leds.iter().enumerate() {
+        let _ = writeln!(s, "{}", led(i, pin));
     }
     s
 }
@@ -326,9 +296,8 @@ printf '%s\n' "${results[@]}" | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)
 }
 
 /// The Makefile of an export.
-pub(crate) fn makefile(cfg: &HdlConfig, g: &Geo) -> String {
+pub(crate) fn makefile(g: &Geo) -> String {
     let t = &g.top;
-    let _ = cfg;
     format!(
         r#"# Build flow for {t} (generated by bloomlanes-hdl). Tools: Yosys, nextpnr-ice40 + icepack
 # (Debian: yosys nextpnr-ice40 fpga-icestorm) or nextpnr-ecp5 + ecppack; the YoWASP builds from

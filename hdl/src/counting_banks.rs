@@ -8,57 +8,34 @@
 
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::counting::{counter, set_counter};
-use bloomlanes_core::{CountingFilter, Params};
+use bloomlanes_core::counting::set_counter;
+use bloomlanes_core::CountingFilter;
 
+use crate::banks::{bank_cells, read_cell_bank_files, write_cell_bank_files};
+use crate::cell::cell_index;
 use crate::counting::CountingConfig;
-use crate::{bank_file_name, HdlError};
-
-/// Core's counter index of entry `entry` of lane `lane`'s bank.
-fn counter_index(params: &Params, lane: usize, entry: u64) -> u64 {
-    let w = u64::from(params.layout.word_bits());
-    let (block, bit) = (entry / w, entry % w);
-    (block * params.layout.lanes() as u64 + lane as u64) * w + bit
-}
+use crate::HdlError;
 
 /// The counters of lane `lane`'s bank of `filter`, entry `block × W + bit` first to last.
 pub fn counting_bank_entries(filter: &CountingFilter, lane: usize) -> Vec<u8> {
     let p = filter.params();
-    let bits = filter.counter_bits();
     let depth = u64::from(p.blocks) * u64::from(p.layout.word_bits());
-    (0..depth)
-        .map(|e| counter(filter.counter_words(), bits, counter_index(p, lane, e)) as u8)
+    bank_cells(filter, lane, depth)
+        .into_iter()
+        .map(|c| c as u8)
         .collect()
 }
 
 /// Writes `filter`'s counters as one `$readmemh` file per lane into `dir`, named like
-/// [`bank_file_name`] for top module `top`; returns the paths.
+/// [`crate::bank_file_name`] for top module `top`; returns the paths.
 pub fn write_counting_bank_files(
     filter: &CountingFilter,
     dir: &Path,
     top: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let p = filter.params();
-    let digits = filter.counter_bits().bits() as usize / 4;
-    let mut paths = Vec::new();
-    for lane in 0..p.layout.lanes() {
-        let entries = counting_bank_entries(filter, lane);
-        let mut text = String::with_capacity(entries.len() * (digits + 1) + 96);
-        text.push_str(&format!(
-            "// bloomlanes counter bank {lane}: {} blocks x {} counters of {} bits, entry = block*W + bit\n",
-            p.blocks,
-            p.layout.word_bits(),
-            filter.counter_bits().bits()
-        ));
-        for e in entries {
-            text.push_str(&format!("{e:0digits$x}\n"));
-        }
-        let path = dir.join(bank_file_name(top, lane));
-        std::fs::write(&path, text)?;
-        paths.push(path);
-    }
-    Ok(paths)
+    let mut cfg = CountingConfig::for_filter(filter, crate::KeyMode::Prehashed);
+    cfg.base.top_name = top.to_string();
+    write_cell_bank_files(&cfg.pipeline(), filter, dir)
 }
 
 /// A counting filter of `cfg`'s shape holding `banks[lane][entry]` (one list of `z × W`
@@ -70,9 +47,7 @@ pub fn counting_filter_from_banks(
 ) -> Result<CountingFilter, HdlError> {
     cfg.validate()?;
     let b = &cfg.base;
-    let params = Params::new(b.layout, b.blocks).with_seed(b.seed);
-    let mut filter = CountingFilter::counting(params, cfg.counter_bits);
-    let params = *filter.params();
+    let mut filter = CountingFilter::counting(cfg.pipeline().params(), cfg.counter_bits);
     let depth = b.bank_entries();
     let max = cfg.counter_bits.max();
     if banks.len() != b.layout.lanes() {
@@ -99,7 +74,7 @@ pub fn counting_filter_from_banks(
                         cfg.entry_bits()
                     )));
                 }
-                let k = counter_index(&params, lane, e as u64);
+                let k = cell_index(b.layout.lanes(), b.layout.word_bits(), lane, e as u64);
                 set_counter(counters, cfg.counter_bits, k, u32::from(value));
                 if value > 0 {
                     image[(k / 32) as usize] |= 1 << (k % 32);
@@ -112,67 +87,24 @@ pub fn counting_filter_from_banks(
 }
 
 /// Reads the bank files of `cfg`'s top module from `dir` (as [`write_counting_bank_files`]
-/// writes them, or as a simulator's `$writememh` dumps them: `//` comments and blank lines are
-/// skipped) into a counting filter. A fault names the file and line.
+/// writes them, or as a simulator's `$writememh` dumps them) into a counting filter. A fault
+/// names the file and line.
 pub fn read_counting_bank_files(
     cfg: &CountingConfig,
     dir: &Path,
 ) -> Result<CountingFilter, HdlError> {
-    cfg.validate()?;
-    let depth = cfg.base.bank_entries() as usize;
-    let mut banks = Vec::new();
-    for lane in 0..cfg.base.layout.lanes() {
-        let path = dir.join(bank_file_name(&cfg.base.top_name, lane));
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            HdlError::Io(std::io::Error::new(
-                e.kind(),
-                format!("{}: {e}", path.display()),
-            ))
-        })?;
-        let mut bank = Vec::with_capacity(depth);
-        for (i, line) in text.lines().enumerate() {
-            let body = line.split("//").next().unwrap_or("").trim();
-            if body.is_empty() {
-                continue;
-            }
-            let bad =
-                |why: String| HdlError::Mismatch(format!("{}:{}: {why}", path.display(), i + 1));
-            if body.starts_with('@') {
-                return Err(bad(format!(
-                    "address directive {body:?}: only one counter per line, in order, is read"
-                )));
-            }
-            let value = u32::from_str_radix(body, 16)
-                .map_err(|_| bad(format!("{body:?} is not a hex counter")))?;
-            if value > cfg.counter_bits.max() {
-                return Err(bad(format!(
-                    "counter {value} is above the {}-bit maximum {}",
-                    cfg.entry_bits(),
-                    cfg.counter_bits.max()
-                )));
-            }
-            if bank.len() == depth {
-                return Err(bad(format!("more than the bank's {depth} entries")));
-            }
-            bank.push(value as u8);
-        }
-        if bank.len() != depth {
-            return Err(HdlError::Mismatch(format!(
-                "{}: {} entries; the design's banks have {depth}",
-                path.display(),
-                bank.len()
-            )));
-        }
-        banks.push(bank);
-    }
+    let banks: Vec<Vec<u8>> = read_cell_bank_files(&cfg.pipeline(), dir)?
+        .into_iter()
+        .map(|b| b.into_iter().map(|c| c as u8).collect())
+        .collect();
     counting_filter_from_banks(cfg, &banks)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{HdlConfig, KeyMode};
-    use bloomlanes_core::{CounterBits, Layout};
+    use crate::{bank_file_name, HdlConfig, KeyMode};
+    use bloomlanes_core::{CounterBits, Layout, Params};
 
     #[test]
     fn bank_files_round_trip_a_filter_with_saturated_counters() {

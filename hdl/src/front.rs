@@ -8,7 +8,7 @@ use bloomlanes_core::SALTS;
 
 use crate::arith::Arith;
 use crate::hash;
-use crate::pipe::{Op, Pipe, V};
+use crate::pipe::{Cost, Op, Pipe, V};
 use crate::{HdlConfig, KeyMode, MulStyle};
 
 /// Width of the length input of variable-length keys (0 to 64 needs 7 bits).
@@ -22,6 +22,8 @@ pub(crate) struct Front {
     pub stages: u32,
     /// Stage in which the final hash is valid (1 = right after the input register).
     pub hash_stage: u32,
+    /// What the front end costs.
+    pub cost: Cost,
 }
 
 /// Internal state and parameters of a front end under construction.
@@ -113,6 +115,10 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
             p.reg_at(Op::Concat(parts), aw, f, "addr")
         })
         .collect();
+    let roots: Vec<V> = [valid, op, tag]
+        .into_iter()
+        .chain(addrs.iter().copied())
+        .collect();
     let mut outs = String::new();
     let _ = writeln!(outs, "    assign o_valid = {};", p.name_at(valid, f));
     let _ = writeln!(outs, "    assign o_op = {};", p.name_at(op, f));
@@ -125,6 +131,7 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
         body,
         stages: f,
         hash_stage,
+        cost: p.cost(&roots),
     }
 }
 
@@ -141,7 +148,10 @@ mod tests {
             for blocks in [1u32, 2, 3, 1000, 65_536, 1 << 20, 999_983] {
                 let mut cfg = HdlConfig::new(layout, blocks, KeyMode::Prehashed, 0);
                 cfg.adder_bits = 12;
-                let s = crate::geo::shape(&cfg);
+                let s = crate::geo::shape(&crate::PipelineConfig::new(
+                    cfg.clone(),
+                    crate::CellSpec::STATIC,
+                ));
                 let mut p = Pipe::new();
                 let h = p.input("h", 64, "h");
                 let (blk, bits) = index_of(&mut p, &cfg, &s, h);

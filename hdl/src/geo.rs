@@ -1,8 +1,10 @@
 //! Derived sizes of a configuration, shared by the generators of every module and bench (so
 //! that `verilog` imports the bench, board, AXI and kit generators and none of them imports it).
 
+use crate::cell::Reduction;
 use crate::front::{Front, Shape, LEN_BITS};
-use crate::{HdlConfig, KeyMode};
+use crate::pipeline::PipelineConfig;
+use crate::KeyMode;
 
 /// Derived sizes of a configuration.
 #[derive(Clone, Debug)]
@@ -22,11 +24,24 @@ pub(crate) struct Geo {
     pub hash_stages: u32,
     /// Stages of the front end (accept to address register, inclusive).
     pub front_stages: u32,
+    /// Stages from the address register to the answer register (the FIFO's input).
+    pub exec_stages: u32,
+    /// Stages from the address register to the last bank access of an operation (what a
+    /// management access waits for).
+    pub bank_stages: u32,
     pub latency: u32,
     pub fifo_depth: u32,
     pub fifo_bits: u32,
-    /// Width of a stimulus word: op (2) + tag + length (variable-length keys) + key.
+    /// Width of a stimulus word: op (2) + tag + value + length (variable-length keys) + key.
     pub stim_bits: u32,
+    /// Bits of one cell (one bank entry of one lane).
+    pub cell_bits: u32,
+    /// Width of an answer (`m<p>_hit`: 1; `m<p>_min`: the cell width).
+    pub ans_bits: u32,
+    /// Name of the answer output after `m<p>_`.
+    pub ans_name: &'static str,
+    /// Width of the value an insert carries (`s0_value`; 0: none).
+    pub value_bits: u32,
     /// Width of the management port's data (`mg_wdata`, `mg_rdata`): one entry of every lane.
     pub mg_bits: u32,
 }
@@ -39,47 +54,73 @@ pub(crate) fn ceil_log2(x: u64) -> u32 {
     }
 }
 
-/// Cycles from the bank address register to the answer FIFO's write: bank read register, bank
-/// output register, AND register.
-pub(crate) const MEM_STAGES: u32 = 3;
+/// Stages from the bank address register to the answer register when updates only write (bank
+/// read register, bank output register, reduction register).
+pub(crate) const WRITE_THROUGH_STAGES: u32 = 3;
+/// The same for read-modify-write: bank read, bank output register, execute, result.
+pub(crate) const RMW_STAGES: u32 = 4;
 
-pub(crate) fn shape(cfg: &HdlConfig) -> Shape {
+/// The front end's shape; the value of an insert travels beside the tag.
+pub(crate) fn shape(cfg: &PipelineConfig) -> Shape {
+    let b = &cfg.base;
     Shape {
-        kw: cfg.key.key_bits(),
-        tw: cfg.tag_bits,
-        lanes: cfg.layout.lanes(),
-        bit_bits: cfg.layout.bit_index_bits(),
-        block_bits: ceil_log2(u64::from(cfg.blocks)),
-        blocks: cfg.blocks,
+        kw: b.key.key_bits(),
+        tw: b.tag_bits + cfg.cells.value_bits(),
+        lanes: b.layout.lanes(),
+        bit_bits: b.layout.bit_index_bits(),
+        block_bits: ceil_log2(u64::from(b.blocks)),
+        blocks: b.blocks,
     }
 }
 
-pub(crate) fn geo(cfg: &HdlConfig, front: &Front) -> Geo {
+pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
+    let b = &cfg.base;
     let s = shape(cfg);
-    let var_len = matches!(cfg.key, KeyMode::VarBytes(_));
-    // accept -> front (input register .. address register) -> bank read -> bank output
-    // register -> AND register -> FIFO write -> m_valid.
-    let latency = front.stages + MEM_STAGES + 1;
+    let var_len = matches!(b.key, KeyMode::VarBytes(_));
+    let cells = cfg.cells;
+    // A minimum is a tree of compares, one level per stage after the result register.
+    let (exec_stages, bank_stages) = if cells.reads_cells() {
+        let tree = match cells.reduction {
+            Reduction::Min => ceil_log2(s.lanes as u64),
+            Reduction::AllNonZero => 0,
+        };
+        (RMW_STAGES + tree, RMW_STAGES)
+    } else {
+        (WRITE_THROUGH_STAGES, 2)
+    };
+    // accept -> front (input register .. address register) -> execute stages -> FIFO write ->
+    // m_valid.
+    let latency = front.stages + exec_stages + 1;
     let fifo_bits = ceil_log2(u64::from(latency) + 4).max(2);
+    let value_bits = cells.value_bits();
     Geo {
-        top: cfg.top_name.clone(),
+        top: b.top_name.clone(),
         lanes: s.lanes,
-        w: cfg.layout.word_bits(),
-        z: cfg.blocks,
+        w: b.layout.word_bits(),
+        z: b.blocks,
         aw: s.block_bits + s.bit_bits,
-        depth: cfg.bank_entries(),
+        depth: b.bank_entries(),
         kw: s.kw,
-        tw: s.tw,
+        tw: b.tag_bits,
         var_len,
-        ports: cfg.lookup_ports,
-        replicas: cfg.replicas(),
+        ports: b.lookup_ports,
+        replicas: b.replicas(),
         hash_stages: front.hash_stage - 1,
         front_stages: front.stages,
+        exec_stages,
+        bank_stages,
         latency,
         fifo_depth: 1 << fifo_bits,
         fifo_bits,
-        stim_bits: 2 + s.tw + s.kw + if var_len { LEN_BITS } else { 0 },
-        mg_bits: s.lanes as u32,
+        stim_bits: 2 + b.tag_bits + value_bits + s.kw + if var_len { LEN_BITS } else { 0 },
+        cell_bits: cells.bits,
+        ans_bits: cells.answer_bits(),
+        ans_name: match cells.reduction {
+            Reduction::AllNonZero => "hit",
+            Reduction::Min => "min",
+        },
+        value_bits,
+        mg_bits: s.lanes as u32 * cells.bits,
     }
 }
 
@@ -89,4 +130,23 @@ pub(crate) fn bank_module_name(top: &str, read_a: bool, has_b: bool) -> String {
         if read_a { "rw" } else { "w" },
         if has_b { "_r" } else { "" }
     )
+}
+
+/// Bits `[(i+1)w-1 : iw]` of `sig` (`sig[iw]` when `w` is 1).
+pub(crate) fn part(sig: &str, i: usize, w: u32) -> String {
+    let lo = i as u32 * w;
+    if w == 1 {
+        format!("{sig}[{lo}]")
+    } else {
+        format!("{sig}[{}:{lo}]", lo + w - 1)
+    }
+}
+
+/// `[w-1:0] ` (with the space), or nothing for one bit: the range of a declaration.
+pub(crate) fn range(w: u32) -> String {
+    if w == 1 {
+        String::new()
+    } else {
+        format!("[{}:0] ", w - 1)
+    }
 }

@@ -12,6 +12,15 @@ use bloomlanes_core::xxh64::{
 use crate::arith::{Arith, Term};
 use crate::pipe::{Op, Pipe, V};
 
+/// The bits of a 2-bit count `n` (0 to 3) and the enables of items 0, 1, 2 (`n > i`).
+fn count_enables(p: &mut Pipe, n: V) -> ([V; 2], [V; 3]) {
+    let b0 = p.slice(n, 0, 1);
+    let b1 = p.slice(n, 1, 1);
+    let nz = p.wire(Op::Or(b0, b1), 1, "nz");
+    let three = p.wire(Op::Eq(n, 3), 1, "n3");
+    ([b0, b1], [nz, b1, three])
+}
+
 /// Largest key length of the variable-length hash.
 pub(crate) const VAR_MAX: usize = 64;
 
@@ -247,11 +256,7 @@ pub(crate) fn variable(p: &mut Pipe, a: Arith, key: &[V], len: V, max: usize, se
         hv = h.mux(ge32, hb, h_small, 64);
     }
     // Tail words: word j of the tail is word 4·stripes + j (stripes ≤ 1 when there is a tail).
-    let tw0 = h.p.slice(tw, 0, 1);
-    let tw1 = h.p.slice(tw, 1, 1);
-    let tw_nz = h.p.wire(Op::Or(tw0, tw1), 1, "twnz");
-    let tw3 = h.p.wire(Op::Eq(tw, 3), 1, "tw3");
-    let en_w = [tw_nz, tw1, tw3];
+    let ([tw0, tw1], en_w) = count_enables(h.p, tw);
     for (j, &en) in en_w.iter().enumerate() {
         if 8 * j >= max {
             break;
@@ -275,11 +280,7 @@ pub(crate) fn variable(p: &mut Pipe, a: Arith, key: &[V], len: V, max: usize, se
         hv = h.mux(has_u, hn, hv, 64);
     }
     // Up to three single bytes at byte 32·ge32 + 8·tw + 4·has_u + t.
-    let tb0 = h.p.slice(tb, 0, 1);
-    let tb1 = h.p.slice(tb, 1, 1);
-    let tb_nz = h.p.wire(Op::Or(tb0, tb1), 1, "tbnz");
-    let tb3 = h.p.wire(Op::Eq(tb, 3), 1, "tb3");
-    let en_b = [tb_nz, tb1, tb3];
+    let (_, en_b) = count_enables(h.p, tb);
     let sel = [has_u, tw0, tw1, ge32];
     for (t, &en) in en_b.iter().enumerate() {
         if t >= max {

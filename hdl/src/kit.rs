@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::axis::reg;
-use crate::geo::{Geo, MEM_STAGES};
+use crate::geo::Geo;
 use crate::{bank_file_name, HdlConfig, KeyMode};
 
 const MODEL_PY: &str = include_str!("../kit/model.py");
@@ -72,7 +72,7 @@ fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
         tw = g.tw,
         ports = g.ports,
         lat = g.latency,
-        clr = g.depth + u64::from(g.front_stages + MEM_STAGES) + 8,
+        clr = g.depth + u64::from(g.front_stages + g.exec_stages) + 8,
         ops = COCOTB_DEFAULT_OPS,
     );
     s
@@ -125,8 +125,8 @@ module {t}_port_formal (
     wire [{tw1}:0] m_tag;
     {t}_port dut (
         .clk(clk), .rst(rst), .hold(hold), .s_fire(s_fire), .s_ready(s_ready),
-        .w_valid(pipe_v[{w1}]), .w_hit(w_hit), .w_tag(pipe_t[{w1}]),
-        .m_valid(m_valid), .m_ready(m_ready), .m_hit(m_hit), .m_tag(m_tag)
+        .w_valid(pipe_v[{w1}]), .w_data(w_hit), .w_tag(pipe_t[{w1}]),
+        .m_valid(m_valid), .m_ready(m_ready), .m_data(m_hit), .m_tag(m_tag)
     );
     // Operations accepted and not yet answered (a wrap below zero would break the first assert);
     // tags are sequence numbers, so the answers' tags show their order.

@@ -28,8 +28,11 @@ use bloomlanes_core::{Filter, HashId, KeyType, Layout, Params};
 
 mod arith;
 pub mod axis;
+mod banks;
 mod bench;
 mod board;
+pub mod cell;
+mod check;
 pub mod counting;
 mod counting_banks;
 mod counting_export;
@@ -38,10 +41,26 @@ mod front;
 mod geo;
 mod hash;
 pub mod kit;
+pub mod names;
+mod pins;
 mod pipe;
+pub mod pipeline;
 pub mod report;
+pub mod resources;
+mod rmw;
 pub mod sim;
+mod stimulus;
+mod top;
 mod verilog;
+
+pub use banks::{
+    bank_bits, bank_cells, bank_file_name, read_cell_bank_files, write_bank_files,
+    write_bank_files_for, write_cell_bank_files, write_empty_bank_files, Cells,
+};
+pub use cell::{CellAlu, CellSpec, Reduction};
+pub use names::check_module_name;
+pub use pipeline::PipelineConfig;
+pub use resources::{check_fits, estimate, Device, Estimate};
 
 pub use counting::{generate_counting, CountingConfig};
 pub use counting_banks::{
@@ -95,6 +114,23 @@ impl fmt::Display for KeyMode {
             KeyMode::Bytes(n) => write!(f, "{n}-byte keys"),
             KeyMode::Prehashed => f.write_str("prehashed"),
             KeyMode::VarBytes(n) => write!(f, "keys of 0 to {n} bytes"),
+        }
+    }
+}
+
+/// Parses `hash` (prehashed), `N` (N-byte keys) or `vN` (keys of 0 to N bytes), as the
+/// examples and scripts write a key input.
+impl std::str::FromStr for KeyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<KeyMode, String> {
+        let bytes = |n: &str| {
+            n.parse::<usize>()
+                .map_err(|_| format!("{s:?} is not hash, N or vN"))
+        };
+        match s.strip_prefix('v') {
+            _ if s == "hash" => Ok(KeyMode::Prehashed),
+            Some(n) => bytes(n).map(KeyMode::VarBytes),
+            None => bytes(s).map(KeyMode::Bytes),
         }
     }
 }
@@ -213,6 +249,18 @@ pub enum MulStyle {
     Lut,
 }
 
+/// Parses `dsp` or `lut`.
+impl std::str::FromStr for MulStyle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MulStyle, String> {
+        match s {
+            "dsp" => Ok(MulStyle::Dsp),
+            "lut" => Ok(MulStyle::Lut),
+            _ => Err(format!("{s:?} is not dsp or lut")),
+        }
+    }
+}
+
 /// Everything the generator needs to know.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HdlConfig {
@@ -258,6 +306,25 @@ impl HdlConfig {
             mul_style: MulStyle::Dsp,
             adder_bits: DEFAULT_ADDER_BITS,
         }
+    }
+
+    /// A configuration from the words `<layout> <blocks> <hash|N|vN> <ports> [dsp|lut] [adder
+    /// bits]` and `seed`, as the examples and scripts write one.
+    pub fn from_words(words: &[&str], seed: u64) -> Result<HdlConfig, String> {
+        let [layout, blocks, key, ports, rest @ ..] = words else {
+            return Err("give <layout> <blocks> <hash|N|vN> <ports> [dsp|lut] [adder bits]".into());
+        };
+        let layout = Layout::from_name(layout).ok_or(format!("layout {layout:?}"))?;
+        let blocks = blocks.parse().map_err(|_| format!("blocks {blocks:?}"))?;
+        let mut cfg = HdlConfig::new(layout, blocks, key.parse()?, seed);
+        cfg.lookup_ports = ports.parse().map_err(|_| format!("ports {ports:?}"))?;
+        if let Some(m) = rest.first() {
+            cfg.mul_style = m.parse()?;
+        }
+        if let Some(b) = rest.get(1) {
+            cfg.adder_bits = b.parse().map_err(|_| format!("adder bits {b:?}"))?;
+        }
+        Ok(cfg)
     }
 
     /// The configuration that matches `filter` (its layout, blocks and seed).
@@ -319,17 +386,7 @@ impl HdlConfig {
         if self.tag_bits == 0 || self.tag_bits > 32 {
             return bad(format!("tag_bits must be 1 to 32, not {}", self.tag_bits));
         }
-        let name = self.top_name.as_bytes();
-        let ident_ok = !name.is_empty()
-            && name.len() <= 64
-            && (name[0].is_ascii_alphabetic() || name[0] == b'_')
-            && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
-        if !ident_ok {
-            return bad(format!(
-                "top_name {:?} is not a plain Verilog identifier (letters, digits, _; at most 64)",
-                self.top_name
-            ));
-        }
+        names::check_module_name(&self.top_name).map_err(HdlError::InvalidConfig)?;
         Ok(())
     }
 
@@ -446,70 +503,38 @@ pub struct Design {
     pub bank_files: Vec<String>,
 }
 
-/// Generates the RTL and test benches for `cfg`.
+impl Design {
+    /// The generated sources as (file name, text): `<top>.v`, `<top>_tb.v`,
+    /// `<top>_harness.cpp`.
+    pub fn sources(&self) -> [(String, &str); 3] {
+        let t = &self.top_name;
+        [
+            (format!("{t}.v"), self.rtl.as_str()),
+            (format!("{t}_tb.v"), self.testbench.as_str()),
+            (format!("{t}_harness.cpp"), self.cpp_harness.as_str()),
+        ]
+    }
+
+    /// Writes [`Design::sources`] into `dir` (created if needed); returns the paths.
+    pub fn write_sources(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(dir)?;
+        let mut paths = Vec::new();
+        for (name, text) in self.sources() {
+            let p = dir.join(name);
+            std::fs::write(&p, text)?;
+            paths.push(p);
+        }
+        Ok(paths)
+    }
+}
+
+/// Generates the RTL and test benches of the static design for `cfg`.
 pub fn generate(cfg: &HdlConfig) -> Result<Design, HdlError> {
+    generate_pipeline(&PipelineConfig::new(cfg.clone(), CellSpec::STATIC))
+}
+
+/// Generates the RTL and test benches of any design: the pipeline of `cfg`'s cells.
+pub fn generate_pipeline(cfg: &PipelineConfig) -> Result<Design, HdlError> {
     cfg.validate()?;
     Ok(verilog::generate(cfg))
-}
-
-/// The file name of lane `lane`'s bank for top module `top`.
-pub fn bank_file_name(top: &str, lane: usize) -> String {
-    format!("{top}_bank{lane:02}.hex")
-}
-
-/// The bits of lane `lane`'s bank of `filter`: entry `block × W + bit` is bit `bit` of lane
-/// `lane` of block `block`.
-pub fn bank_bits(filter: &Filter, lane: usize) -> Vec<bool> {
-    let layout = filter.layout();
-    let w = layout.word_bits() as usize;
-    let words = filter.words();
-    let mut out = Vec::with_capacity(filter.blocks() as usize * w);
-    for block in 0..filter.blocks() as usize {
-        for bit in 0..w {
-            let global = block * layout.block_bits() + lane * w + bit;
-            out.push(words[global / 32] >> (global % 32) & 1 == 1);
-        }
-    }
-    out
-}
-
-/// Writes `filter` as one `$readmemh` file per bank (lane) into `dir`, named like
-/// [`bank_file_name`] for top module `bloomlanes`; returns the paths. Use
-/// [`write_bank_files_for`] for another top module name.
-pub fn write_bank_files(filter: &Filter, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    write_bank_files_for(filter, dir, "bloomlanes")
-}
-
-/// Like [`write_bank_files`], for top module `top`.
-pub fn write_bank_files_for(
-    filter: &Filter,
-    dir: &Path,
-    top: &str,
-) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut paths = Vec::new();
-    for lane in 0..filter.layout().lanes() {
-        let bits = bank_bits(filter, lane);
-        let mut text = String::with_capacity(bits.len() * 2 + 64);
-        text.push_str(&format!(
-            "// bloomlanes bank {lane}: {} blocks x {} bits, entry = block*W + bit\n",
-            filter.blocks(),
-            filter.layout().word_bits()
-        ));
-        for b in bits {
-            text.push(if b { '1' } else { '0' });
-            text.push('\n');
-        }
-        let path = dir.join(bank_file_name(top, lane));
-        std::fs::write(&path, text)?;
-        paths.push(path);
-    }
-    Ok(paths)
-}
-
-/// Writes zero-filled bank files (an empty filter) for `cfg` into `dir`.
-pub fn write_empty_bank_files(cfg: &HdlConfig, dir: &Path) -> Result<Vec<PathBuf>, HdlError> {
-    cfg.validate()?;
-    let filter = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
-    Ok(write_bank_files_for(&filter, dir, &cfg.top_name)?)
 }

@@ -4,6 +4,10 @@
 //! construction. The same graph is printed as Verilog and evaluated in Rust (the tests check the
 //! hash and index pipelines against `bloomlanes-core` without a simulator).
 
+mod cost;
+
+pub(crate) use cost::Cost;
+
 #[cfg(test)]
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -14,10 +14,6 @@ use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode
 pub const RAMB36_BITS: u64 = 36 * 1024;
 /// Bits a RAMB36E2 holds 1 bit wide (32K × 1: parity bits exist only in ×9/×18/×36/×72 modes).
 pub const RAMB36_X1_BITS: u64 = 32 * 1024;
-/// Entries of one iCE40 SB_RAM40_4K at its narrowest (2048 × 2).
-pub const ICE40_BRAM_X1_ENTRIES: u64 = 2048;
-/// Block RAMs of an iCE40 HX8K.
-pub const ICE40_HX8K_BRAMS: u64 = 32;
 
 /// Resource figures from Yosys (and nextpnr for iCE40).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -90,16 +86,12 @@ pub fn bram_minimum(cfg: &HdlConfig) -> u64 {
     cfg.replicas() as u64 * cfg.layout.lanes() as u64 * cfg.bank_entries().div_ceil(RAMB36_BITS)
 }
 
-/// Whether the iCE40 HX8K run is attempted: prehashed with 8 lanes (the multipliers are built
-/// from LUTs there: XXH64's 64-bit ones, or 16 salt multiplies, do not fit its 7680 cells) and
-/// the banks fit its 32 block RAMs.
+/// Whether the iCE40 HX8K run is attempted: prehashed (XXH64's 64-bit multiplies do not fit
+/// its 7680 cells) and the design surely fits ([`crate::check_fits`]: block RAMs, logic).
 pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
+    let design = crate::PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC);
     cfg.key == KeyMode::Prehashed
-        && cfg.layout.lanes() == 8
-        && cfg.replicas() as u64
-            * cfg.layout.lanes() as u64
-            * cfg.bank_entries().div_ceil(ICE40_BRAM_X1_ENTRIES)
-            <= ICE40_HX8K_BRAMS
+        && crate::check_fits(&design, crate::Device::Ice40Hx8k).is_ok_and(|f| f.warnings.is_empty())
 }
 
 /// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).
@@ -133,27 +125,38 @@ fn sum(cells: &[(String, u64)], pred: impl Fn(&str) -> bool) -> u64 {
     cells.iter().filter(|(n, _)| pred(n)).map(|(_, c)| c).sum()
 }
 
+/// Runs Yosys on `<top>.v` in `dir`: `<synth> -top <top>` (a script `<top>_<name>.ys`, its log
+/// `<top>_<name>.log`), and returns the cell counts of its `stat` (`<top>_<name>_stat.txt`).
+fn yosys_stat(
+    dir: &Path,
+    top: &str,
+    name: &str,
+    synth: &str,
+) -> Result<Vec<(String, u64)>, HdlError> {
+    let script =
+        format!("read_verilog {top}.v\n{synth} -top {top}\ntee -o {top}_{name}_stat.txt stat\n");
+    std::fs::write(dir.join(format!("{top}_{name}.ys")), &script)?;
+    run(
+        Command::new("yosys")
+            .current_dir(dir)
+            .args(["-q", "-l"])
+            .arg(format!("{top}_{name}.log"))
+            .arg("-s")
+            .arg(format!("{top}_{name}.ys")),
+        "yosys",
+    )?;
+    // The flattened top is the last module listed.
+    Ok(parse_stat(&std::fs::read_to_string(
+        dir.join(format!("{top}_{name}_stat.txt")),
+    )?))
+}
+
 /// Runs `synth_xilinx -family xcup` (and, if feasible, `synth_ice40` + `nextpnr-ice40 --hx8k`)
 /// on `<top>.v` in `dir`.
 pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthFigures, HdlError> {
     let top = &design.top_name;
     let t0 = Instant::now();
-    let script = format!(
-        "read_verilog {top}.v\nsynth_xilinx -family xcup -top {top}\ntee -o {top}_xcup_stat.txt stat\n"
-    );
-    std::fs::write(dir.join(format!("{top}_xcup.ys")), &script)?;
-    run(
-        Command::new("yosys")
-            .current_dir(dir)
-            .args(["-q", "-l"])
-            .arg(format!("{top}_xcup.log"))
-            .arg("-s")
-            .arg(format!("{top}_xcup.ys")),
-        "yosys",
-    )?;
-    let stat = std::fs::read_to_string(dir.join(format!("{top}_xcup_stat.txt")))?;
-    // The flattened top is the last module listed.
-    let cells = parse_stat(&stat);
+    let cells = yosys_stat(dir, top, "xcup", "synth_xilinx -family xcup")?;
     let mut f = SynthFigures {
         lut: sum(&cells, |n| n.starts_with("LUT")),
         ff: sum(&cells, |n| n.starts_with("FD")),
@@ -175,22 +178,8 @@ pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthF
 
 fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
     let top = &design.top_name;
-    let script = format!(
-        "read_verilog {top}.v\nsynth_ice40 -top {top} -json {top}_ice40.json\ntee -o {top}_ice40_stat.txt stat\n"
-    );
-    std::fs::write(dir.join(format!("{top}_ice40.ys")), &script)?;
-    run(
-        Command::new("yosys")
-            .current_dir(dir)
-            .args(["-q", "-l"])
-            .arg(format!("{top}_ice40.log"))
-            .arg("-s")
-            .arg(format!("{top}_ice40.ys")),
-        "yosys",
-    )?;
-    let cells = parse_stat(&std::fs::read_to_string(
-        dir.join(format!("{top}_ice40_stat.txt")),
-    )?);
+    let synth = format!("synth_ice40 -json {top}_ice40.json");
+    let cells = yosys_stat(dir, top, "ice40", &synth)?;
     let args = [
         "--hx8k",
         "--package",
@@ -257,18 +246,8 @@ pub fn export(
     synth: bool,
 ) -> Result<ExportSummary, HdlError> {
     let design = generate(cfg)?;
-    std::fs::create_dir_all(dir)?;
     let top = design.top_name.clone();
-    let mut files = Vec::new();
-    for (name, text) in [
-        (format!("{top}.v"), &design.rtl),
-        (format!("{top}_tb.v"), &design.testbench),
-        (format!("{top}_harness.cpp"), &design.cpp_harness),
-    ] {
-        let p = dir.join(name);
-        std::fs::write(&p, text)?;
-        files.push(p);
-    }
+    let mut files = design.write_sources(dir)?;
     for (rel, text) in crate::verilog::kit_files(cfg) {
         let p = dir.join(&rel);
         if let Some(parent) = p.parent() {

@@ -4,17 +4,27 @@
 //! `stim_p<p>.hex` (see the bench's header for the formats) and, with banks loaded, the bank
 //! files; it runs Icarus Verilog (`iverilog` + `vvp`) or Verilator (`verilator --cc --exe
 //! --build` with the C++ harness) there and parses `bench_log.txt` into a [`SimLog`].
-//! [`check`] replays the accepted operations in hardware order on a software [`Filter`] and
-//! compares every answer.
+//! [`check`] replays the accepted operations in hardware order on a software
+//! [`Filter`](bloomlanes_core::Filter) and compares every answer; [`check_pipeline`] does the same
+//! for any design against any [`Reference`] (a counting filter, a spatial model). One driver
+//! serves every design.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomlanes_core::{xxh64, Filter};
+use bloomlanes_core::xxh64;
 
-use crate::{generate, op, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode};
+use crate::banks::{write_cell_bank_files, Cells};
+use crate::pipeline::PipelineConfig;
+use crate::{generate_pipeline, op, Design, HdlConfig, HdlError, KeyMode};
+
+pub use crate::check::{
+    check, check_pipeline, run_and_check, simulate_lookup_hashes, simulate_lookups, CheckStats,
+    Checked, Reference,
+};
+pub use crate::stimulus::{write_export_bench, SplitMix64, EXPORT_BENCH_OPS};
 
 /// A Verilog simulator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +97,33 @@ pub struct Op {
     pub key: Key,
 }
 
+/// An operation of a stimulus: an [`Op`] alone, or `(Op, value)` with the value an insert
+/// writes (the class of a spatial insert, `Max(value)`).
+pub trait Stim {
+    /// The operation.
+    fn op(&self) -> &Op;
+    /// Its value (0 when it has none).
+    fn value(&self) -> u32;
+}
+
+impl Stim for Op {
+    fn op(&self) -> &Op {
+        self
+    }
+    fn value(&self) -> u32 {
+        0
+    }
+}
+
+impl Stim for (Op, u32) {
+    fn op(&self) -> &Op {
+        &self.0
+    }
+    fn value(&self) -> u32 {
+        self.1
+    }
+}
+
 /// How the bench drives the ports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BenchParams {
@@ -120,26 +157,11 @@ impl Default for BenchParams {
 pub struct SimLog {
     /// Per port, the cycle every operation was accepted in, in order.
     pub accepted: Vec<Vec<u64>>,
-    /// Per port, every answer taken: cycle, tag, hit.
-    pub answers: Vec<Vec<(u64, u32, bool)>>,
-    /// Bank entries read back after the run: entry address, data (bit `i` = lane `i`; `c` bits
-    /// per lane for a counting design).
-    pub readback: Vec<(u64, u128)>,
-}
-
-/// What [`check`] found.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckStats {
-    /// Operations compared.
-    pub ops: u64,
-    /// Lookups that answered "may be present".
-    pub hits: u64,
-    /// Smallest latency (answer cycle − accept cycle) seen.
-    pub min_latency: u64,
-    /// Largest.
-    pub max_latency: u64,
-    /// Cycles of the run.
-    pub cycles: u64,
+    /// Per port, every answer taken: cycle, tag, answer (the hit bit, or a minimum).
+    pub answers: Vec<Vec<(u64, u32, u32)>>,
+    /// Bank entries read back after the run: entry address, data as 32-bit words, least
+    /// significant first (lane `i`'s cell in bits `c·i + c − 1 .. c·i`).
+    pub readback: Vec<(u64, Vec<u32>)>,
 }
 
 static RUN_ID: AtomicU64 = AtomicU64::new(0);
@@ -170,8 +192,19 @@ pub fn fresh_dir(what: &str) -> std::io::Result<PathBuf> {
     }
 }
 
-/// The stimulus line of `op` for `cfg`: `{op, tag, key}` in hex.
+/// The stimulus line of `o` for a static design `cfg`: `{op, tag, key}` in hex.
 pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
+    stim_word(cfg, 0, o, 0)
+}
+
+/// The stimulus line of `o` with `value` (`value_bits` wide; 0: none): `{op, tag, value,
+/// length, key}` in hex, as the benches read it.
+pub(crate) fn stim_word(
+    cfg: &HdlConfig,
+    value_bits: u32,
+    o: &Op,
+    value: u32,
+) -> Result<String, HdlError> {
     let lw = if matches!(cfg.key, KeyMode::VarBytes(_)) {
         crate::front::LEN_BITS as usize
     } else {
@@ -179,42 +212,41 @@ pub fn stim_line(cfg: &HdlConfig, o: &Op) -> Result<String, HdlError> {
     };
     let kw = cfg.key.key_bits() as usize + lw;
     let tw = cfg.tag_bits as usize;
-    let total = kw + tw + 2;
+    let vw = value_bits as usize;
+    let total = kw + vw + tw + 2;
     let mut bits = vec![false; total.div_ceil(4) * 4];
+    let mut put = |lo: usize, width: usize, x: u64| {
+        for j in 0..width {
+            bits[lo + j] = x >> j & 1 == 1;
+        }
+    };
     match (&o.key, cfg.key) {
         (Key::Bytes(b), KeyMode::Bytes(n)) if b.len() == n => {
-            for (i, byte) in b.iter().enumerate() {
-                for j in 0..8 {
-                    bits[8 * i + j] = byte >> j & 1 == 1;
-                }
-            }
+            b.iter()
+                .enumerate()
+                .for_each(|(i, &x)| put(8 * i, 8, x.into()));
         }
         (Key::Bytes(b), KeyMode::VarBytes(n)) if b.len() <= n => {
-            for (i, byte) in b.iter().enumerate() {
-                for j in 0..8 {
-                    bits[8 * i + j] = byte >> j & 1 == 1;
-                }
-            }
-            for j in 0..lw {
-                bits[8 * n + j] = b.len() >> j & 1 == 1;
-            }
+            b.iter()
+                .enumerate()
+                .for_each(|(i, &x)| put(8 * i, 8, x.into()));
+            put(8 * n, lw, b.len() as u64);
         }
-        (Key::Hash(h), KeyMode::Prehashed) => {
-            for (j, bit) in bits.iter_mut().enumerate().take(64) {
-                *bit = h >> j & 1 == 1;
-            }
-        }
+        (Key::Hash(h), KeyMode::Prehashed) => put(0, 64, *h),
         (k, mode) => {
             return Err(HdlError::Mismatch(format!(
                 "key {k:?} does not fit key mode {mode}"
             )))
         }
     }
-    for j in 0..tw {
-        bits[kw + j] = o.tag >> j & 1 == 1;
+    if vw < 32 && value >> vw != 0 {
+        return Err(HdlError::Mismatch(format!(
+            "value {value} does not fit {vw} bits"
+        )));
     }
-    bits[kw + tw] = o.code & 1 == 1;
-    bits[kw + tw + 1] = o.code & 2 == 2;
+    put(kw, vw, value.into());
+    put(kw + vw, tw, o.tag.into());
+    put(kw + vw + tw, 2, o.code.into());
     let mut s = String::with_capacity(bits.len() / 4 + 1);
     for nib in (0..bits.len() / 4).rev() {
         let d = (0..4).fold(0u32, |acc, j| acc | u32::from(bits[4 * nib + j]) << j);
@@ -251,91 +283,122 @@ pub(crate) fn run_cmd(cmd: &mut Command, tool: &str) -> Result<String, HdlError>
     Ok(text)
 }
 
-/// Writes the inputs of a run into `dir`: RTL, benches, configuration and stimulus files, and
-/// the bank files of `banks` if given.
-pub fn write_run_files(
-    cfg: &HdlConfig,
+/// Writes the inputs of a run of design `cfg` into `dir`: RTL, benches, configuration and
+/// stimulus files, and the bank files of `banks` if given.
+pub fn write_run_files<S: Stim>(
+    cfg: &PipelineConfig,
     design: &Design,
-    banks: Option<&Filter>,
-    ops: &[Vec<Op>],
+    banks: Option<&(impl Cells + ?Sized)>,
+    ops: &[Vec<S>],
     params: BenchParams,
     dir: &Path,
 ) -> Result<(), HdlError> {
-    if ops.len() != cfg.lookup_ports {
+    let b = &cfg.base;
+    if ops.len() != b.lookup_ports {
         return Err(HdlError::Mismatch(format!(
             "{} stimulus lists for {} ports",
             ops.len(),
-            cfg.lookup_ports
+            b.lookup_ports
         )));
     }
-    std::fs::write(dir.join(format!("{}.v", design.top_name)), &design.rtl)?;
-    std::fs::write(
-        dir.join(format!("{}_tb.v", design.top_name)),
-        &design.testbench,
-    )?;
-    std::fs::write(
-        dir.join(format!("{}_harness.cpp", design.top_name)),
-        &design.cpp_harness,
-    )?;
-    let mut c = String::new();
-    for x in [
+    for (name, text) in design.sources() {
+        std::fs::write(dir.join(name), text)?;
+    }
+    let readback = u64::from(params.readback).min(b.bank_entries());
+    let head = [
         params.fast_ops,
         params.valid_pct,
         params.ready_pct,
         params.seed.max(1),
-    ] {
+    ];
+    write_stimulus(cfg, ops, &head, readback, dir)?;
+    if let Some(banks) = banks {
+        write_cell_bank_files(cfg, banks, dir)?;
+    }
+    Ok(())
+}
+
+/// Writes `bench_cfg.hex` (the words of `head`, the operations per port, the entries to read
+/// back) and `stim_p<p>.hex`; returns the paths.
+pub(crate) fn write_stimulus<S: Stim>(
+    cfg: &PipelineConfig,
+    ops: &[Vec<S>],
+    head: &[u32; 4],
+    readback: u64,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, HdlError> {
+    let mut c = String::new();
+    for x in head {
         let _ = writeln!(c, "{x:08x}");
     }
     for port_ops in ops {
         let _ = writeln!(c, "{:08x}", port_ops.len());
     }
-    let readback = u64::from(params.readback).min(cfg.bank_entries());
     let _ = writeln!(c, "{readback:08x}");
-    std::fs::write(dir.join("bench_cfg.hex"), c)?;
+    let mut paths = vec![dir.join("bench_cfg.hex")];
+    std::fs::write(&paths[0], c)?;
     for (p, port_ops) in ops.iter().enumerate() {
         let mut s = String::new();
         for o in port_ops {
-            if p > 0 && o.code != op::LOOKUP {
+            if p > 0 && o.op().code != op::LOOKUP {
                 return Err(HdlError::Mismatch(format!(
                     "port {p} takes lookups only, not op {}",
-                    o.code
+                    o.op().code
                 )));
             }
-            s.push_str(&stim_line(cfg, o)?);
+            s.push_str(&stim_word(
+                &cfg.base,
+                cfg.cells.value_bits(),
+                o.op(),
+                o.value(),
+            )?);
             s.push('\n');
         }
-        std::fs::write(dir.join(format!("stim_p{p}.hex")), s)?;
+        let path = dir.join(format!("stim_p{p}.hex"));
+        std::fs::write(&path, s)?;
+        paths.push(path);
     }
-    if let Some(f) = banks {
-        cfg.check_filter(f)?;
-        write_bank_files_for(f, dir, &cfg.top_name)?;
-    }
-    Ok(())
+    Ok(paths)
 }
 
-/// Runs `ops` (one list per port) on the RTL of `cfg` in `sim`, in folder `dir`, banks loaded
-/// from `banks` if given (else empty), and returns the log.
-pub fn run_ops_in(
-    cfg: &HdlConfig,
+/// Runs `ops` (one list per port) on the RTL of design `cfg` in `sim`, the banks loaded from
+/// `banks` if given (else every cell 0), in a fresh temporary folder that is removed afterwards
+/// unless the run failed (its path is then in the error), and returns the log.
+pub fn run_pipeline<S: Stim>(
+    cfg: &PipelineConfig,
     sim: Simulator,
-    banks: Option<&Filter>,
-    ops: &[Vec<Op>],
+    banks: Option<&(impl Cells + ?Sized)>,
+    ops: &[Vec<S>],
     params: BenchParams,
-    dir: &Path,
 ) -> Result<SimLog, HdlError> {
-    let design = generate(cfg)?;
-    write_run_files(cfg, &design, banks, ops, params, dir)?;
-    let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let readback = u64::from(params.readback).min(cfg.bank_entries());
-    run_simulator(
-        sim,
-        dir,
-        &design.top_name,
-        max_ops,
-        banks.is_some(),
-        cfg.lookup_ports,
-        readback,
-    )
+    let dir = fresh_dir(sim.name())?;
+    let run = || {
+        let design = generate_pipeline(cfg)?;
+        write_run_files(cfg, &design, banks, ops, params, &dir)?;
+        let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let readback = u64::from(params.readback).min(cfg.base.bank_entries());
+        let load = banks.is_some();
+        run_simulator(
+            sim,
+            &dir,
+            &design.top_name,
+            max_ops,
+            load,
+            ops.len(),
+            readback,
+        )
+    };
+    match run() {
+        Ok(log) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok(log)
+        }
+        Err(HdlError::Tool { tool, message }) => Err(HdlError::Tool {
+            tool,
+            message: format!("{message} (files kept in {})", dir.display()),
+        }),
+        Err(e) => Err(e),
+    }
 }
 
 /// Builds and runs the bench of top module `top` (files written by [`write_run_files`]) in
@@ -400,29 +463,6 @@ pub(crate) fn run_simulator(
     Ok(log)
 }
 
-/// Like [`run_ops_in`], in a fresh temporary folder that is removed afterwards unless the run
-/// failed (its path is then in the error).
-pub fn run_ops(
-    cfg: &HdlConfig,
-    sim: Simulator,
-    banks: Option<&Filter>,
-    ops: &[Vec<Op>],
-    params: BenchParams,
-) -> Result<SimLog, HdlError> {
-    let dir = fresh_dir(sim.name())?;
-    match run_ops_in(cfg, sim, banks, ops, params, &dir) {
-        Ok(log) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            Ok(log)
-        }
-        Err(HdlError::Tool { tool, message }) => Err(HdlError::Tool {
-            tool,
-            message: format!("{message} (files kept in {})", dir.display()),
-        }),
-        Err(e) => Err(e),
-    }
-}
-
 /// Parses a bench log.
 pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
     let mut log = SimLog {
@@ -443,11 +483,7 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
                 let p: usize = p.parse().map_err(|_| bad(line))?;
                 let c: u64 = cyc.parse().map_err(|_| bad(line))?;
                 let tag = u32::from_str_radix(tag, 16).map_err(|_| bad(line))?;
-                let hit = match *hit {
-                    "0" => false,
-                    "1" => true,
-                    _ => return Err(bad(line)),
-                };
+                let hit = u32::from_str_radix(hit, 16).map_err(|_| bad(line))?;
                 log.answers
                     .get_mut(p)
                     .ok_or_else(|| bad(line))?
@@ -455,7 +491,7 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
             }
             ["m", addr, data] => {
                 let a: u64 = addr.parse().map_err(|_| bad(line))?;
-                let d = u128::from_str_radix(data, 16).map_err(|_| bad(line))?;
+                let d = hex_words(data).ok_or_else(|| bad(line))?;
                 log.readback.push((a, d));
             }
             [] => {}
@@ -465,292 +501,19 @@ pub fn parse_log(text: &str, ports: usize) -> Result<SimLog, HdlError> {
     Ok(log)
 }
 
+/// A hex number as 32-bit words, least significant first (`None` if not hex).
+fn hex_words(hex: &str) -> Option<Vec<u32>> {
+    let digits = hex.as_bytes();
+    digits
+        .rchunks(8)
+        .map(|c| u32::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+        .collect()
+}
+
 /// The 64-bit hash of `key` under `cfg`'s seed.
 pub fn key_hash(cfg: &HdlConfig, key: &Key) -> u64 {
     match key {
         Key::Bytes(b) => xxh64(b, cfg.seed),
         Key::Hash(h) => *h,
     }
-}
-
-/// Replays the accepted operations on a copy of `start` in the order the hardware applied them
-/// (by accept cycle; within a cycle the lookups of ports 1.. before port 0's operation) and
-/// checks every answer: count, order (tags), and hit bit. Returns the answers of every port.
-pub fn check(
-    cfg: &HdlConfig,
-    start: &Filter,
-    ops: &[Vec<Op>],
-    log: &SimLog,
-) -> Result<(CheckStats, Vec<Vec<bool>>), String> {
-    let tag_mask = if cfg.tag_bits >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << cfg.tag_bits) - 1
-    };
-    let mut events: Vec<(u64, bool, usize, usize)> = Vec::new();
-    for (p, port_ops) in ops.iter().enumerate() {
-        let acc = &log.accepted[p];
-        if acc.len() != port_ops.len() || log.answers[p].len() != port_ops.len() {
-            return Err(format!(
-                "port {p}: {} operations, {} accepted, {} answers",
-                port_ops.len(),
-                acc.len(),
-                log.answers[p].len()
-            ));
-        }
-        for (i, &c) in acc.iter().enumerate() {
-            if i > 0 && c <= acc[i - 1] {
-                return Err(format!("port {p}: two operations accepted in cycle {c}"));
-            }
-            events.push((c, p == 0, p, i));
-        }
-    }
-    events.sort_unstable();
-    let mut filter = start.clone();
-    let mut expected: Vec<Vec<bool>> = ops.iter().map(|o| vec![false; o.len()]).collect();
-    for &(_, _, p, i) in &events {
-        let o = &ops[p][i];
-        let h = key_hash(cfg, &o.key);
-        match o.code {
-            op::LOOKUP => expected[p][i] = filter.contains_hash(h),
-            op::INSERT => filter.insert_hash(h),
-            op::CLEAR => filter.clear(),
-            _ => {}
-        }
-    }
-    check_readback(&filter, &log.readback)?;
-    let mut stats = CheckStats {
-        min_latency: u64::MAX,
-        ..CheckStats::default()
-    };
-    for (p, port_ops) in ops.iter().enumerate() {
-        for (i, o) in port_ops.iter().enumerate() {
-            let (cyc, tag, hit) = log.answers[p][i];
-            let acc = log.accepted[p][i];
-            if tag != o.tag & tag_mask {
-                return Err(format!(
-                    "port {p} answer {i}: tag {tag:#x}, expected {:#x} (out of order)",
-                    o.tag & tag_mask
-                ));
-            }
-            if hit != expected[p][i] {
-                return Err(format!(
-                    "port {p} op {i} (code {}, key {:?}, accepted cycle {acc}): hit {hit}, core says {}",
-                    o.code, o.key, expected[p][i]
-                ));
-            }
-            if cyc <= acc {
-                return Err(format!(
-                    "port {p} op {i}: answered in cycle {cyc}, accepted in {acc}"
-                ));
-            }
-            stats.min_latency = stats.min_latency.min(cyc - acc);
-            stats.max_latency = stats.max_latency.max(cyc - acc);
-            stats.cycles = stats.cycles.max(cyc);
-            stats.ops += 1;
-            stats.hits += u64::from(hit);
-        }
-    }
-    Ok((stats, expected))
-}
-
-/// Compares bank entries read back after a run with `filter` (the filter the run left behind).
-fn check_readback(filter: &Filter, readback: &[(u64, u128)]) -> Result<(), String> {
-    let lanes = filter.layout().lanes();
-    let banks: Vec<Vec<bool>> = (0..lanes).map(|l| crate::bank_bits(filter, l)).collect();
-    for (i, &(addr, data)) in readback.iter().enumerate() {
-        if addr != i as u64 {
-            return Err(format!("read-back {i} is of entry {addr}"));
-        }
-        let want = banks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.get(addr as usize).copied().unwrap_or(false))
-            .fold(0u128, |acc, (l, _)| acc | 1 << l);
-        if data != want {
-            return Err(format!(
-                "bank entry {addr} read back as {data:#x} (bit i = lane i), core's filter has {want:#x}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn lookups_in(cfg: &HdlConfig, filter: &Filter, keys: Vec<Key>) -> Result<Vec<bool>, HdlError> {
-    cfg.validate()?;
-    cfg.check_filter(filter)?;
-    let sim = simulator_available().ok_or(HdlError::NoSimulator)?;
-    let p = cfg.lookup_ports;
-    let mut ops: Vec<Vec<Op>> = vec![Vec::new(); p];
-    for (i, key) in keys.into_iter().enumerate() {
-        ops[i % p].push(Op {
-            code: op::LOOKUP,
-            tag: (i / p) as u32,
-            key,
-        });
-    }
-    let log = run_ops(cfg, sim, Some(filter), &ops, BenchParams::default())?;
-    let (_, answers) = check(cfg, filter, &ops, &log).map_err(|m| tool_err(sim.name(), m))?;
-    // Return the hardware's answers (check() has verified they equal the software's).
-    let mut out = Vec::new();
-    for i in 0..ops.iter().map(Vec::len).sum::<usize>() {
-        out.push(answers[i % p][i / p]);
-    }
-    Ok(out)
-}
-
-/// Looks `keys` up in the RTL of `cfg` with the banks loaded from `filter`'s bank files, in the
-/// first available simulator, and returns the hardware's answers (spread over all lookup
-/// ports). With [`KeyMode::Prehashed`] the keys are hashed on the host with `filter`'s seed.
-/// Fails with [`HdlError::NoSimulator`] when none is installed, and with a tool error if any
-/// answer differs from the software filter's (they are compared before returning).
-pub fn simulate_lookups(
-    cfg: &HdlConfig,
-    filter: &Filter,
-    keys: &[Vec<u8>],
-) -> Result<Vec<bool>, HdlError> {
-    let keys = keys
-        .iter()
-        .map(|k| match cfg.key {
-            KeyMode::Bytes(n) if k.len() == n => Ok(Key::Bytes(k.clone())),
-            KeyMode::Bytes(n) => Err(HdlError::Mismatch(format!(
-                "a {}-byte key for a design with {n}-byte keys",
-                k.len()
-            ))),
-            KeyMode::VarBytes(n) if k.len() <= n => Ok(Key::Bytes(k.clone())),
-            KeyMode::VarBytes(n) => Err(HdlError::Mismatch(format!(
-                "a {}-byte key for a design with keys of at most {n} bytes",
-                k.len()
-            ))),
-            KeyMode::Prehashed => Ok(Key::Hash(xxh64(k, cfg.seed))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    lookups_in(cfg, filter, keys)
-}
-
-/// Like [`simulate_lookups`] with 64-bit hashes; the design must be [`KeyMode::Prehashed`].
-pub fn simulate_lookup_hashes(
-    cfg: &HdlConfig,
-    filter: &Filter,
-    hashes: &[u64],
-) -> Result<Vec<bool>, HdlError> {
-    if cfg.key != KeyMode::Prehashed {
-        return Err(HdlError::Mismatch(format!(
-            "hashes given to a design with {}; use KeyMode::Prehashed",
-            cfg.key
-        )));
-    }
-    lookups_in(cfg, filter, hashes.iter().map(|&h| Key::Hash(h)).collect())
-}
-
-/// Operations per port of the stimulus that [`crate::export`] writes for the Verilog bench.
-pub const EXPORT_BENCH_OPS: usize = 1000;
-
-/// Writes a self-checking stimulus for the exported Verilog bench into `dir`: `bench_cfg.hex`,
-/// `stim_p<p>.hex` and `bench_expect_p<p>.hex` (the hit bit core expects for every answer) for
-/// banks loaded from `filter` (`LOAD_BANKS = 1`). Port 0 looks up random keys, inserts new ones
-/// and looks those up (they must hit); the other ports look up random keys whose answer no
-/// insert of port 0 can change, so the expectations hold whatever the timing.
-pub fn write_export_bench(
-    cfg: &HdlConfig,
-    filter: &Filter,
-    dir: &Path,
-) -> Result<Vec<PathBuf>, HdlError> {
-    cfg.check_filter(filter)?;
-    let mut x = 0x0123_4567_89ab_cdefu64 ^ cfg.seed;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let key = |next: &mut dyn FnMut() -> u64| match cfg.key {
-        KeyMode::Prehashed => Key::Hash(next()),
-        KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| next() as u8).collect()),
-        KeyMode::VarBytes(n) => {
-            let len = (next() % (n as u64 + 1)) as usize;
-            Key::Bytes((0..len).map(|_| next() as u8).collect())
-        }
-    };
-    let n = EXPORT_BENCH_OPS;
-    let third = n / 3;
-    let mut after = filter.clone();
-    let mut port0: Vec<Op> = Vec::new();
-    for i in 0..third {
-        port0.push(Op {
-            code: op::LOOKUP,
-            tag: i as u32,
-            key: key(&mut next),
-        });
-    }
-    let inserted: Vec<Key> = (0..third).map(|_| key(&mut next)).collect();
-    for (i, k) in inserted.iter().enumerate() {
-        after.insert_hash(key_hash(cfg, k));
-        port0.push(Op {
-            code: op::INSERT,
-            tag: (third + i) as u32,
-            key: k.clone(),
-        });
-    }
-    for (i, k) in inserted.iter().enumerate() {
-        port0.push(Op {
-            code: op::LOOKUP,
-            tag: (2 * third + i) as u32,
-            key: k.clone(),
-        });
-    }
-    let mut ops = vec![port0];
-    for _ in 1..cfg.lookup_ports {
-        let mut v = Vec::new();
-        while v.len() < n {
-            let k = key(&mut next);
-            let h = key_hash(cfg, &k);
-            if filter.contains_hash(h) == after.contains_hash(h) {
-                v.push(Op {
-                    code: op::LOOKUP,
-                    tag: v.len() as u32,
-                    key: k,
-                });
-            }
-        }
-        ops.push(v);
-    }
-    // Expected answers: the first lookups of port 0 see the exported filter, the last ones the
-    // filter after the inserts; the other ports' answers are the same in both.
-    let mut files = Vec::new();
-    let mut c = String::new();
-    for v in [200u32, 90, 80, 7] {
-        let _ = writeln!(c, "{v:08x}");
-    }
-    for o in &ops {
-        let _ = writeln!(c, "{:08x}", o.len());
-    }
-    let _ = writeln!(c, "{:08x}", 0);
-    let p = dir.join("bench_cfg.hex");
-    std::fs::write(&p, c)?;
-    files.push(p);
-    for (port, list) in ops.iter().enumerate() {
-        let mut stim = String::new();
-        let mut exp = String::new();
-        for (i, o) in list.iter().enumerate() {
-            stim.push_str(&stim_line(cfg, o)?);
-            stim.push('\n');
-            let h = key_hash(cfg, &o.key);
-            let hit = match o.code {
-                op::LOOKUP if port == 0 && i < third => filter.contains_hash(h),
-                op::LOOKUP => after.contains_hash(h),
-                _ => false,
-            };
-            exp.push_str(if hit { "1\n" } else { "0\n" });
-        }
-        for (name, text) in [
-            (format!("stim_p{port}.hex"), stim),
-            (format!("bench_expect_p{port}.hex"), exp),
-        ] {
-            let p = dir.join(name);
-            std::fs::write(&p, text)?;
-            files.push(p);
-        }
-    }
-    Ok(files)
 }

@@ -12,13 +12,6 @@ use bloomlanes_hdl::sim::{self, on_path};
 use bloomlanes_hdl::{check_key_mode, export, generate, HdlConfig, KeyKind, KeyMode, RamStyle};
 use common::*;
 
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("start tool");
-    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), s)
-}
-
 #[test]
 fn synth_works_for_every_layout() {
     // `export --synth` used to fail for every filter: Yosys mapped the 1-bit banks to LUT RAM.
@@ -71,7 +64,7 @@ fn exported_bench_checks_itself_and_fails_fast() {
     let dir = sim::fresh_dir("bench").unwrap();
     export(&c, Some(&f), &dir, false).unwrap();
     let compile = |dir: &std::path::Path| {
-        run(Command::new("iverilog").current_dir(dir).args([
+        run_tool(Command::new("iverilog").current_dir(dir).args([
             "-g2005",
             "-o",
             "sim.vvp",
@@ -85,9 +78,11 @@ fn exported_bench_checks_itself_and_fails_fast() {
     };
     let (ok, out) = compile(&dir);
     assert!(ok, "{out}");
-    let (ok, out) = run(Command::new("vvp")
-        .current_dir(&dir)
-        .args(["-n", "sim.vvp"]));
+    let (ok, out) = run_tool(
+        Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]),
+    );
     assert!(ok && out.contains("PASS: 1999 answers"), "{out}");
     // A wrong expectation is reported.
     let exp = dir.join("bench_expect_p1.hex");
@@ -104,18 +99,22 @@ fn exported_bench_checks_itself_and_fails_fast() {
         })
         .collect();
     std::fs::write(&exp, flipped).unwrap();
-    let (_, out) = run(Command::new("vvp")
-        .current_dir(&dir)
-        .args(["-n", "sim.vvp"]));
+    let (_, out) = run_tool(
+        Command::new("vvp")
+            .current_dir(&dir)
+            .args(["-n", "sim.vvp"]),
+    );
     assert!(out.contains("FAIL: 1 of 1999"), "{out}");
     // A missing input stops the bench at once with a message naming the file.
     for missing in ["bench_ph_bank03.hex", "stim_p1.hex", "bench_cfg.hex"] {
         let keep = dir.join(format!("{missing}.keep"));
         std::fs::rename(dir.join(missing), &keep).unwrap();
         let t0 = Instant::now();
-        let (_, out) = run(Command::new("vvp")
-            .current_dir(&dir)
-            .args(["-n", "sim.vvp"]));
+        let (_, out) = run_tool(
+            Command::new("vvp")
+                .current_dir(&dir)
+                .args(["-n", "sim.vvp"]),
+        );
         assert!(
             out.contains(&format!("ERROR: {missing} is missing")),
             "{out}"
@@ -162,20 +161,24 @@ fn two_filters_live_in_one_design() {
     if on_path("iverilog") {
         let wrapper = "module both(input wire clk); endmodule\n";
         std::fs::write(dir.join("both.v"), wrapper).unwrap();
-        let (ok, out) = run(Command::new("iverilog")
-            .current_dir(&dir)
-            .args(["-g2005", "-o", "/dev/null"])
-            .args(&files)
-            .arg("both.v"));
+        let (ok, out) = run_tool(
+            Command::new("iverilog")
+                .current_dir(&dir)
+                .args(["-g2005", "-o", "/dev/null"])
+                .args(&files)
+                .arg("both.v"),
+        );
         assert!(ok, "{out}");
     } else {
         eprintln!("SKIP: two_filters_live_in_one_design (icarus part): iverilog is not installed");
     }
     if on_path("yosys") {
         let script = format!("read_verilog {}; hierarchy -check", files.join(" "));
-        let (ok, out) = run(Command::new("yosys")
-            .current_dir(&dir)
-            .args(["-q", "-p", &script]));
+        let (ok, out) = run_tool(
+            Command::new("yosys")
+                .current_dir(&dir)
+                .args(["-q", "-p", &script]),
+        );
         assert!(ok, "{out}");
     }
     std::fs::remove_dir_all(dir).ok();
@@ -239,4 +242,107 @@ fn key_kind_comes_from_the_recorded_key_type() {
     let u64s = kind(KeyType::U64).unwrap();
     assert!(check_key_mode(KeyMode::Bytes(8), u64s).is_ok());
     assert!(check_key_mode(KeyMode::Bytes(4), u64s).is_err());
+}
+
+/// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
+/// between 60 and 100 % of the estimate (the bound `check_fits` refuses by), the LUT4s below it.
+#[test]
+fn resource_estimate_brackets_yosys() {
+    use bloomlanes_core::CounterBits;
+    use bloomlanes_hdl::report::parse_stat;
+    use bloomlanes_hdl::{estimate, generate_pipeline, CellSpec, Device, PipelineConfig};
+    if !have_tool("yosys", "resource estimate") {
+        return;
+    }
+    let dir = sim::fresh_dir("estimate").unwrap();
+    let base = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 5);
+    for cells in [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)] {
+        let c = PipelineConfig::new(base.clone(), cells);
+        let e = estimate(&c, Device::Ice40Hx8k);
+        let d = generate_pipeline(&c).unwrap();
+        std::fs::write(dir.join("d.v"), &d.rtl).unwrap();
+        let script = format!(
+            "read_verilog d.v; synth_ice40 -top {}; tee -o stat.txt stat",
+            d.top_name
+        );
+        let (ok, out) = run_tool(
+            Command::new("yosys")
+                .current_dir(&dir)
+                .args(["-q", "-p", &script]),
+        );
+        assert!(ok, "{out}");
+        let cells_of = parse_stat(&std::fs::read_to_string(dir.join("stat.txt")).unwrap());
+        let sum = |p: &dyn Fn(&str) -> bool| -> u64 {
+            cells_of.iter().filter(|(n, _)| p(n)).map(|(_, k)| k).sum()
+        };
+        let rams = sum(&|n| n.starts_with("SB_RAM40"));
+        let ffs = sum(&|n| n.starts_with("SB_DFF"));
+        let luts = sum(&|n| n == "SB_LUT4");
+        eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
+        assert_eq!(rams, e.block_rams, "{cells}");
+        assert!(
+            ffs * 5 >= e.ffs * 3 && ffs <= e.ffs,
+            "{cells}: {ffs} FF, {e:?}"
+        );
+        assert!(luts <= e.luts, "{cells}: {luts} LUT4, {e:?}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The keys (low 64 bits) of a stimulus file of a prehashed design.
+fn stim_keys(path: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l[l.len() - 16..].to_string())
+        .collect()
+}
+
+/// Issue #26: with seed 0x0123456789abcdef the old bench generator's xorshift state was 0, every
+/// stimulus key was 0, and the search for port 1's keys never returned. Every export must finish
+/// (within a minute here) with distinct keys, for seeds that zeroed the old state and others.
+#[test]
+fn export_bench_terminates_for_every_seed() {
+    use bloomlanes_core::{CounterBits, CountingFilter};
+    use bloomlanes_hdl::{export_counting, CountingConfig};
+    for seed in [0x0123_4567_89ab_cdef, 0, u64::MAX] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = sim::fresh_dir("seed").unwrap();
+        let work = dir.clone();
+        std::thread::spawn(move || {
+            let params = Params::new(Layout::L8x32, 8).with_seed(seed);
+            let mut f = Filter::new(params);
+            for i in 0..50u64 {
+                f.insert(&i.to_le_bytes());
+            }
+            let mut c = HdlConfig::for_filter(&f, KeyMode::Prehashed);
+            c.lookup_ports = 2;
+            let static_export = export(&c, Some(&f), &work.join("static"), false).map(|_| ());
+            let cc = CountingConfig::for_filter(
+                &CountingFilter::counting(params, CounterBits::Four),
+                KeyMode::Prehashed,
+            );
+            let counting = export_counting(&cc, None, &work.join("counting")).map(|_| ());
+            let _ = tx.send((static_export, counting));
+        });
+        let (s, c) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("seed {seed:#x}: the export did not finish in a minute"));
+        s.unwrap();
+        c.unwrap();
+        // 666 new keys on static port 0, 1000 on port 1; 9 per round of 65 counting operations.
+        for (file, least) in [
+            ("static/stim_p0.hex", 600),
+            ("static/stim_p1.hex", 900),
+            ("counting/stim_p0.hex", 130),
+        ] {
+            let keys = stim_keys(&dir.join(file));
+            assert!(
+                keys.len() >= least,
+                "seed {seed:#x}: {file} has {} distinct keys",
+                keys.len()
+            );
+        }
+        std::fs::remove_dir_all(dir).ok();
+    }
 }

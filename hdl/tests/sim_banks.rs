@@ -69,32 +69,26 @@ fn configs() -> Vec<HdlConfig> {
     ]
 }
 
-#[test]
-fn verilator_loaded_banks_match_software_filter() {
-    if !have(
-        Simulator::Verilator,
-        "verilator_loaded_banks_match_software_filter",
-    ) {
+/// Every configuration in `simulator`: `queries` lookups of a filled filter, the first
+/// `readback` entries read back, seeds from `seed`.
+fn loaded_banks_match(simulator: Simulator, queries: usize, readback: u32, seed: u64) {
+    if !have(simulator, "loaded banks") {
         return;
     }
     for (i, c) in configs().iter().enumerate() {
         let keys = (c.blocks as usize * 20).min(20_000);
-        loaded_lookups(Simulator::Verilator, c, keys, 20_000, 4096, 300 + i as u64);
+        loaded_lookups(simulator, c, keys, queries, readback, seed + i as u64);
     }
 }
 
 #[test]
+fn verilator_loaded_banks_match_software_filter() {
+    loaded_banks_match(Simulator::Verilator, 20_000, 4096, 300);
+}
+
+#[test]
 fn icarus_loaded_banks_match_software_filter() {
-    if !have(
-        Simulator::Icarus,
-        "icarus_loaded_banks_match_software_filter",
-    ) {
-        return;
-    }
-    for (i, c) in configs().iter().enumerate() {
-        let keys = (c.blocks as usize * 20).min(20_000);
-        loaded_lookups(Simulator::Icarus, c, keys, 10_000, 128, 400 + i as u64);
-    }
+    loaded_banks_match(Simulator::Icarus, 10_000, 128, 400);
 }
 
 #[test]

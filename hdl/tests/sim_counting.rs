@@ -3,15 +3,16 @@
 //! back, with input gaps and output backpressure, in Verilator and Icarus Verilog; every result
 //! and every counter of every bank afterwards must equal the core's. A design without
 //! forwarding must fail the same stimulus (so the stimulus exercises the forwarding).
+#[macro_use]
 mod common;
 
 use std::process::Command;
 
-use bloomlanes_core::{CounterBits, CountingFilter, Layout, Params};
+use bloomlanes_core::{CounterBits, CountingFilter, Layout};
 use bloomlanes_hdl::counting::op;
 use bloomlanes_hdl::counting_sim::{apply_counting_op, check_counting, run_counting_ops};
-use bloomlanes_hdl::sim::{self, on_path, BenchParams, Key, Op, Simulator};
-use bloomlanes_hdl::{generate_counting, CountingConfig, KeyMode};
+use bloomlanes_hdl::sim::{self, BenchParams, Checked, Key, Op, Simulator};
+use bloomlanes_hdl::{generate_counting, CountingConfig, HdlConfig, KeyMode, PipelineConfig};
 use common::*;
 
 fn ccfg(layout: Layout, blocks: u32, key: KeyMode, bits: CounterBits) -> CountingConfig {
@@ -33,9 +34,9 @@ fn matrix() -> Vec<CountingConfig> {
 /// `n` operations on a pool of `pool` keys (plus fresh keys: lookups and deletes of absent
 /// keys); a third of the time a run of 2 to 24 operations on one key back to back (long runs
 /// of inserts saturate 4-bit counters, then deletes walk them down).
-fn counting_ops(c: &CountingConfig, n: usize, pool: usize, seed: u64) -> Vec<Op> {
+fn counting_ops(c: &HdlConfig, n: usize, pool: usize, seed: u64) -> Vec<Op> {
     let mut rng = Rng(seed);
-    let keys: Vec<_> = (0..pool).map(|_| random_key(&c.base, &mut rng)).collect();
+    let keys: Vec<_> = (0..pool).map(|_| random_key(c, &mut rng)).collect();
     let mut ops = Vec::with_capacity(n);
     let push = |ops: &mut Vec<Op>, code: u8, key, rng: &mut Rng| {
         ops.push(Op {
@@ -65,7 +66,7 @@ fn counting_ops(c: &CountingConfig, n: usize, pool: usize, seed: u64) -> Vec<Op>
             7 | 8 => push(&mut ops, op::DELETE, k, &mut rng),
             9 => push(&mut ops, op::LOOKUP, k, &mut rng),
             10 => {
-                let fresh = random_key(&c.base, &mut rng);
+                let fresh = random_key(c, &mut rng);
                 let code = if rng.below(2) == 0 {
                     op::DELETE
                 } else {
@@ -80,123 +81,70 @@ fn counting_ops(c: &CountingConfig, n: usize, pool: usize, seed: u64) -> Vec<Op>
     ops
 }
 
-fn params(seed: u32, fast: u32) -> BenchParams {
-    BenchParams {
-        fast_ops: fast,
-        valid_pct: 70,
-        ready_pct: 60,
-        seed,
-        readback: u32::MAX,
-    }
-}
-
 fn empty(c: &CountingConfig) -> CountingFilter {
-    let b = &c.base;
-    CountingFilter::counting(
-        Params::new(b.layout, b.blocks).with_seed(b.seed),
-        c.counter_bits,
-    )
+    CountingFilter::counting(c.pipeline().params(), c.counter_bits)
 }
 
-/// Runs and checks; also checks the documented latency and one accept per cycle while the
-/// bench drives at full rate.
-fn run_and_check_counting(
-    c: &CountingConfig,
-    simulator: Simulator,
-    start: Option<&CountingFilter>,
-    ops: &[Op],
-    p: BenchParams,
-) {
-    let t0 = std::time::Instant::now();
-    let design = generate_counting(c).unwrap();
-    let log = run_counting_ops(c, simulator, start, ops, p).unwrap_or_else(|e| panic!("{e}"));
-    let first = start.cloned().unwrap_or_else(|| empty(c));
-    let (stats, after) = check_counting(c, &first, ops, &log)
-        .unwrap_or_else(|e| panic!("{} [{}]: {e}", c.base.top_name, simulator.name()));
-    assert_eq!(log.readback.len() as u64, c.base.bank_entries());
-    assert_eq!(stats.min_latency, u64::from(design.latency_cycles));
-    let acc = &log.accepted[0];
-    let n = (p.fast_ops as usize).min(acc.len());
-    assert_eq!(acc[n - 1] - acc[0], n as u64 - 1, "II = 1 at full rate");
-    let (ins, del, refused) = ops
-        .iter()
-        .zip(&log.answers[0])
-        .fold((0, 0, 0), |s, (o, a)| match o.code {
-            op::INSERT => (s.0 + 1, s.1, s.2),
-            op::DELETE if a.2 => (s.0, s.1 + 1, s.2),
-            op::DELETE => (s.0, s.1, s.2 + 1),
-            _ => s,
-        });
-    // The stimulus must exercise deletes both ways and saturation.
-    assert!(
-        del > 0 && refused > 0,
-        "deletes: {del} accepted, {refused} refused"
-    );
-    eprintln!(
-        "{} [{}]: {} ops ({ins} inserts, {del} deletes accepted, {refused} refused, {} \
-         lookup hits), {} cycles, {} saturated counters at the end, latency {}..{}, {:.1} s",
-        c.base.top_name,
-        simulator.name(),
-        stats.ops,
-        stats.hits - ins - del,
-        stats.cycles,
-        after.saturated(),
-        stats.min_latency,
-        stats.max_latency,
-        t0.elapsed().as_secs_f64()
-    );
-}
+/// The counting filter under test: [`matrix`], [`counting_ops`], core's `CountingFilter`.
+struct Counting;
 
-/// A start filter with saturated counters: inserted keys, one key 40 times.
-fn loaded(c: &CountingConfig, seed: u64) -> CountingFilter {
-    let mut f = empty(c);
-    let mut rng = Rng(seed);
-    for _ in 0..c.base.bank_entries() / 8 {
-        f.insert_hash(rng.next());
-    }
-    for _ in 0..40 {
-        f.insert_hash(seed);
-    }
-    f
-}
+impl Kind for Counting {
+    const VERILATOR: Plan = (&[0, 1, 2, 3, 4], (20_000, 3000), 1);
+    const ICARUS: Plan = (&[0, 1, 2], (4_000, 1000), 0);
 
-#[test]
-fn verilator_counting_matches_core() {
-    if !have(Simulator::Verilator, "verilator_counting_matches_core") {
-        return;
+    type Model = CountingFilter;
+    type Stim = Op;
+
+    fn matrix() -> Vec<PipelineConfig> {
+        matrix().iter().map(CountingConfig::pipeline).collect()
     }
-    for (i, c) in matrix().iter().enumerate() {
-        let ops = counting_ops(c, 20_000, 3 + 2 * i, 500 + i as u64);
-        run_and_check_counting(
-            c,
-            Simulator::Verilator,
-            None,
-            &ops,
-            params(3 + i as u32, 3000),
+
+    fn ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<Op> {
+        counting_ops(&c.base, n, pool, seed)
+    }
+
+    fn empty(c: &PipelineConfig) -> CountingFilter {
+        CountingFilter::counting(c.params(), CounterBits::from_bits(c.cells.bits).unwrap())
+    }
+
+    /// Saturated counters: inserted keys, one key 40 times.
+    fn loaded(c: &PipelineConfig, seed: u64) -> CountingFilter {
+        let mut f = Self::empty(c);
+        let mut rng = Rng(seed);
+        for _ in 0..c.base.bank_entries() / 8 {
+            f.insert_hash(rng.next());
+        }
+        for _ in 0..40 {
+            f.insert_hash(seed);
+        }
+        assert!(f.saturated() > 0);
+        f
+    }
+
+    /// Deletes accepted and refused.
+    fn exercised(ops: &[Op], run: &Checked<CountingFilter>) {
+        let deletes = ops
+            .iter()
+            .zip(&run.expected[0])
+            .filter(|(o, _)| o.code == op::DELETE);
+        let accepted = deletes.clone().filter(|(_, &a)| a != 0).count();
+        let refused = deletes.filter(|(_, &a)| a == 0).count();
+        assert!(
+            accepted > 0 && refused > 0,
+            "deletes: {accepted} accepted, {refused} refused"
+        );
+        eprintln!(
+            "  deletes: {accepted} accepted, {refused} refused; {} saturated counters at the end",
+            run.after.saturated()
         );
     }
-    // Banks loaded from a software filter with saturated counters.
-    let c = &matrix()[1];
-    let start = loaded(c, 99);
-    assert!(start.saturated() > 0);
-    let ops = counting_ops(c, 5_000, 6, 42);
-    run_and_check_counting(c, Simulator::Verilator, Some(&start), &ops, params(5, 1000));
 }
 
-#[test]
-fn icarus_counting_matches_core() {
-    if !have(Simulator::Icarus, "icarus_counting_matches_core") {
-        return;
-    }
-    for (i, c) in matrix().iter().enumerate().filter(|(i, _)| *i < 3) {
-        let ops = counting_ops(c, 4_000, 4 + i, 700 + i as u64);
-        run_and_check_counting(c, Simulator::Icarus, None, &ops, params(9 + i as u32, 1000));
-    }
-    let c = &matrix()[0];
-    let start = loaded(c, 7);
-    let ops = counting_ops(c, 2_000, 5, 43);
-    run_and_check_counting(c, Simulator::Icarus, Some(&start), &ops, params(6, 500));
-}
+simulator_tests!(
+    Counting,
+    verilator_counting_matches_core,
+    icarus_counting_matches_core
+);
 
 /// At full rate, for distance d = 1..=6: a fresh key inserted, d − 1 no-ops, the key looked
 /// up, deleted, d − 1 no-ops, looked up, deleted again; then the same key back to back in a
@@ -272,7 +220,7 @@ fn forwarding_is_what_makes_back_to_back_operations_correct() {
         let mut wrong = std::collections::BTreeSet::new();
         for (i, o) in ops.iter().enumerate() {
             let want = apply_counting_op(&bad, &mut core, o);
-            if log.answers[0][i].2 != want {
+            if (log.answers[0][i].2 != 0) != want {
                 wrong.insert(dist[i]);
             }
         }
@@ -285,64 +233,26 @@ fn forwarding_is_what_makes_back_to_back_operations_correct() {
     }
 }
 
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("start tool");
-    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
-    s.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), s)
-}
-
 #[test]
 fn counting_rtl_is_lint_clean_and_synthesizable() {
-    let dir = sim::fresh_dir("clint").unwrap();
-    let verilator = on_path("verilator");
-    let yosys = on_path("yosys");
-    if !verilator {
-        eprintln!("SKIP: counting lint: verilator is not installed");
-    }
-    if !yosys {
-        eprintln!("SKIP: counting yosys check: yosys is not installed");
-    }
-    for c in matrix() {
-        let d = generate_counting(&c).unwrap();
-        assert!(d.rtl.contains("forwarding"));
-        let f = dir.join(format!("{}.v", d.top_name));
-        std::fs::write(&f, &d.rtl).unwrap();
-        if verilator {
-            let (ok, out) = run(Command::new("verilator")
-                .args(["--lint-only", "-Wall"])
-                .arg(&f));
-            assert!(ok && !out.contains("%Warning"), "{}:\n{out}", d.top_name);
-        }
-    }
-    if yosys {
-        // The smallest design: the counter banks must be inferred as memories, not flip-flops.
-        let c = &matrix()[0];
-        let d = generate_counting(c).unwrap();
-        let f = dir.join(format!("{}.v", d.top_name));
-        let (ok, out) = run(Command::new("yosys").arg("-p").arg(format!(
-            "read_verilog {}; synth_ice40 -top {}; stat",
-            f.display(),
-            d.top_name
-        )));
-        assert!(ok, "{out}");
-        assert!(out.contains("SB_RAM40_4K"), "no block RAM:\n{out}");
-    }
+    let designs: Vec<_> = matrix()
+        .iter()
+        .map(|c| generate_counting(c).unwrap())
+        .collect();
+    assert!(designs.iter().all(|d| d.rtl.contains("forwarding")));
+    // The smallest design first: its counter banks must be memories, not flip-flops.
+    lint_and_synthesize(&designs);
     // Configurations the pipeline cannot take are refused.
     let mut two = matrix()[0].clone();
     two.base.lookup_ports = 2;
     assert!(generate_counting(&two).is_err());
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The management port of a counting design (Icarus Verilog): write every lane's counter of one
 /// entry, read it back, clear every counter, read it again.
 #[test]
 fn management_port_writes_reads_and_clears_counters() {
-    if !have(
-        Simulator::Icarus,
-        "management_port_writes_reads_and_clears_counters",
-    ) {
+    if !have(Simulator::Icarus, "management port") {
         return;
     }
     for c in [&matrix()[0], &matrix()[2]] {
@@ -406,11 +316,7 @@ endmodule
         let dir = sim::fresh_dir("cmg").unwrap();
         std::fs::write(dir.join("dut.v"), &d.rtl).unwrap();
         std::fs::write(dir.join("tb.v"), tb).unwrap();
-        let (ok, out) = run(Command::new("iverilog")
-            .current_dir(&dir)
-            .args(["-g2005", "-o", "mg.vvp", "-s", "mg_tb", "dut.v", "tb.v"]));
-        assert!(ok, "{out}");
-        let (ok, out) = run(Command::new("vvp").current_dir(&dir).args(["-n", "mg.vvp"]));
+        let (ok, out) = icarus(&dir, "mg_tb", &[], &["dut.v", "tb.v"]);
         assert!(
             ok && out.contains("PASS") && !out.contains("FAIL"),
             "{t}: {out}"
@@ -423,31 +329,21 @@ endmodule
 /// result (core's) met.
 #[test]
 fn exported_counting_bench_passes_in_icarus() {
-    if !have(
-        Simulator::Icarus,
-        "exported_counting_bench_passes_in_icarus",
-    ) {
+    if !have(Simulator::Icarus, "exported counting bench") {
         return;
     }
     for c in [&matrix()[1], &matrix()[3]] {
-        let start = loaded(c, 3);
+        let start = Counting::loaded(&c.pipeline(), 3);
         let dir = sim::fresh_dir("cexport").unwrap();
         bloomlanes_hdl::export_counting(c, Some(&start), &dir).unwrap();
         let t = &c.base.top_name;
-        let (ok, out) = run(Command::new("iverilog").current_dir(&dir).args([
-            "-g2005".to_string(),
-            "-s".into(),
-            format!("{t}_tb"),
-            format!("-P{t}_tb.LOAD_BANKS=1"),
-            "-o".into(),
-            "sim.vvp".into(),
-            format!("{t}.v"),
-            format!("{t}_tb.v"),
-        ]));
-        assert!(ok, "{out}");
-        let (ok, out) = run(Command::new("vvp")
-            .current_dir(&dir)
-            .args(["-n", "sim.vvp"]));
+        let load = [format!("-P{t}_tb.LOAD_BANKS=1")];
+        let (ok, out) = icarus(
+            &dir,
+            &format!("{t}_tb"),
+            &load,
+            &[&format!("{t}.v"), &format!("{t}_tb.v")],
+        );
         let want = format!("PASS: {} answers", bloomlanes_hdl::COUNTING_BENCH_OPS);
         assert!(ok && out.contains(&want), "{t}: {out}");
         // A flipped expectation is reported.
@@ -459,9 +355,11 @@ fn exported_counting_bench_passes_in_icarus() {
             .collect();
         lines[7] = if lines[7] == "1" { "0" } else { "1" }.to_string();
         std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-        let (_, out) = run(Command::new("vvp")
-            .current_dir(&dir)
-            .args(["-n", "sim.vvp"]));
+        let (_, out) = run_tool(
+            Command::new("vvp")
+                .current_dir(&dir)
+                .args(["-n", "sim.vvp"]),
+        );
         assert!(out.contains("FAIL: 1 of"), "{t}: {out}");
         std::fs::remove_dir_all(dir).ok();
     }

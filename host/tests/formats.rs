@@ -486,3 +486,156 @@ fn hdl_export_refuses_a_key_input_the_filter_was_not_built_from() {
         "prehashed fits every filter"
     );
 }
+
+/// `f.blf` in `d`: an 8x32 filter of 200 text keys built with the options `extra`.
+fn text_filter(d: &tempfile::TempDir, extra: &[&str]) -> std::path::PathBuf {
+    let keys = write(d, "k.txt", lines("k", 200));
+    let f = at(d, "f.blf");
+    let build = ["build", s(&keys), "-o", s(&f), "--layout", "8x32"];
+    bl().args(build).args(extra).assert().success();
+    f
+}
+
+/// Issue #26: the FPGA engineer's export bugs, each through the CLI.
+#[test]
+fn hdl_export_finishes_for_a_seed_that_zeroed_the_bench_generator() {
+    // 0x0123456789abcdef made the old xorshift state 0: every key 0, port 1's search endless.
+    let d = tmp();
+    let f = text_filter(&d, &["--seed", "81985529216486895"]);
+    let out = at(&d, "rtl");
+    bl().args(["export", s(&f), "--hdl", s(&out), "--ports", "2"])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let stim = std::fs::read_to_string(out.join("stim_p1.hex")).unwrap();
+    let distinct: std::collections::BTreeSet<&str> = stim.lines().collect();
+    assert!(
+        distinct.len() > 900,
+        "{} distinct port-1 operations",
+        distinct.len()
+    );
+}
+
+#[test]
+fn hdl_export_refuses_keyword_top_names() {
+    let d = tmp();
+    let f = text_filter(&d, &[]);
+    let out = at(&d, "rtl");
+    for top in "module wire begin always reg logic interface".split(' ') {
+        let e = fails(&["export", s(&f), "--hdl", s(&out), "--top", top], 1);
+        assert!(e.contains("keyword") && e.contains(top), "{top}: {e}");
+        assert!(!out.exists(), "--top {top} left a folder");
+    }
+    // A keyword in another case is an identifier in both languages.
+    json(&["export", s(&f), "--hdl", s(&out), "--top", "Module"]);
+    assert!(out.join("Module.v").is_file());
+}
+
+#[test]
+fn hdl_export_checks_the_board_before_writing() {
+    use bloomlanes_core::{Filter, Layout, Params};
+    let d = tmp();
+    let filter = |blocks| Filter::new(Params::new(Layout::L8x32, blocks)).to_file_bytes();
+    let big = write(&d, "big.blf", filter(16_384));
+    let small = write(&d, "small.blf", filter(64));
+    let out = at(&d, "rtl");
+    let e = fails(
+        &["export", s(&big), "--hdl", s(&out), "--board", "ice40-hx8k"],
+        1,
+    );
+    assert!(
+        e.contains("ice40-hx8k") && e.contains("SB_RAM40_4K") && e.contains("has 192 blocks"),
+        "{e}"
+    );
+    assert!(!out.exists(), "a refused export left a folder");
+    // The same filter fits no ULX3S below the 85F... nor the 85F (256 DP16KD of 208).
+    let e = fails(
+        &["export", s(&big), "--hdl", s(&out), "--board", "ulx3s-85f"],
+        1,
+    );
+    assert!(e.contains("DP16KD"), "{e}");
+    json(&[
+        "export",
+        s(&small),
+        "--hdl",
+        s(&out),
+        "--board",
+        "ice40-hx8k",
+    ]);
+    assert!(out.join("bloomlanes.v").is_file());
+    // Hashed keys with DSP multiplies need multipliers the HX8K lacks; the message says what to
+    // use instead.
+    let other = at(&d, "other");
+    let e = fails(
+        &[
+            "export",
+            s(&small),
+            "--hdl",
+            s(&other),
+            "--board",
+            "ice40-hx8k",
+        ]
+        .into_iter()
+        .chain(["--key-bytes", "8"])
+        .collect::<Vec<_>>(),
+        1,
+    );
+    assert!(
+        e.contains("multipliers") && e.contains("--mul-style lut"),
+        "{e}"
+    );
+    let e = fails(
+        &["export", s(&small), "--hdl", s(&other), "--board", "vc707"],
+        2,
+    );
+    assert!(e.contains("ice40-hx8k") && e.contains("ulx3s-85f"), "{e}");
+    let e = fails(
+        &[
+            "export",
+            s(&small),
+            "--parquet",
+            s(&other),
+            "--board",
+            "ice40-hx8k",
+        ],
+        2,
+    );
+    assert!(e.contains("--hdl"), "{e}");
+    assert!(!other.exists());
+}
+
+#[test]
+fn hdl_export_takes_the_multiply_style() {
+    use bloomlanes_core::{Filter, KeyType, Layout, Params};
+    let d = tmp();
+    let f = Filter::new(Params::new(Layout::L8x32, 16).with_key_type(KeyType::U64));
+    let f = write(&d, "f.blf", f.to_file_bytes());
+    for (style, dsp) in [("dsp", true), ("lut", false)] {
+        let out = at(&d, style);
+        json(&[
+            "export",
+            s(&f),
+            "--hdl",
+            s(&out),
+            "--key-bytes",
+            "8",
+            "--mul-style",
+            style,
+        ]);
+        let rtl = std::fs::read_to_string(out.join("bloomlanes.v")).unwrap();
+        // DSP-style products are `x * constant` registers named dsp_* (the index multiplies use
+        // table products in both styles).
+        assert_eq!(rtl.contains(" dsp_"), dsp, "{style}");
+    }
+    fails(
+        &[
+            "export",
+            s(&f),
+            "--hdl",
+            s(&at(&d, "x")),
+            "--mul-style",
+            "fpga",
+        ],
+        2,
+    );
+}

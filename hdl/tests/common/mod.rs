@@ -1,25 +1,17 @@
 //! Shared helpers of the simulation tests.
 #![allow(dead_code)]
 
+use std::path::Path;
+use std::process::Command;
+
 use bloomlanes_core::{Filter, Layout, Params};
-use bloomlanes_hdl::sim::{self, BenchParams, Key, Op, Simulator};
-use bloomlanes_hdl::{generate, op, HdlConfig, KeyMode};
+use bloomlanes_hdl::sim::{
+    self, on_path, BenchParams, Checked, Key, Op, Reference, Simulator, Stim,
+};
+use bloomlanes_hdl::{op, Design, HdlConfig, KeyMode, PipelineConfig};
 
-/// SplitMix64.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The crate's stimulus generator (SplitMix64).
+pub use bloomlanes_hdl::sim::SplitMix64 as Rng;
 
 pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig {
     let mut c = HdlConfig::new(layout, blocks, key, 0x5eed_0000_0000_0001);
@@ -39,14 +31,7 @@ pub fn cfg(layout: Layout, blocks: u32, key: KeyMode, ports: usize) -> HdlConfig
 }
 
 pub fn random_key(cfg: &HdlConfig, rng: &mut Rng) -> Key {
-    match cfg.key {
-        KeyMode::Bytes(n) => Key::Bytes((0..n).map(|_| rng.next() as u8).collect()),
-        KeyMode::VarBytes(n) => {
-            let len = rng.below(n as u64 + 1) as usize;
-            Key::Bytes((0..len).map(|_| rng.next() as u8).collect())
-        }
-        KeyMode::Prehashed => Key::Hash(rng.next()),
-    }
+    rng.key(cfg.key)
 }
 
 /// `port0` operations on port 0 (inserts, lookups, a few clears after the first `fast`), and
@@ -137,53 +122,215 @@ pub fn have(sim: Simulator, what: &str) -> bool {
     }
 }
 
-/// Runs `ops` on `cfg` in `sim` from `start` and checks every answer against core; also checks
-/// the latency and that the first `fast` operations of every port went through at one per cycle.
+/// Runs `ops` on design `c` in `sim` from `start` (its banks loaded when `load`) and checks
+/// every answer, cell and the documented timing ([`sim::run_and_check`]); panics with the
+/// design's name on a difference, prints the figures otherwise.
+pub fn checked<R: Reference, S: Stim>(
+    c: &PipelineConfig,
+    simulator: Simulator,
+    (start, load): (&R, bool),
+    ops: &[Vec<S>],
+    params: BenchParams,
+) -> Checked<R> {
+    let t0 = std::time::Instant::now();
+    let name = format!("{} [{}]", c.base.top_name, simulator.name());
+    let checked = sim::run_and_check(c, simulator, start, load, ops, params)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    eprintln!("{name}: {checked}, {:.1} s", t0.elapsed().as_secs_f64());
+    checked
+}
+
+/// A kind of filter under test: its designs, stimulus and reference model.
+pub trait Kind {
+    /// The reference the hardware is checked against.
+    type Model: Reference;
+    /// One operation of a stimulus.
+    type Stim: Stim + Clone;
+    /// The designs tested.
+    fn matrix() -> Vec<PipelineConfig>;
+    /// `n` random operations on `pool` keys (and fresh ones), often one key back to back.
+    fn ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<Self::Stim>;
+    /// The reference of `c` with every cell 0.
+    fn empty(c: &PipelineConfig) -> Self::Model;
+    /// A reference with cells set, to load the banks from.
+    fn loaded(c: &PipelineConfig, seed: u64) -> Self::Model;
+    /// Panics unless the run exercised what this kind must (deletes both ways, classes...).
+    fn exercised(ops: &[Self::Stim], run: &Checked<Self::Model>);
+    /// What Verilator runs ([`matches`]).
+    const VERILATOR: Plan;
+    /// What Icarus Verilog runs (slower: fewer designs and operations).
+    const ICARUS: Plan;
+}
+
+/// The designs of a matrix a simulator runs: their indices, (operations, of which at full
+/// rate), and the design whose banks are loaded from a reference.
+pub type Plan = (&'static [usize], (usize, u32), usize);
+
+/// The Verilator and Icarus tests of a [`Kind`]: `simulator_tests!(Kind, verilator_name,
+/// icarus_name)`.
+#[allow(unused_macros)]
+macro_rules! simulator_tests {
+    ($kind:ty, $verilator:ident, $icarus:ident) => {
+        #[test]
+        fn $verilator() {
+            common::matches::<$kind>(Simulator::Verilator, <$kind as Kind>::VERILATOR);
+        }
+
+        #[test]
+        fn $icarus() {
+            common::matches::<$kind>(Simulator::Icarus, <$kind as Kind>::ICARUS);
+        }
+    };
+}
+
+/// Runs `ops` on design `c` of kind `K` from `start` (banks loaded) or empty banks, checks it
+/// ([`checked`]), every bank entry read back and what the kind must exercise.
+pub fn run_kind<K: Kind>(
+    c: &PipelineConfig,
+    simulator: Simulator,
+    start: Option<&K::Model>,
+    ops: &[K::Stim],
+    params: BenchParams,
+) -> Checked<K::Model> {
+    let first = start.cloned().unwrap_or_else(|| K::empty(c));
+    let load = (&first, start.is_some());
+    let run = checked(c, simulator, load, &[ops.to_vec()], params);
+    let entries = c.base.bank_entries().min(params.readback.into());
+    assert_eq!(run.log.readback.len() as u64, entries);
+    K::exercised(ops, &run);
+    run
+}
+
+/// The designs `picks` of kind `K`, `n` operations each (the first `fast` at full rate), then
+/// banks loaded from a reference (design `load_in`, a quarter of the operations), in
+/// `simulator` (skipped with a SKIP line when it is not installed).
+pub fn matches<K: Kind>(simulator: Simulator, (picks, (n, fast), load_in): Plan) {
+    if !have(simulator, "random operations against the reference") {
+        return;
+    }
+    let m = K::matrix();
+    for &i in picks {
+        let ops = K::ops(&m[i], n, 3 + 2 * i, 500 + i as u64);
+        run_kind::<K>(
+            &m[i],
+            simulator,
+            None,
+            &ops,
+            backpressure(3 + i as u32, fast),
+        );
+    }
+    let start = K::loaded(&m[load_in], 99);
+    let ops = K::ops(&m[load_in], n / 4, 6, 42);
+    run_kind::<K>(
+        &m[load_in],
+        simulator,
+        Some(&start),
+        &ops,
+        backpressure(5, fast / 3),
+    );
+}
+
+/// [`checked`] for the static design `cfg` against core's filter `start` (banks loaded from
+/// it), or an empty one.
 pub fn run_and_check(
     cfg: &HdlConfig,
-    sim: Simulator,
+    simulator: Simulator,
     start: Option<&Filter>,
     ops: &[Vec<Op>],
     params: BenchParams,
 ) -> sim::CheckStats {
-    let t0 = std::time::Instant::now();
-    let design = generate(cfg).expect("generate");
-    let log = sim::run_ops(cfg, sim, start, ops, params).unwrap_or_else(|e| panic!("{e}"));
     let empty = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
-    let (stats, _) = sim::check(cfg, start.unwrap_or(&empty), ops, &log)
-        .unwrap_or_else(|e| panic!("{}: {e}", cfg.top_name));
-    assert_eq!(
-        stats.min_latency,
-        u64::from(design.latency_cycles),
-        "{}: documented latency",
-        cfg.top_name
-    );
-    let fast = params.fast_ops as usize;
-    for (p, acc) in log.accepted.iter().enumerate() {
-        let n = fast.min(acc.len());
-        if n > 1 {
-            assert_eq!(
-                acc[n - 1] - acc[0],
-                n as u64 - 1,
-                "{}: port {p} did not accept one operation per cycle at full rate",
-                cfg.top_name
-            );
-            // With m_ready high, every answer comes exactly `latency` cycles after its accept.
-            for (answer, accepted) in log.answers[p].iter().zip(acc).take(n) {
-                assert_eq!(answer.0 - accepted, u64::from(design.latency_cycles));
-            }
-        }
+    let from = (start.unwrap_or(&empty), start.is_some());
+    checked(
+        &PipelineConfig::static_filter(cfg),
+        simulator,
+        from,
+        ops,
+        params,
+    )
+    .stats
+}
+
+/// Random gaps and backpressure after `fast` operations at full rate; every bank entry read
+/// back afterwards.
+pub fn backpressure(seed: u32, fast: u32) -> BenchParams {
+    BenchParams {
+        fast_ops: fast,
+        valid_pct: 70,
+        ready_pct: 60,
+        seed,
+        readback: u32::MAX,
     }
-    eprintln!(
-        "{} [{}]: {} ops ({} hits), {} cycles, latency {}..{}, {:.1} s",
-        cfg.top_name,
-        sim.name(),
-        stats.ops,
-        stats.hits,
-        stats.cycles,
-        stats.min_latency,
-        stats.max_latency,
-        t0.elapsed().as_secs_f64()
+}
+
+/// Runs a tool; returns whether it succeeded and its output.
+pub fn run_tool(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().expect("start tool");
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), s)
+}
+
+/// Compiles `sources` in `dir` with Icarus Verilog (top module `top`, extra `iverilog` options)
+/// and runs the result; returns whether both succeeded and the run's output.
+pub fn icarus(dir: &Path, top: &str, options: &[String], sources: &[&str]) -> (bool, String) {
+    let (ok, out) = run_tool(
+        Command::new("iverilog")
+            .current_dir(dir)
+            .args(["-g2005", "-o", "sim.vvp", "-s", top])
+            .args(options)
+            .args(sources),
     );
-    stats
+    assert!(ok, "{top}: {out}");
+    run_tool(Command::new("vvp").current_dir(dir).args(["-n", "sim.vvp"]))
+}
+
+/// Returns false (after a visible SKIP line) if the program `tool` is missing.
+pub fn have_tool(tool: &str, what: &str) -> bool {
+    on_path(tool) || {
+        eprintln!("SKIP: {what}: {tool} is not installed");
+        false
+    }
+}
+
+/// Every design of `designs` passes `verilator --lint-only -Wall` (when installed).
+pub fn lint(designs: &[Design]) {
+    if !have_tool("verilator", "lint") {
+        return;
+    }
+    let dir = sim::fresh_dir("lint").unwrap();
+    for d in designs {
+        let f = dir.join(format!("{}.v", d.top_name));
+        std::fs::write(&f, &d.rtl).unwrap();
+        let (ok, out) = run_tool(
+            Command::new("verilator")
+                .args(["--lint-only", "-Wall"])
+                .arg(&f),
+        );
+        assert!(ok && !out.contains("%Warning"), "{}:\n{out}", d.top_name);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// [`lint`], and Yosys maps the first design's banks to iCE40 block RAM (when installed).
+pub fn lint_and_synthesize(designs: &[Design]) {
+    lint(designs);
+    if !have_tool("yosys", "bank synthesis") {
+        return;
+    }
+    let dir = sim::fresh_dir("synth").unwrap();
+    let d = &designs[0];
+    std::fs::write(dir.join(format!("{}.v", d.top_name)), &d.rtl).unwrap();
+    let script = format!(
+        "read_verilog {}.v; synth_ice40 -top {}; stat",
+        d.top_name, d.top_name
+    );
+    let (ok, out) = run_tool(
+        Command::new("yosys")
+            .current_dir(&dir)
+            .args(["-p", &script]),
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("SB_RAM40_4K"), "no block RAM:\n{out}");
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -13,6 +13,15 @@ use crate::opened::Opened;
 use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
+/// `--mul-style`: how the hash pipeline multiplies.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MulStyleArg {
+    /// 16 × 16-bit products in DSP blocks.
+    Dsp,
+    /// 4-bit table products in LUTs.
+    Lut,
+}
+
 /// Arguments of `export`.
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["parquet", "hdl", "static_file"])))]
@@ -51,6 +60,17 @@ pub struct ExportArgs {
     /// module and file, so that several exported filters live in one design.
     #[arg(long, requires = "hdl", value_name = "NAME")]
     top: Option<String>,
+    /// With --hdl: the board (FPGA) the design must fit: ice40-hx8k, ice40-up5k, ulx3s-12f,
+    /// ulx3s-25f, ulx3s-45f or ulx3s-85f. The block RAMs, multipliers and logic are estimated
+    /// before anything is written; a design that does not fit is refused with what does not fit
+    /// and the largest filter that would.
+    #[arg(long, requires = "hdl", value_name = "NAME")]
+    board: Option<String>,
+    /// With --hdl: how the on-chip hash builds its 64 × 64-bit multiplies: dsp (16 × 16-bit
+    /// products in DSP blocks, the default) or lut (4-bit table products in LUTs, for parts with
+    /// few or no multipliers such as iCE40).
+    #[arg(long, requires = "hdl", value_name = "STYLE")]
+    mul_style: Option<MulStyleArg>,
     /// With --hdl, for a counting filter: the counting pipeline (insert, delete and lookup at one
     /// operation per clock, one counter bank per lane, loaded with the filter's counters)
     /// instead of the lookup design of its projection.
@@ -70,6 +90,8 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             ("--max-key-bytes", a.max_key_bytes.is_some()),
             ("--ports", a.ports.is_some()),
             ("--top", a.top.is_some()),
+            ("--board", a.board.is_some()),
+            ("--mul-style", a.mul_style.is_some()),
             ("--counting", a.counting),
         ];
         if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
@@ -166,30 +188,46 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The design's configuration from the options shared by every HDL export (key input, ports,
+/// top name, multiplies), checked before anything is written: the configuration itself, the
+/// key input against the filter's recorded key type, and the fit on `--board`. Returns the
+/// configuration with its pipeline's cells, and the warnings.
 #[cfg(feature = "hdl")]
-fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
-    use bloomlanes_hdl::{check_key_mode, HdlConfig, KeyKind, KeyMode};
+fn hdl_design(
+    a: &ExportArgs,
+    params: &bloomlanes_host::bloomlanes_core::Params,
+    cells: bloomlanes_hdl::CellSpec,
+    dir: &std::path::Path,
+) -> Result<(bloomlanes_hdl::PipelineConfig, Warnings)> {
+    use bloomlanes_hdl::{check_fits, check_key_mode, Device, HdlConfig, KeyKind, KeyMode};
     let key = match (a.key_bytes, a.max_key_bytes) {
         (Some(n), _) => KeyMode::Bytes(n),
         (None, Some(n)) => KeyMode::VarBytes(n),
         (None, None) => KeyMode::Prehashed,
     };
-    let hdl_err = |source| bloomlanes_host::Error::Hdl {
+    let hdl_err = |source| Error::Hdl {
         dir: dir.to_path_buf(),
         source,
     };
-    let mut cfg = HdlConfig::for_filter(filter, key);
+    let mut cfg = HdlConfig::new(params.layout, params.blocks, key, params.seed);
     if let Some(p) = a.ports {
         cfg.lookup_ports = p;
     }
     if let Some(t) = &a.top {
         cfg.top_name = t.clone();
     }
-    cfg.validate().map_err(hdl_err)?;
+    if let Some(m) = a.mul_style {
+        cfg.mul_style = match m {
+            MulStyleArg::Dsp => bloomlanes_hdl::MulStyle::Dsp,
+            MulStyleArg::Lut => bloomlanes_hdl::MulStyle::Lut,
+        };
+    }
+    let design = bloomlanes_hdl::PipelineConfig::new(cfg, cells);
+    design.validate().map_err(hdl_err)?;
     // The design must hash the keys exactly as the filter's builder did: refuse a key input
     // that does not fit the recorded key type (e.g. 8-byte keys for a filter of text lines).
     let mut warnings = Warnings::default();
-    match KeyKind::of_params(filter.params()) {
+    match KeyKind::of_params(params) {
         Some(kind) => check_key_mode(key, kind).map_err(hdl_err)?,
         None if key != KeyMode::Prehashed => warnings.warn(format!(
             "{} does not record its key type, so the design's {key} cannot be checked against \
@@ -198,6 +236,27 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
         )),
         None => {}
     }
+    if let Some(name) = &a.board {
+        let device = Device::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = Device::ALL.iter().map(|d| d.name()).collect();
+            Error::usage(format!(
+                "--board {name:?} is not a known board; use one of {}",
+                names.join(", ")
+            ))
+        })?;
+        let fit = check_fits(&design, device).map_err(hdl_err)?;
+        for w in fit.warnings {
+            warnings.warn(w);
+        }
+    }
+    Ok((design, warnings))
+}
+
+#[cfg(feature = "hdl")]
+fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
+    let (design, warnings) = hdl_design(a, filter.params(), bloomlanes_hdl::CellSpec::STATIC, dir)?;
+    let cfg = design.base;
+    let key = cfg.key;
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
     let files: Vec<String> = summary
         .files
@@ -255,29 +314,16 @@ fn export_counting_hdl(
     c: &bloomlanes_host::bloomlanes_core::CountingFilter,
     dir: &std::path::Path,
 ) -> Result<()> {
-    use bloomlanes_hdl::{check_key_mode, CountingConfig, KeyKind, KeyMode};
-    let key = match (a.key_bytes, a.max_key_bytes) {
-        (Some(n), _) => KeyMode::Bytes(n),
-        (None, Some(n)) => KeyMode::VarBytes(n),
-        (None, None) => KeyMode::Prehashed,
-    };
-    let hdl_err = |source| Error::Hdl {
-        dir: dir.to_path_buf(),
-        source,
-    };
+    use bloomlanes_hdl::{CellSpec, CountingConfig};
     if a.ports.is_some_and(|p| p != 1) {
         return Err(Error::usage(
             "--ports: the counting pipeline has one port (insert, delete and lookup)",
         ));
     }
-    let mut cfg = CountingConfig::for_filter(c, key);
-    if let Some(t) = &a.top {
-        cfg.base.top_name = t.clone();
-    }
-    cfg.validate().map_err(hdl_err)?;
-    if let Some(kind) = KeyKind::of_params(c.params()) {
-        check_key_mode(key, kind).map_err(hdl_err)?;
-    }
+    let cells = CellSpec::counting(c.counter_bits());
+    let (design, warnings) = hdl_design(a, c.params(), cells, dir)?;
+    let cfg = CountingConfig::new(design.base, c.counter_bits());
+    let key = cfg.base.key;
     let files = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir)?;
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     if ctx.json {
@@ -287,6 +333,7 @@ fn export_counting_hdl(
             "key": key.to_string(),
             "counter_bits": cfg.counter_bits.bits(),
             "top": cfg.base.top_name,
+            "warnings": warnings.json(),
             "files": names,
         }))?;
     } else {

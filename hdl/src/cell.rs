@@ -1,0 +1,202 @@
+//! The cell algebra every filter kind shares, as the generator sees it (core defines it as
+//! `bloomlanes_core::cell`; this mirror holds only what the hardware needs).
+//!
+//! A filter is `z` blocks of `L` lanes × `W` bits; a key selects one block and one bit per lane,
+//! image bit `k = (block × L + lane) × W + bit`. Each image bit has a *cell* of `c` bits: the bit
+//! itself for a static filter (`c = 1`), a counter for counting and stable filters (`c = 4, 8`),
+//! a class number for a spatial filter (`c = 4, 8, 16`). An operation updates the key's `L` cells
+//! with the [`CellAlu`] and answers with the [`Reduction`] of them. Lane `i`'s bank holds, per
+//! block, the `W` cells of lane `i`: entry `block × W + bit` is cell `(block × L + i) × W + bit`.
+
+use std::fmt;
+
+use bloomlanes_core::CounterBits;
+
+/// What an insert (and operation code 2) does to each of the key's cells: the pipeline's ALU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CellAlu {
+    /// Static filter (`c = 1`): insert sets the bit; code 2 clears the whole filter. The new cell
+    /// does not depend on the old one, so the banks are written without being read.
+    SetBit,
+    /// Counting filter (`c = 4, 8`): insert adds 1 (saturating at `2^c − 1`, sticky there); code 2
+    /// deletes: − 1 on every cell (a cell at the maximum stays), refused unless every cell is
+    /// positive. Read-modify-write.
+    Counter,
+    /// Spatial filter (`c = 4, 8, 16`): insert `Max(v)` sets each cell to `max(cell, v)` (the stable
+    /// filter's set-to-max is `Max(2^c − 1)`); code 2 does nothing. Read-modify-write.
+    Max,
+}
+
+/// What a lookup answers from the key's cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// Membership: 1 when every cell is non-zero (the static lookup of the projection image).
+    AllNonZero,
+    /// The smallest cell (`c` bits): the spatial filter's class (0 = absent), a counting filter's
+    /// count query.
+    Min,
+}
+
+/// The cells of a design: width, ALU and reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CellSpec {
+    /// Bits per cell (`c`).
+    pub bits: u32,
+    /// How updates change the cells.
+    pub alu: CellAlu,
+    /// What a lookup answers.
+    pub reduction: Reduction,
+}
+
+impl CellSpec {
+    /// The static filter: 1-bit cells, set, membership.
+    pub const STATIC: CellSpec = CellSpec {
+        bits: 1,
+        alu: CellAlu::SetBit,
+        reduction: Reduction::AllNonZero,
+    };
+
+    /// The counting filter: `bits`-bit counters, increment and decrement, membership.
+    pub fn counting(bits: CounterBits) -> CellSpec {
+        CellSpec {
+            bits: bits.bits(),
+            alu: CellAlu::Counter,
+            reduction: Reduction::AllNonZero,
+        }
+    }
+
+    /// The spatial filter: class numbers of `bits` bits (4, 8 or 16), insert `Max(class)`,
+    /// lookup `Min` (0 = absent).
+    pub fn spatial(bits: u32) -> CellSpec {
+        CellSpec {
+            bits,
+            alu: CellAlu::Max,
+            reduction: Reduction::Min,
+        }
+    }
+
+    /// The largest cell value, `2^c − 1`.
+    pub fn max(self) -> u32 {
+        if self.bits >= 32 {
+            u32::MAX
+        } else {
+            (1 << self.bits) - 1
+        }
+    }
+
+    /// Whether an update reads the cells it writes (read-modify-write with forwarding).
+    pub fn reads_cells(self) -> bool {
+        self.alu != CellAlu::SetBit
+    }
+
+    /// Width of an answer: 1 for membership, `c` for the minimum.
+    pub fn answer_bits(self) -> u32 {
+        match self.reduction {
+            Reduction::AllNonZero => 1,
+            Reduction::Min => self.bits,
+        }
+    }
+
+    /// Width of the value an insert carries (`Max(v)`: `c`; the others none).
+    pub fn value_bits(self) -> u32 {
+        match self.alu {
+            CellAlu::Max => self.bits,
+            CellAlu::SetBit | CellAlu::Counter => 0,
+        }
+    }
+
+    /// Hex digits per cell in a bank file.
+    pub fn hex_digits(self) -> usize {
+        self.bits.div_ceil(4) as usize
+    }
+
+    /// Refuses combinations the pipeline does not build.
+    pub fn validate(self) -> Result<(), String> {
+        let widths: &[u32] = match self.alu {
+            CellAlu::SetBit => &[1],
+            CellAlu::Counter => &[4, 8],
+            CellAlu::Max => &[4, 8, 16],
+        };
+        if !widths.contains(&self.bits) {
+            return Err(format!(
+                "{:?} cells must be {widths:?} bits wide, not {}",
+                self.alu, self.bits
+            ));
+        }
+        if self.alu == CellAlu::SetBit && self.reduction != Reduction::AllNonZero {
+            return Err("1-bit cells answer membership (AllNonZero) only".into());
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for CellSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let alu = match self.alu {
+            CellAlu::SetBit => "bit set",
+            CellAlu::Counter => "counter",
+            CellAlu::Max => "max",
+        };
+        let red = match self.reduction {
+            Reduction::AllNonZero => "all non-zero",
+            Reduction::Min => "min",
+        };
+        write!(f, "{}-bit cells, {alu} ALU, {red} lookups", self.bits)
+    }
+}
+
+/// Cell `k` of cells of `bits` bits packed little-endian in 32-bit words (`32 / c` per word,
+/// cell `k` at bits `c × (k mod 32/c)` of word `k / (32/c)`), as core packs counters.
+pub fn packed_cell(words: &[u32], bits: u32, k: u64) -> u32 {
+    let per = u64::from(32 / bits);
+    let shift = (k % per) as u32 * bits;
+    let mask = if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    };
+    (words[(k / per) as usize] >> shift) & mask
+}
+
+/// Index of the cell at entry `entry` of lane `lane`'s bank: `(block × L + lane) × W + bit` with
+/// `block, bit = entry / W, entry % W`.
+pub fn cell_index(lanes: usize, word_bits: u32, lane: usize, entry: u64) -> u64 {
+    let w = u64::from(word_bits);
+    (entry / w * lanes as u64 + lane as u64) * w + entry % w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_of_the_kinds_validate_and_others_do_not() {
+        assert!(CellSpec::STATIC.validate().is_ok());
+        assert!(CellSpec::counting(CounterBits::Four).validate().is_ok());
+        for c in [4, 8, 16] {
+            assert!(CellSpec::spatial(c).validate().is_ok());
+        }
+        assert!(CellSpec::spatial(2).validate().is_err());
+        let mut s = CellSpec::STATIC;
+        s.reduction = Reduction::Min;
+        assert!(s.validate().is_err());
+        let mut s = CellSpec::counting(CounterBits::Eight);
+        s.bits = 16;
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn packing_matches_core_counters() {
+        let words: Vec<u32> = (0..8u32).map(|i| i.wrapping_mul(0x9e37_79b9)).collect();
+        for bits in [CounterBits::Four, CounterBits::Eight] {
+            for k in 0..(words.len() as u64 * 32 / u64::from(bits.bits())) {
+                assert_eq!(
+                    packed_cell(&words, bits.bits(), k),
+                    bloomlanes_core::counting::counter(&words, bits, k)
+                );
+            }
+        }
+        assert_eq!(packed_cell(&[0x1234_abcd], 16, 1), 0x1234);
+        assert_eq!(packed_cell(&[0b100], 1, 2), 1);
+    }
+}

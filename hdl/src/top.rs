@@ -1,0 +1,281 @@
+//! The top module of every design: the ports, one front end per port, the execute stage
+//! (write-through for an ALU that only writes, read-modify-write otherwise: `rmw`), the one
+//! management port and clear, the bank write port, the banks and the answer FIFOs.
+
+use std::fmt::Write as _;
+
+use crate::cell::CellAlu;
+use crate::geo::{bank_module_name, part, range, Geo};
+use crate::pins::{bank_pins, connect, core_pins, declare};
+use crate::pipeline::PipelineConfig;
+use crate::{bank_file_name, op, rmw};
+
+/// The declaration of operation code 2 for `alu` (a max ALU ignores it).
+fn second_op(alu: CellAlu) -> &'static str {
+    match alu {
+        CellAlu::SetBit => ", OP_CLEAR = 2'd2",
+        CellAlu::Counter => ", OP_DELETE = 2'd2",
+        CellAlu::Max => "",
+    }
+}
+
+pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
+    let t = &g.top;
+    let (aw, l) = (g.aw, g.lanes);
+    ports(v, g);
+    let _ = writeln!(
+        v,
+        "    localparam [1:0] OP_LOOKUP = 2'd{}, OP_INSERT = 2'd{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
+        op::LOOKUP,
+        op::INSERT,
+        second_op(cfg.cells.alu),
+        aw - 1,
+        g.depth - 1
+    );
+    for p in 0..g.ports {
+        front(v, g, p);
+    }
+    let read_b = cfg.cells.reads_cells();
+    let update = if read_b {
+        rmw::execute(v, cfg, g)
+    } else {
+        for p in 0..g.ports {
+            lookup_stage(v, g, p);
+        }
+        rmw::Update {
+            we: "f0_valid & (f0_op == OP_INSERT)".into(),
+            addr: "f0_addr".into(),
+            data: None,
+        }
+    };
+    management(v, cfg, g);
+    let c = g.cell_bits;
+    let _ = writeln!(
+        v,
+        "    // ---- bank write port (port A of every bank): updates, management writes, the clear
+    wire a_we = clearing | (mg_access & mg_we & ~mg_clear) | ({we});",
+        we = update.we
+    );
+    for lane in 0..l {
+        let data = match &update.data {
+            Some(d) => part(d, lane, c),
+            None => format!("{c}'d{}", cfg.cells.max()),
+        };
+        let _ = writeln!(
+            v,
+            "    wire {r}a_din{lane} = clearing ? {c}'d0 : mg_access ? {mw} : {data};\n    wire [{a1}:0] a_addr{lane} = clearing ? clr_addr : mg_access ? mg_addr : {ua};",
+            r = range(c),
+            mw = part("mg_wdata", lane, c),
+            a1 = aw - 1,
+            ua = part(&update.addr, lane, aw),
+        );
+        if read_b {
+            let _ = writeln!(
+                v,
+                "    wire [{}:0] b_addr{lane} = mg_access ? mg_addr : {};",
+                aw - 1,
+                part("f0_addr", lane, aw)
+            );
+        }
+    }
+    // Write-through: port 0 reads replica 0's port A, port 1 its port B, ports 2.. one replica's
+    // port B each. Read-modify-write: port 0 reads port B (its writes come later, on port A).
+    for r in 0..g.replicas {
+        let b_port = if r == 0 { 1 } else { r + 1 };
+        let (read_a, has_b) = if read_b {
+            (false, true)
+        } else {
+            (r == 0, b_port < g.ports)
+        };
+        let module = bank_module_name(t, read_a, has_b);
+        let pins = bank_pins(read_a, has_b, c, aw);
+        for lane in 0..l {
+            let conns = connect(&pins, |p| match p.role {
+                "a_din" | "a_addr" => format!("{}{lane}", p.name),
+                "a_dout" => part("rd0", lane, c),
+                "b_addr" if read_b => format!("b_addr{lane}"),
+                "b_addr" => part(&format!("f{b_port}_addr"), lane, aw),
+                "b_dout" if read_b => part("rd0", lane, c),
+                "b_dout" => part(&format!("rd{b_port}"), lane, c),
+                _ => p.name.clone(),
+            });
+            let _ = writeln!(
+                v,
+                "    {module} #(.LOAD(LOAD_BANKS), .INIT_FILE(\"{}\")) u_bank_r{r}_l{lane} (\n        {conns}\n    );",
+                bank_file_name(t, lane),
+            );
+        }
+    }
+    for p in 0..g.ports {
+        let _ = writeln!(
+            v,
+            "    {t}_port u_port{p} (\n        .clk(clk), .rst(rst), .hold(hold), .s_fire(s{p}_fire), .s_ready(s{p}_ready),\n        .w_valid(w{p}_valid), .w_data(w{p}_ans), .w_tag(w{p}_tag),\n        .m_valid(m{p}_valid), .m_ready(m{p}_ready), .m_data(m{p}_{a}), .m_tag(m{p}_tag)\n    );",
+            a = g.ans_name
+        );
+    }
+    v.push_str("endmodule\n\n");
+}
+
+/// The module line and port list.
+fn ports(v: &mut String, g: &Geo) {
+    let _ = writeln!(
+        v,
+        "module {} #(\n    parameter LOAD_BANKS = 0\n) (\n{}\n);",
+        g.top,
+        declare(&core_pins(g))
+    );
+}
+
+/// Port `p`'s front end (the insert's value travels beside the tag).
+fn front(v: &mut String, g: &Geo, p: usize) {
+    let ftw = g.tw + if p == 0 { g.value_bits } else { 0 };
+    let _ = writeln!(
+        v,
+        "    // ---- port {p}\n    wire s{p}_fire = s{p}_valid & s{p}_ready;\n    wire f{p}_valid;\n    wire [1:0] f{p}_op;\n    wire [{}:0] f{p}_tag;\n    wire [{}:0] f{p}_addr;",
+        ftw - 1,
+        g.lanes as u32 * g.aw - 1
+    );
+    let op_in = if p == 0 { "s0_op" } else { "OP_LOOKUP" };
+    let tag_in = if p == 0 && g.value_bits > 0 {
+        "{s0_value, s0_tag}".to_string()
+    } else {
+        format!("s{p}_tag")
+    };
+    let len_conn = if g.var_len {
+        format!(", .i_len(s{p}_len)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        v,
+        "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag({tag_in}), .i_key(s{p}_key){len_conn},\n        .o_valid(f{p}_valid), .o_op(f{p}_op), .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );",
+        t = g.top
+    );
+}
+
+/// Write-through lookups of port `p`: bank read register (r1), bank output register (r2),
+/// the AND of the lanes registered (w).
+fn lookup_stage(v: &mut String, g: &Geo, p: usize) {
+    let _ = writeln!(
+        v,
+        "    reg r{p}_valid1, r{p}_valid2, w{p}_valid;
+    reg r{p}_lookup1, r{p}_lookup2, w{p}_ans;
+    reg [{tw1}:0] r{p}_tag1, r{p}_tag2, w{p}_tag;
+    wire [{l1}:0] rd{p};
+    always @(posedge clk) begin
+        if (rst) begin
+            r{p}_valid1 <= 1'b0;
+            r{p}_valid2 <= 1'b0;
+            w{p}_valid <= 1'b0;
+        end else begin
+            r{p}_valid1 <= f{p}_valid;
+            r{p}_valid2 <= r{p}_valid1;
+            w{p}_valid <= r{p}_valid2;
+        end
+        r{p}_lookup1 <= (f{p}_op == OP_LOOKUP);
+        r{p}_lookup2 <= r{p}_lookup1;
+        w{p}_ans <= r{p}_lookup2 & (&rd{p});
+        r{p}_tag1 <= f{p}_tag;
+        r{p}_tag2 <= r{p}_tag1;
+        w{p}_tag <= r{p}_tag2;
+    end",
+        tw1 = g.tw - 1,
+        l1 = g.lanes - 1
+    );
+}
+
+/// The management port (`mg_*`) and the clear: a request (mg_req held until mg_ack) stops every
+/// port, waits until the operations in flight have passed the banks, then clears every cell
+/// (one entry per cycle), writes `mg_wdata` (every replica) or reads entry `mg_addr` of every
+/// lane into `mg_rdata` (port 0's read data); mg_ack pulses when done. A static design's clear
+/// operation (op 2) starts the same clear when it reaches the banks.
+fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
+    let aw = g.aw;
+    let op_clear = cfg.op_clears();
+    let (clear_op_start, clear_fire, start_guard, hold_busy) = if op_clear {
+        (
+            "(f0_valid & (f0_op == OP_CLEAR)) | ",
+            "s0_fire & (s0_op == OP_CLEAR)",
+            " & ~busy_next",
+            "busy_next | ",
+        )
+    } else {
+        // The clear starts in the access state and the FSM waits for its end, so busy is low
+        // in the idle state: neither the start nor hold needs the clear's end compare.
+        ("", "1'b0", "", "")
+    };
+    let _ = writeln!(
+        v,
+        "    // ---- management (mg_*) and clear: idle, drain the pipelines, access, wait for the data
+    reg busy_q;
+    reg clearing;
+    reg [{a1}:0] clr_addr;
+    reg clr_last;  // clr_addr == LAST_ADDR, kept in a register (no wide compare before busy)
+    reg [1:0] mg_state;
+    reg [15:0] mg_cnt;
+    reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)
+    wire mg_idle = (mg_state == 2'd0);
+    wire mg_access = (mg_state == 2'd2);
+    wire clear_fire = {clear_fire};
+    wire clear_start = {clear_op_start}(mg_access & mg_clear);
+    wire clear_done = clearing & clr_last;
+    wire busy_next = clear_fire | (mg_access & mg_clear) | (busy_q & ~clear_done);
+    wire mg_start = mg_idle & mg_req & ~mg_ack{start_guard};
+    wire hold = {hold_busy}mg_start | ~mg_idle;
+    assign busy = busy_q;
+    always @(posedge clk) begin
+        if (rst) begin
+            mg_state <= 2'd0;
+            mg_cnt <= 16'd0;
+            mg_zero <= 1'b1;
+            mg_ack <= 1'b0;
+            busy_q <= 1'b0;
+            clearing <= 1'b0;
+            clr_addr <= {aw}'d0;
+            clr_last <= 1'b0;
+        end else begin
+            mg_ack <= 1'b0;
+            case (mg_state)
+                // The counter loads in every idle cycle, so that its enable does not wait for
+                // mg_start (and the clear's busy logic behind it).
+                2'd0: begin
+                    if (mg_start) mg_state <= 2'd1;
+                    mg_cnt <= 16'd{drain};
+                    mg_zero <= 1'b0;
+                end
+                2'd1: if (mg_zero) mg_state <= 2'd2; else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
+                2'd2: begin
+                    mg_state <= 2'd3;
+                    mg_cnt <= 16'd1;
+                    mg_zero <= 1'b0;
+                end
+                default: if (mg_zero) begin
+                    if (~mg_clear | ~busy_q) begin
+                        mg_state <= 2'd0;
+                        mg_ack <= 1'b1;
+                    end
+                end else begin
+                    mg_cnt <= mg_cnt - 16'd1;
+                    mg_zero <= (mg_cnt == 16'd1);
+                end
+            endcase
+            busy_q <= busy_next;
+            if (clear_start) begin
+                clearing <= 1'b1;
+                clr_addr <= {aw}'d0;
+                clr_last <= 1'b0;
+            end else if (clearing) begin
+                if (clear_done) clearing <= 1'b0;
+                else clr_addr <= clr_addr + {aw}'d1;
+                clr_last <= (clr_addr == LAST_ADDR - {aw}'d1);
+            end
+        end
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd0;
+    end",
+        a1 = aw - 1,
+        drain = g.front_stages + g.bank_stages,
+    );
+}
