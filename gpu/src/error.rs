@@ -17,6 +17,8 @@ pub enum GpuError {
     Compile {
         /// The layout whose kernels failed.
         layout: Layout,
+        /// The module that failed (`static`, `window`, `cells`).
+        module: &'static str,
         /// The architecture flag.
         target: String,
         /// NVRTC's log.
@@ -135,9 +137,13 @@ impl std::fmt::Display for GpuError {
             GpuError::NoNvrtc(m) => write!(f, "NVRTC unavailable: {m}"),
             GpuError::Compile {
                 layout,
+                module,
                 target,
                 log,
-            } => write!(f, "NVRTC failed on the {layout} kernels ({target}): {log}"),
+            } => write!(
+                f,
+                "NVRTC failed on the {layout} {module} kernels ({target}): {log}"
+            ),
             GpuError::OutOfMemory {
                 what,
                 requested_bytes,

@@ -341,7 +341,7 @@ pub(crate) fn launch_keys(
     let seed = params.seed;
     let (width, data_len, base);
     let (mut words, mut out) = split(pass);
-    let mut l = stream.launch_builder(kernels.get(kernel));
+    let mut l = stream.launch_builder(kernels.get(kernel)?);
     match &mut words {
         WordsArg::Write(w) => l.arg(&mut **w),
         WordsArg::Read(w) => l.arg(*w),
@@ -402,7 +402,7 @@ pub(crate) fn launch_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel_source;
+    use crate::{kernel_source, KernelModule};
     use bloomlanes_core::Layout;
 
     const OPS: [Op; 4] = [
@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn every_op_form_and_geometry_has_its_own_kernel_with_the_pushed_parameters() {
-        let src = kernel_source(Layout::L8x32);
+        let src = kernel_source(Layout::L8x32, KernelModule::Static);
         let mut seen = Vec::new();
         for op in OPS {
             for form in FORMS {

@@ -89,7 +89,7 @@ pub use device_keys::DeviceKeys;
 pub use error::GpuError;
 pub use filter::GpuFilter;
 pub use image::GpuImage;
-pub use kernel::{kernel_entry_points, kernel_source, KEYS_PER_THREAD, THREADS};
+pub use kernel::{kernel_entry_points, kernel_source, KernelModule, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use partition::InsertKernel;

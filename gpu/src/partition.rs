@@ -439,7 +439,7 @@ impl Groups {
 
         let mut cfg = grid(m, u64::from(THREADS * KEYS_PER_THREAD))?;
         cfg.grid_dim.0 = cfg.grid_dim.0.min(self.sms.saturating_mul(8)).max(1);
-        let mut l = stream.launch_builder(kernels.get(Kernel::PartHist));
+        let mut l = stream.launch_builder(kernels.get(Kernel::PartHist)?);
         l.arg(keys)
             .arg(&m)
             .arg(&seed)
@@ -455,7 +455,7 @@ impl Groups {
         unsafe { l.launch(cfg) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_hist)", m, e))?;
 
-        let mut l = stream.launch_builder(kernels.get(Kernel::PartScan));
+        let mut l = stream.launch_builder(kernels.get(Kernel::PartScan)?);
         l.arg(&*counts).arg(&parts).arg(&mut *cursor);
         // SAFETY: `bl_part_scan(const u32* counts, u32 parts, u32* cursor)` takes these
         // arguments in this order. Its one CTA reads `counts[p]` and writes `cursor[p]` for
@@ -477,7 +477,7 @@ impl Groups {
             ),
         };
         let cfg = grid(m, u64::from(THREADS * per_thread))?;
-        let mut l = stream.launch_builder(kernels.get(kernel));
+        let mut l = stream.launch_builder(kernels.get(kernel)?);
         l.arg(keys)
             .arg(&m)
             .arg(&seed)

@@ -16,7 +16,7 @@ use std::process::Command;
 
 use bloomlanes_core::cell::reduce_cells;
 use bloomlanes_core::{CellBits, CellReduce, CellUpdate, Keys, Layout, Params, SpatialFilter};
-use bloomlanes_gpu::kernel_source;
+use bloomlanes_gpu::{kernel_source, KernelModule};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
@@ -67,7 +67,7 @@ impl Emulator {
         let text = format!(
             "{}\n{}\n{}",
             include_str!("host_cuda/shim.h"),
-            kernel_source(layout),
+            kernel_source(layout, KernelModule::Cells),
             include_str!("host_cuda/driver.cpp")
         );
         std::fs::write(&src, text).unwrap();

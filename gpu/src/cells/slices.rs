@@ -198,7 +198,7 @@ pub(crate) fn part_bounds(
             ),
         });
     }
-    let mut l = stream.launch_builder(kernels.get(Kernel::PartBounds));
+    let mut l = stream.launch_builder(kernels.get(Kernel::PartBounds)?);
     l.arg(&keys.keys).arg(&n).arg(&parts).arg(&mut *s.bounds);
     // SAFETY: `bl_part_bounds(const u64* hashes, u64 n, u32 parts, u32* bounds)` takes these
     // arguments in this order. Thread `p ≤ parts` reads `hashes[i]` for `i < n` (the view's
@@ -216,7 +216,7 @@ pub(crate) fn config(
     kernel: Kernel,
     plan: &SlicePlan,
 ) -> Result<LaunchConfig, GpuError> {
-    let f = kernels.get(kernel);
+    let f = kernels.get(kernel)?;
     let err = |e| GpuError::cuda("cuFuncSetAttribute", u64::from(plan.smem_bytes), e);
     f.set_attribute(
         CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -32,7 +32,8 @@ __device__ __forceinline__ void bl_store_keys(u8* __restrict__ out, u64 n, u64 b
   for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
 }
 // The kernels are templates on the image's geometry (BlFlat, BlGens; see block.cu); their entry
-// points are instantiated for both by BL_KEY_ENTRIES at the end of this file.
+// points are the macro BL_KEY_ENTRIES at the end of this file, instantiated for BlFlat by the
+// static module and for BlGens by the window module (kernel.rs).
 // r[j] = answer(key) for this thread's keys i = base + j * BL_THREADS below n (else `none`),
 // computed once all of them are loaded, so that their loads are in flight together; returns
 // base (for bl_store_keys).
@@ -152,15 +153,3 @@ BL_WORD_KEY_ENTRIES(u64, 0, SUFFIX, G) \
 BL_WORD_KEY_ENTRIES(hash, 1, SUFFIX, G) \
 BL_BYTE_KEY_ENTRIES(records, BL_RECORD_PARAMS, BL_RECORD_HASH, SUFFIX, G) \
 BL_BYTE_KEY_ENTRIES(strings, BL_STRING_PARAMS, BL_STRING_HASH, SUFFIX, G)
-BL_KEY_ENTRIES(, FLAT)
-BL_KEY_ENTRIES(_window, GENS)
-// The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
-// kinds, partitioned lookups and deletes).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_record_hash(data, width, i, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_strings(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_string_hash(data, data_len, offsets, base, i, seed);
-}
