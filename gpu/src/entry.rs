@@ -135,6 +135,7 @@ entry_points! {
         ProbeBitmap / ProbeBitmapWindow = "bl_probe_bitmap",
         ProbeList / ProbeListWindow = "bl_probe_list",
         PositionsKeys / PositionsKeysWindow = "bl_positions_keys",
+        InsertSlices / InsertSlicesWindow = "bl_insert_slices",
     }
     Static {
         HashRecords = "bl_hash_records",
@@ -143,6 +144,8 @@ entry_points! {
         PartScan = "bl_part_scan",
         PartScatter = "bl_part_scatter",
         PartScatterPos = "bl_part_scatter_pos",
+        RadixScatterKeys = "bl_radix_scatter_keys",
+        RadixScatterHashes = "bl_radix_scatter_hashes",
         PartBounds = "bl_part_bounds",
         Union = "bl_union",
         Intersect = "bl_intersect",

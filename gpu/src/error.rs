@@ -110,6 +110,16 @@ pub(crate) fn output_holds(needed: usize, found: usize) -> Result<(), GpuError> 
 }
 
 impl GpuError {
+    /// A launch refused because its arguments break what the kernel relies on (a bug of this
+    /// crate, never of the caller's input): `op` and what was wrong.
+    pub(crate) fn internal(op: &'static str, message: String) -> GpuError {
+        GpuError::Cuda {
+            op,
+            bytes: 0,
+            message,
+        }
+    }
+
     pub(crate) fn cuda(op: &'static str, bytes: u64, e: DriverError) -> GpuError {
         if e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
             let free = cudarc::driver::result::mem_get_info()

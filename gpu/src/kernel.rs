@@ -26,6 +26,14 @@ pub const MAX_PARTITIONS: u32 = 2048;
 /// Keys per thread of the partitioned insert's scatter pass: a CTA groups `THREADS *
 /// SCATTER_KEYS_PER_THREAD` hashes by partition in shared memory before writing them out.
 pub const SCATTER_KEYS_PER_THREAD: u32 = 16;
+/// Keys per thread in flight in the partition histogram (a grid-stride loop; with many partitions
+/// its shared-memory counts leave room for one CTA per SM, which must keep enough loads in flight
+/// alone).
+pub(crate) const HIST_KEYS_PER_THREAD: u32 = 8;
+/// Most partitions one pass of the radix grouping scatters into (sizes its shared-memory bins): a
+/// tile of `THREADS * SCATTER_KEYS_PER_THREAD` keys then writes runs of 16 hashes or more on
+/// average.
+pub(crate) const RADIX_FANOUT: u32 = 256;
 /// Keys per thread of the scatter pass that also writes each hash's key index (partitioned
 /// lookups and deletes): half the tile, so that the indices fit in the same shared memory.
 pub const SCATTER_POS_KEYS_PER_THREAD: u32 = 8;
@@ -108,6 +116,8 @@ fn prelude(layout: Layout) -> String {
     define("BL_MAXP", MAX_PARTITIONS.to_string());
     define("BL_SKPT", SCATTER_KEYS_PER_THREAD.to_string());
     define("BL_SKPT_POS", SCATTER_POS_KEYS_PER_THREAD.to_string());
+    define("BL_HIST_KPT", HIST_KEYS_PER_THREAD.to_string());
+    define("BL_RADIX_FANOUT", RADIX_FANOUT.to_string());
     define("BL_SLICE_KPT", SLICE_KEYS_PER_THREAD.to_string());
     define("BL_ACCEPTED", format!("0x{STATUS_ACCEPTED:08x}u"));
     define("BL_STATUS_RECORD", format!("{STATUS_RECORD}u"));
@@ -282,6 +292,7 @@ mod tests {
             for (body, kernels) in [
                 ("#define BL_BYTE_KEY_ENTRIES(", 3),
                 ("#define BL_WORD_KEY_ENTRIES(", 4),
+                ("#define BL_SLICE_ENTRY(", 1),
             ] {
                 assert_eq!(s.matches(body).count(), 1, "{module}: {body}");
                 defined += kernels;
@@ -333,6 +344,22 @@ mod tests {
         for (k, params) in [
             (Kernel::CountCheck, format!("const u32* image, u64 blocks, {keys}, u32* status, u64* stats")),
             (Kernel::PartBounds, "const u64* hashes, u64 n, u32 parts, u32* bounds".into()),
+            (
+                Kernel::PartHist,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ counts".into(),
+            ),
+            (
+                Kernel::PartScan,
+                "const u32* __restrict__ counts, u32 parts, u32* __restrict__ cursor,\n    u32 coarse, u32* __restrict__ coarse_cursor, u32* __restrict__ seg, u32* __restrict__ tiles".into(),
+            ),
+            (
+                Kernel::RadixScatterKeys,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out".into(),
+            ),
+            (
+                Kernel::RadixScatterHashes,
+                "const u64* __restrict__ in, u64 n, u32 coarse, u32 fine,\n    const u32* __restrict__ seg, const u32* __restrict__ tiles, u32* __restrict__ cursor, u64* __restrict__ out".into(),
+            ),
             (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
             (
                 Kernel::HashStrings,
@@ -354,14 +381,17 @@ mod tests {
             let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
             assert!(src.contains(&signature), "no `{signature}`");
             if let Some(ptx) = ptx::entries() {
-                assert_eq!(ptx.get(k.name()), Some(&ptx::sizes(&params)), "{}", k.name());
+                let flat = params.replace("\n    ", " ");
+                assert_eq!(ptx.get(k.name()), Some(&ptx::sizes(&flat)), "{}", k.name());
             }
         }
-        // The probes, in their entry-point macro (the window twin adds `, u32 gens, u32 gen`).
+        // The probes and the slice insert, in their entry-point macros (the window twin adds
+        // `, u32 gens, u32 gen`).
         for (base, params) in [
             ("bl_probe_bitmap", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits"),
             ("bl_probe_list", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count"),
             ("bl_positions_keys", "const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count"),
+            ("bl_insert_slices", "u32* words, u64 blocks, const u64* hashes, u64 n, const u32* ends, u32 parts, u64 sb"),
         ] {
             let signature = format!("{base}##SUFFIX({params} BL_GEO_PARAMS_##G)");
             assert!(src.contains(&signature), "no `{signature}`");

@@ -44,12 +44,15 @@ impl Geometry {
     /// is one of them.
     pub(crate) fn check(self, params: &Params, words: usize) -> Result<(), GpuError> {
         if self.gens == 0 || self.gen >= self.gens || (words as u64) < self.words(params) {
-            return Err(internal(format!(
-                "{words} words for {} generations of {} words (generation {})",
-                self.gens,
-                params.u32_len(),
-                self.gen
-            )));
+            return Err(GpuError::internal(
+                "launch_keys",
+                format!(
+                    "{words} words for {} generations of {} words (generation {})",
+                    self.gens,
+                    params.u32_len(),
+                    self.gen
+                ),
+            ));
         }
         Ok(())
     }
@@ -256,14 +259,6 @@ fn keys_per_cta(form: Form) -> u64 {
     match form {
         Form::U64 | Form::Hashes => u64::from(THREADS * KEYS_PER_THREAD),
         Form::Records | Form::Strings => u64::from(THREADS),
-    }
-}
-
-fn internal(message: String) -> GpuError {
-    GpuError::Cuda {
-        op: "launch_keys",
-        bytes: 0,
-        message,
     }
 }
 

@@ -127,6 +127,19 @@ pub(crate) fn layout_free_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<Kernels>
     kernels(ctx, first.unwrap_or(Layout::L8x32))
 }
 
+/// Raises `f`'s dynamic shared memory limit to `limit_bytes` (the same for every launch of a
+/// device's kernel, so that filters used from several threads never lower it under one another's
+/// launch) and asks for the largest shared-memory carve-out.
+pub(crate) fn dynamic_smem(f: &CudaFunction, limit_bytes: u64) -> Result<(), GpuError> {
+    use cudarc::driver::sys::CUfunction_attribute as A;
+    let limit = i32::try_from(limit_bytes).unwrap_or(i32::MAX);
+    let err = |e| GpuError::cuda("cuFuncSetAttribute", limit_bytes, e);
+    f.set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit)
+        .map_err(err)?;
+    f.set_attribute(A::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+        .map_err(err)
+}
+
 /// Largest grid the driver accepts in x.
 const MAX_GRID_X: u64 = (1 << 31) - 1;
 
