@@ -7,6 +7,10 @@
 #   gpu/device_checks.sh run       # on the GPU machine, from the repository root, with
 #                                  # carry/gpu carried: the tests, then the benchmark rows;
 #                                  # logs and tables into $OUT (or carry/gpu/out)
+#   gpu/device_checks.sh run perf  # the optional second phase, alone: every insert path and
+#                                  # lookup path beside `auto` from 1 MiB to 64 GiB (issue #25;
+#                                  # needs 70.25 GiB of device memory at 64 GiB, skips a size that
+#                                  # does not fit); about 1 minute
 set -euo pipefail
 dir=carry/gpu
 
@@ -26,7 +30,8 @@ prepare() {
   local bench
   bench=$(cargo bench -p bloomlanes-gpu --no-run 2>&1 | sed -n 's|.*(\(target/release/deps/gpu_bench-[0-9a-f]*\))|\1|p' | tail -1)
   strip -o "$dir/gpu_bench" "$bench"
-  # The compile test fills the cache with the sm_90 CUBIN and PTX of every layout.
+  # The compile test fills the cache with the sm_90 CUBIN and PTX of every layout and module
+  # (static, window, cells).
   BLOOMLANES_NVRTC="${BLOOMLANES_NVRTC:-$(nvrtc_dir)}" \
     BLOOMLANES_KERNEL_CACHE="$PWD/$dir/kernel-cache" \
     cargo test -p bloomlanes-gpu --release --test source -- nvrtc_compiles_every_layout
@@ -34,13 +39,27 @@ prepare() {
   du -sh "$dir"
 }
 
-run() {
-  local out="${OUT:-$dir/out}"
+setup() {
+  out="${OUT:-$dir/out}"
   mkdir -p "$out"
   export BLOOMLANES_NVRTC="${BLOOMLANES_NVRTC:-$(nvrtc_dir)}"
-  # Loaded instead of compiled when the NVRTC version matches (else compiled, ~10 s a layout).
+  # Loaded instead of compiled when the NVRTC version matches (else compiled: a layout's static
+  # module ~4 s, its cell module ~12 s, on first use).
   export BLOOMLANES_KERNEL_CACHE="$PWD/$dir/kernel-cache"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/device.txt"
+}
+
+# Phase 2 (issue #25): every insert path by name beside `auto` at 1 MiB, 256 MiB, 2 GiB, 8 GiB,
+# 32 GiB and 64 GiB (8x32, 2^28 device keys, each insert checked), the cost model's estimates,
+# every lookup path beside `auto`, and the radix insert by partition size past L2.
+perf() {
+  setup
+  echo "== gpu_bench SECTIONS=insert"
+  timeout 300 "$dir/gpu_bench" SECTIONS=insert REPS=3 2>&1 | tee "$out/bench_insert.md"
+}
+
+run() {
+  setup
   local status=0
   for t in gpu kinds lookup borrowed; do
     echo "== $t"
@@ -57,8 +76,9 @@ run() {
   return "$status"
 }
 
-case "${1:-}" in
-  prepare) prepare ;;
-  run) run ;;
-  *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+case "${1:-} ${2:-}" in
+  "prepare ") prepare ;;
+  "run ") run ;;
+  "run perf") perf ;;
+  *) echo "usage: $0 prepare | run | run perf" >&2; exit 2 ;;
 esac
