@@ -80,6 +80,24 @@ struct Scratch {
     segments: Option<Segments>,
 }
 
+impl Scratch {
+    /// Allocates the optional buffers `needs` asks for and this scratch lacks, as long as its
+    /// grouped hashes.
+    fn complete(&mut self, stream: &Arc<CudaStream>, needs: Needs) -> Result<(), GpuError> {
+        let len = self.hashes.len();
+        if needs.positions && self.positions.is_none() {
+            self.positions = Some(alloc_zeros::<u32>(stream, "partition positions", len)?);
+        }
+        if needs.staging && self.staging.is_none() {
+            self.staging = Some(alloc_zeros::<u64>(stream, "partition staging", len)?);
+        }
+        if needs.staging && self.segments.is_none() {
+            self.segments = Some(Segments::new(stream)?);
+        }
+        Ok(())
+    }
+}
+
 /// What a grouping needs of the scratch besides the grouped hashes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Needs {
@@ -225,12 +243,13 @@ impl Partitioner {
         needs: Needs,
     ) -> Result<usize, GpuError> {
         let want = n.min(self.scratch_keys).max(1);
-        if let Some(s) = &self.scratch {
-            if s.hashes.len() >= want
-                && (!needs.positions || s.positions.is_some())
-                && (!needs.staging || s.staging.is_some())
-            {
-                return Ok(s.hashes.len());
+        if let Some(s) = &mut self.scratch {
+            if s.hashes.len() >= want {
+                // Big enough: add what this grouping needs besides (a filter whose inserts and
+                // lookups group alternately keeps both), else allocate anew below.
+                if s.complete(stream, needs).is_ok() {
+                    return Ok(s.hashes.len());
+                }
             }
         }
         self.scratch = None;
