@@ -20,7 +20,7 @@ cargo +nightly fuzz build
 cargo +nightly run -q --release --bin make_seeds -- corpus
 # Every target, each with its seeds from make_seeds; a target added to Cargo.toml but not here
 # fails the run rather than going unfuzzed.
-targets="filter_file parquet_form parquet_file key_text filter_stream capture text_inputs decompress"
+targets="filter_file parquet_form parquet_file key_text filter_stream capture text_inputs decompress retrieval_file"
 for t in $(cargo +nightly fuzz list); do
   [ "$t" = make_seeds ] && continue
   case " $targets " in

@@ -22,7 +22,7 @@ prepare() {
   mkdir -p "$dir/kernel-cache"
   local list
   list=$(cargo test -p bloomlanes-gpu --release --no-run 2>&1 | tee /dev/stderr)
-  for t in gpu kinds lookup borrowed; do
+  for t in gpu kinds lookup borrowed retrieval; do
     local bin
     bin=$(printf '%s\n' "$list" | sed -n "s|.*(\(target/release/deps/$t-[0-9a-f]*\))|\1|p" | tail -1)
     strip -o "$dir/$t" "$bin"
@@ -61,7 +61,7 @@ perf() {
 run() {
   setup
   local status=0
-  for t in gpu kinds lookup borrowed; do
+  for t in gpu kinds lookup borrowed retrieval; do
     echo "== $t"
     # The tests of one binary share the loaded kernels; 4 threads keep the GPU busy.
     if ! timeout 420 "$dir/$t" --test-threads=4 2>&1 | tee "$out/test_$t.log"; then

@@ -8,6 +8,7 @@ use crate::format::{self, FormatError};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::params::Params;
+use crate::retrieval::RetrievalTable;
 use crate::scalable_filter::ScalableFilter;
 use crate::spatial_filter::SpatialFilter;
 use crate::stats::Stats;
@@ -26,6 +27,8 @@ pub enum AnyFilter {
     Scalable(ScalableFilter),
     /// A spatial filter (classes).
     Spatial(SpatialFilter),
+    /// A retrieval table (its membership answer: the key passes the check bits).
+    Retrieval(RetrievalTable),
 }
 
 impl AnyFilter {
@@ -42,6 +45,9 @@ impl AnyFilter {
                 AnyFilter::Scalable(ScalableFilter::from_file_bytes(file)?)
             }
             FilterKind::Spatial { .. } => AnyFilter::Spatial(SpatialFilter::from_file_bytes(file)?),
+            FilterKind::Retrieval { .. } => {
+                AnyFilter::Retrieval(RetrievalTable::from_file_bytes(file)?)
+            }
         })
     }
 
@@ -53,6 +59,7 @@ impl AnyFilter {
             AnyFilter::Window(f) => f.to_file_bytes(),
             AnyFilter::Scalable(f) => f.to_file_bytes(),
             AnyFilter::Spatial(f) => f.to_file_bytes(),
+            AnyFilter::Retrieval(f) => f.to_file_bytes(),
         }
     }
 
@@ -64,6 +71,7 @@ impl AnyFilter {
             AnyFilter::Window(f) => f.params(),
             AnyFilter::Scalable(f) => f.params(),
             AnyFilter::Spatial(f) => f.params(),
+            AnyFilter::Retrieval(f) => f.params(),
         }
     }
 
@@ -75,6 +83,7 @@ impl AnyFilter {
             AnyFilter::Window(f) => f.contains_hash(hash),
             AnyFilter::Scalable(f) => f.contains_hash(hash),
             AnyFilter::Spatial(f) => f.contains_hash(hash),
+            AnyFilter::Retrieval(f) => f.contains_hash(hash),
         }
     }
 
@@ -91,6 +100,7 @@ impl AnyFilter {
             AnyFilter::Window(f) => f.stats(),
             AnyFilter::Scalable(f) => f.stats(),
             AnyFilter::Spatial(f) => f.stats(),
+            AnyFilter::Retrieval(f) => f.stats(),
         }
     }
 }

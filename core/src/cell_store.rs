@@ -25,6 +25,16 @@ pub(crate) struct CellStore {
 impl CellStore {
     /// Empty storage for `params`, whose kind must have cells wider than a bit.
     pub(crate) fn new(params: Params) -> Option<CellStore> {
+        CellStore::with(params, |n| Some(Words::zeroed(n)))
+    }
+
+    /// [`CellStore::new`], or `None` also when the arrays cannot be allocated.
+    pub(crate) fn try_new(params: Params) -> Option<CellStore> {
+        CellStore::with(params, Words::try_zeroed)
+    }
+
+    /// Empty storage for `params`, its arrays from `zeroed`.
+    fn with(params: Params, zeroed: impl Fn(u64) -> Option<Words>) -> Option<CellStore> {
         let bits = params.kind.cell_bits();
         if bits == CellBits::One {
             return None;
@@ -36,8 +46,8 @@ impl CellStore {
         Some(CellStore {
             params,
             keys: Some(0),
-            image: Words::zeroed(params.u32_len()),
-            cells: Words::zeroed(cell_words(&params, bits)),
+            image: zeroed(params.u32_len())?,
+            cells: zeroed(cell_words(&params, bits))?,
         })
     }
 

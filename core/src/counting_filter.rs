@@ -43,6 +43,15 @@ impl CountingFilter {
         })
     }
 
+    /// [`CountingFilter::new`], or `None` also when its arrays cannot be allocated (instead of
+    /// aborting the process).
+    pub fn try_new(params: Params) -> Option<CountingFilter> {
+        params.kind.counter_bits()?;
+        Some(CountingFilter {
+            store: CellStore::try_new(params)?,
+        })
+    }
+
     /// An empty counting filter with `params`' shape and `bits`-bit counters.
     pub fn counting(params: Params, bits: CounterBits) -> CountingFilter {
         CountingFilter::new(params.with_kind(FilterKind::Counting { counter_bits: bits }))

@@ -55,6 +55,20 @@ impl Filter {
         }
     }
 
+    /// [`Filter::new`], or `None` when the bit array cannot be allocated (instead of aborting
+    /// the process): for callers that must turn a refused allocation into an error.
+    pub fn try_new(params: Params) -> Option<Filter> {
+        let params = Params {
+            blocks: params.blocks.max(1),
+            ..params
+        };
+        Some(Filter {
+            params,
+            keys: Some(0),
+            words: Words::try_zeroed(params.u32_len())?,
+        })
+    }
+
     /// An empty filter for `keys` keys sized by `sizing` (see [`Params::for_keys`]), XXH64 with
     /// `seed`.
     pub fn for_keys(

@@ -11,7 +11,7 @@
 //! 16      8   hash seed, u64 LE
 //! 24      1   hash id (0 = caller-supplied hashes, 1 = XXH64)
 //! 25      1   flags (bit 0: the key count field is known; other bits zero)
-//! 26      1   filter kind (0 = static; version 1: 0)
+//! 26      1   filter kind (0 = static; 6 = retrieval; version 1: 0)
 //! 27      1   key type code (0 = not recorded; version 1: 0)
 //! 28      2   key width, u16 LE (fixed-length byte keys only, else 0)
 //! 30      2   kind metadata length in 64-byte units, u16 LE (0 for static filters)
@@ -362,7 +362,7 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
     let key_type = if v1 {
         KeyType::Any
     } else {
-        if kind_code > 5 {
+        if kind_code > 6 {
             return Err(FormatError::UnknownKind(kind_code));
         }
         let width = u16::from_le_bytes([file[28], file[29]]);

@@ -15,6 +15,10 @@
 //! - `window LAYOUT BLOCKS SEED G SPAN N CURRENT KEYSINCURRENT WORDSHEX` — a window of `G`
 //!   generations of `SPAN` keys after inserting the u64 keys 0..N: the current generation, its
 //!   fill, and the interleaved storage.
+//! - `retrieval V F ARITY N SEED SEGBITS SEGCOUNT ARRAYHEX` — a retrieval table with `V` value
+//!   bits and `F` check bits mapping the u64 keys 0..N (XXH64, seed 0) to
+//!   [`retrieval_value`]`(k, V)`: its construction seed, segment length exponent and count, and
+//!   the packed cell array.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -22,6 +26,7 @@ use core::fmt::Write;
 
 use crate::kind::{CounterBits, FilterKind, WindowUnit};
 use crate::layout::{block_index, lane_bits, Layout};
+use crate::retrieval::{RetrievalSpec, RetrievalTable, Shape};
 use crate::xxh64::{xxh64, xxh64_u64};
 use crate::{CountingFilter, Filter, Params, WindowFilter};
 
@@ -81,6 +86,7 @@ pub fn render() -> String {
     s.push_str("# see docs/FORMAT.md. Lines: hash SEED KEYHEX HASH | probe LAYOUT BLOCKS HASH BLOCK BITS | filter LAYOUT BLOCKS SEED N IMAGEHEX\n");
     s.push_str("# | counting LAYOUT BLOCKS SEED BITS N D IMAGEHEX COUNTERSHEX | stable LAYOUT BLOCKS SEED BITS P N IMAGEHEX COUNTERSHEX\n");
     s.push_str("# | window LAYOUT BLOCKS SEED G SPAN N CURRENT KEYSINCURRENT WORDSHEX\n");
+    s.push_str("# | retrieval V F ARITY N SEED SEGBITS SEGCOUNT ARRAYHEX\n");
     for seed in [0u64, 42] {
         for key in hash_keys() {
             let _ = writeln!(s, "hash {seed} {} 0x{:016x}", hex(&key), xxh64(&key, seed));
@@ -119,7 +125,80 @@ pub fn render() -> String {
         }
     }
     render_kinds(&mut s);
+    render_retrieval(&mut s);
     s
+}
+
+/// The widths, arities and key counts of the `retrieval` lines.
+pub const RETRIEVAL_CASES: [(u8, u8, u8, u64); 5] = [
+    (8, 0, 4, 20),
+    (5, 3, 3, 17),
+    (16, 8, 4, 50),
+    (32, 32, 4, 10),
+    (1, 7, 4, 100),
+];
+
+/// The value the golden retrieval tables store for key `k`: the top `v` bits of `k × 0x9e3779b9`
+/// (32-bit).
+pub fn retrieval_value(k: u64, v: u8) -> u32 {
+    ((k as u32).wrapping_mul(0x9e37_79b9) as u64 >> (32 - u32::from(v))) as u32
+}
+
+/// The `retrieval` lines.
+fn render_retrieval(s: &mut String) {
+    for (v, f, arity, n) in RETRIEVAL_CASES {
+        let keys: Vec<u64> = (0..n).collect();
+        let values: Vec<u32> = keys.iter().map(|&k| retrieval_value(k, v)).collect();
+        let spec = RetrievalSpec::new(v, f).with_arity(arity);
+        let t = RetrievalTable::build_keys(Params::new(Layout::L8x64, 1), spec, &keys, &values)
+            .expect("golden retrieval tables build");
+        let shape = t.shape();
+        let bytes: Vec<u8> = t.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+        let _ = writeln!(
+            s,
+            "retrieval {v} {f} {arity} {n} {} {} {} {}",
+            shape.seed,
+            shape.segment_bits,
+            shape.segment_count,
+            hex(&bytes[..shape.array_bytes() as usize])
+        );
+    }
+}
+
+/// One `retrieval` line of the golden file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetrievalVector {
+    /// The table's shape (widths, arity, segments, construction seed).
+    pub shape: Shape,
+    /// The u64 keys `0..keys` map to [`retrieval_value`].
+    pub keys: u64,
+    /// The packed cell array.
+    pub array: Vec<u8>,
+}
+
+/// The `retrieval` lines of [`VECTORS`].
+pub fn retrieval_vectors() -> Vec<RetrievalVector> {
+    VECTORS
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.len() != 9 || f[0] != "retrieval" {
+                return None;
+            }
+            Some(RetrievalVector {
+                shape: Shape {
+                    value_bits: f[1].parse().ok()?,
+                    check_bits: f[2].parse().ok()?,
+                    arity: f[3].parse().ok()?,
+                    segment_bits: f[6].parse().ok()?,
+                    segment_count: f[7].parse().ok()?,
+                    seed: f[5].parse().ok()?,
+                },
+                keys: f[4].parse().ok()?,
+                array: unhex(f[8])?,
+            })
+        })
+        .collect()
 }
 
 /// The `counting`, `stable` and `window` lines.

@@ -9,6 +9,7 @@
 //! | window | `g + 1` generations of the image, interleaved by block | set the bits in the current generation; rotate every `N/g` keys (or `T/g` time) | all L bits set in one generation | — |
 //! | scalable | a chain of images growing by a factor `s` with rates tightening by `r` | into the last image until it is full | any image | — |
 //! | spatial | the image + one `c`-bit class cell per bit (`c` = 4, 8 or 16) | cells = max(cell, class) | the smallest of the key's cells (0: absent) | — |
+//! | retrieval | cells of `v + f` bits in binary fuse segments ([`crate::retrieval`]) | built once from (key, value) pairs | XOR of the key's cells: its value, or absent by the check bits | — |
 //!
 //! Static, counting, stable and spatial filters are one machine, the cell algebra of
 //! [`crate::cell`]; window and scalable filters are arrangements of static images.
@@ -107,6 +108,14 @@ pub enum FilterKind {
         /// Number of classes `n` (1 ≤ n ≤ `2^c − 1`); their names are stored in the file.
         classes: u16,
     },
+    /// A retrieval table (Bloomier filter, [`crate::retrieval`]): a static map from each key of
+    /// a build set to a `value_bits`-bit value, with `check_bits` check bits per key.
+    Retrieval {
+        /// Bits of value per key (1 ..= 32).
+        value_bits: u8,
+        /// Check bits per key (0 ..= 32): an absent key passes with probability `2^−f`.
+        check_bits: u8,
+    },
 }
 
 impl FilterKind {
@@ -119,6 +128,7 @@ impl FilterKind {
             FilterKind::Window { .. } => 3,
             FilterKind::Scalable { .. } => 4,
             FilterKind::Spatial { .. } => 5,
+            FilterKind::Retrieval { .. } => 6,
         }
     }
 
@@ -131,6 +141,7 @@ impl FilterKind {
             FilterKind::Window { .. } => "window",
             FilterKind::Scalable { .. } => "scalable",
             FilterKind::Spatial { .. } => "spatial",
+            FilterKind::Retrieval { .. } => "retrieval",
         }
     }
 
@@ -177,6 +188,13 @@ impl fmt::Display for FilterKind {
                 f,
                 "spatial ({classes} classes in {}-bit cells)",
                 cell_bits.bits()
+            ),
+            FilterKind::Retrieval {
+                value_bits,
+                check_bits,
+            } => write!(
+                f,
+                "retrieval ({value_bits}-bit values, {check_bits} check bits)"
             ),
         }
     }

@@ -22,6 +22,7 @@ use crate::counting::counter_words;
 use crate::format::FormatError;
 use crate::kind::{CounterBits, FilterKind, WindowUnit};
 use crate::params::Params;
+use crate::retrieval::Shape;
 use crate::spatial::{self, ClassTable};
 use crate::window::{window_words, WindowState};
 
@@ -39,11 +40,13 @@ fn le_u16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn le_u32(b: &[u8], at: usize) -> u32 {
+/// The little-endian `u32` at `b[at..at + 4]`.
+pub(crate) fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn le_u64(b: &[u8], at: usize) -> u64 {
+/// The little-endian `u64` at `b[at..at + 8]`.
+pub(crate) fn le_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
@@ -144,6 +147,7 @@ pub fn decode_kind(code: u8, meta: &[u8]) -> Result<FilterKind, FormatError> {
             unused_zero(meta, &[0..1, 2..8])?;
             Ok(FilterKind::Spatial { cell_bits, classes })
         }
+        6 => Ok(Shape::decode(meta)?.kind()),
         other => Err(FormatError::UnknownKind(other)),
     }
 }
@@ -208,6 +212,11 @@ pub fn for_each_array(
             }
             Ok(())
         }
+        FilterKind::Retrieval { .. } => {
+            let shape = Shape::decode(meta)?;
+            shape.check_header(params)?;
+            f(shape.array_bytes())
+        }
     }
 }
 
@@ -250,12 +259,13 @@ pub fn check_padding(params: &Params, payload: &[u8], meta_len: u64) -> Result<(
 pub fn encode_meta(kind: FilterKind, state: Option<&WindowState>) -> [u8; META_LEN] {
     let mut m = [0u8; META_LEN];
     match kind {
-        FilterKind::Static | FilterKind::Scalable { .. } => {}
         FilterKind::Spatial { cell_bits, classes } => {
             // The name length (bytes 4..8) is written with the class table (SpatialFilter).
             m[0] = cell_bits.bits() as u8;
             m[2..4].copy_from_slice(&classes.to_le_bytes());
         }
+        // Scalable and retrieval metadata are written by their owners.
+        FilterKind::Static | FilterKind::Scalable { .. } | FilterKind::Retrieval { .. } => {}
         FilterKind::Counting { counter_bits } => m[0] = counter_bits.bits() as u8,
         FilterKind::Stable {
             counter_bits,

@@ -45,6 +45,7 @@ pub mod math;
 pub mod params;
 pub mod parquet;
 pub mod reference;
+pub mod retrieval;
 pub mod spatial;
 pub mod stats;
 pub mod window;

@@ -35,6 +35,17 @@ impl Words {
         }
     }
 
+    /// `len` zero words, or `None` when they do not fit the address space or the allocator
+    /// refuses them (the fallible form of [`Words::zeroed`]: the memory is reserved, then
+    /// written, so a refusal comes here rather than at first use).
+    pub(crate) fn try_zeroed(len: u64) -> Option<Words> {
+        let len = usize::try_from(len).ok()?;
+        let mut lines = Vec::new();
+        lines.try_reserve_exact(len.div_ceil(16)).ok()?;
+        lines.resize(len.div_ceil(16), Line([0; 16]));
+        Some(Words { lines, len })
+    }
+
     /// The words of a little-endian byte image (`bytes.len()` a multiple of 4).
     pub(crate) fn from_le_bytes(bytes: &[u8]) -> Words {
         let mut w = Words::zeroed(bytes.len() as u64 / 4);

@@ -46,6 +46,17 @@ impl WindowFilter {
     /// An empty window filter with these parameters, or `None` if `params.kind` is not a window
     /// with at least one generation and a positive span.
     pub fn new(params: Params) -> Option<WindowFilter> {
+        WindowFilter::with(params, |n| Some(Words::zeroed(n)))
+    }
+
+    /// [`WindowFilter::new`], or `None` also when its words cannot be allocated (instead of
+    /// aborting the process).
+    pub fn try_new(params: Params) -> Option<WindowFilter> {
+        WindowFilter::with(params, Words::try_zeroed)
+    }
+
+    /// An empty window filter with its words from `zeroed`.
+    fn with(params: Params, zeroed: impl Fn(u64) -> Option<Words>) -> Option<WindowFilter> {
         match params.kind {
             FilterKind::Window {
                 generations, span, ..
@@ -60,7 +71,7 @@ impl WindowFilter {
             params,
             keys: Some(0),
             state: WindowState::default(),
-            words: Words::zeroed(window_words(&params)),
+            words: zeroed(window_words(&params))?,
         })
     }
 

@@ -66,7 +66,8 @@ macro_rules! entry_points {
 /// The separately compiled parts of a layout's kernels. A layout's [`KernelModule::Static`]
 /// module is compiled (or read from the kernel cache) when the first filter of that layout is
 /// made; the others when the first filter of a kind that needs them is made (cell filters,
-/// sliding windows), so that a static filter's start-up pays only for what it runs.
+/// sliding windows, retrieval tables), so that a static filter's start-up pays only for what it
+/// runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelModule {
     /// The static filter's kernels: inserts and lookups of every key form, partitioning, the
@@ -77,14 +78,17 @@ pub enum KernelModule {
     /// The cell algebra's kernels (every update and reduction, both shapes) and the cell
     /// kinds' checks.
     Cells,
+    /// The retrieval tables' lookup (layout-free: the module of any layout serves).
+    Retrieval,
 }
 
 impl KernelModule {
     /// Every module, in the order of their indices.
-    pub const ALL: [KernelModule; 3] = [
+    pub const ALL: [KernelModule; 4] = [
         KernelModule::Static,
         KernelModule::Window,
         KernelModule::Cells,
+        KernelModule::Retrieval,
     ];
 
     /// The module's short name (in kernel-cache file names and messages).
@@ -93,6 +97,7 @@ impl KernelModule {
             KernelModule::Static => "static",
             KernelModule::Window => "window",
             KernelModule::Cells => "cells",
+            KernelModule::Retrieval => "retrieval",
         }
     }
 
@@ -174,6 +179,9 @@ entry_points! {
     }
     Window {
         WindowClear = "bl_window_clear",
+    }
+    Retrieval {
+        RetrievalGet = "bl_retrieval_get",
     }
 }
 

@@ -11,6 +11,7 @@ use std::fmt::Write;
 pub(crate) use crate::entry::Kernel;
 pub use crate::entry::KernelModule;
 
+use bloomlanes_core::retrieval::{MIX_MUL1, MIX_MUL2};
 use bloomlanes_core::xxh64::{
     lane_init, short_init, AVALANCHE_SHIFTS, MERGE_ROTATES, PRIME64_1, PRIME64_2, PRIME64_3,
     PRIME64_4, PRIME64_5, ROUND_ROTATE, TAIL1_ROTATE, TAIL4_ROTATE, TAIL8_ROTATE,
@@ -66,6 +67,7 @@ const UTIL_CU: (&str, &str) = ("util.cu", include_str!("cuda/util.cu"));
 const WINDOW_CU: (&str, &str) = ("window.cu", include_str!("cuda/window.cu"));
 const CELLS_CU: (&str, &str) = ("cells.cu", include_str!("cuda/cells.cu"));
 const KINDS_CU: (&str, &str) = ("kinds.cu", include_str!("cuda/kinds.cu"));
+const RETRIEVAL_CU: (&str, &str) = ("retrieval.cu", include_str!("cuda/retrieval.cu"));
 
 impl KernelModule {
     /// The module's own `.cu` files, concatenated after [`COMMON_FILES`].
@@ -74,6 +76,7 @@ impl KernelModule {
             KernelModule::Static => &[PARTITION_CU, LOOKUP_CU, UTIL_CU],
             KernelModule::Window => &[LOOKUP_CU, WINDOW_CU],
             KernelModule::Cells => &[CELLS_CU, KINDS_CU],
+            KernelModule::Retrieval => &[RETRIEVAL_CU],
         }
     }
 
@@ -90,6 +93,7 @@ impl KernelModule {
             KernelModule::Static => geometry("the static image", "", "FLAT"),
             KernelModule::Window => geometry("a sliding window's generations", "_window", "GENS"),
             KernelModule::Cells => crate::entry::cell_entry_points(),
+            KernelModule::Retrieval => String::new(),
         }
     }
 }
@@ -148,6 +152,8 @@ fn prelude(layout: Layout) -> String {
         define(&format!("BL_LANE_INIT{i}"), format!("0x{v:016x}ull"));
     }
     define("BL_SHORT_INIT", format!("0x{:016x}ull", short_init(0)));
+    define("BL_MIX_MUL1", format!("0x{MIX_MUL1:016x}ull"));
+    define("BL_MIX_MUL2", format!("0x{MIX_MUL2:016x}ull"));
     for (i, salt) in SALTS.iter().take(lanes).enumerate() {
         define(&format!("BL_SALT{i}"), format!("0x{salt:08x}u"));
     }
@@ -287,7 +293,7 @@ mod tests {
                     "BL_KEY_ENTRIES(_window, GENS)\n",
                     "BL_PROBE_ENTRIES(_window, GENS)\n",
                 ],
-                KernelModule::Cells => &[],
+                KernelModule::Cells | KernelModule::Retrieval => &[],
             };
             for (body, kernels) in [
                 ("#define BL_BYTE_KEY_ENTRIES(", 3),
@@ -373,6 +379,10 @@ mod tests {
             (Kernel::StatusScatter, "const u32* status, const u32* pos, u64 n, u8* out".into()),
             (Kernel::BitsToBytes, "const u32* bits, u64 n, u8* out".into()),
             (Kernel::WindowClear, "u32* words, u64 blocks, u32 gens, u32 gen".into()),
+            (
+                Kernel::RetrievalGet,
+                format!("const u64* words, u64 cseed, u32 sigma, u32 segs, u32 arity, u32 vbits, u32 fbits, {keys}, u32* values, u32* found"),
+            ),
             (
                 Kernel::CheckClasses,
                 "const u32* values, u64 n, u32 classes, u64* first_bad, u64* counts".into(),

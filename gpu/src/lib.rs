@@ -78,6 +78,7 @@ mod partition;
 mod pinned;
 mod pipeline;
 mod radix;
+mod retrieval;
 mod spatial;
 mod stage;
 mod stream;
@@ -103,6 +104,7 @@ pub use kernel::{kernel_entry_points, kernel_source, KernelModule, KEYS_PER_THRE
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
 pub use pinned::PinnedBuffer;
+pub use retrieval::GpuRetrieval;
 pub use spatial::GpuSpatialFilter;
 pub use stream::{GpuStream, Timer};
 pub use window::GpuWindowFilter;

@@ -30,7 +30,7 @@ pub(crate) struct Kernels {
     /// What NVRTC compiles for (the device's architecture).
     target: Target,
     /// One slot per [`KernelModule`], by its index.
-    modules: [OnceLock<Loaded>; 3],
+    modules: [OnceLock<Loaded>; KernelModule::ALL.len()],
     /// Held while a module is compiled, so that it is compiled once.
     loading: Mutex<()>,
 }
@@ -105,7 +105,7 @@ pub(crate) fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kern
                     ctx: ctx.clone(),
                     layout,
                     target: compile::target_for((major as u32, minor as u32))?,
-                    modules: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+                    modules: std::array::from_fn(|_| OnceLock::new()),
                     loading: Mutex::new(()),
                 });
                 cache.push((layout, k.clone()));

@@ -361,6 +361,7 @@ impl LiveCapture {
                 frames[..take].iter().map(|f| (LINKTYPE_ETHERNET, f.data)),
                 &mut scratch,
             );
+            classifier.check_unchanged()?;
             if let Some((w, sel)) = out.packets.as_mut() {
                 for (i, f) in frames[..take].iter().enumerate() {
                     if v.matched(i) == (*sel == Select::Matching) {

@@ -183,6 +183,20 @@ pub enum Error {
         /// What went wrong.
         what: String,
     },
+    /// Another process is writing the file and this one was told not to wait
+    /// ([`Wait::Fail`](crate::store::lock::Wait)).
+    Locked {
+        /// Which file, which lock file, and which process holds it.
+        busy: bloomlanes_guard::Busy,
+    },
+    /// A filter file changed while it was being read (another program truncated or rewrote it
+    /// in place): what was read from it cannot be trusted.
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// How it changed.
+        what: bloomlanes_guard::Changed,
+    },
     /// The request needs a feature this build of `bloomlanes-host` was compiled without.
     Unsupported {
         /// What was asked for (e.g. `--backend gpu`).
@@ -274,6 +288,18 @@ impl fmt::Display for Error {
                 Some(at) => write!(f, "{}: {at}: {what}", path.display()),
                 None => write!(f, "{}: {what}", path.display()),
             },
+            // The core reports kind metadata on a static filter as a payload length that
+            // disagrees with itself; say what is wrong instead.
+            Error::Format {
+                path,
+                source: FormatError::PayloadLength { expected, found },
+            } if expected == found => write!(
+                f,
+                "{}: not a valid bloomlanes filter: its header describes a static filter with \
+                 kind metadata (the metadata length field, bytes 30..32, is not 0), which static \
+                 filters never have",
+                path.display()
+            ),
             Error::Format { path, source } => write!(
                 f,
                 "{}: not a valid bloomlanes filter: {source}",
@@ -365,6 +391,16 @@ impl fmt::Display for Error {
                 hint,
             } => write!(f, "{}: cannot {op} a {kind} filter: {hint}", path.display()),
             Error::Capture { interface, what } => write!(f, "interface {interface}: {what}"),
+            Error::Locked { busy } => write!(
+                f,
+                "{busy}; not waiting for it (--no-wait): try again once it is done"
+            ),
+            Error::Changed { path, what } => write!(
+                f,
+                "{}: {what}; nothing read from it is used (bloomlanes itself replaces a filter \
+                 by renaming a new file over it; another program rewrote this one in place)",
+                path.display()
+            ),
             Error::Unsupported { what, feature } => write!(
                 f,
                 "{what}: not available in this build (bloomlanes-host was compiled without its \
@@ -382,7 +418,9 @@ impl std::error::Error for Error {
             | Error::Unsupported { .. }
             | Error::KindUnsupported { .. }
             | Error::Capture { .. }
+            | Error::Locked { .. }
             | Error::KeyType { .. } => None,
+            Error::Changed { what, .. } => Some(what),
             Error::Sizing { source } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Input { source, .. } => source

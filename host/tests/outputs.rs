@@ -8,7 +8,7 @@ mod common;
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use common::{at, bl, fails, files, lines, s, tmp, write};
 
@@ -234,7 +234,12 @@ fn kill_during_write(
     }
     let mut child = with_default_signals(&mut cmd).spawn().unwrap();
     let pid = child.id();
-    let known = [keys.to_path_buf(), out.to_path_buf()];
+    // The output's lock file (held from the start) is not the output being written.
+    let known = [
+        keys.to_path_buf(),
+        out.to_path_buf(),
+        bloomlanes_guard::lock_file_of(out),
+    ];
     let start = Instant::now();
     while !writing_in(pid, dir, &known) {
         if child.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
@@ -301,6 +306,11 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
                     caught
                 })
                 .unwrap_or_else(|| panic!("{name}: could not catch the build while writing"));
+            // The write lock's file exists while the build writes (issue #24).
+            let mut during = during;
+            let locked = during.iter().position(|n| n == "f.blf.lock");
+            assert!(locked.is_some(), "{name}: {during:?}");
+            during.remove(locked.unwrap());
             if named {
                 assert_eq!(during.len(), listing.len() + 1, "{name}: {during:?}");
             } else {
@@ -312,24 +322,23 @@ fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
                 "{name}: old output intact"
             );
             let after = files(&d);
-            if named && sig == libc::SIGKILL {
-                // SIGKILL cannot be caught: the named temporary file stays until it is stale
-                // and the next write into this folder removes it.
+            if sig == libc::SIGKILL {
+                // SIGKILL cannot be caught: the lock file stays, naming a dead process, and
+                // so does a named temporary file. The next write into this folder takes the
+                // lock over and removes it, and removes the temporary file at once (its process
+                // is gone and nobody holds its lock; issue #24: it used to wait an hour).
                 let left: Vec<_> = after.iter().filter(|n| !listing.contains(n)).collect();
-                assert_eq!(left.len(), 1, "{after:?}");
-                let left = d.path().join(left[0]);
-                std::fs::File::options()
-                    .write(true)
-                    .open(&left)
-                    .unwrap()
-                    .set_modified(SystemTime::now() - Duration::from_secs(2 * 3600))
-                    .unwrap();
-                let other = at(&d, "other.blf");
-                bl().args(["build", s(&keys), "-o", s(&other)])
+                assert!(after.contains(&"f.blf.lock".to_string()), "{after:?}");
+                assert_eq!(left.len(), 1 + usize::from(named), "{after:?}");
+                bl().args(["build", s(&keys), "-o", s(&out)])
                     .assert()
                     .success();
-                std::fs::remove_file(&other).unwrap();
-                assert_eq!(files(&d), listing, "the stale file was removed");
+                assert_eq!(
+                    std::fs::read(&out).unwrap(),
+                    before,
+                    "the same keys, the same file"
+                );
+                assert_eq!(files(&d), listing, "{name} (named: {named}): all removed");
             } else {
                 assert_eq!(
                     after, listing,
@@ -360,7 +369,12 @@ fn a_killed_hdl_export_leaves_the_previous_files_and_no_staging_folder() {
     };
     export_small();
     let before = contents(&hdl);
-    for (name, sig) in [("SIGINT", libc::SIGINT), ("SIGTERM", libc::SIGTERM)] {
+    let signals = [
+        ("SIGINT", libc::SIGINT),
+        ("SIGTERM", libc::SIGTERM),
+        ("SIGKILL", libc::SIGKILL),
+    ];
+    for (name, sig) in signals {
         let caught = (0..5).any(|_| {
             let mut child = with_default_signals(
                 Command::new(bin())
@@ -390,6 +404,16 @@ fn a_killed_hdl_export_leaves_the_previous_files_and_no_staging_folder() {
             true
         });
         assert!(caught, "{name}: could not catch the export while staging");
+        if sig == libc::SIGKILL {
+            // SIGKILL cannot be caught: the staging folder stays, its process gone and its lock
+            // released, so the next export into the folder removes it at once (issue #24: it
+            // used to wait an hour).
+            assert!(
+                names(&hdl).iter().any(|n| n.starts_with(".bloomlanes-")),
+                "{name}: left behind"
+            );
+            export_small();
+        }
         assert_same_files(&hdl, &before, name);
     }
 }

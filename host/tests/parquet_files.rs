@@ -191,18 +191,33 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
 
     // Imported filters record the column's type: INT32 → i32, queryable as such.
     let dir = at(&d, "groups");
-    let v = json(&[
-        "import",
-        s(&out),
-        "--column",
-        "n",
-        "--row-group",
-        "all",
-        "-o",
-        s(&dir),
-    ]);
+    let import_all = || {
+        json(&[
+            "import",
+            s(&out),
+            "--column",
+            "n",
+            "--row-group",
+            "all",
+            "-o",
+            s(&dir),
+        ])
+    };
+    let v = import_all();
     assert_eq!(v["key_type"], "i32");
     assert_eq!(v["files"].as_array().unwrap().len(), 3);
+    // An earlier import of a file with more row groups left 7.blf: an import into the same
+    // folder removes it (it would be taken for this file's), and nothing else (issue #24).
+    std::fs::copy(dir.join("0.blf"), dir.join("7.blf")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let v = import_all();
+    assert_eq!(v["removed_stale"], serde_json::json!(["7.blf"]));
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["0.blf", "1.blf", "2.blf", "notes.txt"]);
     let q = write(
         &d,
         "g0.txt",

@@ -12,7 +12,8 @@
   lists of ``bytes``/``str``; arrays are read in place, without a copy, and the bulk calls run
   without the GIL on the SIMD backend and every core;
 * keys of another type than the filter's are refused (``KeyTypeError``), never silently absent;
-* ``save`` / ``load`` (memory-mapped), ``|`` and ``&``, ``stats()``, pickling,
+* ``save`` / ``load`` (memory-mapped) / ``update`` (a locked read-modify-write), shared with
+  other processes and the CLI under the same file locks, ``|`` and ``&``, ``stats()``, pickling,
   ``to_parquet_bytes`` / ``from_parquet_bytes``.
 
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
@@ -26,6 +27,7 @@ refuses device arrays. ``gpu_device()`` names the GPU, or is None.
 """
 
 from ._native import (
+    FileChangedError,
     Filter,
     FormatError,
     gpu_device,
@@ -60,6 +62,7 @@ KEY_TYPES = (
 )
 
 __all__ = [
+    "FileChangedError",
     "Filter",
     "FormatError",
     "gpu_device",

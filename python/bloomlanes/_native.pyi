@@ -22,6 +22,16 @@ class IncompatibleFiltersError(ValueError):
 class KeyTypeError(TypeError):
     """Keys of another type than the filter's (they would hash other bytes)."""
 
+class FileChangedError(OSError):
+    """A memory-mapped filter file that another program cut short or rewrote in place while it
+    was in use: nothing read from it is returned (never a SIGBUS death of the interpreter)."""
+
+class FilterUpdate:
+    """The context manager of :meth:`Filter.update`."""
+
+    def __enter__(self) -> "Filter": ...
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
+
 class Filter:
     """A split-block Bloom filter (layouts 8x32 = Parquet, 8x64, 16x32, 16x64).
 
@@ -39,6 +49,16 @@ class Filter:
 
     Thread safety: any number of threads may call ``contains`` at once (the GIL is released);
     ``insert`` and the in-place operators take the filter exclusively.
+
+    Memory: every constructor and load allocates fallibly: a filter larger than the memory that
+    can be allocated raises ``MemoryError`` (the bits are reserved and written at once).
+
+    Files shared between processes follow the CLI's rules: ``save`` holds the file's write lock
+    (the lock file ``PATH.lock`` beside it) while it writes, ``load`` a shared lock on the file
+    while it is mapped, and :meth:`update` holds the write lock for a whole read-modify-write;
+    another writer waits (``wait=False``: ``BlockingIOError``). A mapped file that another
+    program cuts short or rewrites in place raises :class:`FileChangedError` from the next call
+    that reads it.
     """
 
     def __init__(
@@ -116,15 +136,33 @@ class Filter:
         word_bits, blocks, bytes, seed, hash, key_type, recorded_keys, set_bits, fill_ratio,
         estimated_keys, keys, expected_fpr, fpr_from_bits, bits_per_key, parquet_compatible,
         memory_mapped."""
-    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes the ``.blf`` file (written to a temporary file, then renamed over ``path``)."""
+    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
+        """Writes the ``.blf`` file (written to a temporary file, then renamed over ``path``)
+        under the file's write lock: waits for another writer (the CLI's ``insert``, another
+        ``save``), or with ``wait=False`` raises ``BlockingIOError`` naming it."""
     @staticmethod
     def load(
-        path: Union[str, "os.PathLike[str]"], *, mmap: bool = True, verify: bool = True
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        mmap: bool = True,
+        verify: bool = True,
+        wait: bool = True,
     ) -> "Filter":
         """Opens a ``.blf`` file, memory-mapped read-only by default (copied into memory on the
-        first change). ``verify=False`` skips the payload checksum (the header is always
-        checked). Raises :class:`FormatError` for a bad file, ``OSError`` for I/O errors."""
+        first change), under a shared lock held while it is mapped. ``verify=False`` skips the
+        payload checksum (the header is always checked). Raises :class:`FormatError` for a bad
+        file, ``OSError`` for I/O errors, :class:`FileChangedError` (later, from the call that
+        reads it) when another program cuts the mapped file short or rewrites it in place."""
+    @staticmethod
+    def update(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> FilterUpdate:
+        """A read-modify-write of the file at ``path`` that no other writer can come between::
+
+            with Filter.update("ids.blf") as f:
+                f.insert(new_ids)
+
+        Takes the file's write lock (waiting, or with ``wait=False`` raising
+        ``BlockingIOError``), loads the filter into memory, and on a clean exit saves it back
+        before releasing the lock; an exception in the block saves nothing."""
     def to_bytes(self) -> bytes:
         """The whole ``.blf`` file."""
     @staticmethod

@@ -9,13 +9,16 @@
 //! | `ValueError` | | bad sizing, bad arguments, malformed key batches |
 //! | `TypeError` | | inputs that are not keys (unsupported dtypes, objects) |
 //! | `OSError` | | file system errors (with the path) |
+//! | `FileChangedError` | `OSError` | a memory-mapped filter file cut short or rewritten in place by another program |
+//! | `BlockingIOError` | `OSError` | `wait=False` and another process is writing the file |
+//! | `MemoryError` | | a filter larger than the memory that can be allocated |
 
 use std::fmt::Display;
 
 use bloomlanes_core::{
     BatchError, FormatError as CoreFormatError, MergeError, ParquetError, SizingError,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBlockingIOError, PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::{create_exception, PyErr};
 
 create_exception!(
@@ -39,6 +42,14 @@ create_exception!(
      reported absent (a TypeError)."
 );
 
+create_exception!(
+    bloomlanes,
+    FileChangedError,
+    PyOSError,
+    "A memory-mapped filter file that another program cut short or rewrote in place while it \
+     was in use: nothing read from it is returned (an OSError)."
+);
+
 /// Why an operation failed, outside the GIL; turned into a Python exception by [`to_py`].
 #[derive(Debug)]
 pub(crate) enum Error {
@@ -54,6 +65,12 @@ pub(crate) enum Error {
     Type(String),
     /// An I/O error on a path.
     Io(std::io::Error, String),
+    /// A refused allocation.
+    Memory(String),
+    /// A mapped file changed underneath.
+    Changed(String),
+    /// Another process holds a lock and the caller would not wait.
+    Busy(String),
 }
 
 impl Error {
@@ -109,6 +126,9 @@ pub(crate) fn to_py(e: Error) -> PyErr {
             // pyo3 maps the io::ErrorKind to the matching OSError subclass (FileNotFoundError …).
             PyErr::from(std::io::Error::new(io.kind(), format!("{path}: {io}")))
         }
+        Error::Memory(m) => PyMemoryError::new_err(m),
+        Error::Changed(m) => FileChangedError::new_err(m),
+        Error::Busy(m) => PyBlockingIOError::new_err(m),
     }
 }
 

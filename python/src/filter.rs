@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{Filter, HashId, KeyMatch, KeyType, Params, Sizing};
+use bloomlanes_core::{HashId, KeyMatch, KeyType, Params, Sizing};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -14,7 +14,8 @@ use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Part};
 use crate::ops;
-use crate::storage::Storage;
+use crate::storage::{self, try_filter, Storage};
+use crate::update::{interruptible, wait_of};
 
 /// What `__reduce__` returns: the constructor and its arguments (file bytes, pending key type).
 type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
@@ -102,13 +103,7 @@ impl PyFilter {
             && params.key_type == KeyType::Any
             && self.learn_key_type.swap(false, Ordering::AcqRel)
         {
-            let old = storage.to_owned_filter();
-            let mut learned = Filter::from_image(
-                &old.to_image(),
-                bloomlanes_core::Header::new(params.with_key_type(keys), old.key_count()),
-            )?;
-            learned.set_key_count(old.key_count());
-            *storage = Storage::Owned(learned);
+            storage.owned_mut()?.set_key_type(keys);
             return Ok(());
         }
         check_keys(&params, keys)
@@ -132,8 +127,10 @@ impl PyFilter {
                 ops::contains(&probe, view, p, key_type, &mut out[start..start + n])?;
                 start += n;
             }
-            Ok(())
-        })
+            Ok::<(), Error>(())
+        })?;
+        // Answers from a mapped file are returned only if it is still whole.
+        g.check()
     }
 }
 
@@ -142,6 +139,7 @@ impl PyFilter {
     #[new]
     #[pyo3(signature = (capacity, fpr=None, *, bits_per_key=None, layout=None, seed=0, key_type=None))]
     fn new(
+        py: Python<'_>,
         capacity: u64,
         fpr: Option<f64>,
         bits_per_key: Option<f64>,
@@ -163,16 +161,15 @@ impl PyFilter {
             .map_err(Error::from)?
             .with_seed(seed)
             .with_key_type(kt.unwrap_or(KeyType::Any));
-        Ok(PyFilter::wrap(
-            Storage::Owned(Filter::new(params)),
-            kt.is_none(),
-        ))
+        let filter = py.detach(|| try_filter(params))?;
+        Ok(PyFilter::wrap(Storage::Owned(filter), kt.is_none()))
     }
 
     /// An empty filter of exactly `blocks` blocks of `layout`.
     #[staticmethod]
     #[pyo3(signature = (layout, blocks, *, seed=0, key_type=None))]
     fn with_params(
+        py: Python<'_>,
         layout: &str,
         blocks: u32,
         seed: u64,
@@ -188,19 +185,18 @@ impl PyFilter {
         let params = Params::new(layout, blocks)
             .with_seed(seed)
             .with_key_type(kt.unwrap_or(KeyType::Any));
-        Ok(PyFilter::wrap(
-            Storage::Owned(Filter::new(params)),
-            kt.is_none(),
-        ))
+        let filter = py.detach(|| try_filter(params))?;
+        Ok(PyFilter::wrap(Storage::Owned(filter), kt.is_none()))
     }
 
     /// An empty filter with the same parameters.
-    fn empty_like(&self) -> PyFilter {
+    fn empty_like(&self, py: Python<'_>) -> PyResult<PyFilter> {
         let params = self.read().params();
-        PyFilter::wrap(
-            Storage::Owned(Filter::new(params)),
+        let filter = py.detach(|| try_filter(params))?;
+        Ok(PyFilter::wrap(
+            Storage::Owned(filter),
             self.learn_key_type.load(Ordering::Acquire),
-        )
+        ))
     }
 
     #[getter]
@@ -233,8 +229,9 @@ impl PyFilter {
         self.read().key_count()
     }
     #[setter]
-    fn set_key_count(&self, keys: Option<u64>) {
-        self.write().owned_mut().set_key_count(keys);
+    fn set_key_count(&self, keys: Option<u64>) -> PyResult<()> {
+        self.write().owned_mut()?.set_key_count(keys);
+        Ok(())
     }
     #[getter]
     fn path(&self) -> Option<String> {
@@ -280,7 +277,7 @@ impl PyFilter {
                 return Ok(());
             }
             let probe = Probe::active();
-            let filter = g.owned_mut();
+            let filter = g.owned_mut()?;
             let inserted = ops::in_pool(|| -> Result<u64, Error> {
                 let mut total = 0;
                 for p in &parts {
@@ -353,9 +350,8 @@ impl PyFilter {
                     let g = self.read();
                     check_keys(&g.params(), key_type)?;
                     let probe = Probe::active();
-                    return ops::in_pool(|| {
-                        ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out)
-                    });
+                    ops::in_pool(|| ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out))?;
+                    return g.check();
                 }
                 let mut bytes = vec![0u8; n];
                 self.contains_into(&parts, key_type, &mut bytes)?;
@@ -384,19 +380,21 @@ impl PyFilter {
     }
 
     /// Removes every key.
-    fn clear(&self) {
-        self.write().owned_mut().clear();
+    fn clear(&self) -> PyResult<()> {
+        self.write().owned_mut()?.clear();
+        Ok(())
     }
 
     /// Statistics, with the field names of `bloomlanes stats --json`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (s, mapped) = py.detach(|| {
+        let (s, mapped) = py.detach(|| -> Result<_, Error> {
             let g = self.read();
             let view = g.view();
             let mut s = bloomlanes_core::Stats::new(g.params(), g.key_count(), view.count_ones());
             s.fpr_from_bits = Some(view.fpr_from_bits());
-            (s, g.path().is_some())
-        });
+            g.check()?;
+            Ok((s, g.path().is_some()))
+        })?;
         let d = PyDict::new(py);
         let p = s.params;
         d.set_item("layout", p.layout.to_string())?;
@@ -420,43 +418,56 @@ impl PyFilter {
         Ok(d)
     }
 
-    /// Writes the `.blf` file (the CLI's format).
-    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| self.read().save(&path))?;
-        Ok(())
+    /// Writes the `.blf` file (the CLI's format), under the file's write lock.
+    #[pyo3(signature = (path, *, wait=true))]
+    fn save(&self, py: Python<'_>, path: PathBuf, wait: bool) -> PyResult<()> {
+        interruptible(py, |waiting| {
+            self.read().save(&path, wait_of(wait), waiting)
+        })
     }
 
-    /// Opens a `.blf` file, memory-mapped read-only by default.
+    /// Opens a `.blf` file, memory-mapped read-only by default, under a shared lock.
     #[staticmethod]
-    #[pyo3(signature = (path, *, mmap=true, verify=true))]
-    fn load(py: Python<'_>, path: PathBuf, mmap: bool, verify: bool) -> PyResult<PyFilter> {
-        let storage = py.detach(|| Storage::load(&path, mmap, verify))?;
+    #[pyo3(signature = (path, *, mmap=true, verify=true, wait=true))]
+    fn load(
+        py: Python<'_>,
+        path: PathBuf,
+        mmap: bool,
+        verify: bool,
+        wait: bool,
+    ) -> PyResult<PyFilter> {
+        let storage = interruptible(py, |waiting| {
+            Storage::load(&path, mmap, verify, wait_of(wait), waiting)
+        })?;
         Ok(PyFilter::wrap(storage, false))
+    }
+
+    /// A context manager for a read-modify-write of the file at `path`: takes its write lock,
+    /// loads it into memory, yields the filter and saves it back on a clean exit.
+    #[staticmethod]
+    #[pyo3(name = "update", signature = (path, *, wait=true))]
+    fn update_file(path: PathBuf, wait: bool) -> crate::update::Update {
+        crate::update::Update::new(path, wait_of(wait))
     }
 
     /// The whole `.blf` file as bytes.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let g = self.read();
-        PyBytes::new_with(py, g.file_len(), |buf| {
-            g.file_bytes_into(buf);
-            Ok(())
-        })
+        PyBytes::new_with(py, g.file_len(), |buf| Ok(g.file_bytes_into(buf)?))
     }
 
     /// A filter from the bytes of a `.blf` file (copied into memory).
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyFilter> {
         with_bytes(data, |bytes| {
-            let f = py
-                .detach(|| Filter::from_file_bytes(bytes))
-                .map_err(Error::from)?;
+            let f = py.detach(|| storage::filter_from_file_bytes(bytes))?;
             Ok(PyFilter::wrap(Storage::Owned(f), false))
         })
     }
 
     /// The Parquet split-block form (Thrift header + bitset); 8x32, seed 0 only.
     fn to_parquet_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let f = self.read().to_owned_filter();
+        let f = self.read().to_owned_filter()?;
         let bytes = f.to_parquet().map_err(Error::from)?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -467,7 +478,7 @@ impl PyFilter {
     fn from_parquet_bytes(data: &Bound<'_, PyAny>, key_type: Option<&str>) -> PyResult<PyFilter> {
         let kt = parse_key_type(key_type)?;
         with_bytes(data, |bytes| {
-            let (f, used) = Filter::from_parquet(bytes).map_err(Error::from)?;
+            let (f, used) = bloomlanes_core::Filter::from_parquet(bytes).map_err(Error::from)?;
             if used != bytes.len() {
                 return Err(Error::Format(format!(
                     "{} unexpected bytes after the Parquet bloom filter ({used} bytes)",
@@ -475,23 +486,23 @@ impl PyFilter {
                 ))
                 .into());
             }
-            let params = f.params().with_key_type(kt.unwrap_or(KeyType::Any));
-            let f = Filter::from_image(&f.to_image(), bloomlanes_core::Header::new(params, None))
-                .map_err(Error::from)?;
+            let mut f = f;
+            f.set_key_type(kt.unwrap_or(KeyType::Any));
+            f.set_key_count(None);
             Ok(PyFilter::wrap(Storage::Owned(f), kt.is_none()))
         })
     }
 
-    fn copy(&self) -> PyFilter {
-        PyFilter::wrap(
-            Storage::Owned(self.read().to_owned_filter()),
+    fn copy(&self) -> PyResult<PyFilter> {
+        Ok(PyFilter::wrap(
+            Storage::Owned(self.read().to_owned_filter()?),
             self.learn_key_type.load(Ordering::Acquire),
-        )
+        ))
     }
-    fn __copy__(&self) -> PyFilter {
+    fn __copy__(&self) -> PyResult<PyFilter> {
         self.copy()
     }
-    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyFilter {
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<PyFilter> {
         self.copy()
     }
 
@@ -549,17 +560,20 @@ impl PyFilter {
     }
 
     /// Whether both filters have the same parameters, key count and bits.
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         let Ok(o) = other.cast::<PyFilter>() else {
-            return false;
+            return Ok(false);
         };
         if std::ptr::eq(self, o.get()) {
-            return true;
+            return Ok(true);
         }
         let (a, b) = (self.read(), o.get().read());
-        a.params() == b.params()
+        let same = a.params() == b.params()
             && a.key_count() == b.key_count()
-            && a.view().words() == b.view().words()
+            && a.view().words() == b.view().words();
+        a.check()?;
+        b.check()?;
+        Ok(same)
     }
 
     fn __repr__(&self) -> String {

@@ -47,6 +47,7 @@ impl GpuSlot {
             // The old copy is freed before the new one is allocated.
             *slot = None;
             let mut filter = GpuFilter::upload_view(storage.view())?;
+            storage.check()?;
             filter.set_chunk_keys(1 << 22);
             *slot = Some(DeviceCopy { filter, version });
         }
@@ -217,14 +218,14 @@ fn insert_with(
 ) -> Result<(), Error> {
     let done = slot
         .with(storage, version, f)
-        .and_then(|()| slot.download_into(storage.owned_mut().words_mut()));
+        .and_then(|()| slot.download_into(storage.owned_mut()?.words_mut()));
     if let Err(e) = done {
         // A failed insert may have changed part of the device copy, and a failed copy part of
         // the host's words: never reuse the device copy, and say so.
         slot.release();
         return Err(e);
     }
-    storage.owned_mut().add_key_count(n as u64);
+    storage.owned_mut()?.add_key_count(n as u64);
     slot.mark(new_version);
     Ok(())
 }

@@ -24,6 +24,7 @@ mod input;
 mod ops;
 mod setops;
 mod storage;
+mod update;
 
 use pyo3::prelude::*;
 
@@ -76,6 +77,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::IncompatibleFiltersError>(),
     )?;
     m.add("KeyTypeError", py.get_type::<errors::KeyTypeError>())?;
+    m.add(
+        "FileChangedError",
+        py.get_type::<errors::FileChangedError>(),
+    )?;
+    m.add_class::<update::Update>()?;
     if let Ok(n) = std::env::var("BLOOMLANES_THREADS") {
         let n: usize = n.trim().parse().map_err(|_| {
             pyo3::exceptions::PyValueError::new_err(format!(

@@ -3,13 +3,13 @@
 
 use std::sync::atomic::Ordering;
 
-use bloomlanes_core::{Filter, KeyType};
+use bloomlanes_core::KeyType;
 use rayon::prelude::*;
 
 use crate::errors::Error;
 use crate::filter::PyFilter;
 use crate::ops;
-use crate::storage::Storage;
+use crate::storage::{try_filter, Storage};
 
 impl PyFilter {
     /// A new filter: `self | other` (`or`) or `self & other`.
@@ -24,7 +24,7 @@ impl PyFilter {
         };
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
-        let mut out = Filter::new(pa.with_key_type(pa.merged_key_type(&pb)));
+        let mut out = try_filter(pa.with_key_type(pa.merged_key_type(&pb)))?;
         let (va, vb) = (a.view(), b.view());
         ops::in_pool(|| {
             out.words_mut()
@@ -65,7 +65,7 @@ impl PyFilter {
             self.learn_key_type.store(true, Ordering::Release);
             self.check_or_learn(&mut a, pb.key_type)?;
         }
-        let filter = a.owned_mut();
+        let filter = a.owned_mut()?;
         let vb = b.view();
         ops::in_pool(|| {
             filter

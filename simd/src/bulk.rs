@@ -85,7 +85,7 @@ const PREFETCH_MIN_BYTES: usize = 512 << 10;
 
 /// Prefetches the cache line at `p` into L1.
 #[inline(always)]
-fn prefetch_line(p: *const u32) {
+pub(crate) fn prefetch_line(p: *const u32) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it never faults and needs no more than SSE, which every
     // x86_64 CPU has.

@@ -73,6 +73,9 @@ mod counting;
 mod counting_kernel;
 mod kind_entry;
 mod scalable;
+// Retrieval tables: batched, prefetched lookups and the parallel build.
+mod retrieval;
+pub use retrieval::ParallelPasses;
 mod window;
 mod window_kernel;
 

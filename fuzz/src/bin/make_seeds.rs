@@ -4,6 +4,7 @@
 //! writes it), and typed key texts. `make_seeds DIR` fills `DIR/<target>/`.
 use std::path::Path;
 
+use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
 use bloomlanes_core::{
     AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, KeyType, Layout, Params,
     ScalableFilter, WindowFilter, WindowUnit,
@@ -47,6 +48,26 @@ fn main() {
     let mut s = ScalableFilter::new(Params::new(Layout::L8x32, 1), 4, 0.1, 2, 0.5).unwrap();
     (0..30u64).for_each(|k| s.insert(&k).unwrap());
     put(&files, s.to_file_bytes());
+    // Retrieval tables: their own target, and the any-kind reader.
+    let tables = dir.join("retrieval_file");
+    std::fs::create_dir_all(&tables).unwrap();
+    for (v, f, arity, n) in [
+        (8u8, 0u8, 4u8, 20u32),
+        (3, 5, 3, 7),
+        (32, 32, 4, 3),
+        (1, 0, 4, 0),
+    ] {
+        let keys: Vec<u64> = (0..u64::from(n)).collect();
+        let values: Vec<u32> = keys
+            .iter()
+            .map(|&k| k as u32 & ((1u64 << v) - 1) as u32)
+            .collect();
+        let spec = RetrievalSpec::new(v, f).with_arity(arity);
+        let t = RetrievalTable::build_keys(Params::new(Layout::L8x64, 1), spec, &keys, &values)
+            .unwrap();
+        put(&tables, t.to_file_bytes());
+        put(&files, t.to_file_bytes());
+    }
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.insert("a");
     put(&parquet, f.to_parquet().unwrap());

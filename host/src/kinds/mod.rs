@@ -185,10 +185,23 @@ pub fn empty(b: &FilterBuilder, keys: u64) -> Result<AnyFilter> {
                     )
                 })?,
             };
+            // Each of the g + 1 generations gets a share of the rate; below about (g + 1) × 1e-16
+            // that share rounds to 0 in double precision, which the sizing would report as a
+            // rate of 0 (issue #24: `dedup --fpp 1e-300` said "rate 0").
+            let share = |g: u16| 1.0 - (1.0 - rate).powf(1.0 / (f64::from(g) + 1.0));
+            let g = generations.unwrap_or(1);
+            if share(g) <= 0.0 {
+                return Err(Error::usage(format!(
+                    "--fpp {rate:e} is too small for a window of {g} generation(s): each \
+                     generation's share of it rounds to 0 in double precision; give at least \
+                     {:.0e}",
+                    (f64::from(g) + 1.0) * f64::EPSILON
+                )));
+            }
             let (layout, generations, blocks) = match generations {
                 Some(generations) => {
                     let per_generation = keys_per_window.max(1).div_ceil(u64::from(generations));
-                    let per_rate = 1.0 - (1.0 - rate).powf(1.0 / (f64::from(generations) + 1.0));
+                    let per_rate = share(generations);
                     let layout = layout_for(b, per_generation, per_rate)?;
                     let blocks =
                         math::blocks_for_window_rate(layout, per_generation, generations, rate)?;
@@ -237,6 +250,7 @@ pub fn storage_bytes(f: &AnyFilter) -> u64 {
         AnyFilter::Spatial(c) => (c.image_words().len() + c.cell_words().len()) as u64 * 4,
         AnyFilter::Window(w) => w.words().len() as u64 * 4,
         AnyFilter::Scalable(s) => s.stages().iter().map(|st| st.byte_len() as u64).sum(),
+        AnyFilter::Retrieval(t) => t.shape().array_bytes(),
     }
 }
 

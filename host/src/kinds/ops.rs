@@ -142,6 +142,9 @@ pub fn insert(
         AnyFilter::Spatial(_) => Err(Error::usage(
             "a spatial filter takes each key with its class: build it with --kind spatial",
         )),
+        AnyFilter::Retrieval(_) => Err(Error::usage(
+            "a retrieval table is built once from its keys and values; it takes no inserts",
+        )),
     }
 }
 
@@ -257,6 +260,9 @@ pub fn contains(
             })?;
             Ok(answers)
         }
+        AnyFilter::Retrieval(_) => Err(Error::usage(
+            "bulk membership queries of retrieval tables are not wired yet",
+        )),
     }
 }
 
@@ -281,7 +287,8 @@ pub fn contains_words(
         (Some(p), AnyFilter::Spatial(f)) => p.contains_bitmap(f.projection(), keys, words),
         (Some(p), AnyFilter::Window(f)) => p.contains_window_bitmap(f, keys, words),
         (Some(p), AnyFilter::Scalable(f)) => p.contains_scalable_bitmap(f, keys, words),
-        (None, f) => {
+        // Without a probe, or a kind without bulk kernels (retrieval): the core, key by key.
+        (_, f) => {
             let seed = f.params().seed;
             words.fill(0);
             for i in 0..keys.len() {

@@ -50,6 +50,7 @@ fn static_of(params: &Params, words: &[u32]) -> Filter {
 fn images(f: &AnyFilter, n: usize) -> Vec<(Filter, std::ops::Range<usize>)> {
     match f {
         AnyFilter::Static(s) => vec![(s.clone(), 0..n)],
+        AnyFilter::Retrieval(_) => vec![],
         // A stable filter's projection is not a static filter of any key range.
         AnyFilter::Counting(c) if matches!(c.params().kind, FilterKind::Stable { .. }) => vec![],
         AnyFilter::Counting(c) => vec![(static_of(c.params(), c.image_words()), 0..n)],

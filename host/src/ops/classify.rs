@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use bloomlanes_core::{xxh64, FilterRef, Keys};
+use bloomlanes_core::{xxh64, FilterRef, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 use super::stream::BitWriter;
@@ -120,9 +120,11 @@ impl Totals {
 /// Decides packets against one filter: flow key, hash, probe, a batch at a time.
 pub struct Classifier<'a> {
     probe: Probe,
+    file: &'a FilterFile,
     view: FilterRef<'a, u32>,
     seed: u64,
     flows: bool,
+    note: Option<String>,
 }
 
 /// Per-batch buffers of a [`Classifier`] (kept from chunk to chunk, so that no large buffer is
@@ -169,16 +171,36 @@ impl Verdicts {
 const CLASSIFY_BATCH: usize = 1024;
 
 impl<'a> Classifier<'a> {
-    /// A classifier over `filter`; `flows`: count packets per flow.
+    /// A classifier over `filter`; `flows`: count packets per flow. Packets give `flow` keys
+    /// (5-tuples): a filter of keys of another byte form is refused, as `query` refuses it
+    /// ([`Error::KeyType`]: no packet could ever match); one that records no key type, or
+    /// another type of the same bytes, is taken with a note ([`Classifier::key_type_note`]).
     pub fn new(filter: &'a FilterFile, flows: bool) -> Result<Classifier<'a>> {
         super::check_hashable(filter)?;
+        let filter_type = filter.params().key_type;
+        let key_match = super::check_key_type(filter.path(), filter_type, KeyType::Flow)?;
+        let note = super::key_type_note(filter_type, KeyType::Flow, key_match);
         let view = filter.view();
         Ok(Classifier {
             probe: Probe::active(),
+            file: filter,
             seed: view.params().seed,
             view,
             flows,
+            note,
         })
+    }
+
+    /// What to tell the user about the filter's key type (it records none, or another type of
+    /// the same bytes), if anything.
+    pub fn key_type_note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// `Ok` while the filter file is as it was opened ([`FilterFile::check_unchanged`]): checked
+    /// before each batch's verdicts are used.
+    pub fn check_unchanged(&self) -> Result<()> {
+        self.file.check_unchanged()
     }
 
     /// The SIMD path that probes.
@@ -307,6 +329,9 @@ pub fn classify(
         flows: out.flows.then(HashMap::new),
         ..Totals::default()
     };
+    totals
+        .warnings
+        .extend(classifier.key_type_note().map(String::from));
     if let Some(h) = file_header {
         if h.snaplen != 0 && h.snaplen < pcap::min_headers(h.linktype) {
             totals.warnings.push(format!(
@@ -391,6 +416,7 @@ pub fn classify(
     };
     let matching = select == Some(Select::Matching);
     let mut consume = |chunk: &Chunk, cv: ChunkVerdicts| -> Result<()> {
+        classifier.check_unchanged()?;
         let v = cv.verdicts;
         if let Some(w) = packets_out.as_mut() {
             let bytes = chunk.bytes();
@@ -453,4 +479,41 @@ pub fn classify(
 /// A failed write to an output (carried out of the atomic writer by the caller).
 fn write_err(e: io::Error) -> Error {
     Error::io(Path::new("<output>"), "write", e)
+}
+
+#[cfg(test)]
+mod tests {
+    use bloomlanes_core::{Filter, KeyType, Layout, Params};
+
+    use super::*;
+
+    /// The check `classify` and `capture` share: packets give flow keys.
+    #[test]
+    fn a_classifier_refuses_a_filter_of_another_byte_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.blf");
+        let save = |key_type| {
+            let p = Params::new(Layout::L8x32, 4).with_key_type(key_type);
+            crate::store::save_filter(&path, &Filter::new(p)).unwrap();
+            FilterFile::open(&path).unwrap()
+        };
+        let ints = save(KeyType::U64);
+        assert!(matches!(
+            Classifier::new(&ints, false),
+            Err(Error::KeyType {
+                query: KeyType::Flow,
+                ..
+            })
+        ));
+        let flows = save(KeyType::Flow);
+        assert!(Classifier::new(&flows, false)
+            .unwrap()
+            .key_type_note()
+            .is_none());
+        let unknown = save(KeyType::Any);
+        assert!(Classifier::new(&unknown, false)
+            .unwrap()
+            .key_type_note()
+            .is_some());
+    }
 }

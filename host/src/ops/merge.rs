@@ -45,5 +45,8 @@ pub fn merge(filters: &[FilterFile], op: MergeOp) -> Result<Filter> {
             source,
         })?;
     }
+    for f in filters {
+        f.check_unchanged()?;
+    }
     Ok(acc)
 }

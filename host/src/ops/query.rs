@@ -169,6 +169,7 @@ pub fn query_with_progress(
     let engine = backend::select(choice, keys.len())?;
     let mut answers = bulk::contains(&*engine, filter.view(), keys.keys(), progress)?;
     apply_float_probes(filter.view(), keys.key_type(), keys.keys(), &mut answers);
+    filter.check_unchanged()?;
     Ok(QueryResult {
         matches: answers.count_ones(),
         answers,

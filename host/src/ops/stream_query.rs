@@ -304,6 +304,7 @@ pub fn query_stream(
         key_type: view.params().key_type,
         seed: view.params().seed,
         path: filter.path(),
+        mapped: Some(filter),
     };
     run(plan, querier, paths, opts, listing, on_chunk, progress)
 }
@@ -347,6 +348,7 @@ pub fn query_stream_kind(
         key_type: filter.params().key_type,
         seed: filter.params().seed,
         path,
+        mapped: None,
     };
     run(plan, None, paths, opts, listing, on_chunk, progress)
 }
@@ -359,6 +361,9 @@ struct Plan<'a> {
     key_type: KeyType,
     seed: u64,
     path: &'a Path,
+    /// The mapped file the answers come from: checked whole before each chunk's answers are
+    /// handed on ([`FilterFile::check_unchanged`]).
+    mapped: Option<&'a FilterFile>,
 }
 
 /// Streams the keys of `paths` through `plan`'s prober (answering deferred chunks with
@@ -400,6 +405,9 @@ fn run(
         &mut |mut c: QueryChunk| {
             if let Some(q) = querier.as_mut() {
                 c = answer_deferred(&mut **q, c, listing, floats)?;
+            }
+            if let Some(f) = plan.mapped {
+                f.check_unchanged()?;
             }
             keys += c.keys;
             matches += c.matches;

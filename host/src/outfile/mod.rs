@@ -16,7 +16,7 @@
 //!   keeps its permission bits (`0777` part) and, where the system permits, its owner and group.
 
 #[cfg(unix)]
-mod signals;
+pub(crate) mod signals;
 mod stale;
 
 use std::fs::{self, File, Metadata, OpenOptions};
@@ -257,11 +257,17 @@ pub struct AtomicFile {
     dir: File,
     /// `None` once committed.
     temp: Option<Temp>,
+    /// The target's write lock, held until the new file is in place (or dropped): a second
+    /// writer of the same file waits for it ([`crate::store::lock`]). Declared last: released
+    /// after the temporary data is gone.
+    _lock: crate::store::lock::WriteLock,
 }
 
 impl AtomicFile {
-    /// Starts writing the output `path` (resolved by [`resolve_output_file`]). Stale temporary
-    /// files of this tool in the same folder are removed first ([`clean_stale`]).
+    /// Starts writing the output `path` (resolved by [`resolve_output_file`]), under the
+    /// target's write lock (waiting for another writer as [`crate::store::lock`] says; a lock
+    /// this thread holds already, for a read-modify-write, is taken again at once). Stale
+    /// temporary files of this tool in the same folder are removed first ([`clean_stale`]).
     pub fn create(path: &Path) -> Result<AtomicFile> {
         AtomicFile::create_with(path, unnamed_wanted())
     }
@@ -269,6 +275,7 @@ impl AtomicFile {
     /// [`AtomicFile::create`], with unnamed files tried (`unnamed`) or not.
     fn create_with(path: &Path, unnamed: bool) -> Result<AtomicFile> {
         let target = resolve_output_file(path)?;
+        let lock = crate::store::lock::write_lock(&target)?;
         let dir_path = parent_of(&target).to_path_buf();
         clean_stale(&dir_path);
         let existing = fs::metadata(&target).ok().filter(Metadata::is_file);
@@ -289,6 +296,7 @@ impl AtomicFile {
             target,
             dir,
             temp: Some(temp),
+            _lock: lock,
         };
         if let Some(m) = &existing {
             keep_attributes(&out.file, m).map_err(|e| Error::io(path, "set the mode of", e))?;
@@ -441,6 +449,7 @@ fn create_named(dir: &File, dir_path: &Path) -> io::Result<(File, Temp)> {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
         match options.open(&path) {
             Ok(file) => {
+                stale::hold(&file);
                 let temp = Temp::Named {
                     path,
                     #[cfg(unix)]
@@ -512,6 +521,8 @@ pub struct StagingDir {
     /// The folder it is in, open (for the signal handler).
     #[cfg(unix)]
     _parent: File,
+    /// The folder itself, open and locked while it is in use (see `stale::abandoned`).
+    _held: File,
     /// Renamed into place: nothing to remove.
     placed: bool,
 }
@@ -534,14 +545,17 @@ impl StagingDir {
             let path = parent.join(&name);
             match fs::create_dir(&path) {
                 Ok(()) => {
+                    let held = File::open(&path)?;
+                    stale::hold(&held);
                     return Ok(StagingDir {
                         path,
                         #[cfg(unix)]
                         _armed: armed,
                         #[cfg(unix)]
                         _parent: parent_fd,
+                        _held: held,
                         placed: false,
-                    })
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),

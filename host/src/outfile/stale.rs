@@ -13,7 +13,69 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 /// How long a temporary file or staging folder of this tool must have gone unmodified before a
 /// later run writing into the same folder removes it. A live writer modifies its temporary file
 /// continually, so only a run that was killed (or stopped for this long) leaves one this old.
+/// One of a process that is gone, whose lock nobody holds, is removed at once.
 pub const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+/// The process id in a temporary name of the current form (`.bloomlanes-<pid>-<hex>.tmp`).
+fn pid_of(name: &str) -> Option<u32> {
+    let middle = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
+    middle.split_once('-')?.0.parse().ok()
+}
+
+/// Whether no process with id `pid` exists on this machine.
+#[cfg(unix)]
+fn process_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_gone(_: u32) -> bool {
+    false
+}
+
+/// Marks the temporary file or folder open as `file` as in use for as long as it stays open (an
+/// exclusive `flock`; see [`abandoned`]). Best effort: where locks are unsupported, the age
+/// rule alone applies.
+pub(crate) fn hold(file: &std::fs::File) {
+    let _ = bloomlanes_guard::try_lock(file, true);
+}
+
+/// Whether the temporary file or folder `path` (named `name`) was abandoned: the process its
+/// name records is gone from this machine, and no process (of this machine or, on a network
+/// file system, of another) holds its lock ([`hold`]). Such a one is removed at once, as rsync
+/// leaves its temporaries to be found and SQLite tells a hot journal by its lock.
+pub(crate) fn abandoned(path: &Path, name: &str) -> bool {
+    let Some(pid) = pid_of(name) else {
+        return false;
+    };
+    if pid == std::process::id() || !process_gone(pid) {
+        return false;
+    }
+    open_quietly(path)
+        .and_then(|f| bloomlanes_guard::try_lock(&f, true))
+        .unwrap_or(false)
+}
+
+/// Opens `path` to test its lock without following a link and without waiting (a FIFO planted
+/// under one of our names must not hang the cleanup).
+#[cfg(unix)]
+fn open_quietly(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_quietly(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
 
 /// A fresh temporary name: `.bloomlanes-<pid>-<16 hex digits>.tmp`.
 pub(crate) fn temp_name() -> String {
@@ -79,8 +141,9 @@ fn last_modified(path: &Path) -> Option<SystemTime> {
 }
 
 /// Removes from `dir` the temporary files and staging folders of this tool ([`is_temp_name`])
-/// unmodified for [`STALE_AFTER`] or longer, left by runs that were killed; returns how many
-/// were removed. Nothing else is touched: no other name, nothing outside `dir` (links are
+/// left by runs that were killed: at once those whose process is gone from this machine and
+/// whose lock (held by every live writer) nobody holds, others once unmodified for
+/// [`STALE_AFTER`] or longer; returns how many were removed. Nothing else is touched: no other name, nothing outside `dir` (links are
 /// removed, never followed). Errors (an unreadable folder, a file removed meanwhile) are
 /// ignored: this is housekeeping.
 pub fn clean_stale(dir: &Path) -> usize {
@@ -90,13 +153,15 @@ pub fn clean_stale(dir: &Path) -> usize {
     let now = SystemTime::now();
     let mut removed = 0;
     for entry in entries.flatten() {
-        if !is_temp_name(&entry.file_name()) {
+        let name = entry.file_name();
+        if !is_temp_name(&name) {
             continue;
         }
         let path = entry.path();
         let stale = last_modified(&path)
             .and_then(|t| now.duration_since(t).ok())
-            .is_some_and(|age| age >= STALE_AFTER);
+            .is_some_and(|age| age >= STALE_AFTER)
+            || name.to_str().is_some_and(|n| abandoned(&path, n));
         if !stale {
             continue;
         }
@@ -190,5 +255,30 @@ mod tests {
             b"outside",
             "links are not followed"
         );
+    }
+
+    #[test]
+    fn those_of_a_process_that_is_gone_go_at_once_unless_someone_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let name = |pid: u32| format!("{TEMP_PREFIX}{pid}-0123456789abcdef{TEMP_SUFFIX}");
+        // A staging folder of a killed export (issue #24: it waited an hour).
+        let orphan = dir.path().join(name(gone));
+        std::fs::create_dir(&orphan).unwrap();
+        std::fs::write(orphan.join("bank.hex"), b"0\n").unwrap();
+        // One of a live process (this one), and one whose lock is held (a writer elsewhere).
+        let live = dir.path().join(name(std::process::id()));
+        std::fs::write(&live, b"").unwrap();
+        let held = dir.path().join(name(gone).replace("0123", "4567"));
+        std::fs::write(&held, b"").unwrap();
+        let holder = File::open(&held).unwrap();
+        hold(&holder);
+        assert_eq!(clean_stale(dir.path()), 1);
+        assert!(!orphan.exists() && live.exists() && held.exists());
+        drop(holder);
+        assert_eq!(clean_stale(dir.path()), 1);
+        assert!(!held.exists());
     }
 }

@@ -80,6 +80,9 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
         return Err(Error::usage("--capacity must be at least 1"));
     }
     check_output(&a.output)?;
+    // Held for the whole build, so that an insert into the same file waits for the new filter
+    // instead of being replaced by it.
+    let _lock = store::lock::lock_output(&a.output)?;
     if spec != KindSpec::Static {
         // Files are read twice (counted, then inserted) and never held; standard input and
         // pipes, which cannot be read twice, are read whole.

@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use bloomlanes_host::capture::{LiveCapture, LiveOutputs, StopWhen};
 use bloomlanes_host::ops::classify::Classifier;
-use bloomlanes_host::{Error, FilterFile, Result};
+use bloomlanes_host::store::Verify;
+use bloomlanes_host::{Error, Result};
 use clap::Args;
 use serde_json::json;
 
 use crate::classify::{flows_json, print_flows, totals_json, with_outputs, VerdictOutputs};
+use crate::opened::{open_static, STATIC_HINT};
 use crate::output::{emit, say};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
@@ -64,8 +66,11 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 /// Runs `capture`.
 pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
-    let filter = FilterFile::open(&a.filter)?;
+    let filter = open_static(&a.filter, Verify::Full, "capture with", STATIC_HINT)?;
     let classifier = Classifier::new(&filter, a.outputs.flows)?;
+    if let Some(note) = classifier.key_type_note() {
+        eprintln!("bloomlanes: warning: {note}");
+    }
     let mut live = LiveCapture::open(&a.interface)?;
     if let Some(user) = &a.user {
         live.drop_privileges(user)?;

@@ -9,11 +9,13 @@ use std::time::Instant;
 
 use bloomlanes_host::input::pcap::format_tuple;
 use bloomlanes_host::ops::classify::{self, Outputs, Select, Totals};
-use bloomlanes_host::{outfile, Error, FilterFile, Result};
+use bloomlanes_host::store::Verify;
+use bloomlanes_host::{outfile, Error, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use crate::inputs::InputArgs;
+use crate::opened::{open_static, STATIC_HINT};
 use crate::output::{check_output, emit, say, with_output};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
@@ -181,7 +183,12 @@ pub fn print_flows(t: &Totals) -> Result<()> {
 
 /// Runs `classify`.
 pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
-    let filter = FilterFile::open(&a.filter)?;
+    let filter = open_static(
+        &a.filter,
+        Verify::Full,
+        "classify packets with",
+        STATIC_HINT,
+    )?;
     let mut bar = Bar::new(ctx.progress);
     let cfg = a.input.pipeline();
     let start = Instant::now();

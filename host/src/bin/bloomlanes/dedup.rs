@@ -6,16 +6,17 @@
 //! the last N packets are written as text (`src:port -> dst:port proto N`). A false positive drops a line that was not a repeat, at the rate the
 //! window was sized for (--fpp); a repeat is never let through while it is inside the window.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::bloomlanes_core::{math, AnyFilter, KeyType, WindowFilter, WindowUnit};
-use bloomlanes_host::input::pcap;
+use bloomlanes_host::input::source::{self, Body, Compression};
+use bloomlanes_host::input::{self, pcap};
 use bloomlanes_host::kinds::{ops, KindSpec};
 use bloomlanes_host::{store, Error, FilterBuilder, Location, Result};
+use bloomlanes_host::{InputFormat, InputOptions};
 use clap::Args;
 use serde_json::json;
 
@@ -69,16 +70,70 @@ struct Counts {
     packets_skipped: u64,
 }
 
-/// Opens one input of the stream.
-fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(BufReader::with_capacity(1 << 16, io::stdin())));
+/// Opens one input of the stream through the input pipeline's source (`-`, files, gzip, zstd
+/// and xz undone), as `build` and `query` read theirs: a packet capture is read as packets,
+/// text as lines, and what `--format auto` refuses (binary data of no known format, Parquet) is
+/// refused here too, never deduplicated as text. Standard input and pipes are looked at with
+/// what has arrived (a live stream is deduplicated as it comes, not after 64 KiB of it).
+fn open_input(path: &Path) -> Result<(PathBuf, bool, Box<dyn BufRead>)> {
+    let regular = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let opened = if regular {
+        source::open(path)?
+    } else {
+        let shown = source::shown_name(path);
+        let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+            Box::new(io::stdin())
+        } else {
+            Box::new(std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?)
+        };
+        let mut r = BufReader::with_capacity(1 << 16, raw);
+        let peek = r.fill_buf().map_err(|e| Error::io(&shown, "read", e))?;
+        if Compression::detect(peek) != Compression::None {
+            source::open_reader(&shown, Box::new(r))?
+        } else {
+            let head = peek.to_vec();
+            let capture = input_kind(path, &head)?;
+            return Ok((shown, capture, Box::new(r)));
+        }
+    };
+    let capture = input_kind(&opened.path, &opened.head)?;
+    let reader: Box<dyn BufRead> = match opened.body {
+        Body::Mapped(map) => Box::new(io::Cursor::new(MappedBytes(map))),
+        Body::Stream(r) => Box::new(BufReader::with_capacity(1 << 20, r)),
+    };
+    Ok((opened.shown, capture, reader))
+}
+
+/// Whether the input `path` whose first (decompressed) bytes are `head` is a packet capture
+/// (else text lines), as `--format auto` tells; binary data of no known format is refused.
+fn input_kind(path: &Path, head: &[u8]) -> Result<bool> {
+    match input::detect(path, head, &InputOptions::default()) {
+        // `detect`'s own advice names --format, which dedup does not take.
+        Err(Error::Input { path, at, .. }) => Err(Error::input(
+            &path,
+            at,
+            "holds binary data (a NUL byte) and is no capture or compressed stream known \
+             here: dedup reads text lines or packet captures (pcap, pcapng), plain or gzip, \
+             zstd or xz compressed",
+        )),
+        Err(e) => Err(e),
+        Ok(InputFormat::Pcap) => Ok(true),
+        Ok(InputFormat::U64) => Err(Error::input(
+            path,
+            None,
+            "named like binary u64 keys: dedup reads text lines or packet captures",
+        )),
+        Ok(_) => Ok(false),
     }
-    if path.is_dir() {
-        return Err(Error::input(path, None, "is a directory, not a file"));
+}
+
+/// A mapped input's bytes, as a reader's buffer.
+struct MappedBytes(std::sync::Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for MappedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
-    let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 20, f)))
 }
 
 /// Streams the inputs through the window, writing the lines wanted to `out`. An input error is
@@ -95,14 +150,9 @@ fn stream(
     let mut line = Vec::with_capacity(256);
     let params = *window.params();
     for path in inputs {
-        let mut r = open_input(path)?;
-        let name = if path.as_os_str() == "-" {
-            Path::new("<stdin>")
-        } else {
-            path.as_path()
-        };
-        let peek = r.fill_buf().map_err(|e| Error::io(name, "read", e))?;
-        if pcap::is_capture(peek) {
+        let (name, capture, mut r) = open_input(path)?;
+        let name = name.as_path();
+        if capture {
             if timed {
                 return Err(Error::input(
                     name,

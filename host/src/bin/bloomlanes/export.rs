@@ -106,7 +106,11 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
         };
     }
     let filter = match opened {
-        Opened::Static(file) => file.to_filter(),
+        Opened::Static(file) => {
+            let f = file.to_filter();
+            file.check_unchanged()?;
+            f
+        }
         Opened::Kind(AnyFilter::Counting(c)) => c.to_static(),
         Opened::Kind(other) => {
             return Err(Error::KindUnsupported {

@@ -123,6 +123,7 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
     }
     let written: Vec<(Option<usize>, PathBuf, u64)>;
     let mut union_fpr = None;
+    let mut removed: Vec<String> = Vec::new();
     if a.merge {
         if !missing.is_empty() {
             return Err(Error::input(
@@ -157,6 +158,7 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
                 store::save_filter(&p, f).map(|()| (Some(*g), p, f.byte_len() as u64))
             })
             .collect::<Result<_>>()?;
+        removed = remove_stale_groups(&a.output, &written)?;
     }
     if ctx.json {
         emit(&json!({
@@ -168,6 +170,7 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
             "row_groups": filters.len(),
             "merged": a.merge,
             "union_fpr_from_bits": union_fpr,
+            "removed_stale": removed,
             "files": written.iter().map(|(g, p, b)| json!({"row_group": g, "file": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
             "warnings": warnings.json(),
         }))?;
@@ -181,8 +184,17 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
             a.output.display()
         ))?;
     } else {
+        let stale = if removed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; removed {} left by an earlier import: {}",
+                removed.len(),
+                removed.join(", ")
+            )
+        };
         say(&format!(
-            "imported the bloom filters of {} row groups of column {} ({}) of {} into {}/<row group>.blf",
+            "imported the bloom filters of {} row groups of column {} ({}) of {} into {}/<row group>.blf{stale}",
             present.len(),
             leaf.path,
             leaf.physical,
@@ -191,6 +203,33 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes from `dir` the files named as this import names its own (`<row group>.blf`) that it
+/// did not write now: left by an earlier import of a file with more row groups, or of a row
+/// group that has no filter any more, they would be taken for this file's. Nothing else in
+/// `dir` is touched. Returns the names removed.
+fn remove_stale_groups(
+    dir: &Path,
+    written: &[(Option<usize>, PathBuf, u64)],
+) -> Result<Vec<String>> {
+    let ours = |name: &str| {
+        name.strip_suffix(".blf")
+            .is_some_and(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "read the directory", e))?;
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_file && ours(&name) && !written.iter().any(|(_, p, _)| *p == path) {
+            std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+            removed.push(name);
+        }
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 fn make_dir(dir: &Path) -> Result<()> {

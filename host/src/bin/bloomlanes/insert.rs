@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bloomlanes_host::kinds::{self, ops};
 use bloomlanes_host::ops::stream::insert_streamed;
+use bloomlanes_host::store::lock::WriteLock;
 use bloomlanes_host::{backend, store, AnyFilter, KeyType, Result, Stage};
 use clap::Args;
 use serde_json::json;
@@ -36,14 +37,17 @@ pub struct EditArgs {
 }
 
 impl EditArgs {
-    /// The filter, loaded whole and checked (its keys must be hashable here), and where the
-    /// changed filter goes (checked as an output).
-    pub fn open(&self) -> Result<(AnyFilter, PathBuf)> {
+    /// The output's write lock (held until the changed filter is saved, so that no other
+    /// writer's change falls between this read and that write), the filter, loaded whole and
+    /// checked (its keys must be hashable here), and where the changed filter goes (checked as
+    /// an output).
+    pub fn open(&self) -> Result<(Option<WriteLock>, AnyFilter, PathBuf)> {
         let output = self.output.clone().unwrap_or_else(|| self.filter.clone());
         check_output(&output)?;
+        let lock = store::lock::lock_output(&output)?;
         let filter = store::load_any(&self.filter)?;
         Opened::check_params_hashable(filter.params(), &self.filter)?;
-        Ok((filter, output))
+        Ok((lock, filter, output))
     }
 
     /// Checks the type of the keys read against the filter's (an error where their byte forms
@@ -80,7 +84,7 @@ pub fn save(out: &Path, f: &AnyFilter) -> Result<()> {
 /// key-by-key inserts would; the filter is written once, at the end.
 pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let e = &a.edit;
-    let (mut filter, output) = e.open()?;
+    let (_lock, mut filter, output) = e.open()?;
     let engine = backend::select(a.backend.into(), 0)?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();

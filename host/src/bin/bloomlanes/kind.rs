@@ -100,11 +100,19 @@ fn kind_name(k: KindArg) -> &'static str {
     }
 }
 
-/// Nanoseconds in `seconds`, checked.
+/// Nanoseconds in `seconds`, checked: a positive number, at most `u64::MAX` nanoseconds.
 pub fn nanos(seconds: f64, flag: &str) -> Result<u64> {
-    if !(seconds.is_finite() && seconds > 0.0 && seconds * 1e9 < u64::MAX as f64) {
+    if !(seconds.is_finite() && seconds > 0.0) {
         return Err(Error::usage(format!(
             "{flag} {seconds} must be a positive number of seconds"
+        )));
+    }
+    let most = u64::MAX as f64 / 1e9;
+    if seconds >= most {
+        return Err(Error::usage(format!(
+            "{flag} {seconds:e} is too long: a window is at most {} seconds (2^64 nanoseconds, \
+             about 584 years)",
+            most.floor()
         )));
     }
     Ok(((seconds * 1e9).round() as u64).max(1))

@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use bloomlanes_host::store::lock::{self, Wait};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
@@ -41,6 +42,14 @@ struct Cli {
     /// No progress bars (they only ever appear on a terminal).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// When another process is writing the same filter file (or output), wait for it to finish
+    /// (the default): every writer holds the file's lock, `FILE.lock`, for its whole
+    /// read-modify-write, so concurrent inserts and deletes never lose each other's keys.
+    #[arg(long, global = true, overrides_with = "no_wait")]
+    wait: bool,
+    /// Fail at once (exit 1, nothing written) instead of waiting for another writer.
+    #[arg(long, global = true, overrides_with = "wait")]
+    no_wait: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,8 +62,10 @@ enum Command {
     /// Add keys to an existing filter file of any kind (replaced in one step, or written to -o).
     #[command(after_long_help = inputs::TUPLE_HELP)]
     Insert(insert::InsertArgs),
-    /// Delete keys from a counting filter file (--kind counting); keys not in it are refused.
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    /// Delete keys from a counting filter file (--kind counting); keys certainly not in it (a
+    /// counter at zero) are refused; a false positive cannot be told from a present key (see
+    /// --help; --verify-with checks an authoritative list first).
+    #[command(after_long_help = delete::long_help())]
     Delete(delete::DeleteArgs),
     /// Drop repeated lines of a stream: print each line not seen among the last N lines (or T
     /// seconds), with a sliding-window filter.
@@ -97,6 +108,10 @@ pub struct Ctx {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    lock::set_wait(if cli.no_wait { Wait::Fail } else { Wait::Block });
+    lock::set_waiting_notice(|busy| {
+        eprintln!("bloomlanes: waiting: {busy} (--no-wait fails instead)");
+    });
     let ctx = Ctx {
         json: cli.json,
         progress: !cli.quiet && !cli.json,

@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{ops, store, Error, FilterFile, MergeOp, Result};
+use bloomlanes_host::{ops, store, MergeOp, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use crate::args::OpenArgs;
+use crate::opened::{open_static, STATIC_HINT};
 use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
@@ -37,30 +38,15 @@ pub struct MergeArgs {
     open: OpenArgs,
 }
 
-/// The refusal to merge a filter of another kind than static, naming it.
-fn other_kind(path: &std::path::Path) -> Error {
-    let kind = store::load_any(path)
-        .map(|f| f.params().kind.name().to_string())
-        .unwrap_or_else(|_| "non-static".into());
-    Error::KindUnsupported {
-        path: path.to_path_buf(),
-        op: "merge",
-        kind,
-        hint: "merging takes static filters (`bloomlanes export --static` writes a counting or \
-               stable filter's projection as one)",
-    }
-}
-
 /// Runs `merge`.
 pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
     check_output(&a.output)?;
+    // Held from the reads to the write: `merge a.blf b.blf -o a.blf` is a read-modify-write.
+    let _lock = store::lock::lock_output(&a.output)?;
     let files = a
         .filters
         .iter()
-        .map(|p| match FilterFile::open_with(p, a.open.verify()) {
-            Err(e) if store::is_other_kind(&e) => Err(other_kind(p)),
-            r => r,
-        })
+        .map(|p| open_static(p, a.open.verify(), "merge", STATIC_HINT))
         .collect::<Result<Vec<_>>>()?;
     let op = match a.op {
         OpArg::Union => MergeOp::Union,

@@ -58,6 +58,7 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
     };
     let open = start.elapsed();
     let s = f.stats();
+    f.check_unchanged()?;
     if ctx.json {
         emit(&stats_json(&a.filter, &s, &f, open))?;
         return Ok(ExitCode::SUCCESS);
@@ -117,7 +118,6 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
 fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
     let p = f.params();
     match f {
-        AnyFilter::Static(_) => json!({}),
         AnyFilter::Spatial(sp) => {
             let owned = sp.cells_per_class();
             let classes: Vec<Value> = sp
@@ -132,6 +132,8 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
                 .collect();
             json!({"cell_bits": sp.cell_bits().bits(), "classes": classes})
         }
+        // Retrieval tables: their figures are wired with the CLI later.
+        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => json!({}),
         AnyFilter::Counting(c) => {
             let max = c.counter_bits().max();
             let mut v = json!({
@@ -288,7 +290,7 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
                 ));
             }
         }
-        AnyFilter::Static(_) => {}
+        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => {}
     }
     lines.push("payload checksum:   verified".into());
     say(&lines.join("\n"))?;

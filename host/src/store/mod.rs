@@ -1,6 +1,12 @@
 //! Filter files on disk: memory-mapped for reading (other files read with a bound), written
-//! through [`outfile`] so that a crash never leaves a half-written filter or a
-//! temporary file.
+//! through [`outfile`] so that a crash never leaves a half-written filter or a temporary file.
+//!
+//! Files shared between processes: a writer holds the file's write lock for its whole
+//! read-modify-write ([`lock::lock_output`]; [`outfile::AtomicFile`] takes it for every output),
+//! a reader a shared lock on the file it reads ([`lock::read_lock`]). A mapped file that another
+//! program truncates or rewrites in place is reported ([`FilterFile::check_unchanged`],
+//! [`Error::Changed`]), never a `SIGBUS` death. Memory: a filter of any kind is written from its
+//! arrays ([`write_any`]) and read into them ([`load_any`]), never held twice.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -10,14 +16,20 @@ use std::path::{Path, PathBuf};
 pub use bloomlanes_core::format::Verify;
 use bloomlanes_core::format::{self, HEADER_LEN};
 use bloomlanes_core::{AnyFilter, Filter, FilterRef, Header, Key, Params, Stats};
-use memmap2::Mmap;
+use bloomlanes_guard::GuardedMap;
 
 use crate::error::{Error, Result};
 use crate::outfile;
 
+pub mod lock;
+mod read;
+mod write;
+
+pub use write::write_any;
+
 enum Data {
     /// The file mapped into memory; the payload is viewed in place.
-    Mapped(Mmap),
+    Mapped(GuardedMap),
     /// A copy (the payload could not be viewed as aligned native words).
     Owned(Filter),
 }
@@ -46,6 +58,13 @@ fn corrupt(path: &Path, source: format::FormatError) -> Error {
     Error::Format {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+fn changed(path: &Path, what: bloomlanes_guard::Changed) -> Error {
+    Error::Changed {
+        path: path.to_path_buf(),
+        what,
     }
 }
 
@@ -134,8 +153,10 @@ impl FilterFile {
     /// multi-gigabyte file reads one page instead of all of them, and bits damaged on disk go
     /// unnoticed. [`FilterFile::payload_verified`] tells which was done.
     ///
-    /// A regular file is memory-mapped. A pipe (FIFO, `<(…)`) or block device is read, but never
-    /// more than its header says a filter holds plus one byte; a folder, character device
+    /// A regular file is memory-mapped, under a shared lock ([`lock::read_lock`]) held while
+    /// it is open; another program that truncates or rewrites it meanwhile is reported by
+    /// [`FilterFile::check_unchanged`]. A pipe (FIFO, `<(…)`) or block device is read, but
+    /// never more than its header says a filter holds plus one byte; a folder, character device
     /// (`/dev/zero`) or socket is refused.
     pub fn open_with(path: &Path, verify: Verify) -> Result<FilterFile> {
         // Decided before opening: opening a device may have effects of its own.
@@ -151,30 +172,37 @@ impl FilterFile {
             let bytes = read_bounded(path, &file)?;
             return FilterFile::from_bytes(path, &bytes, verify);
         }
-        // SAFETY: the map is read-only and private to this process. This tool never modifies a
-        // filter file in place (it writes a new file and renames it), so the mapped bytes
-        // do not change under us unless another program truncates or rewrites the file while it
-        // is open, which is outside this tool's contract (as for every mmap-based reader).
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
+        lock::read_lock(&file, path)?;
+        let map = match GuardedMap::new(&file) {
+            Ok(m) => m,
+            // Too many maps guarded at once: this one is read instead.
+            Err(e) if e.kind() == io::ErrorKind::OutOfMemory => {
+                let bytes = read_bounded(path, &file)?;
+                return FilterFile::from_bytes(path, &bytes, verify);
+            }
+            Err(e) => return Err(Error::io(path, "map", e)),
+        };
         // The checksum reads the file front to back: ask for read-ahead while it runs.
         #[cfg(unix)]
         if verify == Verify::Full {
-            let _ = map.advise(memmap2::Advice::Sequential);
+            let _ = map.mmap().advise(memmap2::Advice::Sequential);
         }
-        let header = format::parse_with(&map, verify)
-            .map_err(|e| corrupt(path, e))?
-            .0;
+        let parsed = format::parse_with(map.bytes(), verify);
+        map.check().map_err(|what| changed(path, what))?;
+        let header = parsed.map_err(|e| corrupt(path, e))?.0;
         #[cfg(unix)]
         if verify == Verify::Full {
-            let _ = map.advise(memmap2::Advice::Normal);
+            let _ = map.mmap().advise(memmap2::Advice::Normal);
         }
         check_static(path, &header)?;
         let aligned = cfg!(target_endian = "little")
-            && bytemuck::try_cast_slice::<u8, u32>(&map[HEADER_LEN..]).is_ok();
+            && bytemuck::try_cast_slice::<u8, u32>(&map.bytes()[HEADER_LEN..]).is_ok();
         let data = if aligned {
             Data::Mapped(map)
         } else {
-            let f = Filter::from_image(&map[HEADER_LEN..], header).map_err(|e| corrupt(path, e))?;
+            let f = Filter::from_image(&map.bytes()[HEADER_LEN..], header)
+                .map_err(|e| corrupt(path, e))?;
+            map.check().map_err(|what| changed(path, what))?;
             Data::Owned(f)
         };
         Ok(FilterFile {
@@ -198,6 +226,16 @@ impl FilterFile {
         })
     }
 
+    /// `Ok` while the mapped file is as it was opened; [`Error::Changed`] once another program
+    /// has cut it short (a read past its end then faulted and read zeros) or written to it.
+    /// Callers check after computing answers from the file and before they use them.
+    pub fn check_unchanged(&self) -> Result<()> {
+        match &self.data {
+            Data::Mapped(map) => map.check().map_err(|what| changed(&self.path, what)),
+            Data::Owned(_) => Ok(()),
+        }
+    }
+
     /// Whether the payload checksum was checked when the file was opened ([`Verify::Full`]).
     pub fn payload_verified(&self) -> bool {
         self.payload_verified
@@ -211,8 +249,8 @@ impl FilterFile {
         #[cfg(unix)]
         if let Data::Mapped(map) = &self.data {
             const PAGE: u64 = 4096;
-            if (keys as u64).saturating_mul(8) < map.len() as u64 / PAGE {
-                let _ = map.advise(memmap2::Advice::Random);
+            if (keys as u64).saturating_mul(8) < map.bytes().len() as u64 / PAGE {
+                let _ = map.mmap().advise(memmap2::Advice::Random);
             }
         }
         #[cfg(not(unix))]
@@ -242,7 +280,7 @@ impl FilterFile {
     /// The bits as the byte image's 32-bit little-endian words.
     pub fn words(&self) -> &[u32] {
         match &self.data {
-            Data::Mapped(m) => bytemuck::cast_slice(&m[HEADER_LEN..]),
+            Data::Mapped(m) => bytemuck::cast_slice(&m.bytes()[HEADER_LEN..]),
             Data::Owned(f) => f.words(),
         }
     }
@@ -256,7 +294,7 @@ impl FilterFile {
     pub fn to_filter(&self) -> Filter {
         match &self.data {
             Data::Owned(f) => f.clone(),
-            Data::Mapped(m) => Filter::from_image(&m[HEADER_LEN..], self.header)
+            Data::Mapped(m) => Filter::from_image(&m.bytes()[HEADER_LEN..], self.header)
                 .expect("a checked file has the payload its header describes"),
         }
     }
@@ -306,26 +344,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
-/// Saves `filter` to `path` in the bloomlanes file format, as [`write_atomic_with`] does.
+/// Saves `filter` to `path` in the bloomlanes file format, as [`write_atomic_with`] does
+/// (under the file's write lock; written from the filter's words, without a copy).
 pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
-    // The byte image is the words in little-endian order: on such machines, the words
-    // themselves (no copy of a possibly multi-gigabyte filter).
-    #[cfg(target_endian = "little")]
-    let image: std::borrow::Cow<'_, [u8]> =
-        std::borrow::Cow::Borrowed(bytemuck::cast_slice(filter.words()));
-    #[cfg(not(target_endian = "little"))]
-    let image: std::borrow::Cow<'_, [u8]> = std::borrow::Cow::Owned(filter.to_image());
-    let header = filter.header().encode(&image);
-    write_atomic_with(path, |w| {
-        w.write_all(&header)?;
-        w.write_all(&image)
-    })
+    let parts = write::FileParts::of_static(filter);
+    write_atomic_with(path, |w| parts.write_to(w))
 }
 
 /// Loads a whole filter file of any kind (static, counting, stable, window, scalable) into
-/// memory, fully checked (checksums included). A regular file is read whole; a pipe or block
-/// device is read with the bound of [`read_bounded`]; a folder, character device or socket is
-/// refused.
+/// memory, fully checked (checksums included). A regular file is read under a shared lock
+/// straight into the filter's arrays (memory: the filter, not the file twice);
+/// a pipe or block device is read with the bound of [`read_bounded`]; a folder, character
+/// device or socket is refused.
 pub fn load_any(path: &Path) -> Result<AnyFilter> {
     if let Ok(m) = std::fs::metadata(path) {
         check_readable_kind(path, &m.file_type())?;
@@ -333,17 +363,19 @@ pub fn load_any(path: &Path) -> Result<AnyFilter> {
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
     check_readable_kind(path, &meta.file_type())?;
+    if meta.is_file() && meta.len() >= HEADER_LEN as u64 {
+        lock::read_lock(&file, path)?;
+        return read::load_regular(path, &file);
+    }
     let bytes = read_bounded(path, &file)?;
     AnyFilter::from_file_bytes(&bytes).map_err(|e| corrupt(path, e))
 }
 
 /// Saves a filter of any kind to `path` in the bloomlanes file format, as
-/// [`write_atomic_with`] does (complete or absent, never half-written).
+/// [`write_atomic_with`] does (complete or absent, never half-written; under the file's write
+/// lock; written from the filter's arrays, without a copy: see [`write_any`]).
 pub fn save_any(path: &Path, filter: &AnyFilter) -> Result<()> {
-    match filter {
-        AnyFilter::Static(f) => save_filter(path, f),
-        other => write_atomic(path, &other.to_file_bytes()),
-    }
+    write_atomic_with(path, |w| write_any(w, filter))
 }
 
 /// Whether `e` is the refusal of [`FilterFile::open`] to open a filter of another kind than

@@ -1,0 +1,352 @@
+//! Bulk operations of retrieval tables (`bloomlanes_core::retrieval`): batched lookups that
+//! prefetch every key's cells a group ahead, on one thread and on every core, and a build whose
+//! passes run on every core and prefetch, leaving the core's table byte for byte.
+//!
+//! ```
+//! use bloomlanes_core::retrieval::RetrievalSpec;
+//! use bloomlanes_core::{Keys, Layout, Params};
+//! use bloomlanes_simd::Probe;
+//!
+//! let probe = Probe::active();
+//! let hashes: Vec<u64> = (0..10_000u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+//! let values: Vec<u32> = (0..10_000).map(|k| k % 251).collect();
+//! let base = Params::new(Layout::L8x64, 1);
+//! let table = probe.build_retrieval(base, RetrievalSpec::new(8, 8), &hashes, &values).unwrap();
+//! let (mut got, mut found) = (vec![0u32; hashes.len()], vec![0u64; hashes.len().div_ceil(64)]);
+//! probe.get_retrieval(&table, Keys::Hashes(&hashes), &mut got, &mut found);
+//! assert_eq!(got, values);
+//! assert!((0..hashes.len()).all(|i| found[i / 64] >> (i % 64) & 1 == 1));
+//! ```
+
+use bloomlanes_core::retrieval::build::{self, Lookahead, Passes};
+use bloomlanes_core::retrieval::{
+    check_outputs, xor_cells, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
+};
+use bloomlanes_core::{Keys, Params};
+use rayon::prelude::*;
+
+use crate::bulk::prefetch_line;
+use crate::kind_entry::{hash_into, CHUNK};
+use crate::Probe;
+
+/// Keys whose cells are prefetched ahead of the one being answered (a power of two).
+const AHEAD: usize = 16;
+/// Tables up to this size sit in L2, where prefetching costs more than it hides.
+const PREFETCH_MIN_BYTES: u64 = 512 << 10;
+/// Scan steps (peeling) and keys (assigning) that the build prefetches ahead.
+const BUILD_AHEAD: usize = 16;
+/// Cells packed per parallel task (a multiple of 64, so that each task starts on a word).
+const PACK_CELLS: usize = 64 << 10;
+
+impl Probe {
+    /// Looks up every key in a retrieval table: `values[i]` is key `i`'s value and bit `i % 64`
+    /// of `found[i / 64]` is set, or, for a key the check bits call absent, `values[i]` is 0
+    /// and the bit is clear (the core's [`RetrievalTable::get_hash`]). Bits past the last key
+    /// are cleared.
+    ///
+    /// # Panics
+    /// If `values.len() != keys.len()` or `found.len() != keys.len().div_ceil(64)`.
+    pub fn get_retrieval(
+        &self,
+        table: &RetrievalTable,
+        keys: Keys<'_>,
+        values: &mut [u32],
+        found: &mut [u64],
+    ) {
+        check_outputs(keys.len(), values.len(), found.len());
+        let mut hashes = vec![0u64; CHUNK.min(keys.len())];
+        for (c, (values, found)) in values
+            .chunks_mut(CHUNK)
+            .zip(found.chunks_mut(CHUNK / 64))
+            .enumerate()
+        {
+            let chunk = keys.slice(c * CHUNK..c * CHUNK + values.len());
+            let hashes = &mut hashes[..values.len()];
+            hash_into(self, chunk, table.params().seed, hashes);
+            lookup_hashes(table, hashes, values, found);
+        }
+    }
+
+    /// [`Probe::get_retrieval`] on every core (rayon's current pool), in chunks of 16 Ki keys.
+    ///
+    /// # Panics
+    /// As [`Probe::get_retrieval`].
+    pub fn par_get_retrieval(
+        &self,
+        table: &RetrievalTable,
+        keys: Keys<'_>,
+        values: &mut [u32],
+        found: &mut [u64],
+    ) {
+        check_outputs(keys.len(), values.len(), found.len());
+        values
+            .par_chunks_mut(crate::PAR_CHUNK)
+            .zip(found.par_chunks_mut(crate::PAR_CHUNK / 64))
+            .enumerate()
+            .for_each(|(c, (values, found))| {
+                let start = c * crate::PAR_CHUNK;
+                self.get_retrieval(
+                    table,
+                    keys.slice(start..start + values.len()),
+                    values,
+                    found,
+                );
+            });
+    }
+
+    /// Builds a retrieval table (the core's [`RetrievalTable::build`], same bytes) with passes
+    /// that use every core (bucketing, counting, packing) and prefetch (peeling, assigning).
+    ///
+    /// # Errors
+    /// As [`RetrievalTable::build`].
+    pub fn build_retrieval(
+        &self,
+        base: Params,
+        spec: RetrievalSpec,
+        hashes: &[u64],
+        values: &[u32],
+    ) -> Result<RetrievalTable, RetrievalError> {
+        RetrievalTable::build_with(base, spec, hashes, values, &ParallelPasses)
+    }
+}
+
+/// Answers `hashes` into `values` and the bitmap words `found` (`hashes.len()` ≤ [`CHUNK`]).
+/// Each key's `a` cells are prefetched [`AHEAD`] keys before they are read.
+fn lookup_hashes(table: &RetrievalTable, hashes: &[u64], values: &mut [u32], found: &mut [u64]) {
+    let shape = table.shape();
+    let words = table.words();
+    let arity = shape.arity as usize;
+    let prefetch = shape.array_bytes() > PREFETCH_MIN_BYTES;
+    let place = |h: u64| {
+        let m = shape.mixed(h);
+        (m, shape.cells_of(m))
+    };
+    let mut ring = [(0u64, Cells::default()); AHEAD];
+    let n = hashes.len();
+    if prefetch {
+        for (i, &h) in hashes.iter().take(AHEAD).enumerate() {
+            ring[i] = place(h);
+            touch_cells(shape, words, &ring[i].1[..arity]);
+        }
+    }
+    found.fill(0);
+    for i in 0..n {
+        let (m, cells) = if prefetch {
+            let here = ring[i % AHEAD];
+            if let Some(&h) = hashes.get(i + AHEAD) {
+                ring[i % AHEAD] = place(h);
+                touch_cells(shape, words, &ring[i % AHEAD].1[..arity]);
+            }
+            here
+        } else {
+            place(hashes[i])
+        };
+        let answer = shape.answer(m, xor_cells(shape, words, &cells));
+        values[i] = answer.unwrap_or(0);
+        found[i / 64] |= u64::from(answer.is_some()) << (i % 64);
+    }
+}
+
+/// Prefetches the word of each cell in `cells` (a cell's second word, if any, is the next one:
+/// one line in 8, and the hardware's adjacent-line prefetcher covers it).
+#[inline(always)]
+fn touch_cells(shape: &Shape, words: &[u64], cells: &[u32]) {
+    for &c in cells {
+        let w = (u64::from(c) * u64::from(shape.cell_bits())) >> 6;
+        // `wrapping_add` keeps this safe for any index; the prefetch only hints an address.
+        prefetch_line(words.as_ptr().wrapping_add(w as usize).cast::<u32>());
+    }
+}
+
+/// The build's passes on every core, prefetching: the slots, peeling order and cells they leave
+/// are the core's ([`Passes`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParallelPasses;
+
+/// Prefetches the slots of the cells the build will touch [`BUILD_AHEAD`] steps later.
+struct PrefetchSlots;
+
+impl Lookahead for PrefetchSlots {
+    const DISTANCE: usize = BUILD_AHEAD;
+    #[inline(always)]
+    fn touch(&self, base: *const u128, cells: &[u32]) {
+        for &c in cells {
+            prefetch_line(base.wrapping_add(c as usize).cast::<u32>());
+        }
+    }
+}
+
+impl Passes for ParallelPasses {
+    fn count(&self, shape: &Shape, hashes: &[u64], values: &[u32], slots: &mut [u128]) {
+        let threads = rayon::current_num_threads();
+        let segments = shape.segment_count as usize;
+        let arity = shape.arity as usize;
+        // Segment ranges at least `a` wide: the cell windows of every other range are disjoint.
+        let width = (segments / (8 * threads)).max(arity);
+        if threads == 1 || segments < 4 * width || hashes.len() < 1 << 16 {
+            return build::Scalar.count(shape, hashes, values, slots);
+        }
+        let part = hashes.len().div_ceil(2 * threads);
+        let buckets: Vec<(Vec<u128>, Vec<usize>)> = hashes
+            .par_chunks(part)
+            .zip(values.par_chunks(part))
+            .map(|(h, v)| build::bucket(shape, h, v))
+            .collect();
+        let len = shape.segment_len() as usize;
+        let ranges: Vec<(usize, usize)> = (0..segments)
+            .step_by(width)
+            .map(|g| (g, (g + width).min(segments)))
+            .collect();
+        for parity in 0..2 {
+            // Cells of range [g0, g1): segments g0 .. g1 + a − 1.
+            let windows: Vec<(usize, usize, usize)> = ranges
+                .iter()
+                .skip(parity)
+                .step_by(2)
+                .map(|&(g0, g1)| (g0, g1, ((g1 + arity - 1) * len).min(slots.len())))
+                .collect();
+            let mut parts = Vec::with_capacity(windows.len());
+            let mut rest = &mut *slots;
+            let mut at = 0;
+            for &(g0, g1, end) in &windows {
+                let (_, tail) = rest.split_at_mut(g0 * len - at);
+                let (window, tail) = tail.split_at_mut(end - g0 * len);
+                parts.push((g0, g1, window));
+                rest = tail;
+                at = end;
+            }
+            parts.into_par_iter().for_each(|(g0, g1, window)| {
+                for (entries, starts) in &buckets {
+                    build::count_range(shape, &entries[starts[g0]..starts[g1]], window, g0 * len);
+                }
+            });
+        }
+    }
+
+    fn peel(&self, shape: &Shape, slots: &mut [u128], keys: usize) -> Vec<u128> {
+        if shape.cells() * 16 <= PREFETCH_MIN_BYTES {
+            return build::peel_scan(shape, slots, keys, &build::NoLookahead);
+        }
+        build::peel_scan(shape, slots, keys, &PrefetchSlots)
+    }
+
+    fn assign(&self, shape: &Shape, order: &[u128], slots: &mut [u128]) {
+        if shape.cells() * 16 <= PREFETCH_MIN_BYTES {
+            return build::assign(shape, order, slots, &build::NoLookahead);
+        }
+        build::assign(shape, order, slots, &PrefetchSlots);
+    }
+
+    fn pack(&self, shape: &Shape, slots: &[u128]) -> Vec<u64> {
+        let mut words = vec![0u64; shape.words() as usize];
+        let per_task = PACK_CELLS / 64 * shape.cell_bits() as usize;
+        slots
+            .par_chunks(PACK_CELLS)
+            .zip(words.par_chunks_mut(per_task))
+            .for_each(|(s, w)| build::pack_range(shape, s, w));
+        words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimdPath;
+    use bloomlanes_core::Layout;
+
+    fn splitmix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn table(n: usize, v: u8, f: u8, seed: u64) -> (RetrievalTable, Vec<u64>, Vec<u32>) {
+        let mut s = seed;
+        let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+        let mask = ((1u64 << v) - 1) as u32;
+        let values: Vec<u32> = keys.iter().map(|&k| (k >> 20) as u32 & mask).collect();
+        let base = Params::new(Layout::L8x64, 1).with_seed(3);
+        let t = RetrievalTable::build_keys(base, RetrievalSpec::new(v, f), &keys, &values)
+            .expect("builds");
+        (t, keys, values)
+    }
+
+    /// The core's answers for `keys`, as values and found bits.
+    fn reference(t: &RetrievalTable, keys: &[u64]) -> (Vec<u32>, Vec<u64>) {
+        let hashes: Vec<u64> = keys.iter().map(|k| t.params().hash_key(k)).collect();
+        let mut values = vec![0u32; keys.len()];
+        let mut found = vec![0u64; keys.len().div_ceil(64)];
+        t.get_hashes(&hashes, &mut values, &mut found);
+        (values, found)
+    }
+
+    #[test]
+    fn lookups_match_the_core_on_every_path_with_and_without_prefetch() {
+        // 3000 keys sit in L2 (no prefetch); 400 000 of 24-bit cells do not.
+        for (n, v, f) in [(3000, 8, 8), (400_000, 16, 8), (1000, 32, 32), (700, 1, 0)] {
+            let (t, keys, _) = table(n, v, f, n as u64);
+            let mut s = 99;
+            let mut probes = keys.clone();
+            probes.extend((0..n / 2 + 100).map(|_| splitmix(&mut s)));
+            let (want_values, want_found) = reference(&t, &probes);
+            for path in SimdPath::ALL.into_iter().filter(|p| p.is_available()) {
+                let probe = Probe::new(path).unwrap();
+                let mut values = vec![7u32; probes.len()];
+                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
+                probe.get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
+                assert_eq!(values, want_values, "{path} n = {n}");
+                assert_eq!(found, want_found, "{path} n = {n}");
+                let mut values = vec![7u32; probes.len()];
+                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
+                probe.par_get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
+                assert_eq!(values, want_values, "{path} par n = {n}");
+                assert_eq!(found, want_found, "{path} par n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_parallel_build_writes_the_cores_bytes() {
+        for (n, v, f, arity) in [
+            (0, 8, 0, 4),
+            (100, 8, 8, 4),
+            (70_000, 13, 3, 4),
+            (300_000, 16, 0, 4),
+            (200_000, 8, 8, 3),
+        ] {
+            let mut s = n as u64 + 1;
+            let hashes: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+            let mask = ((1u64 << v) - 1) as u32;
+            let values: Vec<u32> = hashes.iter().map(|&h| h as u32 & mask).collect();
+            let spec = RetrievalSpec::new(v, f).with_arity(arity);
+            let base = Params::new(Layout::L8x64, 1);
+            let core = RetrievalTable::build(base, spec, &hashes, &values).unwrap();
+            let fast = Probe::active()
+                .build_retrieval(base, spec, &hashes, &values)
+                .unwrap();
+            assert_eq!(fast.to_file_bytes(), core.to_file_bytes(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn the_parallel_build_refuses_a_repeat_like_the_core() {
+        let mut s = 5;
+        let mut hashes: Vec<u64> = (0..100_000).map(|_| splitmix(&mut s)).collect();
+        let mut values: Vec<u32> = vec![1; hashes.len()];
+        hashes[90_000] = hashes[17];
+        values[90_000] = 2;
+        let base = Params::new(Layout::L8x64, 1);
+        let err = Probe::active()
+            .build_retrieval(base, RetrievalSpec::new(8, 0), &hashes, &values)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RetrievalError::ConflictingValues {
+                index: 90_000,
+                first: 17
+            }
+        );
+    }
+}
