@@ -1,9 +1,9 @@
 //! The compiled kernels of each layout, loaded once per process and module, and the launch grid.
 //!
-//! A layout's kernels are compiled in three modules ([`KernelModule`]): a layout's static module
-//! is loaded when its first filter is made, the window and cell modules when the first filter of
-//! a kind that needs them is made (or, failing that, on the first launch of one of their
-//! kernels). Each is compiled once per process (or read from the kernel cache, see
+//! A layout's kernels are compiled in four modules ([`KernelModule`]): a layout's static module
+//! is loaded when its first filter is made, the window, cell and retrieval modules when the first
+//! filter (or table) of a kind that needs them is made (or, failing that, on the first launch of
+//! one of their kernels). Each is compiled once per process (or read from the kernel cache, see
 //! [`crate::KERNEL_CACHE_ENV`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -93,6 +93,15 @@ static LAYOUTS: Mutex<Vec<(Layout, Arc<Kernels>)>> = Mutex::new(Vec::new());
 /// The kernels of `layout`, with its static module compiled with NVRTC for the device and loaded
 /// on first use.
 pub(crate) fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kernels>, GpuError> {
+    kernels_with(ctx, layout, KernelModule::Static)
+}
+
+/// The kernels of `layout`, with `module` loaded (the others load when first launched).
+fn kernels_with(
+    ctx: &Arc<CudaContext>,
+    layout: Layout,
+    module: KernelModule,
+) -> Result<Arc<Kernels>, GpuError> {
     let k = {
         let mut cache = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
         match cache.iter().find(|(l, _)| *l == layout) {
@@ -113,18 +122,27 @@ pub(crate) fn kernels(ctx: &Arc<CudaContext>, layout: Layout) -> Result<Arc<Kern
             }
         }
     };
-    k.require(KernelModule::Static)?;
+    k.require(module)?;
     Ok(k)
 }
 
 /// The kernels that do not depend on the layout (set operations, checks, benchmarks): any
 /// layout's static module has them, so this is the one most likely loaded already.
 pub(crate) fn layout_free_kernels(ctx: &Arc<CudaContext>) -> Result<Arc<Kernels>, GpuError> {
+    layout_free_module(ctx, KernelModule::Static)
+}
+
+/// The kernels of the first layout used so far (8x32 if none), with `module` loaded: for the
+/// layout-free kinds (retrieval tables), which need no static module of their own.
+pub(crate) fn layout_free_module(
+    ctx: &Arc<CudaContext>,
+    module: KernelModule,
+) -> Result<Arc<Kernels>, GpuError> {
     let first = {
         let cache = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
         cache.first().map(|(l, _)| *l)
     };
-    kernels(ctx, first.unwrap_or(Layout::L8x32))
+    kernels_with(ctx, first.unwrap_or(Layout::L8x32), module)
 }
 
 /// Raises `f`'s dynamic shared memory limit to `limit_bytes` (the same for every launch of a
