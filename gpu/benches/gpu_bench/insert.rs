@@ -76,7 +76,9 @@ pub fn inserts(args: &[String], reps: usize, memory_bytes: u64) -> Result<(), Gp
             match row(Size::of(&mut g, k, &mut out, reps)) {
                 Ok(line) => println!("| {} | {layout} | {line} |", human(size)),
                 Err(e @ GpuError::OutOfMemory { .. }) => {
-                    println!("| {} | {layout} | SKIP: {e} |", human(size))
+                    // No lookup row or sweep either: they need the same memory.
+                    println!("| {} | {layout} | SKIP: {e} |", human(size));
+                    continue;
                 }
                 Err(e) => return Err(e),
             }
