@@ -13,7 +13,12 @@
 //! - `SCRATCH_LOG2` scratch cap of the partitioned insert in hashes, default 32 (the batch)
 //! - `PART_SWEEP` partition sizes tried for 8x32 at filters past L2, default `4M,8M,16M,24M,32M`
 //!   (empty to skip)
-//! - `SECTIONS` which tables to print, default `static,counting,spatial,window,lookup,e2e`
+//! - `SECTIONS` which tables to print, default `static,counting,spatial,window,lookup,e2e`; also
+//!   `insert` (issue #25): every insert path of device keys by name beside `auto`, and every
+//!   lookup path, at `INSERT_SIZES` (default `1M,256M,2G,8G,32G,64G`; each needs its size plus
+//!   25 bytes per key of device memory, skipped if the device has less), `INSERT_LAYOUTS`
+//!   (default `8x32`), `INSERT_KEYS_LOG2` (default 28), and the radix insert by
+//!   `INSERT_PART_SWEEP` partition sizes past L2 (default `2M,8M`)
 //! - counting filters (issue #14): `COUNTING_SIZES` bytes of counters, default `2G`;
 //!   `COUNTING_KEYS_LOG2`, default 28
 //! - spatial filters: `SPATIAL_SIZES` bytes of image, default `1M,256M,2G`; `SPATIAL_BITS` cell
@@ -41,6 +46,8 @@ use bloomlanes_gpu::{
     probe, DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuStream, InsertKernel, PinnedBuffer,
 };
 
+#[path = "gpu_bench/insert.rs"]
+mod insert;
 #[path = "gpu_bench/kinds.rs"]
 mod kinds;
 #[path = "gpu_bench/spatial.rs"]
@@ -296,11 +303,7 @@ fn static_tables(
             let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(7))?;
             let gs = g.stream().clone();
             g.set_scratch_keys(1 << scratch_log2);
-            let auto = if g.partitioned_for(n) {
-                "partitioned"
-            } else {
-                "bulk reduce"
-            };
+            let auto = g.insert_plan(n).kernel.name();
             // [atomics, bulk reduce, partitioned]; the partitioned insert allocates its scratch
             // buffer on first use, so it runs once untimed first.
             let mut ins = [0.0; 3];
@@ -393,6 +396,9 @@ fn main() -> Result<(), GpuError> {
     let stream = GpuStream::new()?;
     if section("static") {
         static_tables(&sizes, &layouts, n, reps, &sweep, scratch_log2, &stream)?;
+    }
+    if section("insert") {
+        insert::inserts(&args, reps, dev.memory_bytes)?;
     }
     let layouts_kinds: Vec<Layout> = setting(&args, "KIND_LAYOUTS", "8x32")
         .split(',')

@@ -193,7 +193,7 @@ impl DeviceBuffer<u64> {
         if n > 0 {
             let cfg = grid(n, u64::from(THREADS))?;
             let mut out = b.view_mut();
-            let mut l = stream.launch_builder(k.get(Kernel::FillRandom));
+            let mut l = stream.launch_builder(k.get(Kernel::FillRandom)?);
             l.arg(&mut out).arg(&n).arg(&seed);
             // SAFETY: `bl_fill_random(u64* keys, u64 n, u64 seed)` takes these three arguments
             // in this order; its threads write `keys[i]` for `i < n` only, and `out` holds

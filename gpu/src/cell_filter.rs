@@ -35,7 +35,7 @@ use crate::lookup::LookupKernel;
 use crate::partition::{GroupBy, Partitioner};
 use crate::pipeline::plan;
 use crate::stage::{staged, Stager};
-use crate::{DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel};
+use crate::{DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel, KernelModule};
 
 /// A cell filter's pieces, borrowed apart for one batch: its arrays as the kernels take them,
 /// the partitioner, the hash scratch, and the slice shape (if the batch uses it) with the
@@ -95,6 +95,8 @@ impl GpuCellFilter {
         params.blocks = params.blocks.max(1);
         let cell_len = cell_words(&params, bits);
         let image = GpuImage::new(params, 1, cell_len * 4)?;
+        // The cell kernels are compiled (or read from the cache) now, not on the first update.
+        image.k.require(KernelModule::Cells)?;
         let stream = image.stream.raw().clone();
         let cells = alloc_zeros::<u32>(&stream, "cells", alloc_len("cells", cell_len, 4)?)?;
         image.stream.synchronize()?;

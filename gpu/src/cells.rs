@@ -294,7 +294,7 @@ pub(crate) fn launch_cells(
         call.out.as_ref().map_or(0, Answers::width),
     );
     let null = 0u64;
-    let mut l = stream.launch_builder(shape.kernels.get(kernel));
+    let mut l = stream.launch_builder(shape.kernels.get(kernel)?);
     match &mut arrays {
         CellArrays::Write { image, cells } => l.arg(&mut **image).arg(&mut **cells),
         CellArrays::Read { cells } => l.arg(&null).arg(*cells),
@@ -451,7 +451,7 @@ pub(crate) fn reduce_cells(
 
 #[cfg(test)]
 mod tests {
-    use crate::kernel_source;
+    use crate::{kernel_source, KernelModule};
     use bloomlanes_core::Layout;
 
     #[test]
@@ -461,7 +461,7 @@ mod tests {
             u64 n, u64 seed, int mode, u32 cbits, \\\n    u32 value, const u32* values, const u32* \
             pos, u32* status, u32 flags, u64* stats, \\\n    const u32* bounds, u32 parts, u64 sb, \
             u8* out, u32 out_bytes\n";
-        let src = kernel_source(Layout::L8x32);
+        let src = kernel_source(Layout::L8x32, KernelModule::Cells);
         assert!(src.contains(pushed), "BL_CELL_PARAMS changed");
         assert_eq!(
             src.matches("__launch_bounds__(BL_THREADS) bl_cells_")

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 use bloomlanes_core::Layout;
 use cudarc::nvrtc::sys;
 
-use crate::{loader, GpuError};
+use crate::{loader, GpuError, KernelModule};
 
 /// What NVRTC should produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,11 +91,11 @@ pub fn target_for(cc: (u32, u32)) -> Result<Target, GpuError> {
         .ok_or_else(|| GpuError::NoNvrtc(format!("this NVRTC cannot target sm_{sm}")))
 }
 
-/// Compiles the kernels of `layout` for `target`. Needs NVRTC only, no GPU.
-pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
+/// Compiles the kernels of `module` for `layout` and `target`. Needs NVRTC only, no GPU.
+pub fn compile(layout: Layout, module: KernelModule, target: Target) -> Result<Compiled, GpuError> {
     loader::require_nvrtc()?;
-    let src = CString::new(crate::kernel_source(layout)).expect("kernel source has no NUL");
-    let name = CString::new(format!("bloomlanes_{layout}.cu")).expect("no NUL");
+    let src = CString::new(crate::kernel_source(layout, module)).expect("kernel source has no NUL");
+    let name = CString::new(format!("bloomlanes_{layout}_{module}.cu")).expect("no NUL");
     let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: `prog` is a live out-pointer; `src` and `name` are NUL-terminated C strings that
     // outlive the call (NVRTC copies the source); 0 headers, so the two null header arrays are
@@ -127,6 +127,7 @@ pub fn compile(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
     let out = if r != sys::nvrtcResult::NVRTC_SUCCESS {
         Err(GpuError::Compile {
             layout,
+            module: module.name(),
             target: target.arch_flag(),
             log: format!("{r:?}: {log}"),
         })
@@ -150,10 +151,14 @@ pub const KERNEL_CACHE_ENV: &str = "BLOOMLANES_KERNEL_CACHE";
 /// same kernel source, target and NVRTC version is read from it (named by their XXH64), or
 /// compiled and written into it (a file is written whole or not at all: a temporary file renamed;
 /// a cache that cannot be written is only skipped). Unset, it compiles.
-pub fn compile_cached(layout: Layout, target: Target) -> Result<Compiled, GpuError> {
+pub fn compile_cached(
+    layout: Layout,
+    module: KernelModule,
+    target: Target,
+) -> Result<Compiled, GpuError> {
     match std::env::var_os(KERNEL_CACHE_ENV) {
-        Some(dir) => compile_cached_in(std::path::Path::new(&dir), layout, target),
-        None => compile(layout, target),
+        Some(dir) => compile_cached_in(std::path::Path::new(&dir), layout, module, target),
+        None => compile(layout, module, target),
     }
 }
 
@@ -161,12 +166,13 @@ pub fn compile_cached(layout: Layout, target: Target) -> Result<Compiled, GpuErr
 pub fn compile_cached_in(
     dir: &std::path::Path,
     layout: Layout,
+    module: KernelModule,
     target: Target,
 ) -> Result<Compiled, GpuError> {
     let (major, minor) = nvrtc_version()?;
     let key = format!(
         "{}\n{}\nnvrtc {major}.{minor}",
-        crate::kernel_source(layout),
+        crate::kernel_source(layout, module),
         target.arch_flag()
     );
     let ext = match target {
@@ -174,7 +180,7 @@ pub fn compile_cached_in(
         Target::Ptx(_) => "ptx",
     };
     let hash = bloomlanes_core::xxh64(key.as_bytes(), 0);
-    let path = dir.join(format!("bloomlanes-{layout}-{hash:016x}.{ext}"));
+    let path = dir.join(format!("bloomlanes-{layout}-{module}-{hash:016x}.{ext}"));
     if let Ok(image) = std::fs::read(&path) {
         if !image.is_empty() {
             return Ok(Compiled {
@@ -184,7 +190,7 @@ pub fn compile_cached_in(
             });
         }
     }
-    let c = compile(layout, target)?;
+    let c = compile(layout, module, target)?;
     let tmp = path.with_extension(format!("{ext}.{}.tmp", std::process::id()));
     let written = std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&tmp, &c.image))

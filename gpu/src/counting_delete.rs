@@ -177,7 +177,7 @@ pub(crate) fn attempt(
         .map_err(|e| GpuError::cuda("cuMemsetD8Async(delete counts)", 16, e))?;
     let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
     let (blocks, seed) = (u64::from(params.blocks), params.seed);
-    let mut l = stream.launch_builder(dev.shape.kernels.get(Kernel::CountCheck));
+    let mut l = stream.launch_builder(dev.shape.kernels.get(Kernel::CountCheck)?);
     l.arg(&*dev.image)
         .arg(&blocks)
         .arg(&keys.keys)
@@ -244,7 +244,7 @@ pub(crate) fn status_bytes(
     if n == 0 {
         return Ok(());
     }
-    let mut l = stream.launch_builder(kernels.get(Kernel::StatusBytes));
+    let mut l = stream.launch_builder(kernels.get(Kernel::StatusBytes)?);
     l.arg(status).arg(&n).arg(out);
     // SAFETY: `bl_status_bytes(const u32* status, u64 n, u8* out)` takes these arguments in this
     // order and touches `status[i]` and `out[i]` for `i < n` only; `status` holds `n` and `out`
@@ -267,7 +267,7 @@ pub(crate) fn status_scatter(
     if n == 0 {
         return Ok(());
     }
-    let mut l = stream.launch_builder(kernels.get(Kernel::StatusScatter));
+    let mut l = stream.launch_builder(kernels.get(Kernel::StatusScatter)?);
     l.arg(status).arg(pos).arg(&n).arg(out);
     // SAFETY: `bl_status_scatter(const u32* status, const u32* pos, u64 n, u8* out)` takes these
     // arguments in this order. It reads `status[i]` and `pos[i]` for `i < n` (both at least `n`

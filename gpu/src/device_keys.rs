@@ -160,7 +160,7 @@ fn check_offsets(
         .clone_htod(&[ALL_VALID])
         .map_err(|e| GpuError::cuda("cuMemcpyHtoD(offset check)", 8, e))?;
     let cfg = grid(count, u64::from(THREADS))?;
-    let mut l = stream.launch_builder(kernels.get(Kernel::CheckOffsets));
+    let mut l = stream.launch_builder(kernels.get(Kernel::CheckOffsets)?);
     l.arg(&offsets)
         .arg(&count)
         .arg(&data_len)

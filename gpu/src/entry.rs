@@ -6,28 +6,41 @@ use std::fmt::Write;
 
 use bloomlanes_core::{CellReduce, CellUpdate};
 
-/// Defines [`Kernel`] from one table: `ALL` in discriminant order and each entry point's name.
-/// Entries under `geometry` are key kernels with a sliding-window twin (`<name>_window`, the same
-/// template instantiated for `BlGens`, see `cuda/block.cu`); `fixed` ones have no twin.
+/// Defines [`Kernel`] from one table: `ALL` in discriminant order, each entry point's name and
+/// the module it is compiled in. Entries under `geometry` are key kernels of the static module
+/// with a sliding-window twin (`<name>_window`, the same template instantiated for `BlGens`, see
+/// `cuda/block.cu`) in the window module; the other groups name their module and have no twin.
 macro_rules! entry_points {
-    (geometry { $($g:ident / $w:ident = $gname:literal,)* } fixed { $($f:ident = $fname:literal,)* }) => {
+    (
+        geometry { $($g:ident / $w:ident = $gname:literal,)* }
+        $($module:ident { $($f:ident = $fname:literal,)* })*
+    ) => {
         /// Every kernel entry point (`extern "C"` in the source). The discriminant indexes the
         /// loaded functions of a module.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub(crate) enum Kernel {
             $($g, $w,)*
-            $($f,)*
+            $($($f,)*)*
         }
 
         impl Kernel {
             /// Every kernel, in discriminant order.
-            pub(crate) const ALL: &'static [Kernel] = &[$(Kernel::$g, Kernel::$w,)* $(Kernel::$f,)*];
+            pub(crate) const ALL: &'static [Kernel] =
+                &[$(Kernel::$g, Kernel::$w,)* $($(Kernel::$f,)*)*];
 
             /// The entry point's name in the source.
             pub(crate) const fn name(self) -> &'static str {
                 match self {
                     $(Kernel::$g => $gname, Kernel::$w => concat!($gname, "_window"),)*
-                    $(Kernel::$f => $fname,)*
+                    $($(Kernel::$f => $fname,)*)*
+                }
+            }
+
+            /// The module whose source defines this entry point.
+            pub(crate) const fn module(self) -> KernelModule {
+                match self {
+                    $(Kernel::$g => KernelModule::Static, Kernel::$w => KernelModule::Window,)*
+                    $($(Kernel::$f => KernelModule::$module,)*)*
                 }
             }
 
@@ -50,6 +63,64 @@ macro_rules! entry_points {
     };
 }
 
+/// The separately compiled parts of a layout's kernels. A layout's [`KernelModule::Static`]
+/// module is compiled (or read from the kernel cache) when the first filter of that layout is
+/// made; the others when the first filter of a kind that needs them is made (cell filters,
+/// sliding windows, retrieval tables), so that a static filter's start-up pays only for what it
+/// runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelModule {
+    /// The static filter's kernels: inserts and lookups of every key form, partitioning, the
+    /// partitioned lookups' probes, set operations and the layout-free helpers.
+    Static,
+    /// The sliding window's twins of the key kernels and probes, and the generation clear.
+    Window,
+    /// The cell algebra's kernels (every update and reduction, both shapes) and the cell
+    /// kinds' checks.
+    Cells,
+    /// The retrieval tables' lookup (layout-free: the module of any layout serves).
+    Retrieval,
+}
+
+impl KernelModule {
+    /// Every module, in the order of their indices.
+    pub const ALL: [KernelModule; 4] = [
+        KernelModule::Static,
+        KernelModule::Window,
+        KernelModule::Cells,
+        KernelModule::Retrieval,
+    ];
+
+    /// The module's short name (in kernel-cache file names and messages).
+    pub const fn name(self) -> &'static str {
+        match self {
+            KernelModule::Static => "static",
+            KernelModule::Window => "window",
+            KernelModule::Cells => "cells",
+            KernelModule::Retrieval => "retrieval",
+        }
+    }
+
+    /// The module's index in [`KernelModule::ALL`].
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The kernels this module defines.
+    pub(crate) fn kernels(self) -> impl Iterator<Item = Kernel> {
+        Kernel::ALL
+            .iter()
+            .copied()
+            .filter(move |k| k.module() == self)
+    }
+}
+
+impl std::fmt::Display for KernelModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 entry_points! {
     geometry {
         InsertU64 / InsertU64Window = "bl_insert_u64",
@@ -69,15 +140,26 @@ entry_points! {
         ProbeBitmap / ProbeBitmapWindow = "bl_probe_bitmap",
         ProbeList / ProbeListWindow = "bl_probe_list",
         PositionsKeys / PositionsKeysWindow = "bl_positions_keys",
+        InsertSlices / InsertSlicesWindow = "bl_insert_slices",
     }
-    fixed {
+    Static {
         HashRecords = "bl_hash_records",
         HashStrings = "bl_hash_strings",
         PartHist = "bl_part_hist",
         PartScan = "bl_part_scan",
         PartScatter = "bl_part_scatter",
         PartScatterPos = "bl_part_scatter_pos",
+        RadixScatterKeys = "bl_radix_scatter_keys",
+        RadixScatterHashes = "bl_radix_scatter_hashes",
         PartBounds = "bl_part_bounds",
+        Union = "bl_union",
+        Intersect = "bl_intersect",
+        CheckOffsets = "bl_check_offsets",
+        BitsToBytes = "bl_bits_to_bytes",
+        FillRandom = "bl_fill_random",
+        SpeedOfLight = "bl_speed_of_light",
+    }
+    Cells {
         CountCheck = "bl_count_check",
         CellsUpdateSet = "bl_cells_update_set",
         CellsUpdateIncrement = "bl_cells_update_inc",
@@ -92,16 +174,14 @@ entry_points! {
         CellsReduceAll = "bl_cells_reduce_all",
         CellsReduceMin = "bl_cells_reduce_min",
         CheckClasses = "bl_check_classes",
-        WindowClear = "bl_window_clear",
-        RetrievalGet = "bl_retrieval_get",
-        Union = "bl_union",
-        Intersect = "bl_intersect",
-        CheckOffsets = "bl_check_offsets",
         StatusBytes = "bl_status_bytes",
         StatusScatter = "bl_status_scatter",
-        BitsToBytes = "bl_bits_to_bytes",
-        FillRandom = "bl_fill_random",
-        SpeedOfLight = "bl_speed_of_light",
+    }
+    Window {
+        WindowClear = "bl_window_clear",
+    }
+    Retrieval {
+        RetrievalGet = "bl_retrieval_get",
     }
 }
 

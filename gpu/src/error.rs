@@ -17,6 +17,8 @@ pub enum GpuError {
     Compile {
         /// The layout whose kernels failed.
         layout: Layout,
+        /// The module that failed (`static`, `window`, `cells`).
+        module: &'static str,
         /// The architecture flag.
         target: String,
         /// NVRTC's log.
@@ -108,6 +110,16 @@ pub(crate) fn output_holds(needed: usize, found: usize) -> Result<(), GpuError> 
 }
 
 impl GpuError {
+    /// A launch refused because its arguments break what the kernel relies on (a bug of this
+    /// crate, never of the caller's input): `op` and what was wrong.
+    pub(crate) fn internal(op: &'static str, message: String) -> GpuError {
+        GpuError::Cuda {
+            op,
+            bytes: 0,
+            message,
+        }
+    }
+
     pub(crate) fn cuda(op: &'static str, bytes: u64, e: DriverError) -> GpuError {
         if e.0 == cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
             let free = cudarc::driver::result::mem_get_info()
@@ -135,9 +147,13 @@ impl std::fmt::Display for GpuError {
             GpuError::NoNvrtc(m) => write!(f, "NVRTC unavailable: {m}"),
             GpuError::Compile {
                 layout,
+                module,
                 target,
                 log,
-            } => write!(f, "NVRTC failed on the {layout} kernels ({target}): {log}"),
+            } => write!(
+                f,
+                "NVRTC failed on the {layout} {module} kernels ({target}): {log}"
+            ),
             GpuError::OutOfMemory {
                 what,
                 requested_bytes,

@@ -153,7 +153,7 @@ impl GpuFilter {
         }
         let cfg = grid(n, u64::from(THREADS * KEYS_PER_THREAD))?;
         let (buf, keys, mut out) = (buf.view(), keys.view(), out.view_mut());
-        let mut l = stream.raw().launch_builder(k.get(Kernel::SpeedOfLight));
+        let mut l = stream.raw().launch_builder(k.get(Kernel::SpeedOfLight)?);
         l.arg(&buf).arg(&sectors).arg(&keys).arg(&n).arg(&mut out);
         // SAFETY: `bl_speed_of_light(const uint4* buf, u64 sectors, const u64* keys, u64 n,
         // u8* out)` takes these arguments in this order. It reads the two 16-byte halves of
@@ -173,7 +173,7 @@ impl GpuFilter {
         let n = self.image.params.u32_len();
         let cfg = grid(n, u64::from(THREADS))?;
         let image = &mut self.image;
-        let mut l = image.stream.raw().launch_builder(image.k.get(kernel));
+        let mut l = image.stream.raw().launch_builder(image.k.get(kernel)?);
         l.arg(&mut image.words).arg(&other.image.words).arg(&n);
         // SAFETY: `bl_union` / `bl_intersect(u32* a, const u32* b, u64 n)` take these arguments
         // in this order and touch `a[i]`, `b[i]` for `i < n` only. Both filters' buffers hold

@@ -128,7 +128,7 @@ fn hash_keys(
                 return Err(GpuError::Batch(bloomlanes_core::BatchError::ZeroWidth));
             }
             let width = *width as u64;
-            let mut l = stream.launch_builder(kernels.get(Kernel::HashRecords));
+            let mut l = stream.launch_builder(kernels.get(Kernel::HashRecords)?);
             l.arg(data).arg(&width).arg(&n).arg(&seed).arg(out);
             // SAFETY: `bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out)`
             // takes these arguments in this order. Thread `i < n` reads
@@ -143,7 +143,7 @@ fn hash_keys(
             base,
         } => {
             let data_len = data.len() as u64;
-            let mut l = stream.launch_builder(kernels.get(Kernel::HashStrings));
+            let mut l = stream.launch_builder(kernels.get(Kernel::HashStrings)?);
             l.arg(data)
                 .arg(&data_len)
                 .arg(offsets)

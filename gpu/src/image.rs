@@ -14,15 +14,14 @@
 use std::sync::Arc;
 
 use bloomlanes_core::{HashId, Keys, Layout, Params};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{CudaContext, CudaSlice};
 
 use crate::buffer::{alloc_zeros, check_free};
 use crate::error::output_holds;
-use crate::hashed::{Hashed, MODE_HASHES, MODE_U64};
 use crate::launch::{launch_keys, Geometry, KeyArgs, Pass};
 use crate::lookup::{LookupState, LookupTarget};
 use crate::module::{kernels, Kernels};
-use crate::partition::{GroupBy, Partitioner};
+use crate::partition::Partitioner;
 use crate::pipeline::{HostOp, PinnedOp, Pipeline, DEFAULT_CHUNK_KEYS};
 use crate::{
     context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, InsertKernel, LookupAuto, LookupKernel,
@@ -95,7 +94,7 @@ pub struct GpuImage {
     /// Generations of the image (1 but for a window).
     pub(crate) gens: u32,
     /// Bytes a partitioned update sweeps: the words, and a cell filter's cells.
-    footprint: u64,
+    pub(crate) footprint: u64,
     pub(crate) chunk_keys: usize,
     pub(crate) insert_kernel: InsertKernel,
     pub(crate) partitioner: Partitioner,
@@ -265,17 +264,6 @@ impl GpuImage {
         self.partitioner.l2_bytes()
     }
 
-    /// Whether a device-resident insert (or cell update) of `keys` u64 keys or hashes takes the
-    /// partitioned path with the current [`InsertKernel`] (see [`InsertKernel::Auto`]).
-    pub fn partitioned_for(&self, keys: usize) -> bool {
-        self.partitioner.wanted_for_bytes(
-            self.insert_kernel,
-            self.footprint,
-            self.params.blocks,
-            keys,
-        )
-    }
-
     /// Refuses raw keys for a filter of caller-supplied hashes.
     pub(crate) fn check_hash(&self, hashes: bool) -> Result<(), GpuError> {
         if !hashes && self.params.hash != HashId::Xxh64 {
@@ -300,83 +288,6 @@ impl GpuImage {
             gens: self.gens,
             gen,
         }
-    }
-
-    // ---- inserts of the static image (a static filter, a window's generation) ---------------
-
-    /// Queues the insert of `args` into generation `gen` on `stream`: partitioned when the
-    /// insert kernel says so (u64 keys and hashes), else direct.
-    pub(crate) fn insert_args(
-        &mut self,
-        args: KeyArgs<'_>,
-        gen: u32,
-        stream: &Arc<CudaStream>,
-    ) -> Result<(), GpuError> {
-        let n = args.len();
-        let geo = self.geometry(gen);
-        let words_keys = match &args {
-            KeyArgs::U64(k) => Some((k, MODE_U64)),
-            KeyArgs::Hashes(k) => Some((k, MODE_HASHES)),
-            KeyArgs::Records { .. } | KeyArgs::Strings { .. } => None,
-        };
-        if let Some((k, mode)) = words_keys.filter(|_| self.partitioned_for(n)) {
-            let keys = Hashed {
-                keys: k.slice(..),
-                mode,
-            };
-            let parts = self.partitions();
-            let (kernels, params, words) = (&self.k, &self.params, &mut self.words);
-            let by = GroupBy::new(kernels, params.seed, parts, false);
-            let r = self
-                .partitioner
-                .for_each_group(by, &keys, stream, |_, grouped, _| {
-                    let pass = Pass::Insert {
-                        words: &mut *words,
-                        kernel: crate::launch::DirectInsert::BulkReduce,
-                    };
-                    launch_keys(
-                        kernels,
-                        params,
-                        geo,
-                        stream,
-                        KeyArgs::Hashes(grouped.keys),
-                        pass,
-                    )
-                });
-            match r {
-                Ok(()) => return Ok(()),
-                // Nothing was queued (the scratch buffer is allocated before any launch): fall
-                // back to the direct insert.
-                Err(GpuError::OutOfMemory { .. }) if self.insert_kernel == InsertKernel::Auto => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let pass = Pass::Insert {
-            words: &mut self.words,
-            kernel: self.insert_kernel.direct(),
-        };
-        launch_keys(&self.k, &self.params, geo, stream, args, pass)
-    }
-
-    /// Inserts keys from host memory into generation `gen`, streamed through pinned buffers in
-    /// chunks, and waits.
-    pub(crate) fn insert_host(&mut self, keys: Keys<'_>, gen: u32) -> Result<(), GpuError> {
-        self.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        let kernel = self.insert_kernel.direct();
-        let (pipeline, words) = self.pipeline_and_words(gen);
-        pipeline.run_host(keys, HostOp::Insert { words, kernel })
-    }
-
-    /// Inserts u64 keys in pinned memory into generation `gen` and waits.
-    pub(crate) fn insert_pinned_into(
-        &mut self,
-        keys: &PinnedBuffer<u64>,
-        gen: u32,
-    ) -> Result<(), GpuError> {
-        self.check_hash(false)?;
-        let kernel = self.insert_kernel.direct();
-        let (pipeline, words) = self.pipeline_and_words(gen);
-        pipeline.run_pinned(keys, PinnedOp::Insert { words, kernel })
     }
 
     // ---- lookups ------------------------------------------------------------------------------
@@ -543,22 +454,5 @@ impl GpuImage {
             after: self.stream.raw(),
             chunk_keys: self.chunk_keys,
         }
-    }
-
-    /// The host pipeline of this image and its words, writable, for inserts into generation
-    /// `gen`.
-    fn pipeline_and_words(&mut self, gen: u32) -> (Pipeline<'_>, &mut CudaSlice<u32>) {
-        let pipeline = Pipeline {
-            ctx: &self.ctx,
-            kernels: &self.k,
-            params: &self.params,
-            geo: Geometry {
-                gens: self.gens,
-                gen,
-            },
-            after: self.stream.raw(),
-            chunk_keys: self.chunk_keys,
-        };
-        (pipeline, &mut self.words)
     }
 }

@@ -9,6 +9,7 @@
 use std::fmt::Write;
 
 pub(crate) use crate::entry::Kernel;
+pub use crate::entry::KernelModule;
 
 use bloomlanes_core::retrieval::{MIX_MUL1, MIX_MUL2};
 use bloomlanes_core::xxh64::{
@@ -26,6 +27,14 @@ pub const MAX_PARTITIONS: u32 = 2048;
 /// Keys per thread of the partitioned insert's scatter pass: a CTA groups `THREADS *
 /// SCATTER_KEYS_PER_THREAD` hashes by partition in shared memory before writing them out.
 pub const SCATTER_KEYS_PER_THREAD: u32 = 16;
+/// Keys per thread in flight in the partition histogram (a grid-stride loop; with many partitions
+/// its shared-memory counts leave room for one CTA per SM, which must keep enough loads in flight
+/// alone).
+pub(crate) const HIST_KEYS_PER_THREAD: u32 = 8;
+/// Most partitions one pass of the radix grouping scatters into (sizes its shared-memory bins): a
+/// tile of `THREADS * SCATTER_KEYS_PER_THREAD` keys then writes runs of 16 hashes or more on
+/// average.
+pub(crate) const RADIX_FANOUT: u32 = 256;
 /// Keys per thread of the scatter pass that also writes each hash's key index (partitioned
 /// lookups and deletes): half the tile, so that the indices fit in the same shared memory.
 pub const SCATTER_POS_KEYS_PER_THREAD: u32 = 8;
@@ -44,24 +53,55 @@ pub(crate) const STATUS_LANES: u32 = 2;
 /// Shared memory the bulk-reduce insert stages block masks in, per CTA.
 const BULK_STAGING_BYTES: usize = 32 * 1024;
 
-/// The `.cu` files, in the order they are concatenated after the prelude.
-const CUDA_FILES: [(&str, &str); 10] = [
+/// The `.cu` files every module starts with, after the prelude: the types, the hash, the block
+/// arithmetic and the key kernels' thread shapes and entry-point macros (no entry points).
+const COMMON_FILES: [(&str, &str); 4] = [
     ("types.cu", include_str!("cuda/types.cu")),
     ("xxh64.cu", include_str!("cuda/xxh64.cu")),
     ("block.cu", include_str!("cuda/block.cu")),
     ("keys.cu", include_str!("cuda/keys.cu")),
-    ("partition.cu", include_str!("cuda/partition.cu")),
-    ("lookup.cu", include_str!("cuda/lookup.cu")),
-    ("cells.cu", include_str!("cuda/cells.cu")),
-    ("window.cu", include_str!("cuda/window.cu")),
-    ("retrieval.cu", include_str!("cuda/retrieval.cu")),
-    ("util.cu", include_str!("cuda/util.cu")),
 ];
+const PARTITION_CU: (&str, &str) = ("partition.cu", include_str!("cuda/partition.cu"));
+const LOOKUP_CU: (&str, &str) = ("lookup.cu", include_str!("cuda/lookup.cu"));
+const UTIL_CU: (&str, &str) = ("util.cu", include_str!("cuda/util.cu"));
+const WINDOW_CU: (&str, &str) = ("window.cu", include_str!("cuda/window.cu"));
+const CELLS_CU: (&str, &str) = ("cells.cu", include_str!("cuda/cells.cu"));
+const KINDS_CU: (&str, &str) = ("kinds.cu", include_str!("cuda/kinds.cu"));
+const RETRIEVAL_CU: (&str, &str) = ("retrieval.cu", include_str!("cuda/retrieval.cu"));
 
-/// The name of every kernel entry point the source defines, for every layout: what a loaded
-/// module provides (and what the compile test looks for in the compiled image).
-pub fn kernel_entry_points() -> Vec<&'static str> {
-    Kernel::ALL.iter().map(|k| k.name()).collect()
+impl KernelModule {
+    /// The module's own `.cu` files, concatenated after [`COMMON_FILES`].
+    fn files(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            KernelModule::Static => &[PARTITION_CU, LOOKUP_CU, UTIL_CU],
+            KernelModule::Window => &[LOOKUP_CU, WINDOW_CU],
+            KernelModule::Cells => &[CELLS_CU, KINDS_CU],
+            KernelModule::Retrieval => &[RETRIEVAL_CU],
+        }
+    }
+
+    /// The module's generated entry points: the key kernels and probes instantiated for its
+    /// geometry, or the cell kernels of every operation (`entry.rs`).
+    fn entry_points(self) -> String {
+        let geometry = |what: &str, suffix: &str, geo: &str| {
+            format!(
+                "// ---- entry points of {what}\nBL_KEY_ENTRIES({suffix}, {geo})\n\
+                 BL_PROBE_ENTRIES({suffix}, {geo})\n"
+            )
+        };
+        match self {
+            KernelModule::Static => geometry("the static image", "", "FLAT"),
+            KernelModule::Window => geometry("a sliding window's generations", "_window", "GENS"),
+            KernelModule::Cells => crate::entry::cell_entry_points(),
+            KernelModule::Retrieval => String::new(),
+        }
+    }
+}
+
+/// The name of every kernel entry point the source of `module` defines, for every layout: what a
+/// loaded module provides (and what the compile test looks for in the compiled image).
+pub fn kernel_entry_points(module: KernelModule) -> Vec<&'static str> {
+    module.kernels().map(|k| k.name()).collect()
 }
 
 /// The prelude of `#define`s for `layout`: every constant the `.cu` files use, from core.
@@ -80,6 +120,8 @@ fn prelude(layout: Layout) -> String {
     define("BL_MAXP", MAX_PARTITIONS.to_string());
     define("BL_SKPT", SCATTER_KEYS_PER_THREAD.to_string());
     define("BL_SKPT_POS", SCATTER_POS_KEYS_PER_THREAD.to_string());
+    define("BL_HIST_KPT", HIST_KEYS_PER_THREAD.to_string());
+    define("BL_RADIX_FANOUT", RADIX_FANOUT.to_string());
     define("BL_SLICE_KPT", SLICE_KEYS_PER_THREAD.to_string());
     define("BL_ACCEPTED", format!("0x{STATUS_ACCEPTED:08x}u"));
     define("BL_STATUS_RECORD", format!("{STATUS_RECORD}u"));
@@ -121,19 +163,19 @@ fn prelude(layout: Layout) -> String {
     s
 }
 
-/// The CUDA C source of every kernel for `layout`: the generated prelude of constants, then the
-/// `.cu` files of this crate.
-pub fn kernel_source(layout: Layout) -> String {
+/// The CUDA C source of `module`'s kernels for `layout`: the generated prelude of constants, the
+/// common `.cu` files, the module's own, then its generated entry points.
+pub fn kernel_source(layout: Layout, module: KernelModule) -> String {
     let mut s = format!(
-        "// bloomlanes kernels for layout {layout}: constants generated by bloomlanes-gpu from \
-         bloomlanes-core, code from bloomlanes-gpu/src/cuda.\n"
+        "// bloomlanes kernels for layout {layout}, module {module}: constants generated by \
+         bloomlanes-gpu from bloomlanes-core, code from bloomlanes-gpu/src/cuda.\n"
     );
     s.push_str(&prelude(layout));
-    for (name, text) in CUDA_FILES {
+    for (name, text) in COMMON_FILES.iter().chain(module.files()) {
         let _ = writeln!(s, "// ---- {name}");
         s.push_str(text);
     }
-    s.push_str(&crate::entry::cell_entry_points());
+    s.push_str(&module.entry_points());
     s
 }
 
@@ -145,20 +187,40 @@ pub(crate) mod ptx {
 
     use bloomlanes_core::Layout;
 
-    use crate::{compile, Target};
+    use crate::{compile, KernelModule, Target};
 
-    /// Each entry point of the 8x32 module's PTX and the sizes of its parameters in bytes;
+    /// Entry points and the sizes of their parameters in bytes.
+    pub(crate) type Entries = HashMap<String, Vec<u32>>;
+
+    /// Each module's entry points in the 8x32 PTX and the sizes of their parameters in bytes;
     /// `None` (with a SKIP line) when NVRTC cannot be loaded.
-    pub(crate) fn entries() -> Option<&'static HashMap<String, Vec<u32>>> {
-        static ENTRIES: OnceLock<Option<HashMap<String, Vec<u32>>>> = OnceLock::new();
-        ENTRIES
+    pub(crate) fn modules() -> Option<&'static [(KernelModule, Entries)]> {
+        type Modules = Vec<(KernelModule, Entries)>;
+        static MODULES: OnceLock<Option<Modules>> = OnceLock::new();
+        MODULES
             .get_or_init(|| {
                 if let Err(e) = crate::require_nvrtc() {
                     eprintln!("SKIP: the PTX parameter checks: {e}");
                     return None;
                 }
-                let c = compile(Layout::L8x32, Target::Ptx(90)).unwrap_or_else(|e| panic!("{e}"));
-                Some(parse(&String::from_utf8_lossy(&c.image)))
+                let compiled = KernelModule::ALL.map(|m| {
+                    let c = compile(Layout::L8x32, m, Target::Ptx(90))
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    (m, parse(&String::from_utf8_lossy(&c.image)))
+                });
+                Some(compiled.into())
+            })
+            .as_deref()
+    }
+
+    /// Every entry point of the 8x32 modules' PTX and the sizes of its parameters in bytes;
+    /// `None` (with a SKIP line) when NVRTC cannot be loaded.
+    pub(crate) fn entries() -> Option<&'static HashMap<String, Vec<u32>>> {
+        static ENTRIES: OnceLock<Option<HashMap<String, Vec<u32>>>> = OnceLock::new();
+        ENTRIES
+            .get_or_init(|| {
+                let modules = modules()?;
+                Some(modules.iter().flat_map(|(_, e)| e.clone()).collect())
             })
             .as_ref()
     }
@@ -211,41 +273,67 @@ mod tests {
     }
 
     #[test]
-    fn every_kernel_is_defined_once_in_the_source() {
-        let s = kernel_source(Layout::L8x32);
-        let mut defined = 0;
-        for k in Kernel::ALL {
-            let entry = format!("__launch_bounds__(BL_THREADS) {}(", k.name());
-            let want = usize::from(literal(*k) || k.name().starts_with("bl_cells_"));
-            assert_eq!(s.matches(&entry).count(), want, "{}", k.name());
-            defined += want;
+    fn every_kernel_is_defined_once_in_its_module() {
+        for module in KernelModule::ALL {
+            let s = kernel_source(Layout::L8x32, module);
+            let mut defined = 0;
+            for k in Kernel::ALL {
+                let entry = format!("__launch_bounds__(BL_THREADS) {}(", k.name());
+                let mine = k.module() == module;
+                let want = usize::from(mine && (literal(*k) || k.name().starts_with("bl_cells_")));
+                assert_eq!(s.matches(&entry).count(), want, "{module}: {}", k.name());
+                defined += want;
+            }
+            // The key kernels: each entry-point macro body (in every module's source) spells
+            // its kernels once; the static and window modules instantiate them for their
+            // geometry.
+            let uses: &[&str] = match module {
+                KernelModule::Static => &["BL_KEY_ENTRIES(, FLAT)\n", "BL_PROBE_ENTRIES(, FLAT)\n"],
+                KernelModule::Window => &[
+                    "BL_KEY_ENTRIES(_window, GENS)\n",
+                    "BL_PROBE_ENTRIES(_window, GENS)\n",
+                ],
+                KernelModule::Cells | KernelModule::Retrieval => &[],
+            };
+            for (body, kernels) in [
+                ("#define BL_BYTE_KEY_ENTRIES(", 3),
+                ("#define BL_WORD_KEY_ENTRIES(", 4),
+                ("#define BL_SLICE_ENTRY(", 1),
+            ] {
+                assert_eq!(s.matches(body).count(), 1, "{module}: {body}");
+                defined += kernels;
+            }
+            let probes = s.matches("#define BL_PROBE_ENTRIES(").count();
+            assert_eq!(probes, uses.len() / 2, "{module}: the probes' macro");
+            defined += 3 * probes;
+            for use_ in uses {
+                assert_eq!(s.matches(use_).count(), 1, "{module}: {use_}");
+            }
+            assert_eq!(
+                s.matches("ENTRIES(_window, GENS)").count(),
+                2 * usize::from(module == KernelModule::Window)
+            );
+            assert_eq!(
+                s.matches("extern \"C\" __global__").count(),
+                defined,
+                "{module}"
+            );
         }
-        // The key kernels: each entry-point macro body defines its kernels once per geometry.
-        for (body, kernels) in [
-            ("#define BL_BYTE_KEY_ENTRIES(", 3),
-            ("#define BL_WORD_KEY_ENTRIES(", 4),
-            ("#define BL_PROBE_ENTRIES(", 3),
-        ] {
-            assert_eq!(s.matches(body).count(), 1, "{body}");
-            defined += kernels;
+        // Compiled, every entry point is in its module, and in no other.
+        if let Some(modules) = ptx::modules() {
+            for (module, ptx) in modules {
+                let mut want = kernel_entry_points(*module);
+                let mut got: Vec<&str> = ptx.keys().map(String::as_str).collect();
+                want.sort_unstable();
+                got.sort_unstable();
+                assert_eq!(got, want, "{module}");
+            }
         }
-        for use_ in [
-            "BL_KEY_ENTRIES(, FLAT)\n",
-            "BL_KEY_ENTRIES(_window, GENS)\n",
-            "BL_PROBE_ENTRIES(, FLAT)\n",
-            "BL_PROBE_ENTRIES(_window, GENS)\n",
-        ] {
-            assert_eq!(s.matches(use_).count(), 1, "{use_}");
-        }
-        assert_eq!(s.matches("extern \"C\" __global__").count(), defined);
-        // Compiled, every entry point is in the module, and no other.
-        if let Some(ptx) = ptx::entries() {
-            let mut want: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
-            let mut got: Vec<&str> = ptx.keys().map(String::as_str).collect();
-            want.sort_unstable();
-            got.sort_unstable();
-            assert_eq!(got, want);
-        }
+        let all: usize = KernelModule::ALL
+            .iter()
+            .map(|m| kernel_entry_points(*m).len())
+            .sum();
+        assert_eq!(all, Kernel::ALL.len());
     }
 
     #[test]
@@ -254,11 +342,30 @@ mod tests {
         // partition.rs and spatial.rs push their arguments in these orders and types (their
         // SAFETY comments quote them). The key kernels' signatures are tested in launch.rs, the
         // cell kernels' in cells.rs.
-        let src = kernel_source(Layout::L16x64);
+        let src: String = KernelModule::ALL
+            .iter()
+            .map(|m| kernel_source(Layout::L16x64, *m))
+            .collect();
         let keys = "const u64* keys, u64 n, u64 seed, int mode";
         for (k, params) in [
             (Kernel::CountCheck, format!("const u32* image, u64 blocks, {keys}, u32* status, u64* stats")),
             (Kernel::PartBounds, "const u64* hashes, u64 n, u32 parts, u32* bounds".into()),
+            (
+                Kernel::PartHist,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ counts".into(),
+            ),
+            (
+                Kernel::PartScan,
+                "const u32* __restrict__ counts, u32 parts, u32* __restrict__ cursor,\n    u32 coarse, u32* __restrict__ coarse_cursor, u32* __restrict__ seg, u32* __restrict__ tiles".into(),
+            ),
+            (
+                Kernel::RadixScatterKeys,
+                "const u64* __restrict__ keys, u64 n, u64 seed, int mode, u32 parts, u32* __restrict__ cursor, u64* __restrict__ out".into(),
+            ),
+            (
+                Kernel::RadixScatterHashes,
+                "const u64* __restrict__ in, u64 n, u32 coarse, u32 fine,\n    const u32* __restrict__ seg, const u32* __restrict__ tiles, u32* __restrict__ cursor, u64* __restrict__ out".into(),
+            ),
             (Kernel::HashRecords, "const u8* data, u64 width, u64 n, u64 seed, u64* out".into()),
             (
                 Kernel::HashStrings,
@@ -284,14 +391,17 @@ mod tests {
             let signature = format!("__launch_bounds__(BL_THREADS) {}({params})", k.name());
             assert!(src.contains(&signature), "no `{signature}`");
             if let Some(ptx) = ptx::entries() {
-                assert_eq!(ptx.get(k.name()), Some(&ptx::sizes(&params)), "{}", k.name());
+                let flat = params.replace("\n    ", " ");
+                assert_eq!(ptx.get(k.name()), Some(&ptx::sizes(&flat)), "{}", k.name());
             }
         }
-        // The probes, in their entry-point macro (the window twin adds `, u32 gens, u32 gen`).
+        // The probes and the slice insert, in their entry-point macros (the window twin adds
+        // `, u32 gens, u32 gen`).
         for (base, params) in [
             ("bl_probe_bitmap", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* bits"),
             ("bl_probe_list", "const u32* words, u64 blocks, const u64* hashes, const u32* pos, u64 n, u64 base, u32* list, u64 cap, u64* count"),
             ("bl_positions_keys", "const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, int mode, u32* list, u64 cap, u64* count"),
+            ("bl_insert_slices", "u32* words, u64 blocks, const u64* hashes, u64 n, const u32* ends, u32 parts, u64 sb"),
         ] {
             let signature = format!("{base}##SUFFIX({params} BL_GEO_PARAMS_##G)");
             assert!(src.contains(&signature), "no `{signature}`");
@@ -313,7 +423,10 @@ mod tests {
             retyped.push(format!("{p:x}"));
         }
         retyped.extend(SALTS.iter().map(|s| format!("{s:x}")));
-        for (name, text) in CUDA_FILES {
+        let files = COMMON_FILES
+            .iter()
+            .chain(KernelModule::ALL.iter().flat_map(|m| m.files()));
+        for (name, text) in files {
             let lower = text.to_ascii_lowercase();
             for c in &retyped {
                 assert!(!lower.contains(c.as_str()), "{name} retypes {c}");

@@ -44,12 +44,15 @@ impl Geometry {
     /// is one of them.
     pub(crate) fn check(self, params: &Params, words: usize) -> Result<(), GpuError> {
         if self.gens == 0 || self.gen >= self.gens || (words as u64) < self.words(params) {
-            return Err(internal(format!(
-                "{words} words for {} generations of {} words (generation {})",
-                self.gens,
-                params.u32_len(),
-                self.gen
-            )));
+            return Err(GpuError::internal(
+                "launch_keys",
+                format!(
+                    "{words} words for {} generations of {} words (generation {})",
+                    self.gens,
+                    params.u32_len(),
+                    self.gen
+                ),
+            ));
         }
         Ok(())
     }
@@ -259,14 +262,6 @@ fn keys_per_cta(form: Form) -> u64 {
     }
 }
 
-fn internal(message: String) -> GpuError {
-    GpuError::Cuda {
-        op: "launch_keys",
-        bytes: 0,
-        message,
-    }
-}
-
 /// The filter's bits as a kernel argument.
 enum WordsArg<'a> {
     Read(&'a CudaSlice<u32>),
@@ -341,7 +336,7 @@ pub(crate) fn launch_keys(
     let seed = params.seed;
     let (width, data_len, base);
     let (mut words, mut out) = split(pass);
-    let mut l = stream.launch_builder(kernels.get(kernel));
+    let mut l = stream.launch_builder(kernels.get(kernel)?);
     match &mut words {
         WordsArg::Write(w) => l.arg(&mut **w),
         WordsArg::Read(w) => l.arg(*w),
@@ -402,7 +397,7 @@ pub(crate) fn launch_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel_source;
+    use crate::{kernel_source, KernelModule};
     use bloomlanes_core::Layout;
 
     const OPS: [Op; 4] = [
@@ -434,7 +429,7 @@ mod tests {
 
     #[test]
     fn every_op_form_and_geometry_has_its_own_kernel_with_the_pushed_parameters() {
-        let src = kernel_source(Layout::L8x32);
+        let src = kernel_source(Layout::L8x32, KernelModule::Static);
         let mut seen = Vec::new();
         for op in OPS {
             for form in FORMS {

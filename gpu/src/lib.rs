@@ -5,12 +5,15 @@
 //! identical to what `bloomlanes-core` builds from the same keys: the kernels are CUDA C generated
 //! from core's constants ([`kernel_source`]) and compiled at run time with NVRTC.
 //!
-//! Inserts of device-resident batches into filters larger than the L2 cache are partitioned by
-//! default ([`InsertKernel::Auto`], [`InsertKernel::Partitioned`]): the hashes are grouped by
-//! filter region first so that the read-modify-writes of the filter hit L2. Lookups through
-//! [`GpuImage::lookup_device_async`] are partitioned the same way when it pays
-//! ([`LookupKernel::Auto`], [`LookupAuto`]) and write bytes, a bitmap or the list of
-//! maybe-present positions ([`LookupOutput`]); the older `contains_*` calls stay direct.
+//! Inserts of device-resident batches choose their path by a cost model over the filter's size
+//! and the batch ([`InsertKernel::Auto`], [`GpuImage::insert_plan`]): directly with one bulk
+//! reduction per key while the filter fits in L2, else grouped by filter region first so that
+//! the read-modify-writes of the filter hit L2 or run in address order, in one or two radix
+//! passes of at most 256 partitions each ([`InsertKernel::Radix`]; every path by name in
+//! [`InsertKernel::PATHS`]). Lookups through [`GpuImage::lookup_device_async`] are partitioned
+//! the same way when it pays ([`LookupKernel::Auto`], [`LookupAuto`]) and write bytes, a bitmap
+//! or the list of maybe-present positions ([`LookupOutput`]); the older `contains_*` calls stay
+//! direct.
 //!
 //! The filter kinds of `bloomlanes_core` have GPU types with the same bits. The cell-based ones
 //! are instances of one [`GpuCellFilter`] (core's cell algebra: one CUDA template per update
@@ -28,19 +31,22 @@
 //! `nvidia-cuda-nvrtc` wheel).
 //!
 //! # Rooms
-//! - `kernel`: the CUDA source (`src/cuda/*.cu`, included at compile time) and the prelude of
-//!   constants generated from core; `entry`: the table of entry points and cell operations (the
-//!   cell entry points are generated from it); `compile`: NVRTC; `module`: the loaded kernels.
+//! - `kernel`: the CUDA source (`src/cuda/*.cu`, included at compile time) of each
+//!   [`KernelModule`] and the prelude of constants generated from core; `entry`: the table of
+//!   entry points, their modules and the cell operations (the cell entry points are generated
+//!   from it); `compile`: NVRTC; `module`: the loaded kernels, each module compiled on first use.
 //! - `launch`: the one launcher of the key kernels, for every (operation × key form × geometry);
 //!   `cells`: the one launcher of the cell kernels (update, slices, reduce), `cells/slices.rs`
 //!   their shared-memory slice shape.
 //! - `buffer`, `pinned`, `stream`: device memory, page-locked host memory, streams and timers.
 //! - `device_keys`: keys in device memory and the checks that run before they are used.
-//! - `partition`: grouping by filter region, and the partitioned insert. `lookup`: lookups into
-//!   three outputs, direct or partitioned. `hashed`: keys as the hash-taking kernels see them.
+//! - `partition`: grouping by filter region (its scratch; `partition/passes.rs`: the passes'
+//!   launches); `insert_path`: the insert paths and the cost model; `radix`: the radix-grouped
+//!   inserts. `lookup`: lookups into three outputs, direct or partitioned. `hashed`: keys as the
+//!   hash-taking kernels see them.
 //! - `pipeline`: the host-memory pipeline; `stage`: host chunks one at a time (for the kinds).
-//! - `image`: [`GpuImage`], the static image and its lookups and inserts; `filter`:
-//!   [`GpuFilter`] on it.
+//! - `image`: [`GpuImage`], the static image and its lookups; `image_insert`: its inserts;
+//!   `filter`: [`GpuFilter`] on it.
 //! - `cell_filter`: [`GpuCellFilter`]; `counting`, `counting_delete`: [`GpuCountingFilter`] and
 //!   its delete semantics; `spatial`: [`GpuSpatialFilter`]; `window`, `window_plan`:
 //!   [`GpuWindowFilter`] and where its batches rotate.
@@ -61,6 +67,8 @@ mod error;
 mod filter;
 mod hashed;
 mod image;
+mod image_insert;
+mod insert_path;
 mod kernel;
 mod launch;
 mod loader;
@@ -69,6 +77,7 @@ mod module;
 mod partition;
 mod pinned;
 mod pipeline;
+mod radix;
 mod retrieval;
 mod spatial;
 mod stage;
@@ -90,10 +99,10 @@ pub use device_keys::DeviceKeys;
 pub use error::GpuError;
 pub use filter::GpuFilter;
 pub use image::GpuImage;
-pub use kernel::{kernel_entry_points, kernel_source, KEYS_PER_THREAD, THREADS};
+pub use insert_path::{InsertKernel, InsertPlan};
+pub use kernel::{kernel_entry_points, kernel_source, KernelModule, KEYS_PER_THREAD, THREADS};
 pub use loader::{driver_present, preload_nvrtc, require_nvrtc, NVRTC_ENV};
 pub use lookup::{LookupAuto, LookupKernel, LookupOutput, LookupPath};
-pub use partition::InsertKernel;
 pub use pinned::PinnedBuffer;
 pub use retrieval::GpuRetrieval;
 pub use spatial::GpuSpatialFilter;

@@ -1,100 +1,45 @@
 //! Partitioning: device-resident u64 keys or hashes are first grouped by the filter region they
 //! fall in (histogram, scan, scatter), then inserted or probed, so that the filter accesses of a
-//! filter larger than L2 hit L2. Used by the partitioned insert ([`crate::image`]), partitioned
-//! lookups ([`crate::lookup`]) and the cell filters' updates ([`crate::cell_filter`]).
+//! filter larger than L2 hit L2. Used by the partitioned inserts ([`crate::image`], the radix
+//! grouping in [`crate::radix`]), partitioned lookups ([`crate::lookup`]) and the cell filters'
+//! updates ([`crate::cell_filter`]). The passes' launches are in `passes`; the traffic of each
+//! insert path per key is counted in [`crate::insert_path`].
 //!
-//! # Memory traffic of the partitioned insert (per key, counted from the algorithm)
-//!
-//! Pass 1 (histogram) reads the key: 8 bytes. Pass 3 (scatter) reads it again and writes its hash:
-//! 16 bytes. The insert reads the hash (8 bytes) and, partition by partition, reads and writes
-//! each filter block it touches once per sweep: `2 × F × (1 − e^(−m/z)) / m` bytes per key for a
-//! filter of `F` bytes and `z` blocks and a sweep of `m` keys. The scratch buffer is sized to the
-//! batch (8 bytes per key), so a batch is one sweep; only when the device cannot hold it is the
-//! batch split (each part one more sweep).
-//!
-//! - 8 GiB filter (8x32, `z = 2^28`), 2^30 keys in one sweep: 8 + 16 + 8 + 2 × 8 × 0.98 ≈ 48 bytes
-//!   per key, a bound of 3.35 TB/s ÷ 48 B ≈ 70 G keys/s on the H100's HBM3. In sweeps of 2^28
-//!   keys (the scratch cap before): 32 + 2 × 32 × 0.63 ≈ 72 bytes, ≈ 46 G keys/s. The target of
-//!   issue #17 (27 G/s) is below both bounds, so it stands as stated.
-//! - 2 GiB filter (`z = 2^26`), 2^28 keys: 32 + 2 × 8 × 0.98 ≈ 48 bytes, ≈ 70 G keys/s.
+//! The partitioner owns one scratch buffer per filter: the grouped hashes (8 bytes per key), the
+//! positions of a lookup's keys (4), the radix grouping's first level (8), and the counts and
+//! cursors. It is sized to the batch, so the filter is swept once per batch; only when the
+//! device cannot hold it is the batch split (each part one more sweep).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bloomlanes_core::Params;
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
 
 use crate::buffer::alloc_zeros;
 use crate::error::output_holds;
 use crate::hashed::{Hashed, MODE_HASHES, MODE_U64};
-use crate::kernel::{
-    Kernel, KEYS_PER_THREAD, MAX_PARTITIONS, SCATTER_KEYS_PER_THREAD, SCATTER_POS_KEYS_PER_THREAD,
-    THREADS,
-};
-use crate::launch::DirectInsert;
-use crate::module::{grid, Kernels};
+use crate::insert_path::{DeviceShape, InsertKernel, FALLBACK_L2_BYTES};
+use crate::kernel::{Kernel, MAX_PARTITIONS};
+use crate::module::Kernels;
 use crate::GpuError;
+
+mod passes;
+
+use passes::COUNT_WORDS;
+pub(crate) use passes::{Passes, Segments};
 
 /// Default cap of the scratch buffer, in hashes: as many as the u32 cursors count, i.e. the
 /// scratch is sized to the batch (one sweep of the filter per batch).
 const DEFAULT_SCRATCH_KEYS: usize = u32::MAX as usize;
 /// The smallest scratch buffer worth partitioning with when memory is short.
 const MIN_SCRATCH_KEYS: usize = 1 << 20;
-/// [`InsertKernel::Auto`] partitions batches of at least this many keys (and at least one key
-/// per 4 blocks), into filters larger than half the L2 cache.
+/// The cell filters' rule ([`Partitioner::cells_grouped`]): under [`InsertKernel::Auto`], batches
+/// of at least this many keys (and at least one key per 4 blocks) into cells and image larger
+/// than half the L2 cache are grouped.
 const AUTO_MIN_KEYS: usize = 1 << 22;
 /// Partition size when the device does not report its L2 size.
-const FALLBACK_PARTITION_BYTES: u64 = 16 << 20;
-
-// The scatter pass packs (partition, index in tile) into one u32 as 16 + 16 bits.
-const _: () = assert!(MAX_PARTITIONS.is_multiple_of(THREADS) && MAX_PARTITIONS < 1 << 16);
-const _: () = assert!(THREADS * SCATTER_KEYS_PER_THREAD <= 1 << 16);
-const _: () = assert!(THREADS * SCATTER_POS_KEYS_PER_THREAD <= 1 << 16);
-
-/// How inserts of u64 keys and hashes set bits. Every choice gives the same filter bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum InsertKernel {
-    /// One atomic OR per 64-bit word of the block (two 32-bit lanes share one).
-    Atomic,
-    /// One TMA bulk reduction (`cp.reduce.async.bulk … .or.b64`) of the whole block mask per key,
-    /// staged in shared memory (sm_90+; falls back to atomics on older devices). Faster than
-    /// atomics for every layout and size measured on an H100.
-    BulkReduce,
-    /// Device-resident batches are first grouped by filter region, then inserted: one pass
-    /// hashes the keys and counts them per partition (a contiguous range of blocks of at most
-    /// [`GpuImage::partition_bytes`](crate::GpuImage::partition_bytes), sized to a third of
-    /// the L2 cache), a scan turns the counts into offsets, a scatter pass writes the 64-bit
-    /// hashes grouped by partition into a scratch buffer (grouped per CTA in shared memory so
-    /// writes coalesce), and one bulk-reduce insert runs over the grouped hashes. CTAs run
-    /// roughly in order, so the blocks being updated at any moment fit in L2 and the
-    /// read-modify-writes hit L2 instead of DRAM.
-    ///
-    /// The scratch buffer is sized to the batch (8 bytes per key), so the filter is swept once
-    /// per batch, however large the filter; [`GpuImage::set_scratch_keys`](crate::GpuImage::set_scratch_keys)
-    /// caps it (larger batches then go through in chunks, one sweep each). It is allocated on
-    /// first use and kept until [`GpuImage::release_scratch`](crate::GpuImage::release_scratch)
-    /// or the filter is dropped. When the device cannot hold it, the request is halved (one more
-    /// sweep per halving) down to 2^20 keys; below that the insert fails with
-    /// [`GpuError::OutOfMemory`] naming the bytes asked for and free (no bits are set). Inserts from host memory (`insert`, `insert_pinned`), which are bound by
-    /// the host-to-device copy, use the bulk-reduce kernel instead.
-    Partitioned,
-    /// The default: [`InsertKernel::Partitioned`] for device-resident batches of at least 2^22
-    /// keys and at least one key per 4 blocks into filters larger than half the L2 cache, else
-    /// [`InsertKernel::BulkReduce`]. If the scratch buffer cannot be allocated, it falls back to
-    /// the bulk-reduce kernel instead of failing.
-    #[default]
-    Auto,
-}
-
-impl InsertKernel {
-    /// The kernel of an unpartitioned insert under this choice.
-    pub(crate) fn direct(self) -> DirectInsert {
-        match self {
-            InsertKernel::Atomic => DirectInsert::Atomic,
-            _ => DirectInsert::BulkReduce,
-        }
-    }
-}
+const FALLBACK_PARTITION_BYTES: u64 = FALLBACK_L2_BYTES / 2;
 
 /// How [`Partitioner::for_each_group`] groups a batch: with these kernels and seed, into
 /// `parts` partitions, writing each grouped hash's key position too if `positions`.
@@ -119,24 +64,64 @@ impl<'a> GroupBy<'a> {
     }
 }
 
-/// The partitioned insert's device buffers.
+/// The partitioning's device buffers.
 struct Scratch {
     /// The grouped hashes of one chunk.
     hashes: CudaSlice<u64>,
     /// The index in the chunk of each grouped hash's key, when asked for (as many as `hashes`).
     positions: Option<CudaSlice<u32>>,
-    /// Keys per partition ([`MAX_PARTITIONS`] words).
+    /// The first level of a two-level radix grouping, when asked for (as many as `hashes`).
+    staging: Option<CudaSlice<u64>>,
+    /// Keys per partition ([`COUNT_WORDS`] words).
     counts: CudaSlice<u32>,
-    /// Next free position of each partition's run ([`MAX_PARTITIONS`] words).
+    /// Next free position of each partition's run ([`COUNT_WORDS`] words).
     cursor: CudaSlice<u32>,
+    /// The coarse segments of a two-level radix grouping, allocated on first use.
+    segments: Option<Segments>,
 }
 
-/// The partitioned insert's settings and scratch buffers, one per filter.
+impl Scratch {
+    /// Allocates the optional buffers `needs` asks for and this scratch lacks, as long as its
+    /// grouped hashes.
+    fn complete(&mut self, stream: &Arc<CudaStream>, needs: Needs) -> Result<(), GpuError> {
+        let len = self.hashes.len();
+        if needs.positions && self.positions.is_none() {
+            self.positions = Some(alloc_zeros::<u32>(stream, "partition positions", len)?);
+        }
+        if needs.staging && self.staging.is_none() {
+            self.staging = Some(alloc_zeros::<u64>(stream, "partition staging", len)?);
+        }
+        if needs.staging && self.segments.is_none() {
+            self.segments = Some(Segments::new(stream)?);
+        }
+        Ok(())
+    }
+}
+
+/// What a grouping needs of the scratch besides the grouped hashes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Needs {
+    /// The key positions of the grouped hashes (4 bytes per key).
+    pub(crate) positions: bool,
+    /// The first level of a two-level radix grouping (8 bytes per key) and its segments.
+    pub(crate) staging: bool,
+}
+
+/// The scratch of one radix grouping, borrowed apart ([`Partitioner::radix_buffers`]).
+pub(crate) struct RadixBuffers<'a> {
+    /// Where the grouped hashes go.
+    pub(crate) grouped: &'a mut CudaSlice<u64>,
+    /// Level 1 of two (as long as `grouped`), and the coarse segments.
+    pub(crate) staging: Option<(&'a mut CudaSlice<u64>, &'a mut Segments)>,
+    pub(crate) counts: &'a mut CudaSlice<u32>,
+    /// After the grouping: the end of each partition's run of `grouped`.
+    pub(crate) cursor: &'a mut CudaSlice<u32>,
+}
+
+/// The partitioned paths' settings and scratch buffers, one per filter.
 pub(crate) struct Partitioner {
-    /// Streaming multiprocessors (grid size of the grid-stride histogram pass).
-    sms: u32,
-    /// L2 cache bytes (0 if unknown).
-    l2_bytes: u64,
+    /// The device, as the passes and the insert model see it.
+    dev: DeviceShape,
     /// Partition size; `None` = from the L2 size.
     partition_bytes: Option<u64>,
     /// Cap of the scratch buffer, in hashes.
@@ -149,18 +134,32 @@ impl Partitioner {
     pub(crate) fn new(ctx: &CudaContext) -> Partitioner {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let attr = |a| ctx.attribute(a).map(|v| v.max(0) as u64).unwrap_or(0);
-        Partitioner {
+        Partitioner::with_device(DeviceShape {
             sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).clamp(1, 1 << 16) as u32,
             l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+            smem_optin: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            smem_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+        })
+    }
+
+    /// Settings for a device of this shape, no scratch yet.
+    fn with_device(dev: DeviceShape) -> Partitioner {
+        Partitioner {
+            dev,
             partition_bytes: None,
             scratch_keys: DEFAULT_SCRATCH_KEYS,
             scratch: None,
         }
     }
 
+    /// The device as the passes and the insert model see it.
+    pub(crate) fn device(&self) -> DeviceShape {
+        self.dev
+    }
+
     /// The L2 cache size the device reports, in bytes (0 if unknown).
     pub(crate) fn l2_bytes(&self) -> u64 {
-        self.l2_bytes
+        self.dev.l2_bytes
     }
 
     /// Target partition size in bytes (0 = automatic).
@@ -170,10 +169,10 @@ impl Partitioner {
 
     /// Target partition size: as set, else a third of L2 (1 to 24 MiB).
     pub(crate) fn partition_bytes(&self) -> u64 {
-        self.partition_bytes.unwrap_or(if self.l2_bytes == 0 {
+        self.partition_bytes.unwrap_or(if self.dev.l2_bytes == 0 {
             FALLBACK_PARTITION_BYTES
         } else {
-            (self.l2_bytes / 3).clamp(1 << 20, 24 << 20)
+            (self.dev.l2_bytes / 3).clamp(1 << 20, 24 << 20)
         })
     }
 
@@ -200,19 +199,17 @@ impl Partitioner {
         self.scratch = None;
     }
 
-    /// The L2 size, or twice the fallback partition size when the device does not report it.
+    /// The L2 size, or [`FALLBACK_L2_BYTES`] when the device does not report it.
     pub(crate) fn l2_or_fallback(&self) -> u64 {
-        if self.l2_bytes == 0 {
-            2 * FALLBACK_PARTITION_BYTES
-        } else {
-            self.l2_bytes
-        }
+        self.dev.l2()
     }
 
-    /// Whether an insert of `keys` device-resident keys into a filter of `blocks` blocks whose
-    /// arrays span `bytes` is partitioned under `kernel` (see [`InsertKernel::Auto`] for the
-    /// rule).
-    pub(crate) fn wanted_for_bytes(
+    /// Whether an update of `keys` device-resident keys of a cell filter of `blocks` blocks
+    /// whose image and cells span `bytes` is grouped under `kernel`: always under the grouping
+    /// paths (the cell filters have their own kernels for grouped batches), never under the
+    /// direct ones, and under [`InsertKernel::Auto`] for batches of at least 2^22 keys and at
+    /// least one key per 4 blocks into arrays larger than half the L2 cache.
+    pub(crate) fn cells_grouped(
         &self,
         kernel: InsertKernel,
         bytes: u64,
@@ -220,7 +217,7 @@ impl Partitioner {
         keys: usize,
     ) -> bool {
         match kernel {
-            InsertKernel::Partitioned => true,
+            InsertKernel::Partitioned | InsertKernel::Radix | InsertKernel::Sliced => true,
             InsertKernel::Auto => {
                 bytes > self.l2_or_fallback() / 2
                     && keys >= AUTO_MIN_KEYS
@@ -235,36 +232,43 @@ impl Partitioner {
         self.scratch_keys
     }
 
-    /// Makes sure the scratch buffer holds `min(n, cap)` hashes (and as many positions if
-    /// `positions`), reusing a big enough one, and returns its capacity; while the device is
-    /// short of memory the request is halved, down to `MIN_SCRATCH_KEYS` (or `n` if smaller),
-    /// before giving up with [`GpuError::OutOfMemory`].
+    /// Makes sure the scratch buffer holds `min(n, cap)` hashes (and as many positions and
+    /// staged hashes as `needs` says), reusing a big enough one, and returns its capacity; while
+    /// the device is short of memory the request is halved, down to `MIN_SCRATCH_KEYS` (or `n`
+    /// if smaller), before giving up with [`GpuError::OutOfMemory`].
     fn ensure_scratch(
         &mut self,
         stream: &Arc<CudaStream>,
         n: usize,
-        positions: bool,
+        needs: Needs,
     ) -> Result<usize, GpuError> {
         let want = n.min(self.scratch_keys).max(1);
-        if let Some(s) = &self.scratch {
-            if s.hashes.len() >= want && (!positions || s.positions.is_some()) {
-                return Ok(s.hashes.len());
+        if let Some(s) = &mut self.scratch {
+            if s.hashes.len() >= want {
+                // Big enough: add what this grouping needs besides (a filter whose inserts and
+                // lookups group alternately keeps both), else allocate anew below.
+                if s.complete(stream, needs).is_ok() {
+                    return Ok(s.hashes.len());
+                }
             }
         }
         self.scratch = None;
-        let counts = alloc_zeros::<u32>(stream, "partition counts", MAX_PARTITIONS as usize)?;
-        let cursor = alloc_zeros::<u32>(stream, "partition cursors", MAX_PARTITIONS as usize)?;
+        let counts = alloc_zeros::<u32>(stream, "partition counts", COUNT_WORDS)?;
+        let cursor = alloc_zeros::<u32>(stream, "partition cursors", COUNT_WORDS)?;
         let floor = MIN_SCRATCH_KEYS.min(want);
-        let bytes_per_key = if positions { 12 } else { 8 };
+        let bytes_per_key = 8 + 4 * u64::from(needs.positions) + 8 * u64::from(needs.staging);
         let mut len = want;
-        let (hashes, pos) = loop {
+        let (hashes, positions, staging) = loop {
             let attempt = alloc_zeros::<u64>(stream, "partition scratch", len).and_then(|h| {
-                let p = if positions {
-                    Some(alloc_zeros::<u32>(stream, "partition positions", len)?)
-                } else {
-                    None
-                };
-                Ok((h, p))
+                let p = needs
+                    .positions
+                    .then(|| alloc_zeros::<u32>(stream, "partition positions", len))
+                    .transpose()?;
+                let s = needs
+                    .staging
+                    .then(|| alloc_zeros::<u64>(stream, "partition staging", len))
+                    .transpose()?;
+                Ok((h, p, s))
             });
             match attempt {
                 Ok(buffers) => break buffers,
@@ -279,13 +283,58 @@ impl Partitioner {
                 Err(e) => return Err(e),
             }
         };
+        let segments = needs.staging.then(|| Segments::new(stream)).transpose()?;
         self.scratch = Some(Scratch {
             hashes,
-            positions: pos,
+            positions,
+            staging,
             counts,
             cursor,
+            segments,
         });
         Ok(len)
+    }
+
+    /// The scratch of a radix grouping of up to `n` keys (`two_levels`: with the staging
+    /// buffer and segments), allocated if needed (see `ensure_scratch`), and the most keys one
+    /// grouping may take (a chunk).
+    pub(crate) fn radix_buffers(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        two_levels: bool,
+    ) -> Result<(usize, RadixBuffers<'_>), GpuError> {
+        let needs = Needs {
+            positions: false,
+            staging: two_levels,
+        };
+        let chunk = self
+            .ensure_scratch(stream, n, needs)?
+            .min(self.scratch_keys);
+        let s = self.scratch.as_mut().expect("scratch allocated above");
+        let staging = match (two_levels, &mut s.staging, &mut s.segments) {
+            (true, Some(a), Some(seg)) => Some((a, seg)),
+            _ => None,
+        };
+        Ok((
+            chunk,
+            RadixBuffers {
+                grouped: &mut s.hashes,
+                staging,
+                counts: &mut s.counts,
+                cursor: &mut s.cursor,
+            },
+        ))
+    }
+
+    /// The passes' settings for keys read as `keys` says, with `kernels` and `seed`.
+    pub(crate) fn passes<'k>(&self, kernels: &'k Kernels, seed: u64, hashes: bool) -> Passes<'k> {
+        Passes {
+            kernels,
+            dev: self.dev,
+            seed,
+            mode: if hashes { MODE_HASHES } else { MODE_U64 },
+        }
     }
 
     /// Groups `keys` as `by` says in chunks of at most the scratch size, in input order: for
@@ -299,41 +348,42 @@ impl Partitioner {
         stream: &Arc<CudaStream>,
         mut f: impl FnMut(Range<usize>, Hashed<'_>, Option<CudaView<'_, u32>>) -> Result<(), GpuError>,
     ) -> Result<(), GpuError> {
-        let GroupBy {
-            kernels,
-            seed,
-            parts,
-            positions,
-        } = by;
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        let chunk = self
-            .ensure_scratch(stream, n, positions)?
-            .min(self.scratch_keys);
-        let sms = self.sms;
-        let scratch = self.scratch.as_mut().expect("scratch allocated above");
-        let groups = Groups {
-            sms,
-            seed,
-            parts,
-            hashes: keys.are_hashes(),
+        let needs = Needs {
+            positions: by.positions,
+            staging: false,
         };
+        let chunk = self
+            .ensure_scratch(stream, n, needs)?
+            .min(self.scratch_keys);
+        let passes = self.passes(by.kernels, by.seed, keys.are_hashes());
+        let scratch = self.scratch.as_mut().expect("scratch allocated above");
         let mut a = 0;
         while a < n {
             let b = (a + chunk).min(n);
             let mut grouped = scratch.hashes.slice_mut(..b - a);
-            let mut pos = match (&mut scratch.positions, positions) {
+            let mut pos = match (&mut scratch.positions, by.positions) {
                 (Some(p), true) => Some(p.slice_mut(..b - a)),
                 _ => None,
             };
-            groups.queue(
-                kernels,
-                &keys.keys.slice(a..b),
-                &mut scratch.counts,
-                &mut scratch.cursor,
-                &mut grouped,
+            let chunk_keys = keys.keys.slice(a..b);
+            let (counts, cursor) = (&mut scratch.counts, &mut scratch.cursor);
+            passes.counts(&chunk_keys, by.parts, counts, cursor, None, stream)?;
+            let kernel = if pos.is_some() {
+                Kernel::PartScatterPos
+            } else {
+                Kernel::PartScatter
+            };
+            let out = &mut grouped;
+            passes.scatter(
+                kernel,
+                &chunk_keys,
+                by.parts,
+                cursor,
+                out,
                 pos.as_mut(),
                 stream,
             )?;
@@ -363,146 +413,13 @@ impl Partitioner {
                 message: "a batch to partition must hold fewer than 2^32 keys".into(),
             });
         }
-        self.ensure_scratch(stream, 1, false)?;
-        let groups = Groups {
-            sms: self.sms,
-            seed: params.seed,
-            parts: self.partitions(params),
-            hashes,
-        };
+        self.ensure_scratch(stream, 1, Needs::default())?;
+        let parts = self.partitions(params);
+        let passes = self.passes(kernels, params.seed, hashes);
         let scratch = self.scratch.as_mut().expect("scratch allocated above");
-        groups.queue(
-            kernels,
-            keys,
-            &mut scratch.counts,
-            &mut scratch.cursor,
-            out,
-            None,
-            stream,
-        )
-    }
-}
-
-/// One grouping of a batch: passes 1–3 of the partitioned insert.
-struct Groups {
-    sms: u32,
-    seed: u64,
-    /// Partitions, 1 to [`MAX_PARTITIONS`].
-    parts: u32,
-    /// Whether the keys are hashes already (else u64 keys, hashed on the device).
-    hashes: bool,
-}
-
-impl Groups {
-    /// Queues on `stream`: the partition histogram of `keys` into `counts`, its exclusive scan
-    /// into `cursor`, and the scatter of the keys' hashes, grouped by partition, into
-    /// `out[..keys.len()]` (with, if `out_pos` is given, the index of each hash's key in `keys`
-    /// at the same place of `out_pos`).
-    #[allow(clippy::too_many_arguments)]
-    fn queue(
-        &self,
-        kernels: &Kernels,
-        keys: &CudaView<'_, u64>,
-        counts: &mut CudaSlice<u32>,
-        cursor: &mut CudaSlice<u32>,
-        out: &mut CudaViewMut<'_, u64>,
-        out_pos: Option<&mut CudaViewMut<'_, u32>>,
-        stream: &Arc<CudaStream>,
-    ) -> Result<(), GpuError> {
-        let m = keys.len() as u64;
-        if m == 0 {
-            return Ok(());
-        }
-        let mp = MAX_PARTITIONS as usize;
-        if !(1..=MAX_PARTITIONS).contains(&self.parts)
-            || counts.len() < mp
-            || cursor.len() < mp
-            || out.len() < keys.len()
-            || out_pos.as_ref().is_some_and(|p| p.len() < keys.len())
-            || m > u64::from(u32::MAX)
-        {
-            return Err(GpuError::Cuda {
-                op: "partition",
-                bytes: m * 8,
-                message: format!(
-                    "bad partition launch: {} partitions, {m} keys, {} outputs",
-                    self.parts,
-                    out.len()
-                ),
-            });
-        }
-        let (seed, parts) = (self.seed, self.parts);
-        let mode = if self.hashes { MODE_HASHES } else { MODE_U64 };
-        stream
-            .memset_zeros(counts)
-            .map_err(|e| GpuError::cuda("cuMemsetD8Async(partition counts)", 0, e))?;
-
-        let mut cfg = grid(m, u64::from(THREADS * KEYS_PER_THREAD))?;
-        cfg.grid_dim.0 = cfg.grid_dim.0.min(self.sms.saturating_mul(8)).max(1);
-        let mut l = stream.launch_builder(kernels.get(Kernel::PartHist));
-        l.arg(keys)
-            .arg(&m)
-            .arg(&seed)
-            .arg(&mode)
-            .arg(&parts)
-            .arg(&mut *counts);
-        // SAFETY: `bl_part_hist(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
-        // u32* counts)` takes these arguments in this order. It reads `keys[i]` for `i < m` (the
-        // view's length; grid-stride, so any grid size is covered) and adds into
-        // `counts[p]` for `p = ((h >> 32) * parts) >> 32 < parts ≤ MAX_PARTITIONS`, and `counts`
-        // holds MAX_PARTITIONS words (checked above); its shared histogram has MAX_PARTITIONS
-        // entries too.
-        unsafe { l.launch(cfg) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_hist)", m, e))?;
-
-        let mut l = stream.launch_builder(kernels.get(Kernel::PartScan));
-        l.arg(&*counts).arg(&parts).arg(&mut *cursor);
-        // SAFETY: `bl_part_scan(const u32* counts, u32 parts, u32* cursor)` takes these
-        // arguments in this order. Its one CTA reads `counts[p]` and writes `cursor[p]` for
-        // `p < parts ≤ MAX_PARTITIONS`, and both buffers hold MAX_PARTITIONS words (checked
-        // above).
-        unsafe { l.launch(grid(1, 1)?) }
-            .map_err(|e| GpuError::cuda("cuLaunchKernel(bl_part_scan)", 0, e))?;
-
-        let (kernel, per_thread, name) = match out_pos {
-            None => (
-                Kernel::PartScatter,
-                SCATTER_KEYS_PER_THREAD,
-                "cuLaunchKernel(bl_part_scatter)",
-            ),
-            Some(_) => (
-                Kernel::PartScatterPos,
-                SCATTER_POS_KEYS_PER_THREAD,
-                "cuLaunchKernel(bl_part_scatter_pos)",
-            ),
-        };
-        let cfg = grid(m, u64::from(THREADS * per_thread))?;
-        let mut l = stream.launch_builder(kernels.get(kernel));
-        l.arg(keys)
-            .arg(&m)
-            .arg(&seed)
-            .arg(&mode)
-            .arg(&parts)
-            .arg(&mut *cursor)
-            .arg(out);
-        if let Some(pos) = out_pos {
-            l.arg(pos);
-        }
-        // SAFETY: `bl_part_scatter(const u64* keys, u64 n, u64 seed, int mode, u32 parts,
-        // u32* cursor, u64* out)` and `bl_part_scatter_pos(…, u64* out, u32* out_pos)` take the
-        // arguments pushed above in this order (the second with the positions). They read
-        // `keys[i]`, `i < m`, and update `cursor[p]`, `p < parts ≤ MAX_PARTITIONS` (both checked
-        // above). They write each of the `m` hashes once (and its key index once), at
-        // `cursor[p] + its rank among this CTA's hashes of partition p`: the cursors start (pass
-        // 2, same stream) at the exclusive prefix sums of the counts that pass 1 took of these
-        // same `m` keys with the same seed, mode and partitions, after `counts` was zeroed, and
-        // the keys cannot change between the passes (borrowed for this call; earlier writes are
-        // ordered before pass 1 by cudarc's events). So every position is below the sum of all
-        // counts = `m` ≤ `out.len()` (and ≤ `out_pos.len()`, checked), and the kernel skips any
-        // position ≥ `m` besides. The u32 cursors do not overflow (`m ≤ 2^32 − 1`, checked). The
-        // tile and rank packing fit their 16-bit fields (the const assertions above).
-        unsafe { l.launch(cfg) }.map_err(|e| GpuError::cuda(name, m, e))?;
-        Ok(())
+        let (counts, cursor) = (&mut scratch.counts, &mut scratch.cursor);
+        passes.counts(keys, parts, counts, cursor, None, stream)?;
+        passes.scatter(Kernel::PartScatter, keys, parts, cursor, out, None, stream)
     }
 }
 
@@ -512,13 +429,12 @@ mod tests {
     use bloomlanes_core::Layout;
 
     fn partitioner(l2_bytes: u64) -> Partitioner {
-        Partitioner {
+        Partitioner::with_device(DeviceShape {
             sms: 132,
             l2_bytes,
-            partition_bytes: None,
-            scratch_keys: DEFAULT_SCRATCH_KEYS,
-            scratch: None,
-        }
+            smem_optin: 227 << 10,
+            smem_per_sm: 228 << 10,
+        })
     }
 
     #[test]
@@ -543,7 +459,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_partitions_big_batches_into_filters_past_half_of_l2() {
+    fn cell_filters_group_big_batches_into_arrays_past_half_of_l2() {
         let p = partitioner(50 << 20);
         let p = Wanted(&p);
         let big = Params::new(Layout::L8x32, ((64u64 << 20) / 32) as u32);
@@ -551,7 +467,13 @@ mod tests {
         assert!(p.wanted(InsertKernel::Auto, &big, AUTO_MIN_KEYS));
         assert!(!p.wanted(InsertKernel::Auto, &big, AUTO_MIN_KEYS - 1));
         assert!(!p.wanted(InsertKernel::Auto, &small, AUTO_MIN_KEYS));
-        assert!(p.wanted(InsertKernel::Partitioned, &small, 0));
+        for grouped in [
+            InsertKernel::Partitioned,
+            InsertKernel::Radix,
+            InsertKernel::Sliced,
+        ] {
+            assert!(p.wanted(grouped, &small, 0));
+        }
         assert!(!p.wanted(InsertKernel::BulkReduce, &big, 1 << 30));
         assert!(!p.wanted(InsertKernel::Atomic, &big, 1 << 30));
         // Fewer than one key per 4 blocks: not worth grouping.
@@ -559,13 +481,13 @@ mod tests {
         assert!(!p.wanted(InsertKernel::Auto, &huge, AUTO_MIN_KEYS));
     }
 
-    /// The rule for a static filter of `params`.
+    /// The rule for a cell filter whose arrays span `params.byte_len()`.
     struct Wanted<'a>(&'a Partitioner);
 
     impl Wanted<'_> {
         fn wanted(&self, kernel: InsertKernel, params: &Params, keys: usize) -> bool {
             self.0
-                .wanted_for_bytes(kernel, params.byte_len(), params.blocks, keys)
+                .cells_grouped(kernel, params.byte_len(), params.blocks, keys)
         }
     }
 

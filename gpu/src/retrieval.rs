@@ -20,8 +20,8 @@ use cudarc::driver::{CudaSlice, PushKernelArg};
 use crate::buffer::{alloc_zeros, check_free};
 use crate::hashed::{HashScratch, Hashed};
 use crate::kernel::{Kernel, KEYS_PER_THREAD, THREADS};
-use crate::module::{grid, layout_free_kernels, Kernels};
-use crate::{context, DeviceBuffer, DeviceKeys, GpuError, GpuStream};
+use crate::module::{grid, layout_free_module, Kernels};
+use crate::{context, DeviceBuffer, DeviceKeys, GpuError, GpuStream, KernelModule};
 
 /// A retrieval table in GPU memory.
 pub struct GpuRetrieval {
@@ -67,7 +67,9 @@ impl GpuRetrieval {
         let ctx = context()?;
         let bytes = words.len() as u64 * 8;
         check_free(&ctx, "retrieval cells", bytes)?;
-        let k = layout_free_kernels(&ctx)?;
+        // The lookup kernel is compiled (or read from the cache) now, not on the first lookup;
+        // the static module only if hashed keys (records, strings) are looked up.
+        let k = layout_free_module(&ctx, KernelModule::Retrieval)?;
         let stream = GpuStream::new()?;
         let mut dev = alloc_zeros::<u64>(stream.raw(), "retrieval cells", words.len())?;
         stream
@@ -200,7 +202,7 @@ impl GpuRetrieval {
         let mut fv = found.view_mut();
         let mut l = stream
             .raw()
-            .launch_builder(self.k.get(Kernel::RetrievalGet));
+            .launch_builder(self.k.get(Kernel::RetrievalGet)?);
         l.arg(&self.words)
             .arg(&s.seed)
             .arg(&sigma)

@@ -258,7 +258,7 @@ impl GpuSpatialFilter {
             .map_err(|e| GpuError::cuda("cuMemcpyHtoD(class check)", 8, e))?;
         let values = classes.view().slice(..n);
         if len > 0 {
-            let mut l = stream.launch_builder(k.get(Kernel::CheckClasses));
+            let mut l = stream.launch_builder(k.get(Kernel::CheckClasses)?);
             l.arg(&values)
                 .arg(&len)
                 .arg(&max)

@@ -35,7 +35,7 @@ use crate::image::GpuImage;
 use crate::kernel::{Kernel, THREADS};
 use crate::module::grid;
 use crate::window_plan::{plan_keys, plan_rotate, plan_time, WindowPlan};
-use crate::{DeviceKeys, GpuError, GpuStream};
+use crate::{DeviceKeys, GpuError, GpuStream, KernelModule};
 
 /// A sliding-window filter in GPU memory. Lookups, streams and insert settings are its
 /// [`GpuImage`]'s (it dereferences to it).
@@ -72,8 +72,11 @@ impl GpuWindowFilter {
         }
         let mut params = params;
         params.blocks = params.blocks.max(1);
+        let image = GpuImage::new(params, u32::from(generations) + 1, 0)?;
+        // The window twins are compiled (or read from the cache) now, not on the first insert.
+        image.k.require(KernelModule::Window)?;
         Ok(GpuWindowFilter {
-            image: GpuImage::new(params, u32::from(generations) + 1, 0)?,
+            image,
             unit,
             span,
             state: WindowState::default(),
@@ -162,7 +165,7 @@ impl GpuWindowFilter {
             if gen >= gens || (image.words.len() as u64) < u64::from(gens) * n {
                 return Err(GpuError::Unsupported("a generation past the window's"));
             }
-            let mut l = stream.launch_builder(image.k.get(Kernel::WindowClear));
+            let mut l = stream.launch_builder(image.k.get(Kernel::WindowClear)?);
             l.arg(&mut image.words).arg(&blocks).arg(&gens).arg(&gen);
             // SAFETY: `bl_window_clear(u32* words, u64 blocks, u32 gens, u32 gen)` takes these
             // arguments in this order. Thread `i < blocks × block_u32s` (the grid covers `n` =

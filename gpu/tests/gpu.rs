@@ -152,11 +152,7 @@ fn golden_vectors() {
     let vectors = filter_vectors();
     assert!(!vectors.is_empty());
     for v in vectors {
-        for kernel in [
-            InsertKernel::Atomic,
-            InsertKernel::BulkReduce,
-            InsertKernel::Partitioned,
-        ] {
+        for kernel in InsertKernel::PATHS {
             // From host memory and from device memory.
             let keys: Vec<u64> = (0..v.keys).collect();
             let dk = DeviceBuffer::from_host(&keys).unwrap();
@@ -185,97 +181,135 @@ fn partitioned_insert_every_layout_bit_identical() {
             for blocks in [1u32, 3, 1000, 65_537] {
                 // (partition bytes, scratch cap): the default (one partition for filters this small),
                 // 7-block partitions with chunks of 1000 keys, and the most partitions (1-byte target:
-                // more partitions than blocks for tiny filters, 2048 for the largest).
+                // more partitions than blocks for tiny filters, 2048 for the largest; for the radix
+                // grouping, two levels from 257 partitions, up to 32,768).
                 for (part_bytes, scratch) in [
                     (0u64, None),
                     (7 * layout.block_bytes() as u64, Some(1000)),
                     (1, Some(4096)),
                 ] {
-                    let seed = r.gen::<u64>();
-                    let what = format!("{layout} {blocks} {part_bytes} {scratch:?}");
-                    let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
-                    let mut g =
-                        GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
-                    g.set_insert_kernel(InsertKernel::Partitioned);
-                    g.set_partition_bytes(part_bytes);
-                    if let Some(s) = scratch {
-                        g.set_scratch_keys(s);
+                    for kernel in [
+                        InsertKernel::Partitioned,
+                        InsertKernel::Radix,
+                        InsertKernel::Sliced,
+                    ] {
+                        partitioned_case(r, layout, blocks, part_bytes, scratch, kernel);
                     }
-                    assert!(g.partitioned_for(0), "{what}");
-                    assert!((1..=2048).contains(&g.partitions()), "{what}");
-                    // Several batches in a row, empty and odd lengths, across tile (4096) boundaries.
-                    for len in [0usize, 1, 63, 64, 65, 4095, 4097, 20_011, 100_003] {
-                        let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
-                        let dk = DeviceBuffer::from_host(&keys).unwrap();
-                        if len % 2 == 1 {
-                            g.insert_device(DeviceKeys::Hashes(&dk)).unwrap();
-                            core_insert(&mut f, Keys::Hashes(&keys));
-                        } else {
-                            g.insert_device(DeviceKeys::U64(&dk)).unwrap();
-                            core_insert(&mut f, Keys::U64(&keys));
-                        }
-                    }
-                    assert_downloads_as(&g, &f, &what);
-                    // The grouped hashes are a permutation of the batch's hashes, in partition order.
-                    let keys: Vec<u64> = (0..9999).map(|_| r.gen()).collect();
-                    let dk = DeviceBuffer::from_host(&keys).unwrap();
-                    let mut out = DeviceBuffer::<u64>::zeros(keys.len()).unwrap();
-                    let s = GpuStream::new().unwrap();
-                    g.partition_device_async(DeviceKeys::U64(&dk), &mut out, &s)
-                        .unwrap();
-                    s.synchronize().unwrap();
-                    let got = out.to_host().unwrap();
-                    let parts = u64::from(g.partitions());
-                    let part = |h: u64| ((h >> 32) * parts) >> 32;
-                    assert!(
-                        got.windows(2).all(|w| part(w[0]) <= part(w[1])),
-                        "{what}: grouped"
-                    );
-                    let mut want: Vec<u64> = (0..keys.len())
-                        .map(|i| Keys::U64(&keys).hash(i, seed))
-                        .collect();
-                    let mut got = got;
-                    want.sort_unstable();
-                    got.sort_unstable();
-                    assert_eq!(got, want, "{what}: same hashes");
                 }
             }
         },
     );
 }
 
-#[test]
-fn auto_insert_picks_partitioned_past_l2() {
-    common::with_gpu("auto_insert_picks_partitioned_past_l2", 5, |r| {
-        let layout = Layout::L8x32;
-        let probe = GpuFilter::new(Params::new(layout, 1)).unwrap();
-        assert_eq!(probe.insert_kernel(), InsertKernel::Auto);
-        assert!(
-            !probe.partitioned_for(1 << 24),
-            "a 32-byte filter fits in L2"
-        );
-        // A filter the size of L2 (twice the size Auto partitions from) and a batch of 2^22 keys,
-        // partitioned in chunks of 2^20.
-        let l2 = probe.l2_bytes().max(32 << 20);
-        let blocks = (l2 / layout.block_bytes() as u64) as u32;
-        let seed = 11;
-        let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
-        g.set_scratch_keys(1 << 20);
-        let n = 1usize << 22;
-        assert!(g.partitioned_for(n), "{} bytes, {n} keys", g.byte_len());
-        assert!(!g.partitioned_for(n - 1));
-        let keys: Vec<u64> = (0..n as u64 + 3).map(|_| r.gen()).collect();
-        let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
-        core_insert(&mut f, Keys::U64(&keys));
+/// One filter of `blocks` blocks inserted into by `kernel` (partitions of `part_bytes`, scratch
+/// capped at `scratch`) in several batches, against core; then the one-level grouping alone.
+fn partitioned_case(
+    r: &mut impl Rng,
+    layout: Layout,
+    blocks: u32,
+    part_bytes: u64,
+    scratch: Option<usize>,
+    kernel: InsertKernel,
+) {
+    let seed = r.gen::<u64>();
+    let what = format!("{layout} {blocks} {part_bytes} {scratch:?} {kernel:?}");
+    let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+    let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
+    g.set_insert_kernel(kernel);
+    g.set_partition_bytes(part_bytes);
+    if let Some(s) = scratch {
+        g.set_scratch_keys(s);
+    }
+    assert!(g.partitioned_for(0), "{what}");
+    assert!((1..=2048).contains(&g.partitions()), "{what}");
+    let plan = g.insert_plan(100_003);
+    assert_eq!(plan.kernel, kernel, "{what}");
+    assert!(
+        plan.levels() >= 1 && plan.partitions >= 1,
+        "{what}: {plan:?}"
+    );
+    // Several batches in a row, empty and odd lengths, across tile (4096) boundaries.
+    for len in [0usize, 1, 63, 64, 65, 4095, 4097, 20_011, 100_003] {
+        let keys: Vec<u64> = (0..len).map(|_| r.gen()).collect();
         let dk = DeviceBuffer::from_host(&keys).unwrap();
-        g.insert_device(DeviceKeys::U64(&dk)).unwrap();
-        let d = g.download().unwrap();
-        assert!(
-            d.to_image() == f.to_image(),
-            "auto partitioned insert differs"
-        );
-        assert_eq!(d.key_count(), f.key_count());
-    });
+        if len % 2 == 1 {
+            g.insert_device(DeviceKeys::Hashes(&dk)).unwrap();
+            core_insert(&mut f, Keys::Hashes(&keys));
+        } else {
+            g.insert_device(DeviceKeys::U64(&dk)).unwrap();
+            core_insert(&mut f, Keys::U64(&keys));
+        }
+    }
+    assert_downloads_as(&g, &f, &what);
+    if kernel != InsertKernel::Partitioned {
+        return;
+    }
+    // The grouped hashes are a permutation of the batch's hashes, in partition order.
+    let keys: Vec<u64> = (0..9999).map(|_| r.gen()).collect();
+    let dk = DeviceBuffer::from_host(&keys).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeros(keys.len()).unwrap();
+    let s = GpuStream::new().unwrap();
+    g.partition_device_async(DeviceKeys::U64(&dk), &mut out, &s)
+        .unwrap();
+    s.synchronize().unwrap();
+    let got = out.to_host().unwrap();
+    let parts = u64::from(g.partitions());
+    let part = |h: u64| ((h >> 32) * parts) >> 32;
+    assert!(
+        got.windows(2).all(|w| part(w[0]) <= part(w[1])),
+        "{what}: grouped"
+    );
+    let mut want: Vec<u64> = (0..keys.len())
+        .map(|i| Keys::U64(&keys).hash(i, seed))
+        .collect();
+    let mut got = got;
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, want, "{what}: same hashes");
+}
+
+#[test]
+fn auto_insert_takes_the_cheapest_estimate_and_matches_core() {
+    common::with_gpu(
+        "auto_insert_takes_the_cheapest_estimate_and_matches_core",
+        5,
+        |r| {
+            let layout = Layout::L8x32;
+            let probe = GpuFilter::new(Params::new(layout, 1)).unwrap();
+            assert_eq!(probe.insert_kernel(), InsertKernel::Auto);
+            assert!(
+                !probe.partitioned_for(1 << 24),
+                "a 32-byte filter fits in L2"
+            );
+            // Filters of the L2's size and four times it, batches of 2^22 keys (chunks of 2^20).
+            let l2 = probe.l2_bytes().max(32 << 20);
+            for bytes in [l2, 4 * l2] {
+                let blocks = (bytes / layout.block_bytes() as u64) as u32;
+                let seed = r.gen();
+                let mut g = GpuFilter::new(Params::new(layout, blocks).with_seed(seed)).unwrap();
+                g.set_scratch_keys(1 << 20);
+                let n = 1usize << 22;
+                let plan = g.insert_plan(n);
+                for k in InsertKernel::PATHS {
+                    let other = g.insert_plan_with(k, n);
+                    assert_eq!(other.kernel, k);
+                    let candidate = !matches!(k, InsertKernel::Atomic | InsertKernel::Partitioned);
+                    if candidate {
+                        assert!(plan.estimate_ms <= other.estimate_ms, "{plan:?} {other:?}");
+                    }
+                }
+                assert_eq!(g.partitioned_for(n), plan.levels() > 0, "{plan:?}");
+                let keys: Vec<u64> = (0..n as u64 + 3).map(|_| r.gen()).collect();
+                let mut f = Filter::new(Params::new(layout, blocks).with_seed(seed));
+                core_insert(&mut f, Keys::U64(&keys));
+                let dk = DeviceBuffer::from_host(&keys).unwrap();
+                g.insert_device(DeviceKeys::U64(&dk)).unwrap();
+                let d = g.download().unwrap();
+                assert!(d.to_image() == f.to_image(), "auto ({plan:?}) differs");
+                assert_eq!(d.key_count(), f.key_count());
+            }
+        },
+    );
 }
 
 #[test]
@@ -438,11 +472,7 @@ fn lookups_on_another_stream_wait_for_queued_inserts() {
     }
     // Inserts hand the kernels the filter's words mutably, so a lookup queued on another stream
     // right after an asynchronous insert waits for it (cudarc's events), for every insert path.
-    for kernel in [
-        InsertKernel::Atomic,
-        InsertKernel::BulkReduce,
-        InsertKernel::Partitioned,
-    ] {
+    for kernel in InsertKernel::PATHS {
         let keys = DeviceBuffer::random_u64(1 << 20, 99).unwrap();
         let mut g = GpuFilter::new(Params::new(Layout::L8x32, 1 << 16).with_seed(3)).unwrap();
         g.set_insert_kernel(kernel);

@@ -6,7 +6,9 @@ mod common;
 use bloomlanes_core::golden;
 use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
 use bloomlanes_core::{Keys, Layout, Params};
-use bloomlanes_gpu::{compile, kernel_source, DeviceBuffer, DeviceKeys, GpuRetrieval, Target};
+use bloomlanes_gpu::{
+    compile, kernel_source, DeviceBuffer, DeviceKeys, GpuRetrieval, KernelModule, Target,
+};
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -19,7 +21,7 @@ fn splitmix(state: &mut u64) -> u64 {
 #[test]
 fn the_retrieval_kernel_carries_cores_mixing_constants_and_compiles() {
     use bloomlanes_core::retrieval::{MIX_MUL1, MIX_MUL2};
-    let s = kernel_source(Layout::L8x32);
+    let s = kernel_source(Layout::L8x32, KernelModule::Retrieval);
     assert!(s.contains(&format!("#define BL_MIX_MUL1 0x{MIX_MUL1:016x}ull\n")));
     assert!(s.contains(&format!("#define BL_MIX_MUL2 0x{MIX_MUL2:016x}ull\n")));
     let body = &s[s
@@ -36,7 +38,8 @@ fn the_retrieval_kernel_carries_cores_mixing_constants_and_compiles() {
         return;
     }
     for target in [Target::Ptx(90), Target::Cubin(90)] {
-        let c = compile(Layout::L8x64, target).unwrap_or_else(|e| panic!("{e}"));
+        let c = compile(Layout::L8x64, KernelModule::Retrieval, target)
+            .unwrap_or_else(|e| panic!("{e}"));
         let name = b"bl_retrieval_get";
         assert!(
             c.image.windows(name.len()).any(|w| w == name),

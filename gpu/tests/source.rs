@@ -8,13 +8,20 @@ use bloomlanes_core::xxh64::{
 };
 use bloomlanes_core::{Layout, SALTS};
 use bloomlanes_gpu::{
-    compile_cached_in, kernel_entry_points, kernel_source, Target, KERNEL_CACHE_ENV,
+    compile_cached_in, kernel_entry_points, kernel_source, KernelModule, Target, KERNEL_CACHE_ENV,
 };
+
+/// Every (layout, module) pair: each module's source carries the whole prelude.
+fn every_module() -> impl Iterator<Item = (Layout, KernelModule)> {
+    Layout::ALL
+        .into_iter()
+        .flat_map(|l| KernelModule::ALL.map(|m| (l, m)))
+}
 
 #[test]
 fn source_carries_core_constants() {
-    for layout in Layout::ALL {
-        let s = kernel_source(layout);
+    for (layout, module) in every_module() {
+        let s = kernel_source(layout, module);
         for (i, salt) in SALTS.iter().take(layout.lanes()).enumerate() {
             assert!(
                 s.contains(&format!("#define BL_SALT{i} 0x{salt:08x}u")),
@@ -91,8 +98,8 @@ fn source_carries_core_constants() {
 
 #[test]
 fn the_kinds_constants_come_from_the_prelude() {
-    for layout in Layout::ALL {
-        let s = kernel_source(layout);
+    for (layout, module) in every_module() {
+        let s = kernel_source(layout, module);
         // The counting delete's accepted bit, and the scatter tile of the positions variant.
         assert_eq!(
             s.matches("#define BL_ACCEPTED 0x80000000u\n").count(),
@@ -122,44 +129,48 @@ fn nvrtc_compiles_every_layout() {
         .unwrap_or_else(|| {
             std::env::temp_dir().join(format!("bloomlanes-cache-{}", std::process::id()))
         });
-    for layout in Layout::ALL {
+    for (layout, module) in every_module() {
         for target in [Target::Cubin(90), Target::Ptx(90)] {
-            let c = compile_cached_in(&cache, layout, target).unwrap_or_else(|e| panic!("{e}"));
-            let again = compile_cached_in(&cache, layout, target).unwrap();
+            let what = format!("{layout} {module} {target:?}");
+            let c =
+                compile_cached_in(&cache, layout, module, target).unwrap_or_else(|e| panic!("{e}"));
+            let again = compile_cached_in(&cache, layout, module, target).unwrap();
             assert!(
                 again.image == c.image && again.log.is_empty(),
-                "{layout}: a cache hit"
+                "{what}: a cache hit"
             );
-            assert!(!c.image.is_empty(), "{layout} {target:?}");
+            assert!(!c.image.is_empty(), "{what}");
             if !c.log.is_empty() {
-                eprintln!("{layout} {target:?}: {}", c.log);
+                eprintln!("{what}: {}", c.log);
             }
-            // Every entry point of the table (static and window key kernels, every cell
-            // operation's update and slice kernels, the reductions, the kinds' helpers) is in
-            // the image: the cell width is a kernel argument, so these are all the variants.
-            let entries = kernel_entry_points();
-            assert!(entries.len() >= 64, "{} entry points", entries.len());
+            // Every entry point of the module's part of the table (static: the key kernels,
+            // partitioning, probes, helpers; window: their twins; cells: every cell operation's
+            // update and slice kernels, the reductions, the kinds' checks) is in the image, and
+            // no other: the cell width is a kernel argument, so these are all the variants.
+            let entries = kernel_entry_points(module);
             if let Target::Ptx(_) = target {
                 let ptx = String::from_utf8_lossy(&c.image);
-                assert_eq!(ptx.matches(".entry ").count(), entries.len(), "{layout}");
+                assert_eq!(ptx.matches(".entry ").count(), entries.len(), "{what}");
                 for entry in &entries {
-                    assert!(
-                        ptx.contains(&format!(".entry {entry}(")),
-                        "{layout}: {entry}"
-                    );
+                    assert!(ptx.contains(&format!(".entry {entry}(")), "{what}: {entry}");
                 }
             } else {
-                assert_eq!(&c.image[..4], b"\x7fELF", "{layout}: CUBIN is an ELF image");
+                assert_eq!(&c.image[..4], b"\x7fELF", "{what}: CUBIN is an ELF image");
                 for name in &entries {
                     let sym = format!("{name}\0");
                     assert!(
                         c.image.windows(sym.len()).any(|w| w == sym.as_bytes()),
-                        "{layout}: {name} missing from the CUBIN"
+                        "{what}: {name} missing from the CUBIN"
                     );
                 }
             }
         }
     }
+    let all: usize = KernelModule::ALL
+        .iter()
+        .map(|m| kernel_entry_points(*m).len())
+        .sum();
+    assert!(all >= 64, "{all} entry points");
     if std::env::var_os(KERNEL_CACHE_ENV).is_none() {
         let _ = std::fs::remove_dir_all(&cache);
     }

@@ -36,13 +36,13 @@
 use std::sync::Arc;
 
 use bloomlanes_core::{CellBits, Params};
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::buffer::alloc_zeros;
 use crate::hashed::Hashed;
 use crate::kernel::{Kernel, MAX_PARTITIONS, SLICE_KEYS_PER_THREAD, THREADS};
-use crate::module::{grid, Kernels};
+use crate::module::{dynamic_smem, grid, Kernels};
 use crate::GpuError;
 
 /// Shared memory of a slice kernel's queues: a hash (8 bytes) and a key index (4) per scanned
@@ -198,7 +198,7 @@ pub(crate) fn part_bounds(
             ),
         });
     }
-    let mut l = stream.launch_builder(kernels.get(Kernel::PartBounds));
+    let mut l = stream.launch_builder(kernels.get(Kernel::PartBounds)?);
     l.arg(&keys.keys).arg(&n).arg(&parts).arg(&mut *s.bounds);
     // SAFETY: `bl_part_bounds(const u64* hashes, u64 n, u32 parts, u32* bounds)` takes these
     // arguments in this order. Thread `p ≤ parts` reads `hashes[i]` for `i < n` (the view's
@@ -216,18 +216,7 @@ pub(crate) fn config(
     kernel: Kernel,
     plan: &SlicePlan,
 ) -> Result<LaunchConfig, GpuError> {
-    let f = kernels.get(kernel);
-    let err = |e| GpuError::cuda("cuFuncSetAttribute", u64::from(plan.smem_bytes), e);
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        plan.smem_limit as i32,
-    )
-    .map_err(err)?;
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-        100,
-    )
-    .map_err(err)?;
+    dynamic_smem(kernels.get(kernel)?, u64::from(plan.smem_limit))?;
     let ctas = u32::try_from(plan.slices).map_err(|_| GpuError::TooManyElements {
         what: "cell slices",
         len: plan.slices,

@@ -245,7 +245,7 @@ __device__ __forceinline__ u32 bl_shared_cell_step(u32* w, u32 sh, u32 max, u32 
 // BL_STATUS_LANES is not used with this shape.
 template <int OP>
 __device__ __forceinline__ void bl_cells_slices(BL_CELL_PARAMS) {
-  extern __shared__ __align__(16) u32 bl_slice_smem[];
+  BL_DYNAMIC_SHARED(bl_slice_smem);
   constexpr u32 QN = 32 * BL_SLICE_KPT;  // queue entries per warp
   const u32 lg = bl_cell_lg(cbits), max = bl_cell_max(lg);
   const u32 cw = bl_cell_words_per_block(cbits), iw = BL_BLOCK_U32S;

@@ -32,7 +32,8 @@ __device__ __forceinline__ void bl_store_keys(u8* __restrict__ out, u64 n, u64 b
   for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; if (i < n) out[i] = r[j]; }
 }
 // The kernels are templates on the image's geometry (BlFlat, BlGens; see block.cu); their entry
-// points are instantiated for both by BL_KEY_ENTRIES at the end of this file.
+// points are the macro BL_KEY_ENTRIES at the end of this file, instantiated for BlFlat by the
+// static module and for BlGens by the window module (kernel.rs).
 // r[j] = answer(key) for this thread's keys i = base + j * BL_THREADS below n (else `none`),
 // computed once all of them are loaded, so that their loads are in flight together; returns
 // base (for bl_store_keys).
@@ -104,6 +105,52 @@ __device__ __forceinline__ void bl_insert_keys_bulk(const Geo& g, u32* __restric
   bl_insert_keys<MODE>(g, words, blocks, keys, n, seed);
 #endif
 }
+// The slice insert of hashes grouped into `parts` partitions (partition.cu; ends[p] = the end of
+// partition p's run of hashes[0, n), and its start ends[p - 1], or 0): CTA s owns blocks
+// [s * sb, min((s + 1) * sb, blocks)) of the image of geometry g. It copies them into dynamic
+// shared memory (sb blocks, sized by the host), ORs in the lane bits of every grouped hash whose
+// block is in the slice with shared-memory atomics, and copies them back: the filter is read and
+// written once, in 16-byte vectors, however many keys hit a block. Slices are disjoint whole
+// blocks, so no two CTAs touch the same word. A CTA scans only the hashes of the partitions that
+// can hold its blocks: block(x) = (x * blocks) >> 32 of x = h >> 32 is monotonic, so x lies in
+// [ceil(a 2^32 / blocks), ceil(b 2^32 / blocks) - 1], whose partitions are p_lo..p_hi.
+template <class Geo>
+__device__ __forceinline__ uint4* bl_slice_vector(const Geo& g, u32* words, u64 a, u32 k) {
+  return (uint4*)g.insert_block(words, a + k / BL_BLOCK_VEC4) + k % BL_BLOCK_VEC4;
+}
+template <class Geo>
+__device__ __forceinline__ void bl_insert_slices_geo(const Geo& g, u32* __restrict__ words, u64 blocks, const u64* __restrict__ hashes,
+    u64 n, const u32* __restrict__ ends, u32 parts, u64 sb) {
+  BL_DYNAMIC_SHARED(slice);
+  u64 a = (u64)blockIdx.x * sb;
+  if (parts == 0u || sb == 0u || a >= blocks) return;  // uniform across the CTA
+  u64 b = min(a + sb, blocks);
+  u32 nv = (u32)(b - a) * BL_BLOCK_VEC4;  // 16-byte vectors of the slice
+  uint4* sv = (uint4*)slice;
+  for (u32 t = threadIdx.x; t < nv; t += BL_THREADS * 8) {
+    uint4 v[8];
+    #pragma unroll
+    for (int j = 0; j < 8; j++) { u32 k = t + j * BL_THREADS; if (k < nv) v[j] = *bl_slice_vector(g, words, a, k); }
+    #pragma unroll
+    for (int j = 0; j < 8; j++) { u32 k = t + j * BL_THREADS; if (k < nv) sv[k] = v[j]; }
+  }
+  u64 x_lo = ((a << 32) + blocks - 1) / blocks, x_hi = ((b << 32) + blocks - 1) / blocks - 1;
+  u32 p_lo = (u32)((x_lo * parts) >> 32), p_hi = (u32)((x_hi * parts) >> 32);
+  u64 hi = min((u64)ends[p_hi], n), lo = min(p_lo ? (u64)ends[p_lo - 1] : 0ull, hi);
+  __syncthreads();
+  for (u64 base = lo + threadIdx.x; base < hi; base += BL_THREADS * BL_KPT) {
+    u64 h[BL_KPT];
+    #pragma unroll
+    for (int j = 0; j < BL_KPT; j++) { u64 i = base + j * BL_THREADS; h[j] = i < hi ? __ldg(hashes + i) : 0; }
+    #pragma unroll
+    for (int j = 0; j < BL_KPT; j++) {
+      u64 i = base + j * BL_THREADS, blk = bl_block(h[j], blocks);
+      if (i < hi && blk >= a && blk < b) bl_insert_block(slice + (blk - a) * BL_BLOCK_U32S, (u32)h[j]);
+    }
+  }
+  __syncthreads();
+  for (u32 t = threadIdx.x; t < nv; t += BL_THREADS) *bl_slice_vector(g, words, a, t) = sv[t];
+}
 __device__ __forceinline__ u64 bl_record_hash(const u8* data, u64 width, u64 i, u64 seed) {
   return bl_xxh64(data + i * width, width, seed);
 }
@@ -147,20 +194,13 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_contains_##FORM##SUF
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bitmap_##FORM##SUFFIX(const u32* words, u64 blocks, const u64* keys, u64 n, u64 seed, u32* bits BL_GEO_PARAMS_##G) { \
   bl_bitmap_keys<MODE>(BL_GEO_##G, words, blocks, keys, n, seed, bits); \
 }
+#define BL_SLICE_ENTRY(SUFFIX, G) \
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_insert_slices##SUFFIX(u32* words, u64 blocks, const u64* hashes, u64 n, const u32* ends, u32 parts, u64 sb BL_GEO_PARAMS_##G) { \
+  bl_insert_slices_geo(BL_GEO_##G, words, blocks, hashes, n, ends, parts, sb); \
+}
 #define BL_KEY_ENTRIES(SUFFIX, G) \
+BL_SLICE_ENTRY(SUFFIX, G) \
 BL_WORD_KEY_ENTRIES(u64, 0, SUFFIX, G) \
 BL_WORD_KEY_ENTRIES(hash, 1, SUFFIX, G) \
 BL_BYTE_KEY_ENTRIES(records, BL_RECORD_PARAMS, BL_RECORD_HASH, SUFFIX, G) \
 BL_BYTE_KEY_ENTRIES(strings, BL_STRING_PARAMS, BL_STRING_HASH, SUFFIX, G)
-BL_KEY_ENTRIES(, FLAT)
-BL_KEY_ENTRIES(_window, GENS)
-// The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
-// kinds, partitioned lookups and deletes).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_record_hash(data, width, i, seed);
-}
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_strings(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = bl_string_hash(data, data_len, offsets, base, i, seed);
-}

@@ -41,5 +41,3 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_positions_keys##SUFF
     bl_append(r, (u32)i, list, cap, count); \
   }); \
 }
-BL_PROBE_ENTRIES(, FLAT)
-BL_PROBE_ENTRIES(_window, GENS)

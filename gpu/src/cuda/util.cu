@@ -1,5 +1,6 @@
-// Layout-independent kernels: set operations, the input check of device strings, per-key result
-// conversions, the random key generator and the speed-of-light reference of the benchmarks.
+// Layout-independent kernels of the static module: set operations, the input check of device
+// strings, the hashes of records and strings, the bitmap-to-bytes conversion of lookups, the random
+// key generator and the speed-of-light reference of the benchmarks.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_union(u32* a, const u32* b, u64 n) {
   u64 i = bl_thread_index();
   if (i < n) a[i] |= b[i];
@@ -39,32 +40,18 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_speed_of_light(const
   });
   bl_store_keys(out, n, base, r);
 }
-// Per-key results of a counting delete: out[i] = 1 iff key i was deleted (status bit 31).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_bytes(const u32* status, u64 n, u8* out) {
-  u64 i = bl_thread_index();
-  if (i < n) out[i] = (u8)(status[i] >> 31);
-}
-// The same for statuses in grouped order: status[i] belongs to key pos[i] (< n).
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_status_scatter(const u32* status, const u32* pos, u64 n, u8* out) {
-  u64 i = bl_thread_index();
-  if (i < n) {
-    u32 p = pos[i];
-    if (p < n) out[p] = (u8)(status[i] >> 31);
-  }
-}
 // out[i] = bit i of the bitmap `bits`, for i < n.
 extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_bits_to_bytes(const u32* bits, u64 n, u8* out) {
   u64 i = bl_thread_index();
   if (i < n) out[i] = (u8)((bits[i >> 5] >> (i & 31)) & 1u);
 }
-// The classes of a spatial insert, one per key: *first_bad (set to ~0 by the caller) ends as the
-// smallest index of a class outside 1..=classes, or stays ~0; counts[c - 1] += the keys of class
-// c (each warp adds each class it holds once). Every lane reaches the warp collective.
-extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_check_classes(const u32* values, u64 n, u32 classes, u64* first_bad, u64* counts) {
+// The hashes of records and strings into out[0, n), for the paths that take hashes (the filter
+// kinds, partitioned lookups and deletes).
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_records(const u8* data, u64 width, u64 n, u64 seed, u64* out) {
   u64 i = bl_thread_index();
-  u32 c = i < n ? values[i] : 0u;
-  bool ok = i < n && c >= 1u && c <= classes;
-  if (i < n && !ok) atomicMin(first_bad, i);
-  u32 peers = __match_any_sync(0xffffffffu, ok ? c : 0u);
-  if (ok && (threadIdx.x & 31) == (u32)(__ffs(peers) - 1)) atomicAdd(counts + (c - 1), (u64)__popc(peers));
+  if (i < n) out[i] = bl_record_hash(data, width, i, seed);
+}
+extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_hash_strings(const u8* data, u64 data_len, const u64* offsets, u64 base, u64 n, u64 seed, u64* out) {
+  u64 i = bl_thread_index();
+  if (i < n) out[i] = bl_string_hash(data, data_len, offsets, base, i, seed);
 }

@@ -204,7 +204,7 @@ impl Probe<'_> {
         let (blocks, seed) = (u64::from(self.params.blocks), self.params.seed);
         let mut l = self
             .stream
-            .launch_builder(self.kernels.get(self.geo.kernel(kernel)));
+            .launch_builder(self.kernels.get(self.geo.kernel(kernel))?);
         l.arg(self.words).arg(&blocks);
         match &keys {
             ProbeKeys::Grouped { hashes, pos, base } => l.arg(*hashes).arg(*pos).arg(&m).arg(base),
@@ -258,7 +258,7 @@ impl Probe<'_> {
         let m = n as u64;
         let mut l = self
             .stream
-            .launch_builder(self.kernels.get(Kernel::BitsToBytes));
+            .launch_builder(self.kernels.get(Kernel::BitsToBytes)?);
         l.arg(bits).arg(&m).arg(out);
         // SAFETY: `bl_bits_to_bytes(const u32* bits, u64 n, u8* out)` takes these arguments in
         // this order (the u64 bitmap as u32 words: 4-aligned, any bits valid). Thread `i < n`

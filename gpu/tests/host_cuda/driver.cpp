@@ -1,74 +1,93 @@
-// ---- the emulation driver (tests/emulated.rs): runs one cell kernel over one job, every thread
-// of every CTA one after another. The job and the result are files of little-endian u64 words:
-// job = [kernel, cbits, blocks, seed, mode, n, value, flags, has_values, has_pos, out_bytes,
-// image words, cell words], keys[n], values[n]?, pos[n]?, status[n], image, cells;
-// result = image, cells, status[n], stats[2], out[n].
-typedef void (*BlCellKernel)(BL_CELL_PARAMS);
-static const BlCellKernel bl_emulated[] = {
-    bl_cells_update_set, bl_cells_update_inc, bl_cells_update_dec, bl_cells_update_decay,
-    bl_cells_update_max, bl_cells_reduce_all, bl_cells_reduce_min,
-};
+// ---- the emulation driver (tests/emulated/): runs a script of kernel launches over buffers.
+// The job and the result are files of little-endian u64 words:
+//   job = [buffers, launches], then per buffer [bytes, data padded to 8 bytes], then per launch
+//         [name bytes, name padded to 8 bytes, grid, dynamic shared bytes, args, (tag, value) per
+//         arg] with tag 0 = a scalar, 1 = buffer `value` (a pointer to its first byte), 2 = null;
+//   result = every buffer's bytes, padded to 8, in order.
+// Every CTA has BL_THREADS threads. The kernels are called through their own signatures: each
+// argument is converted to its parameter's type (a pointer parameter takes a buffer or null).
+#include <string>
+#include <utility>
 
-static std::vector<u64> bl_read(const char* path) {
-  std::vector<u64> v;
-  FILE* f = fopen(path, "rb");
-  if (!f) exit(2);
-  u64 w;
-  while (fread(&w, 8, 1, f) == 1) v.push_back(w);
-  fclose(f);
-  return v;
+struct BlArgs {
+  std::vector<void*> ptr;
+  std::vector<unsigned long long> val;
+};
+template <class T> struct BlArg { static T get(const BlArgs& a, size_t i) { return (T)a.val[i]; } };
+template <class T> struct BlArg<T*> { static T* get(const BlArgs& a, size_t i) { return (T*)a.ptr[i]; } };
+template <class... P, size_t... I>
+static void bl_call(void (*k)(P...), const BlArgs& a, std::index_sequence<I...>) { k(BlArg<P>::get(a, I)...); }
+typedef std::function<void(const BlArgs&)> BlAdapter;
+template <class... P> static BlAdapter bl_adapter(void (*k)(P...)) {
+  return [k](const BlArgs& a) {
+    if (a.val.size() != sizeof...(P)) { fprintf(stderr, "wrong argument count\n"); exit(7); }
+    bl_call(k, a, std::index_sequence_for<P...>{});
+  };
 }
+#define BL_KERNEL(name) {#name, bl_adapter(name)}
+static const std::pair<const char*, BlAdapter> bl_kernels[] = {
+#ifdef BL_EMULATE_STATIC
+    BL_KERNEL(bl_part_hist), BL_KERNEL(bl_part_scan), BL_KERNEL(bl_part_scatter), BL_KERNEL(bl_part_scatter_pos),
+    BL_KERNEL(bl_radix_scatter_keys), BL_KERNEL(bl_radix_scatter_hashes), BL_KERNEL(bl_part_bounds),
+    BL_KERNEL(bl_insert_slices), BL_KERNEL(bl_insert_hash_bulk), BL_KERNEL(bl_insert_u64), BL_KERNEL(bl_insert_hash),
+#endif
+#ifdef BL_EMULATE_WINDOW
+    BL_KERNEL(bl_insert_slices_window), BL_KERNEL(bl_insert_hash_bulk_window),
+#endif
+#ifdef BL_EMULATE_CELLS
+    BL_KERNEL(bl_cells_update_set), BL_KERNEL(bl_cells_update_inc), BL_KERNEL(bl_cells_update_dec),
+    BL_KERNEL(bl_cells_update_decay), BL_KERNEL(bl_cells_update_max), BL_KERNEL(bl_cells_slices_set),
+    BL_KERNEL(bl_cells_slices_inc), BL_KERNEL(bl_cells_slices_dec), BL_KERNEL(bl_cells_slices_decay),
+    BL_KERNEL(bl_cells_slices_max), BL_KERNEL(bl_cells_reduce_all), BL_KERNEL(bl_cells_reduce_min),
+    BL_KERNEL(bl_count_check), BL_KERNEL(bl_check_classes), BL_KERNEL(bl_status_bytes), BL_KERNEL(bl_status_scatter),
+#endif
+};
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
-  std::vector<u64> job = bl_read(argv[1]);
-  size_t at = 13;
-  if (job.size() < at) return 3;
-  u64 kernel = job[0], n = job[5], image_len = job[11], cells_len = job[12];
-  u32 cbits = (u32)job[1], value = (u32)job[6], flags = (u32)job[7], out_bytes = (u32)job[10];
-  auto take = [&](u64 len) {
-    std::vector<u64> part(job.begin() + at, job.begin() + at + len);
-    at += len;
-    return part;
+  FILE* f = fopen(argv[1], "rb");
+  if (!f) return 2;
+  std::vector<unsigned long long> job;
+  unsigned long long w;
+  while (fread(&w, 8, 1, f) == 1) job.push_back(w);
+  fclose(f);
+  size_t at = 0;
+  auto next = [&]() -> unsigned long long {
+    if (at >= job.size()) { fprintf(stderr, "truncated job\n"); exit(3); }
+    return job[at++];
   };
-  std::vector<u64> keys = take(n);
-  auto words32 = [](const std::vector<u64>& v) {
-    std::vector<u32> w(v.size() + 1);
-    for (size_t i = 0; i < v.size(); i++) w[i] = (u32)v[i];
-    return w;
-  };
-  std::vector<u32> values = job[8] ? words32(take(n)) : std::vector<u32>();
-  std::vector<u32> pos = job[9] ? words32(take(n)) : std::vector<u32>();
-  std::vector<u32> status = words32(take(n));
-  std::vector<u32> image = words32(take(image_len));
-  std::vector<u32> cells = words32(take(cells_len));
-  std::vector<u64> stats(2, 0);
-  std::vector<u8> out(n * 4 + 4, 0);
-  u64 per_cta = (u64)BL_THREADS * BL_KPT, ctas = n == 0 ? 1 : (n + per_cta - 1) / per_cta;
-  gridDim.x = (unsigned)ctas;
-  for (u64 b = 0; b < ctas; b++) {
-    blockIdx.x = (unsigned)b;
-    for (unsigned t = 0; t < BL_THREADS; t++) {
-      threadIdx.x = t;
-      bl_emulated[kernel](image.data(), cells.data(), job[2], keys.data(), n, job[3], (int)job[4], cbits,
-                          value, job[8] ? values.data() : nullptr, job[9] ? pos.data() : nullptr,
-                          flags ? status.data() : nullptr, flags, stats.data(), nullptr, 0, 0, out.data(),
-                          out_bytes);
+  unsigned long long nbuf = next(), nlaunch = next();
+  std::vector<std::vector<unsigned long long>> bufs(nbuf);
+  std::vector<unsigned long long> lens(nbuf);
+  for (unsigned long long b = 0; b < nbuf; b++) {
+    lens[b] = next();
+    bufs[b].resize((lens[b] + 7) / 8 + 1);
+    for (size_t i = 0; i < (lens[b] + 7) / 8; i++) bufs[b][i] = next();
+  }
+  for (unsigned long long l = 0; l < nlaunch; l++) {
+    unsigned long long name_len = next();
+    std::string name;
+    for (size_t i = 0; i < (name_len + 7) / 8; i++) {
+      unsigned long long c = next();
+      name.append((const char*)&c, 8);
     }
+    name.resize(name_len);
+    unsigned long long grid = next(), smem = next(), nargs = next();
+    BlArgs a;
+    for (unsigned long long i = 0; i < nargs; i++) {
+      unsigned long long tag = next(), v = next();
+      if (tag == 1 && v >= nbuf) { fprintf(stderr, "bad buffer\n"); exit(3); }
+      a.ptr.push_back(tag == 1 ? (void*)bufs[v].data() : nullptr);
+      a.val.push_back(v);
+    }
+    const BlAdapter* k = nullptr;
+    for (const auto& e : bl_kernels) if (name == e.first) k = &e.second;
+    if (!k) { fprintf(stderr, "unknown kernel %s\n", name.c_str()); exit(4); }
+    bl_launch((unsigned)grid, BL_THREADS, smem, [&] { (*k)(a); });
   }
-  FILE* f = fopen(argv[2], "wb");
+  f = fopen(argv[2], "wb");
   if (!f) return 4;
-  auto put = [&](u64 w) { fwrite(&w, 8, 1, f); };
-  for (u64 i = 0; i < image_len; i++) put(image[i]);
-  for (u64 i = 0; i < cells_len; i++) put(cells[i]);
-  for (u64 i = 0; i < n; i++) put(status[i]);
-  put(stats[0]);
-  put(stats[1]);
-  for (u64 i = 0; i < n; i++) {
-    u64 v = 0;
-    memcpy(&v, out.data() + i * out_bytes, out_bytes);
-    put(v);
-  }
+  for (unsigned long long b = 0; b < nbuf; b++) fwrite(bufs[b].data(), 8, (lens[b] + 7) / 8, f);
   fclose(f);
   return 0;
 }

@@ -71,13 +71,15 @@ fn window_every_layout_bit_identical_across_rotations() {
                 let mut f = WindowFilter::new(params).unwrap();
                 let mut gw = GpuWindowFilter::new(params).unwrap();
                 gw.set_chunk_keys(1000);
-                // The static insert paths into a generation, in turn: bulk reduce, atomics,
-                // partitioned (7-block partitions, so that small filters have several).
+                // The static insert paths into a generation, in turn (7-block partitions, so that
+                // small filters have several; the slice insert's window twin on every layout).
                 let kernel = [
                     InsertKernel::BulkReduce,
                     InsertKernel::Atomic,
                     InsertKernel::Partitioned,
-                ][case % 3];
+                    InsertKernel::Radix,
+                    InsertKernel::Sliced,
+                ][(case + layout as usize) % 5];
                 gw.set_insert_kernel(kernel);
                 gw.set_partition_bytes(7 * layout.block_bytes() as u64);
                 let what = format!("{what} {kernel:?}");

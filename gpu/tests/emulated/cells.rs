@@ -1,152 +1,95 @@
-//! The cell kernels' device code run on the CPU: the generated CUDA source (every layout) is
-//! compiled as C++17 with host stand-ins for the CUDA built-ins (`host_cuda/shim.h`), and the
-//! direct-shape update kernels (every `CellUpdate`, one operand or one per key, with grouped
-//! positions, a delete's recorded statuses and their undo) and the reductions (`AllNonZero`,
-//! `Min`, into 1, 2 or 4 bytes) run one thread after another over 4-, 8- and 16-bit cells.
-//! Sequential threads are one interleaving of the device's, and the updates of one batch
-//! commute, so the words must equal core's `CellsMut` bit for bit. These kernels have no warp
-//! collectives; the slice shape and the class check, which do, run only on a GPU
-//! (`tests/spatial.rs`, `tests/kinds.rs`). Without a C++ compiler (`$CXX`, else `c++`) the test
-//! prints a SKIP line and passes.
-
-mod common;
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
+//! The cell kernels on the CPU: the direct-shape update kernel of every operation (one operand,
+//! or one per key at grouped positions; a counting delete's recorded statuses and their undo) and
+//! both reductions (1-, 2- and 4-byte answers) on every layout and 4/8/16-bit cells,
+//! bit-identical to `CellsMut`.
 
 use bloomlanes_core::cell::reduce_cells;
-use bloomlanes_core::{CellBits, CellReduce, CellUpdate, Keys, Layout, Params, SpatialFilter};
-use bloomlanes_gpu::kernel_source;
+use bloomlanes_core::{CellBits, CellReduce, CellUpdate, Layout, Params, SpatialFilter};
+use bloomlanes_gpu::KernelModule;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+
+use super::{compiler, ctas, hashes, Arg, Emulator, Job, Scratch, KEYS_PER_THREAD, THREADS};
 
 const ACCEPTED: u32 = 1 << 31;
 /// The kernels' `flags` (`kernel.rs`).
 const RECORD: u32 = 1;
 const LANES: u32 = 2;
 
-/// The driver's kernel indices (`host_cuda/driver.cpp`).
-fn update_index(u: CellUpdate) -> u64 {
+/// The update kernel of `u` (the entry points of `entry.rs`).
+fn update_index(u: CellUpdate) -> &'static str {
     match u {
-        CellUpdate::Set => 0,
-        CellUpdate::Increment => 1,
-        CellUpdate::Decrement => 2,
-        CellUpdate::Decay => 3,
-        CellUpdate::Max(_) => 4,
+        CellUpdate::Set => "bl_cells_update_set",
+        CellUpdate::Increment => "bl_cells_update_inc",
+        CellUpdate::Decrement => "bl_cells_update_dec",
+        CellUpdate::Decay => "bl_cells_update_decay",
+        CellUpdate::Max(_) => "bl_cells_update_max",
     }
 }
 
-fn reduce_index(r: CellReduce) -> u64 {
+fn reduce_index(r: CellReduce) -> &'static str {
     match r {
-        CellReduce::AllNonZero => 5,
-        CellReduce::Min => 6,
+        CellReduce::AllNonZero => "bl_cells_reduce_all",
+        CellReduce::Min => "bl_cells_reduce_min",
     }
 }
 
-/// The emulated kernels of one layout, compiled once.
-struct Emulator {
-    bin: PathBuf,
-    dir: PathBuf,
-    runs: std::cell::Cell<u32>,
-}
-
-fn compiler() -> Option<String> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let ok = Command::new(&cxx)
-        .arg("--version")
-        .output()
-        .ok()?
-        .status
-        .success();
-    ok.then_some(cxx)
-}
-
-impl Emulator {
-    fn build(cxx: &str, layout: Layout, dir: &Path) -> Emulator {
-        let src = dir.join(format!("cells_{layout}.cpp"));
-        let text = format!(
-            "{}\n{}\n{}",
-            include_str!("host_cuda/shim.h"),
-            kernel_source(layout),
-            include_str!("host_cuda/driver.cpp")
-        );
-        std::fs::write(&src, text).unwrap();
-        let bin = dir.join(format!("cells_{layout}"));
-        let out = Command::new(cxx)
-            .args(["-std=c++17", "-O1", "-w", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{layout}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Emulator {
-            bin,
-            dir: dir.to_path_buf(),
-            runs: std::cell::Cell::new(0),
-        }
+/// Runs `job`'s kernel over the keys (the launch of `cells.rs`: `BL_THREADS × BL_KPT` keys per
+/// CTA); returns (image, cells, status, stats, out).
+fn run(emu: &Emulator, job: &CellJob<'_>) -> Result_ {
+    let n = job.keys.len() as u64;
+    let mut j = Job::default();
+    let (image, cells) = (j.buffer(job.image), j.buffer(job.cells));
+    let keys = j.buffer(job.keys);
+    let values = job.values.map_or(Arg::Null, |v| j.buffer(v));
+    let pos = job.pos.map_or(Arg::Null, |v| j.buffer(v));
+    let status = j.buffer(&job.status);
+    let stats = j.buffer(&[0u64; 2]);
+    let out = j.buffer(&vec![0u8; job.keys.len() * 4 + 4]);
+    let status_arg = if job.flags != 0 { status } else { Arg::Null };
+    let v = |x: u64| Arg::Val(x);
+    j.launch(
+        job.kernel,
+        ctas(n, THREADS * KEYS_PER_THREAD),
+        0,
+        &[
+            image,
+            cells,
+            v(u64::from(job.params.blocks)),
+            keys,
+            v(n),
+            v(job.params.seed),
+            v(job.mode),
+            v(u64::from(job.bits.bits())),
+            v(u64::from(job.value)),
+            values,
+            pos,
+            status_arg,
+            v(u64::from(job.flags)),
+            stats,
+            Arg::Null,
+            v(0),
+            v(0),
+            out,
+            v(u64::from(job.out_bytes)),
+        ],
+    );
+    let got = emu.run(&j);
+    let bytes: Vec<u8> = got.get(out);
+    let width = job.out_bytes.max(1) as usize;
+    Result_ {
+        image: got.get(image),
+        cells: got.get(cells),
+        status: got.get(status),
+        zeros: got.get::<u64>(stats)[1],
+        out: (0..job.keys.len())
+            .map(|i| {
+                let mut x = [0u8; 8];
+                x[..width].copy_from_slice(&bytes[i * width..(i + 1) * width]);
+                u64::from_le_bytes(x)
+            })
+            .collect(),
     }
-
-    /// Runs `job`; returns (image, cells, status, stats, out).
-    fn run(&self, job: &Job<'_>) -> Result_ {
-        let run = self.runs.get();
-        self.runs.set(run + 1);
-        let (input, output) = (
-            self.dir.join(format!("job{run}")),
-            self.dir.join(format!("out{run}")),
-        );
-        let n = job.keys.len() as u64;
-        let mut w: Vec<u64> = vec![
-            job.kernel,
-            u64::from(job.bits.bits()),
-            u64::from(job.params.blocks),
-            job.params.seed,
-            job.mode,
-            n,
-            u64::from(job.value),
-            u64::from(job.flags),
-            u64::from(job.values.is_some()),
-            u64::from(job.pos.is_some()),
-            u64::from(job.out_bytes),
-            job.image.len() as u64,
-            job.cells.len() as u64,
-        ];
-        w.extend_from_slice(job.keys);
-        for v in [job.values, job.pos].into_iter().flatten() {
-            w.extend(v.iter().map(|&x| u64::from(x)));
-        }
-        for v in [&job.status[..], job.image, job.cells] {
-            w.extend(v.iter().map(|&x| u64::from(x)));
-        }
-        std::fs::write(&input, bytemuck_bytes(&w)).unwrap();
-        let st = Command::new(&self.bin)
-            .arg(&input)
-            .arg(&output)
-            .status()
-            .unwrap();
-        assert!(st.success(), "emulator exited with {st}");
-        let r: Vec<u64> = std::fs::read(&output)
-            .unwrap()
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        let (il, cl, n) = (job.image.len(), job.cells.len(), job.keys.len());
-        let u32s = |s: &[u64]| s.iter().map(|&x| x as u32).collect::<Vec<u32>>();
-        Result_ {
-            image: u32s(&r[..il]),
-            cells: u32s(&r[il..il + cl]),
-            status: u32s(&r[il + cl..il + cl + n]),
-            zeros: r[il + cl + n + 1],
-            out: r[il + cl + n + 2..].to_vec(),
-        }
-    }
-}
-
-fn bytemuck_bytes(w: &[u64]) -> Vec<u8> {
-    w.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 struct Result_ {
@@ -157,8 +100,8 @@ struct Result_ {
     out: Vec<u64>,
 }
 
-struct Job<'a> {
-    kernel: u64,
+struct CellJob<'a> {
+    kernel: &'static str,
     bits: CellBits,
     params: Params,
     keys: &'a [u64],
@@ -173,9 +116,9 @@ struct Job<'a> {
     out_bytes: u32,
 }
 
-impl<'a> Job<'a> {
-    fn new(kernel: u64, f: &'a SpatialFilter, keys: &'a [u64], mode: u64) -> Job<'a> {
-        Job {
+impl<'a> CellJob<'a> {
+    fn new(kernel: &'static str, f: &'a SpatialFilter, keys: &'a [u64], mode: u64) -> CellJob<'a> {
+        CellJob {
             kernel,
             bits: f.cell_bits(),
             params: *f.params(),
@@ -210,28 +153,16 @@ fn filter(r: &mut impl Rng, layout: Layout, blocks: u32, bits: CellBits) -> Spat
     f
 }
 
-fn hashes(keys: &[u64], mode: u64, seed: u64) -> Vec<u64> {
-    let k = if mode == 0 {
-        Keys::U64(keys)
-    } else {
-        Keys::Hashes(keys)
-    };
-    (0..keys.len()).map(|i| k.hash(i, seed)).collect()
-}
-
 #[test]
 fn cell_kernels_equal_the_core_when_run_on_the_cpu() {
-    let Some(cxx) = compiler() else {
-        common::skip(
-            "cell_kernels_equal_the_core_when_run_on_the_cpu: no C++ compiler ($CXX or c++)",
-        );
+    let test = "cell_kernels_equal_the_core_when_run_on_the_cpu";
+    let Some(cxx) = compiler(test) else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("bloomlanes-emulated-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cells");
     let mut r = rand::rngs::StdRng::seed_from_u64(0xce11);
     for layout in Layout::ALL {
-        let emu = Emulator::build(&cxx, layout, &dir);
+        let emu = Emulator::build(&cxx, layout, KernelModule::Cells, &dir.0);
         for bits in [CellBits::Four, CellBits::Eight, CellBits::Sixteen] {
             for blocks in [1u32, 5, 333] {
                 let case = Case {
@@ -247,7 +178,6 @@ fn cell_kernels_equal_the_core_when_run_on_the_cpu() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One layout, cell width and size the kernels run on.
@@ -282,12 +212,12 @@ fn updates(case: &Case<'_>, r: &mut impl Rng) {
         for h in hashes(&keys, mode, f.params().seed) {
             want.as_view_mut().update_hash(h, u);
         }
-        let mut job = Job::new(update_index(u), &f, &keys, mode);
+        let mut job = CellJob::new(update_index(u), &f, &keys, mode);
         job.value = match u {
             CellUpdate::Max(v) => v,
             _ => 0,
         };
-        let got = case.emu.run(&job);
+        let got = run(case.emu, &job);
         assert!(got.image == want.image_words(), "{what} {u:?}: image");
         assert!(got.cells == want.cell_words(), "{what} {u:?}: cells");
     }
@@ -303,10 +233,10 @@ fn updates(case: &Case<'_>, r: &mut impl Rng) {
         let v = values[pos[i] as usize];
         want.as_view_mut().update_hash(h, CellUpdate::Max(v));
     }
-    let mut job = Job::new(update_index(CellUpdate::Max(0)), &f, &keys, 1);
+    let mut job = CellJob::new(update_index(CellUpdate::Max(0)), &f, &keys, 1);
     job.values = Some(&values);
     job.pos = Some(&pos);
-    let got = case.emu.run(&job);
+    let got = run(case.emu, &job);
     assert!(got.image == want.image_words(), "{what}: per-key image");
     assert!(got.cells == want.cell_words(), "{what}: per-key cells");
 }
@@ -327,12 +257,12 @@ fn reductions(case: &Case<'_>, r: &mut impl Rng) {
                 continue;
             }
             for grouped in [false, true] {
-                let mut job = Job::new(reduce_index(reduce), &f, &keys, 0);
+                let mut job = CellJob::new(reduce_index(reduce), &f, &keys, 0);
                 job.out_bytes = out_bytes;
                 if grouped {
                     job.pos = Some(&pos);
                 }
-                let got = case.emu.run(&job);
+                let got = run(case.emu, &job);
                 for (i, &h) in hs.iter().enumerate() {
                     let p = if grouped { pos[i] as usize } else { i };
                     let want = reduce_cells(f.params(), case.bits, f.cell_words(), h, reduce);
@@ -384,10 +314,10 @@ fn deletes(case: &Case<'_>, r: &mut impl Rng) {
         }
         want_status.push(s | lanes);
     }
-    let mut job = Job::new(update_index(CellUpdate::Decrement), &f, &batch, 1);
+    let mut job = CellJob::new(update_index(CellUpdate::Decrement), &f, &batch, 1);
     job.flags = RECORD;
     job.status = check.clone();
-    let got = case.emu.run(&job);
+    let got = run(case.emu, &job);
     // Keys absent from the filter but accepted (false positives) may take a present key's
     // last count; the statuses then differ by order, so compare them only without underflow.
     if got.zeros == 0 {
@@ -397,12 +327,12 @@ fn deletes(case: &Case<'_>, r: &mut impl Rng) {
     }
     // The undo restores the state before the attempt exactly.
     let (image, cells) = (got.image.clone(), got.cells.clone());
-    let mut undo = Job::new(update_index(CellUpdate::Increment), &f, &batch, 1);
+    let mut undo = CellJob::new(update_index(CellUpdate::Increment), &f, &batch, 1);
     undo.image = &image;
     undo.cells = &cells;
     undo.flags = LANES;
     undo.status = got.status.clone();
-    let back = case.emu.run(&undo);
+    let back = run(case.emu, &undo);
     assert!(back.image == f.image_words(), "{what}: undo image");
     assert!(back.cells == f.cell_words(), "{what}: undo cells");
     // A key alone in a filter, deleted twice: its counters are at 1, so the second decrement
@@ -411,10 +341,10 @@ fn deletes(case: &Case<'_>, r: &mut impl Rng) {
     let key = [r.gen::<u64>()];
     one.as_view_mut().update_hash(key[0], CellUpdate::Increment);
     let twice = [key[0], key[0]];
-    let mut job = Job::new(update_index(CellUpdate::Decrement), &one, &twice, 1);
+    let mut job = CellJob::new(update_index(CellUpdate::Decrement), &one, &twice, 1);
     job.flags = RECORD;
     job.status = vec![ACCEPTED; 2];
-    let got = case.emu.run(&job);
+    let got = run(case.emu, &job);
     assert_eq!(
         got.zeros,
         case.layout.lanes() as u64,
@@ -422,12 +352,12 @@ fn deletes(case: &Case<'_>, r: &mut impl Rng) {
     );
     assert!(got.cells.iter().all(|&w| w == 0) && got.image.iter().all(|&w| w == 0));
     let (image, cells) = (got.image.clone(), got.cells.clone());
-    let mut undo = Job::new(update_index(CellUpdate::Increment), &one, &twice, 1);
+    let mut undo = CellJob::new(update_index(CellUpdate::Increment), &one, &twice, 1);
     undo.image = &image;
     undo.cells = &cells;
     undo.flags = LANES;
     undo.status = got.status;
-    let back = case.emu.run(&undo);
+    let back = run(case.emu, &undo);
     assert!(
         back.cells == one.cell_words() && back.image == one.image_words(),
         "{what}: undo"
