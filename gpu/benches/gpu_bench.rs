@@ -24,6 +24,9 @@
 //! - spatial filters: `SPATIAL_SIZES` bytes of image, default `1M,256M,2G`; `SPATIAL_BITS` cell
 //!   widths, default `4,8,16`; `SPATIAL_KEYS_LOG2`, default 28 (beside a static filter of the
 //!   same image; the issue's target: class lookups at 0.8× the static lookup at 2 GiB)
+//! - retrieval tables (section `retrieval`, not in the default list): a table of
+//!   2^`RETRIEVAL_KEYS_LOG2` keys (default 27) of `RETRIEVAL_VALUE_BITS` + `RETRIEVAL_CHECK_BITS`
+//!   (default 32 + 32) beside a static 8x32 filter of the same bytes
 //! - sliding windows: `WINDOW_GEN_BYTES` per generation, default `512M`; `WINDOW_G` default 4;
 //!   `WINDOW_SPAN_LOG2` default 26; `WINDOW_KEYS_LOG2` default 28
 //! - partitioned lookups (issue #17): `LOOKUP_SIZES` default `2G`; `LOOKUP_KEYS_LOG2` default 28;
@@ -50,6 +53,8 @@ use bloomlanes_gpu::{
 mod insert;
 #[path = "gpu_bench/kinds.rs"]
 mod kinds;
+#[path = "gpu_bench/retrieval.rs"]
+mod retrieval;
 #[path = "gpu_bench/spatial.rs"]
 mod spatial;
 
@@ -409,6 +414,9 @@ fn main() -> Result<(), GpuError> {
     }
     if section("spatial") {
         spatial::spatial(&args, reps, &layouts_kinds)?;
+    }
+    if section("retrieval") {
+        retrieval::retrieval(&args, reps)?;
     }
     if section("window") {
         kinds::window(&args, reps, &layouts_kinds)?;
