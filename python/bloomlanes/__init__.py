@@ -16,6 +16,10 @@
   other processes and the CLI under the same file locks, ``|`` and ``&``, ``stats()``, pickling,
   ``to_parquet_bytes`` / ``from_parquet_bytes``.
 
+``bloomlanes.SpatialFilter`` answers which class a key belongs to (``classify``: 0 absent, never
+below the key's own class), ``bloomlanes.Retrieval`` which value (``get``: exact for every key it
+was built from); both take the same keys, and save, load and pickle like ``Filter``.
+
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
 cluster, byte-identical to the single-machine build.
 
@@ -33,7 +37,9 @@ from ._native import (
     gpu_device,
     IncompatibleFiltersError,
     KeyTypeError,
+    Retrieval,
     set_threads,
+    SpatialFilter,
     simd_path,
     threads,
 )
@@ -69,7 +75,9 @@ __all__ = [
     "IncompatibleFiltersError",
     "KeyTypeError",
     "KEY_TYPES",
+    "Retrieval",
     "set_threads",
+    "SpatialFilter",
     "simd_path",
     "threads",
 ]

@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``bloomlanes._native`` (re-exported by ``bloomlanes``)."""
 
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -227,6 +227,151 @@ class Filter:
         """The intersection (AND): contains every key of both sets' intersection."""
     def __ior__(self, other: "Filter") -> "Filter": ...
     def __iand__(self, other: "Filter") -> "Filter": ...
+    def __eq__(self, other: object) -> bool: ...
+
+class SpatialFilter:
+    """A spatial Bloom filter: which of several classes a key belongs to, in one lookup.
+
+    ``SpatialFilter(["allow", "mirror", "deny"], capacity, fpr=0.01)`` sizes the filter for
+    ``capacity`` keys in all classes (or ``bits_per_key=b``; or ``blocks=n`` with a ``layout``)
+    as ``Filter`` does; ``layout``, ``seed`` and ``key_type`` as for ``Filter``. Classes are
+    numbered from 1 in the order given, which is their priority: where keys of two classes share
+    a cell the higher class wins, so a key may be reported in a higher class than its own
+    ("emersion"), never in a lower one, and an absent key is reported in some class at the
+    rates of ``stats()["classes"]``. ``cell_bits`` (4, 8 or 16; default the narrowest that holds
+    the classes: up to 15, 255, 65535) sets the cell width. The projection (a cell above 0 sets
+    its bit) is byte-identical to the static ``Filter`` of every key inserted (``to_filter``).
+
+    Keys as for ``Filter`` (numpy, pyarrow, lists), except floats (``KeyTypeError``: ``0.0`` and
+    ``-0.0`` hash differently) and nulls on insert (``ValueError``; ``classify`` answers 0).
+    Runs on the SIMD backend and every core without the GIL; no GPU path yet. Lives in memory:
+    ``load`` reads and checks the whole file (no memory map).
+    """
+
+    def __init__(
+        self,
+        classes: Sequence[str],
+        capacity: Optional[int] = None,
+        fpr: Optional[float] = None,
+        *,
+        bits_per_key: Optional[float] = None,
+        blocks: Optional[int] = None,
+        cell_bits: Optional[int] = None,
+        layout: Optional[str] = None,
+        seed: int = 0,
+        key_type: Optional[str] = None,
+    ) -> None: ...
+    @property
+    def class_names(self) -> List[str]:
+        """The class names; class ``i`` is ``class_names[i - 1]``."""
+    @property
+    def cell_bits(self) -> int: ...
+    @property
+    def params(self) -> Dict[str, Any]:
+        """Layout, blocks, seed and key type (``Filter.with_params(**f.params)`` makes the
+        static filter of the same shape)."""
+    @property
+    def key_type(self) -> Optional[str]: ...
+    @property
+    def key_count(self) -> Optional[int]:
+        """Keys inserted in all classes."""
+    @property
+    def keys_per_class(self) -> List[int]:
+        """Keys inserted per class, class 1 first."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the bits and cells."""
+    def insert(self, keys: Keys, classes: Union[str, int, npt.ArrayLike]) -> None:
+        """Inserts keys: ``classes`` is one class name or number for all of them, or one class
+        number (1-based) per key (a numpy array or list of integers). An unknown class, a
+        number outside 1..n or a class list of another length is a ``ValueError`` and inserts
+        nothing."""
+    def classify(self, keys: Keys) -> "np.ndarray":
+        """Each key's class number (numpy uint16; 0: absent). Never below the key's class."""
+    def contains(self, keys: Keys) -> "np.ndarray":
+        """Whether each key may be in some class (numpy bool; ``classify(keys) != 0``)."""
+    def __contains__(self, key: Any) -> bool: ...
+    def to_filter(self) -> Filter:
+        """The projection as a static ``Filter`` (the filter of every key inserted)."""
+    def stats(self) -> Dict[str, Any]:
+        """``Filter.stats()``'s fields for the projection, ``cell_bits``, and ``classes``: a
+        list of dicts (``class``, ``name``, ``keys``, ``cells`` owned, ``expected_cells``,
+        ``expected_fpr``: the chance that an absent key is reported in this class,
+        ``expected_emersion``: that a key of this class is reported in a higher one)."""
+    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
+        """Writes the file (the CLI's spatial format) under its write lock, as ``Filter.save``."""
+    @staticmethod
+    def load(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> "SpatialFilter":
+        """Reads a spatial filter file under a shared lock; a corrupt file is a
+        ``FormatError`` naming it."""
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "SpatialFilter": ...
+    def copy(self) -> "SpatialFilter": ...
+    def __copy__(self) -> "SpatialFilter": ...
+    def __deepcopy__(self, memo: Any) -> "SpatialFilter": ...
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
+    @staticmethod
+    def _unpickle(data: bytes, learn_key_type: bool) -> "SpatialFilter": ...
+    def __eq__(self, other: object) -> bool: ...
+
+class Retrieval:
+    """A retrieval table (Bloomier filter; 4-wise binary fuse): a static map from each key of a
+    build set to a value of 1 to 32 bits, exact for every key of the set, in about
+    ``1.08 × (value_bits + check_bits)`` bits per key. A key outside the set is answered "not
+    found" except with probability ``2^-check_bits``, when it gets an arbitrary value.
+
+    Keys as for ``Filter`` (no floats, no nulls at build; ``get`` answers nulls not found).
+    Immutable once built; runs on the SIMD backend and every core; no GPU path yet.
+    """
+
+    @staticmethod
+    def build(
+        keys: Keys,
+        values: npt.ArrayLike,
+        *,
+        value_bits: Optional[int] = None,
+        check_bits: int = 8,
+        arity: Optional[int] = None,
+        seed: int = 0,
+        key_type: Optional[str] = None,
+    ) -> "Retrieval":
+        """Builds the table mapping ``keys[i]`` to ``values[i]`` (non-negative integers below
+        2^32). ``value_bits`` defaults to the width of the largest value; a value wider than
+        it, or a key given twice with two values, is a ``ValueError`` naming the key (the
+        same key twice with one value is stored once). ``arity`` 3 trades space for one read
+        less per lookup (default 4)."""
+    def get(self, keys: Keys) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(values, found)``: each key's value (numpy uint32) and whether it was found (numpy
+        bool); a key not found has value 0. Mask with ``values[found]`` or
+        ``numpy.ma.masked_array(values, ~found)``."""
+    def __contains__(self, key: Any) -> bool: ...
+    def __len__(self) -> int:
+        """Keys stored."""
+    @property
+    def value_bits(self) -> int: ...
+    @property
+    def check_bits(self) -> int: ...
+    @property
+    def arity(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def key_type(self) -> Optional[str]: ...
+    @property
+    def key_count(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    def stats(self) -> Dict[str, Any]:
+        """``Filter.stats()``'s fields (``expected_fpr`` is ``2^-check_bits``) with
+        ``value_bits``, ``check_bits``, ``arity``, ``construction_seed``."""
+    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None: ...
+    @staticmethod
+    def load(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> "Retrieval": ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "Retrieval": ...
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes]]: ...
     def __eq__(self, other: object) -> bool: ...
 
 def gpu_device() -> Optional[str]:

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use bloomlanes_core::{KeyType, Layout, Stats};
+use bloomlanes_core::{KeyType, Layout, Params, Stats};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PySlice};
 
@@ -42,22 +42,68 @@ pub(crate) fn numpy_empty<'py>(
     Ok((arr, ptr))
 }
 
+/// A fresh numpy array of `n` items of `dtype` (whose items are `T`s), written by `fill`.
+pub(crate) fn numpy_filled<'py, T: bytemuck::Pod>(
+    py: Python<'py>,
+    n: usize,
+    dtype: &str,
+    fill: impl FnOnce(&mut [T]) -> Result<(), Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (arr, ptr) = numpy_empty(py, n, dtype)?;
+    let out: &mut [T] = if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: `arr` is a fresh, C-contiguous numpy array of `n` items of `dtype`, which the
+        // callers pair with a `T` of the same size and alignment (numpy aligns fresh arrays to
+        // at least 16 bytes); nothing else references it yet, and it outlives this slice (held
+        // in `arr`). Any bit pattern is a valid `T` (Pod).
+        unsafe { std::slice::from_raw_parts_mut(ptr as *mut T, n) }
+    };
+    fill(out)?;
+    Ok(arr)
+}
+
 /// A fresh numpy bool array of `n` answers written by `fill` (one byte, 0 or 1, per key).
 pub(crate) fn numpy_bools<'py>(
     py: Python<'py>,
     n: usize,
     fill: impl FnOnce(&mut [u8]) -> Result<(), Error>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (arr, ptr) = numpy_empty(py, n, "bool")?;
-    let out: &mut [u8] = if n == 0 {
-        &mut []
-    } else {
-        // SAFETY: `arr` is a fresh, C-contiguous numpy array of `n` one-byte bools that nothing
-        // else references yet; it outlives this slice (held in `arr`).
-        unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, n) }
-    };
-    fill(out)?;
-    Ok(arr)
+    numpy_filled(py, n, "bool", fill)
+}
+
+/// Non-negative integers that fit 32 bits (classes, values) from a numpy array, a list or one
+/// integer, copied; `what` names them in errors (e.g. `values`).
+pub(crate) fn numpy_u32s(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
+    let np = obj.py().import("numpy")?;
+    let arr = np.call_method1("asarray", (obj,))?;
+    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    if !matches!(kind.as_str(), "u" | "i" | "b") {
+        let dtype = arr.getattr("dtype")?.str()?.to_string();
+        return Err(Error::type_(format!(
+            "{what} must be unsigned integers, not an array of {dtype}"
+        ))
+        .into());
+    }
+    let arr = arr.call_method0("ravel")?;
+    let n: usize = arr.len()?;
+    if n > 0 && kind != "b" {
+        for (arg, bad) in [("argmin", "negative"), ("argmax", "over 2^32 - 1")] {
+            let i: usize = arr.call_method0(arg)?.extract()?;
+            let v: i128 = arr.get_item(i)?.extract()?;
+            if (bad == "negative" && v < 0) || v > i128::from(u32::MAX) {
+                return Err(Error::value(format!("{what}[{i}] = {v} is {bad}")).into());
+            }
+        }
+    }
+    let bytes = arr
+        .call_method1("astype", ("<u4",))?
+        .call_method0("tobytes")?;
+    let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
 /// Packed answers of `n` keys (uint8, LSB first: bit `i % 8` of byte `i / 8`), written by
@@ -79,6 +125,22 @@ pub(crate) fn numpy_bitmap<'py>(
     fill(out)?;
     let bytes = arr.call_method1("view", ("u1",))?;
     bytes.get_item(PySlice::new(py, 0, n.div_ceil(8) as isize, 1))
+}
+
+/// A key type's name, `None` for an unrecorded one.
+pub(crate) fn key_type_name(kt: KeyType) -> Option<String> {
+    (kt != KeyType::Any).then(|| kt.to_string())
+}
+
+/// The parameters that `Filter.with_params` takes back, as a dict (layout, blocks, seed,
+/// key type).
+pub(crate) fn params_dict<'py>(py: Python<'py>, p: &Params) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("layout", p.layout.to_string())?;
+    d.set_item("blocks", p.blocks)?;
+    d.set_item("seed", p.seed)?;
+    d.set_item("key_type", key_type_name(p.key_type))?;
+    Ok(d)
 }
 
 /// Statistics as a dict, with the field names of `bloomlanes stats --json`.

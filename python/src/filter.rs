@@ -10,12 +10,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::convert::{
-    numpy_bitmap, numpy_bools, parse_key_type, parse_layout, stats_dict, with_bytes,
+    key_type_name, numpy_bitmap, numpy_bools, params_dict, parse_key_type, parse_layout,
+    stats_dict, with_bytes,
 };
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::files::{self, FileSpec};
-use crate::input::{extract, Part};
+use crate::input::{extract, extract_one, Part};
 use crate::ops;
 use crate::storage::{self, try_filter, Storage};
 use crate::update::{interruptible, wait_of};
@@ -124,11 +125,9 @@ impl PyFilter {
         let view = g.view();
         let probe = Probe::active();
         ops::in_pool(|| {
-            let mut start = 0;
-            for p in parts {
+            for (start, p) in ops::part_starts(parts) {
                 let n = p.values.len();
                 ops::contains(&probe, view, p, key_type, &mut out[start..start + n])?;
-                start += n;
             }
             Ok::<(), Error>(())
         })?;
@@ -216,8 +215,7 @@ impl PyFilter {
     }
     #[getter]
     fn key_type(&self) -> Option<String> {
-        let kt = self.read().params().key_type;
-        (kt != KeyType::Any).then(|| kt.to_string())
+        key_type_name(self.read().params().key_type)
     }
     #[getter]
     fn hash(&self) -> &'static str {
@@ -242,16 +240,7 @@ impl PyFilter {
     }
     #[getter]
     fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = self.read().params();
-        let d = PyDict::new(py);
-        d.set_item("layout", p.layout.to_string())?;
-        d.set_item("blocks", p.blocks)?;
-        d.set_item("seed", p.seed)?;
-        d.set_item(
-            "key_type",
-            (p.key_type != KeyType::Any).then(|| p.key_type.to_string()),
-        )?;
-        Ok(d)
+        params_dict(py, &self.read().params())
     }
 
     /// Inserts keys (see the stub for the accepted forms and backends).
@@ -397,15 +386,7 @@ impl PyFilter {
     }
 
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let hint = self.read().params().key_type;
-        let input = extract(key, hint)?;
-        if input.len() != 1 {
-            return Err(Error::type_(format!(
-                "`in` takes one key, got {} (use contains() for many)",
-                input.len()
-            ))
-            .into());
-        }
+        let input = extract_one(key, self.read().params().key_type, "contains")?;
         let mut out = [0u8];
         self.contains_into(&input.parts()?, input.key_type, &mut out)?;
         Ok(out[0] == 1)

@@ -299,6 +299,23 @@ impl<'py> Input<'py> {
     }
 }
 
+/// One key (for `in`): [`extract`], and an error naming `many` (the method for many keys)
+/// when `obj` holds another number of keys.
+pub(crate) fn extract_one<'py>(
+    obj: &Bound<'py, PyAny>,
+    hint: KeyType,
+    many: &str,
+) -> Result<Input<'py>, Error> {
+    let input = extract(obj, hint)?;
+    if input.len() != 1 {
+        return Err(Error::type_(format!(
+            "`in` takes one key, got {} (use {many}() for many)",
+            input.len()
+        )));
+    }
+    Ok(input)
+}
+
 /// Extracts the keys of `obj`. `hint` is the filter's key type, used for lists of Python ints
 /// and floats (which carry no width) and of fixed-width `bytes`.
 pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Input<'py>, Error> {

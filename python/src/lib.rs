@@ -4,6 +4,8 @@
 //!
 //! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
 //!   bits; `convert`: arguments from Python;
+//! - `spatial`: `SpatialFilter`; `retrieval`: `Retrieval`; `kinds`: what they share (files
+//!   under the locks, bytes, key checks);
 //! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data
 //!   Interface structs; `files`: keys from files through the `bloomlanes-input` pipeline;
 //! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions;
@@ -22,8 +24,11 @@ mod filter_gpu;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod input;
+mod kinds;
 mod ops;
+mod retrieval;
 mod setops;
+mod spatial;
 mod storage;
 mod update;
 
@@ -67,6 +72,8 @@ fn threads() -> usize {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<filter::PyFilter>()?;
+    m.add_class::<spatial::PySpatialFilter>()?;
+    m.add_class::<retrieval::PyRetrieval>()?;
     m.add_function(wrap_pyfunction!(simd_path, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_device, m)?)?;

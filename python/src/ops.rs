@@ -304,3 +304,53 @@ pub(crate) fn pack(bytes: &[u8], out: &mut [u64]) {
                 .fold(0u64, |acc, (j, &b)| acc | u64::from(b & 1) << j);
         });
 }
+
+/// Each part with the index of its first key in the concatenated input.
+pub(crate) fn part_starts<'p, 'a>(
+    parts: &'p [Part<'a>],
+) -> impl Iterator<Item = (usize, &'p Part<'a>)> {
+    parts.iter().scan(0, |start, p| {
+        let here = *start;
+        *start += p.values.len();
+        Some((here, p))
+    })
+}
+
+/// A part's keys as the SIMD backend takes them: in place where [`prepare`] allows, else their
+/// hashes computed here ([`hashes`]).
+pub(crate) enum BackendKeys<'a> {
+    /// The keys themselves.
+    Direct(Keys<'a>),
+    /// Their hashes.
+    Hashed(Vec<u64>),
+}
+
+impl BackendKeys<'_> {
+    /// The keys in the backend's form.
+    pub(crate) fn keys(&self) -> Keys<'_> {
+        match self {
+            BackendKeys::Direct(k) => *k,
+            BackendKeys::Hashed(h) => Keys::Hashes(h),
+        }
+    }
+}
+
+/// The backend form of `part`'s keys for a filter hashing with `seed` (nulls included: callers
+/// mask or refuse them).
+pub(crate) fn backend_keys<'a>(part: &Part<'a>, seed: u64) -> Result<BackendKeys<'a>, Error> {
+    match prepare(part)? {
+        Some(keys) => Ok(BackendKeys::Direct(keys)),
+        None => Ok(BackendKeys::Hashed(hashes(part, seed)?)),
+    }
+}
+
+/// The hash of every key of `part` with `seed` (nulls included), on every core.
+pub(crate) fn hashes(part: &Part<'_>, seed: u64) -> Result<Vec<u64>, Error> {
+    // Checks the string offsets (hash_into slices by them).
+    prepare(part)?;
+    let mut out = vec![0u64; part.values.len()];
+    out.par_chunks_mut(HASH_CHUNK)
+        .enumerate()
+        .for_each(|(t, out)| hash_into(&part.values, t * HASH_CHUNK, seed, out));
+    Ok(out)
+}

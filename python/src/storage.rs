@@ -88,6 +88,60 @@ pub(crate) fn filter_from_file_bytes(bytes: &[u8]) -> Result<Filter, Error> {
     try_from_image(payload, header)
 }
 
+/// Writes `chunks` to `path` through a temporary file in the same folder, synced, then renamed
+/// over `path` once complete and `check` passes (else removed): readers see the old file or the
+/// new one, never a part. The caller holds `path`'s write lock.
+pub(crate) fn write_replacing(
+    path: &Path,
+    chunks: &[&[u8]],
+    check: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
+    let io = |e: std::io::Error| Error::Io(e, path.display().to_string());
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let write = || -> Result<(), Error> {
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
+        for chunk in chunks {
+            f.write_all(chunk).map_err(io)?;
+        }
+        f.into_inner()
+            .map_err(|e| io(e.into_error()))?
+            .sync_all()
+            .map_err(io)?;
+        check()?;
+        std::fs::rename(&tmp, path).map_err(io)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Opens `path` under a shared lock (held while the file stays open); returns it and its
+/// length.
+pub(crate) fn open_shared(
+    path: &Path,
+    wait: Wait,
+    waiting: Waiting<'_>,
+) -> Result<(File, u64), Error> {
+    let io = |e: std::io::Error| Error::Io(e, path.display().to_string());
+    let file = File::open(path).map_err(io)?;
+    bloomlanes_guard::read_lock(&file, path, wait, waiting).map_err(lock_error)?;
+    let len = file.metadata().map_err(io)?.len();
+    Ok((file, len))
+}
+
+/// The bytes of `path` (`len` of them expected); a refused allocation is a `MemoryError`.
+pub(crate) fn read_whole(path: &Path, len: u64) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| match e.kind() {
+        io::ErrorKind::OutOfMemory => Error::Memory(format!(
+            "{}: {len} bytes: more memory than can be allocated to read it",
+            path.display()
+        )),
+        _ => Error::Io(e, path.display().to_string()),
+    })
+}
+
 /// The error of a lock not taken on `path`.
 pub(crate) fn lock_error(e: LockError) -> Error {
     match e {
@@ -205,30 +259,12 @@ impl Storage {
         self.write_file(path)
     }
 
-    /// Writes the `.blf` file to `path` (through a temporary file in the same folder, renamed
-    /// over `path` when complete); the caller holds `path`'s write lock.
+    /// Writes the `.blf` file to `path` ([`write_replacing`]); the caller holds `path`'s write
+    /// lock. A mapped source that changed meanwhile is not saved.
     pub(crate) fn write_file(&self, path: &Path) -> Result<(), Error> {
-        let io = |e: std::io::Error| Error::Io(e, path.display().to_string());
         let payload = self.payload();
         let header = self.header_bytes(&payload);
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".tmp{}", std::process::id()));
-        let tmp = path.with_file_name(name);
-        let write = || -> Result<(), Error> {
-            let mut f = std::io::BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
-            f.write_all(&header).map_err(io)?;
-            f.write_all(&payload).map_err(io)?;
-            f.into_inner()
-                .map_err(|e| io(e.into_error()))?
-                .sync_all()
-                .map_err(io)?;
-            // A mapped source that changed meanwhile is not saved.
-            self.check()?;
-            std::fs::rename(&tmp, path).map_err(io)
-        };
-        write().inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        write_replacing(path, &[&header, &payload], || self.check())
     }
 
     /// Opens a `.blf` file under a shared lock: memory-mapped when `mmap` is set (and the host
@@ -248,9 +284,7 @@ impl Storage {
         } else {
             Verify::HeaderOnly
         };
-        let file = File::open(path).map_err(io)?;
-        bloomlanes_guard::read_lock(&file, path, wait, waiting).map_err(lock_error)?;
-        let len = file.metadata().map_err(io)?.len();
+        let (file, len) = open_shared(path, wait, waiting)?;
         if mmap && len > 0 {
             match GuardedMap::new(&file) {
                 Ok(map) => return Storage::from_map(map, path, how),
@@ -259,12 +293,7 @@ impl Storage {
                 Err(e) => return Err(io(e)),
             }
         }
-        let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-            io::ErrorKind::OutOfMemory => Error::Memory(format!(
-                "{shown}: {len} bytes: more memory than can be allocated to read it"
-            )),
-            _ => io(e),
-        })?;
+        let bytes = read_whole(path, len)?;
         let (header, payload) =
             format::parse_with(&bytes, how).map_err(|e| Error::format_at(&shown, e))?;
         check_static(&header).map_err(|e| Error::format_at(&shown, e))?;
