@@ -92,6 +92,11 @@ impl<'a> FileParts<'a> {
         }
     }
 
+    /// The kind metadata, padded to a multiple of 64 bytes (empty for a static filter).
+    pub fn meta(&self) -> &[u8] {
+        &self.meta
+    }
+
     /// The payload's length: metadata and arrays.
     pub fn payload_len(&self) -> u64 {
         let arrays: u64 = self.arrays.iter().map(|a| self.array_len(a)).sum();

@@ -347,8 +347,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Saves `filter` to `path` in the bloomlanes file format, as [`write_atomic_with`] does
 /// (under the file's write lock; written from the filter's words, without a copy).
 pub fn save_filter(path: &Path, filter: &Filter) -> Result<()> {
-    let parts = write::FileParts::of_static(filter);
-    write_atomic_with(path, |w| parts.write_to(w))
+    write_atomic_with(path, |w| write::write_file(w, filter))
 }
 
 /// Loads a whole filter file of any kind (static, counting, stable, window, scalable) into

@@ -119,7 +119,7 @@ impl Shell {
             Shell::Cells(f) => AnyFilter::Counting(f),
             Shell::Window(f) => AnyFilter::Window(f),
             Shell::Scalable(f, _) => {
-                if super::write::scalable_meta(&f) != meta {
+                if bloomlanes_core::WriteFile::file_parts(&f).meta() != meta {
                     return None;
                 }
                 AnyFilter::Scalable(f)
