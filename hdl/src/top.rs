@@ -25,9 +25,13 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     ports(v, g);
     let _ = writeln!(
         v,
-        "    localparam [1:0] OP_LOOKUP = 2'd{}, OP_INSERT = 2'd{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
+        "    localparam [1:0] OP_LOOKUP = 2'd{}{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
         op::LOOKUP,
-        op::INSERT,
+        if cfg.cells.alu == CellAlu::Fixed {
+            String::new()
+        } else {
+            format!(", OP_INSERT = 2'd{}", op::INSERT)
+        },
         second_op(cfg.cells.alu),
         aw - 1,
         g.depth - 1

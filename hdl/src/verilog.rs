@@ -282,7 +282,7 @@ module {t}_front (
         front.stages,
         ftw - 1,
         kw - 1,
-        ftw - 1,
+        ftw + g.check_bits - 1,
         l as u32 * aw - 1,
         salts = SALTS[..l]
             .iter()
