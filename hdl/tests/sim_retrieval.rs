@@ -115,7 +115,13 @@ fn run(c: &Case, sim: Simulator, n: usize, fast: u32, readback: u32) {
         ..backpressure(11, fast)
     };
     let banks = RetrievalBanks(&c.table);
-    let run = checked(&c.cfg, sim, (&banks, true), &[ops.clone()], params);
+    let run = checked(
+        &c.cfg,
+        sim,
+        (&banks, true),
+        std::slice::from_ref(&ops),
+        params,
+    );
     // The reference is core's lookup; the answers are what `get` says, key by key.
     assert_eq!(run.expected[0], want, "{}", c.cfg.base.top_name);
     let (found, built) = (
