@@ -15,34 +15,35 @@ use crate::{CellSpec, HdlConfig, HdlError, KeyMode};
 
 /// Cells in bank order: what a design's banks hold.
 pub trait Cells {
-    /// The cell at entry `entry` (`block × W + bit`) of lane `lane`'s bank.
-    fn cell(&self, lane: usize, entry: u64) -> u32;
+    /// The cell at entry `entry` (`block × W + bit`) of lane `lane`'s bank (cells of up to 64
+    /// bits: a retrieval table's).
+    fn cell(&self, lane: usize, entry: u64) -> u64;
 }
 
 impl Cells for Filter {
-    fn cell(&self, lane: usize, entry: u64) -> u32 {
+    fn cell(&self, lane: usize, entry: u64) -> u64 {
         let k = cell_index(
             self.layout().lanes(),
             self.layout().word_bits(),
             lane,
             entry,
         );
-        self.words()[(k / 32) as usize] >> (k % 32) & 1
+        u64::from(self.words()[(k / 32) as usize] >> (k % 32) & 1)
     }
 }
 
 impl Cells for CountingFilter {
-    fn cell(&self, lane: usize, entry: u64) -> u32 {
+    fn cell(&self, lane: usize, entry: u64) -> u64 {
         let p = self.params();
         let k = cell_index(p.layout.lanes(), p.layout.word_bits(), lane, entry);
-        counter(self.counter_words(), self.counter_bits(), k)
+        u64::from(counter(self.counter_words(), self.counter_bits(), k))
     }
 }
 
 /// Cell arrays: `banks[lane][entry]`.
 impl Cells for [Vec<u32>] {
-    fn cell(&self, lane: usize, entry: u64) -> u32 {
-        self[lane][entry as usize]
+    fn cell(&self, lane: usize, entry: u64) -> u64 {
+        u64::from(self[lane][entry as usize])
     }
 }
 
@@ -52,7 +53,7 @@ pub fn bank_file_name(top: &str, lane: usize) -> String {
 }
 
 /// Lane `lane`'s bank of `src`: `depth` cells, entry 0 first.
-pub fn bank_cells(src: &(impl Cells + ?Sized), lane: usize, depth: u64) -> Vec<u32> {
+pub fn bank_cells(src: &(impl Cells + ?Sized), lane: usize, depth: u64) -> Vec<u64> {
     (0..depth).map(|e| src.cell(lane, e)).collect()
 }
 
@@ -71,10 +72,13 @@ pub fn write_cell_bank_files(
     for lane in 0..lanes {
         let mut text = String::with_capacity(depth as usize * (digits + 1) + 96);
         text.push_str(&format!(
-            "// bloomlanes bank {lane}: {} blocks x {} cells of {} bit(s), entry = block*W + bit\n",
-            b.blocks,
-            b.layout.word_bits(),
-            cfg.cells.bits
+            "// bloomlanes bank {lane}: {depth} cells of {} bit(s), {}\n",
+            cfg.cells.bits,
+            if cfg.retrieval.is_some() {
+                "entry = (segment / a)*L + cell mod L"
+            } else {
+                "entry = block*W + bit"
+            }
         ));
         for e in 0..depth {
             text.push_str(&format!("{:0digits$x}\n", src.cell(lane, e)));

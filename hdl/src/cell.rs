@@ -25,6 +25,9 @@ pub enum CellAlu {
     /// Spatial filter (`c = 4, 8, 16`): insert `Max(v)` sets each cell to `max(cell, v)` (the stable
     /// filter's set-to-max is `Max(2^c − 1)`); code 2 does nothing. Read-modify-write.
     Max,
+    /// Retrieval table (`c = v + f`, up to 64 bits): the cells are loaded (bank files or the
+    /// management port) and no operation changes them; inserts and codes 2 and 3 do nothing.
+    Fixed,
 }
 
 /// What a lookup answers from the key's cells.
@@ -35,6 +38,12 @@ pub enum Reduction {
     /// The smallest cell (`c` bits): the spatial filter's class (0 = absent), a counting filter's
     /// count query.
     Min,
+    /// Retrieval: the XOR of the cells; when its bits above the low `value_bits` equal the key's
+    /// check bits the answer is `1 << value_bits | value` (found), else 0 (absent).
+    Retrieve {
+        /// Bits of value `v` (the check bits are the cell's others).
+        value_bits: u32,
+    },
 }
 
 /// The cells of a design: width, ALU and reduction.
@@ -75,6 +84,16 @@ impl CellSpec {
         }
     }
 
+    /// A retrieval table's cells: `value_bits + check_bits` bits (`v` 1 to 31: the answer
+    /// `{found, value}` is at most 32 bits; `f` 0 to 32), loaded, XORed and checked.
+    pub fn retrieval(value_bits: u32, check_bits: u32) -> CellSpec {
+        CellSpec {
+            bits: value_bits + check_bits,
+            alu: CellAlu::Fixed,
+            reduction: Reduction::Retrieve { value_bits },
+        }
+    }
+
     /// The largest cell value, `2^c − 1`.
     pub fn max(self) -> u32 {
         if self.bits >= 32 {
@@ -86,14 +105,15 @@ impl CellSpec {
 
     /// Whether an update reads the cells it writes (read-modify-write with forwarding).
     pub fn reads_cells(self) -> bool {
-        self.alu != CellAlu::SetBit
+        !matches!(self.alu, CellAlu::SetBit | CellAlu::Fixed)
     }
 
-    /// Width of an answer: 1 for membership, `c` for the minimum.
+    /// Width of an answer: 1 for membership, `c` for the minimum, `1 + v` for a retrieval.
     pub fn answer_bits(self) -> u32 {
         match self.reduction {
             Reduction::AllNonZero => 1,
             Reduction::Min => self.bits,
+            Reduction::Retrieve { value_bits } => 1 + value_bits,
         }
     }
 
@@ -101,7 +121,7 @@ impl CellSpec {
     pub fn value_bits(self) -> u32 {
         match self.alu {
             CellAlu::Max => self.bits,
-            CellAlu::SetBit | CellAlu::Counter => 0,
+            CellAlu::SetBit | CellAlu::Counter | CellAlu::Fixed => 0,
         }
     }
 
@@ -112,10 +132,25 @@ impl CellSpec {
 
     /// Refuses combinations the pipeline does not build.
     pub fn validate(self) -> Result<(), String> {
+        if let (CellAlu::Fixed, Reduction::Retrieve { value_bits: v }) = (self.alu, self.reduction)
+        {
+            let f = self.bits.wrapping_sub(v);
+            return if (1..=31).contains(&v) && f <= 32 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "retrieval cells need 1 to 31 value bits and 0 to 32 check bits, not {v} and {f}"
+                ))
+            };
+        }
+        if self.alu == CellAlu::Fixed || matches!(self.reduction, Reduction::Retrieve { .. }) {
+            return Err("fixed cells answer a retrieval (Retrieve) only, and only they do".into());
+        }
         let widths: &[u32] = match self.alu {
             CellAlu::SetBit => &[1],
             CellAlu::Counter => &[4, 8],
             CellAlu::Max => &[4, 8, 16],
+            CellAlu::Fixed => &[],
         };
         if !widths.contains(&self.bits) {
             return Err(format!(
@@ -136,10 +171,12 @@ impl fmt::Display for CellSpec {
             CellAlu::SetBit => "bit set",
             CellAlu::Counter => "counter",
             CellAlu::Max => "max",
+            CellAlu::Fixed => "fixed",
         };
         let red = match self.reduction {
             Reduction::AllNonZero => "all non-zero",
             Reduction::Min => "min",
+            Reduction::Retrieve { .. } => "XOR retrieval",
         };
         write!(f, "{}-bit cells, {alu} ALU, {red} lookups", self.bits)
     }

@@ -154,10 +154,13 @@ pub fn check_readback(
         if addr != i as u64 {
             return Err(format!("read-back {i} is of entry {addr}"));
         }
-        for lane in 0..cfg.base.layout.lanes() {
-            // Cells never straddle a 32-bit word (c divides 32).
-            let word = data.get(c * lane / 32).copied().unwrap_or(0);
-            let hw = (word >> (c * lane % 32)) & cfg.cells.max();
+        for lane in 0..cfg.bank_shape().1 {
+            // Bit by bit: a cell of a retrieval table may straddle 32-bit words.
+            let hw = (0..c).fold(0u64, |acc, j| {
+                let bit = c * lane + j;
+                let word = data.get(bit / 32).copied().unwrap_or(0);
+                acc | u64::from(word >> (bit % 32) & 1) << j
+            });
             let sw = reference.cell(lane, addr);
             if hw != sw {
                 return Err(format!(

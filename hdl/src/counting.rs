@@ -63,6 +63,7 @@ impl CountingConfig {
             base: self.base.clone(),
             cells: CellSpec::counting(self.counter_bits),
             forwarding: self.forwarding,
+            retrieval: None,
         }
     }
 

@@ -34,6 +34,9 @@ pub(crate) struct Shape {
     pub bit_bits: u32,
     pub block_bits: u32,
     pub blocks: u32,
+    /// A retrieval table: its banks are addressed by [`crate::retrieval::index_of`] (lanes = `a`,
+    /// block bits = row bits, bit bits = σ) and the check bits leave above the tag.
+    pub retrieval: Option<bloomlanes_core::retrieval::Shape>,
 }
 
 /// The hash of the key words (stage-0 inputs `i_key` / `i_len`), registered first.
@@ -96,33 +99,50 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
     });
     let hx = hash_of(&mut p, cfg, &key, len);
     let hash_stage = p.stage(hx);
-    let (blk, bits) = index_of(&mut p, cfg, s, hx);
-    let last = bits
+    let (lane_parts, check): (Vec<Vec<V>>, Option<V>) = match &s.retrieval {
+        Some(shape) => {
+            let a = Arith {
+                mul: cfg.mul_style,
+                add_bits: cfg.adder_bits,
+            };
+            let (addrs, check) = crate::retrieval::index_of(&mut p, a, shape, hx);
+            (addrs.into_iter().map(|a| vec![a]).collect(), check)
+        }
+        None => {
+            let (blk, bits) = index_of(&mut p, cfg, s, hx);
+            let parts = bits
+                .into_iter()
+                .map(|b| blk.into_iter().chain([b]).collect())
+                .collect();
+            (parts, None)
+        }
+    };
+    let last = lane_parts
         .iter()
-        .chain(blk.iter())
+        .flatten()
+        .chain(check.iter())
         .map(|v| p.stage(*v))
         .max()
         .unwrap_or(0);
     let f = last + 1;
     let aw = s.block_bits + s.bit_bits;
-    let addrs: Vec<V> = bits
-        .iter()
-        .map(|&b| {
-            let parts = match blk {
-                Some(k) => vec![k, b],
-                None => vec![b],
-            };
-            p.reg_at(Op::Concat(parts), aw, f, "addr")
-        })
+    let addrs: Vec<V> = lane_parts
+        .into_iter()
+        .map(|parts| p.reg_at(Op::Concat(parts), aw, f, "addr"))
         .collect();
     let roots: Vec<V> = [valid, op, tag]
         .into_iter()
+        .chain(check)
         .chain(addrs.iter().copied())
         .collect();
     let mut outs = String::new();
     let _ = writeln!(outs, "    assign o_valid = {};", p.name_at(valid, f));
     let _ = writeln!(outs, "    assign o_op = {};", p.name_at(op, f));
-    let _ = writeln!(outs, "    assign o_tag = {};", p.name_at(tag, f));
+    let tag_out = match check {
+        Some(c) => format!("{{{}, {}}}", p.name_at(c, f), p.name_at(tag, f)),
+        None => p.name_at(tag, f),
+    };
+    let _ = writeln!(outs, "    assign o_tag = {tag_out};");
     let names: Vec<String> = addrs.iter().rev().map(|&a| p.name_at(a, f)).collect();
     let _ = writeln!(outs, "    assign o_addr = {{{}}};", names.join(", "));
     let mut body = p.emit();
@@ -152,6 +172,7 @@ mod tests {
                     cfg.clone(),
                     crate::CellSpec::STATIC,
                 ));
+                assert!(s.retrieval.is_none());
                 let mut p = Pipe::new();
                 let h = p.input("h", 64, "h");
                 let (blk, bits) = index_of(&mut p, &cfg, &s, h);

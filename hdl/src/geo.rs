@@ -42,6 +42,8 @@ pub(crate) struct Geo {
     pub ans_name: &'static str,
     /// Width of the value an insert carries (`s0_value`; 0: none).
     pub value_bits: u32,
+    /// Check bits a retrieval's front end carries above the tag (0 for the other kinds).
+    pub check_bits: u32,
     /// Width of the management port's data (`mg_wdata`, `mg_rdata`): one entry of every lane.
     pub mg_bits: u32,
 }
@@ -63,13 +65,26 @@ pub(crate) const RMW_STAGES: u32 = 4;
 /// The front end's shape; the value of an insert travels beside the tag.
 pub(crate) fn shape(cfg: &PipelineConfig) -> Shape {
     let b = &cfg.base;
+    let (lanes, bit_bits, block_bits) = match &cfg.retrieval {
+        Some(s) => (
+            usize::from(s.arity),
+            u32::from(s.segment_bits),
+            crate::retrieval::row_bits(s),
+        ),
+        None => (
+            b.layout.lanes(),
+            b.layout.bit_index_bits(),
+            ceil_log2(u64::from(b.blocks)),
+        ),
+    };
     Shape {
         kw: b.key.key_bits(),
         tw: b.tag_bits + cfg.cells.value_bits(),
-        lanes: b.layout.lanes(),
-        bit_bits: b.layout.bit_index_bits(),
-        block_bits: ceil_log2(u64::from(b.blocks)),
+        lanes,
+        bit_bits,
+        block_bits,
         blocks: b.blocks,
+        retrieval: cfg.retrieval,
     }
 }
 
@@ -82,7 +97,7 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
     let (exec_stages, bank_stages) = if cells.reads_cells() {
         let tree = match cells.reduction {
             Reduction::Min => ceil_log2(s.lanes as u64),
-            Reduction::AllNonZero => 0,
+            Reduction::AllNonZero | Reduction::Retrieve { .. } => 0,
         };
         (RMW_STAGES + tree, RMW_STAGES)
     } else {
@@ -99,7 +114,7 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         w: b.layout.word_bits(),
         z: b.blocks,
         aw: s.block_bits + s.bit_bits,
-        depth: b.bank_entries(),
+        depth: cfg.bank_shape().0,
         kw: s.kw,
         tw: b.tag_bits,
         var_len,
@@ -118,7 +133,9 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         ans_name: match cells.reduction {
             Reduction::AllNonZero => "hit",
             Reduction::Min => "min",
+            Reduction::Retrieve { .. } => "found_value",
         },
+        check_bits: cfg.retrieval.map_or(0, |s| s.check_bits.into()),
         value_bits,
         mg_bits: s.lanes as u32 * cells.bits,
     }

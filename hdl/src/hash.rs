@@ -75,21 +75,9 @@ impl H<'_> {
         self.mul(t, k, c)
     }
 
-    fn shr(&mut self, h: V, s: u32) -> V {
-        self.p.wire(Op::Shr(h, s), 64, "shr")
-    }
-
     /// The avalanche, with its last xor-shift: the final hash.
     fn avalanche(&mut self, h: V) -> V {
-        let [s0, s1, s2] = AVALANCHE_SHIFTS;
-        let s = self.shr(h, s0);
-        let t = self.p.xor(h, s);
-        let h = self.mul(t, PRIME64_2, 0);
-        let s = self.shr(h, s1);
-        let t = self.p.xor(h, s);
-        let h = self.mul(t, PRIME64_3, 0);
-        let s = self.shr(h, s2);
-        self.p.xor(h, s)
+        xorshift_multiply(self.p, self.a, h, AVALANCHE_SHIFTS, [PRIME64_2, PRIME64_3])
     }
 
     /// `(h ^ round(0, v)) * PRIME64_1 + PRIME64_4 (+ extra)`.
@@ -135,6 +123,20 @@ impl H<'_> {
         }
         level[0]
     }
+}
+
+/// `h ^= h >> s0; h ×= k0; h ^= h >> s1; h ×= k1; h ^ (h >> s2)` (mod 2^64): XXH64's avalanche
+/// and, with other constants, the retrieval table's `mix` (MurmurHash3's `fmix64`).
+pub(crate) fn xorshift_multiply(p: &mut Pipe, a: Arith, h: V, s: [u32; 3], k: [u64; 2]) -> V {
+    let mut h = h;
+    for (i, &shift) in s.iter().enumerate() {
+        let sh = p.wire(Op::Shr(h, shift), 64, "shr");
+        h = p.xor(h, sh);
+        if let Some(&k) = k.get(i) {
+            h = a.mulc(p, h, k, 64, Vec::new(), 0);
+        }
+    }
+    h
 }
 
 fn seeds(seed: u64) -> [u64; 4] {

@@ -47,6 +47,7 @@ mod pipe;
 pub mod pipeline;
 pub mod report;
 pub mod resources;
+mod retrieval;
 mod rmw;
 pub mod sim;
 mod stimulus;
@@ -61,6 +62,7 @@ pub use cell::{CellAlu, CellSpec, Reduction};
 pub use names::check_module_name;
 pub use pipeline::PipelineConfig;
 pub use resources::{check_fits, estimate, Device, Estimate};
+pub use retrieval::{answer_word, RetrievalBanks};
 
 pub use counting::{generate_counting, CountingConfig};
 pub use counting_banks::{

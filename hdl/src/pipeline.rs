@@ -11,6 +11,7 @@
 //! others read, modify and write the key's cells at one operation per clock with forwarding
 //! (see `rmw`).
 
+use bloomlanes_core::retrieval::Shape;
 use bloomlanes_core::Params;
 
 use crate::cell::{CellAlu, CellSpec};
@@ -28,6 +29,10 @@ pub struct PipelineConfig {
     /// false generates a deliberately wrong design for the tests that prove the forwarding is
     /// exercised).
     pub forwarding: bool,
+    /// A retrieval table's shape (`Some` for [`PipelineConfig::retrieval`]): one bank per cell
+    /// of a key instead of one per lane, addressed as `docs/FORMAT.md` §9 "Banks" says; the
+    /// layout and block count of `base` are then unused.
+    pub retrieval: Option<Shape>,
 }
 
 impl PipelineConfig {
@@ -37,6 +42,7 @@ impl PipelineConfig {
             base,
             cells,
             forwarding: true,
+            retrieval: None,
         }
     }
 
@@ -52,6 +58,19 @@ impl PipelineConfig {
         PipelineConfig::new(base, CellSpec::spatial(bits))
     }
 
+    /// The retrieval table of `shape` (core's [`Shape`]: arity, segments, seed, widths): `a`
+    /// banks of `v + f`-bit cells, lookups answer `m0_found_value` = `{found, value}`. The key
+    /// hash (XXH64 of `base`'s seed) is the table's; `base` gives key input, tags and names.
+    pub fn retrieval(base: HdlConfig, shape: Shape) -> PipelineConfig {
+        PipelineConfig {
+            retrieval: Some(shape),
+            ..PipelineConfig::new(
+                base,
+                CellSpec::retrieval(shape.value_bits.into(), shape.check_bits.into()),
+            )
+        }
+    }
+
     /// Checks the configuration; every generator entry point calls this first.
     pub fn validate(&self) -> Result<(), HdlError> {
         self.base.validate()?;
@@ -61,6 +80,13 @@ impl PipelineConfig {
                 "a read-modify-write design ({}) has one port, not {}",
                 self.cells, self.base.lookup_ports
             )));
+        }
+        if let Some(shape) = &self.retrieval {
+            crate::retrieval::validate(self, shape)?;
+        } else if self.cells.alu == CellAlu::Fixed {
+            return Err(HdlError::InvalidConfig(
+                "fixed cells need a retrieval shape (PipelineConfig::retrieval)".into(),
+            ));
         }
         Ok(())
     }
@@ -75,8 +101,11 @@ impl PipelineConfig {
         Params::new(self.base.layout, self.base.blocks).with_seed(self.base.seed)
     }
 
-    /// Cells of one bank (`z × W`) and lanes.
+    /// Cells of one bank (`z × W`) and lanes (a retrieval table: cells of one bank and `a`).
     pub fn bank_shape(&self) -> (u64, usize) {
-        (self.base.bank_entries(), self.base.layout.lanes())
+        match &self.retrieval {
+            Some(s) => (crate::retrieval::bank_depth(s), usize::from(s.arity)),
+            None => (self.base.bank_entries(), self.base.layout.lanes()),
+        }
     }
 }

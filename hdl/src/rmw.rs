@@ -66,6 +66,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     match cells.reduction {
         Reduction::AllNonZero => v.push_str("    reg y_ans;\n"),
         Reduction::Min => v.push_str("    reg y_lookup, y_res;\n"),
+        Reduction::Retrieve { .. } => unreachable!("a retrieval reads without writing"),
     }
     if flags {
         let _ = writeln!(
@@ -83,7 +84,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             )
         }
         CellAlu::Max => ("x_ins", "x_lookup & all_nz", "1'b0"),
-        CellAlu::SetBit => unreachable!("a set writes without reading"),
+        CellAlu::SetBit | CellAlu::Fixed => unreachable!("write-through ALUs do not read"),
     };
     for lane in 0..l {
         let d = |s: &str| part(s, lane, c);
@@ -185,6 +186,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             );
             min_tree(v, g);
         }
+        Reduction::Retrieve { .. } => unreachable!("a retrieval reads without writing"),
     }
     Update {
         we: "y_we".into(),
@@ -222,7 +224,7 @@ fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt:
                 );
             }
         }
-        CellAlu::SetBit => unreachable!("a set writes without reading"),
+        CellAlu::SetBit | CellAlu::Fixed => unreachable!("write-through ALUs do not read"),
     }
 }
 

@@ -304,7 +304,7 @@ pub fn write_run_files<S: Stim>(
     for (name, text) in design.sources() {
         std::fs::write(dir.join(name), text)?;
     }
-    let readback = u64::from(params.readback).min(b.bank_entries());
+    let readback = u64::from(params.readback).min(cfg.bank_shape().0);
     let head = [
         params.fast_ops,
         params.valid_pct,
@@ -376,7 +376,7 @@ pub fn run_pipeline<S: Stim>(
         let design = generate_pipeline(cfg)?;
         write_run_files(cfg, &design, banks, ops, params, &dir)?;
         let max_ops = ops.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let readback = u64::from(params.readback).min(cfg.base.bank_entries());
+        let readback = u64::from(params.readback).min(cfg.bank_shape().0);
         let load = banks.is_some();
         run_simulator(
             sim,

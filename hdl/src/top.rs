@@ -15,7 +15,7 @@ fn second_op(alu: CellAlu) -> &'static str {
     match alu {
         CellAlu::SetBit => ", OP_CLEAR = 2'd2",
         CellAlu::Counter => ", OP_DELETE = 2'd2",
-        CellAlu::Max => "",
+        CellAlu::Max | CellAlu::Fixed => "",
     }
 }
 
@@ -25,9 +25,13 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     ports(v, g);
     let _ = writeln!(
         v,
-        "    localparam [1:0] OP_LOOKUP = 2'd{}, OP_INSERT = 2'd{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
+        "    localparam [1:0] OP_LOOKUP = 2'd{}{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
         op::LOOKUP,
-        op::INSERT,
+        if cfg.cells.alu == CellAlu::Fixed {
+            String::new()
+        } else {
+            format!(", OP_INSERT = 2'd{}", op::INSERT)
+        },
         second_op(cfg.cells.alu),
         aw - 1,
         g.depth - 1
@@ -40,10 +44,15 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         rmw::execute(v, cfg, g)
     } else {
         for p in 0..g.ports {
-            lookup_stage(v, g, p);
+            lookup_stage(v, cfg, g, p);
         }
+        let we = if cfg.cells.alu == CellAlu::Fixed {
+            "1'b0"
+        } else {
+            "f0_valid & (f0_op == OP_INSERT)"
+        };
         rmw::Update {
-            we: "f0_valid & (f0_op == OP_INSERT)".into(),
+            we: we.into(),
             addr: "f0_addr".into(),
             data: None,
         }
@@ -132,7 +141,7 @@ fn front(v: &mut String, g: &Geo, p: usize) {
     let _ = writeln!(
         v,
         "    // ---- port {p}\n    wire s{p}_fire = s{p}_valid & s{p}_ready;\n    wire f{p}_valid;\n    wire [1:0] f{p}_op;\n    wire [{}:0] f{p}_tag;\n    wire [{}:0] f{p}_addr;",
-        ftw - 1,
+        ftw + g.check_bits - 1,
         g.lanes as u32 * g.aw - 1
     );
     let op_in = if p == 0 { "s0_op" } else { "OP_LOOKUP" };
@@ -154,15 +163,31 @@ fn front(v: &mut String, g: &Geo, p: usize) {
 }
 
 /// Write-through lookups of port `p`: bank read register (r1), bank output register (r2),
-/// the AND of the lanes registered (w).
-fn lookup_stage(v: &mut String, g: &Geo, p: usize) {
+/// the reduction of the lanes registered (w): the AND of the bits, or a retrieval's XOR of the
+/// cells and check (the check bits travel above the tag).
+fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
     let _ = writeln!(
         v,
         "    reg r{p}_valid1, r{p}_valid2, w{p}_valid;
-    reg r{p}_lookup1, r{p}_lookup2, w{p}_ans;
-    reg [{tw1}:0] r{p}_tag1, r{p}_tag2, w{p}_tag;
-    wire [{l1}:0] rd{p};
-    always @(posedge clk) begin
+    reg r{p}_lookup1, r{p}_lookup2;
+    reg {ar}w{p}_ans;
+    reg [{ctw1}:0] r{p}_tag1, r{p}_tag2;
+    reg [{tw1}:0] w{p}_tag;
+    wire [{l1}:0] rd{p};",
+        ar = range(g.ans_bits),
+        ctw1 = g.tw + g.check_bits - 1,
+        tw1 = g.tw - 1,
+        l1 = g.lanes as u32 * g.cell_bits - 1
+    );
+    let ans = match cfg.cells.reduction {
+        crate::Reduction::Retrieve { value_bits } => {
+            crate::retrieval::answer_expr(v, g, value_bits, p)
+        }
+        _ => format!("r{p}_lookup2 & (&rd{p})"),
+    };
+    let _ = writeln!(
+        v,
+        "    always @(posedge clk) begin
         if (rst) begin
             r{p}_valid1 <= 1'b0;
             r{p}_valid2 <= 1'b0;
@@ -174,13 +199,12 @@ fn lookup_stage(v: &mut String, g: &Geo, p: usize) {
         end
         r{p}_lookup1 <= (f{p}_op == OP_LOOKUP);
         r{p}_lookup2 <= r{p}_lookup1;
-        w{p}_ans <= r{p}_lookup2 & (&rd{p});
+        w{p}_ans <= {ans};
         r{p}_tag1 <= f{p}_tag;
         r{p}_tag2 <= r{p}_tag1;
-        w{p}_tag <= r{p}_tag2;
+        w{p}_tag <= r{p}_tag2[{tw1}:0];
     end",
         tw1 = g.tw - 1,
-        l1 = g.lanes - 1
     );
 }
 

@@ -59,10 +59,10 @@ impl SpatialModel {
 }
 
 impl Cells for SpatialModel {
-    fn cell(&self, lane: usize, entry: u64) -> u32 {
+    fn cell(&self, lane: usize, entry: u64) -> u64 {
         let w = u64::from(self.layout.word_bits());
         let (block, bit) = (entry / w, entry % w);
-        self.get((block * self.layout.lanes() as u64 + lane as u64) * w + bit)
+        u64::from(self.get((block * self.layout.lanes() as u64 + lane as u64) * w + bit))
     }
 }
 

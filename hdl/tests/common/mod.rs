@@ -195,7 +195,7 @@ pub fn run_kind<K: Kind>(
     let first = start.cloned().unwrap_or_else(|| K::empty(c));
     let load = (&first, start.is_some());
     let run = checked(c, simulator, load, &[ops.to_vec()], params);
-    let entries = c.base.bank_entries().min(params.readback.into());
+    let entries = c.bank_shape().0.min(params.readback.into());
     assert_eq!(run.log.readback.len() as u64, entries);
     K::exercised(ops, &run);
     run
