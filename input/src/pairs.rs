@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::KeyType;
 
-use crate::plan::csv_column;
+use crate::plan::{csv_column, csv_delimiter};
 use crate::source::{self, Body};
 use crate::{
     one_key_type, Error, FieldParser, InputOptions, InputSummary, KeySet, KeySetBuilder, Location,
@@ -82,13 +82,7 @@ fn walk(
     for path in paths {
         let input = source::open(path)?;
         let shown = input.shown.clone();
-        let delimiter =
-            opts.csv_delimiter
-                .unwrap_or(if source::format_extension(&input.path) == "tsv" {
-                    b'\t'
-                } else {
-                    b','
-                });
+        let delimiter = csv_delimiter(&input, opts);
         let (compression, map);
         compression = input.compression;
         let reader: Box<dyn Read + '_> = match input.body {

@@ -219,13 +219,7 @@ fn rename(e: Error, shown: &Path) -> Error {
 /// whose every field in the first 64 KiB looks like a number is refused, as for lines).
 fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> Result<Plan> {
     let shown = &input.shown;
-    let delimiter =
-        opts.csv_delimiter
-            .unwrap_or(if source::format_extension(&input.path) == "tsv" {
-                b'\t'
-            } else {
-                b','
-            });
+    let delimiter = csv_delimiter(input, opts);
     let head = &input.head;
     if head.len() == source::SNIFF_BYTES && memchr::memchr(b'\n', head).is_none() {
         return Err(Error::input(
@@ -298,6 +292,16 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
         },
         key_type,
     })
+}
+
+/// The CSV field delimiter of `input`: `--delimiter`, else a tab for a `.tsv` name, else `,`.
+pub(crate) fn csv_delimiter(input: &Opened, opts: &InputOptions) -> u8 {
+    opts.csv_delimiter
+        .unwrap_or(if source::format_extension(&input.path) == "tsv" {
+            b'\t'
+        } else {
+            b','
+        })
 }
 
 /// The index of CSV column `name` (a header name, or a 0-based index; `None`: 0) given the
