@@ -51,6 +51,7 @@ pub mod hll;
 pub mod key_text;
 mod keys;
 mod keyset;
+pub mod pairs;
 pub mod pcap;
 pub mod pipeline;
 mod plan;

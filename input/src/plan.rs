@@ -219,13 +219,7 @@ fn rename(e: Error, shown: &Path) -> Error {
 /// whose every field in the first 64 KiB looks like a number is refused, as for lines).
 fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> Result<Plan> {
     let shown = &input.shown;
-    let delimiter =
-        opts.csv_delimiter
-            .unwrap_or(if source::format_extension(&input.path) == "tsv" {
-                b'\t'
-            } else {
-                b','
-            });
+    let delimiter = csv_delimiter(input, opts);
     let head = &input.head;
     if head.len() == source::SNIFF_BYTES && memchr::memchr(b'\n', head).is_none() {
         return Err(Error::input(
@@ -248,34 +242,13 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
         Error::input(shown, at, format!("malformed CSV: {e}"))
     })?;
     let fields = if has_first { first.len() } else { 0 };
-    let column = match (&opts.csv_column, opts.csv_header) {
-        (None, _) => 0,
-        (Some(name), true) => match first.iter().position(|h| h == name.as_bytes()) {
-            Some(i) => i,
-            None => match name.parse::<usize>() {
-                Ok(i) => i,
-                Err(_) => {
-                    let names: Vec<String> = first
-                        .iter()
-                        .map(|h| String::from_utf8_lossy(h).into_owned())
-                        .collect();
-                    return Err(Error::input(
-                        shown,
-                        Some(Location::Line(1)),
-                        format!(
-                            "no CSV column named {name:?} (the header has: {})",
-                            names.join(", ")
-                        ),
-                    ));
-                }
-            },
-        },
-        (Some(name), false) => name.parse::<usize>().map_err(|_| {
-            Error::usage(format!(
-                "--csv-column {name:?} must be a 0-based index when the CSV file has no header row"
-            ))
-        })?,
-    };
+    let column = csv_column(
+        shown,
+        &first,
+        opts.csv_column.as_deref(),
+        opts.csv_header,
+        "--csv-column",
+    )?;
     if has_first && column >= fields {
         return Err(Error::input(
             shown,
@@ -318,6 +291,55 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
             field,
         },
         key_type,
+    })
+}
+
+/// The CSV field delimiter of `input`: `--delimiter`, else a tab for a `.tsv` name, else `,`.
+pub(crate) fn csv_delimiter(input: &Opened, opts: &InputOptions) -> u8 {
+    opts.csv_delimiter
+        .unwrap_or(if source::format_extension(&input.path) == "tsv" {
+            b'\t'
+        } else {
+            b','
+        })
+}
+
+/// The index of CSV column `name` (a header name, or a 0-based index; `None`: 0) given the
+/// first record `first`; `flag` names the option in messages.
+pub(crate) fn csv_column(
+    shown: &Path,
+    first: &::csv::ByteRecord,
+    name: Option<&str>,
+    header: bool,
+    flag: &str,
+) -> Result<usize> {
+    Ok(match (name, header) {
+        (None, _) => 0,
+        (Some(name), true) => match first.iter().position(|h| h == name.as_bytes()) {
+            Some(i) => i,
+            None => match name.parse::<usize>() {
+                Ok(i) => i,
+                Err(_) => {
+                    let names: Vec<String> = first
+                        .iter()
+                        .map(|h| String::from_utf8_lossy(h).into_owned())
+                        .collect();
+                    return Err(Error::input(
+                        shown,
+                        Some(Location::Line(1)),
+                        format!(
+                            "no CSV column named {name:?} (the header has: {})",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            },
+        },
+        (Some(name), false) => name.parse::<usize>().map_err(|_| {
+            Error::usage(format!(
+                "{flag} {name:?} must be a 0-based index when the CSV file has no header row"
+            ))
+        })?,
     })
 }
 

@@ -17,6 +17,7 @@ use bloomlanes_core::{
 use crate::builder::FilterBuilder;
 use crate::error::{Error, Result};
 
+pub mod labels;
 pub mod ops;
 pub mod verify;
 

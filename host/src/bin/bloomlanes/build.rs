@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use crate::args::{check_fpp, parse_layout, BackendArg, LayoutArg};
 use crate::inputs::{describe_inputs, inputs_json, warn_inputs, InputArgs};
-use crate::kind::{kind_json, KindArgs};
+use crate::kind::{kind_json, KindArg, KindArgs};
+use crate::labelled::{self, LabelArgs};
 use crate::output::{check_output, emit, say, Warnings};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
@@ -22,7 +23,7 @@ use crate::Ctx;
 #[derive(Args, Debug)]
 pub struct BuildArgs {
     /// Input files ("-" reads standard input; gzip, zstd and xz are decompressed).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "class")]
     inputs: Vec<PathBuf>,
     /// The filter file to write ("-": standard output; the report then goes to standard error).
     #[arg(short, long)]
@@ -54,6 +55,8 @@ pub struct BuildArgs {
     pow2: bool,
     #[command(flatten)]
     kind: KindArgs,
+    #[command(flatten)]
+    labels: LabelArgs,
 }
 
 /// The expected false-positive rate above which a built filter is reported as nearly useless.
@@ -61,7 +64,12 @@ const USELESS_FPR: f64 = 0.25;
 
 /// Runs `build`.
 pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
-    let spec = a.kind.spec()?;
+    let labelled = matches!(a.kind.kind, KindArg::Spatial | KindArg::Retrieval);
+    let spec = if labelled {
+        KindSpec::Static
+    } else {
+        a.kind.spec()?
+    };
     let mut builder = FilterBuilder::new()
         .capacity(a.capacity)
         .layout(a.layout.0)
@@ -83,6 +91,13 @@ pub fn run(ctx: &Ctx, a: BuildArgs) -> Result<ExitCode> {
     // Held for the whole build, so that an insert into the same file waits for the new filter
     // instead of being replaced by it.
     let _lock = store::lock::lock_output(&a.output)?;
+    if labelled {
+        let spatial = a.kind.kind == KindArg::Spatial;
+        let opts = a.input.options();
+        return labelled::run(
+            ctx, &a.labels, spatial, &a.inputs, &opts, builder, &a.output,
+        );
+    }
     if spec != KindSpec::Static {
         // Files are read twice (counted, then inserted) and never held; standard input and
         // pipes, which cannot be read twice, are read whole.

@@ -19,6 +19,10 @@ pub enum KindArg {
     Window,
     /// Scalable filter: a chain of filters that grows past --capacity keys, rate kept under --fpp.
     Scalable,
+    /// Spatial Bloom filter: each key's class (--class-column, --classes, --class NAME=FILE).
+    Spatial,
+    /// Retrieval table: each key's value (--value-column, --value-bits, --check-bits).
+    Retrieval,
 }
 
 /// The options of the filter kinds.
@@ -97,6 +101,8 @@ fn kind_name(k: KindArg) -> &'static str {
         KindArg::Stable => "stable",
         KindArg::Window => "window",
         KindArg::Scalable => "scalable",
+        KindArg::Spatial => "spatial",
+        KindArg::Retrieval => "retrieval",
     }
 }
 
@@ -181,6 +187,12 @@ impl KindArgs {
                     window,
                 }
             }
+            KindArg::Spatial | KindArg::Retrieval => {
+                return Err(Error::usage(format!(
+                    "--kind {} is built by `build` from keys with labels, not here",
+                    kind_name(k)
+                )))
+            }
             KindArg::Scalable => KindSpec::Scalable {
                 growth: self.growth.unwrap_or(2),
                 tightening: self.tightening.unwrap_or(0.8),
@@ -209,6 +221,8 @@ pub fn kind_json(kind: FilterKind) -> Value {
                     "span": span, "window": span.saturating_mul(u64::from(generations))}),
         FilterKind::Scalable { growth, tightening } => json!({"name": kind.name(),
                     "growth": growth, "tightening": f64::from(tightening) / 256.0}),
+        FilterKind::Spatial { cell_bits, classes } => json!({"name": kind.name(),
+                    "cell_bits": cell_bits.bits(), "classes": classes}),
         _ => json!({"name": kind.name()}),
     }
 }

@@ -22,6 +22,7 @@ mod import;
 mod inputs;
 mod insert;
 mod kind;
+mod labelled;
 mod merge;
 mod opened;
 mod output;

@@ -1,9 +1,11 @@
 //! `bloomlanes query`: probe keys against a filter; list, count or write a bitmap.
 
+use bloomlanes_host::bloomlanes_core::{KeyMatch, KeyType};
+use bloomlanes_host::kinds::labels::{Labeller, Labels};
 use bloomlanes_host::ops::stream::BitWriter;
 use bloomlanes_host::ops::{self, Listing};
 use bloomlanes_host::{backend, kinds, store, AnyFilter, Error, Result, Stage};
-use bloomlanes_input::read_inputs;
+use bloomlanes_input::{read_inputs, InputSummary, KeySet};
 use clap::Args;
 use serde_json::json;
 use std::io::{self, Write};
@@ -39,6 +41,11 @@ pub struct QueryArgs {
     /// Print the keys that are definitely absent instead of those that may be present.
     #[arg(long)]
     absent: bool,
+    /// Counting and stable filters: print each key's count (the smallest of its counters: an
+    /// upper bound on how often it was inserted; 0 = absent) instead of yes/no. Spatial filters
+    /// and retrieval tables always print each key's class or value.
+    #[arg(long, conflicts_with_all = ["bitmap", "absent"])]
+    counts: bool,
     /// Which backend probes the keys.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
@@ -56,6 +63,9 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
     let filter = Opened::open(&a.filter, a.open.verify())?;
     let open_seconds = opening.elapsed().as_secs_f64();
     filter.check_hashable(&a.filter)?;
+    if let Some(l) = labeller(&filter, a.counts)? {
+        return run_labels(ctx, &a, l);
+    }
     if let (Opened::Kind(f), BackendArg::Gpu) = (&filter, a.backend) {
         return run_kind(ctx, &a, f, open_seconds);
     }
@@ -194,14 +204,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
 fn run_kind(ctx: &Ctx, a: &QueryArgs, filter: &AnyFilter, open_seconds: f64) -> Result<ExitCode> {
     Opened::Kind(filter.clone()).check_hashable(&a.filter)?;
     let filter_type = filter.params().key_type;
-    let mut opts = a.input.options();
-    opts.filter_key_type = Some(filter_type);
-    let (keys, summaries) = read_inputs(&a.inputs, &opts)?;
-    let key_match = ops::check_key_type(&a.filter, filter_type, keys.key_type())?;
-    let mut warnings = Warnings::default();
-    if let Some(note) = ops::key_type_note(filter_type, keys.key_type(), key_match) {
-        warnings.warn(note);
-    }
+    let (keys, summaries, key_match, warnings) = read_keys(a, filter_type)?;
     let engine = backend::select(a.backend.into(), keys.len())?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
@@ -263,4 +266,99 @@ fn run_kind(ctx: &Ctx, a: &QueryArgs, filter: &AnyFilter, open_seconds: f64) -> 
         say(&line)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What answers `query` with a label per key: a spatial filter (class), a retrieval table
+/// (value), or with `--counts` a counting or stable filter (count).
+fn labeller(filter: &Opened, counts: bool) -> Result<Option<Labeller<'_>>> {
+    let kind = filter.params().kind.name();
+    match (filter, counts) {
+        (Opened::Kind(AnyFilter::Counting(c)), true) => Ok(Some(Labeller::Counts(c))),
+        (Opened::Kind(f), _) if Labeller::of(f).is_some() => Ok(Labeller::of(f)),
+        (_, true) => Err(Error::usage(format!(
+            "--counts needs a counting or stable filter; this is a {kind} filter"
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// `query` of a spatial filter, retrieval table or (`--counts`) counting filter: each key with
+/// its class, value or count (`absent` when it has none); `--count`: the keys per label.
+fn run_labels(ctx: &Ctx, a: &QueryArgs, l: Labeller<'_>) -> Result<ExitCode> {
+    if a.bitmap.is_some() || a.absent {
+        return Err(Error::usage(
+            "a spatial filter or retrieval table answers each key's class or value: --bitmap \
+             and --absent do not apply",
+        ));
+    }
+    let filter_type = l.params().key_type;
+    let (keys, summaries, _, warnings) = read_keys(a, filter_type)?;
+    let start = Instant::now();
+    let mut labels = Labels::default();
+    l.label(keys.keys(), true, &mut labels);
+    let seconds = start.elapsed().as_secs_f64();
+    let field = match l {
+        Labeller::Spatial(_) => "class",
+        Labeller::Retrieval(_) => "value",
+        Labeller::Counts(_) => "count",
+    };
+    let shown = |i: usize| labels.get(i).map(|v| l.show(v));
+    let mut per_label = std::collections::BTreeMap::<Option<u32>, u64>::new();
+    for i in 0..keys.len() {
+        *per_label.entry(labels.get(i)).or_default() += 1;
+    }
+    let totals: Vec<(String, u64)> = per_label
+        .iter()
+        .map(|(k, n)| (k.map_or("absent".into(), |v| l.show(v)), *n))
+        .collect();
+    let found = keys.len() as u64 - per_label.get(&None).copied().unwrap_or(0);
+    if ctx.json {
+        let mut v = json!({
+            "filter": a.filter.display().to_string(),
+            "kind": l.params().kind.name(),
+            "inputs": inputs_json(&summaries),
+            "keys": keys.len(),
+            "found": found,
+            "absent": keys.len() as u64 - found,
+            "per_label": totals.iter().map(|(k, n)| json!({field: k, "keys": n})).collect::<Vec<_>>(),
+            "seconds": seconds,
+            "key_type": keys.key_type().to_string(),
+            "filter_key_type": filter_type.to_string(),
+            "warnings": warnings.json(),
+        });
+        if !a.count {
+            v["answers"] = (0..keys.len())
+                .map(|i| json!({"key": keys.display(i), field: shown(i)}))
+                .collect();
+        }
+        emit(&v)?;
+    } else if a.count {
+        let parts: Vec<String> = totals.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        say(&format!("{} keys: {}", keys.len(), parts.join(", ")))?;
+    } else {
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        for i in 0..keys.len() {
+            let label = shown(i).unwrap_or_else(|| "absent".into());
+            writeln!(out, "{}\t{label}", keys.display(i)).map_err(stdout_err)?;
+        }
+        out.flush().map_err(stdout_err)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The query keys read whole (text read as the filter's key type `filter_type`), checked
+/// against it: a key type of another byte form is an error, one of the same bytes a warning.
+fn read_keys(
+    a: &QueryArgs,
+    filter_type: KeyType,
+) -> Result<(KeySet, Vec<InputSummary>, KeyMatch, Warnings)> {
+    let mut opts = a.input.options();
+    opts.filter_key_type = Some(filter_type);
+    let (keys, summaries) = read_inputs(&a.inputs, &opts)?;
+    let key_match = ops::check_key_type(&a.filter, filter_type, keys.key_type())?;
+    let mut warnings = Warnings::default();
+    if let Some(note) = ops::key_type_note(filter_type, keys.key_type(), key_match) {
+        warnings.warn(note);
+    }
+    Ok((keys, summaries, key_match, warnings))
 }

@@ -118,22 +118,8 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
 fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
     let p = f.params();
     match f {
-        AnyFilter::Spatial(sp) => {
-            let owned = sp.cells_per_class();
-            let classes: Vec<Value> = sp
-                .class_names()
-                .iter()
-                .zip(sp.keys_per_class())
-                .zip(&owned)
-                .enumerate()
-                .map(|(i, ((name, keys), cells))| {
-                    json!({"class": i + 1, "name": name, "keys": keys, "cells": cells})
-                })
-                .collect();
-            json!({"cell_bits": sp.cell_bits().bits(), "classes": classes})
-        }
-        // Retrieval tables: their figures are wired with the CLI later.
-        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => json!({}),
+        AnyFilter::Spatial(_) | AnyFilter::Retrieval(_) => label_figures(f),
+        AnyFilter::Static(_) => json!({}),
         AnyFilter::Counting(c) => {
             let max = c.counter_bits().max();
             let mut v = json!({
@@ -262,15 +248,7 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
                 ));
             }
         }
-        AnyFilter::Spatial(_) => {
-            lines.push(format!("cell bits:          {}", n("cell_bits")));
-            for c in figures["classes"].as_array().into_iter().flatten() {
-                lines.push(format!(
-                    "  class {}: {}, {} keys, {} cells",
-                    c["class"], c["name"], c["keys"], c["cells"]
-                ));
-            }
-        }
+        AnyFilter::Spatial(_) | AnyFilter::Retrieval(_) => lines.extend(label_lines(f)),
         AnyFilter::Window(_) => lines.push(format!(
             "generation:         {} of {} ({} keys in it)",
             n("current_generation"),
@@ -290,9 +268,80 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
                 ));
             }
         }
-        AnyFilter::Static(_) | AnyFilter::Retrieval(_) => {}
+        AnyFilter::Static(_) => {}
     }
     lines.push("payload checksum:   verified".into());
     say(&lines.join("\n"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The figures of a spatial filter (cell width and the per-class table: keys, cells owned,
+/// expected false-positive and emersion rates) or a retrieval table (its shape); `{}` for the
+/// other kinds. Shared by `stats` and `build`.
+pub fn label_figures(f: &AnyFilter) -> Value {
+    match f {
+        AnyFilter::Spatial(sp) => {
+            let classes: Vec<Value> = sp
+                .class_stats()
+                .iter()
+                .map(|c| {
+                    json!({"class": c.class, "name": c.name, "keys": c.keys, "cells": c.cells,
+                           "expected_cells": c.expected_cells, "expected_fpr": c.expected_fpr,
+                           "expected_emersion": c.expected_emersion})
+                })
+                .collect();
+            json!({"cell_bits": sp.cell_bits().bits(), "priority": "higher class wins",
+                   "classes": classes})
+        }
+        AnyFilter::Retrieval(t) => {
+            let s = t.shape();
+            json!({"value_bits": s.value_bits, "check_bits": s.check_bits, "keys": t.key_count(),
+                   "bits_per_key": t.bits_per_key(), "cells": s.cells(), "arity": s.arity,
+                   "bytes": s.array_bytes(),
+                   "absent_answered_fpr": 0.5f64.powi(i32::from(s.check_bits))})
+        }
+        _ => json!({}),
+    }
+}
+
+/// [`label_figures`] as text lines.
+pub fn label_lines(f: &AnyFilter) -> Vec<String> {
+    let v = label_figures(f);
+    let mut lines = Vec::new();
+    if let Some(classes) = v["classes"].as_array() {
+        lines.push(format!(
+            "cell bits:          {} (the higher class wins a shared cell)",
+            v["cell_bits"]
+        ));
+        lines.push(format!(
+            "  {:>5}  {:<16} {:>12} {:>12} {:>12} {:>12}",
+            "class", "name", "keys", "cells", "fpr", "emersion"
+        ));
+        for c in classes {
+            lines.push(format!(
+                "  {:>5}  {:<16} {:>12} {:>12} {:>12.3e} {:>12.3e}",
+                c["class"].as_u64().unwrap_or(0),
+                c["name"].as_str().unwrap_or(""),
+                c["keys"].as_u64().unwrap_or(0),
+                c["cells"].as_u64().unwrap_or(0),
+                c["expected_fpr"].as_f64().unwrap_or(0.0),
+                c["expected_emersion"].as_f64().unwrap_or(0.0)
+            ));
+        }
+    } else if v.get("value_bits").is_some() {
+        lines.push(format!(
+            "value bits:         {}\ncheck bits:         {} (an absent key is answered absent \
+             with probability 1 - {:.3e})\nkeys:               {}\nbits per key:       {:.3}\n\
+             cells:              {} ({} per key looked up, {} bytes)",
+            v["value_bits"],
+            v["check_bits"],
+            v["absent_answered_fpr"].as_f64().unwrap_or(1.0),
+            v["keys"],
+            v["bits_per_key"].as_f64().unwrap_or(0.0),
+            v["cells"],
+            v["arity"],
+            v["bytes"]
+        ));
+    }
+    lines
 }

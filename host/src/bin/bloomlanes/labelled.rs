@@ -1,0 +1,359 @@
+//! `build --kind spatial` and `build --kind retrieval`: filters built from keys with labels (a
+//! class name per key, or an unsigned value), read from a CSV/TSV key column beside a label
+//! column, or (spatial) from one input per class.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bloomlanes_host::bloomlanes_core::retrieval::{RetrievalError, RetrievalSpec};
+use bloomlanes_host::bloomlanes_core::spatial::check_name;
+use bloomlanes_host::bloomlanes_core::AnyFilter;
+use bloomlanes_host::kinds::labels;
+use bloomlanes_host::Location;
+use bloomlanes_host::{kinds, store, Error, FilterBuilder, Result};
+use bloomlanes_input::pairs::{self, LabelColumn, Pairs};
+use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySetBuilder};
+use clap::Args;
+use serde_json::json;
+
+use crate::inputs::{describe_inputs, inputs_json};
+use crate::kind::kind_json;
+use crate::output::{emit, say};
+use crate::Ctx;
+
+/// The options of the labelled kinds (spatial filters and retrieval tables).
+#[derive(Args, Debug)]
+pub struct LabelArgs {
+    /// Spatial filters: the CSV column holding each key's class name (a header name or a
+    /// 0-based index; the key is --csv-column).
+    #[arg(long, value_name = "NAME|INDEX", conflicts_with = "class")]
+    pub class_column: Option<String>,
+    /// Spatial filters: the classes in priority order, highest first, as in an ACL or a P4
+    /// table's priorities: `--classes deny,mirror,allow` makes deny win where keys of two
+    /// classes share a cell, so a key may be reported in a higher-priority class than its own
+    /// (emersion), never a lower one. A class not listed is an error [default: the order in
+    /// which the classes first appear, first = highest].
+    #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
+    pub classes: Option<Vec<String>>,
+    /// Spatial filters: one input per class, `NAME=FILE` (repeated, highest priority first;
+    /// each file read like any input: lines, CSV column, pcap flows …).
+    #[arg(long, value_name = "NAME=FILE")]
+    pub class: Vec<String>,
+    /// Spatial filters: cell width, 4, 8 or 16 bits (15, 255 or 65535 classes) [default: the
+    /// smallest that holds the classes].
+    #[arg(long, value_name = "BITS")]
+    pub cell_bits: Option<u32>,
+    /// Retrieval tables: the CSV column holding each key's value (an unsigned integer, decimal
+    /// or 0x hex).
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub value_column: Option<String>,
+    /// Retrieval tables: bits per value, 1 to 32 (a larger value is an error).
+    #[arg(long, value_name = "V")]
+    pub value_bits: Option<u8>,
+    /// Retrieval tables: check bits per key, 0 to 32: a key not in the table is answered
+    /// "absent" with probability 1 - 2^-F [default: 8].
+    #[arg(long, value_name = "F")]
+    pub check_bits: Option<u8>,
+}
+
+/// Class names met in priority order (first = highest), with the most a build may hold.
+struct ClassNames {
+    order: Vec<String>,
+    fixed: bool,
+    most: usize,
+    cells: Option<u32>,
+}
+
+impl ClassNames {
+    /// The 0-based priority rank of class `field` (a new name joins at the end unless the
+    /// classes are fixed).
+    fn rank(&mut self, field: &[u8]) -> std::result::Result<u32, String> {
+        let name = std::str::from_utf8(field)
+            .map_err(|_| "the class name is not UTF-8 text".to_string())?;
+        if name.trim().is_empty() {
+            return Err("the class name is empty".into());
+        }
+        if let Some(i) = self.order.iter().position(|n| n == name) {
+            return Ok(i as u32);
+        }
+        if self.fixed {
+            return Err(format!(
+                "class {name:?} is not one of --classes {}",
+                self.order.join(",")
+            ));
+        }
+        check_name(name).map_err(|e| format!("class name {name:?}: {e}"))?;
+        if self.order.len() == self.most {
+            let cells = self.cells.map_or_else(
+                || "the widest cells (16 bits)".to_string(),
+                |b| format!("{b}-bit cells (--cell-bits {b})"),
+            );
+            return Err(format!(
+                "class {name:?} is class number {}, but {cells} hold at most {} classes",
+                self.most + 1,
+                self.most
+            ));
+        }
+        self.order.push(name.to_string());
+        Ok(self.order.len() as u32 - 1)
+    }
+}
+
+/// Parses a value of at most `bits` bits.
+fn parse_value(field: &[u8], bits: u8) -> std::result::Result<u32, String> {
+    let t = std::str::from_utf8(field).unwrap_or("").trim();
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    }
+    .map_err(|_| {
+        format!(
+            "{:?} is not an unsigned integer value",
+            bloomlanes_input::shorten(field)
+        )
+    })?;
+    let most = (1u64 << bits) - 1;
+    if v > most {
+        return Err(format!(
+            "value {v} is wider than --value-bits {bits} (at most {most})"
+        ));
+    }
+    Ok(v as u32)
+}
+
+/// Runs `build --kind spatial|retrieval`.
+pub fn run(
+    ctx: &Ctx,
+    la: &LabelArgs,
+    spatial: bool,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    builder: FilterBuilder,
+    output: &Path,
+) -> Result<ExitCode> {
+    let start = Instant::now();
+    let (filter, summaries) = if spatial {
+        build_spatial(la, inputs, opts, &builder)?
+    } else {
+        build_retrieval(la, inputs, opts, &builder)?
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    store::save_any(output, &filter)?;
+    report(ctx, output, &filter, &summaries, seconds)
+}
+
+fn only(v: bool, flag: &str, kind: &str) -> Result<()> {
+    if v {
+        return Err(Error::usage(format!(
+            "{flag} does not apply to --kind {kind}"
+        )));
+    }
+    Ok(())
+}
+
+fn build_spatial(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    builder: &FilterBuilder,
+) -> Result<(AnyFilter, Vec<InputSummary>)> {
+    only(la.value_column.is_some(), "--value-column", "spatial")?;
+    only(la.value_bits.is_some(), "--value-bits", "spatial")?;
+    only(la.check_bits.is_some(), "--check-bits", "spatial")?;
+    if let Some(b) = la.cell_bits.filter(|b| ![4, 8, 16].contains(b)) {
+        return Err(Error::usage(format!(
+            "--cell-bits {b}: spatial cells are 4, 8 or 16 bits"
+        )));
+    }
+    let most = la.cell_bits.map_or(65535, |b| (1usize << b) - 1);
+    let mut names = ClassNames {
+        order: Vec::new(),
+        fixed: false,
+        most,
+        cells: la.cell_bits,
+    };
+    let from_files = !la.class.is_empty();
+    if let Some(given) = &la.classes {
+        if from_files {
+            return Err(Error::usage(
+                "--classes orders the classes of --class-column; with --class NAME=FILE the \
+                 order is that of the --class options",
+            ));
+        }
+        for n in given {
+            names
+                .rank(n.as_bytes())
+                .map_err(|e| Error::usage(format!("--classes: {e}")))?;
+        }
+        names.fixed = true;
+    }
+    let (keys, ranks, summaries) = if from_files {
+        if !inputs.is_empty() {
+            return Err(Error::usage(
+                "with --class NAME=FILE the inputs are the --class files; give no other inputs",
+            ));
+        }
+        let mut keys = KeySetBuilder::default();
+        let (mut ranks, mut summaries) = (Vec::new(), Vec::new());
+        for spec in &la.class {
+            let (name, file) = spec
+                .split_once('=')
+                .ok_or_else(|| Error::usage(format!("--class {spec:?}: give NAME=FILE")))?;
+            let rank = names
+                .rank(name.as_bytes())
+                .map_err(|e| Error::usage(format!("--class {spec:?}: {e}")))?;
+            let s = read_input(Path::new(file), opts, &mut keys)?;
+            ranks.resize(ranks.len() + s.keys as usize, rank);
+            summaries.push(s);
+        }
+        let key_type = bloomlanes_input::one_key_type(&summaries)?;
+        (keys.finish().with_key_type(key_type), ranks, summaries)
+    } else {
+        let column = la.class_column.as_deref().ok_or_else(|| {
+            Error::usage(
+                "--kind spatial needs --class-column NAME (a CSV key column beside a class \
+                 column) or --class NAME=FILE per class",
+            )
+        })?;
+        let flag = "--class-column";
+        let Pairs {
+            keys,
+            labels,
+            summaries,
+        } = pairs::read_pairs(inputs, opts, LabelColumn { name: column, flag }, &mut |f| {
+            names.rank(f)
+        })?;
+        (keys, labels, summaries)
+    };
+    let n = names.order.len();
+    let cell_bits = match la.cell_bits {
+        Some(b) => b,
+        None => labels::cell_bits_for(n).expect("at most 65535 classes were taken"),
+    };
+    if n > most {
+        return Err(Error::usage(format!(
+            "{n} classes do not fit {cell_bits}-bit cells (at most {most}): give --cell-bits 8 \
+             or 16"
+        )));
+    }
+    // Priority rank 0 (first named) is the highest class, n.
+    let classes: Vec<u16> = ranks.iter().map(|&r| (n as u32 - r) as u16).collect();
+    let by_number: Vec<String> = names.order.iter().rev().cloned().collect();
+    let shape = builder
+        .clone()
+        .key_type(Some(keys.key_type()))
+        .params(keys.len() as u64)?;
+    let f = labels::build_spatial(shape, cell_bits, &by_number, keys.keys(), &classes)
+        .map_err(|e| Error::usage(e.to_string()))?;
+    Ok((AnyFilter::Spatial(f), summaries))
+}
+
+fn build_retrieval(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    builder: &FilterBuilder,
+) -> Result<(AnyFilter, Vec<InputSummary>)> {
+    only(la.class_column.is_some(), "--class-column", "retrieval")?;
+    only(la.classes.is_some(), "--classes", "retrieval")?;
+    only(!la.class.is_empty(), "--class", "retrieval")?;
+    only(la.cell_bits.is_some(), "--cell-bits", "retrieval")?;
+    let (Some(name), Some(bits)) = (la.value_column.as_deref(), la.value_bits) else {
+        return Err(Error::usage(
+            "--kind retrieval needs --value-column NAME|INDEX and --value-bits V",
+        ));
+    };
+    let spec = RetrievalSpec::new(bits, la.check_bits.unwrap_or(8));
+    if !(1..=32).contains(&bits) || spec.check_bits > 32 {
+        return Err(Error::usage(format!(
+            "--value-bits {bits} --check-bits {}: values are 1 to 32 bits, checks 0 to 32",
+            spec.check_bits
+        )));
+    }
+    let column = LabelColumn {
+        name,
+        flag: "--value-column",
+    };
+    let read = pairs::read_pairs(inputs, opts, column, &mut |f| parse_value(f, bits))?;
+    let key_type = read.keys.key_type();
+    let base = builder.params(1)?;
+    let t = labels::build_retrieval(base, key_type, spec, read.keys.keys(), &read.labels).map_err(
+        |e| match e {
+            RetrievalError::ConflictingValues { index, first } => {
+                conflict(inputs, opts, column, &read, index, first)
+            }
+            e => Error::usage(e.to_string()),
+        },
+    )?;
+    Ok((AnyFilter::Retrieval(t), read.summaries))
+}
+
+/// The error for key `index` repeating key `first` with another value: both places named.
+fn conflict(
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    column: LabelColumn<'_>,
+    read: &Pairs,
+    index: usize,
+    first: usize,
+) -> Error {
+    let key = read.keys.display(index);
+    let (v, w) = (read.labels[index], read.labels[first]);
+    let place = |i| pairs::locate(inputs, opts, column, i);
+    let what = |earlier: String| {
+        format!(
+            "{}: key {key:?} has value {v} here but value {w} {earlier}: a retrieval table maps \
+             each key to one value",
+            column.flag
+        )
+    };
+    match (place(index), place(first)) {
+        (Some((path, line)), Some((p0, l0))) => Error::input(
+            &path,
+            Some(Location::Line(line)),
+            what(format!("at {}: line {l0}", p0.display())),
+        ),
+        _ => Error::usage(what(format!(
+            "in record {} (record {})",
+            first + 1,
+            index + 1
+        ))),
+    }
+}
+
+/// Writes the build report.
+fn report(
+    ctx: &Ctx,
+    output: &Path,
+    filter: &AnyFilter,
+    summaries: &[InputSummary],
+    seconds: f64,
+) -> Result<ExitCode> {
+    let p = *filter.params();
+    let keys: u64 = summaries.iter().map(|s| s.keys).sum();
+    let bytes = kinds::storage_bytes(filter);
+    if ctx.json {
+        return emit(&json!({
+            "output": output.display().to_string(),
+            "inputs": inputs_json(summaries),
+            "keys": keys,
+            "kind": kind_json(p.kind),
+            "bytes": bytes,
+            "seed": p.seed,
+            "key_type": p.key_type.to_string(),
+            "seconds": seconds,
+            "labels": crate::stats::label_figures(filter),
+        }))
+        .map(|()| ExitCode::SUCCESS);
+    }
+    say(&format!(
+        "built {} ({}): {keys} records ({}) from {}; {bytes} bytes, {seconds:.3} s",
+        output.display(),
+        p.kind,
+        p.key_type,
+        describe_inputs(summaries),
+    ))?;
+    say(&crate::stats::label_lines(filter).join("\n"))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,232 @@
+//! Filters that answer *which*: `build --kind spatial` (a class per key) and `build --kind
+//! retrieval` (a value per key) from CSV key and label columns or one file per class, `query`
+//! printing classes and values (and `--counts` of counting filters), `stats`' per-class table,
+//! and each bad input refused with its file, line and column, nothing written.
+
+mod common;
+
+use common::*;
+
+const RULES: &str = "ip,action\n10.0.0.1,deny\n10.0.0.2,allow\n10.0.0.3,mirror\n10.0.0.4,allow\n";
+
+/// The class each key of `keys` is answered in (`query --json`).
+fn classes(filter: &std::path::Path, keys: &std::path::Path) -> Vec<String> {
+    let v = json(&argv!("query", filter, keys));
+    v["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| {
+            let label = if a["class"].is_null() {
+                &a["value"]
+            } else {
+                &a["class"]
+            };
+            label
+                .as_str()
+                .map_or_else(|| label.to_string(), String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn spatial_from_a_class_column_answers_every_key_its_class_or_higher() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", RULES);
+    let f = at(&d, "f.blf");
+    let b = build(
+        &rules,
+        &f,
+        "--kind spatial --csv-column ip --class-column action --classes deny,mirror,allow",
+    );
+    assert_eq!(b["kind"]["cell_bits"], 4, "3 classes fit 4-bit cells");
+    let table = b["labels"]["classes"].as_array().unwrap();
+    // Class 1 is the lowest priority: the last named.
+    let names: Vec<&str> = table.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["allow", "mirror", "deny"]);
+    let keys: Vec<u64> = table.iter().map(|c| c["keys"].as_u64().unwrap()).collect();
+    assert_eq!(keys, [2, 1, 1]);
+    let q = write(&d, "q.txt", "10.0.0.1\n10.0.0.2\n10.0.0.3\n10.0.0.4\n");
+    let got = classes(&f, &q);
+    assert_eq!(got[0], "deny", "the top class is never reported otherwise");
+    let rank = |c: &str| names.iter().position(|n| *n == c).unwrap();
+    for (g, want) in got.iter().zip(["deny", "allow", "mirror", "allow"]) {
+        assert!(rank(g) >= rank(want), "{g} below {want}");
+    }
+    // Text output: key, tab, class; an absent key says so (a small filter: most absent keys
+    // are answered absent).
+    let absent = write(&d, "absent.txt", lines("nowhere-", 200));
+    let out = succeeds(bl().args(argv!("query", &f, &absent)));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().filter(|l| l.ends_with("\tabsent")).count() > 150);
+}
+
+#[test]
+fn classes_in_first_appearance_order_and_per_class_files_agree() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", RULES);
+    let by_column = at(&d, "a.blf");
+    let b = build(
+        &rules,
+        &by_column,
+        "--kind spatial --csv-column ip --class-column action",
+    );
+    let names: Vec<&str> = b["labels"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mirror", "allow", "deny"], "first seen = highest");
+    let deny = write(&d, "deny.txt", "10.0.0.1\n");
+    let allow = write(&d, "allow.txt", "10.0.0.2\n10.0.0.4\n");
+    let mirror = write(&d, "mirror.txt", "10.0.0.3\n");
+    let by_files = at(&d, "b.blf");
+    json(&argv!(
+        "build",
+        "-o",
+        &by_files,
+        "--kind spatial --class",
+        format!("deny={}", s(&deny)).as_str(),
+        "--class",
+        format!("mirror={}", s(&mirror)).as_str(),
+        "--class",
+        format!("allow={}", s(&allow)).as_str()
+    ));
+    let q = write(&d, "q.txt", "10.0.0.1\n10.0.0.2\n10.0.0.3\n10.0.0.4\n");
+    assert_eq!(classes(&by_files, &q)[0], "deny");
+    let st = json(&argv!("stats", &by_files));
+    let table = st["figures"]["classes"].as_array();
+    let table = table.unwrap_or_else(|| panic!("a per-class table in {st}"));
+    assert_eq!(table.len(), 3);
+    for c in table {
+        let fpr = c["expected_fpr"].as_f64().unwrap();
+        assert!(fpr > 0.0 && fpr < 0.1, "{c}");
+        assert!(c["expected_emersion"].as_f64().is_some());
+    }
+    assert_eq!(table[2]["name"], "deny");
+    assert_eq!(table[2]["expected_emersion"].as_f64(), Some(0.0));
+}
+
+#[test]
+fn retrieval_returns_every_built_value_and_absent_for_others() {
+    let d = tmp();
+    let mut csv = String::from("key,value\n");
+    for i in 0..5000u32 {
+        csv.push_str(&format!("k{i},{}\n", i * 7 % 256));
+    }
+    let pairs = write(&d, "pairs.csv", &csv);
+    let f = at(&d, "r.blf");
+    let b = build(
+        &pairs,
+        &f,
+        "--kind retrieval --csv-column key --value-column value --value-bits 8",
+    );
+    assert_eq!(b["labels"]["check_bits"], 8, "default check bits");
+    assert_eq!(b["labels"]["keys"], 5000);
+    let keys = write(&d, "keys.txt", lines("k", 5000));
+    let got = classes(&f, &keys);
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(g, &(i as u32 * 7 % 256).to_string(), "key k{i}");
+    }
+    let others = write(&d, "others.txt", lines("other-", 2000));
+    let v = json(&argv!("query", &f, &others, "--count"));
+    let absent = v["absent"].as_u64().unwrap();
+    assert!(
+        absent > 1900,
+        "8 check bits: about 1/256 answered ({absent} absent)"
+    );
+    let st = json(&argv!("stats", &f));
+    assert!(st.to_string().contains("bits_per_key"), "{st}");
+}
+
+#[test]
+fn counts_of_a_counting_filter() {
+    let d = tmp();
+    let keys = write(&d, "k.txt", "a\na\na\nb\n");
+    let f = at(&d, "c.blf");
+    build(&keys, &f, "--kind counting");
+    let q = write(&d, "q.txt", "a\nb\nzzz-not-there\n");
+    let v = json(&argv!("query", &f, &q, "--counts"));
+    let counts: Vec<_> = v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["count"].clone())
+        .collect();
+    assert!(counts[0].as_str().unwrap().parse::<u32>().unwrap() >= 3);
+    assert!(counts[1].as_str().unwrap().parse::<u32>().unwrap() >= 1);
+    let plain = at(&d, "static.blf");
+    build(&keys, &plain, "");
+    let err = fails(&argv!("query", &plain, &q, "--counts"), 2);
+    assert!(err.contains("--counts needs a counting"), "{err}");
+}
+
+/// Runs a build that must fail; returns stderr, and checks that nothing was written.
+fn refused(d: &tempfile::TempDir, input: &std::path::Path, flags: &str) -> String {
+    let f = at(d, "bad.blf");
+    let out = bl()
+        .args(argv!("build", input, "-o", &f, flags))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{flags}: succeeded");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!f.exists(), "a refused build wrote {}", f.display());
+    err
+}
+
+#[test]
+fn more_classes_than_the_cells_hold_names_file_line_and_column() {
+    let d = tmp();
+    let mut csv = String::from("k,c\n");
+    for i in 0..16 {
+        csv.push_str(&format!("key{i},class{i}\n"));
+    }
+    let p = write(&d, "many.csv", &csv);
+    let err = refused(&d, &p, "--kind spatial --class-column c --cell-bits 4");
+    assert!(err.contains("many.csv") && err.contains("line 17"), "{err}");
+    assert!(
+        err.contains("column \"c\"") && err.contains("at most 15"),
+        "{err}"
+    );
+    // Without --cell-bits, 16 classes take 8-bit cells.
+    let f = at(&d, "ok.blf");
+    assert_eq!(
+        build(&p, &f, "--kind spatial --class-column c")["kind"]["cell_bits"],
+        8
+    );
+}
+
+#[test]
+fn an_empty_class_name_names_file_line_and_column() {
+    let d = tmp();
+    let p = write(&d, "empty.csv", "k,c\na,x\nb,\n");
+    let err = refused(&d, &p, "--kind spatial --class-column c");
+    assert!(err.contains("empty.csv") && err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("column \"c\"") && err.contains("empty"),
+        "{err}"
+    );
+    let listed = write(&d, "listed.csv", "k,c\na,x\nb,y\n");
+    let err = refused(&d, &listed, "--kind spatial --class-column c --classes x");
+    assert!(err.contains("line 3") && err.contains("\"y\""), "{err}");
+}
+
+#[test]
+fn a_value_wider_than_value_bits_names_file_line_and_column() {
+    let d = tmp();
+    let p = write(&d, "wide.csv", "k,v\na,1\nb,255\nc,256\n");
+    let err = refused(&d, &p, "--kind retrieval --value-column v --value-bits 8");
+    assert!(err.contains("wide.csv") && err.contains("line 4"), "{err}");
+    assert!(err.contains("column \"v\"") && err.contains("256"), "{err}");
+}
+
+#[test]
+fn a_key_with_two_values_is_named_with_both_lines() {
+    let d = tmp();
+    let p = write(&d, "twice.csv", "k,v\nalpha,1\nbeta,2\nalpha,1\nbeta,3\n");
+    let err = refused(&d, &p, "--kind retrieval --value-column v --value-bits 4");
+    assert!(err.contains("twice.csv") && err.contains("line 5"), "{err}");
+    assert!(err.contains("\"beta\"") && err.contains("line 3"), "{err}");
+}
