@@ -18,7 +18,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let rest = write(&d, "rest.txt", range_lines("k", 1000..2000));
     let absent = write(&d, "absent.txt", lines("absent-", 20000));
     let c = at(&d, "c.blf");
-    let v = build(&all, &c, "--kind counting --fpp 0.01 --capacity 2000");
+    let v = build(&all, &c, "--kind counting --fpp 0.01");
     assert_eq!(v["kind"]["name"], "counting");
     assert_eq!(v["kind"]["counter_bits"], 4);
     assert_eq!(matches(&c, &all), 2000, "no false negatives");
