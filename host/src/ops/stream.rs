@@ -89,13 +89,6 @@ pub fn count_distinct(
     )?)
 }
 
-/// The capacity a build sizes for from a first pass's distinct-key estimate: the estimate plus
-/// 2% (its error is ±0.8%), at least 1. Every kind uses it, so that a static and a counting
-/// build of the same inputs with the same flags get the same block count and merge.
-pub fn counted_capacity(estimate: f64) -> u64 {
-    ((estimate * 1.02).ceil() as u64).max(1)
-}
-
 /// The insert engine of a streamed build.
 enum Inserter {
     /// A SIMD path on each worker, into private copies of the filter when memory allows (see
@@ -222,7 +215,7 @@ pub fn build_stream(
                 )));
             }
             let (estimate, _) = count_distinct(paths, opts, progress)?;
-            let capacity = counted_capacity(estimate);
+            let capacity = ((estimate * 1.02).ceil() as u64).max(1);
             CapacitySource::Counted { estimate, capacity }
         }
     };

@@ -214,9 +214,8 @@ fn build_kind(
 fn build_kind_streamed(ctx: &Ctx, a: &BuildArgs, builder: FilterBuilder) -> Result<ExitCode> {
     let opts = a.input.options();
     let mut bar = Bar::new(ctx.progress);
-    let (estimate, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
-    // Sized as a static build of the same inputs is (ops::build_stream), so that they merge.
-    let n = ops::stream::counted_capacity(estimate);
+    let (_, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
+    let n: u64 = counted.iter().map(|s| s.keys).sum();
     let key_type = bloomlanes_input::one_key_type(&counted)?;
     let builder = builder.key_type(Some(key_type));
     let mut filter = builder.empty_any(n)?;
