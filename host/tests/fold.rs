@@ -1,8 +1,7 @@
 //! Filters that always merge (issue #27 item 2): `merge` folds a filter whose block count is a
 //! multiple of the other's into the same bytes as a one-shot build, keeps the key count (the
 //! sum), refuses block counts that do not divide and names both files; `import --row-group all
-//! --merge` folds row groups of different sizes; static and counting builds with the same flags
-//! get the same block count.
+//! --merge` folds row groups of different sizes.
 
 mod common;
 
@@ -85,17 +84,6 @@ fn block_counts_that_do_not_divide_are_refused_naming_both_files_and_counts() {
     );
     assert!(e.contains("multiple"), "{e}");
     assert!(!out.exists());
-}
-
-#[test]
-fn static_and_counting_builds_with_the_same_flags_get_the_same_blocks_and_merge() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("key", 20_000));
-    let (st, co) = (at(&d, "s.blf"), at(&d, "c.blf"));
-    let vs = build(&keys, &st, "--fpp 0.01");
-    let vc = build(&keys, &co, "--fpp 0.01 --kind counting");
-    assert_eq!(vs["blocks"], vc["blocks"], "{vs}\n{vc}");
-    assert_eq!(vs["layout"], vc["layout"]);
 }
 
 /// One INT32 column `n` in row groups of `sizes` rows (values 0, 1, 2, … across them), no
