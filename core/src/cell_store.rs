@@ -6,10 +6,11 @@ use alloc::vec::Vec;
 
 use crate::cell::{self, cell_words, CellBits, CellReduce, CellsMut};
 use crate::filter::Filter;
+use crate::fold::{self, CellMerge};
 use crate::format::{FormatError, Header};
 use crate::kind::FilterKind;
 use crate::kind_meta::pad64;
-use crate::params::Params;
+use crate::params::{MergeError, Params};
 use crate::reference::FilterRef;
 use crate::storage::Words;
 use crate::write_file::FileParts;
@@ -96,6 +97,27 @@ impl CellStore {
         f.words_mut().copy_from_slice(self.image.as_slice());
         f.set_key_count(self.keys);
         f
+    }
+
+    /// This storage folded into `blocks` blocks (see [`crate::fold`]): the image by OR, the
+    /// cells by the kind's combine; the key count is kept.
+    pub(crate) fn folded(&self, blocks: u32) -> Result<CellStore, MergeError> {
+        let (params, bits) = (self.params, self.bits());
+        let merge = CellMerge::of(params.kind).ok_or(MergeError::Unfoldable(params.kind))?;
+        let block_words = params.layout.block_u32s();
+        let image = fold::fold_words(self.image_words(), block_words, blocks, CellBits::One, merge)?;
+        let cells = fold::fold_words(
+            self.cell_words(),
+            block_words * bits.bits() as usize,
+            blocks,
+            bits,
+            merge,
+        )?;
+        let mut out = CellStore::new(Params { blocks, ..params }).expect("a kind with cells");
+        out.keys = self.keys;
+        out.image.as_mut_slice().copy_from_slice(&image);
+        out.cells.as_mut_slice().copy_from_slice(&cells);
+        Ok(out)
     }
 
     /// The parts of the file: the kind metadata `meta`, then the image and the cells.

@@ -11,7 +11,7 @@ use crate::key::Key;
 use crate::kind::{CounterBits, FilterKind};
 use crate::kind_meta;
 use crate::math;
-use crate::params::Params;
+use crate::params::{MergeError, Params};
 use crate::reference::FilterRef;
 use crate::stats::Stats;
 use crate::write_file::{FileParts, WriteFile};
@@ -211,6 +211,16 @@ impl CountingFilter {
             );
         }
         s
+    }
+
+    /// This counting filter folded into `blocks` blocks, which must divide its block count:
+    /// counters at the same place in the folded blocks add, stuck at the maximum, so the result
+    /// is byte for byte the counting filter of the same keys built at `blocks` blocks (see
+    /// [`crate::fold`]). A stable filter does not fold ([`MergeError::Unfoldable`]).
+    pub fn folded(&self, blocks: u32) -> Result<CountingFilter, MergeError> {
+        Ok(CountingFilter {
+            store: self.store.folded(blocks)?,
+        })
     }
 
     /// The whole file: header, kind metadata, image, counters.

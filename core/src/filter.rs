@@ -3,6 +3,7 @@
 
 use alloc::vec::Vec;
 
+use crate::fold;
 use crate::format::{self, FormatError, Header};
 use crate::key::Key;
 use crate::kind::FilterKind;
@@ -201,14 +202,42 @@ impl Filter {
         }
     }
 
-    /// ORs `other` into `self`: the filter of the union of both key sets.
+    /// ORs `other` into `self`: the filter of the union of both key sets. The key count
+    /// becomes the sum of both ([`fold::merged_key_count`]: unknown if either is), the count a
+    /// one-shot build of both inputs records.
     pub fn union_with(&mut self, other: &Filter) -> Result<(), MergeError> {
         self.params.check_compatible(&other.params)?;
         for (x, y) in self.words_mut().iter_mut().zip(other.words()) {
             *x |= y;
         }
-        self.keys = None;
+        self.keys = fold::merged_key_count(self.keys, other.keys);
         Ok(())
+    }
+
+    /// This filter folded into `blocks` blocks, which must divide its block count: byte for
+    /// byte the filter of the same keys built at `blocks` blocks (see [`crate::fold`]), with
+    /// the same key count.
+    pub fn folded(&self, blocks: u32) -> Result<Filter, MergeError> {
+        let mut out = fold::fold_view(self.as_view(), blocks)?;
+        out.keys = self.keys;
+        Ok(out)
+    }
+
+    /// The union of filters whose block counts divide one another: each is folded to the
+    /// smallest block count ([`Filter::folded`]), then ORed ([`Filter::union_with`]).
+    pub fn union_folding(&self, other: &Filter) -> Result<Filter, MergeError> {
+        let blocks = fold::check_mergeable(&self.params, &other.params)?;
+        let fold_to = |f: &Filter| {
+            if f.blocks() == blocks {
+                Ok(f.clone())
+            } else {
+                f.folded(blocks)
+            }
+        };
+        let mut out = fold_to(self)?;
+        out.params.key_type = self.params.merged_key_type(&other.params);
+        out.union_with(&fold_to(other)?)?;
+        Ok(out)
     }
 
     /// ANDs `other` into `self`: answers "maybe" only where both filters do, so it contains

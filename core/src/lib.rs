@@ -66,6 +66,7 @@ with_alloc! {
     mod cell_store;
     mod counting_filter;
     mod filter;
+    pub mod fold;
     pub mod golden;
     mod scalable_filter;
     mod spatial_filter;

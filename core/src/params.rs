@@ -61,6 +61,8 @@ pub enum MergeError {
     KeyType(KeyType, KeyType),
     /// Different kinds of filter (or the same kind with different parameters).
     Kind(FilterKind, FilterKind),
+    /// Block counts differ and this kind does not fold (see [`crate::fold`]).
+    Unfoldable(FilterKind),
 }
 
 impl fmt::Display for MergeError {
@@ -74,6 +76,12 @@ impl fmt::Display for MergeError {
                 write!(f, "incompatible filters: keys of type {a} vs {b}")
             }
             MergeError::Kind(a, b) => write!(f, "incompatible filters: {a} vs {b}"),
+            MergeError::Unfoldable(k) => write!(
+                f,
+                "incompatible filters: block counts differ and a {} filter does not fold to fewer \
+                 blocks (only static, counting and spatial filters do)",
+                k.name()
+            ),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::kind_meta;
 use crate::math::{self, SizingError};
-use crate::params::Params;
+use crate::params::{MergeError, Params};
 use crate::reference::FilterRef;
 use crate::spatial::{check_name, ClassTable, NameError};
 use crate::stats::Stats;
@@ -350,6 +350,18 @@ impl SpatialFilter {
             self.store.keys,
             self.projection().count_ones(),
         )
+    }
+
+    /// This spatial filter folded into `blocks` blocks, which must divide its block count:
+    /// cells at the same place in the folded blocks keep the larger class, so the result is
+    /// byte for byte the spatial filter of the same keys built at `blocks` blocks (see
+    /// [`crate::fold`]); names and per-class key counts are kept.
+    pub fn folded(&self, blocks: u32) -> Result<SpatialFilter, MergeError> {
+        Ok(SpatialFilter {
+            store: self.store.folded(blocks)?,
+            names: self.names.clone(),
+            class_keys: self.class_keys.clone(),
+        })
     }
 
     /// The whole file: header, kind metadata with the class table, image, cells.

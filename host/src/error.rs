@@ -303,9 +303,9 @@ impl fmt::Display for Error {
                 source,
             } => write!(
                 f,
-                "cannot merge {} with {}: {source} (filters merge only when layout, block count, \
-                 hash and seed all match; build them with the same --layout, --capacity/--fpp or \
-                 --bits-per-key and --seed)",
+                "cannot merge {} with {}: {source} (filters merge only when layout, hash and seed \
+                 match and one block count is a multiple of the other; build them with the same \
+                 --layout, --capacity/--fpp or --bits-per-key and --seed)",
                 first.display(),
                 other.display()
             ),

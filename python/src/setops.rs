@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bloomlanes_core::KeyType;
+use bloomlanes_core::{fold, Filter, FilterRef, KeyType};
 use rayon::prelude::*;
 
 use crate::errors::Error;
@@ -23,9 +23,20 @@ impl PyFilter {
             (self.read(), b)
         };
         let (pa, pb) = (a.params(), b.params());
-        pa.check_compatible(&pb)?;
-        let mut out = try_filter(pa.with_key_type(pa.merged_key_type(&pb)))?;
-        let (va, vb) = (a.view(), b.view());
+        // Block counts may differ by a factor: the larger filter is folded to the smaller's
+        // count first, which gives the bytes of a build at that size (bloomlanes_core::fold).
+        let blocks = fold::check_mergeable(&pa, &pb)?;
+        let fold_to = |v: FilterRef<'_, u32>| {
+            (v.blocks() != blocks)
+                .then(|| fold::fold_view(v, blocks))
+                .transpose()
+        };
+        let (fa, fb) = (fold_to(a.view())?, fold_to(b.view())?);
+        let mut shape = pa.with_key_type(pa.merged_key_type(&pb));
+        shape.blocks = blocks;
+        let mut out = try_filter(shape)?;
+        let va = fa.as_ref().map_or_else(|| a.view(), Filter::as_view);
+        let vb = fb.as_ref().map_or_else(|| b.view(), Filter::as_view);
         ops::in_pool(|| {
             out.words_mut()
                 .par_chunks_mut(1 << 14)
@@ -40,7 +51,12 @@ impl PyFilter {
                     }
                 })
         });
-        out.set_key_count(None);
+        // A union records the sum of the counts, as a one-shot build of both inputs does.
+        out.set_key_count(if or {
+            fold::merged_key_count(a.key_count(), b.key_count())
+        } else {
+            None
+        });
         let learn = self.learn_key_type.load(Ordering::Acquire)
             && other.learn_key_type.load(Ordering::Acquire);
         Ok(PyFilter::wrap(Storage::Owned(out), learn))
@@ -82,7 +98,12 @@ impl PyFilter {
                     }
                 })
         });
-        filter.set_key_count(None);
+        let keys = filter.key_count();
+        filter.set_key_count(if or {
+            fold::merged_key_count(keys, b.key_count())
+        } else {
+            None
+        });
         Ok(())
     }
 }

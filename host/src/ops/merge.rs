@@ -1,7 +1,13 @@
 //! Combining compatible filters: union (OR) or intersection (AND), checked by the core's one
-//! compatibility rule ([`Params::check_compatible`](bloomlanes_core::Params::check_compatible)).
+//! compatibility rule ([`Params::check_compatible`](bloomlanes_core::Params::check_compatible)),
+//! except that block counts may differ when each is a multiple of the smallest: the larger
+//! filters are folded to the smallest block count first ([`bloomlanes_core::fold`]), which gives
+//! the same bytes as building them at that size.
 
-use bloomlanes_core::Filter;
+use std::path::PathBuf;
+
+use bloomlanes_core::fold;
+use bloomlanes_core::{Filter, MergeError};
 
 use crate::error::{Error, Result};
 use crate::store::FilterFile;
@@ -26,27 +32,79 @@ impl MergeOp {
     }
 }
 
-/// Merges filters (at least two; all must share layout, block count, hash and seed).
-pub fn merge(filters: &[FilterFile], op: MergeOp) -> Result<Filter> {
-    let (first, rest) = filters
+/// One input folded to fewer blocks before the merge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fold {
+    /// The input's file.
+    pub path: PathBuf,
+    /// Its block count.
+    pub from: u32,
+    /// The block count it was folded to (the merged filter's).
+    pub to: u32,
+}
+
+/// A merged filter, with the inputs at its block count (folded where they were larger).
+#[derive(Debug)]
+pub struct Merged {
+    /// The merged filter. Its key count, for a union, is the sum of the inputs' recorded
+    /// counts, or unknown when an input has none (see [`fold::merged_key_count`]); for an
+    /// intersection it is unknown.
+    pub filter: Filter,
+    /// The inputs, in order, at the merged filter's block count.
+    pub inputs: Vec<Filter>,
+    /// The inputs that were folded.
+    pub folds: Vec<Fold>,
+}
+
+/// Merges filters (at least two; all must share layout, hash, seed and kind, and every block
+/// count must be a multiple of the smallest).
+pub fn merge(files: &[FilterFile], op: MergeOp) -> Result<Merged> {
+    let (first, rest) = files
         .split_first()
         .filter(|(_, rest)| !rest.is_empty())
         .ok_or_else(|| Error::usage("merge needs at least two filters"))?;
-    let mut acc = first.to_filter();
+    let refuse = |a: &FilterFile, b: &FilterFile, source: MergeError| Error::Merge {
+        first: a.path().to_path_buf(),
+        other: b.path().to_path_buf(),
+        source,
+    };
     for f in rest {
-        let other = f.to_filter();
-        match op {
-            MergeOp::Union => acc.union_with(&other),
-            MergeOp::Intersection => acc.intersect_with(&other),
-        }
-        .map_err(|source| Error::Merge {
-            first: first.path().to_path_buf(),
-            other: f.path().to_path_buf(),
-            source,
-        })?;
+        fold::check_mergeable(first.params(), f.params()).map_err(|e| refuse(first, f, e))?;
     }
-    for f in filters {
+    let smallest = files
+        .iter()
+        .min_by_key(|f| f.params().blocks)
+        .expect("two or more");
+    let blocks = smallest.params().blocks;
+    let mut inputs = Vec::with_capacity(files.len());
+    let mut folds = Vec::new();
+    for f in files {
+        let filter = f.to_filter();
+        if filter.blocks() == blocks {
+            inputs.push(filter);
+            continue;
+        }
+        inputs.push(filter.folded(blocks).map_err(|e| refuse(smallest, f, e))?);
+        folds.push(Fold {
+            path: f.path().to_path_buf(),
+            from: filter.blocks(),
+            to: blocks,
+        });
+    }
+    let mut acc = inputs[0].clone();
+    for (f, other) in rest.iter().zip(&inputs[1..]) {
+        match op {
+            MergeOp::Union => acc.union_with(other),
+            MergeOp::Intersection => acc.intersect_with(other),
+        }
+        .map_err(|e| refuse(first, f, e))?;
+    }
+    for f in files {
         f.check_unchanged()?;
     }
-    Ok(acc)
+    Ok(Merged {
+        filter: acc,
+        inputs,
+        folds,
+    })
 }

@@ -29,8 +29,10 @@ pub struct ImportArgs {
     /// (or merged with --merge).
     #[arg(long, default_value = "0", value_name = "N|all")]
     row_group: String,
-    /// With --row-group all: OR the row groups' filters into one filter file (they must have the
-    /// same size; the union's false-positive rate is reported).
+    /// With --row-group all: OR the row groups' filters into one filter file. Filters larger than
+    /// the smallest are folded to its block count first (a writer such as DuckDB gives its last
+    /// row group half the blocks); each block count must be a multiple of the smallest. The
+    /// union's false-positive rate is reported.
     #[arg(long)]
     merge: bool,
 }
@@ -123,7 +125,10 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
     }
     let written: Vec<(Option<usize>, PathBuf, u64)>;
     let mut union_fpr = None;
+    let mut merged_blocks = None;
     let mut removed: Vec<String> = Vec::new();
+    // Row groups folded to the smallest block count before the merge: (row group, blocks).
+    let mut folds: Vec<(usize, u32)> = Vec::new();
     if a.merge {
         if !missing.is_empty() {
             return Err(Error::input(
@@ -132,23 +137,40 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
                 "--merge: a merged filter would answer \"absent\" for keys of the row groups without a filter",
             ));
         }
-        let mut acc = present[0].1.clone();
-        for (g, f) in &present[1..] {
-            acc.union_with(f).map_err(|_| {
-                Error::usage(format!(
-                    "--merge: row group {g}'s filter has {} blocks and row group {}'s {}: filters \
-                     of different sizes cannot be merged; import them into a directory instead \
-                     (drop --merge)",
-                    f.blocks(),
-                    present[0].0,
-                    present[0].1.blocks()
-                ))
-            })?;
+        let (g0, f0) = present
+            .iter()
+            .min_by_key(|(_, f)| f.blocks())
+            .expect("one or more");
+        let blocks = f0.blocks();
+        let mut acc: Option<Filter> = None;
+        for (g, f) in &present {
+            let at_size = if f.blocks() == blocks {
+                (*f).clone()
+            } else {
+                folds.push((*g, f.blocks()));
+                f.folded(blocks).map_err(|_| {
+                    Error::usage(format!(
+                        "--merge: row group {g}'s filter has {} blocks and row group {g0}'s {}: \
+                         filters merge only when one block count is a multiple of the other; \
+                         import them into a directory instead (drop --merge)",
+                        f.blocks(),
+                        blocks
+                    ))
+                })?
+            };
+            match acc.as_mut() {
+                None => acc = Some(at_size),
+                Some(acc) => acc
+                    .union_with(&at_size)
+                    .map_err(|e| Error::input(&a.source, None, format!("--merge: {e}")))?,
+            }
         }
+        let acc = acc.expect("one or more");
         let fpr = acc.as_view().fpr_from_bits();
         union_fpr = Some(fpr);
         store::save_filter(&a.output, &acc)?;
         written = vec![(None, a.output.clone(), acc.byte_len() as u64)];
+        merged_blocks = Some(acc.blocks());
     } else {
         make_dir(&a.output)?;
         written = present
@@ -170,6 +192,10 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
             "row_groups": filters.len(),
             "merged": a.merge,
             "union_fpr_from_bits": union_fpr,
+            "blocks": merged_blocks,
+            "folded": folds.iter().map(|(g, from)| json!({
+                "row_group": g, "from_blocks": from, "to_blocks": merged_blocks,
+            })).collect::<Vec<_>>(),
             "removed_stale": removed,
             "files": written.iter().map(|(g, p, b)| json!({"row_group": g, "file": p.display().to_string(), "bytes": b})).collect::<Vec<_>>(),
             "warnings": warnings.json(),
@@ -188,7 +214,17 @@ fn import_all(ctx: &Ctx, a: &ImportArgs) -> Result<ExitCode> {
         let (verb, into) = match union_fpr {
             Some(fpr) => (
                 "merged",
-                format!("{out}: false-positive rate from its bits {fpr:.3e}"),
+                format!(
+                    "{out}: {} blocks{}, false-positive rate from its bits {fpr:.3e}",
+                    merged_blocks.unwrap_or(0),
+                    folds
+                        .iter()
+                        .map(|(g, from)| format!(
+                            " (folded row group {g} {from} → {} blocks)",
+                            merged_blocks.unwrap_or(0)
+                        ))
+                        .collect::<String>()
+                ),
             ),
             None => ("imported", format!("{out}/<row group>.blf")),
         };

@@ -24,7 +24,10 @@ enum OpArg {
 /// Arguments of `merge`.
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    /// Filter files (at least two; all with the same layout, block count, hash and seed).
+    /// Filter files (at least two; all with the same layout, hash and seed, and block counts
+    /// that are multiples of the smallest: larger filters are folded to it, which gives the
+    /// bytes of a build at that size). The merged key count is the sum of the recorded counts,
+    /// unknown if one input has none.
     #[arg(required = true, num_args = 2..)]
     filters: Vec<PathBuf>,
     /// The merged filter file to write ("-": standard output; the report then goes to standard
@@ -52,7 +55,11 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
         OpArg::Union => MergeOp::Union,
         OpArg::Intersection => MergeOp::Intersection,
     };
-    let merged = ops::merge(&files, op)?;
+    let ops::Merged {
+        filter: merged,
+        inputs,
+        folds,
+    } = ops::merge(&files, op)?;
     store::save_filter(&a.output, &merged)?;
     let input_fpr: Vec<f64> = files.iter().map(|f| f.view().fpr_from_bits()).collect();
     let worst_input = input_fpr.iter().copied().fold(0.0, f64::max);
@@ -66,19 +73,14 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
         ));
     }
     // The intersection of two key sets, by inclusion-exclusion over the three estimates.
-    let intersection = match (op, files.as_slice()) {
+    let intersection = match (op, inputs.as_slice()) {
         (MergeOp::Intersection, [x, y]) => {
-            let (x, y) = (x.to_filter(), y.to_filter());
-            let (_, est) = x.estimate_union_intersection(&y).map_err(|source| {
-                bloomlanes_host::Error::Merge {
-                    first: a.filters[0].clone(),
-                    other: a.filters[1].clone(),
-                    source,
-                }
-            })?;
+            let (_, est) = x
+                .estimate_union_intersection(y)
+                .expect("checked by the merge");
             let mut u = x.clone();
-            u.union_with(&y).expect("checked by the merge");
-            let sd = estimate_sd(&x) + estimate_sd(&y) + estimate_sd(&u);
+            u.union_with(y).expect("checked by the merge");
+            let sd = estimate_sd(x) + estimate_sd(y) + estimate_sd(&u);
             Some((est.max(0.0), sd))
         }
         _ => None,
@@ -91,6 +93,12 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             "inputs": a.filters.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "layout": merged.layout().name(),
             "blocks": merged.blocks(),
+            "key_count": merged.key_count(),
+            "folded": folds.iter().map(|f| json!({
+                "input": f.path.display().to_string(),
+                "from_blocks": f.from,
+                "to_blocks": f.to,
+            })).collect::<Vec<_>>(),
             "fill_ratio": merged.fill_ratio(),
             "fpr_from_bits": fpr,
             "input_fpr_from_bits": input_fpr,
@@ -110,9 +118,24 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             ),
             _ => "the size of an intersection of more than two filters is not estimated".into(),
         };
+        let folded: String = folds
+            .iter()
+            .map(|f| {
+                format!(
+                    " (folded {} {} → {} blocks)",
+                    f.path.display(),
+                    f.from,
+                    f.to
+                )
+            })
+            .collect();
+        let keys = match merged.key_count() {
+            Some(n) => format!("{n} keys recorded"),
+            None => "key count not recorded (an input has none, or an intersection)".into(),
+        };
         say(&format!(
-            "merged {} filters ({}) into {}: layout {}, {} blocks, fill ratio {:.4}, \
-             false-positive rate {fpr:.3e} (inputs: {}); {size}",
+            "merged {} filters ({}){folded} into {}: layout {}, {} blocks, {keys}, fill ratio \
+             {:.4}, false-positive rate {fpr:.3e} (inputs: {}); {size}",
             files.len(),
             op.name(),
             a.output.display(),
