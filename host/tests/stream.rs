@@ -215,6 +215,18 @@ fn gzip_zstd_xz_and_stdin_inputs_give_the_same_answers() {
     let cut = write(&d, "cut.zst", &bytes[..bytes.len() - 7]);
     let e = fails(&["query", s(&f), s(&cut), "--count"], 1);
     assert!(e.contains("cut.zst") && e.contains("zstd"), "{e}");
+    // A zstd frame whose window passes the decoder's bound is named as such (issue #24: it was
+    // "damaged or cut short").
+    let mut wide = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+    wide.set_parameter(zstd::zstd_safe::CParameter::WindowLog(29))
+        .unwrap();
+    std::io::Write::write_all(&mut wide, text.as_bytes()).unwrap();
+    let wide = write(&d, "wide.zst", wide.finish().unwrap());
+    let e = fails(&["query", s(&f), s(&wide), "--count"], 1);
+    assert!(
+        e.contains("wide.zst") && e.contains("window") && !e.contains("cut short"),
+        "{e}"
+    );
     assert!(!out.exists());
     // Binary data of no known format is an error, not text; other compressors are named.
     let bin = write(&d, "mystery.dat", [7u8, 0, 0, 1, 2, 3]);

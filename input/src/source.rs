@@ -156,6 +156,16 @@ impl<R: Read> Read for Named<R> {
                     XZ_MEMORY_LIMIT >> 20
                 ),
             )),
+            // zstd's decoder refuses a frame whose window passes its bound (ZSTD_d_windowLogMax).
+            Err(e) if e.to_string().contains("too much memory") => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} stream asks for a window larger than the decoder's 128 MiB bound (it was \
+                     compressed with --long=28 or more); refused: recompress it with a window of \
+                     at most 128 MiB (zstd --long=27)",
+                    self.compression.name()
+                ),
+            )),
             Err(e) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
