@@ -12,6 +12,17 @@ use bloomlanes_core::{
 use common::{absent_hits, flips_rejected, splitmix, within_4_sigma, ABSENT};
 use proptest::prelude::*;
 
+/// An empty window filter of `params` with `generations` generations of `span` keys (or
+/// nanoseconds, by `unit`) each.
+fn window(params: Params, generations: u16, unit: WindowUnit, span: u64) -> WindowFilter {
+    let kind = FilterKind::Window {
+        generations,
+        unit,
+        span,
+    };
+    WindowFilter::new(params.with_kind(kind)).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -59,8 +70,7 @@ proptest! {
         span in 1u64..40,
         n in 0u64..600,
     ) {
-        let kind = FilterKind::Window { generations, unit: WindowUnit::Keys, span };
-        let mut w = WindowFilter::new(Params::new(layout, blocks).with_kind(kind)).unwrap();
+        let mut w = window(Params::new(layout, blocks), generations, WindowUnit::Keys, span);
         for k in 0..n {
             w.insert(&k);
             let window = u64::from(generations) * span;
@@ -257,12 +267,7 @@ fn smallest_window_meets_its_rate_in_the_fewest_bits() {
 
 #[test]
 fn time_window_rotates_by_timestamps() {
-    let kind = FilterKind::Window {
-        generations: 2,
-        unit: WindowUnit::Nanos,
-        span: 1_000,
-    };
-    let mut w = WindowFilter::new(Params::new(Layout::L8x64, 256).with_kind(kind)).unwrap();
+    let mut w = window(Params::new(Layout::L8x64, 256), 2, WindowUnit::Nanos, 1_000);
     w.insert_at("t0", 10_000);
     w.insert_at("t1", 11_500);
     w.insert_at("t2", 12_100);
@@ -283,12 +288,7 @@ fn time_window_rotates_by_timestamps() {
 #[test]
 fn window_from_parts_rebuilds_a_window_and_refuses_parts_that_do_not_fit() {
     use bloomlanes_core::window::WindowShapeError;
-    let kind = FilterKind::Window {
-        generations: 3,
-        unit: WindowUnit::Keys,
-        span: 5,
-    };
-    let mut w = WindowFilter::new(Params::new(Layout::L8x32, 2).with_kind(kind)).unwrap();
+    let mut w = window(Params::new(Layout::L8x32, 2), 3, WindowUnit::Keys, 5);
     (0..23u64).for_each(|k| w.insert(&k));
     let params = *w.params();
     let back = WindowFilter::from_parts(params, w.words(), w.state(), w.key_count()).unwrap();
@@ -340,12 +340,7 @@ fn every_kind_round_trips_and_rejects_corruption() {
     let base = Params::new(Layout::L8x32, 3).with_seed(11);
     let mut counting = CountingFilter::counting(base, CounterBits::Four);
     let mut stable = CountingFilter::stable(base, CounterBits::Eight, 2);
-    let kind = FilterKind::Window {
-        generations: 3,
-        unit: WindowUnit::Keys,
-        span: 5,
-    };
-    let mut window = WindowFilter::new(base.with_kind(kind)).unwrap();
+    let mut window = window(base, 3, WindowUnit::Keys, 5);
     let mut scalable = ScalableFilter::new(base, 10, 0.05, 2, 0.5).unwrap();
     for k in 0..40u64 {
         counting.insert(&k);
