@@ -9,7 +9,7 @@ use bloomlanes_core::{
     math, AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, FormatError, Layout, Params,
     RemoveError, ScalableFilter, WindowFilter, WindowUnit,
 };
-use common::{absent_hits, flips_rejected, splitmix, within_4_sigma, ABSENT};
+use common::{absent_hits, flips_rejected, layout, splitmix, within_4_sigma, ABSENT};
 use proptest::prelude::*;
 
 /// An empty window filter of `params` with `generations` generations of `span` keys (or
@@ -30,7 +30,7 @@ proptest! {
     /// and every key still present is found.
     #[test]
     fn counting_projection_equals_the_static_filter_of_the_present_keys(
-        layout in prop::sample::select(Layout::ALL.to_vec()),
+        layout in layout(),
         blocks in 1u32..30,
         eight in any::<bool>(),
         keys in prop::collection::vec(0u64..400, 0..300),
@@ -64,7 +64,7 @@ proptest! {
     /// The last `g × span` keys of a window are always found, whatever came before.
     #[test]
     fn window_never_forgets_the_last_keys(
-        layout in prop::sample::select(Layout::ALL.to_vec()),
+        layout in layout(),
         blocks in 1u32..20,
         generations in 1u16..6,
         span in 1u64..40,
