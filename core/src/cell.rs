@@ -326,19 +326,11 @@ pub enum CellShapeError {
     Cells,
 }
 
-impl core::fmt::Display for CellShapeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            CellShapeError::NotCells => {
-                "the parameters are not of a counting, stable or spatial filter"
-            }
-            CellShapeError::Image => "the image is not the length the parameters need",
-            CellShapeError::Cells => "the cells are not the length the parameters need",
-        })
-    }
-}
-
-impl core::error::Error for CellShapeError {}
+messages!(CellShapeError {
+    NotCells => "the parameters are not of a counting, stable or spatial filter",
+    Image => "the image is not the length the parameters need",
+    Cells => "the cells are not the length the parameters need",
+});
 
 /// A mutable cell-based filter (counting, stable or spatial) over borrowed words: its
 /// parameters, the projection image and the cells. The reference path of the cell algebra.

@@ -26,18 +26,12 @@ pub enum RemoveError {
     Unsupported,
 }
 
-impl core::fmt::Display for RemoveError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            RemoveError::NotPresent => {
-                "the key is not in the filter (one of its counters is zero); nothing was changed"
-            }
-            RemoveError::Unsupported => "only counting filters support deletions",
-        })
-    }
-}
-
-impl core::error::Error for RemoveError {}
+messages!(RemoveError {
+    NotPresent => {
+        "the key is not in the filter (one of its counters is zero); nothing was changed"
+    },
+    Unsupported => "only counting filters support deletions",
+});
 
 /// Reads counter `k` ([`cell::cell`] at the counter width).
 #[inline(always)]

@@ -191,27 +191,20 @@ pub struct RetrievalVector {
 
 /// The `retrieval` lines of [`VECTORS`].
 pub fn retrieval_vectors() -> Vec<RetrievalVector> {
-    VECTORS
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            if f.len() != 9 || f[0] != "retrieval" {
-                return None;
-            }
-            Some(RetrievalVector {
-                shape: Shape {
-                    value_bits: f[1].parse().ok()?,
-                    check_bits: f[2].parse().ok()?,
-                    arity: f[3].parse().ok()?,
-                    segment_bits: f[6].parse().ok()?,
-                    segment_count: f[7].parse().ok()?,
-                    seed: f[5].parse().ok()?,
-                },
-                keys: f[4].parse().ok()?,
-                array: unhex(f[8])?,
-            })
+    parsed("retrieval", 9, |f| {
+        Some(RetrievalVector {
+            shape: Shape {
+                value_bits: f[1].parse().ok()?,
+                check_bits: f[2].parse().ok()?,
+                arity: f[3].parse().ok()?,
+                segment_bits: f[6].parse().ok()?,
+                segment_count: f[7].parse().ok()?,
+                seed: f[5].parse().ok()?,
+            },
+            keys: f[4].parse().ok()?,
+            array: unhex(f[8])?,
         })
-        .collect()
+    })
 }
 
 /// Comma-separated numbers.
@@ -287,6 +280,15 @@ fn render_files(s: &mut String) {
     ] {
         let _ = writeln!(s, "file {name} {}", hex(&bytes));
     }
+}
+
+/// The lines of [`VECTORS`] that start with `what` and have `fields` fields, each read by
+/// `parse` (a line `parse` cannot read is left out).
+fn parsed<T>(what: &str, fields: usize, parse: impl Fn(&[&str]) -> Option<T>) -> Vec<T> {
+    lines(what)
+        .filter(|f| f.len() == fields)
+        .filter_map(|f| parse(&f))
+        .collect()
 }
 
 /// The fields of the golden lines that start with `what` (`"spatial"`, `"file"`, …), split at
@@ -382,20 +384,13 @@ pub struct FilterVector {
 
 /// The `filter` lines of [`VECTORS`].
 pub fn filter_vectors() -> Vec<FilterVector> {
-    VECTORS
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            if f.len() != 6 || f[0] != "filter" {
-                return None;
-            }
-            Some(FilterVector {
-                layout: Layout::from_name(f[1])?,
-                blocks: f[2].parse().ok()?,
-                seed: f[3].parse().ok()?,
-                keys: f[4].parse().ok()?,
-                image: unhex(f[5])?,
-            })
+    parsed("filter", 6, |f| {
+        Some(FilterVector {
+            layout: Layout::from_name(f[1])?,
+            blocks: f[2].parse().ok()?,
+            seed: f[3].parse().ok()?,
+            keys: f[4].parse().ok()?,
+            image: unhex(f[5])?,
         })
-        .collect()
+    })
 }

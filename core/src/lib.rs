@@ -32,6 +32,22 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+/// `Display` (one fixed message per variant) and `Error` for an error enum without fields:
+/// `messages!(ShapeError { Empty => "…", TooLong => "…" });`.
+macro_rules! messages {
+    ($ty:ident { $($variant:ident => $message:expr),* $(,)? }) => {
+        impl core::fmt::Display for $ty {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(match self {
+                    $($ty::$variant => $message,)*
+                })
+            }
+        }
+
+        impl core::error::Error for $ty {}
+    };
+}
+
 pub mod batch;
 pub mod cell;
 pub mod counting;
@@ -63,6 +79,7 @@ macro_rules! with_alloc {
 with_alloc! {
     mod any_filter;
     mod bitmap;
+    mod byte_fault;
     mod cell_store;
     mod counting_filter;
     mod filter;
@@ -75,6 +92,7 @@ with_alloc! {
     pub mod write_file;
     pub use any_filter::AnyFilter;
     pub use bitmap::Bitmap;
+    pub use byte_fault::ByteFault;
     pub use counting_filter::CountingFilter;
     pub use filter::Filter;
     pub use scalable_filter::ScalableFilter;

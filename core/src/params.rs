@@ -88,6 +88,19 @@ impl fmt::Display for MergeError {
 
 impl core::error::Error for MergeError {}
 
+/// `const` methods that return the parameters with one field replaced; each entry is its doc
+/// comment and `method: field: Type;`.
+macro_rules! with {
+    ($($(#[$doc:meta])* $method:ident: $field:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub const fn $method(mut self, $field: $ty) -> Params {
+            self.$field = $field;
+            self
+        }
+    )*};
+}
+
 impl Params {
     /// `blocks` blocks of `layout` (at least 1), XXH64 with seed 0.
     pub const fn new(layout: Layout, blocks: u32) -> Params {
@@ -101,32 +114,15 @@ impl Params {
         }
     }
 
-    /// The same parameters with hash seed `seed`.
-    #[must_use]
-    pub const fn with_seed(mut self, seed: u64) -> Params {
-        self.seed = seed;
-        self
-    }
-
-    /// The same parameters with key type `key_type`.
-    #[must_use]
-    pub const fn with_key_type(mut self, key_type: KeyType) -> Params {
-        self.key_type = key_type;
-        self
-    }
-
-    /// The same parameters with filter kind `kind`.
-    #[must_use]
-    pub const fn with_kind(mut self, kind: FilterKind) -> Params {
-        self.kind = kind;
-        self
-    }
-
-    /// The same parameters with hash function `hash`.
-    #[must_use]
-    pub const fn with_hash(mut self, hash: HashId) -> Params {
-        self.hash = hash;
-        self
+    with! {
+        /// The same parameters with hash seed `seed`.
+        with_seed: seed: u64;
+        /// The same parameters with key type `key_type`.
+        with_key_type: key_type: KeyType;
+        /// The same parameters with filter kind `kind`.
+        with_kind: kind: FilterKind;
+        /// The same parameters with hash function `hash`.
+        with_hash: hash: HashId;
     }
 
     /// The parameters of a filter for `keys` keys sized by `sizing`, XXH64 with seed 0.

@@ -38,17 +38,11 @@ pub enum NameError {
     BadCharacter,
 }
 
-impl core::fmt::Display for NameError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            NameError::Empty => "a class name is empty",
-            NameError::TooLong => "a class name is longer than 255 bytes",
-            NameError::BadCharacter => "a class name holds a control character or a comma",
-        })
-    }
-}
-
-impl core::error::Error for NameError {}
+messages!(NameError {
+    Empty => "a class name is empty",
+    TooLong => "a class name is longer than 255 bytes",
+    BadCharacter => "a class name holds a control character or a comma",
+});
 
 /// Checks that `name` can name a class.
 pub fn check_name(name: &str) -> Result<(), NameError> {

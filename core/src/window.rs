@@ -67,17 +67,11 @@ pub enum WindowShapeError {
     State,
 }
 
-impl core::fmt::Display for WindowShapeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            WindowShapeError::NotWindow => "the parameters are not of a window filter",
-            WindowShapeError::Length => "the words are not the length the parameters need",
-            WindowShapeError::State => "the current generation is out of range",
-        })
-    }
-}
-
-impl core::error::Error for WindowShapeError {}
+messages!(WindowShapeError {
+    NotWindow => "the parameters are not of a window filter",
+    Length => "the words are not the length the parameters need",
+    State => "the current generation is out of range",
+});
 
 /// Whether all bits of `hash`'s mask are set in the `per`-word block at `words[off..]`.
 #[inline(always)]

@@ -12,15 +12,7 @@ use bloomlanes_core::{
     AnyFilter, CounterBits, CountingFilter, FilterKind, Layout, Params, ScalableFilter,
     SpatialFilter, WindowFilter, WindowUnit,
 };
-use common::rechecksum;
-
-/// `file` with `value` written at byte `at` and both checksums recomputed.
-fn with(file: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
-    let mut f = file.to_vec();
-    f[at..at + value.len()].copy_from_slice(value);
-    rechecksum(&mut f);
-    f
-}
+use common::{rechecksum, with};
 
 /// Asserts that the crafted file is rejected for its metadata (by every reader of its kind).
 fn rejected(what: &str, file: &[u8]) {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bloomlanes_core::format::{self, FormatError, Verify, HEADER_LEN};
 use bloomlanes_core::parquet::{self, ParquetError};
 use bloomlanes_core::{math, Filter, Layout, Params, Stats};
-use common::rechecksum;
+use common::with;
 
 /// Runs `f` and fails if it takes longer than `limit` (a loop bounded by the input finishes in
 /// microseconds; the defects took forever).
@@ -97,9 +97,7 @@ fn false_positive_rate_of_a_huge_key_count_returns_at_once() {
 fn stray_key_count_is_rejected() {
     let mut f = Filter::new(Params::new(Layout::L8x32, 2));
     f.set_key_count(None);
-    let mut bytes = f.to_file_bytes();
-    bytes[32] = 7;
-    rechecksum(&mut bytes);
+    let bytes = with(&f.to_file_bytes(), 32, &[7]);
     assert_eq!(
         format::parse(&bytes).unwrap_err(),
         FormatError::StrayKeyCount(7)

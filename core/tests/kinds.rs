@@ -9,8 +9,19 @@ use bloomlanes_core::{
     math, AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, FormatError, Layout, Params,
     RemoveError, ScalableFilter, WindowFilter, WindowUnit,
 };
-use common::{absent_hits, flips_rejected, splitmix, within_4_sigma, ABSENT};
+use common::{absent_hits, flips_rejected, layout, splitmix, within_4_sigma, ABSENT};
 use proptest::prelude::*;
+
+/// An empty window filter of `params` with `generations` generations of `span` keys (or
+/// nanoseconds, by `unit`) each.
+fn window(params: Params, generations: u16, unit: WindowUnit, span: u64) -> WindowFilter {
+    let kind = FilterKind::Window {
+        generations,
+        unit,
+        span,
+    };
+    WindowFilter::new(params.with_kind(kind)).unwrap()
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
@@ -19,7 +30,7 @@ proptest! {
     /// and every key still present is found.
     #[test]
     fn counting_projection_equals_the_static_filter_of_the_present_keys(
-        layout in prop::sample::select(Layout::ALL.to_vec()),
+        layout in layout(),
         blocks in 1u32..30,
         eight in any::<bool>(),
         keys in prop::collection::vec(0u64..400, 0..300),
@@ -53,14 +64,13 @@ proptest! {
     /// The last `g × span` keys of a window are always found, whatever came before.
     #[test]
     fn window_never_forgets_the_last_keys(
-        layout in prop::sample::select(Layout::ALL.to_vec()),
+        layout in layout(),
         blocks in 1u32..20,
         generations in 1u16..6,
         span in 1u64..40,
         n in 0u64..600,
     ) {
-        let kind = FilterKind::Window { generations, unit: WindowUnit::Keys, span };
-        let mut w = WindowFilter::new(Params::new(layout, blocks).with_kind(kind)).unwrap();
+        let mut w = window(Params::new(layout, blocks), generations, WindowUnit::Keys, span);
         for k in 0..n {
             w.insert(&k);
             let window = u64::from(generations) * span;
@@ -257,12 +267,7 @@ fn smallest_window_meets_its_rate_in_the_fewest_bits() {
 
 #[test]
 fn time_window_rotates_by_timestamps() {
-    let kind = FilterKind::Window {
-        generations: 2,
-        unit: WindowUnit::Nanos,
-        span: 1_000,
-    };
-    let mut w = WindowFilter::new(Params::new(Layout::L8x64, 256).with_kind(kind)).unwrap();
+    let mut w = window(Params::new(Layout::L8x64, 256), 2, WindowUnit::Nanos, 1_000);
     w.insert_at("t0", 10_000);
     w.insert_at("t1", 11_500);
     w.insert_at("t2", 12_100);
@@ -283,12 +288,7 @@ fn time_window_rotates_by_timestamps() {
 #[test]
 fn window_from_parts_rebuilds_a_window_and_refuses_parts_that_do_not_fit() {
     use bloomlanes_core::window::WindowShapeError;
-    let kind = FilterKind::Window {
-        generations: 3,
-        unit: WindowUnit::Keys,
-        span: 5,
-    };
-    let mut w = WindowFilter::new(Params::new(Layout::L8x32, 2).with_kind(kind)).unwrap();
+    let mut w = window(Params::new(Layout::L8x32, 2), 3, WindowUnit::Keys, 5);
     (0..23u64).for_each(|k| w.insert(&k));
     let params = *w.params();
     let back = WindowFilter::from_parts(params, w.words(), w.state(), w.key_count()).unwrap();
@@ -340,12 +340,7 @@ fn every_kind_round_trips_and_rejects_corruption() {
     let base = Params::new(Layout::L8x32, 3).with_seed(11);
     let mut counting = CountingFilter::counting(base, CounterBits::Four);
     let mut stable = CountingFilter::stable(base, CounterBits::Eight, 2);
-    let kind = FilterKind::Window {
-        generations: 3,
-        unit: WindowUnit::Keys,
-        span: 5,
-    };
-    let mut window = WindowFilter::new(base.with_kind(kind)).unwrap();
+    let mut window = window(base, 3, WindowUnit::Keys, 5);
     let mut scalable = ScalableFilter::new(base, 10, 0.05, 2, 0.5).unwrap();
     for k in 0..40u64 {
         counting.insert(&k);

@@ -1,10 +1,9 @@
 //! Property tests of the reference path: no false negatives, storage width does not matter.
-use bloomlanes_core::{FilterMut, FilterRef, Layout, Params, ShapeError};
-use proptest::prelude::*;
+mod common;
 
-fn layout() -> impl Strategy<Value = Layout> {
-    prop::sample::select(Layout::ALL.to_vec())
-}
+use bloomlanes_core::{FilterMut, FilterRef, Layout, Params, ShapeError};
+use common::layout;
+use proptest::prelude::*;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]

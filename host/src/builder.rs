@@ -54,6 +54,18 @@ pub struct Built {
     pub backend: String,
 }
 
+/// Builder methods that store their argument in the field of the same name and return the
+/// builder; each entry is its doc comment and `name: Type;`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $name: $ty) -> Self {
+            self.$name = $name;
+            self
+        }
+    )*};
+}
+
 impl FilterBuilder {
     /// A builder with the defaults: 1% false positives, layout chosen for the rate, seed 0,
     /// automatic backend, capacity counted from the keys.
@@ -70,25 +82,24 @@ impl FilterBuilder {
         self.sizing = Sizing::BitsPerKey(bits);
         self
     }
-    /// Size for this many keys instead of the number given to [`FilterBuilder::build`].
-    pub fn capacity(mut self, keys: Option<u64>) -> Self {
-        self.capacity = keys;
-        self
-    }
-    /// The block layout (`None`: the one that meets the rate in the fewest bits).
-    pub fn layout(mut self, layout: Option<Layout>) -> Self {
-        self.layout = layout;
-        self
-    }
-    /// The hash seed (0, with layout 8x32, gives Parquet-compatible filters).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-    /// The backend that inserts the keys.
-    pub fn backend(mut self, backend: BackendChoice) -> Self {
-        self.backend = backend;
-        self
+    setters! {
+        /// Size for this many keys instead of the number given to [`FilterBuilder::build`].
+        capacity: Option<u64>;
+        /// The block layout (`None`: the one that meets the rate in the fewest bits).
+        layout: Option<Layout>;
+        /// The hash seed (0, with layout 8x32, gives Parquet-compatible filters).
+        seed: u64;
+        /// The backend that inserts the keys.
+        backend: BackendChoice;
+        /// The key type recorded in the filter (`None`: the key set's, see
+        /// [`KeySet::key_type`]).
+        key_type: Option<KeyType>;
+        /// Round the block count up to a power of two (what every Parquet reader accepts: Arrow
+        /// C++ and Velox refuse other sizes).
+        pow2: bool;
+        /// The kind of filter [`FilterBuilder::empty_any`] makes (default static; see
+        /// [`kinds::empty`] for how each kind is sized).
+        kind: KindSpec;
     }
     /// The capacity given with [`FilterBuilder::capacity`], if any.
     pub fn capacity_given(&self) -> Option<u64> {
@@ -97,23 +108,6 @@ impl FilterBuilder {
     /// The hash seed.
     pub fn seed_value(&self) -> u64 {
         self.seed
-    }
-    /// The key type recorded in the filter (`None`: the key set's, see [`KeySet::key_type`]).
-    pub fn key_type(mut self, key_type: Option<KeyType>) -> Self {
-        self.key_type = key_type;
-        self
-    }
-    /// Round the block count up to a power of two (what every Parquet reader accepts: Arrow C++
-    /// and Velox refuse other sizes).
-    pub fn pow2(mut self, on: bool) -> Self {
-        self.pow2 = on;
-        self
-    }
-    /// The kind of filter [`FilterBuilder::empty_any`] makes (default static; see
-    /// [`kinds::empty`] for how each kind is sized).
-    pub fn kind(mut self, kind: KindSpec) -> Self {
-        self.kind = kind;
-        self
     }
     /// The backend asked for.
     pub fn backend_choice(&self) -> BackendChoice {

@@ -183,10 +183,7 @@ fn binary_u64_and_decimal_keys_agree() {
     // A file that is not whole u64 words names the byte offset.
     let bad = write(&d, "bad.u64", &bin[..21]);
     let err = fails(&["build", s(&bad), "-o", s(&at(&d, "x.blf"))], 1);
-    assert!(
-        err.contains("bad.u64") && err.contains("byte offset 16"),
-        "{err}"
-    );
+    says(&err, &["bad.u64", "byte offset 16"]);
     // A malformed decimal line names the line.
     let badd = write(&d, "bad.txt", "1\n2\nthree\n");
     let err = fails(
@@ -209,10 +206,7 @@ fn stdin_input() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("<stdin>") && err.contains("--capacity"),
-        "{err}"
-    );
+    says(&err, &["<stdin>", "--capacity"]);
     assert!(!f.exists());
     bl().args(["build", "-", "-o", s(&f), "--capacity", "3"])
         .write_stdin("a\nb\nc\n")
@@ -255,10 +249,7 @@ fn missing_files_fail_clearly() {
     let missing = at(&d, "missing.txt");
     let out = at(&d, "o.blf");
     let e = fails(&["build", s(&missing), "-o", s(&out)], 1);
-    assert!(
-        e.contains("missing.txt") && e.contains("no such file"),
-        "{e}"
-    );
+    says(&e, &["missing.txt", "no such file"]);
     let e = fails(&["stats", s(&at(&d, "nope.blf"))], 1);
     assert!(e.contains("nope.blf") && e.contains("no such file"), "{e}");
     let e = fails(&["query", s(&at(&d, "nope.blf")), s(&missing)], 1);
@@ -268,10 +259,7 @@ fn missing_files_fail_clearly() {
 
 #[test]
 fn truncated_and_corrupt_filters_are_rejected() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 1000));
-    let f = at(&d, "good.blf");
-    build(&keys, &f, "");
+    let (d, keys, f) = built("k.txt", lines("k", 1000), "good.blf", "");
     let bytes = std::fs::read(&f).unwrap();
 
     let trunc = write(&d, "trunc.blf", &bytes[..bytes.len() - 100]);
@@ -300,10 +288,7 @@ fn truncated_and_corrupt_filters_are_rejected() {
 
 #[test]
 fn failed_build_keeps_the_old_file() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", "a\nb\n");
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "");
+    let (d, keys, f) = built("k.txt", "a\nb\n", "f.blf", "");
     let before = std::fs::read(&f).unwrap();
     let bad = write(&d, "bad.u64", [1u8, 2, 3]);
     fails(&["build", s(&bad), "-o", s(&f)], 1);
@@ -355,10 +340,7 @@ fn gpu_request_without_gpu() {
     } else {
         assert_eq!(o.status.code(), Some(1));
         let e = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            e.contains("--backend gpu") && e.contains("no usable GPU"),
-            "{e}"
-        );
+        says(&e, &["--backend gpu", "no usable GPU"]);
         assert!(!out.exists());
     }
 }
@@ -407,10 +389,7 @@ fn merge_union_intersection_and_incompatible() {
     build(&a, &c, "--layout 16x64");
     let out = at(&d, "bad.blf");
     let e = fails(&["merge", s(&fa), s(&c), "-o", s(&out)], 1);
-    assert!(
-        e.contains("incompatible") && e.contains("8x32") && e.contains("16x64"),
-        "{e}"
-    );
+    says(&e, &["incompatible", "8x32", "16x64"]);
     assert!(!out.exists());
     // Different seeds.
     let sd = at(&d, "seed.blf");

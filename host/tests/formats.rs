@@ -11,9 +11,8 @@ use common::files as dir_files;
 use common::*;
 use parquet::bloom_filter::Sbbf;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
-use parquet::file::properties::{ReaderProperties, WriterProperties};
+use parquet::file::properties::WriterProperties;
 use parquet::file::reader::FileReader;
-use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 
@@ -121,10 +120,7 @@ fn unreadable_captures_fail_with_offsets() {
     bytes[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
     let bad = write(&d, "badlen.pcap", &bytes);
     let e = fails(&["build", s(&bad), "-o", s(&out)], 1);
-    assert!(
-        e.contains("badlen.pcap") && e.contains("byte offset 32") && e.contains("captured length"),
-        "{e}"
-    );
+    says(&e, &["badlen.pcap", "byte offset 32", "captured length"]);
 
     let mut ng = pcapng_file(&flows());
     ng[32] = 0xff; // the interface block's length field
@@ -180,13 +176,7 @@ fn write_parquet(path: &std::path::Path, n: usize) {
 
 /// The parquet crate's own bloom filter of column `i`, serialized (Thrift header + bitset).
 fn parquet_crate_filter(path: &std::path::Path, i: usize) -> (Vec<u8>, Sbbf) {
-    let props = ReaderProperties::builder()
-        .set_read_bloom_filter(true)
-        .build();
-    let opts = ReadOptionsBuilder::new()
-        .with_reader_properties(props)
-        .build();
-    let r = SerializedFileReader::new_with_options(File::open(path).unwrap(), opts).unwrap();
+    let r = parquet_reader(path);
     let rg = r.get_row_group(0).unwrap();
     let sbbf = rg
         .get_column_bloom_filter(i)
@@ -304,10 +294,7 @@ fn parquet_bad_inputs() {
 
 #[test]
 fn hdl_export_writes_rtl_and_banks() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 500));
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "--layout 8x32");
+    let (d, _, f) = built("k.txt", lines("k", 500), "f.blf", "--layout 8x32");
     let rtl = at(&d, "rtl");
     // Text lines are variable-length keys: hashed on chip with a length field.
     let v = json(&["export", s(&f), "--hdl", s(&rtl), "--max-key-bytes", "8"]);
@@ -369,10 +356,7 @@ fn verilog_modules(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn hdl_export_takes_ports_top_and_variable_length_keys() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("key", 300));
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "--layout 8x32");
+    let (d, _, f) = built("k.txt", lines("key", 300), "f.blf", "--layout 8x32");
     let a = at(&d, "a");
     let v = json(&argv!(
         "export",
@@ -465,10 +449,7 @@ fn hdl_export_refuses_a_key_input_the_filter_was_not_built_from() {
     run_ok(export(&u64s, &["--max-key-bytes", "8"]));
     run_ok(export(&u64s, &[]));
     let e = refused(export(&u64s, &["--key-bytes", "4"]));
-    assert!(
-        e.contains("fixed 8-byte keys") && e.contains("4-byte keys"),
-        "{e}"
-    );
+    says(&e, &["fixed 8-byte keys", "4-byte keys"]);
     // Text keys: a fixed-width input would hash only keys of exactly that length.
     let e = refused(export(&text, &["--key-bytes", "8"]));
     assert!(e.contains("variable-length keys"), "{e}");

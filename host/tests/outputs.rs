@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{at, bl, build, fails, files, lines, s, tmp, write};
+use common::{at, bl, build, built, fails, fifo, files, lines, s, tmp, write};
 
 fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("bloomlanes")
@@ -103,12 +103,7 @@ fn outputs_write_through_symbolic_links() {
 fn fifos_and_devices_are_refused_as_outputs() {
     let d = tmp();
     let keys = write(&d, "k.txt", "a\n");
-    let fifo = at(&d, "pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = fifo(&d, "pipe");
     let to_fifo = at(&d, "to-pipe");
     symlink(&fifo, &to_fifo).unwrap();
     for out in [&fifo, &to_fifo, &PathBuf::from("/dev/null")] {
@@ -131,10 +126,7 @@ fn fifos_and_devices_are_refused_as_outputs() {
 
 #[test]
 fn dash_is_standard_output_and_never_a_file() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("key", 300));
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "--layout 8x32");
+    let (d, _, f) = built("k.txt", lines("key", 300), "f.blf", "--layout 8x32");
     let file_bytes = std::fs::read(&f).unwrap();
     let run = |args: &[&str]| {
         let o = bl().current_dir(d.path()).args(args).output().unwrap();
@@ -276,10 +268,7 @@ fn names(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_killed_build_leaves_nothing_behind_and_the_old_output_intact() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", "a\nb\n");
-    let out = at(&d, "f.blf");
-    build(&keys, &out, "");
+    let (d, keys, out) = built("k.txt", "a\nb\n", "f.blf", "");
     let before = std::fs::read(&out).unwrap();
     let listing = files(&d);
     let signals = [
@@ -514,16 +503,8 @@ fn a_full_disk_leaves_previous_outputs_intact_and_no_partial_file() {
 fn filter_paths_that_are_not_files() {
     let e = fails(&["stats", "/dev/zero"], 1);
     assert!(e.contains("character device"), "{e}");
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 20));
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "");
-    let fifo = at(&d, "pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let (d, _, f) = built("k.txt", lines("k", 20), "f.blf", "");
+    let fifo = fifo(&d, "pipe");
     // A filter through a FIFO is read (bounded by its header).
     let bytes = std::fs::read(&f).unwrap();
     let feeder = {
@@ -550,10 +531,7 @@ fn filter_paths_that_are_not_files() {
 
 #[test]
 fn the_payload_check_can_be_skipped_and_says_what_it_cost() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 1000));
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "");
+    let (d, keys, f) = built("k.txt", lines("k", 1000), "f.blf", "");
     let v = common::json(&["stats", s(&f)]);
     assert_eq!(v["payload_verified"], true);
     assert!(v["open_seconds"].as_f64().unwrap() >= 0.0);

@@ -11,9 +11,9 @@ use bloomlanes_host::parquet_io::ParquetFile;
 use common::*;
 use parquet::bloom_filter::Sbbf;
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type};
-use parquet::file::properties::{ReaderProperties, WriterProperties};
+use parquet::file::properties::WriterProperties;
 use parquet::file::reader::FileReader;
-use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
+use parquet::file::serialized_reader::SerializedFileReader;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 
@@ -77,13 +77,7 @@ fn write_file(path: &std::path::Path, blooms: bool) {
 
 /// The parquet crate's bloom filter of (row group, column).
 fn crate_filter(path: &std::path::Path, g: usize, c: usize) -> Option<Sbbf> {
-    let props = ReaderProperties::builder()
-        .set_read_bloom_filter(true)
-        .build();
-    let opts = ReadOptionsBuilder::new()
-        .with_reader_properties(props)
-        .build();
-    let r = SerializedFileReader::new_with_options(File::open(path).unwrap(), opts).unwrap();
+    let r = parquet_reader(path);
     let rg = r.get_row_group(g).unwrap();
     rg.get_column_bloom_filter(c).cloned()
 }
@@ -291,10 +285,7 @@ fn corrupt_footers_are_errors_naming_the_file_and_field() {
         ],
     ] {
         let e = fails(&args, 1);
-        assert!(
-            e.contains("neg.parquet") && e.contains("bloom_filter_length -1"),
-            "{e}"
-        );
+        says(&e, &["neg.parquet", "bloom_filter_length -1"]);
     }
     // An offset past the data, a length running past it.
     let past = rewrite("past.parquet", &[(1, 2, bytes.len() as u64 + 10, 64)]);

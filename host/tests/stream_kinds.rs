@@ -143,10 +143,12 @@ fn streamed_kind_queries_answer_as_the_core_in_input_order() {
 /// streaming pipeline (the report names its worker threads) and counts the core's answers.
 #[test]
 fn the_query_command_streams_kind_filters() {
-    let d = tmp();
-    let inserted = write(&d, "in.txt", key_lines(5000));
-    let f = at(&d, "w.blf");
-    build(&inserted, &f, "--kind window --window-keys 2000");
+    let (_dir, _, f) = built(
+        "in.txt",
+        key_lines(5000),
+        "w.blf",
+        "--kind window --window-keys 2000",
+    );
     let filter = load_any(&f).unwrap();
     let probes = key_lines(20000);
     let want = probes
@@ -220,10 +222,12 @@ fn streamed_inserts_keep_the_input_order() {
 /// input order, and refuses a filter without deletions even when no key comes.
 #[test]
 fn streamed_deletes_name_the_first_refused_keys_in_order() {
-    let d = tmp();
-    let keys = write(&d, "k.txt", key_lines(3000));
-    let c = at(&d, "c.blf");
-    build(&keys, &c, "--kind counting --fpp 0.001");
+    let (d, keys, c) = built(
+        "k.txt",
+        key_lines(3000),
+        "c.blf",
+        "--kind counting --fpp 0.001",
+    );
     // Every 100th line is a key never inserted.
     let mixed: String = (0..2000)
         .map(|i| {

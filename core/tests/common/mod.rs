@@ -3,7 +3,13 @@
 #![allow(dead_code)]
 
 use bloomlanes_core::format::HEADER_LEN;
-use bloomlanes_core::xxh64;
+use bloomlanes_core::{xxh64, Layout};
+use proptest::prelude::*;
+
+/// Any block layout (the proptest strategy of every property over layouts).
+pub fn layout() -> impl Strategy<Value = Layout> {
+    prop::sample::select(Layout::ALL.to_vec())
+}
 
 /// SplitMix64: the next pseudo-random value of `state`.
 pub fn splitmix(state: &mut u64) -> u64 {
@@ -86,6 +92,14 @@ pub fn rechecksum(file: &mut [u8]) {
     file[48..56].copy_from_slice(&payload.to_le_bytes());
     let header = xxh64(&file[..56], 0);
     file[56..64].copy_from_slice(&header.to_le_bytes());
+}
+
+/// `file` with `value` written at byte `at` and both checksums recomputed ([`rechecksum`]).
+pub fn with(file: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
+    let mut f = file.to_vec();
+    f[at..at + value.len()].copy_from_slice(value);
+    rechecksum(&mut f);
+    f
 }
 
 /// Asserts that flipping any one of every `step`-th bit of `file` makes `rejects` true.

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
-use bloomlanes_input::pcap::write::{PcapWriter, PcapngWriter, Resolution, LINKTYPE_ETHERNET};
 use bloomlanes_core::{
     AnyFilter, CounterBits, CountingFilter, Filter, FilterKind, KeyType, Layout, Params,
     ScalableFilter, SpatialFilter, WindowFilter, WindowUnit,
 };
+use bloomlanes_input::pcap::write::{PcapWriter, PcapngWriter, Resolution, LINKTYPE_ETHERNET};
 
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: make_seeds DIR");
@@ -135,21 +135,21 @@ fn main() {
     std::fs::create_dir_all(&texts).unwrap();
     // One byte choosing the key type (see fuzz_targets/key_text.rs), then the text.
     for (which, text) in [
-        (0u8, "alice"),
-        (1, "18446744073709551615"),
-        (2, "-500"),
-        (2, "0x7fff_ffff"),
-        (3, "4294967295"),
-        (4, "-2147483648"),
-        (5, "-0.0"),
-        (6, "NaN"),
-        (6, "1e-300"),
-        (7, "2024-02-29"),
-        (8, "2024-01-02T03:04:05.123Z"),
-        (9, "1969-12-31 23:59:59.999999-01:30"),
-        (10, "1700000000000000000"),
-        (11, "00112233-4455-6677-8899-aabbccddeeff"),
-        (12, "0xbeef01"),
+        (1u8, "alice"),
+        (2, "18446744073709551615"),
+        (3, "-500"),
+        (3, "0x7fff_ffff"),
+        (4, "4294967295"),
+        (5, "-2147483648"),
+        (6, "-0.0"),
+        (7, "NaN"),
+        (7, "1e-300"),
+        (8, "2024-02-29"),
+        (9, "2024-01-02T03:04:05.123Z"),
+        (10, "1969-12-31 23:59:59.999999-01:30"),
+        (11, "1700000000000000000"),
+        (12, "00112233-4455-6677-8899-aabbccddeeff"),
+        (14, "0xbeef01"),
         (13, "10.0.0.1:1234 -> 10.0.0.2:53 proto 17"),
         (13, "[::1]:1 -> [fe80::2]:2 proto 6"),
     ] {

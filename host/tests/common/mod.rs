@@ -10,6 +10,8 @@ use assert_cmd::Command;
 use bloomlanes_host::input::pcap::write::{
     PcapWriter, PcapngWriter, Resolution, LINKTYPE_ETHERNET,
 };
+use parquet::file::properties::ReaderProperties;
+use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
 
 /// The binary under test, quiet and without colours.
 pub fn bl() -> Command {
@@ -71,6 +73,15 @@ pub fn fails<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S], code: i32) -> String
     err
 }
 
+/// Asserts that the message `text` says every one of `parts` (the failure names the part
+/// missing and shows the whole message).
+#[track_caller]
+pub fn says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+}
+
 /// The path as a `&str`.
 pub fn s(p: &Path) -> &str {
     p.to_str().expect("UTF-8 test path")
@@ -84,6 +95,18 @@ pub fn files(dir: &tempfile::TempDir) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Makes the named pipe `dir/name` (with `mkfifo`, which must succeed) and returns its path.
+pub fn fifo(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    let p = at(dir, name);
+    let made = std::process::Command::new("mkfifo").arg(&p).status();
+    assert!(
+        made.expect("run mkfifo").success(),
+        "mkfifo {}",
+        p.display()
+    );
+    p
 }
 
 /// `n` text keys `prefix0 … prefix{n-1}`, one per line.
@@ -140,6 +163,35 @@ pub(crate) use argv;
 /// `bloomlanes --json build INPUT -o FILTER FLAGS…` (flags split at spaces), which must succeed.
 pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
     json(&argv!("build", input, "-o", filter, flags))
+}
+
+/// A fresh temporary directory, the key file `keys_name` in it holding `keys`, and the filter
+/// `filter_name` built from that file with `bloomlanes build … FLAGS` (which must succeed):
+/// `(directory, key file, filter)`; the directory is removed when it is dropped.
+pub fn built(
+    keys_name: &str,
+    keys: impl AsRef<[u8]>,
+    filter_name: &str,
+    flags: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tmp();
+    let keys = write(&dir, keys_name, keys);
+    let filter = at(&dir, filter_name);
+    build(&keys, &filter, flags);
+    (dir, keys, filter)
+}
+
+/// The `parquet` crate's reader of the `.parquet` file `path`, set to read bloom filters (what
+/// the tests check this tool's filters against).
+pub fn parquet_reader(path: &Path) -> SerializedFileReader<std::fs::File> {
+    let props = ReaderProperties::builder()
+        .set_read_bloom_filter(true)
+        .build();
+    let opts = ReadOptionsBuilder::new()
+        .with_reader_properties(props)
+        .build();
+    let file = std::fs::File::open(path).expect("open the .parquet file");
+    SerializedFileReader::new_with_options(file, opts).expect("a .parquet file the crate reads")
 }
 
 /// How many of the keys in `file` `filter` answers "may be present" (`query --count`).

@@ -375,6 +375,12 @@ mod tests {
         parse(ty.parse().unwrap(), s.as_bytes())
     }
 
+    /// `text` read as a key of type `ty` gives exactly the bytes `expected`.
+    #[track_caller]
+    fn yields(ty: &str, text: &str, expected: impl AsRef<[u8]>) {
+        assert_eq!(p(ty, text).unwrap(), expected.as_ref(), "{ty}: {text:?}");
+    }
+
     #[test]
     fn integers_signed_hex_and_ranges() {
         assert_eq!(p("i64", "-500").unwrap(), (-500i64).to_le_bytes());
@@ -411,46 +417,40 @@ mod tests {
 
     #[test]
     fn floats_keep_raw_bits() {
-        assert_eq!(p("f64", "-0.0").unwrap(), (-0.0f64).to_bits().to_le_bytes());
-        assert_eq!(p("f64", "0").unwrap(), 0u64.to_le_bytes());
-        assert_eq!(p("f32", "0.1").unwrap(), 0.1f32.to_bits().to_le_bytes());
-        assert_eq!(
-            p("f64", "NaN").unwrap(),
-            0x7ff8_0000_0000_0000u64.to_le_bytes()
-        );
-        assert_eq!(
-            p("f64", "-nan").unwrap(),
-            0x7ff8_0000_0000_0000u64.to_le_bytes()
-        );
-        assert_eq!(p("f32", "nan").unwrap(), 0x7fc0_0000u32.to_le_bytes());
-        assert_eq!(
-            p("f64", "-inf").unwrap(),
-            f64::NEG_INFINITY.to_bits().to_le_bytes()
-        );
-        assert_eq!(p("f64", "1e300").unwrap(), 1e300f64.to_bits().to_le_bytes());
+        yields("f64", "-0.0", (-0.0f64).to_bits().to_le_bytes());
+        yields("f64", "0", 0u64.to_le_bytes());
+        yields("f32", "0.1", 0.1f32.to_bits().to_le_bytes());
+        yields("f64", "NaN", 0x7ff8_0000_0000_0000u64.to_le_bytes());
+        yields("f64", "-nan", 0x7ff8_0000_0000_0000u64.to_le_bytes());
+        yields("f32", "nan", 0x7fc0_0000u32.to_le_bytes());
+        yields("f64", "-inf", f64::NEG_INFINITY.to_bits().to_le_bytes());
+        yields("f64", "1e300", 1e300f64.to_bits().to_le_bytes());
         assert!(p("f64", "0x1p3").is_err());
         assert!(p("f32", "one").is_err());
     }
 
     #[test]
     fn dates_and_timestamps() {
-        assert_eq!(p("date", "1970-01-01").unwrap(), 0i32.to_le_bytes());
-        assert_eq!(p("date", "2024-03-01").unwrap(), 19783i32.to_le_bytes());
-        assert_eq!(p("date", "1969-12-31").unwrap(), (-1i32).to_le_bytes());
+        yields("date", "1970-01-01", 0i32.to_le_bytes());
+        yields("date", "2024-03-01", 19783i32.to_le_bytes());
+        yields("date", "1969-12-31", (-1i32).to_le_bytes());
         assert!(p("date", "2023-02-29").is_err());
         assert!(p("date", "2024-13-01").is_err());
-        assert_eq!(
-            p("timestamp-us", "1700000000000000").unwrap(),
-            1_700_000_000_000_000i64.to_le_bytes()
+        yields(
+            "timestamp-us",
+            "1700000000000000",
+            1_700_000_000_000_000i64.to_le_bytes(),
         );
-        assert_eq!(p("timestamp-ms", "-5").unwrap(), (-5i64).to_le_bytes());
-        assert_eq!(
-            p("timestamp-ms", "2023-11-14T22:13:20Z").unwrap(),
-            1_700_000_000_000i64.to_le_bytes()
+        yields("timestamp-ms", "-5", (-5i64).to_le_bytes());
+        yields(
+            "timestamp-ms",
+            "2023-11-14T22:13:20Z",
+            1_700_000_000_000i64.to_le_bytes(),
         );
-        assert_eq!(
-            p("timestamp-ns", "2023-11-15 00:13:20.000000001+02:00").unwrap(),
-            1_700_000_000_000_000_001i64.to_le_bytes()
+        yields(
+            "timestamp-ns",
+            "2023-11-15 00:13:20.000000001+02:00",
+            1_700_000_000_000_000_001i64.to_le_bytes(),
         );
         assert!(p("timestamp-ms", "2023-11-14T22:13:20.0001Z").is_err());
         assert!(p("timestamp-ns", "2300-01-01T00:00:00Z").is_err());

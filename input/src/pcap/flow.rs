@@ -2,7 +2,7 @@
 //! extension headers, ports), and flow keys as text ([`format_tuple`], [`parse_flow_text`]).
 
 use std::fmt::Write as _;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, SocketAddr};
 
 use super::{IPV4_TUPLE_LEN, IPV6_TUPLE_LEN};
 
@@ -105,15 +105,7 @@ fn tuple(ip: &[u8], out: &mut [u8; IPV6_TUPLE_LEN]) -> Option<usize> {
             }
             let proto = ip[9];
             let frag_offset = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
-            let ports = if has_ports(proto) && frag_offset == 0 {
-                ip.get(ihl..ihl + 4)?
-            } else {
-                &[0, 0, 0, 0][..]
-            };
-            out[..8].copy_from_slice(&ip[12..20]);
-            out[8..12].copy_from_slice(ports);
-            out[12] = proto;
-            Some(IPV4_TUPLE_LEN)
+            put_tuple::<8>(out, ip, 12, proto, ihl, frag_offset == 0)
         }
         6 => {
             if ip.len() < 40 {
@@ -143,57 +135,74 @@ fn tuple(ip: &[u8], out: &mut [u8; IPV6_TUPLE_LEN]) -> Option<usize> {
                     _ => break,
                 }
             }
-            let ports = if has_ports(next) && first_fragment {
-                ip.get(at..at + 4)?
-            } else {
-                &[0, 0, 0, 0][..]
-            };
-            out[..32].copy_from_slice(&ip[8..40]);
-            out[32..36].copy_from_slice(ports);
-            out[36] = next;
-            Some(IPV6_TUPLE_LEN)
+            put_tuple::<32>(out, ip, 8, next, at, first_fragment)
         }
         _ => None,
     }
 }
 
-/// A 5-tuple key written for people: `10.0.0.1:1234 -> 10.0.0.2:80 proto 6`.
+/// Writes a 5-tuple into `out` (both IP versions: the `A` address bytes, source then
+/// destination, from `ip[addrs..]`; the 4 port bytes at `ip[transport..]`, zeros when `proto`
+/// has no ports or the packet is not the `first` fragment; then `proto`): its length, `None`
+/// if the ports are cut short. `A` is a constant, so each version's copies stay fixed-size.
+#[inline(always)]
+fn put_tuple<const A: usize>(
+    out: &mut [u8; IPV6_TUPLE_LEN],
+    ip: &[u8],
+    addrs: usize,
+    proto: u8,
+    transport: usize,
+    first: bool,
+) -> Option<usize> {
+    let ports = if has_ports(proto) && first {
+        ip.get(transport..transport + 4)?
+    } else {
+        &[0, 0, 0, 0][..]
+    };
+    out[..A].copy_from_slice(&ip[addrs..addrs + A]);
+    out[A..A + 4].copy_from_slice(ports);
+    out[A + 4] = proto;
+    Some(A + 5)
+}
+
+/// A 5-tuple key written for people: `10.0.0.1:1234 -> 10.0.0.2:80 proto 6`, IPv6 addresses in
+/// brackets (`[::1]:1 -> [fe80::2]:2 proto 6`), any other length in hex.
 pub fn format_tuple(t: &[u8]) -> String {
-    let mut s = String::new();
-    let port = |b: &[u8]| u16::from_be_bytes([b[0], b[1]]);
-    match t.len() {
-        IPV4_TUPLE_LEN => {
-            let src = Ipv4Addr::new(t[0], t[1], t[2], t[3]);
-            let dst = Ipv4Addr::new(t[4], t[5], t[6], t[7]);
-            let _ = write!(
-                s,
-                "{src}:{} -> {dst}:{} proto {}",
-                port(&t[8..]),
-                port(&t[10..]),
-                t[12]
-            );
-        }
-        IPV6_TUPLE_LEN => {
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&t[..16]);
-            let src = Ipv6Addr::from(a);
-            a.copy_from_slice(&t[16..32]);
-            let dst = Ipv6Addr::from(a);
-            let _ = write!(
-                s,
-                "[{src}]:{} -> [{dst}]:{} proto {}",
-                port(&t[32..]),
-                port(&t[34..]),
-                t[36]
-            );
-        }
+    // Both layouts: source address, destination address, source port, destination port (big
+    // endian), protocol; `ports` is where the ports start.
+    let (src, dst, ports) = match t.len() {
+        IPV4_TUPLE_LEN => (
+            IpAddr::from(octets::<4>(t)),
+            IpAddr::from(octets::<4>(&t[4..])),
+            8,
+        ),
+        IPV6_TUPLE_LEN => (
+            IpAddr::from(octets::<16>(t)),
+            IpAddr::from(octets::<16>(&t[16..])),
+            32,
+        ),
         _ => {
+            let mut s = String::with_capacity(2 * t.len());
             for b in t {
                 let _ = write!(s, "{b:02x}");
             }
+            return s;
         }
-    }
-    s
+    };
+    let port = |at: usize| u16::from_be_bytes([t[at], t[at + 1]]);
+    format!(
+        "{} -> {} proto {}",
+        SocketAddr::new(src, port(ports)),
+        SocketAddr::new(dst, port(ports + 2)),
+        t[ports + 4]
+    )
+}
+
+/// The first `N` bytes of `b` (which holds at least `N`).
+fn octets<const N: usize>(b: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[..N]);
+    a
 }
 
 /// IP protocol names accepted in text flow keys.
@@ -209,7 +218,7 @@ const PROTOCOLS: [(&str, u8); 8] = [
 ];
 
 /// One end of a text flow: `10.0.0.1:80`, `[2001:db8::1]:443`, or an address alone (port 0).
-fn parse_end(s: &str) -> Result<(std::net::IpAddr, u16), String> {
+fn parse_end(s: &str) -> Result<(IpAddr, u16), String> {
     let s = s.trim();
     let (addr, port) = if let Some(rest) = s.strip_prefix('[') {
         let close = rest
@@ -223,7 +232,7 @@ fn parse_end(s: &str) -> Result<(std::net::IpAddr, u16), String> {
     } else {
         (s, None)
     };
-    let ip: std::net::IpAddr = addr
+    let ip: IpAddr = addr
         .parse()
         .map_err(|_| format!("{addr:?} is not an IP address"))?;
     let port = match port {
@@ -264,24 +273,27 @@ pub fn parse_flow_text(text: &[u8], out: &mut [u8; IPV6_TUPLE_LEN]) -> Result<us
     let (da, dp) = parse_end(dst)?;
     use std::net::IpAddr::{V4, V6};
     match (sa, da) {
-        (V4(s), V4(d)) => {
-            out[..4].copy_from_slice(&s.octets());
-            out[4..8].copy_from_slice(&d.octets());
-            out[8..10].copy_from_slice(&sp.to_be_bytes());
-            out[10..12].copy_from_slice(&dp.to_be_bytes());
-            out[12] = proto;
-            Ok(IPV4_TUPLE_LEN)
-        }
-        (V6(s), V6(d)) => {
-            out[..16].copy_from_slice(&s.octets());
-            out[16..32].copy_from_slice(&d.octets());
-            out[32..34].copy_from_slice(&sp.to_be_bytes());
-            out[34..36].copy_from_slice(&dp.to_be_bytes());
-            out[36] = proto;
-            Ok(IPV6_TUPLE_LEN)
-        }
+        (V4(s), V4(d)) => Ok(tuple_of(out, s.octets(), d.octets(), [sp, dp], proto)),
+        (V6(s), V6(d)) => Ok(tuple_of(out, s.octets(), d.octets(), [sp, dp], proto)),
         _ => Err("source and destination must both be IPv4 or both IPv6".into()),
     }
+}
+
+/// Writes the 5-tuple of addresses `src` and `dst` (`N` bytes each), `ports` (source,
+/// destination) and `proto` into `out`: its length.
+fn tuple_of<const N: usize>(
+    out: &mut [u8; IPV6_TUPLE_LEN],
+    src: [u8; N],
+    dst: [u8; N],
+    ports: [u16; 2],
+    proto: u8,
+) -> usize {
+    out[..N].copy_from_slice(&src);
+    out[N..2 * N].copy_from_slice(&dst);
+    out[2 * N..2 * N + 2].copy_from_slice(&ports[0].to_be_bytes());
+    out[2 * N + 2..2 * N + 4].copy_from_slice(&ports[1].to_be_bytes());
+    out[2 * N + 4] = proto;
+    2 * N + 5
 }
 
 #[cfg(test)]

@@ -27,22 +27,8 @@ pub const IPV4_TUPLE_LEN: usize = 13;
 /// Width of an IPv6 5-tuple key.
 pub const IPV6_TUPLE_LEN: usize = 37;
 
-/// A fault in the capture file's structure.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PcapError {
-    /// Byte offset of the fault.
-    pub offset: u64,
-    /// What was wrong.
-    pub what: String,
-}
-
-impl std::fmt::Display for PcapError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "byte offset {}: {}", self.offset, self.what)
-    }
-}
-
-impl std::error::Error for PcapError {}
+/// A fault in the capture file's structure, at a byte offset of the file.
+pub type PcapError = bloomlanes_core::ByteFault;
 
 /// The 5-tuples of a capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

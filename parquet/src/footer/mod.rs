@@ -119,21 +119,7 @@ pub struct Footer {
 }
 
 /// Why a file's footer is refused: at a byte offset of the file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FooterError {
-    /// Byte offset in the file.
-    pub offset: u64,
-    /// What is wrong.
-    pub what: String,
-}
-
-impl std::fmt::Display for FooterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "byte offset {}: {}", self.offset, self.what)
-    }
-}
-
-impl std::error::Error for FooterError {}
+pub type FooterError = bloomlanes_core::ByteFault;
 
 /// The tail of a Parquet file: footer length (4 bytes LE) and `PAR1`.
 pub const TAIL_LEN: u64 = 8;
