@@ -6,7 +6,7 @@
 mod common;
 
 use bloomlanes_host::input::{InputOptions, PipelineConfig};
-use bloomlanes_host::ops::stream::{query_stream_kind, BitWriter, Listing};
+use bloomlanes_host::ops::stream::{query_stream_kind, BitWriter, Listing, QueryInputs};
 use bloomlanes_host::{load_any, BackendChoice};
 use common::*;
 
@@ -94,13 +94,16 @@ fn streamed_kind_queries_answer_as_the_core_in_input_order() {
                     };
                     let (mut text, mut bytes, mut bits) =
                         (Vec::new(), Vec::new(), BitWriter::default());
+                    let inputs = QueryInputs {
+                        paths: std::slice::from_ref(&probes),
+                        opts: &opts,
+                        choice,
+                        listing,
+                    };
                     let r = query_stream_kind(
                         &filter,
                         &f,
-                        std::slice::from_ref(&probes),
-                        &opts,
-                        choice,
-                        listing,
+                        inputs,
                         &mut |c| {
                             text.extend_from_slice(&c.text);
                             bits.write(&mut bytes, &c.bits, c.keys as usize).unwrap();

@@ -20,7 +20,7 @@ pub use super::stream_ordered::{
     insert_streamed, stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH,
 };
 pub use super::stream_query::{
-    query_stream, query_stream_kind, Listing, QueryChunk, StreamQueried,
+    query_stream, query_stream_kind, Listing, QueryChunk, QueryInputs, StreamQueried,
 };
 
 /// How a filter's capacity was chosen.

@@ -176,26 +176,37 @@ pub struct StreamQueried {
     pub key_match: KeyMatch,
 }
 
-/// Probes the keys of `paths` against `filter`, streamed; `on_chunk` gets each chunk's answers
-/// in input order (to print them or write a bitmap).
+/// What a streamed query reads and how: the shared arguments of [`query_stream`] and
+/// [`query_stream_kind`].
+#[derive(Clone, Copy, Debug)]
+pub struct QueryInputs<'a> {
+    /// The input files (`-` for standard input).
+    pub paths: &'a [PathBuf],
+    /// How they are read (format, key type, pipeline).
+    pub opts: &'a InputOptions,
+    /// The backend asked for.
+    pub choice: BackendChoice,
+    /// What is written besides the counts.
+    pub listing: Listing,
+}
+
+/// Probes the keys of `inputs.paths` against `filter`, streamed; `on_chunk` gets each chunk's
+/// answers in input order (to print them or write a bitmap).
 pub fn query_stream(
     filter: &FilterFile,
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    choice: BackendChoice,
-    listing: Listing,
+    inputs: QueryInputs<'_>,
     on_chunk: &mut dyn FnMut(&QueryChunk) -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
     super::check_hashable(filter)?;
-    if let Some(bound) = keys_bound(paths) {
+    if let Some(bound) = keys_bound(inputs.paths) {
         filter.advise_lookups(usize::try_from(bound).unwrap_or(usize::MAX));
     }
     let view = filter.view();
-    let threads = opts.pipeline.threads;
+    let threads = inputs.opts.pipeline.threads;
     let engine;
     let mut querier: Option<Box<dyn Querier + '_>> = None;
-    let (prober, name) = match choice {
+    let (prober, name) = match inputs.choice {
         BackendChoice::Auto | BackendChoice::Simd => {
             let p = Probe::active();
             let name = format!("simd-{} ({threads} threads)", p.path().name());
@@ -218,26 +229,22 @@ pub fn query_stream(
         path: filter.path(),
         mapped: Some(filter),
     };
-    run(plan, querier, paths, opts, listing, on_chunk, progress)
+    run(plan, querier, inputs, on_chunk, progress)
 }
 
 /// [`query_stream`] for a counting, stable, window or scalable filter in memory (a static
 /// filter in an [`AnyFilter`] too), read from `path`: each worker looks its chunk up with the
 /// kind's SIMD lookups (`choice` auto or SIMD) or the core's key by key (scalar). Other
 /// backends are refused (read the keys whole and use [`crate::kinds::ops::contains`]).
-#[allow(clippy::too_many_arguments)]
 pub fn query_stream_kind(
     filter: &AnyFilter,
     path: &Path,
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    choice: BackendChoice,
-    listing: Listing,
+    inputs: QueryInputs<'_>,
     on_chunk: &mut dyn FnMut(&QueryChunk) -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
-    let threads = opts.pipeline.threads;
-    let (probe, name) = match choice {
+    let threads = inputs.opts.pipeline.threads;
+    let (probe, name) = match inputs.choice {
         BackendChoice::Auto | BackendChoice::Simd => {
             let p = Probe::active();
             (
@@ -263,7 +270,7 @@ pub fn query_stream_kind(
         path,
         mapped: None,
     };
-    run(plan, None, paths, opts, listing, on_chunk, progress)
+    run(plan, None, inputs, on_chunk, progress)
 }
 
 /// What a streamed query runs: the prober, the engine's name, the filter's float rule, key
@@ -280,17 +287,21 @@ struct Plan<'a> {
     mapped: Option<&'a FilterFile>,
 }
 
-/// Streams the keys of `paths` through `plan`'s prober (answering deferred chunks with
+/// Streams the keys of `inputs.paths` through `plan`'s prober (answering deferred chunks with
 /// `querier` on this thread) and hands each chunk's answers to `on_chunk`, in input order.
 fn run(
     plan: Plan<'_>,
     mut querier: Option<Box<dyn Querier + '_>>,
-    paths: &[PathBuf],
-    opts: &InputOptions,
-    listing: Listing,
+    inputs: QueryInputs<'_>,
     on_chunk: &mut dyn FnMut(&QueryChunk) -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<StreamQueried> {
+    let QueryInputs {
+        paths,
+        opts,
+        listing,
+        ..
+    } = inputs;
     let filter_type = plan.key_type;
     let floats = plan.floats;
     let stage = QueryStage {

@@ -109,26 +109,17 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
             Ok(())
         };
         let progress = &mut |p| bar.update(p);
+        let inputs = ops::stream::QueryInputs {
+            paths: &a.inputs,
+            opts: &opts,
+            choice: a.backend.into(),
+            listing,
+        };
         let r = match &filter {
-            Opened::Static(f) => ops::query_stream(
-                f,
-                &a.inputs,
-                &opts,
-                a.backend.into(),
-                listing,
-                &mut on_chunk,
-                progress,
-            )?,
-            Opened::Kind(f) => ops::stream::query_stream_kind(
-                f,
-                &a.filter,
-                &a.inputs,
-                &opts,
-                a.backend.into(),
-                listing,
-                &mut on_chunk,
-                progress,
-            )?,
+            Opened::Static(f) => ops::query_stream(f, inputs, &mut on_chunk, progress)?,
+            Opened::Kind(f) => {
+                ops::stream::query_stream_kind(f, &a.filter, inputs, &mut on_chunk, progress)?
+            }
         };
         if let Some(w) = bitmap.as_mut() {
             bits.finish(*w)
