@@ -36,6 +36,16 @@ def in_scalar_interpreter(code, *args):
     return out.stdout
 
 
+def scalar_twin(tmp_path, saved, code):
+    """Saves `saved` as simd.blf, runs `code` on the scalar path with the arguments scalar.blf
+    (to write) and simd.blf (to read), checks both files are byte for byte the same and returns
+    what `code` printed."""
+    saved.save(tmp_path / "simd.blf")
+    out = in_scalar_interpreter(code, str(tmp_path / "scalar.blf"), str(tmp_path / "simd.blf"))
+    assert (tmp_path / "scalar.blf").read_bytes() == (tmp_path / "simd.blf").read_bytes()
+    return out
+
+
 def test_spatial_classes_never_too_low_and_absent_rate():
     f, keys, classes = spatial()
     got = f.classify(keys)
@@ -61,7 +71,6 @@ def test_spatial_bulk_equals_per_key_and_core_scalar(tmp_path):
     assert [int(k) in f for k in probe[::97]] == [c != 0 for c in per_key]
     assert (f.contains(probe) == (bulk != 0)).all(), "projection answers = class > 0"
     # The same inserts and lookups on the scalar path (core's reference), in another interpreter.
-    f.save(tmp_path / "simd.blf")
     code = (
         "import sys, numpy as np, bloomlanes\n"
         "assert bloomlanes.simd_path() == 'scalar'\n"
@@ -72,8 +81,7 @@ def test_spatial_bulk_equals_per_key_and_core_scalar(tmp_path):
         "g = bloomlanes.SpatialFilter.load(sys.argv[2])\n"
         "print(g.classify(np.arange(40000, dtype=np.uint64)).tobytes().hex())\n"
     )
-    out = in_scalar_interpreter(code, str(tmp_path / "scalar.blf"), str(tmp_path / "simd.blf"))
-    assert (tmp_path / "scalar.blf").read_bytes() == (tmp_path / "simd.blf").read_bytes()
+    out = scalar_twin(tmp_path, f, code)
     assert bytes.fromhex(out.strip()) == bulk.tobytes()
 
 
@@ -226,7 +234,6 @@ def test_retrieval_bulk_equals_per_key_and_core_scalar(tmp_path):
     for k in probe[::101]:
         v, f = t.get([int(k)])
         assert (v[0], f[0]) == (values[k], found[k])
-    t.save(tmp_path / "simd.blf")
     code = (
         "import sys, numpy as np, bloomlanes\n"
         "assert bloomlanes.simd_path() == 'scalar'\n"
@@ -236,8 +243,7 @@ def test_retrieval_bulk_equals_per_key_and_core_scalar(tmp_path):
         "v, f = bloomlanes.Retrieval.load(sys.argv[2]).get(np.arange(40000, dtype=np.uint64))\n"
         "print(v.tobytes().hex(), f.tobytes().hex())\n"
     )
-    out = in_scalar_interpreter(code, str(tmp_path / "scalar.blf"), str(tmp_path / "simd.blf"))
-    assert (tmp_path / "scalar.blf").read_bytes() == (tmp_path / "simd.blf").read_bytes()
+    out = scalar_twin(tmp_path, t, code)
     v_hex, f_hex = out.split()
     assert bytes.fromhex(v_hex) == values.tobytes() and bytes.fromhex(f_hex) == found.tobytes()
 
