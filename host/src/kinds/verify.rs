@@ -433,17 +433,23 @@ mod tests {
         let AnyFilter::Counting(c) = &f else {
             unreachable!()
         };
-        // The projection with one bit of key #0 cleared: the static images differ, and key #0
-        // becomes a false negative.
+        // One cell of key #0 emptied, its counter and its image bit (a file whose image is not
+        // the projection of its counters is refused on reading): the static images differ,
+        // and key #0 becomes a false negative.
         let mut image = c.image_words().to_vec();
+        let mut counters = c.counter_words().to_vec();
         let h = keys.keys().hash(0, 0);
         let p = c.params();
         let cell = bloomlanes_core::counting::cell(p.layout, p.blocks, h, 0);
         image[(cell / 32) as usize] &= !(1 << (cell % 32));
+        counters[(cell / 8) as usize] &= !(0xf << (4 * (cell % 8)));
         let mut bytes = f.to_file_bytes();
         let at = bloomlanes_core::format::HEADER_LEN + 64;
-        for (i, w) in image.iter().enumerate() {
-            bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+        let counters_at = at + (image.len() * 4).div_ceil(64) * 64;
+        for (start, words) in [(at, &image), (counters_at, &counters)] {
+            for (i, w) in words.iter().enumerate() {
+                bytes[start + 4 * i..start + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+            }
         }
         // Rewrite the checksums by re-encoding through the header.
         let (header, payload) = bloomlanes_core::format::parse_with(
