@@ -373,10 +373,7 @@ impl LiveCapture {
             if let Some(w) = out.bitmap.as_mut() {
                 bits.write(*w, &v.bits, take).map_err(write_err)?;
             }
-            totals.packets += v.totals.packets;
-            totals.matched += v.totals.matched;
-            totals.non_ip += v.totals.non_ip;
-            totals.malformed += v.totals.malformed;
+            totals.add_counts(&v.totals);
             if let Some(all) = totals.flows.as_mut() {
                 for (k, c) in v.flows {
                     let e = all.entry(k).or_default();

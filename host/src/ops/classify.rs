@@ -1,5 +1,6 @@
 //! Per-packet classification: for every packet of a pcap/pcapng stream (or of a live capture,
-//! see [`crate::capture`]), whether its flow key is in a filter. No deduplication: each packet
+//! see [`crate::capture`]), whether its flow key is in a filter, and against a spatial filter or
+//! a retrieval table also its class or value ([`Target::Labelled`]). No deduplication: each packet
 //! is hashed and probed on its own, on every core, and the verdicts come back in capture order.
 //!
 //! Outputs, all optional: the selected packets (matching, or not matching) written as a capture
@@ -10,15 +11,17 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use bloomlanes_core::{xxh64, FilterRef, KeyType, Keys};
+use bloomlanes_core::{xxh64, FilterRef, HashId, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
+pub use super::label_counts::{LabelCount, LabelCounts};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::chunk::Chunk;
 use crate::input::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
 use crate::input::{pipeline, source, speculate, CapturePlan, PipelineConfig};
+use crate::kinds::labels::{Labeller, Labels};
 use crate::store::FilterFile;
 
 /// Which packets go to the packet output.
@@ -89,15 +92,18 @@ pub struct Totals {
     pub bytes: u64,
     /// Warnings (a truncated last record).
     pub warnings: Vec<String>,
+    /// Packets and bytes per class or value (a labelled target only; empty otherwise).
+    pub per_label: LabelCounts,
 }
 
 impl Totals {
     /// Adds `other`'s counts (not its flows).
-    fn add_counts(&mut self, o: &Totals) {
+    pub fn add_counts(&mut self, o: &Totals) {
         self.packets += o.packets;
         self.matched += o.matched;
         self.non_ip += o.non_ip;
         self.malformed += o.malformed;
+        self.per_label.merge(&o.per_label);
     }
 
     /// Merges a chunk's flow table.
@@ -117,11 +123,39 @@ impl Totals {
     }
 }
 
+/// What packets are classified against.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    /// A static filter, memory-mapped: a yes/no verdict per packet.
+    Static(&'a FilterFile),
+    /// A spatial filter or retrieval table, read whole from the file `path`: each packet's class
+    /// or value, and per-label counts.
+    Labelled {
+        /// The file it was read from (for messages).
+        path: &'a Path,
+        /// What answers the keys.
+        labeller: Labeller<'a>,
+    },
+}
+
+impl<'a> From<&'a FilterFile> for Target<'a> {
+    fn from(f: &'a FilterFile) -> Target<'a> {
+        Target::Static(f)
+    }
+}
+
+/// How a [`Classifier`] answers a batch of hashed keys.
+enum Answers<'a> {
+    /// One bit per key from a static filter.
+    Bits(&'a FilterFile, FilterRef<'a, u32>),
+    /// A label per key (its found bits are the verdicts).
+    Labels(Labeller<'a>),
+}
+
 /// Decides packets against one filter: flow key, hash, probe, a batch at a time.
 pub struct Classifier<'a> {
     probe: Probe,
-    file: &'a FilterFile,
-    view: FilterRef<'a, u32>,
+    answers: Answers<'a>,
     seed: u64,
     flows: bool,
     note: Option<String>,
@@ -135,6 +169,9 @@ pub struct ClassifyScratch {
     index: Vec<u32>,
     keys: Vec<FlowKey>,
     words: Vec<u64>,
+    /// Captured bytes of each keyed packet of the batch (a labelled target only).
+    sizes: Vec<u32>,
+    labels: Labels,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
     recs: Vec<Rec>,
 }
@@ -159,12 +196,19 @@ pub struct Verdicts {
     pub totals: Totals,
     /// Per-flow counts of this run (when asked for).
     pub flows: HashMap<FlowKey, FlowCount>,
+    /// Each packet's class or value (a labelled target only; 0 where it has none).
+    pub labels: Vec<u32>,
 }
 
 impl Verdicts {
-    /// Whether packet `i` matched.
+    /// Whether packet `i` matched (has a label, against a labelled target).
     pub fn matched(&self, i: usize) -> bool {
         (self.bits[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// Packet `i`'s class or value: `None` when it has none, or the target gives no labels.
+    pub fn label(&self, i: usize) -> Option<u32> {
+        self.labels.get(i).copied().filter(|_| self.matched(i))
     }
 }
 
@@ -175,20 +219,39 @@ impl<'a> Classifier<'a> {
     /// (5-tuples): a filter of keys of another byte form is refused, as `query` refuses it
     /// ([`Error::KeyType`]: no packet could ever match); one that records no key type, or
     /// another type of the same bytes, is taken with a note ([`Classifier::key_type_note`]).
-    pub fn new(filter: &'a FilterFile, flows: bool) -> Result<Classifier<'a>> {
-        super::check_hashable(filter)?;
-        let filter_type = filter.params().key_type;
-        let key_match = super::check_key_type(filter.path(), filter_type, KeyType::Flow)?;
-        let note = super::key_type_note(filter_type, KeyType::Flow, key_match);
-        let view = filter.view();
+    pub fn new(target: impl Into<Target<'a>>, flows: bool) -> Result<Classifier<'a>> {
+        let (path, params, answers) = match target.into() {
+            Target::Static(f) => (f.path(), *f.params(), Answers::Bits(f, f.view())),
+            Target::Labelled { path, labeller } => {
+                (path, *labeller.params(), Answers::Labels(labeller))
+            }
+        };
+        if params.hash == HashId::Prehashed {
+            return Err(Error::input(
+                path,
+                None,
+                "this filter stores caller-supplied hashes (hash id 0); its keys cannot be \
+                 hashed here",
+            ));
+        }
+        let key_match = super::check_key_type(path, params.key_type, KeyType::Flow)?;
+        let note = super::key_type_note(params.key_type, KeyType::Flow, key_match);
         Ok(Classifier {
             probe: Probe::active(),
-            file: filter,
-            seed: view.params().seed,
-            view,
+            seed: params.seed,
+            answers,
             flows,
             note,
         })
+    }
+
+    /// What answers each packet's key: a spatial filter's classes or a retrieval table's
+    /// values (`None`: a static filter's yes/no).
+    pub fn labeller(&self) -> Option<Labeller<'a>> {
+        match self.answers {
+            Answers::Bits(..) => None,
+            Answers::Labels(l) => Some(l),
+        }
     }
 
     /// What to tell the user about the filter's key type (it records none, or another type of
@@ -200,7 +263,11 @@ impl<'a> Classifier<'a> {
     /// `Ok` while the filter file is as it was opened ([`FilterFile::check_unchanged`]): checked
     /// before each batch's verdicts are used.
     pub fn check_unchanged(&self) -> Result<()> {
-        self.file.check_unchanged()
+        match self.answers {
+            Answers::Bits(file, _) => file.check_unchanged(),
+            // Read whole and checked when opened: later changes to the file cannot reach it.
+            Answers::Labels(_) => Ok(()),
+        }
     }
 
     /// The SIMD path that probes.
@@ -215,25 +282,37 @@ impl<'a> Classifier<'a> {
         scratch: &mut ClassifyScratch,
     ) -> Verdicts {
         let mut v = Verdicts::default();
+        let labelled = matches!(self.answers, Answers::Labels(_));
         let mut key = [0u8; IPV6_TUPLE_LEN];
         for (i, (linktype, frame)) in frames.enumerate() {
             if i % 64 == 0 {
                 v.bits.push(0);
             }
             v.totals.packets += 1;
-            match pcap::flow_key(linktype, frame, &mut key) {
+            if labelled {
+                v.labels.push(0);
+            }
+            let keyless = match pcap::flow_key(linktype, frame, &mut key) {
                 Flow::Key(n) => {
                     scratch.hashes.push(xxh64(&key[..n], self.seed));
                     scratch.index.push(i as u32);
+                    if labelled {
+                        scratch.sizes.push(frame.len() as u32);
+                    }
                     if self.flows {
                         scratch.keys.push(FlowKey::new(&key[..n]));
                     }
                     if scratch.hashes.len() == CLASSIFY_BATCH {
                         self.flush(scratch, &mut v);
                     }
+                    continue;
                 }
-                Flow::NotIp => v.totals.non_ip += 1,
-                Flow::Malformed => v.totals.malformed += 1,
+                Flow::NotIp => &mut v.totals.non_ip,
+                Flow::Malformed => &mut v.totals.malformed,
+            };
+            *keyless += 1;
+            if labelled {
+                v.totals.per_label.add(None, frame.len() as u64);
             }
         }
         self.flush(scratch, &mut v);
@@ -245,12 +324,21 @@ impl<'a> Classifier<'a> {
         if n == 0 {
             return;
         }
-        s.words.clear();
-        s.words.resize(n.div_ceil(64), 0);
-        self.probe
-            .contains_bitmap(self.view, Keys::Hashes(&s.hashes), &mut s.words);
+        let keys = Keys::Hashes(&s.hashes);
+        let words = match &self.answers {
+            Answers::Bits(_, view) => {
+                s.words.clear();
+                s.words.resize(n.div_ceil(64), 0);
+                self.probe.contains_bitmap(*view, keys, &mut s.words);
+                &s.words
+            }
+            Answers::Labels(l) => {
+                l.label(keys, false, &mut s.labels);
+                &s.labels.found
+            }
+        };
         for j in 0..n {
-            let hit = (s.words[j / 64] >> (j % 64)) & 1;
+            let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
             v.bits[i / 64] |= hit << (i % 64);
             v.totals.matched += hit;
@@ -260,9 +348,17 @@ impl<'a> Classifier<'a> {
                 e.matched = hit == 1;
             }
         }
+        if !s.sizes.is_empty() {
+            for (j, &size) in s.sizes.iter().enumerate() {
+                let label = s.labels.get(j);
+                v.labels[s.index[j] as usize] = label.unwrap_or(0);
+                v.totals.per_label.add(label, u64::from(size));
+            }
+        }
         s.hashes.clear();
         s.index.clear();
         s.keys.clear();
+        s.sizes.clear();
     }
 }
 
@@ -285,14 +381,14 @@ struct ChunkVerdicts {
 
 /// Classifies every packet of the capture at `path` (`-`: standard input; gzip, zstd and xz
 /// are undone) against `filter`.
-pub fn classify(
-    filter: &FilterFile,
+pub fn classify<'a>(
+    target: impl Into<Target<'a>>,
     path: &Path,
     cfg: &PipelineConfig,
     out: Outputs<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Totals> {
-    let classifier = Classifier::new(filter, out.flows)?;
+    let classifier = Classifier::new(target, out.flows)?;
     let input = source::open(path)?;
     let shown = input.shown.clone();
     let head = input.head.clone();

@@ -9,6 +9,7 @@
 //! [`FilterBuilder`]: crate::FilterBuilder
 
 pub mod classify;
+mod label_counts;
 mod merge;
 mod query;
 pub mod stream;

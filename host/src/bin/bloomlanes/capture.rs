@@ -15,8 +15,11 @@ use bloomlanes_host::{Error, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::classify::{flows_json, print_flows, totals_json, with_outputs, VerdictOutputs};
-use crate::opened::{open_static, STATIC_HINT};
+use crate::classify::{
+    flows_json, labels_json, print_flows, print_labels, target, totals_json, with_outputs,
+    VerdictOutputs,
+};
+use crate::opened::Opened;
 use crate::output::{emit, say};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
@@ -66,8 +69,9 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 /// Runs `capture`.
 pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
-    let filter = open_static(&a.filter, Verify::Full, "capture with", STATIC_HINT)?;
-    let classifier = Classifier::new(&filter, a.outputs.flows)?;
+    let filter = Opened::open(&a.filter, Verify::Full)?;
+    let classifier = Classifier::new(target(&a.filter, &filter, "capture with")?, a.outputs.flows)?;
+    let labeller = classifier.labeller();
     if let Some(note) = classifier.key_type_note() {
         eprintln!("bloomlanes: warning: {note}");
     }
@@ -116,6 +120,10 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
         if a.outputs.flows {
             v["flows"] = flows_json(t, None);
         }
+        if let Some(l) = &labeller {
+            v["kind"] = json!(l.params().kind.name());
+            v["per_label"] = labels_json(t, l);
+        }
         emit(&v)?;
     } else {
         say(&format!(
@@ -134,6 +142,9 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
                 .map(|p| format!("; {} packets written to {}", t.written, p.display()))
                 .unwrap_or_default()
         ))?;
+        if let Some(l) = &labeller {
+            print_labels(t, l)?;
+        }
         if a.outputs.flows {
             print_flows(t)?;
         }

@@ -1,13 +1,15 @@
 //! `bloomlanes classify`: per-packet verdicts for a pcap/pcapng capture (a file, `-`, or a
 //! compressed stream): the matching (or not matching) packets written as a capture, a bitmap of
-//! one bit per packet, and counts per flow and in total.
+//! one bit per packet, and counts per flow and in total. Against a spatial filter or a
+//! retrieval table each packet also gets its class or value, counted per label.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bloomlanes_host::ops::classify::{self, Outputs, Select, Totals};
+use bloomlanes_host::kinds::labels::Labeller;
+use bloomlanes_host::ops::classify::{self, Outputs, Select, Target, Totals};
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{outfile, Error, Result};
 use bloomlanes_input::pcap::format_tuple;
@@ -15,7 +17,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use crate::inputs::InputArgs;
-use crate::opened::{open_static, STATIC_HINT};
+use crate::opened::Opened;
 use crate::output::{check_output, emit, say, with_output};
 use crate::progress::{human_rate, Bar};
 use crate::Ctx;
@@ -71,6 +73,67 @@ pub struct ClassifyArgs {
     outputs: VerdictOutputs,
     #[command(flatten)]
     input: InputArgs,
+}
+
+/// What `classify` and `capture` say to the owner of a filter of another kind.
+const CLASSIFY_HINT: &str = "it takes static filters (each packet matches or not), spatial \
+                             filters (each packet's class) and retrieval tables (each packet's \
+                             value); `bloomlanes export --static OUT.blf FILE` writes a counting \
+                             or stable filter's projection as a static one";
+
+/// The classification target of the filter `opened` from `path`, for `op` (`"classify packets
+/// with"`, `"capture with"`): a static filter memory-mapped, a spatial filter or retrieval
+/// table read whole and checked; any other kind is refused by naming it.
+pub fn target<'a>(path: &'a Path, opened: &'a Opened, op: &'static str) -> Result<Target<'a>> {
+    match opened {
+        Opened::Static(f) => Ok(Target::Static(f)),
+        Opened::Kind(f) => match Labeller::of(f) {
+            Some(labeller) => Ok(Target::Labelled { path, labeller }),
+            None => Err(Error::KindUnsupported {
+                path: path.to_path_buf(),
+                op,
+                kind: f.params().kind.name().to_string(),
+                hint: CLASSIFY_HINT,
+            }),
+        },
+    }
+}
+
+/// The field that names a label in JSON: `class` (spatial) or `value` (retrieval).
+fn label_field(l: &Labeller<'_>) -> &'static str {
+    match l {
+        Labeller::Spatial(_) => "class",
+        Labeller::Retrieval(_) | Labeller::Counts(_) => "value",
+    }
+}
+
+/// The per-label packet and byte counts (labels in order, then `absent`: no label, not IP or
+/// cut short), as JSON.
+pub fn labels_json(t: &Totals, l: &Labeller<'_>) -> Value {
+    let field = label_field(l);
+    let row = |name: String, c: classify::LabelCount| json!({field: name, "packets": c.packets, "bytes": c.bytes});
+    let mut rows: Vec<Value> = (t.per_label.iter())
+        .map(|(label, c)| row(l.show(label), c))
+        .collect();
+    rows.push(row("absent".into(), t.per_label.absent));
+    Value::Array(rows)
+}
+
+/// The per-label counts, for people.
+pub fn print_labels(t: &Totals, l: &Labeller<'_>) -> Result<()> {
+    let field = label_field(l);
+    let mut lines = Vec::new();
+    if let Value::Array(rows) = labels_json(t, l) {
+        for r in rows {
+            lines.push(format!(
+                "  {:<16} {:>12} packets {:>14} bytes",
+                r[field].as_str().unwrap_or(""),
+                r["packets"],
+                r["bytes"]
+            ));
+        }
+    }
+    say(&lines.join("\n"))
 }
 
 /// Runs `outputs`' writers around `run`: each output through the atomic writer.
@@ -183,17 +246,17 @@ pub fn print_flows(t: &Totals) -> Result<()> {
 
 /// Runs `classify`.
 pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
-    let filter = open_static(
-        &a.filter,
-        Verify::Full,
-        "classify packets with",
-        STATIC_HINT,
-    )?;
+    let filter = Opened::open(&a.filter, Verify::Full)?;
+    let target = target(&a.filter, &filter, "classify packets with")?;
+    let labeller = match target {
+        Target::Labelled { labeller, .. } => Some(labeller),
+        Target::Static(_) => None,
+    };
     let mut bar = Bar::new(ctx.progress);
     let cfg = a.input.pipeline();
     let start = Instant::now();
     let totals = with_outputs(&a.outputs, |out| {
-        classify::classify(&filter, &a.capture, &cfg, out, &mut |p| bar.update(p))
+        classify::classify(target, &a.capture, &cfg, out, &mut |p| bar.update(p))
     })?;
     let seconds = start.elapsed().as_secs_f64();
     for w in &totals.warnings {
@@ -215,6 +278,10 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         }
         if a.outputs.flows {
             v["flows"] = flows_json(&totals, None);
+        }
+        if let Some(l) = &labeller {
+            v["kind"] = json!(l.params().kind.name());
+            v["per_label"] = labels_json(&totals, l);
         }
         emit(&v)?;
     } else {
@@ -238,6 +305,9 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
             line.push_str(&format!("; bitmap written to {}", p.display()));
         }
         say(&line)?;
+        if let Some(l) = &labeller {
+            print_labels(&totals, l)?;
+        }
         if a.outputs.flows {
             print_flows(&totals)?;
         }
