@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bloomlanes_core::Params;
 use bloomlanes_core::{Filter, Layout};
-use bloomlanes_hdl::sim::{self, on_path};
+use bloomlanes_hdl::sim;
 use bloomlanes_hdl::{check_key_mode, export, generate, HdlConfig, KeyKind, KeyMode, RamStyle};
 use common::*;
 

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_hdl::sim::{
-    self, on_path, BenchParams, Checked, Key, Op, Reference, Simulator, Stim,
+    self, BenchParams, Checked, Key, Op, Reference, Simulator, Stim,
 };
 use bloomlanes_hdl::{op, Design, HdlConfig, KeyMode, PipelineConfig};
 
@@ -112,9 +112,29 @@ pub fn random_ops(
     ops
 }
 
-/// Returns false (after a visible SKIP line) if `sim` is missing.
+/// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
+/// `.ci/run` sets; off, the README's `cargo test --workspace` finishes in minutes and each such
+/// test prints a visible SKIP line.
+pub fn full_runs() -> bool {
+    std::env::var_os("BLOOMLANES_FULL").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether `tool` may run here: the long runs are on ([`full_runs`]) and it is installed. Off,
+/// says so in a SKIP line.
+pub fn on_path(tool: &str) -> bool {
+    if !full_runs() {
+        eprintln!("SKIP: {tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)");
+        return false;
+    }
+    sim::on_path(tool)
+}
+
+/// Returns false (after a visible SKIP line) if `sim` is missing or the long runs are off.
 pub fn have(sim: Simulator, what: &str) -> bool {
-    if sim.is_available() {
+    if !full_runs() {
+        eprintln!("SKIP: {what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)");
+        false
+    } else if sim.is_available() {
         true
     } else {
         eprintln!("SKIP: {what}: {} is not installed", sim.name());
