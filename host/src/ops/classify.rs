@@ -327,6 +327,7 @@ impl<'a> Classifier<'a> {
                 &s.labels.found
             }
         };
+        // One pass over the found bits: the verdict, and (labelled) the label and its counts.
         for j in 0..n {
             let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
@@ -337,11 +338,9 @@ impl<'a> Classifier<'a> {
                 e.packets += 1;
                 e.matched = hit == 1;
             }
-        }
-        if !s.sizes.is_empty() {
-            for (j, &size) in s.sizes.iter().enumerate() {
-                let label = s.labels.get(j);
-                v.labels[s.index[j] as usize] = label.unwrap_or(0);
+            if let Some(&size) = s.sizes.get(j) {
+                let label = (hit == 1).then(|| s.labels.values[j]);
+                v.labels[i] = label.unwrap_or(0);
                 v.totals.per_label.add(label, u64::from(size));
             }
         }
