@@ -55,27 +55,39 @@ fn rules(labels: &[&str]) -> String {
     s
 }
 
-/// Per-label (packets, bytes) that `query` predicts for `frames` against `filter`: each
-/// packet's flow asked of `query --json`, a packet without a flow key counted `absent`.
+/// The label `query --json` gives each frame's flow against `filter` (`absent`: none, or the
+/// frame has no flow key).
+fn labels_of(
+    d: &tempfile::TempDir,
+    filter: &std::path::Path,
+    field: &str,
+    frames: &[Vec<u8>],
+) -> Vec<String> {
+    let flows: Vec<Option<String>> = frames.iter().map(|f| flow_text(f)).collect();
+    let keys: String = flows.iter().flatten().map(|f| format!("{f}\n")).collect();
+    let q = write(d, "flows.txt", keys);
+    let answers = json(&argv!("query", filter, &q, "--format flows"))["answers"].clone();
+    let mut answers = answers.as_array().unwrap().iter();
+    let absent = || "absent".to_string();
+    (flows.iter())
+        .map(|f| match f {
+            Some(_) => answers.next().unwrap()[field]
+                .as_str()
+                .map_or_else(absent, String::from),
+            None => absent(),
+        })
+        .collect()
+}
+
+/// Per-label (packets, bytes) that `query` predicts for `frames` against `filter`.
 fn expected(
     d: &tempfile::TempDir,
     filter: &std::path::Path,
     field: &str,
     frames: &[Vec<u8>],
 ) -> BTreeMap<String, (u64, u64)> {
-    let flows: Vec<Option<String>> = frames.iter().map(|f| flow_text(f)).collect();
-    let keys: String = flows.iter().flatten().map(|f| format!("{f}\n")).collect();
-    let q = write(d, "flows.txt", keys);
-    let answers = json(&argv!("query", filter, &q, "--format flows"))["answers"].clone();
-    let mut answers = answers.as_array().unwrap().iter();
     let mut want = BTreeMap::<String, (u64, u64)>::new();
-    for (f, fr) in flows.iter().zip(frames) {
-        let label = match f {
-            Some(_) => answers.next().unwrap()[field]
-                .as_str()
-                .map_or("absent".into(), String::from),
-            None => "absent".into(),
-        };
+    for (label, fr) in labels_of(d, filter, field, frames).into_iter().zip(frames) {
         let e = want.entry(label).or_default();
         e.0 += 1;
         e.1 += fr.len() as u64;
@@ -179,4 +191,135 @@ fn a_labelled_filter_of_another_key_type_is_refused() {
         assert!(err.contains(s(f)) && err.contains("flow"), "{err}");
         assert!(!out.exists(), "nothing written");
     }
+}
+
+/// The frames of a capture read back with the input crate's readers, and the length of what
+/// precedes the first packet (the classic header, or the section and interface blocks).
+fn read_frames(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
+    let mut frames = Vec::new();
+    if pcap::is_pcapng(bytes) {
+        let mut st = pcap::NgState::default();
+        let mut first = None;
+        let (len, fault) = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
+            if let pcap::NgBlock::Packet(p) = kind {
+                let at = blk.as_ptr() as usize - bytes.as_ptr() as usize;
+                first.get_or_insert(at);
+                frames.push(p.frame.to_vec());
+            }
+        });
+        assert!(fault.is_none() && len == bytes.len(), "whole blocks");
+        (frames, first.unwrap_or(bytes.len()))
+    } else {
+        let h = pcap::parse_file_header(bytes).expect("a pcap header");
+        pcap::for_each_record(&bytes[24..], h.big_endian, |_, _, f| {
+            frames.push(f.to_vec())
+        });
+        (frames, 24)
+    }
+}
+
+/// `-w DIR` against a spatial filter and a retrieval table, pcap and pcapng: one capture per
+/// class or value and `absent`, each read back holding exactly the packets whose flow `query`
+/// puts in that label, in capture order, after the input's own header or section and
+/// interface blocks.
+#[test]
+fn write_dir_gives_each_label_its_own_capture() {
+    let d = tmp();
+    let fr = frames();
+    let sp = at(&d, "s.blf");
+    let sp_rules = write(&d, "rules.tsv", rules(&["deny", "allow"]));
+    build(&sp_rules, &sp, "--kind spatial --csv-column flow --class-column label --key-type flow --classes deny,mirror,allow");
+    let r = at(&d, "r.blf");
+    let r_rules = write(&d, "values.tsv", rules(&["7", "200", "31"]));
+    build(
+        &r_rules,
+        &r,
+        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
+    );
+    for (f, field) in [(&sp, "class"), (&r, "value")] {
+        let labels = labels_of(&d, f, field, &fr);
+        let mut names: std::collections::BTreeSet<&str> =
+            labels.iter().map(String::as_str).collect();
+        if field == "class" {
+            names.insert("mirror"); // a class with no packets still gets its (empty) capture
+        }
+        for (ext, input) in [("pcap", pcap_file(&fr)), ("pcapng", pcapng_file(&fr))] {
+            let cap = write(&d, &format!("c.{ext}"), &input);
+            let out = at(&d, &format!("out-{field}-{ext}"));
+            let v = json(&argv!("classify", f, &cap, "-w", &out));
+            assert_eq!(v["written"], fr.len() as u64);
+            let (_, head) = read_frames(&input);
+            let mut listed: Vec<String> = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            listed.sort();
+            let mut want_names: Vec<String> = names.iter().map(|n| format!("{n}.{ext}")).collect();
+            want_names.sort();
+            assert_eq!(listed, want_names, "{field} {ext}");
+            for name in &names {
+                let bytes = std::fs::read(out.join(format!("{name}.{ext}"))).unwrap();
+                let (got, _) = read_frames(&bytes);
+                let want: Vec<Vec<u8>> = (fr.iter().zip(&labels))
+                    .filter(|(_, l)| l == name)
+                    .map(|(x, _)| x.clone())
+                    .collect();
+                assert_eq!(got, want, "{field} {ext} {name}");
+                assert_eq!(bytes[..head], input[..head], "{name}: the input's header");
+            }
+        }
+    }
+}
+
+/// A failing run leaves no file behind: an input corrupt half-way, into an existing folder
+/// (left empty) and into a new one (not made); a folder that cannot be written; a file where
+/// the folder should be.
+#[test]
+fn write_dir_is_all_or_nothing() {
+    let d = tmp();
+    let fr = frames();
+    let sp = at(&d, "s.blf");
+    let rules = write(&d, "rules.tsv", rules(&["deny", "allow"]));
+    build(
+        &rules,
+        &sp,
+        "--kind spatial --csv-column flow --class-column label --key-type flow",
+    );
+    let mut bad = pcap_file(&fr);
+    let at200: usize = 24 + fr[..200].iter().map(|f| 16 + f.len()).sum::<usize>();
+    bad[at200 + 8..at200 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let bad = write(&d, "bad.pcap", bad);
+    let existing = at(&d, "existing");
+    std::fs::create_dir(&existing).unwrap();
+    fails(&argv!("classify", &sp, &bad, "-w", &existing), 1);
+    assert_eq!(
+        std::fs::read_dir(&existing).unwrap().count(),
+        0,
+        "nothing left"
+    );
+    let new = at(&d, "new");
+    fails(&argv!("classify", &sp, &bad, "-w", &new), 1);
+    assert!(!new.exists(), "the folder made for the run is gone");
+    let cap = write(&d, "c.pcap", pcap_file(&fr));
+    let plain = write(&d, "plain", "x");
+    let err = fails(&argv!("classify", &sp, &cap, "-w", &plain), 1);
+    assert!(err.contains("not a directory"), "{err}");
+    #[cfg(unix)]
+    if is_root() {
+        eprintln!("SKIP: running as root, a read-only folder is writable");
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = at(&d, "ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let err = fails(&argv!("classify", &sp, &cap, "-w", &ro), 2);
+        assert!(err.contains(s(&ro)), "{err}");
+        assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0);
+    }
+}
+
+/// Whether this process runs as root (who may write into a read-only folder).
+#[cfg(unix)]
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
 }

@@ -283,6 +283,7 @@ fn per_packet_verdicts_equal_the_cores_answers() {
                     packets: None,
                     bitmap: Some(&mut bitmap),
                     flows: false,
+                    by_label: None,
                 },
                 &mut |_| {},
             )

@@ -15,6 +15,7 @@ use bloomlanes_core::{xxh64, FilterRef, HashId, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 pub use super::label_counts::{LabelCount, LabelCounts};
+use super::label_writers::{runs, Dest, LabelFiles, Rec, Run};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
@@ -176,17 +177,6 @@ pub struct ClassifyScratch {
     recs: Vec<Rec>,
 }
 
-/// A record of a chunk: its byte range, its frame's byte range, its link type, whether it is a
-/// packet (pcapng blocks that are not packets are copied as they are).
-#[derive(Clone, Copy)]
-struct Rec {
-    start: u32,
-    end: u32,
-    frame: (u32, u32),
-    linktype: u32,
-    packet: bool,
-}
-
 /// The verdicts of a run of packets.
 #[derive(Debug, Default)]
 pub struct Verdicts {
@@ -337,6 +327,7 @@ impl<'a> Classifier<'a> {
                 &s.labels.found
             }
         };
+        // One pass over the found bits: the verdict, and (labelled) the label and its counts.
         for j in 0..n {
             let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
@@ -347,11 +338,9 @@ impl<'a> Classifier<'a> {
                 e.packets += 1;
                 e.matched = hit == 1;
             }
-        }
-        if !s.sizes.is_empty() {
-            for (j, &size) in s.sizes.iter().enumerate() {
-                let label = s.labels.get(j);
-                v.labels[s.index[j] as usize] = label.unwrap_or(0);
+            if let Some(&size) = s.sizes.get(j) {
+                let label = (hit == 1).then(|| s.labels.values[j]);
+                v.labels[i] = label.unwrap_or(0);
                 v.totals.per_label.add(label, u64::from(size));
             }
         }
@@ -371,12 +360,14 @@ pub struct Outputs<'w> {
     pub bitmap: Option<&'w mut dyn Write>,
     /// Count packets per flow.
     pub flows: bool,
+    /// Every packet written to the file of its label (a labelled target; `packets` unused).
+    pub by_label: Option<&'w mut LabelFiles>,
 }
 
 struct ChunkVerdicts {
     verdicts: Verdicts,
-    /// Byte ranges of the chunk to write (runs of selected records and kept blocks).
-    runs: Vec<(usize, usize)>,
+    /// Byte ranges of the chunk to write (runs of selected or labelled records, kept blocks).
+    runs: Vec<Run>,
 }
 
 /// Classifies every packet of the capture at `path` (`-`: standard input; gzip, zstd and xz
@@ -419,10 +410,15 @@ pub fn classify<'a>(
             ));
         }
     }
-    let select = out.packets.as_ref().map(|(_, s)| *s);
+    let by_label = out.by_label.is_some();
+    let mut labels_out = out.by_label;
+    let select = out.packets.as_ref().map(|(_, s)| *s).filter(|_| !by_label);
     let (mut packets_out, mut bitmap_out) = (out.packets.map(|(w, _)| w), out.bitmap);
     if let (Some(w), Some(_)) = (packets_out.as_mut(), file_header) {
         w.write_all(&head[..24]).map_err(write_err)?;
+    }
+    if let Some(f) = labels_out.as_mut() {
+        f.begin(file_header.map(|_| &head[..24]))?;
     }
     let mut bits = BitWriter::default();
     let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
@@ -468,26 +464,10 @@ pub fn classify<'a>(
                 .map(|r| (r.linktype, &bytes[r.frame.0 as usize..r.frame.1 as usize])),
             scratch,
         );
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        if let Some(sel) = select {
-            let mut p = 0;
-            for r in &recs {
-                let keep = if r.packet {
-                    let m = verdicts.matched(p);
-                    p += 1;
-                    m == (sel == Select::Matching)
-                } else {
-                    true
-                };
-                if keep {
-                    let (a, b) = (r.start as usize, r.end as usize);
-                    match runs.last_mut() {
-                        Some(last) if last.1 == a => last.1 = b,
-                        _ => runs.push((a, b)),
-                    }
-                }
-            }
-        }
+        let runs = match (select, by_label) {
+            (None, false) => Vec::new(),
+            (sel, _) => runs(&recs, &verdicts, sel),
+        };
         scratch.recs = recs;
         Ok(ChunkVerdicts { verdicts, runs })
     };
@@ -495,10 +475,18 @@ pub fn classify<'a>(
     let mut consume = |chunk: &Chunk, cv: ChunkVerdicts| -> Result<()> {
         classifier.check_unchanged()?;
         let v = cv.verdicts;
-        if let Some(w) = packets_out.as_mut() {
-            let bytes = chunk.bytes();
-            for (a, b) in &cv.runs {
-                w.write_all(&bytes[*a..*b]).map_err(write_err)?;
+        let bytes = chunk.bytes();
+        if let Some(f) = labels_out.as_mut() {
+            for r in &cv.runs {
+                match r.dest {
+                    Dest::Label(l) => f.packets(l, &bytes[r.start..r.end])?,
+                    _ => f.block(&bytes[r.start..r.end])?,
+                }
+            }
+            totals.written += v.totals.packets;
+        } else if let Some(w) = packets_out.as_mut() {
+            for r in &cv.runs {
+                w.write_all(&bytes[r.start..r.end]).map_err(write_err)?;
             }
             totals.written += if matching {
                 v.totals.matched

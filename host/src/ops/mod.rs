@@ -10,6 +10,7 @@
 
 pub mod classify;
 mod label_counts;
+pub mod label_writers;
 mod merge;
 mod query;
 pub mod stream;

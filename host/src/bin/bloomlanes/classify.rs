@@ -20,7 +20,7 @@ use crate::inputs::InputArgs;
 use crate::opened::Opened;
 use crate::output::{check_output, emit, say, with_output};
 use crate::progress::{human_rate, Bar};
-use crate::Ctx;
+use crate::{classify_dir, Ctx};
 
 /// Which packets `--write` gets.
 #[derive(Clone, Copy, Debug, Default, ValueEnum)]
@@ -46,8 +46,11 @@ impl From<SelectArg> for Select {
 pub struct VerdictOutputs {
     /// Write the selected packets (see --select) to this capture file, in the input's format
     /// (pcap or pcapng; a live capture writes pcap) with its timestamps, link types and snap
-    /// lengths, through a temporary file renamed into place on success.
-    #[arg(short, long, value_name = "FILE")]
+    /// lengths, through a temporary file renamed into place on success. `classify` against a
+    /// spatial filter or retrieval table: a directory (made if missing) that gets every packet
+    /// in one capture per class or value (`deny.pcap`, `7.pcapng`) and `absent` (--select is
+    /// not used), all put in place only when the run succeeds.
+    #[arg(short, long, value_name = "FILE|DIR")]
     pub write: Option<PathBuf>,
     /// Which packets --write gets.
     #[arg(long, value_enum, default_value = "matching")]
@@ -159,12 +162,14 @@ pub fn with_outputs<T>(
             packets: None,
             bitmap: None,
             flows: o.flows,
+            by_label: None,
         }),
         (Some(p), None) => with_output(p, |w| {
             run(Outputs {
                 packets: Some((w, select)),
                 bitmap: None,
                 flows: o.flows,
+                by_label: None,
             })
         }),
         (None, Some(b)) => with_output(b, |w| {
@@ -172,6 +177,7 @@ pub fn with_outputs<T>(
                 packets: None,
                 bitmap: Some(w),
                 flows: o.flows,
+                by_label: None,
             })
         }),
         (Some(p), Some(b)) => with_output(p, |pw| {
@@ -180,6 +186,7 @@ pub fn with_outputs<T>(
                     packets: Some((pw, select)),
                     bitmap: Some(bw),
                     flows: o.flows,
+                    by_label: None,
                 })
             })
         }),
@@ -255,9 +262,13 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     let mut bar = Bar::new(ctx.progress);
     let cfg = a.input.pipeline();
     let start = Instant::now();
-    let totals = with_outputs(&a.outputs, |out| {
+    let mut go = |out: Outputs<'_>| {
         classify::classify(target, &a.capture, &cfg, out, &mut |p| bar.update(p))
-    })?;
+    };
+    let (totals, written) = match (&labeller, &a.outputs.write) {
+        (Some(l), Some(dir)) => classify_dir::with_label_files(dir, l, &a.outputs, go)?,
+        _ => (with_outputs(&a.outputs, &mut go)?, Vec::new()),
+    };
     let seconds = start.elapsed().as_secs_f64();
     for w in &totals.warnings {
         eprintln!("bloomlanes: warning: {w}");
@@ -272,6 +283,12 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         v["bytes"] = json!(totals.bytes);
         if let Some(p) = &a.outputs.write {
             v["write"] = json!(p.display().to_string());
+        }
+        if labeller.is_some() && !written.is_empty() {
+            v["files"] = json!(written
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>());
         }
         if let Some(p) = &a.outputs.bitmap {
             v["bitmap"] = json!(p.display().to_string());

@@ -15,6 +15,7 @@ mod build;
 #[cfg(target_os = "linux")]
 mod capture;
 mod classify;
+mod classify_dir;
 mod dedup;
 mod delete;
 mod export;

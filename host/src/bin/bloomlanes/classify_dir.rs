@@ -1,0 +1,60 @@
+//! `classify -w DIR` against a spatial filter or a retrieval table: one capture per class
+//! (named by the class) or value (named by the value in decimal), and `absent` for the packets
+//! with none, all in `DIR` and in the input's format; none appears unless the whole run
+//! succeeds (see [`LabelFiles`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bloomlanes_host::kinds::labels::Labeller;
+use bloomlanes_host::ops::classify::Outputs;
+use bloomlanes_host::ops::label_writers::LabelFiles;
+use bloomlanes_host::{outfile, Error, Result};
+
+use crate::classify::VerdictOutputs;
+use crate::output::{check_output, with_output};
+
+/// Runs `run` with every packet going to its label's file in `dir` (and the bitmap, if asked
+/// for, to its file); the files are put in place once `run` succeeded. Returns what `run`
+/// returned and the files written.
+pub fn with_label_files<T>(
+    dir: &Path,
+    labeller: &Labeller<'_>,
+    o: &VerdictOutputs,
+    run: impl FnOnce(Outputs<'_>) -> Result<T>,
+) -> Result<(T, Vec<PathBuf>)> {
+    if outfile::is_stdout(dir) {
+        return Err(Error::usage(
+            "against a spatial filter or retrieval table -w names a directory (one capture per \
+             class or value); it cannot be standard output (-)",
+        ));
+    }
+    if let Some(b) = &o.bitmap {
+        check_output(b)?;
+    }
+    let names: BTreeMap<u32, String> = match labeller {
+        Labeller::Spatial(f) => (1..=u32::from(f.classes()))
+            .filter_map(|c| Some((c, f.class_name(c)?.to_string())))
+            .collect(),
+        Labeller::Retrieval(_) | Labeller::Counts(_) => BTreeMap::new(),
+    };
+    let mut files = LabelFiles::new(dir, names)?;
+    let flows = o.flows;
+    let t = match &o.bitmap {
+        None => run(Outputs {
+            packets: None,
+            bitmap: None,
+            flows,
+            by_label: Some(&mut files),
+        })?,
+        Some(b) => with_output(b, |w| {
+            run(Outputs {
+                packets: None,
+                bitmap: Some(w),
+                flows,
+                by_label: Some(&mut files),
+            })
+        })?,
+    };
+    Ok((t, files.commit()?))
+}
