@@ -5,9 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use bloomlanes_core::{Filter, Layout, Params};
-use bloomlanes_hdl::sim::{
-    self, BenchParams, Checked, Key, Op, Reference, Simulator, Stim,
-};
+use bloomlanes_hdl::sim::{self, BenchParams, Checked, Key, Op, Reference, Simulator, Stim};
 use bloomlanes_hdl::{op, Design, HdlConfig, KeyMode, PipelineConfig};
 
 /// The crate's stimulus generator (SplitMix64).
