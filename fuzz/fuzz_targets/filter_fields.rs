@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
     let header = xxh64(&file[..56], 0);
     file[56..64].copy_from_slice(&header.to_le_bytes());
     let full = format::parse(&file);
-    assert_eq!(full.is_ok(), format::parse_with(&file, Verify::HeaderOnly).is_ok());
+    assert_eq!(
+        full.is_ok(),
+        format::parse_with(&file, Verify::HeaderOnly).is_ok()
+    );
     let Ok(filter) = AnyFilter::from_file_bytes(&file) else {
         return;
     };
@@ -81,7 +84,9 @@ fn use_kind(filter: AnyFilter, keys: &[u64]) {
             let mut simd = f.clone();
             let times: Vec<u64> = keys.iter().map(|k| k >> 8).collect();
             probe.insert_window_filter_at(&mut simd, bulk, &times);
-            keys.iter().zip(&times).for_each(|(k, &t)| f.insert_at(k, t));
+            keys.iter()
+                .zip(&times)
+                .for_each(|(k, &t)| f.insert_at(k, t));
             assert!(simd == f, "SIMD and core window inserts differ");
         }
         AnyFilter::Scalable(mut f) => {
@@ -100,6 +105,15 @@ fn use_kind(filter: AnyFilter, keys: &[u64]) {
                 assert!(f.class_of(k) >= class);
             }
             let _ = f.class_stats();
+        }
+        AnyFilter::Retrieval(f) => {
+            let mut values = vec![0u32; keys.len()];
+            let mut found = vec![0u64; keys.len().div_ceil(64)];
+            probe.get_retrieval(&f, bulk, &mut values, &mut found);
+            for (i, k) in keys.iter().enumerate() {
+                let simd = (found[i / 64] >> (i % 64) & 1 == 1).then_some(values[i]);
+                assert_eq!(simd, f.get(k), "SIMD and core retrieval lookups differ");
+            }
         }
     }
 }
