@@ -10,15 +10,6 @@ use bloomlanes_gpu::{DeviceBuffer, DeviceKeys, GpuError, GpuFilter, GpuRetrieval
 
 use super::{human, number, time_inserts, time_with};
 
-/// SplitMix64: the bench's host keys.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// A table of 2^`RETRIEVAL_KEYS_LOG2` keys (default 27: about 1.1 GiB at 32 value and 32 check
 /// bits) with `RETRIEVAL_VALUE_BITS` (default 32) and `RETRIEVAL_CHECK_BITS` (default 32); twice
 /// as many lookups (the built keys, then as many absent ones).
@@ -27,8 +18,9 @@ pub fn retrieval(args: &[String], reps: usize) -> Result<(), GpuError> {
     let v: u8 = number(args, "RETRIEVAL_VALUE_BITS", "32");
     let f: u8 = number(args, "RETRIEVAL_CHECK_BITS", "32");
     let n = 1usize << log2;
-    let mut state = 0x7e7;
-    let keys: Vec<u64> = (0..2 * n).map(|_| splitmix(&mut state)).collect();
+    // The bench's device key generator; the host copy feeds the core's build.
+    let dev = DeviceBuffer::random_u64(2 * n, super::KEY_SEED)?;
+    let keys = dev.to_host()?;
     let mask = if v == 32 { u32::MAX } else { (1u32 << v) - 1 };
     let values: Vec<u32> = keys[..n].iter().map(|&k| (k >> 17) as u32 & mask).collect();
     let started = std::time::Instant::now();
@@ -43,7 +35,6 @@ pub fn retrieval(args: &[String], reps: usize) -> Result<(), GpuError> {
     let bytes = table.shape().array_bytes();
     let g = GpuRetrieval::upload(&table)?;
     let gs = g.stream().clone();
-    let dev = DeviceBuffer::from_host(&keys)?;
     let mut out = DeviceBuffer::<u32>::zeros(2 * n)?;
     let mut found = DeviceBuffer::<u64>::zeros((2 * n).div_ceil(64))?;
     let get = time_with(reps, &gs, &mut (), |_| {
