@@ -200,7 +200,11 @@ pub(crate) mod ptx {
         MODULES
             .get_or_init(|| {
                 if let Err(e) = crate::require_nvrtc() {
-                    eprintln!("SKIP: the PTX parameter checks: {e}");
+                    // Straight to stderr: libtest captures `eprintln!`, and a skip must show.
+                    let _ = std::io::Write::write_fmt(
+                        &mut std::io::stderr(),
+                        format_args!("SKIP: the PTX parameter checks: {e}\n"),
+                    );
                     return None;
                 }
                 let compiled = KernelModule::ALL.map(|m| {

@@ -94,7 +94,9 @@ fn icarus_loaded_banks_match_software_filter() {
 #[test]
 fn public_simulate_lookups_agrees_with_filter() {
     if !full_runs() || bloomlanes_hdl::simulator_available().is_none() {
-        eprintln!("SKIP: public_simulate_lookups_agrees_with_filter: no simulator installed");
+        skip(format_args!(
+            "SKIP: public_simulate_lookups_agrees_with_filter: no simulator installed or BLOOMLANES_FULL is unset"
+        ));
         return;
     }
     let mut rng = Rng(9);

@@ -4,6 +4,13 @@
 //! the privilege to create namespaces (or without `ip`), the test prints a `SKIP:` line.
 #![cfg(target_os = "linux")]
 
+/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
+/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
+#[allow(dead_code)]
+fn skip(line: std::fmt::Arguments) {
+    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
+}
+
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -90,7 +97,9 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
     let ns = match Netns::create() {
         Ok(ns) => ns,
         Err(why) => {
-            println!("SKIP: live capture test: cannot create network namespaces ({why})");
+            skip(format_args!(
+                "SKIP: live capture test: cannot create network namespaces ({why})"
+            ));
             return;
         }
     };
@@ -212,10 +221,10 @@ fn unreadable_interfaces_are_named() {
         );
         assert!(e.contains("no user named"), "{e}");
     } else {
-        println!(
+        skip(format_args!(
             "SKIP: privilege drop check: capture on lo failed: {}",
             String::from_utf8_lossy(&o.stderr)
-        );
+        ));
     }
     // Without the privilege (as user nobody), opening the socket is refused with a hint.
     use std::os::unix::fs::PermissionsExt;
@@ -231,11 +240,13 @@ fn unreadable_interfaces_are_named() {
             let e = String::from_utf8_lossy(&o.stderr);
             says(&e, &["interface lo", "CAP_NET_RAW"]);
         }
-        Ok(o) => println!(
+        Ok(o) => skip(format_args!(
             "SKIP: unprivileged capture check: setpriv gave {:?}: {}",
             o.status.code(),
             String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => println!("SKIP: unprivileged capture check: no setpriv ({e})"),
+        )),
+        Err(e) => skip(format_args!(
+            "SKIP: unprivileged capture check: no setpriv ({e})"
+        )),
     }
 }

@@ -3,6 +3,13 @@
 //! signal and SIGKILL, with unnamed and named temporary files), full disks (a 1 MiB tmpfs, when
 //! this test may mount one), and filter paths that are not regular files.
 
+/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
+/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
+#[allow(dead_code)]
+fn skip(line: std::fmt::Arguments) {
+    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
+}
+
 mod common;
 
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
@@ -450,7 +457,9 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn a_full_disk_leaves_previous_outputs_intact_and_no_partial_file() {
     let Some(disk) = SmallDisk::mount() else {
-        println!("SKIP: cannot mount a 1 MiB tmpfs here (needs root); full-disk test not run");
+        skip(format_args!(
+            "SKIP: cannot mount a 1 MiB tmpfs here (needs root); full-disk test not run"
+        ));
         return;
     };
     let root = disk.dir.path();

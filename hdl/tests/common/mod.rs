@@ -1,6 +1,12 @@
 //! Shared helpers of the simulation tests.
 #![allow(dead_code)]
 
+/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
+/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
+pub fn skip(line: std::fmt::Arguments) {
+    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
+}
+
 use std::path::Path;
 use std::process::Command;
 
@@ -121,7 +127,9 @@ pub fn full_runs() -> bool {
 /// says so in a SKIP line.
 pub fn on_path(tool: &str) -> bool {
     if !full_runs() {
-        eprintln!("SKIP: {tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)");
+        skip(format_args!(
+            "SKIP: {tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+        ));
         return false;
     }
     sim::on_path(tool)
@@ -130,12 +138,17 @@ pub fn on_path(tool: &str) -> bool {
 /// Returns false (after a visible SKIP line) if `sim` is missing or the long runs are off.
 pub fn have(sim: Simulator, what: &str) -> bool {
     if !full_runs() {
-        eprintln!("SKIP: {what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)");
+        skip(format_args!(
+            "SKIP: {what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+        ));
         false
     } else if sim.is_available() {
         true
     } else {
-        eprintln!("SKIP: {what}: {} is not installed", sim.name());
+        skip(format_args!(
+            "SKIP: {what}: {} is not installed",
+            sim.name()
+        ));
         false
     }
 }
@@ -306,7 +319,7 @@ pub fn icarus(dir: &Path, top: &str, options: &[String], sources: &[&str]) -> (b
 /// Returns false (after a visible SKIP line) if the program `tool` is missing.
 pub fn have_tool(tool: &str, what: &str) -> bool {
     on_path(tool) || {
-        eprintln!("SKIP: {what}: {tool} is not installed");
+        skip(format_args!("SKIP: {what}: {tool} is not installed"));
         false
     }
 }
