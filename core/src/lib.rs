@@ -116,5 +116,5 @@ pub use params::{MergeError, Params, Sizing};
 pub use parquet::ParquetError;
 pub use reference::{FilterMut, FilterRef, ShapeError, Word};
 pub use stats::Stats;
-pub use window::{WindowMut, WindowState};
+pub use window::{WindowKind, WindowMut, WindowState};
 pub use xxh64::{xxh64, xxh64_u64, Xxh64};

@@ -79,6 +79,53 @@ impl core::fmt::Display for ParquetError {
 
 impl core::error::Error for ParquetError {}
 
+/// The pieces of the Thrift compact protocol that this module's header reader and the
+/// `bloomlanes-parquet` footer reader share.
+pub mod compact {
+    /// The i64 a zigzag-encoded varint stands for.
+    pub const fn zigzag_decode(v: u64) -> i64 {
+        (v >> 1) as i64 ^ -((v & 1) as i64)
+    }
+
+    /// The zigzag encoding of `v` (the inverse of [`zigzag_decode`]).
+    pub const fn zigzag_encode(v: i64) -> u64 {
+        ((v << 1) ^ (v >> 63)) as u64
+    }
+
+    /// A struct's field header byte: `None` for the stop byte, else `(delta, type)`: the field's
+    /// id is the previous field's plus `delta`, or, when `delta` is 0, a zigzag varint that
+    /// follows the byte.
+    pub const fn field_header(b: u8) -> Option<(u8, u8)> {
+        if b == 0 {
+            None
+        } else {
+            Some((b >> 4, b & 0x0f))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn zigzag_round_trips_and_field_headers_split() {
+            for (v, z) in [
+                (0i64, 0u64),
+                (-1, 1),
+                (1, 2),
+                (-2, 3),
+                (i64::MAX, u64::MAX - 1),
+            ] {
+                assert_eq!((zigzag_encode(v), zigzag_decode(z)), (z, v));
+            }
+            assert_eq!(zigzag_decode(u64::MAX), i64::MIN);
+            assert_eq!(field_header(0), None);
+            assert_eq!(field_header(0x15), Some((1, 5)));
+            assert_eq!(field_header(0x0c), Some((0, 12)));
+        }
+    }
+}
+
 /// The longest header [`encode_header`] writes.
 pub const MAX_HEADER_LEN: usize = 18;
 
@@ -89,7 +136,7 @@ pub fn encode_header(num_bytes: u32) -> ([u8; MAX_HEADER_LEN], usize) {
     let mut n = 0;
     out[n] = 0x15; // field 1, i32
     n += 1;
-    let mut v = u64::from(num_bytes) << 1; // zigzag of a non-negative value
+    let mut v = compact::zigzag_encode(i64::from(num_bytes));
     loop {
         let byte = (v & 0x7f) as u8;
         v >>= 7;
@@ -148,8 +195,7 @@ impl<'a> Reader<'a> {
     }
 
     fn zigzag(&mut self) -> Result<i64, ParquetError> {
-        let v = self.varint()?;
-        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+        Ok(compact::zigzag_decode(self.varint()?))
     }
 
     fn skip_bytes(&mut self, n: u64) -> Result<(), ParquetError> {
@@ -166,12 +212,9 @@ impl<'a> Reader<'a> {
     /// Next field header of a struct: `None` at the stop byte.
     fn field(&mut self, last_id: &mut i16) -> Result<Option<(i16, u8)>, ParquetError> {
         let at = self.pos;
-        let b = self.byte()?;
-        if b == 0 {
+        let Some((delta, kind)) = compact::field_header(self.byte()?) else {
             return Ok(None);
-        }
-        let kind = b & 0x0f;
-        let delta = b >> 4;
+        };
         let id = if delta == 0 {
             let v = self.zigzag()?;
             i16::try_from(v).map_err(|_| ParquetError::Malformed {

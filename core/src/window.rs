@@ -31,6 +31,41 @@ pub struct WindowState {
     pub started: bool,
 }
 
+/// The fields of a [`FilterKind::Window`]: `generations` (`g`) of `span` keys or nanoseconds
+/// each. One place that takes them out of a kind and checks them, for every backend's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowKind {
+    /// Generations `g` that make up the window.
+    pub generations: u16,
+    /// What a generation's span counts.
+    pub unit: WindowUnit,
+    /// Keys (or nanoseconds) per generation.
+    pub span: u64,
+}
+
+impl WindowKind {
+    /// The window fields of `kind`, or `None` for another kind.
+    pub const fn of(kind: FilterKind) -> Option<WindowKind> {
+        match kind {
+            FilterKind::Window {
+                generations,
+                unit,
+                span,
+            } => Some(WindowKind {
+                generations,
+                unit,
+                span,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether a window can be made of them: at least one generation and a span of at least 1.
+    pub const fn is_usable(&self) -> bool {
+        self.generations > 0 && self.span > 0
+    }
+}
+
 /// The generations of a window filter with `params`: `g + 1`.
 pub const fn generations(params: &Params) -> u64 {
     match params.kind {
@@ -102,28 +137,20 @@ impl<'a> WindowMut<'a> {
         words: &'a mut [u32],
         state: &'a mut WindowState,
     ) -> Result<Self, WindowShapeError> {
-        let FilterKind::Window {
-            generations,
-            unit,
-            span,
-        } = params.kind
-        else {
-            return Err(WindowShapeError::NotWindow);
-        };
-        if generations == 0 || span == 0 {
-            return Err(WindowShapeError::NotWindow);
-        }
+        let window = WindowKind::of(params.kind)
+            .filter(WindowKind::is_usable)
+            .ok_or(WindowShapeError::NotWindow)?;
         if words.len() as u64 != window_words(&params) {
             return Err(WindowShapeError::Length);
         }
-        if state.current > generations {
+        if state.current > window.generations {
             return Err(WindowShapeError::State);
         }
         Ok(WindowMut {
             params,
-            gens: u64::from(generations) + 1,
-            unit,
-            span,
+            gens: u64::from(window.generations) + 1,
+            unit: window.unit,
+            span: window.span,
             words,
             state,
         })
@@ -213,5 +240,35 @@ impl<'a> WindowMut<'a> {
                 .saturating_add(behind.saturating_mul(self.span));
         }
         self.set(hash);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_needs_a_generation_and_a_span() {
+        let kind = |generations, span| FilterKind::Window {
+            generations,
+            unit: WindowUnit::Keys,
+            span,
+        };
+        let w = WindowKind::of(kind(3, 10)).unwrap();
+        assert_eq!((w.generations, w.unit, w.span), (3, WindowUnit::Keys, 10));
+        assert!(w.is_usable());
+        assert_eq!(WindowKind::of(FilterKind::Static), None);
+        let mut state = WindowState::default();
+        for (g, span) in [(0, 10), (3, 0)] {
+            assert!(!WindowKind::of(kind(g, span)).unwrap().is_usable());
+            let params = Params::new(Layout::L8x32, 1).with_kind(kind(g, span));
+            let mut words = [0u32; 64];
+            let got = WindowMut::new(params, &mut words, &mut state).unwrap_err();
+            assert_eq!(
+                got,
+                WindowShapeError::NotWindow,
+                "{g} generations, span {span}"
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
 use crate::storage::Words;
-use crate::window::{self, window_words, WindowMut, WindowShapeError, WindowState};
+use crate::window::{self, window_words, WindowKind, WindowMut, WindowShapeError, WindowState};
 use crate::write_file::{FileParts, WriteFile};
 
 impl WriteFile for WindowFilter {
@@ -48,12 +48,7 @@ impl WindowFilter {
 
     /// An empty window filter with its words from `zeroed`.
     fn with(params: Params, zeroed: impl Fn(u64) -> Option<Words>) -> Option<WindowFilter> {
-        match params.kind {
-            FilterKind::Window {
-                generations, span, ..
-            } if generations > 0 && span > 0 => {}
-            _ => return None,
-        }
+        WindowKind::of(params.kind).filter(WindowKind::is_usable)?;
         let params = Params {
             blocks: params.blocks.max(1),
             ..params

@@ -522,24 +522,14 @@ mod tests {
 
     #[test]
     fn auto_keeps_small_images_and_small_batches_direct_and_groups_the_rest() {
+        // What Auto picks on the H200 for an image of `bytes` bytes and `keys` keys.
+        let auto = |bytes, keys| plan(InsertKernel::Auto, &H200, &batch(bytes, keys), 20 << 20);
         // In L2: direct. A handful of keys: direct (the grouping's launches dominate).
-        let p = plan(
-            InsertKernel::Auto,
-            &H200,
-            &batch(1 << 20, 1 << 28),
-            20 << 20,
-        );
-        assert_eq!(p.kernel, InsertKernel::BulkReduce);
-        let p = plan(
-            InsertKernel::Auto,
-            &H200,
-            &batch(8 << 30, 1 << 10),
-            20 << 20,
-        );
-        assert_eq!(p.kernel, InsertKernel::BulkReduce);
+        assert_eq!(auto(1 << 20, 1 << 28).kernel, InsertKernel::BulkReduce);
+        assert_eq!(auto(8 << 30, 1 << 10).kernel, InsertKernel::BulkReduce);
         // The sizes of issue #25 with 2^28 keys: every one past L2 grouped.
         for bytes in [256u64 << 20, 2 << 30, 8 << 30, 32 << 30, 64 << 30] {
-            let p = plan(InsertKernel::Auto, &H200, &batch(bytes, 1 << 28), 20 << 20);
+            let p = auto(bytes, 1 << 28);
             assert_ne!(p.kernel, InsertKernel::BulkReduce, "{bytes}: {p:?}");
         }
     }

@@ -13,8 +13,8 @@
 
 use std::sync::Arc;
 
-use bloomlanes_core::retrieval::{RetrievalTable, Shape};
-use bloomlanes_core::{FilterKind, HashId, Keys, Params};
+use bloomlanes_core::retrieval::{RetrievalInfo, RetrievalTable};
+use bloomlanes_core::{FilterKind, HashId, Keys};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
 use crate::buffer::{alloc_zeros, check_free};
@@ -31,17 +31,26 @@ pub struct GpuRetrieval {
     k: Arc<Kernels>,
     /// The packed cells, `shape.words()` words (the last one zero).
     words: CudaSlice<u64>,
-    params: Params,
-    shape: Shape,
-    keys: u64,
+    /// The host table's parameters, shape and key count (the table's accessors through
+    /// `Deref`).
+    info: RetrievalInfo,
 }
 
 impl std::fmt::Debug for GpuRetrieval {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuRetrieval")
-            .field("params", &self.params)
-            .field("shape", &self.shape)
+            .field("info", &self.info)
             .finish_non_exhaustive()
+    }
+}
+
+/// The table's [`RetrievalInfo::params`], [`RetrievalInfo::shape`] and
+/// [`RetrievalInfo::key_count`], as on the host table.
+impl std::ops::Deref for GpuRetrieval {
+    type Target = RetrievalInfo;
+
+    fn deref(&self) -> &RetrievalInfo {
+        &self.info
     }
 }
 
@@ -82,25 +91,8 @@ impl GpuRetrieval {
             check_stream: GpuStream::new()?,
             k,
             words: dev,
-            params,
-            shape,
-            keys: table.key_count(),
+            info: *table.info(),
         })
-    }
-
-    /// The table's parameters (key hash and kind).
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-
-    /// The table's shape.
-    pub fn shape(&self) -> &Shape {
-        &self.shape
-    }
-
-    /// Keys stored.
-    pub fn key_count(&self) -> u64 {
-        self.keys
     }
 
     /// The table's own stream (what the synchronous calls use).
@@ -109,7 +101,7 @@ impl GpuRetrieval {
     }
 
     fn check_hash(&self, hashes: bool) -> Result<(), GpuError> {
-        if !hashes && self.params.hash != HashId::Xxh64 {
+        if !hashes && self.params().hash != HashId::Xxh64 {
             return Err(GpuError::HashMismatch(
                 "this table holds caller-supplied hashes; pass hashes",
             ));
@@ -131,7 +123,7 @@ impl GpuRetrieval {
         self.check_hash(matches!(keys, DeviceKeys::Hashes(_)))?;
         let args = keys.to_args(&self.k, self.check_stream.raw())?;
         let mut scratch = HashScratch::default();
-        let hashed = scratch.hashed(&self.k, self.params.seed, stream.raw(), args)?;
+        let hashed = scratch.hashed(&self.k, self.params().seed, stream.raw(), args)?;
         self.launch(&hashed, values, found, stream)
     }
 
@@ -158,7 +150,7 @@ impl GpuRetrieval {
         let n = keys.len();
         outputs_fit(n, values.len(), found.len())?;
         self.check_hash(matches!(keys, Keys::Hashes(_)))?;
-        let seed = self.params.seed;
+        let seed = self.params().seed;
         let (host, hashes): (Vec<u64>, bool) = match keys {
             Keys::U64(k) => (k.to_vec(), false),
             Keys::Hashes(h) => (h.to_vec(), true),
@@ -190,14 +182,14 @@ impl GpuRetrieval {
         if n == 0 {
             return Ok(());
         }
-        let s = &self.shape;
+        let s = self.shape();
         let (sigma, segs, arity) = (
             u32::from(s.segment_bits),
             s.segment_count,
             u32::from(s.arity),
         );
         let (vbits, fbits) = (u32::from(s.value_bits), u32::from(s.check_bits));
-        let (n64, seed) = (n as u64, self.params.seed);
+        let (n64, seed) = (n as u64, self.params().seed);
         let mut vv = values.view_mut();
         let mut fv = found.view_mut();
         let mut l = stream

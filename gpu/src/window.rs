@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowState, WindowUnit};
+use bloomlanes_core::{Keys, Params, WindowFilter, WindowKind, WindowState, WindowUnit};
 use cudarc::driver::{CudaStream, PushKernelArg};
 
 use crate::image::filter_wrapper;
@@ -51,34 +51,29 @@ pub struct GpuWindowFilter {
 filter_wrapper!(GpuWindowFilter, image: GpuImage, [state, keys]);
 
 impl GpuWindowFilter {
-    /// An empty window filter with these parameters (their kind must be [`FilterKind::Window`]
-    /// with at least one generation and a positive span) on device 0.
+    /// An empty window filter with these parameters (their kind must be a window with at least
+    /// one generation and a positive span: [`WindowKind::is_usable`]) on device 0.
     pub fn new(params: Params) -> Result<GpuWindowFilter, GpuError> {
-        let FilterKind::Window {
-            generations,
-            unit,
-            span,
-        } = params.kind
-        else {
+        let Some(window) = WindowKind::of(params.kind) else {
             return Err(GpuError::WrongKind {
                 expected: "window",
                 found: params.kind.name(),
             });
         };
-        if generations == 0 || span == 0 {
+        if !window.is_usable() {
             return Err(GpuError::Unsupported(
                 "a window needs at least one generation and a span of at least 1",
             ));
         }
         let mut params = params;
         params.blocks = params.blocks.max(1);
-        let image = GpuImage::new(params, u32::from(generations) + 1, 0)?;
+        let image = GpuImage::new(params, u32::from(window.generations) + 1, 0)?;
         // The window twins are compiled (or read from the cache) now, not on the first insert.
         image.k.require(KernelModule::Window)?;
         Ok(GpuWindowFilter {
             image,
-            unit,
-            span,
+            unit: window.unit,
+            span: window.span,
             state: WindowState::default(),
             keys: Some(0),
         })

@@ -1,6 +1,8 @@
 """Reference model of a bloomlanes filter, written from docs/FORMAT.md (sections 2 and 3):
 XXH64 of the key bytes, block = ((h >> 32) * z) >> 32, lane bit i = ((lo32(h) * SALT[i]) mod 2^32)
->> (32 - log2 W). Independent of the Rust crate: the scoreboard of the cocotb bench."""
+>> (32 - log2 W). Independent of the Rust crate: the scoreboard of the cocotb bench, and the
+XXH64 and salts of python/tests/reference.py (which loads this file). Standalone, as it ships in
+the exported kit."""
 
 M64 = (1 << 64) - 1
 P1 = 0x9E3779B185EBCA87

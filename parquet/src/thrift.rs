@@ -8,6 +8,8 @@
 
 use std::ops::Range;
 
+use bloomlanes_core::parquet::compact::{self, zigzag_encode};
+
 /// Deepest nesting of structs and collections accepted.
 pub const MAX_DEPTH: u32 = 64;
 
@@ -122,8 +124,7 @@ impl<'a> Reader<'a> {
 
     /// A zigzag i64.
     pub fn i64(&mut self) -> TResult<i64> {
-        let v = self.varint()?;
-        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+        Ok(compact::zigzag_decode(self.varint()?))
     }
 
     /// A zigzag i32 (refused when out of range).
@@ -153,12 +154,9 @@ impl<'a> Reader<'a> {
 
     /// The next field header of a struct after field `last`: `None` at the stop byte.
     pub fn field(&mut self, last: &mut i16) -> TResult<Option<(i16, u8)>> {
-        let b = self.byte()?;
-        if b == 0 {
+        let Some((delta, t)) = compact::field_header(self.byte()?) else {
             return Ok(None);
-        }
-        let t = b & 0x0f;
-        let delta = b >> 4;
+        };
         let id = if delta == 0 {
             let at = self.pos;
             i16::try_from(self.i64()?).map_err(|_| ThriftError {
@@ -314,17 +312,13 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
 fn put_header(out: &mut Vec<u8>, last: i16, id: i16, t: u8) {
     let delta = i32::from(id) - i32::from(last);
     if (1..=15).contains(&delta) {
         out.push((delta as u8) << 4 | t);
     } else {
         out.push(t);
-        put_varint(out, zigzag(i64::from(id)));
+        put_varint(out, zigzag_encode(i64::from(id)));
     }
 }
 
@@ -353,11 +347,11 @@ pub fn encode_struct(src: &[u8], fields: &[RawField], replace: &[(i16, NewValue)
             }
             V::New(NewValue::I32(x)) => {
                 put_header(&mut out, last, id, ty::I32);
-                put_varint(&mut out, zigzag(i64::from(x)));
+                put_varint(&mut out, zigzag_encode(i64::from(x)));
             }
             V::New(NewValue::I64(x)) => {
                 put_header(&mut out, last, id, ty::I64);
-                put_varint(&mut out, zigzag(x));
+                put_varint(&mut out, zigzag_encode(x));
             }
         }
         last = id;

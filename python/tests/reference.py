@@ -1,71 +1,29 @@
-"""An independent pure-Python model of the filter, written from docs/FORMAT.md (sections 1-4):
-XXH64, the probe positions and the byte image. The tests check it against the Rust golden
-vectors (core/golden/vectors.txt) and then check the extension against it for every key type."""
+"""The pure-Python model of the filter the tests check the extension against, written from
+docs/FORMAT.md (sections 1-4): XXH64 and the probe constants come from the HDL kit's scoreboard
+model (hdl/kit/model.py, one Python model of the format for both benches); this file adds the byte
+image. The tests check it against the Rust golden vectors (core/golden/vectors.txt) and then check
+the extension against it for every key type."""
 
+import importlib.util
+import os
 from typing import Iterable, List
 
-M64 = (1 << 64) - 1
-P1 = 0x9E3779B185EBCA87
-P2 = 0xC2B2AE3D27D4EB4F
-P3 = 0x165667B19E3779F9
-P4 = 0x85EBCA77C2B2AE63
-P5 = 0x27D4EB2F165667C5
 
-SALTS = [
-    0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31,
-    0x6A09E667, 0xBB67AE85, 0x3C6EF373, 0xA54FF53B, 0x510E527F, 0x9B05688D, 0x1F83D9AB, 0x5BE0CD19,
-]
+def _load_kit_model():
+    """hdl/kit/model.py, loaded by path: it ships inside the generated cocotb kit, so it stays a
+    standalone file rather than a package module."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "hdl", "kit", "model.py")
+    spec = importlib.util.spec_from_file_location("bloomlanes_kit_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_model = _load_kit_model()
+SALTS = _model.SALTS
+xxh64 = _model.xxh64
 
 LAYOUTS = {"8x32": (8, 32), "8x64": (8, 64), "16x32": (16, 32), "16x64": (16, 64)}
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & M64
-
-
-def _round(acc: int, lane: int) -> int:
-    acc = (acc + lane * P2) & M64
-    return (_rotl(acc, 31) * P1) & M64
-
-
-def _merge(acc: int, val: int) -> int:
-    acc ^= _round(0, val)
-    return (acc * P1 + P4) & M64
-
-
-def xxh64(data: bytes, seed: int = 0) -> int:
-    """XXH64 as specified by the xxHash project."""
-    n, i = len(data), 0
-    le = lambda a, b: int.from_bytes(data[a:b], "little")  # noqa: E731
-    if n >= 32:
-        v = [(seed + P1 + P2) & M64, (seed + P2) & M64, seed & M64, (seed - P1) & M64]
-        while i + 32 <= n:
-            v = [_round(v[j], le(i + 8 * j, i + 8 * j + 8)) for j in range(4)]
-            i += 32
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M64
-        for x in v:
-            h = _merge(h, x)
-    else:
-        h = (seed + P5) & M64
-    h = (h + n) & M64
-    while i + 8 <= n:
-        h ^= _round(0, le(i, i + 8))
-        h = (_rotl(h, 27) * P1 + P4) & M64
-        i += 8
-    if i + 4 <= n:
-        h ^= (le(i, i + 4) * P1) & M64
-        h = (_rotl(h, 23) * P2 + P3) & M64
-        i += 4
-    while i < n:
-        h ^= (data[i] * P5) & M64
-        h = (_rotl(h, 11) * P1) & M64
-        i += 1
-    h ^= h >> 33
-    h = (h * P2) & M64
-    h ^= h >> 29
-    h = (h * P3) & M64
-    h ^= h >> 32
-    return h
 
 
 def image(layout: str, blocks: int, hashes: Iterable[int]) -> bytes:

@@ -21,17 +21,15 @@
 //! ```
 
 use bloomlanes_core::window::{generations, window_contains_hash, window_words};
-use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowMut, WindowUnit};
+use bloomlanes_core::{FilterKind, Keys, Params, WindowFilter, WindowKind, WindowMut, WindowUnit};
 
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
 use crate::{chunks, Probe};
 
 /// The window kind's unit and span.
 fn unit_span(p: &Params) -> (WindowUnit, u64) {
-    match p.kind {
-        FilterKind::Window { unit, span, .. } => (unit, span),
-        _ => unreachable!("a WindowMut is of a window kind"),
-    }
+    let w = WindowKind::of(p.kind).expect("a WindowMut is of a window kind");
+    (w.unit, w.span)
 }
 
 impl Probe {

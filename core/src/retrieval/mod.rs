@@ -60,7 +60,7 @@ pub use shape::{
     MAX_SEGMENT_BITS, MAX_VALUE_BITS, MIX_MUL1, MIX_MUL2,
 };
 #[cfg(feature = "alloc")]
-pub use table::{check_outputs, RetrievalTable};
+pub use table::{check_outputs, RetrievalInfo, RetrievalTable};
 
 /// What to build: value and check widths and cells per key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -19,18 +19,41 @@ use super::{RetrievalError, RetrievalSpec};
 /// answer "absent" for all but a `2^−f` fraction of the other keys (see [`crate::retrieval`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct RetrievalTable {
+    info: RetrievalInfo,
+    words: Vec<u64>,
+}
+
+/// What a retrieval table is apart from its cells: the key hash and kind, where the cells are,
+/// how many keys it holds. Every copy of a table carries it beside its cells (the GPU crate's
+/// device copy too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetrievalInfo {
     params: Params,
     shape: Shape,
     keys: u64,
-    words: Vec<u64>,
+}
+
+impl RetrievalInfo {
+    /// The parameters: the key hash, and kind [`FilterKind::Retrieval`].
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Where the cells are: arity, segments, construction seed, widths.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Keys stored (distinct hashes).
+    pub fn key_count(&self) -> u64 {
+        self.keys
+    }
 }
 
 impl core::fmt::Debug for RetrievalTable {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RetrievalTable")
-            .field("params", &self.params)
-            .field("shape", &self.shape)
-            .field("keys", &self.keys)
+            .field("info", &self.info)
             .finish_non_exhaustive()
     }
 }
@@ -102,26 +125,33 @@ impl RetrievalTable {
             ..base
         };
         RetrievalTable {
-            params,
-            shape,
-            keys,
+            info: RetrievalInfo {
+                params,
+                shape,
+                keys,
+            },
             words,
         }
     }
 
+    /// The table apart from its cells: parameters, shape and key count.
+    pub fn info(&self) -> &RetrievalInfo {
+        &self.info
+    }
+
     /// The parameters: the key hash, and kind [`FilterKind::Retrieval`].
     pub fn params(&self) -> &Params {
-        &self.params
+        self.info.params()
     }
 
     /// Where the cells are: arity, segments, construction seed, widths.
     pub fn shape(&self) -> &Shape {
-        &self.shape
+        self.info.shape()
     }
 
     /// Keys stored (distinct hashes).
     pub fn key_count(&self) -> u64 {
-        self.keys
+        self.info.key_count()
     }
 
     /// The packed cells as little-endian words, with one zero word at the end
@@ -134,12 +164,12 @@ impl RetrievalTable {
     /// other key `None` (absent) with probability `1 − 2^−f`, else an arbitrary value.
     #[inline]
     pub fn get_hash(&self, hash: u64) -> Option<u32> {
-        shape::lookup(&self.shape, &self.words, hash)
+        shape::lookup(&self.info.shape, &self.words, hash)
     }
 
     /// The value of `key`; see [`RetrievalTable::get_hash`].
     pub fn get<K: Key + ?Sized>(&self, key: &K) -> Option<u32> {
-        self.get_hash(self.params.hash_key(key))
+        self.get_hash(self.info.params.hash_key(key))
     }
 
     /// [`RetrievalTable::get_hash`] of every hash: `values[i]` is the value of hash `i` (0 when
@@ -165,8 +195,9 @@ impl RetrievalTable {
 
     /// Bits per key of the packed cells: `cells × (v + f) / keys`.
     pub fn bits_per_key(&self) -> Option<f64> {
-        (self.keys > 0).then(|| {
-            (self.shape.cells() * u64::from(self.shape.cell_bits())) as f64 / self.keys as f64
+        (self.info.keys > 0).then(|| {
+            (self.info.shape.cells() * u64::from(self.info.shape.cell_bits())) as f64
+                / self.info.keys as f64
         })
     }
 
@@ -174,9 +205,9 @@ impl RetrievalTable {
     /// the chance `2^−f` that an absent key passes the check bits.
     pub fn stats(&self) -> Stats {
         let ones = self.words.iter().map(|w| u64::from(w.count_ones())).sum();
-        let mut s = Stats::new(self.params, Some(self.keys), ones);
+        let mut s = Stats::new(self.info.params, Some(self.info.keys), ones);
         s.estimated_keys = None;
-        s.expected_fpr = libm::exp2(-f64::from(self.shape.check_bits));
+        s.expected_fpr = libm::exp2(-f64::from(self.info.shape.check_bits));
         s.bits_per_key = self.bits_per_key();
         s.parquet_compatible = false;
         s
@@ -224,9 +255,11 @@ impl RetrievalTable {
             *w = u64::from_le_bytes(a);
         }
         Ok(RetrievalTable {
-            params: p,
-            shape,
-            keys,
+            info: RetrievalInfo {
+                params: p,
+                shape,
+                keys,
+            },
             words,
         })
     }
@@ -275,11 +308,11 @@ impl WriteFile for RetrievalTable {
     /// The shape's metadata and the packed cells (`docs/FORMAT.md`, retrieval kind).
     fn file_parts(&self) -> FileParts<'_> {
         FileParts::packed(
-            self.params,
-            Some(self.keys),
-            self.shape.encode().to_vec(),
+            self.info.params,
+            Some(self.info.keys),
+            self.info.shape.encode().to_vec(),
             &self.words,
-            self.shape.array_bytes(),
+            self.info.shape.array_bytes(),
         )
     }
 }

@@ -9,7 +9,7 @@ use bloomlanes_gpu::KernelModule;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use super::{compiler, ctas, hashes, Arg, Emulator, Job, Scratch, KEYS_PER_THREAD, THREADS};
+use super::{ctas, hashes, Arg, Emulator, Emulators, Job, KEYS_PER_THREAD, THREADS};
 
 const ACCEPTED: u32 = 1 << 31;
 /// The kernels' `flags` (`kernel.rs`).
@@ -156,13 +156,12 @@ fn filter(r: &mut impl Rng, layout: Layout, blocks: u32, bits: CellBits) -> Spat
 #[test]
 fn cell_kernels_equal_the_core_when_run_on_the_cpu() {
     let test = "cell_kernels_equal_the_core_when_run_on_the_cpu";
-    let Some(cxx) = compiler(test) else {
+    let Some(emulators) = Emulators::new(test, "cells") else {
         return;
     };
-    let dir = Scratch::new("cells");
     let mut r = rand::rngs::StdRng::seed_from_u64(0xce11);
     for layout in Layout::ALL {
-        let emu = Emulator::build(&cxx, layout, KernelModule::Cells, &dir.0);
+        let emu = emulators.build(layout, KernelModule::Cells);
         for bits in [CellBits::Four, CellBits::Eight, CellBits::Sixteen] {
             for blocks in [1u32, 5, 333] {
                 let case = Case {

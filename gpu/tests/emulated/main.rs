@@ -32,17 +32,35 @@ use std::process::Command;
 use bloomlanes_core::Layout;
 use bloomlanes_gpu::{kernel_source, KernelModule};
 
-/// The C++ compiler, or a SKIP line for `test` and `None`.
-fn compiler(test: &str) -> Option<String> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let ok = Command::new(&cxx)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        common::skip(&format!("{test}: no C++ compiler ($CXX or c++)"));
+/// What one test builds its emulators with: the C++ compiler and a scratch folder.
+pub struct Emulators {
+    cxx: String,
+    dir: Scratch,
+}
+
+impl Emulators {
+    /// The C++ compiler and a scratch folder named `scratch`, or a SKIP line for `test` and
+    /// `None` when there is no compiler.
+    fn new(test: &str, scratch: &str) -> Option<Emulators> {
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let ok = Command::new(&cxx)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            common::skip(&format!("{test}: no C++ compiler ($CXX or c++)"));
+            return None;
+        }
+        Some(Emulators {
+            cxx,
+            dir: Scratch::new(scratch),
+        })
     }
-    ok.then_some(cxx)
+
+    /// `layout`'s `module` compiled for the CPU.
+    fn build(&self, layout: Layout, module: KernelModule) -> Emulator {
+        Emulator::build(&self.cxx, layout, module, &self.dir.0)
+    }
 }
 
 /// A scratch folder for one test, removed when dropped.
@@ -61,6 +79,18 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Runs `command` to its end; panics, naming `what`, with its status and error output unless it
+/// succeeded.
+fn succeed(command: &mut Command, what: &str) {
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what} exited with {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// One layout's module compiled for the CPU.
@@ -82,16 +112,12 @@ impl Emulator {
         );
         std::fs::write(&src, text).unwrap();
         let bin = dir.join(format!("{module}_{layout}"));
-        let out = Command::new(cxx)
-            .args(["-std=c++17", "-O1", "-w", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{layout} {module}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(cxx)
+                .args(["-std=c++17", "-O1", "-w", "-o"])
+                .arg(&bin)
+                .arg(&src),
+            &format!("compiling {layout} {module}"),
         );
         Emulator {
             bin,
@@ -107,16 +133,9 @@ impl Emulator {
         let input = self.dir.join(format!("job{run}"));
         let output = self.dir.join(format!("out{run}"));
         std::fs::write(&input, job.encode()).unwrap();
-        let out = Command::new(&self.bin)
-            .arg(&input)
-            .arg(&output)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "emulator exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(&self.bin).arg(&input).arg(&output),
+            "the emulator",
         );
         let bytes = std::fs::read(&output).unwrap();
         let mut at = 0;

@@ -9,9 +9,7 @@ use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_gpu::{kernel_source, KernelModule};
 use rand::{Rng, SeedableRng};
 
-use super::{
-    compiler, ctas, hashes, Arg, Emulator, Job, Output, Scratch, KEYS_PER_THREAD, THREADS,
-};
+use super::{ctas, hashes, Arg, Emulator, Emulators, Job, Output, KEYS_PER_THREAD, THREADS};
 
 /// A `#define` of the generated prelude (the kernels' own tile sizes).
 fn define(layout: Layout, name: &str) -> u64 {
@@ -56,6 +54,13 @@ impl Case<'_> {
 
     fn part(&self, h: u64, parts: u32) -> u32 {
         (((h >> 32) * u64::from(parts)) >> 32) as u32
+    }
+
+    /// Whether `hashes` stand in the order of their partitions (of `parts`).
+    fn in_part_order(&self, hashes: &[u64], parts: u32) -> bool {
+        hashes
+            .windows(2)
+            .all(|w| self.part(w[0], parts) <= self.part(w[1], parts))
     }
 
     /// The buffers of a grouping (filled with junk where the kernels must write).
@@ -202,12 +207,7 @@ impl Case<'_> {
         let n = self.keys.len();
         let grouped: Vec<u64> = got.get::<u64>(b.grouped)[..n].to_vec();
         let parts = self.parts;
-        assert!(
-            grouped
-                .windows(2)
-                .all(|w| self.part(w[0], parts) <= self.part(w[1], parts)),
-            "{what}: grouped"
-        );
+        assert!(self.in_part_order(&grouped, parts), "{what}: grouped");
         let mut want = self.hashes();
         let mut sorted = grouped.clone();
         want.sort_unstable();
@@ -219,12 +219,9 @@ impl Case<'_> {
             assert_eq!(end as usize, want, "{what}: end of partition {q}");
         }
         if self.coarse > 0 {
-            let staged: Vec<u64> = got.get::<u64>(b.staging)[..n].to_vec();
-            let c = self.coarse;
+            let staged = &got.get::<u64>(b.staging)[..n];
             assert!(
-                staged
-                    .windows(2)
-                    .all(|w| self.part(w[0], c) <= self.part(w[1], c)),
+                self.in_part_order(staged, self.coarse),
                 "{what}: level 1 grouped by coarse partition"
             );
         }
@@ -358,14 +355,13 @@ fn check_one_level(emu: &Emulator, case: &Case<'_>) {
 #[test]
 fn grouping_passes_and_grouped_inserts_equal_the_core_when_run_on_the_cpu() {
     let test = "grouping_passes_and_grouped_inserts_equal_the_core_when_run_on_the_cpu";
-    let Some(cxx) = compiler(test) else {
+    let Some(emulators) = Emulators::new(test, "radix") else {
         return;
     };
-    let dir = Scratch::new("radix");
     let mut r = rand::rngs::StdRng::seed_from_u64(0x7ad1);
     for layout in Layout::ALL {
-        let emu = Emulator::build(&cxx, layout, KernelModule::Static, &dir.0);
-        let window = Emulator::build(&cxx, layout, KernelModule::Window, &dir.0);
+        let emu = emulators.build(layout, KernelModule::Static);
+        let window = emulators.build(layout, KernelModule::Window);
         // (blocks, keys, (partitions, coarse) of the groupings tried)
         let cases: [(u32, usize, &[Grouping]); 5] = [
             (1, 1, &[(1, 0), (6, 2)]),
