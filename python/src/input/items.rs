@@ -33,6 +33,9 @@ extern "C" {
     ) -> *const c_char;
 }
 
+/// A Python object, borrowed.
+type Obj = *mut ffi::PyObject;
+
 /// Where the keys come from.
 pub(super) enum Source<'a, 'py> {
     /// One key.
@@ -364,12 +367,7 @@ impl Reader {
     /// # Safety
     /// As [`Reader::push`].
     #[inline(always)]
-    unsafe fn push_text(
-        &mut self,
-        py: Python<'_>,
-        i: usize,
-        obj: *mut ffi::PyObject,
-    ) -> Result<(), Error> {
+    unsafe fn push_text(&mut self, py: Python<'_>, i: usize, obj: Obj) -> Result<(), Error> {
         // SAFETY: the caller's contract: `obj` lives and no Python code runs until we return,
         // so its bytes are read (hashed or copied) while they are valid.
         let key = unsafe {
@@ -396,12 +394,7 @@ impl Reader {
     /// # Safety
     /// As [`Reader::push`].
     #[inline(always)]
-    unsafe fn push_int(
-        &mut self,
-        py: Python<'_>,
-        i: usize,
-        obj: *mut ffi::PyObject,
-    ) -> Result<(), Error> {
+    unsafe fn push_int(&mut self, py: Python<'_>, i: usize, obj: Obj) -> Result<(), Error> {
         // SAFETY: `obj` is live and the GIL held (the caller's contract); it is checked to be an
         // int (not a bool) first, and the conversions of an int run no Python code (`__index__`
         // is called only for non-ints). They return -1 with an exception set on overflow.
@@ -450,12 +443,7 @@ impl Reader {
     /// # Safety
     /// As [`Reader::push`].
     #[inline(always)]
-    unsafe fn push_float(
-        &mut self,
-        py: Python<'_>,
-        i: usize,
-        obj: *mut ffi::PyObject,
-    ) -> Result<(), Error> {
+    unsafe fn push_float(&mut self, py: Python<'_>, i: usize, obj: Obj) -> Result<(), Error> {
         // SAFETY: `obj` is live and the GIL held (the caller's contract); checked to be a float
         // first, whose conversion runs no Python code and cannot fail.
         let f = unsafe {
