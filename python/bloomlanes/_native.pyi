@@ -114,9 +114,11 @@ class Filter:
     ) -> None:
         """Inserts keys (arrays read in place; the GIL is released). Lists, tuples and other
         iterables (sets, generators …) of ``str``/``bytes``/``bytearray``, ``int`` or ``float``
-        are copied in one pass through the C API with the GIL held (no Python call per key),
-        then hashed like an array; all keys must be of the first key's kind (a bad one raises
-        ``TypeError`` naming its index; an int out of the key type's range ``ValueError``).
+        are read in one pass through the C API with the GIL held, with no Python-level call per
+        key (``str`` keys are hashed as UTF-8 as they are read; a non-ASCII ``str`` keeps its
+        UTF-8 form cached, as ``PyUnicode_AsUTF8`` does), then inserted on every core with the
+        GIL released; all keys must be of the first key's kind (a bad one raises ``TypeError``
+        naming its index; an int out of the key type's range ``ValueError``).
         ``threads``: run this call on that many threads (0: every core; ``None``: the package's
         setting, ``set_threads``), e.g. ``threads=1`` in a Spark or Dask task that owns one
         core; more than 1024 or negative raises ``ValueError``. ``backend``: ``"auto"``
