@@ -71,6 +71,20 @@ def test_sets_dict_views_and_large_lists_match_arrays():
     assert want.contains(keys).all()
 
 
+def test_every_short_length_reads_every_item_in_order():
+    """Lists and tuples around the walk's read-ahead (32 items) give the bits and the answers,
+    in order, of the same keys as an Arrow array."""
+    for n in list(range(0, 70)) + [1000, 1001]:
+        keys = [f"s{i}" for i in range(n)]
+        want = built("bytes", pa.array(keys, type=pa.string()))
+        probe = [f"s{i}" if i % 3 else f"absent{i}" for i in range(n)]
+        answers = want.contains(pa.array(probe, type=pa.string())).tolist()
+        for make in (list, tuple):
+            f = built("bytes", make(keys))
+            assert f == want, n
+            assert f.contains(make(probe)).tolist() == answers, n
+
+
 class Str(str):
     pass
 
