@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``bloomlanes._native`` (re-exported by ``bloomlanes``)."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -10,8 +10,11 @@ import numpy.typing as npt
 #: float32, float64, datetime64[D|ms|us|ns], fixed-width bytes 'S<n>' / 'V<n>', object arrays of
 #: bytes/str), an object with ``__arrow_c_array__`` or ``__arrow_c_stream__`` (pyarrow Array or
 #: ChunkedArray of integers, floats, date32, timestamp[ms|us|ns], string, large_string, binary,
-#: large_binary, fixed_size_binary), a list or tuple of bytes/str/int/float, or one such scalar.
-Keys = Union[npt.ArrayLike, Sequence[Union[bytes, str, int, float]], bytes, str, int, float, Any]
+#: large_binary, fixed_size_binary), a list, tuple or other iterable of bytes/str/int/float, or
+#: one such scalar.
+Keys = Union[
+    npt.ArrayLike, Iterable[Union[bytes, str, int, float]], bytes, str, int, float, Any
+]
 
 class FormatError(ValueError):
     """A corrupt, truncated or foreign filter file or Parquet bloom filter."""
@@ -106,8 +109,19 @@ class Filter:
     @property
     def params(self) -> Dict[str, Any]:
         """``{"layout", "blocks", "seed", "key_type"}``: what ``with_params`` takes."""
-    def insert(self, keys: Keys, *, backend: Optional[str] = None) -> None:
-        """Inserts keys (arrays read in place; the GIL is released). ``backend``: ``"auto"``
+    def insert(
+        self, keys: Keys, *, backend: Optional[str] = None, threads: Optional[int] = None
+    ) -> None:
+        """Inserts keys (arrays read in place; the GIL is released). Lists, tuples and other
+        iterables (sets, generators …) of ``str``/``bytes``/``bytearray``, ``int`` or ``float``
+        are read in one pass through the C API with the GIL held, with no Python-level call per
+        key (``str`` keys are hashed as UTF-8 as they are read; a non-ASCII ``str`` keeps its
+        UTF-8 form cached, as ``PyUnicode_AsUTF8`` does), then inserted on every core with the
+        GIL released; all keys must be of the first key's kind (a bad one raises ``TypeError``
+        naming its index; an int out of the key type's range ``ValueError``).
+        ``threads``: run this call on that many threads (0: every core; ``None``: the package's
+        setting, ``set_threads``), e.g. ``threads=1`` in a Spark or Dask task that owns one
+        core; more than 1024 or negative raises ``ValueError``. ``backend``: ``"auto"``
         (default: device arrays on the GPU, the rest on the CPU), ``"cpu"`` or ``"gpu"`` (host
         keys of 64-bit integers, fixed-width bytes or 64-bit-offset strings are copied to the
         device). Device arrays (``__cuda_array_interface__``: CuPy, PyTorch, Numba) of uint64,
@@ -120,8 +134,10 @@ class Filter:
         bitmap: bool = False,
         backend: Optional[str] = None,
         out: Any = None,
+        threads: Optional[int] = None,
     ) -> Any:
-        """Looks keys up: a numpy ``bool`` array (``True`` = may be present), or with
+        """Looks keys up (keys and ``threads`` as for ``insert``): a numpy ``bool`` array
+        (``True`` = may be present), or with
         ``bitmap=True`` the packed bits as ``uint8`` (bit ``j``, least significant first, of
         byte ``i`` answers key ``8i + j``; ``np.unpackbits(b, bitorder="little")``), the
         format of the CLI's ``query --bitmap``. Device keys answer on the device: into ``out``

@@ -16,8 +16,8 @@ use crate::convert::{
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::files::{self, FileSpec};
-use crate::input::{extract, extract_one, Part};
-use crate::ops;
+use crate::input::{extract_for, extract_one, Part};
+use crate::ops::{self, Threads};
 use crate::storage::{self, try_filter, Storage};
 use crate::update::{interruptible, wait_of};
 
@@ -118,13 +118,14 @@ impl PyFilter {
         &self,
         parts: &[Part<'_>],
         key_type: KeyType,
+        threads: &Threads,
         out: &mut [u8],
     ) -> Result<(), Error> {
         let g = self.read();
         check_keys(&g.params(), key_type)?;
         let view = g.view();
         let probe = Probe::active();
-        ops::in_pool(|| {
+        threads.install(|| {
             for (start, p) in ops::part_starts(parts) {
                 let n = p.values.len();
                 ops::contains(&probe, view, p, key_type, &mut out[start..start + n])?;
@@ -243,20 +244,21 @@ impl PyFilter {
         params_dict(py, &self.read().params())
     }
 
-    /// Inserts keys (see the stub for the accepted forms and backends).
-    #[pyo3(signature = (keys, *, backend=None))]
+    /// Inserts keys (see the stub for the accepted forms, backends and thread counts).
+    #[pyo3(signature = (keys, *, backend=None, threads=None))]
     fn insert(
         &self,
         py: Python<'_>,
         keys: &Bound<'_, PyAny>,
         backend: Option<&str>,
+        threads: Option<i64>,
     ) -> PyResult<()> {
         let backend = Backend::parse(backend)?;
+        let threads = Threads::of(threads)?;
         if let Some(dev) = device_array(keys)? {
             return Ok(self.insert_device_array(py, &dev, backend)?);
         }
-        let hint = self.read().params().key_type;
-        let input = extract(keys, hint)?;
+        let input = extract_for(keys, &self.read().params(), backend != Backend::Gpu)?;
         let parts = input.parts()?;
         let key_type = input.key_type;
         if backend == Backend::Gpu {
@@ -270,7 +272,7 @@ impl PyFilter {
             }
             let probe = Probe::active();
             let filter = g.owned_mut()?;
-            let inserted = ops::in_pool(|| -> Result<u64, Error> {
+            let inserted = threads.install(|| -> Result<u64, Error> {
                 let mut total = 0;
                 for p in &parts {
                     total += ops::insert(&probe, filter.as_view_mut(), p)?;
@@ -284,7 +286,7 @@ impl PyFilter {
     }
 
     /// Looks keys up: a numpy bool array, or with `bitmap=True` packed bits (uint8, LSB first).
-    #[pyo3(signature = (keys, *, bitmap=false, backend=None, out=None))]
+    #[pyo3(signature = (keys, *, bitmap=false, backend=None, out=None, threads=None))]
     fn contains<'py>(
         &self,
         py: Python<'py>,
@@ -292,16 +294,17 @@ impl PyFilter {
         bitmap: bool,
         backend: Option<&str>,
         out: Option<&Bound<'py, PyAny>>,
+        threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let backend = Backend::parse(backend)?;
+        let threads = Threads::of(threads)?;
         if let Some(dev) = device_array(keys)? {
             return Ok(self.contains_device_array(py, &dev, bitmap, backend, out)?);
         }
         if out.is_some() {
             return Err(Error::value("out= is for device keys (a device array of answers)").into());
         }
-        let hint = self.read().params().key_type;
-        let input = extract(keys, hint)?;
+        let input = extract_for(keys, &self.read().params(), backend != Backend::Gpu)?;
         let n = input.len();
         let parts = input.parts()?;
         let key_type = input.key_type;
@@ -310,7 +313,7 @@ impl PyFilter {
                 if backend == Backend::Gpu {
                     self.contains_host_on_gpu(py, &parts, key_type, out)
                 } else {
-                    py.detach(|| self.contains_into(&parts, key_type, out))
+                    py.detach(|| self.contains_into(&parts, key_type, &threads, out))
                 }
             });
         }
@@ -326,12 +329,14 @@ impl PyFilter {
                     let g = self.read();
                     check_keys(&g.params(), key_type)?;
                     let probe = Probe::active();
-                    ops::in_pool(|| ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out))?;
+                    threads.install(|| {
+                        ops::contains_bitmap_direct(&probe, g.view(), &parts[0], out)
+                    })?;
                     return g.check();
                 }
                 let mut bytes = vec![0u8; n];
-                self.contains_into(&parts, key_type, &mut bytes)?;
-                ops::in_pool(|| ops::pack(&bytes, out));
+                self.contains_into(&parts, key_type, &threads, &mut bytes)?;
+                threads.install(|| ops::pack(&bytes, out));
                 Ok(())
             })
         })
@@ -388,7 +393,7 @@ impl PyFilter {
     fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let input = extract_one(key, self.read().params().key_type, "contains")?;
         let mut out = [0u8];
-        self.contains_into(&input.parts()?, input.key_type, &mut out)?;
+        self.contains_into(&input.parts()?, input.key_type, &Threads::Package, &mut out)?;
         Ok(out[0] == 1)
     }
 

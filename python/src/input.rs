@@ -1,6 +1,7 @@
 //! Keys from Python objects, read in place: numpy arrays through `__array_interface__`, Arrow
 //! arrays and streams through the PyCapsule protocol (`__arrow_c_array__`, `__arrow_c_stream__`),
-//! and lists of `bytes`/`str`/`int`/`float` (copied: they have no buffer).
+//! and lists, tuples and other iterables of `bytes`/`str`/`int`/`float` (copied in one pass
+//! through the C API: they have no buffer).
 //!
 //! Extraction happens with the GIL held and in two steps: [`extract`] collects raw pointers to the
 //! key buffers into an [`Input`] that also keeps every object owning them alive; then
@@ -9,9 +10,9 @@
 
 use std::ffi::c_void;
 
-use bloomlanes_core::KeyType;
+use bloomlanes_core::{KeyType, Params};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple};
 
 use crate::arrow::{self, ArrowArray, ArrowArrayStream, ArrowSchema, OwnedArray, OwnedSchema};
 use crate::errors::Error;
@@ -19,7 +20,7 @@ use crate::errors::Error;
 mod items;
 mod numpy;
 
-use items::from_items;
+use items::{from_items, Source};
 use numpy::from_numpy;
 
 /// Pointers to one run of keys (see [`Values`] for the meaning of each form).
@@ -34,6 +35,8 @@ pub(crate) enum RawValues {
     Str32(*const u8, *const i32, usize),
     /// Data, offsets (count + 1 entries), key count.
     Str64(*const u8, *const u64, usize),
+    /// The keys' hashes, their count, the seed they were hashed with.
+    Hashes(*const u64, usize, u64),
 }
 
 /// One run of keys and its validity bitmap (bit set = valid, Arrow's LSB-first order), as raw
@@ -61,7 +64,8 @@ impl RawPart {
             | RawValues::Days64(_, n)
             | RawValues::Records(_, n, _)
             | RawValues::Str32(_, _, n)
-            | RawValues::Str64(_, _, n) => n,
+            | RawValues::Str64(_, _, n)
+            | RawValues::Hashes(_, n, _) => n,
         }
     }
 }
@@ -81,6 +85,8 @@ pub(crate) enum Values<'a> {
     Str32(&'a [u8], &'a [i32]),
     /// Strings with 64-bit offsets (Arrow large_string, lists of bytes); not yet validated.
     Str64(&'a [u8], &'a [u64]),
+    /// The keys' hashes with a seed (text keys of a list hashed as they were read).
+    Hashes(&'a [u64], u64),
 }
 
 impl Values<'_> {
@@ -93,6 +99,7 @@ impl Values<'_> {
             Values::Records(d, w) => d.len() / w,
             Values::Str32(_, o) => o.len() - 1,
             Values::Str64(_, o) => o.len() - 1,
+            Values::Hashes(h, _) => h.len(),
         }
     }
 }
@@ -285,6 +292,7 @@ impl<'py> Input<'py> {
                                 })?;
                             Values::Str64(slice(d, end), offsets)
                         }
+                        RawValues::Hashes(h, n, seed) => Values::Hashes(slice(h, n), seed),
                     }
                 };
                 let len = values.len();
@@ -319,6 +327,27 @@ pub(crate) fn extract_one<'py>(
 /// Extracts the keys of `obj`. `hint` is the filter's key type, used for lists of Python ints
 /// and floats (which carry no width) and of fixed-width `bytes`.
 pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Input<'py>, Error> {
+    extract_with(obj, hint, None)
+}
+
+/// The keys of `obj` for a filter of `params`; with `hashed`, text keys of a list, tuple or other
+/// iterable are hashed with the filter's seed as they are read (their bytes are never copied),
+/// and only a filter of that seed can take the hashes (not the GPU backend, which hashes there).
+pub(crate) fn extract_for<'py>(
+    obj: &Bound<'py, PyAny>,
+    params: &Params,
+    hashed: bool,
+) -> Result<Input<'py>, Error> {
+    extract_with(obj, params.key_type, hashed.then_some(params.seed))
+}
+
+/// [`extract`], hashing text items with `seed` when given.
+fn extract_with<'py>(
+    obj: &Bound<'py, PyAny>,
+    hint: KeyType,
+    seed: Option<u64>,
+) -> Result<Input<'py>, Error> {
+    let py = obj.py();
     let py_err = |e: PyErr| Error::type_(e.to_string());
     if obj.is_instance_of::<PyBytes>()
         || obj.is_instance_of::<PyString>()
@@ -326,14 +355,13 @@ pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Inp
         || obj.is_instance_of::<PyInt>()
         || obj.is_instance_of::<PyFloat>()
     {
-        let items = vec![obj.clone()];
-        return from_items(&items, hint);
+        return from_items(py, Source::One(obj), hint, seed);
     }
-    if let Ok(list) = obj.cast::<PyList>() {
-        return from_items(&list.iter().collect::<Vec<_>>(), hint);
+    if obj.is_instance_of::<PyList>() {
+        return from_items(py, Source::List(obj), hint, seed);
     }
-    if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return from_items(&tuple.iter().collect::<Vec<_>>(), hint);
+    if obj.is_instance_of::<PyTuple>() {
+        return from_items(py, Source::Tuple(obj), hint, seed);
     }
     if obj.hasattr("__arrow_c_array__").map_err(py_err)? {
         return from_arrow_array(obj);
@@ -344,8 +372,16 @@ pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Inp
     if obj.hasattr("__array_interface__").map_err(py_err)? {
         return from_numpy(obj, hint, true);
     }
+    // Sets, dict views, generators, ranges …: their items one by one. (Not what numpy reads
+    // better: array-likes with `__array__` such as pandas Series, and buffers.)
+    if !obj.hasattr("__array__").map_err(py_err)?
+        && !obj.is_instance_of::<PyMemoryView>()
+        && obj.hasattr("__iter__").map_err(py_err)?
+    {
+        return from_items(py, Source::Iter(obj), hint, seed);
+    }
     // pandas Series, memoryviews, numpy scalars …: whatever numpy makes of it.
-    let np = obj.py().import("numpy").map_err(py_err)?;
+    let np = py.import("numpy").map_err(py_err)?;
     let arr = np
         .call_method1("asarray", (obj,))
         .map_err(|e| Error::type_(format!("cannot read keys from a {}: {e}", type_name(obj))))?;

@@ -104,6 +104,7 @@ pub(crate) fn describe_key(parts: &[Part<'_>], key_type: KeyType, index: usize) 
             Values::Records(d, w) => text(&d[i * w..(i + 1) * w]),
             Values::Str32(d, o) => text(&d[o[i] as usize..o[i + 1] as usize]),
             Values::Str64(d, o) => text(&d[o[i] as usize..o[i + 1] as usize]),
+            Values::Hashes(..) => break,
         };
         return format!("key {key} (index {index})");
     }

@@ -8,7 +8,7 @@
 //! 4-byte XXH64 without length branches) and handed to the backend as [`Keys::Hashes`]. Float lookups then apply core's ±0 / NaN rule
 //! ([`bloomlanes_core::key::float_probes`]).
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bloomlanes_core::{xxh64, xxh64_u64, FilterMut, FilterRef, KeyType, Keys, Records, Strings};
 use bloomlanes_simd::Probe;
@@ -45,10 +45,74 @@ pub(crate) fn threads() -> usize {
 
 /// Runs `f` in the package's pool.
 pub(crate) fn in_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).clone();
-    match pool {
-        Some(p) => p.install(f),
-        None => f(),
+    Threads::Package.install(f)
+}
+
+/// The most threads one call may ask for (`threads=`).
+pub(crate) const MAX_CALL_THREADS: usize = 1024;
+
+/// The pools made for per-call thread counts, kept for later calls (a Spark or Dask task calls
+/// with the same count again and again; starting threads each time would cost more than a
+/// small batch of keys).
+static CALL_POOLS: Mutex<Vec<Arc<rayon::ThreadPool>>> = Mutex::new(Vec::new());
+
+/// Where one call's bulk work runs: the package's setting ([`set_threads`]) or its own count.
+pub(crate) enum Threads {
+    /// The package's pool.
+    Package,
+    /// Every core (rayon's global pool).
+    Every,
+    /// A pool of a given number of threads.
+    Pool(Arc<rayon::ThreadPool>),
+}
+
+impl Threads {
+    /// The pool for a call's `threads=` argument: `None` follows the package's setting, 0 is
+    /// every core, `n` is `n` threads (at most [`MAX_CALL_THREADS`]).
+    pub(crate) fn of(threads: Option<i64>) -> Result<Threads, Error> {
+        let Some(t) = threads else {
+            return Ok(Threads::Package);
+        };
+        let n = usize::try_from(t)
+            .ok()
+            .filter(|&n| n <= MAX_CALL_THREADS)
+            .ok_or_else(|| {
+                Error::value(format!(
+                    "threads={t}: give 0 (every core) or a number of threads from 1 to \
+                     {MAX_CALL_THREADS} (None: the package's setting, see set_threads)"
+                ))
+            })?;
+        if n == 0 {
+            return Ok(Threads::Every);
+        }
+        let mut pools = CALL_POOLS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pools.iter().find(|p| p.current_num_threads() == n) {
+            return Ok(Threads::Pool(p.clone()));
+        }
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(move |i| format!("bloomlanes-{n}-{i}"))
+                .build()
+                .map_err(|e| Error::value(format!("cannot start {n} threads: {e}")))?,
+        );
+        pools.push(pool.clone());
+        Ok(Threads::Pool(pool))
+    }
+
+    /// Runs `f` on these threads (its parallel iterators use them).
+    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match self {
+            Threads::Package => {
+                let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).clone();
+                match pool {
+                    Some(p) => p.install(f),
+                    None => f(),
+                }
+            }
+            Threads::Every => f(),
+            Threads::Pool(p) => p.install(f),
+        }
     }
 }
 
@@ -86,6 +150,7 @@ pub(crate) fn prepare<'a>(part: &Part<'a>) -> Result<Option<Keys<'a>>, Error> {
         Values::Records(d, w) => Some(Keys::Records(Records::new(d, w)?)),
         // 4-byte keys: hashed here by `xxh64_4` (faster than the kernels' generic record hash).
         Values::U32(_) | Values::Days64(_) => None,
+        Values::Hashes(h, _) => Some(Keys::Hashes(h)),
     };
     Ok(keys.filter(|_| part.nulls.is_none()))
 }
@@ -146,6 +211,18 @@ fn hash_into(values: &Values<'_>, start: usize, seed: u64, out: &mut [u64]) {
                 *h = xxh64(&d[o[i] as usize..o[i + 1] as usize], seed);
             }
         }
+        // Of this seed (`check_seed`).
+        Values::Hashes(h, _) => out.copy_from_slice(&h[range]),
+    }
+}
+
+/// An error if `part` holds hashes made with another seed than `seed` (the filter's).
+fn check_seed(part: &Part<'_>, seed: u64) -> Result<(), Error> {
+    match part.values {
+        Values::Hashes(_, s) if s != seed => Err(Error::value(format!(
+            "keys hashed with seed {s} cannot go into a filter of seed {seed}"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -156,6 +233,7 @@ pub(crate) fn insert(
     part: &Part<'_>,
 ) -> Result<u64, Error> {
     let n = part.values.len();
+    check_seed(part, filter.params().seed)?;
     if let Some(keys) = prepare(part)? {
         probe.par_insert(filter, keys);
         return Ok(n as u64);
@@ -201,6 +279,7 @@ pub(crate) fn contains(
     key_type: KeyType,
     out: &mut [u8],
 ) -> Result<(), Error> {
+    check_seed(part, filter.params().seed)?;
     if let Some(keys) = prepare(part)? {
         probe.par_contains(filter, keys, out);
     } else {
@@ -274,7 +353,7 @@ fn float_rule(filter: FilterRef<'_, u32>, part: &Part<'_>, key_type: KeyType, ou
 /// Whether [`contains_bitmap_direct`] can answer `part` (no nulls, no float rule, a kernel form).
 pub(crate) fn bitmap_direct(part: &Part<'_>, key_type: KeyType) -> bool {
     let direct = match part.values {
-        Values::U64(_) | Values::Records(..) | Values::Str64(..) => true,
+        Values::U64(_) | Values::Records(..) | Values::Str64(..) | Values::Hashes(..) => true,
         Values::U32(_) | Values::Str32(..) | Values::Days64(_) => false,
     };
     direct && part.nulls.is_none() && !matches!(key_type, KeyType::F32 | KeyType::F64)
@@ -288,6 +367,7 @@ pub(crate) fn contains_bitmap_direct(
     part: &Part<'_>,
     out: &mut [u64],
 ) -> Result<(), Error> {
+    check_seed(part, filter.params().seed)?;
     let keys = prepare(part)?.ok_or_else(|| Error::value("no direct bitmap form"))?;
     probe.par_contains_bitmap(filter, keys, out);
     Ok(())
@@ -338,6 +418,7 @@ impl BackendKeys<'_> {
 /// The backend form of `part`'s keys for a filter hashing with `seed` (nulls included: callers
 /// mask or refuse them).
 pub(crate) fn backend_keys<'a>(part: &Part<'a>, seed: u64) -> Result<BackendKeys<'a>, Error> {
+    check_seed(part, seed)?;
     match prepare(part)? {
         Some(keys) => Ok(BackendKeys::Direct(keys)),
         None => Ok(BackendKeys::Hashed(hashes(part, seed)?)),
@@ -346,8 +427,9 @@ pub(crate) fn backend_keys<'a>(part: &Part<'a>, seed: u64) -> Result<BackendKeys
 
 /// The hash of every key of `part` with `seed` (nulls included), on every core.
 pub(crate) fn hashes(part: &Part<'_>, seed: u64) -> Result<Vec<u64>, Error> {
-    // Checks the string offsets (hash_into slices by them).
+    // Checks the string offsets (hash_into slices by them) and the seed of hashes.
     prepare(part)?;
+    check_seed(part, seed)?;
     let mut out = vec![0u64; part.values.len()];
     out.par_chunks_mut(HASH_CHUNK)
         .enumerate()

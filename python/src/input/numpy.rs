@@ -4,7 +4,7 @@ use bloomlanes_core::KeyType;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use super::items::from_items;
+use super::items::{from_items, Source};
 use super::{Input, Owner, RawPart, RawValues, Values};
 use crate::errors::Error;
 
@@ -115,11 +115,12 @@ pub(super) fn from_numpy<'py>(
         let list = obj
             .call_method0("tolist")
             .map_err(|e| Error::type_(format!("object array: {e}")))?;
-        let items: Vec<Bound<'py, PyAny>> = match list.cast::<PyList>() {
-            Ok(l) => l.iter().collect(),
-            Err(_) => vec![list],
+        let source = if list.is_instance_of::<PyList>() {
+            Source::List(&list)
+        } else {
+            Source::One(&list)
         };
-        return from_items(&items, hint);
+        return from_items(py, source, hint, None);
     }
     let (Some(ptr), true) = (data_ptr, contiguous) else {
         if !retry {
