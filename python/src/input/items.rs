@@ -22,17 +22,6 @@ use pyo3::prelude::*;
 use super::{type_name, Input, Owner, RawPart, RawValues};
 use crate::errors::Error;
 
-extern "C" {
-    /// The UTF-8 form of a `str` (cached in the object; for a compact ASCII string, its own
-    /// data) and its length. pyo3 declares it only for the stable ABI of Python 3.10+, where it
-    /// joined the limited API; CPython has exported it with this signature since 3.3, so the
-    /// abi3 wheel (Python >= 3.9) finds it on every interpreter it installs on.
-    fn PyUnicode_AsUTF8AndSize(
-        unicode: *mut ffi::PyObject,
-        size: *mut ffi::Py_ssize_t,
-    ) -> *const c_char;
-}
-
 /// A Python object, borrowed.
 type Obj = *mut ffi::PyObject;
 
@@ -196,7 +185,7 @@ unsafe fn text_bytes(
         let p: *const c_char = if t == &raw mut ffi::PyUnicode_Type
             || (t != &raw mut ffi::PyBytes_Type && ffi::PyUnicode_Check(obj) != 0)
         {
-            PyUnicode_AsUTF8AndSize(obj, &mut len)
+            ffi::PyUnicode_AsUTF8AndSize(obj, &mut len)
         } else if t == &raw mut ffi::PyBytes_Type || ffi::PyBytes_Check(obj) != 0 {
             let mut p: *mut c_char = std::ptr::null_mut();
             if ffi::PyBytes_AsStringAndSize(obj, &mut p, &mut len) != 0 {
