@@ -97,7 +97,7 @@ def key_type_of_numpy(dtype: Any, key_type: Optional[str] = None,
     dtype = np.dtype(dtype)
     if key_type is not None:
         return key_type
-    if dtype == object:
+    if dtype.kind == "O":
         return "bytes"
     return _learned(np.empty(0, dtype=dtype), f"{what} ({dtype})")
 

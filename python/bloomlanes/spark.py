@@ -168,8 +168,6 @@ def _checked_cast(arrow_type: Any, wanted: str, column: str) -> Any:
         or (pa.types.is_binary(cast) and (pa.types.is_string(arrow_type)
                                           or pa.types.is_large_string(arrow_type)))
     )
-    if cast is None and wanted == "bytes":
-        widening = True
     if not widening:
         raise KeyTypeError(f"column {column!r} ({arrow_type}) does not hold the filter's key "
                            f"type {wanted}: cast the column first")

@@ -46,7 +46,7 @@ def main() -> int:
         install, example = python_section_blocks(f.read())
 
     with tempfile.TemporaryDirectory(prefix="bloomlanes-readme-") as scratch:
-        env_dir = args.venv or os.path.join(scratch, "venv")
+        env_dir = os.path.abspath(args.venv or os.path.join(scratch, "venv"))
         start = time.monotonic()
         venv.create(env_dir, with_pip=True, clear=True)
         env = dict(os.environ, VIRTUAL_ENV=env_dir,

@@ -94,24 +94,30 @@ def test_key_type_settled_from_schema_before_tasks(spark):
     assert got.key_type == "i32"
     assert got.to_bytes() == one_shot(np.array([1, 2], np.int32), 10, fpr=0.01,
                                       key_type="i32").to_bytes()
+    # No task sees a key: the filter still records the schema's type (shards learning their
+    # own would leave it unset, and a later merge with an i64 filter of the same column fails).
+    empty = bls.build_filter(spark.range(0, numPartitions=2), "id", capacity=10, fpr=0.01)
+    assert empty.key_type == "i64" and empty.key_count == 0
 
 
-@pytest.mark.parametrize(
-    "spark_type, values, key_type",
-    [
-        ("short", [1, -2, 300], "i32"),  # widened to int32, as Parquet stores INT16
-        ("double", [1.5, -0.0, 1e300], "f64"),
-        ("float", [1.5, 2.25], "f32"),
-        ("date", [datetime.date(2024, 2, 29), datetime.date(1970, 1, 1)], "date"),
-        ("binary", [b"\x00\x01", b"xyz"], "bytes"),
-    ],
-)
-def test_schema_types_map_to_key_types(spark, spark_type, values, key_type):
-    df = spark.createDataFrame([(v,) for v in values], f"k {spark_type}")
-    assert bls.key_type(df, "k") == key_type
-    f = bls.build_filter(df, "k", fpr=0.01)
-    assert f.key_type == key_type and f.key_count == len(values)
-    assert bls.contains(df, "k", f).where("not in_filter").count() == 0
+def test_schema_types_map_to_key_types(spark):
+    # One DataFrame, a column per Spark type; capacity given, so each build is one Spark job.
+    columns = {
+        "s": ("short", [1, -2, 300], "i32"),  # widened to int32, as Parquet stores INT16
+        "d": ("double", [1.5, -0.0, 1e300], "f64"),
+        "f": ("float", [1.5, 2.25, -3.0], "f32"),
+        "t": ("date", [datetime.date(2024, 2, 29), datetime.date(1970, 1, 1),
+                       datetime.date(1969, 12, 31)], "date"),
+        "b": ("binary", [b"\x00\x01", b"xyz", b""], "bytes"),
+    }
+    schema = ", ".join(f"{name} {spark_type}" for name, (spark_type, _, _) in columns.items())
+    rows = list(zip(*(values for _, values, _ in columns.values())))
+    df = spark.createDataFrame(rows, schema).repartition(2)
+    for name, (spark_type, values, key_type) in columns.items():
+        assert bls.key_type(df, name) == key_type, spark_type
+        f = bls.build_filter(df, name, capacity=100, fpr=0.01)
+        assert f.key_type == key_type and f.key_count == len(values), spark_type
+        assert all(r.in_filter for r in bls.contains(df.select(name), name, f).collect())
 
 
 def test_explicit_key_type_overrides_schema(spark):
