@@ -90,26 +90,16 @@ def _or_bytes(a: Optional[bytes], b: Optional[bytes]) -> Optional[bytes]:
     return merged.to_bytes()
 
 
-def build_filter(
-    df: Any,
-    column: str,
-    *,
-    capacity: Optional[int] = None,
-    fpr: Optional[float] = None,
-    bits_per_key: Optional[float] = None,
-    layout: Optional[str] = None,
-    seed: int = 0,
-    key_type: Optional[str] = None,
-    threads: int = 1,
-    depth: int = 2,
-) -> Filter:
+def build_filter(df: Any, column: str, fpr: Optional[float] = None, *,
+                 capacity: Optional[int] = None, key_type: Optional[str] = None,
+                 threads: int = 1, depth: int = 2, **sizing: Any) -> Filter:
     """One filter of every non-null value of ``df[column]``, built in parallel by Spark.
 
     ``capacity`` is the TOTAL number of keys the filter is sized for (default: the column's
-    non-null values, counted by one Spark job). ``fpr``, ``bits_per_key``, ``layout`` and
-    ``seed`` are those of :class:`Filter`; ``key_type`` overrides the one settled from the
-    schema. ``threads`` is the thread count of each task's inserts; ``depth`` that of the
-    ``treeAggregate`` that ORs the shards.
+    non-null values, counted by one Spark job). ``fpr`` and the other ``sizing`` arguments
+    (``bits_per_key``, ``layout``, ``seed``) are those of :class:`Filter`; ``key_type``
+    overrides the one settled from the schema. ``threads`` is the thread count of each task's
+    inserts; ``depth`` that of the ``treeAggregate`` that ORs the shards.
 
     Returns the :class:`Filter`, byte-identical to the single-machine build of the same keys
     with the same arguments (``to_bytes()`` compares equal), its key count the keys inserted.
@@ -122,8 +112,7 @@ def build_filter(
     keys = df.select(column)
     if capacity is None:
         capacity = keys.where(keys[column].isNotNull()).count()
-    params = Filter(int(capacity), fpr, bits_per_key=bits_per_key, layout=layout, seed=seed,
-                    key_type=settled).params
+    params = Filter(int(capacity), fpr, key_type=settled, **sizing).params
     schema = pa.schema([pa.field("filter", pa.binary(), nullable=False)])
 
     def build_shard(batches: Iterator[Any]) -> Iterator[Any]:

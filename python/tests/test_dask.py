@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import bloomlanes
 import bloomlanes.dask as bld
+from shards import one_shot as single
 
 dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
@@ -22,12 +22,6 @@ def client():
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
-
-
-def single(keys, total, **kw):
-    f = bloomlanes.Filter(total, kw.pop("fpr", None), **kw)
-    f.insert(keys)
-    return f
 
 
 def test_array_build_is_byte_identical(client):

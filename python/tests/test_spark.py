@@ -24,6 +24,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 import bloomlanes.spark as bls  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+from shards import one_shot  # noqa: E402
 
 PARTITIONS = 4
 
@@ -53,12 +54,6 @@ def step_time(request):
     start = time.monotonic()
     yield
     print(f"\nspark: {request.node.name} {time.monotonic() - start:.1f} s")
-
-
-def one_shot(keys, total, **kw):
-    f = bloomlanes.Filter(total, kw.pop("fpr", None), **kw)
-    f.insert(keys)
-    return f
 
 
 def test_long_column_is_byte_identical_to_one_shot(spark):
