@@ -2,8 +2,9 @@
 # Packaging check (issue #27): every publishable crate packages and builds from its package
 # (`cargo publish --workspace --dry-run`: nothing is uploaded), and the Python package's sdist
 # builds with maturin and a wheel builds from that sdist alone (so the sdist holds every path
-# dependency). Slow (every crate and the wheel are compiled once more from their packages), so
-# it is not part of .ci/run; run it before a release: `bash packaging/check.sh`. Extra arguments
+# dependency). Slow (every crate and the wheel are compiled once more from their packages: the
+# publish dry run alone took 35 min on the shared 2-core VM under load 16-27, 2026-11-29), so it
+# is not part of .ci/run; run it before a release: `bash packaging/check.sh`. Extra arguments
 # go to cargo publish (e.g. --allow-dirty for a tree with uncommitted changes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
