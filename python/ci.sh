@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The Python package's CI step: a fresh virtual environment with numpy, pyarrow and Dask from
-# PyPI, the abi3 wheel built by maturin, installed like a user would, then pytest. Called by
-# .ci/run; runs on its own too (`bash python/ci.sh`). Prints the time of each step.
+# The Python package's CI step: a fresh virtual environment with numpy, pyarrow, Dask and PySpark
+# from PyPI, the abi3 wheel built by maturin, installed like a user would, then pytest (the Spark
+# tests on their own, with their step times; they need a Java runtime, which .ci/run installs),
+# then the README's Python example in another fresh environment after the README's own install
+# line. Called by .ci/run; runs on its own too (`bash python/ci.sh`). Prints the time of each step.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -14,8 +16,8 @@ step "virtual environment and packages from PyPI"
 rm -rf "$venv" "$wheels"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  maturin numpy pyarrow "dask[distributed,dataframe]" pytest
-"$venv/bin/python" -c 'import numpy, pyarrow, dask, distributed; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "dask", dask.__version__)'
+  maturin numpy pyarrow "dask[distributed,dataframe]" pyspark pytest
+"$venv/bin/python" -c 'import numpy, pyarrow, dask, distributed, pyspark; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "dask", dask.__version__, "pyspark", pyspark.__version__)'
 
 step "maturin build --release (abi3 wheel)"
 (cd "$here" && "$venv/bin/maturin" build --release --out "$wheels" --interpreter "$venv/bin/python")
@@ -27,6 +29,13 @@ step "install the wheel"
 
 step "pytest"
 # From the tests folder, so that the installed package (not the source folder) is imported.
-(cd "$here/tests" && "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider --durations=5 .)
+(cd "$here/tests" && "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider --durations=5 \
+  --ignore=test_spark.py .)
+
+step "pytest: Spark (local[2] session; skipped, with the reason, without Java)"
+(cd "$here/tests" && "$venv/bin/python" -m pytest -q -rs -s -p no:cacheprovider test_spark.py)
+
+step "README's Python example: fresh venv, the README's install line, the example block"
+"$venv/bin/python" "$here/tests/readme_example.py" --venv "$target/python-ci/readme-venv"
 
 step "python done"

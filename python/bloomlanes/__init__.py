@@ -21,7 +21,8 @@ below the key's own class), ``bloomlanes.Retrieval`` which value (``get``: exact
 was built from); both take the same keys, and save, load and pickle like ``Filter``.
 
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
-cluster, byte-identical to the single-machine build.
+cluster, and ``bloomlanes.spark`` one over a Spark DataFrame's column (``mapInArrow``), both
+byte-identical to the single-machine build.
 
 With a GPU, ``insert`` and ``contains`` take device arrays (anything with
 ``__cuda_array_interface__``: CuPy, PyTorch, Numba) of uint64, int64, uint32 or int32 keys and

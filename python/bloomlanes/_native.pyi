@@ -238,7 +238,8 @@ class Filter:
     @staticmethod
     def _unpickle(data: bytes, learn_key_type: bool) -> "Filter": ...
     def __or__(self, other: "Filter") -> "Filter":
-        """The union (OR): the filter of both key sets; the key count becomes unknown."""
+        """The union (OR): the filter of both key sets; the key count is the sum of both (unknown
+        if either is), so shards of one build merge into the bytes of a one-shot build."""
     def __and__(self, other: "Filter") -> "Filter":
         """The intersection (AND): contains every key of both sets' intersection."""
     def __ior__(self, other: "Filter") -> "Filter": ...

@@ -51,6 +51,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import Filter, set_threads
+from ._keytypes import arrow_cast_for, key_type_of_arrow, key_type_of_keys
 
 __all__ = ["build_filter", "contains", "filter_dataframe", "parquet_pieces", "partition_keys"]
 
@@ -114,14 +115,18 @@ def _insert(shard: _Shard, part: Any, column: Optional[str]) -> _Shard:
     return filt, count + ((filt.key_count or 0) - before)
 
 
-def _read_piece(piece: Tuple[str, int], column: str) -> Any:
+def _read_piece(piece: Tuple[str, int], column: Tuple[str, str]) -> Any:
+    """One row group's keys, cast to the build's key type where the file's type differs (a
+    dataset whose files hold int32 here and int64 there builds one i64 filter)."""
     import pyarrow.parquet as pq
 
-    path, row_group = piece
-    return pq.ParquetFile(path).read_row_group(row_group, columns=[column]).column(0)
+    (path, row_group), (name, key_type) = piece, column
+    keys = pq.ParquetFile(path).read_row_group(row_group, columns=[name]).column(0)
+    cast = arrow_cast_for(keys.type, key_type)
+    return keys.cast(cast) if cast is not None else keys
 
 
-def _insert_piece(shard: _Shard, piece: Tuple[str, int], column: str) -> _Shard:
+def _insert_piece(shard: _Shard, piece: Tuple[str, int], column: Tuple[str, str]) -> _Shard:
     return _insert(shard, _read_piece(piece, column), None)
 
 
@@ -160,6 +165,16 @@ def parquet_pieces(paths: Union[str, Sequence[str]]) -> List[Tuple[str, int, int
         meta = pq.ParquetFile(f).metadata
         pieces += [(f, i, meta.row_group(i).num_rows) for i in range(meta.num_row_groups)]
     return pieces
+
+
+def _parquet_key_type(path: str, column: str) -> str:
+    """The key type of ``column`` from a Parquet file's schema (read on the driver)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    if column not in schema.names:
+        raise ValueError(f"{path}: no column {column!r} (columns: {schema.names})")
+    return key_type_of_arrow(schema.field(column).type, what=f"{path}: column {column!r}")
 
 
 def _client() -> Any:
@@ -202,7 +217,7 @@ def _insert_local(build_id: str, params: dict, part: Any, column: Optional[str])
 
 
 def _insert_local_piece(build_id: str, params: dict, piece: Tuple[str, int],
-                        column: str) -> Tuple[str, int]:
+                        column: Tuple[str, str]) -> Tuple[str, int]:
     return _insert_local(build_id, params, _read_piece(piece, column), None)
 
 
@@ -285,7 +300,9 @@ def build_filter(
 
     ``capacity`` is the TOTAL number of keys the filter is sized for (default: counted, from the
     Parquet metadata, the array's size, or one pass over the dataframe). ``fpr``,
-    ``bits_per_key``, ``layout``, ``seed`` and ``key_type`` are those of :class:`Filter`. The
+    ``bits_per_key``, ``layout``, ``seed`` and ``key_type`` are those of :class:`Filter`;
+    ``key_type=None`` settles it here, before any shard is built, from the array's dtype, the
+    Series' meta or the Parquet schema (so no shard learns a type of its own). The
     keys go into ``chains`` shards (default: one per worker of the current client, else one per
     core), which are ORed ``split_every`` at a time.
 
@@ -308,7 +325,9 @@ def build_filter(
             raise ValueError("a Parquet dataset needs column=")
         pieces = parquet_pieces(keys)
         total = sum(rows for _, _, rows in pieces)
-        steps = [(_insert_piece, (path, rg), column) for path, rg, _ in pieces]
+        if key_type is None and pieces:
+            key_type = _parquet_key_type(pieces[0][0], column)
+        steps = [(_insert_piece, (path, rg), (column, key_type)) for path, rg, _ in pieces]
     else:
         collection = keys
         if column is not None and hasattr(collection, "columns"):
@@ -329,6 +348,10 @@ def build_filter(
                 f"not {type(keys).__name__}"
             )
         steps = [(_insert, part, None) for part in parts]
+        if key_type is None:  # from the dtype or meta, so that no shard learns its own
+            meta = getattr(collection, "_meta", None)
+            key_type = key_type_of_keys(partition_keys(meta) if meta is not None
+                                        else np.empty(0, collection.dtype))
     total = int(capacity if capacity is not None else total)
 
     sizing = Filter(

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import bloomlanes
 import bloomlanes.dask as bld
+from shards import one_shot as single
 
 dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
@@ -22,12 +22,6 @@ def client():
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
-
-
-def single(keys, total, **kw):
-    f = bloomlanes.Filter(total, kw.pop("fpr", None), **kw)
-    f.insert(keys)
-    return f
 
 
 def test_array_build_is_byte_identical(client):
@@ -119,3 +113,24 @@ def test_parquet_dataset(client, tmp_path):
     hits = bld.contains(other, got).compute()
     assert hits[ids[ids < n]].all()
     assert hits.sum() < len(ids[ids < n]) * 1.05
+
+
+def test_key_type_settled_before_any_shard(client, tmp_path):
+    # A dataset whose files hold the column as int64 here and int32 there: every shard builds
+    # with the key type of the first file's schema (files in sorted order: a-wide's int64, so
+    # i64) and casts its row groups to it; before, the shards learned i64 and i32 and the
+    # merge failed on the client after all the work.
+    pq.write_table(pa.table({"k": pa.array(np.arange(0, 500), pa.int64())}),
+                   tmp_path / "a-wide.parquet")
+    pq.write_table(pa.table({"k": pa.array(np.arange(500, 1_000), pa.int32())}),
+                   tmp_path / "b-narrow.parquet")
+    want = single(np.arange(1_000, dtype=np.int64), 1_000, fpr=0.01, key_type="i64")
+    for method in ("worker-shards", "chains"):
+        got = bld.build_filter(str(tmp_path), column="k", fpr=0.01, method=method)
+        assert got.key_type == "i64" and got.key_count == 1_000
+        assert got.to_bytes() == want.to_bytes()
+    # No shard sees a key: the key type still comes from the dtype or the meta.
+    empty = da.from_array(np.empty(0, dtype=np.int32), chunks=1)
+    assert bld.build_filter(empty, capacity=10, fpr=0.01).key_type == "i32"
+    names = dd.from_pandas(pd.Series(["x", "y"], dtype="string[pyarrow]"), npartitions=1)
+    assert bld.build_filter(names[names == "z"], capacity=10, fpr=0.01).key_type == "bytes"
