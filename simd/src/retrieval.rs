@@ -163,16 +163,15 @@ fn touch_cells(shape: &Shape, words: &[u64], cells: &[u32]) {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParallelPasses;
 
-/// Prefetches the slots of the cells the build will touch [`BUILD_AHEAD`] steps later.
+/// Prefetches the keys and slots the build will touch [`BUILD_AHEAD`] steps later (keys
+/// twice as far ahead).
 struct PrefetchSlots;
 
 impl Lookahead for PrefetchSlots {
     const DISTANCE: usize = BUILD_AHEAD;
     #[inline(always)]
-    fn touch(&self, base: *const u64, cells: &[u32]) {
-        for &c in cells {
-            prefetch_line(base.wrapping_add(c as usize).cast::<u32>());
-        }
+    fn touch<T>(&self, at: *const T) {
+        prefetch_line(at.cast::<u32>());
     }
 }
 

@@ -136,13 +136,14 @@ pub struct Scalar;
 
 impl Passes for Scalar {}
 
-/// A hook that sees, [`Lookahead::DISTANCE`] steps ahead of [`peel_scan`] and [`assign`], the
-/// cells they will touch: a backend prefetches them (`base` is the slots' address).
+/// A hook that sees what [`peel_scan`] and [`assign`] will read: the key (mixed hash, value)
+/// [`Lookahead::DISTANCE`] × 2 steps ahead, then its cells `DISTANCE` steps ahead, so that a
+/// backend prefetches them in two stages (the cells are known only once the hash is read).
 pub trait Lookahead {
     /// Steps ahead (0: never called).
     const DISTANCE: usize;
-    /// Called with the cells a later step will touch.
-    fn touch(&self, base: *const u64, cells: &[u32]);
+    /// Called with the address of a value a later step will read.
+    fn touch<T>(&self, at: *const T);
 }
 
 /// No lookahead.
@@ -152,7 +153,16 @@ pub struct NoLookahead;
 impl Lookahead for NoLookahead {
     const DISTANCE: usize = 0;
     #[inline]
-    fn touch(&self, _: *const u64, _: &[u32]) {}
+    fn touch<T>(&self, _: *const T) {}
+}
+
+/// Touches the slots of the cells of the key whose mixed hash is `m`.
+#[inline(always)]
+fn touch_cells<L: Lookahead>(ahead: &L, shape: &Shape, slots: &[u64], m: u64) {
+    for &cell in &shape.cells_of(m)[..shape.arity as usize] {
+        // `wrapping_add` keeps the address computation safe; it is only a hint.
+        ahead.touch(slots.as_ptr().wrapping_add(cell as usize));
+    }
 }
 
 /// The input after the checks: hashes and values of equal length, every value within `v` bits.
@@ -260,9 +270,15 @@ pub fn assign<L: Lookahead>(
 ) {
     let arity = shape.arity as usize;
     for k in (0..order.len()).rev() {
-        if L::DISTANCE > 0 && k >= L::DISTANCE {
-            let m = sorted.mixed[(order[k - L::DISTANCE] & INDEX_MASK) as usize];
-            ahead.touch(slots.as_ptr(), &shape.cells_of(m)[..arity]);
+        if L::DISTANCE > 0 {
+            if let Some(&e) = k.checked_sub(2 * L::DISTANCE).and_then(|k| order.get(k)) {
+                let index = (e & INDEX_MASK) as usize;
+                ahead.touch(sorted.mixed.as_ptr().wrapping_add(index));
+                ahead.touch(sorted.values.as_ptr().wrapping_add(index));
+            }
+            if let Some(&e) = k.checked_sub(L::DISTANCE).and_then(|k| order.get(k)) {
+                touch_cells(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
+            }
         }
         let e = order[k];
         let index = (e & INDEX_MASK) as usize;
@@ -331,7 +347,8 @@ pub fn bucket_into(
 /// A cell that comes to hold one key is peeled at once only if the scan has passed it; one
 /// ahead is left for the scan to find. So every access stays within a few segments of the scan
 /// (a cascade followed depth-first would run along the whole peeling wave, all over the table).
-/// `ahead` sees the cells of the key in the cell `DISTANCE` ahead of the scan.
+/// `ahead` sees the key in the cell `2 × DISTANCE` ahead of the scan, and the cells of the key
+/// `DISTANCE` ahead.
 #[inline(never)]
 pub fn peel_scan<L: Lookahead>(
     shape: &Shape,
@@ -344,10 +361,15 @@ pub fn peel_scan<L: Lookahead>(
     let mut stack: Vec<u32> = Vec::with_capacity(64);
     for scan in 0..slots.len() {
         if L::DISTANCE > 0 {
+            if let Some(&s) = slots.get(scan + 2 * L::DISTANCE) {
+                if s >> POS_SHIFT >> 2 == 1 {
+                    ahead.touch(mixed.as_ptr().wrapping_add((s & INDEX_MASK) as usize));
+                }
+            }
             if let Some(&s) = slots.get(scan + L::DISTANCE) {
                 if s >> POS_SHIFT >> 2 == 1 {
                     if let Some(&m) = mixed.get((s & INDEX_MASK) as usize) {
-                        ahead.touch(slots.as_ptr(), &shape.cells_of(m)[..arity]);
+                        touch_cells(ahead, shape, slots, m);
                     }
                 }
             }
