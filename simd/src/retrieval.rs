@@ -347,10 +347,17 @@ mod tests {
             let spec = RetrievalSpec::new(v, f).with_arity(arity);
             let base = Params::new(Layout::L8x64, 1);
             let core = RetrievalTable::build(base, spec, &hashes, &values).unwrap();
-            let fast = Probe::active()
-                .build_retrieval(base, spec, &hashes, &values)
-                .unwrap();
-            assert_eq!(fast.to_file_bytes(), core.to_file_bytes(), "n = {n}");
+            // Also on 3 threads: 6 runs sorted apart, the last one short.
+            for threads in [0, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let fast = pool
+                    .install(|| Probe::active().build_retrieval(base, spec, &hashes, &values))
+                    .unwrap();
+                assert_eq!(fast.to_file_bytes(), core.to_file_bytes(), "n = {n}");
+            }
         }
     }
 

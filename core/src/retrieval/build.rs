@@ -102,7 +102,8 @@ impl Sorted {
 pub trait Passes {
     /// Sorts the keys into [`Sorted`] ([`bucket`]: one run).
     fn sort(&self, shape: &Shape, hashes: &[u64], values: &[u32]) -> Sorted {
-        let mut sorted = Sorted::with_runs(hashes.len(), hashes.len(), shape.segment_count as usize);
+        let mut sorted =
+            Sorted::with_runs(hashes.len(), hashes.len(), shape.segment_count as usize);
         bucket(shape, hashes, values, &mut sorted, 0);
         sorted
     }
@@ -547,7 +548,12 @@ mod tests {
                 }
             }
             let spec = RetrievalSpec::new(v, f).with_arity(arity);
-            let got = match RetrievalTable::build(Params::new(Layout::L8x64, 1), spec, &hashes, &values) {
+            let got = match RetrievalTable::build(
+                Params::new(Layout::L8x64, 1),
+                spec,
+                &hashes,
+                &values,
+            ) {
                 Ok(t) => digest(&t.to_file_bytes()),
                 Err(e) => digest(alloc::format!("{e}").as_bytes()),
             };
