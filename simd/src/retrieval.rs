@@ -18,7 +18,7 @@
 //! assert!((0..hashes.len()).all(|i| found[i / 64] >> (i % 64) & 1 == 1));
 //! ```
 
-use bloomlanes_core::retrieval::build::{self, Lookahead, Passes};
+use bloomlanes_core::retrieval::build::{self, Lookahead, Passes, Sorted};
 use bloomlanes_core::retrieval::{
     check_outputs, xor_cells, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
 };
@@ -163,35 +163,58 @@ fn touch_cells(shape: &Shape, words: &[u64], cells: &[u32]) {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParallelPasses;
 
-/// Prefetches the slots of the cells the build will touch [`BUILD_AHEAD`] steps later.
+/// Prefetches the keys and slots the build will touch [`BUILD_AHEAD`] steps later (keys
+/// twice as far ahead).
 struct PrefetchSlots;
 
 impl Lookahead for PrefetchSlots {
     const DISTANCE: usize = BUILD_AHEAD;
     #[inline(always)]
-    fn touch(&self, base: *const u128, cells: &[u32]) {
-        for &c in cells {
-            prefetch_line(base.wrapping_add(c as usize).cast::<u32>());
-        }
+    fn touch<T>(&self, at: *const T) {
+        prefetch_line(at.cast::<u32>());
     }
 }
 
+/// Whether the build is small enough to stay on one thread (and in L2, without prefetching).
+fn small(shape: &Shape, keys: usize) -> bool {
+    rayon::current_num_threads() == 1 || keys < 1 << 16 || shape.cells() * 8 <= PREFETCH_MIN_BYTES
+}
+
 impl Passes for ParallelPasses {
-    fn count(&self, shape: &Shape, hashes: &[u64], values: &[u32], slots: &mut [u128]) {
+    fn sort(&self, shape: &Shape, hashes: &[u64], values: &[u32]) -> Sorted {
+        if small(shape, hashes.len()) {
+            return build::Scalar.sort(shape, hashes, values);
+        }
+        // One run per task; runs are sorted independently (a key is named by its place).
+        let segments = shape.segment_count as usize;
+        let run = hashes.len().div_ceil(2 * rayon::current_num_threads());
+        let mut sorted = Sorted::with_runs(hashes.len(), run, segments);
+        sorted
+            .mixed
+            .par_chunks_mut(run)
+            .zip(sorted.values.par_chunks_mut(run))
+            .zip(sorted.starts.par_chunks_mut(segments + 1))
+            .zip(hashes.par_chunks(run).zip(values.par_chunks(run)))
+            .for_each(|(((mixed, out), starts), (h, v))| {
+                build::bucket_into(shape, h, v, mixed, out, starts);
+            });
+        sorted
+    }
+
+    fn count(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) {
+        let keys = sorted.mixed.len();
+        if small(shape, keys) {
+            return build::Scalar.count(shape, sorted, slots);
+        }
         let threads = rayon::current_num_threads();
         let segments = shape.segment_count as usize;
         let arity = shape.arity as usize;
         // Segment ranges at least `a` wide: the cell windows of every other range are disjoint.
         let width = (segments / (8 * threads)).max(arity);
-        if threads == 1 || segments < 4 * width || hashes.len() < 1 << 16 {
-            return build::Scalar.count(shape, hashes, values, slots);
+        if segments < 4 * width {
+            return build::Scalar.count(shape, sorted, slots);
         }
-        let part = hashes.len().div_ceil(2 * threads);
-        let buckets: Vec<(Vec<u128>, Vec<usize>)> = hashes
-            .par_chunks(part)
-            .zip(values.par_chunks(part))
-            .map(|(h, v)| build::bucket(shape, h, v))
-            .collect();
+        let runs = keys.div_ceil(sorted.run);
         let len = shape.segment_len() as usize;
         let ranges: Vec<(usize, usize)> = (0..segments)
             .step_by(width)
@@ -216,28 +239,29 @@ impl Passes for ParallelPasses {
                 at = end;
             }
             parts.into_par_iter().for_each(|(g0, g1, window)| {
-                for (entries, starts) in &buckets {
-                    build::count_range(shape, &entries[starts[g0]..starts[g1]], window, g0 * len);
+                for r in 0..runs {
+                    let (i0, i1) = sorted.range(segments, r, g0, g1);
+                    build::count_range(shape, &sorted.mixed[i0..i1], i0, window, g0 * len);
                 }
             });
         }
     }
 
-    fn peel(&self, shape: &Shape, slots: &mut [u128], keys: usize) -> Vec<u128> {
-        if shape.cells() * 16 <= PREFETCH_MIN_BYTES {
-            return build::peel_scan(shape, slots, keys, &build::NoLookahead);
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+        if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
+            return build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead);
         }
-        build::peel_scan(shape, slots, keys, &PrefetchSlots)
+        build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots)
     }
 
-    fn assign(&self, shape: &Shape, order: &[u128], slots: &mut [u128]) {
-        if shape.cells() * 16 <= PREFETCH_MIN_BYTES {
-            return build::assign(shape, order, slots, &build::NoLookahead);
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+        if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
+            return build::assign(shape, sorted, order, slots, &build::NoLookahead);
         }
-        build::assign(shape, order, slots, &PrefetchSlots);
+        build::assign(shape, sorted, order, slots, &PrefetchSlots);
     }
 
-    fn pack(&self, shape: &Shape, slots: &[u128]) -> Vec<u64> {
+    fn pack(&self, shape: &Shape, slots: &[u64]) -> Vec<u64> {
         let mut words = vec![0u64; shape.words() as usize];
         let per_task = PACK_CELLS / 64 * shape.cell_bits() as usize;
         slots
@@ -323,10 +347,17 @@ mod tests {
             let spec = RetrievalSpec::new(v, f).with_arity(arity);
             let base = Params::new(Layout::L8x64, 1);
             let core = RetrievalTable::build(base, spec, &hashes, &values).unwrap();
-            let fast = Probe::active()
-                .build_retrieval(base, spec, &hashes, &values)
-                .unwrap();
-            assert_eq!(fast.to_file_bytes(), core.to_file_bytes(), "n = {n}");
+            // Also on 3 threads: 6 runs sorted apart, the last one short.
+            for threads in [0, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let fast = pool
+                    .install(|| Probe::active().build_retrieval(base, spec, &hashes, &values))
+                    .unwrap();
+                assert_eq!(fast.to_file_bytes(), core.to_file_bytes(), "n = {n}");
+            }
         }
     }
 

@@ -3,9 +3,11 @@
 //!
 //! One attempt, for one construction seed:
 //! 1. *Bucket*: the keys are counting-sorted by the segment of their first cell, so that the
-//!    next pass touches the cell array in `a` advancing fronts instead of at random.
-//! 2. *Count*: every cell keeps the XOR of the mixed hashes and values of its keys, their number
-//!    and the XOR of the key's position `j` (which of the key's cells this is): 16 bytes.
+//!    next pass touches the cell array in `a` advancing fronts instead of at random; a key is
+//!    named by its index in this order from here on.
+//! 2. *Count*: every cell keeps the XOR of the indices of its keys, their number and the XOR
+//!    of the key's position `j` (which of the key's cells this is): 8 bytes (the mixed hash and
+//!    value are read by index, near the scan, only when a key peels or is assigned).
 //! 3. *Peel*: a cell holding one key determines that key; it is removed from its other cells,
 //!    which may then hold one key in turn. The scan runs left to right and follows each cascade
 //!    at once, riding the wave in which a fuse graph peels.
@@ -31,12 +33,12 @@ pub const GROW_EVERY: u32 = 4;
 /// table keeps growing).
 pub const MAX_ATTEMPTS: u32 = 256;
 
-/// The position field of a slot or entry: bits 96.. of the `u128`.
-const POS_SHIFT: u32 = 96;
+/// The position field of a slot: bits 32.. of the `u64`.
+const POS_SHIFT: u32 = 32;
 /// One key in a slot's count field.
-const ONE: u128 = 4 << POS_SHIFT;
-/// Mixed hash and value of an entry or slot (bits 0..96).
-const KEY_MASK: u128 = (1 << POS_SHIFT) - 1;
+const ONE: u64 = 4 << POS_SHIFT;
+/// A slot's key field: the XOR of its keys' indices in [`Sorted`] (bits 0..32).
+const INDEX_MASK: u64 = (1 << POS_SHIFT) - 1;
 
 /// The `k`-th construction seed: SplitMix64 from state 0.
 pub fn seed(k: u32) -> u64 {
@@ -46,10 +48,46 @@ pub fn seed(k: u32) -> u64 {
     z ^ (z >> 31)
 }
 
-/// What one key contributes to a slot: mixed hash, value, position.
-#[inline]
-fn entry(m: u64, value: u32, pos: u32) -> u128 {
-    u128::from(m) | u128::from(value) << 64 | u128::from(pos) << POS_SHIFT
+/// What key `index` at position `j` of its cells contributes to a slot.
+#[inline(always)]
+fn entry(index: usize, j: usize) -> u64 {
+    index as u64 | (j as u64) << POS_SHIFT
+}
+
+/// The keys of one attempt, counting-sorted by the segment of their first cell within each run
+/// of [`Sorted::run`] consecutive input keys (one run on one thread; a backend sorts several
+/// runs in parallel). A key is named by its index here: slots and the peeling order hold
+/// indices (8 bytes per cell and per key instead of the 16 that hash, value and count take).
+#[derive(Clone, Debug, Default)]
+pub struct Sorted {
+    /// Mixed hashes `m`.
+    pub mixed: Vec<u64>,
+    /// Values, beside their keys' mixed hashes.
+    pub values: Vec<u32>,
+    /// Keys per run (the last run may be shorter).
+    pub run: usize,
+    /// For run `r`, `starts[r × (S + 1) + s]` is where segment `s` starts within the run.
+    pub starts: Vec<usize>,
+}
+
+impl Sorted {
+    /// Room for `keys` keys in runs of `run` and `segments` segments (`S`).
+    pub fn with_runs(keys: usize, run: usize, segments: usize) -> Sorted {
+        let runs = keys.div_ceil(run.max(1)).max(1);
+        Sorted {
+            mixed: vec![0; keys],
+            values: vec![0; keys],
+            run: run.max(1),
+            starts: vec![0; runs * (segments + 1)],
+        }
+    }
+
+    /// The indices of run `r`'s keys whose first cell lies in segments `g0 .. g1`.
+    #[inline]
+    pub fn range(&self, segments: usize, r: usize, g0: usize, g1: usize) -> (usize, usize) {
+        let starts = &self.starts[r * (segments + 1)..];
+        (r * self.run + starts[g0], r * self.run + starts[g1])
+    }
 }
 
 /// The passes of one attempt. A backend may replace any of them with a faster one (more threads,
@@ -58,28 +96,35 @@ fn entry(m: u64, value: u32, pos: u32) -> u128 {
 /// backend builds the same table, byte for byte. The defaults are this crate's single-thread
 /// passes.
 ///
-/// Slots and entries are `u128`: bits 0..64 the mixed hash `m`, 64..96 the value, and in a
-/// slot, from bit 96, the XOR of the keys' positions `j` (2 bits) and 4 × the key count; in
-/// a peeled entry, from bit 96, the position of the cell that determined the key.
+/// A slot is a `u64`: bits 0..32 the XOR of its keys' indices in [`Sorted`], from bit 32 the
+/// XOR of the keys' positions `j` (2 bits) and 4 × the key count. A peeled key is its index,
+/// with the position of the cell that determined it from bit 32.
 pub trait Passes {
-    /// Adds every key to its `a` cells in `slots` (all zero on entry).
-    fn count(&self, shape: &Shape, hashes: &[u64], values: &[u32], slots: &mut [u128]) {
-        let (entries, _) = bucket(shape, hashes, values);
-        count_range(shape, &entries, slots, 0);
+    /// Sorts the keys into [`Sorted`] ([`bucket`]: one run).
+    fn sort(&self, shape: &Shape, hashes: &[u64], values: &[u32]) -> Sorted {
+        let mut sorted =
+            Sorted::with_runs(hashes.len(), hashes.len(), shape.segment_count as usize);
+        bucket(shape, hashes, values, &mut sorted, 0);
+        sorted
     }
 
-    /// Peels; returns the peeled entries in peeling order ([`peel_scan`]'s order).
-    fn peel(&self, shape: &Shape, slots: &mut [u128], keys: usize) -> Vec<u128> {
-        peel_scan(shape, slots, keys, &NoLookahead)
+    /// Adds every key to its `a` cells in `slots` (all zero on entry).
+    fn count(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) {
+        count_range(shape, &sorted.mixed, 0, slots, 0);
+    }
+
+    /// Peels; returns the peeled keys in peeling order ([`peel_scan`]'s order).
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+        peel_scan(shape, &sorted.mixed, slots, &NoLookahead)
     }
 
     /// Sets each key's own cell in reverse peeling order ([`assign`]).
-    fn assign(&self, shape: &Shape, order: &[u128], slots: &mut [u128]) {
-        assign(shape, order, slots, &NoLookahead);
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+        assign(shape, sorted, order, slots, &NoLookahead);
     }
 
     /// Packs the cells ([`pack_range`] over all of them).
-    fn pack(&self, shape: &Shape, slots: &[u128]) -> Vec<u64> {
+    fn pack(&self, shape: &Shape, slots: &[u64]) -> Vec<u64> {
         let mut words = vec![0u64; shape.words() as usize];
         pack_range(shape, slots, &mut words);
         words
@@ -92,13 +137,14 @@ pub struct Scalar;
 
 impl Passes for Scalar {}
 
-/// A hook that sees, [`Lookahead::DISTANCE`] steps ahead of [`peel_scan`] and [`assign`], the
-/// cells they will touch: a backend prefetches them (`base` is the slots' address).
+/// A hook that sees what [`peel_scan`] and [`assign`] will read: the key (mixed hash, value)
+/// [`Lookahead::DISTANCE`] × 2 steps ahead, then its cells `DISTANCE` steps ahead, so that a
+/// backend prefetches them in two stages (the cells are known only once the hash is read).
 pub trait Lookahead {
     /// Steps ahead (0: never called).
     const DISTANCE: usize;
-    /// Called with the cells a later step will touch.
-    fn touch(&self, base: *const u128, cells: &[u32]);
+    /// Called with the address of a value a later step will read.
+    fn touch<T>(&self, at: *const T);
 }
 
 /// No lookahead.
@@ -108,7 +154,16 @@ pub struct NoLookahead;
 impl Lookahead for NoLookahead {
     const DISTANCE: usize = 0;
     #[inline]
-    fn touch(&self, _: *const u128, _: &[u32]) {}
+    fn touch<T>(&self, _: *const T) {}
+}
+
+/// Touches the slots of the cells of the key whose mixed hash is `m`.
+#[inline(always)]
+fn touch_cells<L: Lookahead>(ahead: &L, shape: &Shape, slots: &[u64], m: u64) {
+    for &cell in &shape.cells_of(m)[..shape.arity as usize] {
+        // `wrapping_add` keeps the address computation safe; it is only a hint.
+        ahead.touch(slots.as_ptr().wrapping_add(cell as usize));
+    }
 }
 
 /// The input after the checks: hashes and values of equal length, every value within `v` bits.
@@ -154,15 +209,16 @@ pub(super) fn build(
         attempts += 1;
         attempt += 1;
         debug_assert!(shape.cells() <= MAX_CELLS);
-        let mut slots = vec![0u128; shape.cells() as usize];
-        passes.count(&shape, hashes, values, &mut slots);
-        let order = passes.peel(&shape, &mut slots, hashes.len());
+        let sorted = passes.sort(&shape, hashes, values);
+        let mut slots = vec![0u64; shape.cells() as usize];
+        passes.count(&shape, &sorted, &mut slots);
+        let order = passes.peel(&shape, &sorted, &mut slots);
         if order.len() == hashes.len() {
-            passes.assign(&shape, &order, &mut slots);
-            drop(order);
+            passes.assign(&shape, &sorted, &order, &mut slots);
+            drop((order, sorted));
             return Ok((shape, passes.pack(&shape, &slots), n));
         }
-        drop(order);
+        drop((order, sorted));
         let core = core_keys(&shape, hashes, values, &slots);
         drop(slots);
         match repeats(&core)? {
@@ -182,90 +238,140 @@ pub(super) fn build(
     }
 }
 
-/// Adds the keys of `entries` to their cells; `slots` holds the cells from `first` on (a
-/// window of the table that contains every cell of these keys).
+/// Adds the keys `first_index ..` (mixed hashes `mixed`) to their cells; `slots` holds the
+/// cells from `first_cell` on (a window of the table that contains every cell of these keys).
 #[inline(never)]
-pub fn count_range(shape: &Shape, entries: &[u128], slots: &mut [u128], first: usize) {
+pub fn count_range(
+    shape: &Shape,
+    mixed: &[u64],
+    first_index: usize,
+    slots: &mut [u64],
+    first_cell: usize,
+) {
     let arity = shape.arity as usize;
-    for &e in entries {
-        let c = shape.cells_of(e as u64);
+    for (i, &m) in mixed.iter().enumerate() {
+        let c = shape.cells_of(m);
         for (j, &cell) in c[..arity].iter().enumerate() {
-            let s = &mut slots[cell as usize - first];
-            *s = s.wrapping_add(ONE) ^ (e | (j as u128) << POS_SHIFT);
+            let s = &mut slots[cell as usize - first_cell];
+            *s = s.wrapping_add(ONE) ^ entry(first_index + i, j);
         }
     }
 }
 
 /// Sets each key's own cell, in reverse peeling order: the XOR of its target and its other
 /// cells. Every key left every cell, so the slots are all zero on entry; they end holding the
-/// cell values (low 64 bits).
+/// cell values.
 #[inline(never)]
-pub fn assign<L: Lookahead>(shape: &Shape, order: &[u128], slots: &mut [u128], ahead: &L) {
+pub fn assign<L: Lookahead>(
+    shape: &Shape,
+    sorted: &Sorted,
+    order: &[u64],
+    slots: &mut [u64],
+    ahead: &L,
+) {
     let arity = shape.arity as usize;
     for k in (0..order.len()).rev() {
-        if L::DISTANCE > 0 && k >= L::DISTANCE {
-            let c = shape.cells_of(order[k - L::DISTANCE] as u64);
-            ahead.touch(slots.as_ptr(), &c[..arity]);
-        }
-        let e = order[k];
-        let m = e as u64;
-        let found = (e >> POS_SHIFT) as usize;
-        let c = shape.cells_of(m);
-        let mut x = shape.want(m, (e >> 64) as u32);
-        for (j, &cell) in c[..arity].iter().enumerate() {
-            if j != found {
-                x ^= slots[cell as usize] as u64;
+        if L::DISTANCE > 0 {
+            if let Some(&e) = k.checked_sub(2 * L::DISTANCE).and_then(|k| order.get(k)) {
+                let index = (e & INDEX_MASK) as usize;
+                ahead.touch(sorted.mixed.as_ptr().wrapping_add(index));
+                ahead.touch(sorted.values.as_ptr().wrapping_add(index));
+            }
+            if let Some(&e) = k.checked_sub(L::DISTANCE).and_then(|k| order.get(k)) {
+                touch_cells(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
             }
         }
-        slots[c[found] as usize] = u128::from(x & shape.cell_mask());
+        let e = order[k];
+        let index = (e & INDEX_MASK) as usize;
+        let found = (e >> POS_SHIFT) as usize;
+        let m = sorted.mixed[index];
+        let c = shape.cells_of(m);
+        let mut x = shape.want(m, sorted.values[index]);
+        for (j, &cell) in c[..arity].iter().enumerate() {
+            if j != found {
+                x ^= slots[cell as usize];
+            }
+        }
+        slots[c[found] as usize] = x & shape.cell_mask();
     }
 }
 
-/// The keys as entries (mixed hash, value), counting-sorted by the segment of their first
-/// cell, and where each segment's entries start (`S + 1` offsets).
+/// Counting-sorts `hashes` (mixed) and `values` by the segment of their first cell into run
+/// `r` of `sorted` (`hashes` are that run's input keys).
 #[inline(never)]
-pub fn bucket(shape: &Shape, hashes: &[u64], values: &[u32]) -> (Vec<u128>, Vec<usize>) {
+pub fn bucket(shape: &Shape, hashes: &[u64], values: &[u32], sorted: &mut Sorted, r: usize) {
     let segments = shape.segment_count as usize;
-    let mut starts = vec![0usize; segments + 1];
+    let at = r * sorted.run;
+    let starts = &mut sorted.starts[r * (segments + 1)..(r + 1) * (segments + 1)];
+    bucket_into(
+        shape,
+        hashes,
+        values,
+        &mut sorted.mixed[at..at + hashes.len()],
+        &mut sorted.values[at..at + hashes.len()],
+        starts,
+    );
+}
+
+/// [`bucket`] into one run's slices: `mixed` and `out` as long as `hashes`, `starts` `S + 1`
+/// long (a backend hands each thread its own run).
+#[inline(never)]
+pub fn bucket_into(
+    shape: &Shape,
+    hashes: &[u64],
+    values: &[u32],
+    mixed: &mut [u64],
+    out: &mut [u32],
+    starts: &mut [usize],
+) {
+    let segments = shape.segment_count as usize;
+    starts.fill(0);
     for &h in hashes {
         starts[shape.segment_of(shape.mixed(h)) + 1] += 1;
     }
     for s in 1..=segments {
         starts[s] += starts[s - 1];
     }
-    let mut next = starts.clone();
-    let mut entries = vec![0u128; hashes.len()];
+    let mut next = starts[..segments].to_vec();
     for (&h, &v) in hashes.iter().zip(values) {
         let m = shape.mixed(h);
         let s = &mut next[shape.segment_of(m)];
-        entries[*s] = entry(m, v, 0);
+        mixed[*s] = m;
+        out[*s] = v;
         *s += 1;
     }
-    (entries, starts)
 }
 
-/// Peels the cells left to right and returns the peeled entries (each with the position of the
-/// cell that determined it) in peeling order; fewer than `keys` when some keys did not peel.
+/// Peels the cells left to right and returns the peeled keys (each with the position of the
+/// cell that determined it) in peeling order; fewer than all keys when some did not peel.
 ///
 /// A cell that comes to hold one key is peeled at once only if the scan has passed it; one
 /// ahead is left for the scan to find. So every access stays within a few segments of the scan
 /// (a cascade followed depth-first would run along the whole peeling wave, all over the table).
-/// `ahead` sees the cells of the key in the cell `DISTANCE` ahead of the scan.
+/// `ahead` sees the key in the cell `2 × DISTANCE` ahead of the scan, and the cells of the key
+/// `DISTANCE` ahead.
 #[inline(never)]
 pub fn peel_scan<L: Lookahead>(
     shape: &Shape,
-    slots: &mut [u128],
-    keys: usize,
+    mixed: &[u64],
+    slots: &mut [u64],
     ahead: &L,
-) -> Vec<u128> {
+) -> Vec<u64> {
     let arity = shape.arity as usize;
-    let mut order = Vec::with_capacity(keys);
+    let mut order = Vec::with_capacity(mixed.len());
     let mut stack: Vec<u32> = Vec::with_capacity(64);
     for scan in 0..slots.len() {
         if L::DISTANCE > 0 {
+            if let Some(&s) = slots.get(scan + 2 * L::DISTANCE) {
+                if s >> POS_SHIFT >> 2 == 1 {
+                    ahead.touch(mixed.as_ptr().wrapping_add((s & INDEX_MASK) as usize));
+                }
+            }
             if let Some(&s) = slots.get(scan + L::DISTANCE) {
                 if s >> POS_SHIFT >> 2 == 1 {
-                    ahead.touch(slots.as_ptr(), &shape.cells_of(s as u64)[..arity]);
+                    if let Some(&m) = mixed.get((s & INDEX_MASK) as usize) {
+                        touch_cells(ahead, shape, slots, m);
+                    }
                 }
             }
         }
@@ -278,15 +384,15 @@ pub fn peel_scan<L: Lookahead>(
             if s >> POS_SHIFT >> 2 != 1 {
                 continue;
             }
-            let key = s & KEY_MASK;
+            let index = s & INDEX_MASK;
             let found = (s >> POS_SHIFT) as usize & 3;
-            order.push(key | (found as u128) << POS_SHIFT);
+            order.push(index | (found as u64) << POS_SHIFT);
             slots[i as usize] = 0;
-            let c = shape.cells_of(key as u64);
+            let c = shape.cells_of(mixed[index as usize]);
             for (j, &cell) in c[..arity].iter().enumerate() {
                 if j != found {
                     let t = &mut slots[cell as usize];
-                    *t = t.wrapping_sub(ONE) ^ (key | (j as u128) << POS_SHIFT);
+                    *t = t.wrapping_sub(ONE) ^ entry(index as usize, j);
                     if *t >> POS_SHIFT >> 2 == 1 && cell as usize <= scan {
                         stack.push(cell);
                     }
@@ -303,7 +409,7 @@ fn core_keys(
     shape: &Shape,
     hashes: &[u64],
     values: &[u32],
-    slots: &[u128],
+    slots: &[u64],
 ) -> Vec<(u64, u32, usize)> {
     let arity = shape.arity as usize;
     let mut core = Vec::new();
@@ -371,13 +477,13 @@ fn without_repeats(hashes: &[u64], values: &[u32], repeated: &[u64]) -> (Vec<u64
 /// `words`, cell 0 of `slots` at bit 0 of `words[0]` (a backend packs 64 cells at a time into
 /// `c` words each, in parallel).
 #[inline(never)]
-pub fn pack_range(shape: &Shape, slots: &[u128], words: &mut [u64]) {
+pub fn pack_range(shape: &Shape, slots: &[u64], words: &mut [u64]) {
     let bits = shape.cell_bits();
     let mut acc: u128 = 0;
     let mut have = 0u32;
     let mut w = 0;
     for &s in slots {
-        acc |= u128::from(s as u64) << have;
+        acc |= u128::from(s) << have;
         have += bits;
         if have >= 64 {
             words[w] = acc as u64;
@@ -388,5 +494,70 @@ pub fn pack_range(shape: &Shape, slots: &[u128], words: &mut [u64]) {
     }
     if have > 0 {
         words[w] = acc as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::retrieval::{RetrievalSpec, RetrievalTable};
+    use crate::{Layout, Params};
+    use alloc::vec::Vec;
+
+    /// SplitMix64 hashes and `v`-bit values.
+    fn pairs(n: usize, v: u8, seed: u64) -> (Vec<u64>, Vec<u32>) {
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (s ^ (s >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let hashes: Vec<u64> = (0..n).map(|_| next()).collect();
+        let mask = ((1u64 << v) - 1) as u32;
+        let values = (0..n).map(|_| next() as u32 & mask).collect();
+        (hashes, values)
+    }
+
+    /// FNV-1a of `bytes`.
+    fn digest(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+    }
+
+    /// The file bytes of tables built before the slots shrank to 8 bytes (16-byte slots holding
+    /// hash and value, commit 063dec4), pinned: the construction may get faster, never change
+    /// a table (the seed is recorded, the cells must stay the same).
+    #[test]
+    fn builds_keep_the_bytes_of_the_first_construction() {
+        let cases: [(usize, u8, u8, u8, u64); 6] = [
+            (0, 8, 0, 4, 0x3bcf6843638d5676),
+            (1000, 8, 8, 4, 0xcfd4f67394d72f91),
+            (70_000, 13, 3, 4, 0x16548f6752d97d14),
+            (300_000, 16, 0, 4, 0x8f16e05f7bf690d3),
+            (200_000, 8, 8, 3, 0x345e726736a6c32d),
+            (50_000, 32, 32, 4, 0xf01596be9ff947f1),
+        ];
+        for (n, v, f, arity, want) in cases {
+            let (mut hashes, mut values) = pairs(n, v, n as u64 + 7);
+            if n > 10 {
+                // A repeat: dropped with its one value (a retry), refused with two (v = 32).
+                hashes[n / 2] = hashes[3];
+                if v < 32 {
+                    values[n / 2] = values[3];
+                }
+            }
+            let spec = RetrievalSpec::new(v, f).with_arity(arity);
+            let got = match RetrievalTable::build(
+                Params::new(Layout::L8x64, 1),
+                spec,
+                &hashes,
+                &values,
+            ) {
+                Ok(t) => digest(&t.to_file_bytes()),
+                Err(e) => digest(alloc::format!("{e}").as_bytes()),
+            };
+            assert_eq!(got, want, "n = {n} v = {v} f = {f} arity = {arity}");
+        }
     }
 }
