@@ -23,6 +23,14 @@ fn frames() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A folder with the capture of [`frames`] in it: (folder, frames, capture).
+fn capture() -> (tempfile::TempDir, Vec<Vec<u8>>, std::path::PathBuf) {
+    let d = tmp();
+    let frames = frames();
+    let cap = write(&d, "cap.pcap", pcap_file(&frames));
+    (d, frames, cap)
+}
+
 /// The JSON lines `classify --json --per-packet` writes, and its summary (standard error).
 fn per_packet(filter: &std::path::Path, cap: &std::path::Path) -> (Vec<Value>, Value) {
     let out = succeeds(bl().args(argv!("--json", "classify", filter, cap, "--per-packet")));
@@ -37,9 +45,7 @@ fn per_packet(filter: &std::path::Path, cap: &std::path::Path) -> (Vec<Value>, V
 
 #[test]
 fn per_packet_json_lines_agree_with_the_bitmap_and_the_capture() {
-    let d = tmp();
-    let frames = frames();
-    let cap = write(&d, "cap.pcap", pcap_file(&frames));
+    let (d, frames, cap) = capture();
     // A filter of flows 0, 1 and 2 only.
     let listed = write(&d, "listed.pcap", pcap_file(&frames[..3]));
     let f = at(&d, "f.blf");
@@ -83,9 +89,7 @@ fn per_packet_json_lines_agree_with_the_bitmap_and_the_capture() {
 
 #[test]
 fn per_packet_classes_of_a_spatial_filter_are_never_below_their_own() {
-    let d = tmp();
-    let frames = frames();
-    let cap = write(&d, "cap.pcap", pcap_file(&frames));
+    let (d, frames, cap) = capture();
     // Flow 0 allowed, flow 1 denied (class 2, the higher), the others absent.
     let allow = write(&d, "allow.pcap", pcap_file(&frames[..1]));
     let deny = write(&d, "deny.pcap", pcap_file(&frames[1..2]));
@@ -126,9 +130,7 @@ fn per_packet_classes_of_a_spatial_filter_are_never_below_their_own() {
 
 #[test]
 fn classify_refuses_the_options_of_key_files_by_name() {
-    let d = tmp();
-    let frames = frames();
-    let cap = write(&d, "cap.pcap", pcap_file(&frames));
+    let (d, _, cap) = capture();
     let f = at(&d, "f.blf");
     json(&argv!("build", &cap, "-o", &f));
     for (flags, named) in [

@@ -376,23 +376,25 @@ mod tests {
             classes: &classes,
         };
         let f = build(shape, spatial, view, &hashes, None).unwrap();
+        let check = |built: &Built, claimed| {
+            wrong_label(built, claimed, &keys, &built.core_labels(&hashes))
+        };
         // Checked against classes one higher than those inserted: key #0 is the first below.
         let higher = vec![2u16; 500];
-        let claimed = LabelSet::Spatial {
-            names: &names,
-            cell_bits: 4,
-            classes: &higher,
+        let d = check(
+            &f,
+            LabelSet::Spatial {
+                names: &names,
+                cell_bits: 4,
+                classes: &higher,
+            },
+        );
+        let names_key = |d: &Option<Difference>, at: usize, says: &str| {
+            matches!(d, Some(Difference::Label { index, message, .. })
+                if *index == at && message.contains(says))
         };
-        let d = wrong_label(&f, claimed, &keys, &f.core_labels(&hashes));
-        assert!(
-            matches!(&d, Some(Difference::Label { index: 0, message, .. })
-                if message.contains("below its own class 2 (mirror)")),
-            "{d:?}"
-        );
-        assert_eq!(
-            wrong_label(&f, spatial, &keys, &f.core_labels(&hashes)),
-            None
-        );
+        assert!(names_key(&d, 0, "below its own class 2 (mirror)"), "{d:?}");
+        assert_eq!(check(&f, spatial), None);
         let values: Vec<u32> = (0..500).collect();
         let spec = RetrievalSpec::new(9, 8);
         let table = LabelSet::Retrieval {
@@ -402,16 +404,17 @@ mod tests {
         let t = build(shape, table, view, &hashes, None).unwrap();
         let mut other = values.clone();
         other[17] = 3;
-        let claimed = LabelSet::Retrieval {
-            spec,
-            values: &other,
-        };
-        let d = wrong_label(&t, claimed, &keys, &t.core_labels(&hashes));
+        let d = check(
+            &t,
+            LabelSet::Retrieval {
+                spec,
+                values: &other,
+            },
+        );
         assert!(
-            matches!(&d, Some(Difference::Label { index: 17, message, .. })
-                if message.contains("answered value 17, not its own value 3")),
+            names_key(&d, 17, "answered value 17, not its own value 3"),
             "{d:?}"
         );
-        assert_eq!(wrong_label(&t, table, &keys, &t.core_labels(&hashes)), None);
+        assert_eq!(check(&t, table), None);
     }
 }

@@ -17,7 +17,7 @@ use bloomlanes_simd::Probe;
 pub use super::label_counts::{LabelCount, LabelCounts};
 use super::label_writers::{runs, Dest, LabelFiles, Run};
 use super::packet_verdicts::{chunk_records, packet_verdicts};
-pub use super::packet_verdicts::{Packet, PacketVerdict, Timestamp};
+pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
@@ -393,7 +393,7 @@ pub fn classify_each<'a>(
     path: &Path,
     cfg: &PipelineConfig,
     out: Outputs<'_>,
-    mut each: Option<&mut dyn FnMut(&PacketVerdict) -> Result<()>>,
+    mut each: Option<EachPacket<'_>>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Totals> {
     let per_packet = each.is_some();

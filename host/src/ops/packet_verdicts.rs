@@ -44,6 +44,9 @@ pub struct PacketVerdict {
     pub label: Option<u32>,
 }
 
+/// What takes each packet's verdict, in capture order (an error ends the run with it).
+pub type EachPacket<'a> = &'a mut dyn FnMut(&PacketVerdict) -> crate::error::Result<()>;
+
 /// Collects the records of `chunk` (classic pcap records with `header`, or pcapng blocks) into
 /// `recs`, frame ranges relative to the chunk.
 pub(super) fn chunk_records(chunk: &Chunk, header: Option<FileHeader>, recs: &mut Vec<Rec>) {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use bloomlanes_host::kinds::labels::Labeller;
 use bloomlanes_host::ops::classify::{
-    self, Outputs, Packet, PacketVerdict, Select, Target, Totals,
+    self, EachPacket, Outputs, Packet, PacketVerdict, Select, Target, Totals,
 };
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{outfile, Error, Result};
@@ -381,12 +381,10 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         }
     }
     let start = Instant::now();
-    let mut run_all = |each: Option<&mut dyn FnMut(&PacketVerdict) -> Result<()>>| {
+    let mut run_all = |each: Option<EachPacket<'_>>| {
         let mut each = each;
         let mut go = |out: Outputs<'_>| {
-            let each = each
-                .as_mut()
-                .map(|e| &mut **e as &mut dyn FnMut(&PacketVerdict) -> Result<()>);
+            let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
             classify::classify_each(target, &a.capture, &cfg, out, each, &mut |p| bar.update(p))
         };
         match (&labeller, &a.outputs.write) {

@@ -151,35 +151,41 @@ fn run_labelled(
         )));
     }
     let opts = a.input.options();
-    let (keys, report, column) = if a.kind == "spatial" {
-        let read = labelled::read_spatial(&a.labels, &a.inputs, &opts)?;
+    let spatial;
+    let retrieval;
+    let (keys, set, column) = if a.kind == "spatial" {
+        spatial = labelled::read_spatial(&a.labels, &a.inputs, &opts)?;
         let set = LabelSet::Spatial {
-            names: &read.names,
-            cell_bits: read.cell_bits,
-            classes: &read.classes,
+            names: &spatial.names,
+            cell_bits: spatial.cell_bits,
+            classes: &spatial.classes,
         };
-        let report = verify::run_labelled(&read.keys, set, layouts, a.fpp, a.seed, hook)?;
-        let column = a.labels.class_column.as_deref().map(|name| LabelColumn {
-            name,
-            flag: "--class-column",
-        });
-        (read.keys, report, column)
+        (
+            &spatial.keys,
+            set,
+            (&a.labels.class_column, "--class-column"),
+        )
     } else {
         let (read, spec) = labelled::read_retrieval(&a.labels, &a.inputs, &opts)?;
         // A key repeated with two values is refused as `build` refuses it, both lines named.
         let builder = bloomlanes_host::FilterBuilder::new().seed(a.seed);
         labelled::build_retrieval_of(&a.labels, &a.inputs, &opts, &builder, &read, spec)?;
+        retrieval = read;
         let set = LabelSet::Retrieval {
             spec,
-            values: &read.labels,
+            values: &retrieval.labels,
         };
-        let report = verify::run_labelled(&read.keys, set, layouts, a.fpp, a.seed, hook)?;
-        let column = a.labels.value_column.as_deref().map(|name| LabelColumn {
-            name,
-            flag: "--value-column",
-        });
-        (read.keys, report, column)
+        (
+            &retrieval.keys,
+            set,
+            (&a.labels.value_column, "--value-column"),
+        )
     };
+    let report = verify::run_labelled(keys, set, layouts, a.fpp, a.seed, hook)?;
+    let column = (column.0.as_deref()).map(|name| LabelColumn {
+        name,
+        flag: column.1,
+    });
     // A difference about a listed key names its input line.
     let place = |i: usize| {
         let (path, line) = pairs::locate(&a.inputs, &opts, column?, i)?;
