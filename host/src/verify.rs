@@ -346,7 +346,7 @@ fn simulator_absent() -> Option<String> {
 /// up in a simulation of the generated RTL loaded with the reference filter's bank files.
 ///
 /// `kinds` says which kinds of filter to check: the static filter as above, the others by
-/// [`kinds::verify::run`] (their properties, and every backend against the core's reference).
+/// `kinds::verify::run` (their properties, and every backend against the core's reference).
 /// `progress` hears of each check before it starts.
 pub fn run(
     keys: &KeySet,
