@@ -37,11 +37,11 @@ fn spatial_from_a_class_column_answers_every_key_its_class_or_higher() {
     let b = build(
         &rules,
         &f,
-        "--kind spatial --csv-column ip --class-column action --classes deny,mirror,allow",
+        "--kind spatial --csv-column ip --class-column action --classes allow,mirror,deny",
     );
     assert_eq!(b["kind"]["cell_bits"], 4, "3 classes fit 4-bit cells");
     let table = b["labels"]["classes"].as_array().unwrap();
-    // Class 1 is the lowest priority: the last named.
+    // Class 1 is the lowest priority: the first named.
     let names: Vec<&str> = table.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["allow", "mirror", "deny"]);
     let keys: Vec<u64> = table.iter().map(|c| c["keys"].as_u64().unwrap()).collect();
@@ -77,7 +77,7 @@ fn classes_in_first_appearance_order_and_per_class_files_agree() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["mirror", "allow", "deny"], "first seen = highest");
+    assert_eq!(names, ["deny", "allow", "mirror"], "first seen = class 1");
     let deny = write(&d, "deny.txt", "10.0.0.1\n");
     let allow = write(&d, "allow.txt", "10.0.0.2\n10.0.0.4\n");
     let mirror = write(&d, "mirror.txt", "10.0.0.3\n");
@@ -87,11 +87,11 @@ fn classes_in_first_appearance_order_and_per_class_files_agree() {
         "-o",
         &by_files,
         "--kind spatial --class",
-        format!("deny={}", s(&deny)).as_str(),
+        format!("allow={}", s(&allow)).as_str(),
         "--class",
         format!("mirror={}", s(&mirror)).as_str(),
         "--class",
-        format!("allow={}", s(&allow)).as_str()
+        format!("deny={}", s(&deny)).as_str()
     ));
     let q = write(&d, "q.txt", "10.0.0.1\n10.0.0.2\n10.0.0.3\n10.0.0.4\n");
     assert_eq!(classes(&by_files, &q)[0], "deny");

@@ -125,7 +125,7 @@ fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
     let fr = frames();
     let rules = write(&d, "rules.tsv", rules(&["deny", "allow", "mirror"]));
     let f = at(&d, "s.blf");
-    build(&rules, &f, "--kind spatial --csv-column flow --class-column label --key-type flow --classes deny,mirror,allow");
+    build(&rules, &f, "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny");
     let want = expected(&d, &f, "class", &fr);
     assert!(want.len() >= 4, "every class and absent appear: {want:?}");
     for (name, bytes) in [("c.pcap", pcap_file(&fr)), ("c.pcapng", pcapng_file(&fr))] {
@@ -235,7 +235,7 @@ fn write_dir_gives_each_label_its_own_capture() {
     let fr = frames();
     let sp = at(&d, "s.blf");
     let sp_rules = write(&d, "rules.tsv", rules(&["deny", "allow"]));
-    build(&sp_rules, &sp, "--kind spatial --csv-column flow --class-column label --key-type flow --classes deny,mirror,allow");
+    build(&sp_rules, &sp, "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny");
     let r = at(&d, "r.blf");
     let r_rules = write(&d, "values.tsv", rules(&["7", "200", "31"]));
     build(

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 pub mod labels;
 pub mod ops;
 pub mod verify;
+pub mod verify_labels;
 
 /// What kind of filter to build, with its options (the core's [`FilterKind`] fields, and what
 /// sizing needs besides them).

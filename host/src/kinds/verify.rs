@@ -12,7 +12,10 @@ use crate::bulk;
 use crate::error::Result;
 use crate::input::KeySet;
 use crate::kinds::{ops, KindSpec};
-use crate::verify::{first_bit_difference, first_bitmap_difference, Difference, VerifyRow};
+use crate::verify::{
+    first_bit_difference, first_bitmap_difference, hashes_of, key_view, Difference, Steps,
+    VerifyRow,
+};
 
 /// The kinds `verify` checks besides the static filter, with the options it checks them with
 /// for `keys` keys: 4-bit counters, a window of half the keys in 4 generations (so that some
@@ -95,10 +98,9 @@ fn images(f: &AnyFilter, n: usize) -> Vec<(Filter, std::ops::Range<usize>)> {
 
 /// The reference filter's answers for `keys`, key by key.
 fn reference_answers(f: &AnyFilter, keys: Keys<'_>) -> Bitmap {
-    let seed = f.params().seed;
     let mut b = Bitmap::new(keys.len());
-    for i in 0..keys.len() {
-        b.set(i, f.contains_hash(keys.hash(i, seed)));
+    for (i, h) in hashes_of(keys, f.params().seed).into_iter().enumerate() {
+        b.set(i, f.contains_hash(h));
     }
     b
 }
@@ -126,7 +128,7 @@ fn properties(f: &AnyFilter, keys: &KeySet) -> Option<Difference> {
         Err(e) => return fail(format!("its file does not read back: {e}")),
     }
     let seed = f.params().seed;
-    let k = keys.keys();
+    let k = key_view(keys);
     if let Some(i) = must_find(f, keys.len()).find(|&i| !f.contains_hash(k.hash(i, seed))) {
         return fail(format!(
             "false negative: key #{i} ({}) is not found",
@@ -195,21 +197,20 @@ fn compare(
     expected: (&Bitmap, &Bitmap),
 ) -> Result<Option<Difference>> {
     let mut own = empty.clone();
-    ops::insert(engine, &mut own, keys.keys(), Some(0), &mut |_| {})?;
+    ops::insert(engine, &mut own, key_view(keys), Some(0), &mut |_| {})?;
     if let Some(d) = file_difference("insert", f, &own) {
         return Ok(Some(d));
     }
     if let (AnyFilter::Counting(c), FilterKind::Counting { .. }) = (f, f.params().kind) {
         // Deleting every other key, by this backend and key by key in the core.
-        let half: Vec<usize> = (0..keys.len()).step_by(2).collect();
-        let seed = c.params().seed;
+        let all = hashes_of(key_view(keys), c.params().seed);
+        let hashes: Vec<u64> = all.into_iter().step_by(2).collect();
         let mut by_core = f.clone();
         if let AnyFilter::Counting(d) = &mut by_core {
-            for &i in &half {
-                let _ = d.remove_hash(keys.keys().hash(i, seed));
+            for &h in &hashes {
+                let _ = d.remove_hash(h);
             }
         }
-        let hashes: Vec<u64> = half.iter().map(|&i| keys.keys().hash(i, seed)).collect();
         let mut by_engine = f.clone();
         ops::remove(
             engine,
@@ -232,14 +233,15 @@ fn compare_images(
     absent: &[u64],
     expected: (&Bitmap, &Bitmap),
 ) -> Result<Option<Difference>> {
+    let view = key_view(keys);
     for (image, range) in images(f, keys.len()) {
         let mut built = Filter::new(*image.params());
-        bulk::insert(engine, &mut built, keys.keys().slice(range), &mut |_| {})?;
+        bulk::insert(engine, &mut built, view.slice(range), &mut |_| {})?;
         if let Some(d) = first_bit_difference(image.layout(), &image, &built) {
             return Ok(Some(d));
         }
     }
-    let a = ops::contains(engine, f, keys.keys(), &mut |_| {})?;
+    let a = ops::contains(engine, f, view, &mut |_| {})?;
     let b = ops::contains(engine, f, Keys::U64(absent), &mut |_| {})?;
     Ok(
         first_bitmap_difference("inserted", &|i| keys.display(i), expected.0, &a).or_else(|| {
@@ -254,8 +256,10 @@ fn compare_images(
 ///
 /// With `hdl_keys > 0` and a Verilog simulator installed, a counting filter (the kind the
 /// generated counting pipeline implements) is also run in the RTL, on the first layout only (a
-/// simulation takes seconds): see `simulate_counting` in this file.
-pub fn run(
+/// simulation takes seconds): see `simulate_counting` in this file. Each check is reported to
+/// `steps` before it starts.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
     keys: &KeySet,
     absent: &[u64],
     layouts: &[Layout],
@@ -263,6 +267,7 @@ pub fn run(
     fpp: f64,
     seed: u64,
     hdl_keys: usize,
+    steps: &mut Steps<'_>,
 ) -> Result<Vec<VerifyRow>> {
     let engines = backend::available();
     let mut rows = Vec::new();
@@ -278,14 +283,17 @@ pub fn run(
             }
             let empty = builder.empty_any(keys.len() as u64)?;
             let mut f = empty.clone();
+            let what = |backend: &str| format!("{} {} {backend}", layout.name(), kind.name());
+            steps.start(what("reference"), false);
             // The reference: the core's key-by-key path (the scalar backend takes it).
-            ops::insert(&Scalar, &mut f, keys.keys(), Some(0), &mut |_| {})?;
+            ops::insert(&Scalar, &mut f, key_view(keys), Some(0), &mut |_| {})?;
             let expected = (
-                reference_answers(&f, keys.keys()),
+                reference_answers(&f, key_view(keys)),
                 reference_answers(&f, Keys::U64(absent)),
             );
             let props = properties(&f, keys);
             for engine in &engines {
+                steps.start(what(&engine.name()), true);
                 let difference = match compare(
                     &**engine,
                     &empty,
@@ -355,7 +363,8 @@ fn simulate_counting(
     let sim = bloomlanes_hdl::simulator_available()?;
     let seed = f.params().seed;
     let (ni, na) = (n.min(keys.len()), n.min(absent.len()));
-    let inserted: Vec<u64> = (0..ni).map(|i| keys.keys().hash(i, seed)).collect();
+    let view = key_view(keys);
+    let inserted: Vec<u64> = (0..ni).map(|i| view.hash(i, seed)).collect();
     let missing: Vec<u64> = (0..na).map(|i| Keys::U64(absent).hash(i, seed)).collect();
     let mut ops = Vec::new();
     let mut push = |code: u8, hashes: &[u64]| {
@@ -403,7 +412,9 @@ mod tests {
         let keys = sample_keyset(2000);
         let absent: Vec<u64> = (0..2000).map(|i| i * 7919 + (1 << 50)).collect();
         let kinds = kinds_for(keys.len());
-        let rows = run(&keys, &absent, &Layout::ALL, &kinds, 0.01, 5, 0).unwrap();
+        let mut hook = |_| {};
+        let mut steps = Steps::new(0, &mut hook);
+        let rows = run(&keys, &absent, &Layout::ALL, &kinds, 0.01, 5, 0, &mut steps).unwrap();
         assert_eq!(
             rows.len(),
             Layout::ALL.len() * kinds.len() * backend::available().len()

@@ -15,12 +15,14 @@ use bloomlanes_core::{xxh64, FilterRef, HashId, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 pub use super::label_counts::{LabelCount, LabelCounts};
-use super::label_writers::{runs, Dest, LabelFiles, Rec, Run};
+use super::label_writers::{runs, Dest, LabelFiles, Run};
+use super::packet_verdicts::{chunk_records, packet_verdicts};
+pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::chunk::Chunk;
-use crate::input::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
+use crate::input::pcap::{self, Flow, IPV6_TUPLE_LEN};
 use crate::input::{pipeline, source, speculate, CapturePlan, PipelineConfig};
 use crate::kinds::labels::{Labeller, Labels};
 use crate::store::FilterFile;
@@ -48,7 +50,7 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
-    fn new(k: &[u8]) -> FlowKey {
+    pub(super) fn new(k: &[u8]) -> FlowKey {
         let mut bytes = [0u8; IPV6_TUPLE_LEN];
         bytes[..k.len()].copy_from_slice(k);
         FlowKey {
@@ -174,7 +176,7 @@ pub struct ClassifyScratch {
     sizes: Vec<u32>,
     labels: Labels,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
-    recs: Vec<Rec>,
+    recs: Vec<super::label_writers::Rec>,
 }
 
 /// The verdicts of a run of packets.
@@ -368,6 +370,8 @@ struct ChunkVerdicts {
     verdicts: Verdicts,
     /// Byte ranges of the chunk to write (runs of selected or labelled records, kept blocks).
     runs: Vec<Run>,
+    /// Each packet's verdict (when asked for), numbered within the chunk.
+    packets: Vec<PacketVerdict>,
 }
 
 /// Classifies every packet of the capture at `path` (`-`: standard input; gzip, zstd and xz
@@ -379,6 +383,20 @@ pub fn classify<'a>(
     out: Outputs<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Totals> {
+    classify_each(target, path, cfg, out, None, progress)
+}
+
+/// [`classify`], and each packet's verdict handed to `each` in capture order (numbered over
+/// the whole capture); an error from `each` ends the run with it.
+pub fn classify_each<'a>(
+    target: impl Into<Target<'a>>,
+    path: &Path,
+    cfg: &PipelineConfig,
+    out: Outputs<'_>,
+    mut each: Option<EachPacket<'_>>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Totals> {
+    let per_packet = each.is_some();
     let classifier = Classifier::new(target, out.flows)?;
     let input = source::open(path)?;
     let shown = input.shown.clone();
@@ -423,41 +441,9 @@ pub fn classify<'a>(
     let mut bits = BitWriter::default();
     let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
         let bytes = chunk.bytes();
-        let base = bytes.as_ptr() as usize;
         let mut recs = std::mem::take(&mut scratch.recs);
         recs.clear();
-        let off = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
-        match file_header {
-            Some(h) => pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
-                recs.push(Rec {
-                    start: at as u32,
-                    end: (at + rec.len()) as u32,
-                    frame: (off(frame), off(frame) + frame.len() as u32),
-                    linktype: h.linktype,
-                    packet: true,
-                });
-            }),
-            None => {
-                let mut st = chunk.ng_state();
-                let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
-                    let (frame, linktype, packet) = match kind {
-                        NgBlock::Packet(p) => (
-                            (off(p.frame), off(p.frame) + p.frame.len() as u32),
-                            p.linktype,
-                            true,
-                        ),
-                        _ => ((0, 0), 0, false),
-                    };
-                    recs.push(Rec {
-                        start: off(blk),
-                        end: off(blk) + blk.len() as u32,
-                        frame,
-                        linktype,
-                        packet,
-                    });
-                });
-            }
-        }
+        chunk_records(chunk, file_header, &mut recs);
         let verdicts = classifier.classify(
             recs.iter()
                 .filter(|r| r.packet)
@@ -468,8 +454,16 @@ pub fn classify<'a>(
             (None, false) => Vec::new(),
             (sel, _) => runs(&recs, &verdicts, sel),
         };
+        let packets = match per_packet {
+            true => packet_verdicts(bytes, &recs, file_header, &verdicts),
+            false => Vec::new(),
+        };
         scratch.recs = recs;
-        Ok(ChunkVerdicts { verdicts, runs })
+        Ok(ChunkVerdicts {
+            verdicts,
+            runs,
+            packets,
+        })
     };
     let matching = select == Some(Select::Matching);
     let mut consume = |chunk: &Chunk, cv: ChunkVerdicts| -> Result<()> {
@@ -497,6 +491,14 @@ pub fn classify<'a>(
         if let Some(w) = bitmap_out.as_mut() {
             bits.write(*w, &v.bits, v.totals.packets as usize)
                 .map_err(write_err)?;
+        }
+        if let Some(each) = each.as_mut() {
+            for p in &cv.packets {
+                each(&PacketVerdict {
+                    index: totals.packets + p.index,
+                    ..*p
+                })?;
+            }
         }
         totals.add_counts(&v.totals);
         totals.merge_flows(v.flows);

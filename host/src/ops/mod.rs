@@ -12,6 +12,7 @@ pub mod classify;
 mod label_counts;
 pub mod label_writers;
 mod merge;
+mod packet_verdicts;
 mod query;
 pub mod stream;
 mod stream_ordered;

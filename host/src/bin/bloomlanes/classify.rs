@@ -9,14 +9,16 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::kinds::labels::Labeller;
-use bloomlanes_host::ops::classify::{self, Outputs, Select, Target, Totals};
+use bloomlanes_host::ops::classify::{
+    self, EachPacket, Outputs, Packet, PacketVerdict, Select, Target, Totals,
+};
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{outfile, Error, Result};
 use bloomlanes_input::pcap::format_tuple;
+use bloomlanes_input::PipelineConfig;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::inputs::InputArgs;
 use crate::opened::Opened;
 use crate::output::{check_output, emit, say, with_output};
 use crate::progress::{human_rate, Bar};
@@ -74,8 +76,78 @@ pub struct ClassifyArgs {
     capture: PathBuf,
     #[command(flatten)]
     outputs: VerdictOutputs,
+    /// One line per packet on standard output, in capture order: its number (from 0), capture
+    /// time (classic pcap; "-" for pcapng), flow and verdict (match or no-match; a spatial
+    /// filter's class, a retrieval table's value, or absent), tab-separated; with --json one
+    /// JSON object per line (JSON Lines). The summary then goes to standard error.
+    #[arg(long)]
+    per_packet: bool,
     #[command(flatten)]
-    input: InputArgs,
+    input: CaptureArgs,
+}
+
+/// How `classify` reads its capture. Its keys are always the packets' flows, so the options
+/// other commands read keys with are refused by name rather than ignored.
+#[derive(Args, Debug)]
+pub struct CaptureArgs {
+    /// Worker threads of the streaming pipeline [default: the cores available].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Bytes per chunk of the streaming pipeline (tests cut records at every boundary with a few).
+    #[arg(long, hide = true)]
+    chunk_bytes: Option<usize>,
+    #[arg(long, hide = true)]
+    format: Option<String>,
+    #[arg(long, hide = true)]
+    csv_column: Option<String>,
+    #[arg(long, hide = true)]
+    no_header: bool,
+    #[arg(long, hide = true)]
+    delimiter: Option<String>,
+    #[arg(long, hide = true)]
+    key_type: Option<String>,
+}
+
+impl CaptureArgs {
+    /// The pipeline's sizes, once no key-reading option was given (a usage error naming the
+    /// first one: a capture is read as pcap or pcapng, its keys are flows).
+    fn pipeline(&self) -> Result<PipelineConfig> {
+        let format = self.format.as_deref();
+        let given = [
+            (
+                "--format",
+                format.is_some_and(|f| !["auto", "pcap"].contains(&f)),
+            ),
+            ("--csv-column", self.csv_column.is_some()),
+            ("--no-header", self.no_header),
+            ("--delimiter", self.delimiter.is_some()),
+            (
+                "--key-type",
+                self.key_type.as_deref().is_some_and(|t| t != "flow"),
+            ),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            let value = match *flag {
+                "--format" => format.map(|f| format!(" {f}")),
+                "--key-type" => self.key_type.as_ref().map(|t| format!(" {t}")),
+                _ => None,
+            };
+            return Err(Error::usage(format!(
+                "classify does not take {flag}{}: it reads a pcap or pcapng capture and its \
+                 keys are the packets' flows (5-tuples); build the filter from a CSV with \
+                 `bloomlanes build --format csv --csv-column N --key-type flow`",
+                value.unwrap_or_default()
+            )));
+        }
+        let mut p = match self.threads {
+            Some(t) => PipelineConfig::with_threads(t),
+            None => PipelineConfig::default(),
+        };
+        if let Some(b) = self.chunk_bytes {
+            p = p.chunk_bytes(b);
+        }
+        Ok(p)
+    }
 }
 
 /// What `classify` and `capture` say to the owner of a filter of another kind.
@@ -251,6 +323,44 @@ pub fn print_flows(t: &Totals) -> Result<()> {
     Ok(())
 }
 
+/// One packet's verdict line: number, time, flow, verdict; tab-separated, or a JSON object.
+fn packet_line(p: &PacketVerdict, labeller: Option<&Labeller<'_>>, json: bool) -> String {
+    let time = p.time.map(|t| format!("{}.{:09}", t.seconds, t.nanos));
+    let flow = match p.packet {
+        Packet::Flow(k) => format_tuple(k.bytes()),
+        Packet::NotIp => "not IP".to_string(),
+        Packet::Malformed => "cut short or malformed".to_string(),
+    };
+    let label = labeller.map(|l| p.label.map(|v| l.show(v)));
+    if json {
+        let mut v = json!({"index": p.index, "time": time, "match": p.matched});
+        match p.packet {
+            Packet::Flow(_) => v["flow"] = json!(flow),
+            _ => {
+                v["flow"] = Value::Null;
+                v["reason"] = json!(flow);
+            }
+        }
+        if let (Some(l), Some(shown)) = (labeller, &label) {
+            v[label_field(l)] = match (l, p.label) {
+                (Labeller::Spatial(_), _) | (_, None) => json!(shown),
+                (_, Some(n)) => json!(n),
+            };
+        }
+        return v.to_string();
+    }
+    let verdict = match label {
+        Some(shown) => shown.unwrap_or_else(|| "absent".into()),
+        None if p.matched => "match".into(),
+        None => "no-match".into(),
+    };
+    format!(
+        "{}\t{}\t{flow}\t{verdict}",
+        p.index,
+        time.as_deref().unwrap_or("-")
+    )
+}
+
 /// Runs `classify`.
 pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     let filter = Opened::open(&a.filter, Verify::Full)?;
@@ -260,14 +370,51 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         Target::Static(_) => None,
     };
     let mut bar = Bar::new(ctx.progress);
-    let cfg = a.input.pipeline();
+    let cfg = a.input.pipeline()?;
+    if a.per_packet {
+        for (flag, p) in [("-w", &a.outputs.write), ("--bitmap", &a.outputs.bitmap)] {
+            if p.as_deref().is_some_and(outfile::is_stdout) {
+                return Err(Error::usage(format!(
+                    "--per-packet writes to standard output: {flag} - cannot share it"
+                )));
+            }
+        }
+    }
     let start = Instant::now();
-    let mut go = |out: Outputs<'_>| {
-        classify::classify(target, &a.capture, &cfg, out, &mut |p| bar.update(p))
+    let mut run_all = |each: Option<EachPacket<'_>>| {
+        let mut each = each;
+        let mut go = |out: Outputs<'_>| {
+            let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
+            classify::classify_each(target, &a.capture, &cfg, out, each, &mut |p| bar.update(p))
+        };
+        match (&labeller, &a.outputs.write) {
+            (Some(l), Some(dir)) => classify_dir::with_label_files(dir, l, &a.outputs, go),
+            _ => Ok((with_outputs(&a.outputs, &mut go)?, Vec::new())),
+        }
     };
-    let (totals, written) = match (&labeller, &a.outputs.write) {
-        (Some(l), Some(dir)) => classify_dir::with_label_files(dir, l, &a.outputs, go)?,
-        _ => (with_outputs(&a.outputs, &mut go)?, Vec::new()),
+    let (totals, written) = if a.per_packet {
+        let mut result = None;
+        outfile::write_stdout(|out| {
+            let mut line = |p: &PacketVerdict| {
+                writeln!(out, "{}", packet_line(p, labeller.as_ref(), ctx.json))
+                    .map_err(|e| Error::io(Path::new("<stdout>"), "write", e))
+            };
+            let r = run_all(Some(&mut line));
+            let failed = r.is_err();
+            result = Some(r);
+            if failed {
+                Err(std::io::Error::other("stopped"))
+            } else {
+                Ok(())
+            }
+        })
+        .or_else(|e| match &result {
+            Some(Err(_)) => Ok(()),
+            _ => Err(e),
+        })?;
+        result.expect("the run reports")?
+    } else {
+        run_all(None)?
     };
     let seconds = start.elapsed().as_secs_f64();
     for w in &totals.warnings {

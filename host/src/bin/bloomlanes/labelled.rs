@@ -13,7 +13,7 @@ use bloomlanes_host::kinds::labels;
 use bloomlanes_host::Location;
 use bloomlanes_host::{kinds, store, Error, FilterBuilder, Result};
 use bloomlanes_input::pairs::{self, LabelColumn, Pairs};
-use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySetBuilder};
+use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySet, KeySetBuilder};
 use clap::Args;
 use serde_json::json;
 
@@ -29,15 +29,17 @@ pub struct LabelArgs {
     /// 0-based index; the key is --csv-column).
     #[arg(long, value_name = "NAME|INDEX", conflicts_with = "class")]
     pub class_column: Option<String>,
-    /// Spatial filters: the classes in priority order, highest first, as in an ACL or a P4
-    /// table's priorities: `--classes deny,mirror,allow` makes deny win where keys of two
-    /// classes share a cell, so a key may be reported in a higher-priority class than its own
-    /// (emersion), never a lower one. A class not listed is an error [default: the order in
-    /// which the classes first appear, first = highest].
+    /// Spatial filters: the classes numbered from 1 in the order given, lowest priority
+    /// first, as Python's `SpatialFilter([...])` numbers its list: `--classes
+    /// allow,mirror,deny` makes allow class 1, mirror 2 and deny 3, and the higher number wins
+    /// where keys of two classes share a cell, so a key may be reported in a higher class than
+    /// its own (emersion), never a lower one. A class not listed is an error [default: the
+    /// order in which the classes first appear, first = class 1].
     #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
     pub classes: Option<Vec<String>>,
-    /// Spatial filters: one input per class, `NAME=FILE` (repeated, highest priority first;
-    /// each file read like any input: lines, CSV column, pcap flows …).
+    /// Spatial filters: one input per class, `NAME=FILE` (repeated; numbered from 1 in the
+    /// order given, lowest priority first, like --classes; each file read like any input:
+    /// lines, CSV column, pcap flows …).
     #[arg(long, value_name = "NAME=FILE")]
     pub class: Vec<String>,
     /// Spatial filters: cell width, 4, 8 or 16 bits (15, 255 or 65535 classes) [default: the
@@ -57,7 +59,8 @@ pub struct LabelArgs {
     pub check_bits: Option<u8>,
 }
 
-/// Class names met in priority order (first = highest), with the most a build may hold.
+/// Class names in number order (first = class 1, the lowest priority), with the most a build
+/// may hold.
 struct ClassNames {
     order: Vec<String>,
     fixed: bool,
@@ -66,16 +69,16 @@ struct ClassNames {
 }
 
 impl ClassNames {
-    /// The 0-based priority rank of class `field` (a new name joins at the end unless the
-    /// classes are fixed).
-    fn rank(&mut self, field: &[u8]) -> std::result::Result<u32, String> {
+    /// The class number of `field`, from 1 (a new name joins at the end unless the classes
+    /// are fixed).
+    fn number(&mut self, field: &[u8]) -> std::result::Result<u16, String> {
         let name = std::str::from_utf8(field)
             .map_err(|_| "the class name is not UTF-8 text".to_string())?;
         if name.trim().is_empty() {
             return Err("the class name is empty".into());
         }
         if let Some(i) = self.order.iter().position(|n| n == name) {
-            return Ok(i as u32);
+            return Ok(i as u16 + 1);
         }
         if self.fixed {
             return Err(format!(
@@ -96,7 +99,7 @@ impl ClassNames {
             ));
         }
         self.order.push(name.to_string());
-        Ok(self.order.len() as u32 - 1)
+        Ok(self.order.len() as u16)
     }
 }
 
@@ -152,12 +155,27 @@ fn only(v: bool, flag: &str, kind: &str) -> Result<()> {
     Ok(())
 }
 
-fn build_spatial(
+/// Keys with their classes, read as `build --kind spatial` reads them.
+pub struct SpatialInput {
+    /// The keys (with the key type they were read as).
+    pub keys: KeySet,
+    /// Key `i`'s class number (1 = the first class named).
+    pub classes: Vec<u16>,
+    /// The class names by number (`names[0]` is class 1).
+    pub names: Vec<String>,
+    /// The cell width: given, or the narrowest that holds the classes.
+    pub cell_bits: u32,
+    /// What each input gave.
+    pub summaries: Vec<InputSummary>,
+}
+
+/// Reads the keys and classes of `build --kind spatial` (a class column, or one input per
+/// class), every class numbered from 1 in the order named (or first met).
+pub fn read_spatial(
     la: &LabelArgs,
     inputs: &[PathBuf],
     opts: &InputOptions,
-    builder: &FilterBuilder,
-) -> Result<(AnyFilter, Vec<InputSummary>)> {
+) -> Result<SpatialInput> {
     only(la.value_column.is_some(), "--value-column", "spatial")?;
     only(la.value_bits.is_some(), "--value-bits", "spatial")?;
     only(la.check_bits.is_some(), "--check-bits", "spatial")?;
@@ -183,32 +201,32 @@ fn build_spatial(
         }
         for n in given {
             names
-                .rank(n.as_bytes())
+                .number(n.as_bytes())
                 .map_err(|e| Error::usage(format!("--classes: {e}")))?;
         }
         names.fixed = true;
     }
-    let (keys, ranks, summaries) = if from_files {
+    let (keys, classes, summaries) = if from_files {
         if !inputs.is_empty() {
             return Err(Error::usage(
                 "with --class NAME=FILE the inputs are the --class files; give no other inputs",
             ));
         }
         let mut keys = KeySetBuilder::default();
-        let (mut ranks, mut summaries) = (Vec::new(), Vec::new());
+        let (mut classes, mut summaries) = (Vec::new(), Vec::new());
         for spec in &la.class {
             let (name, file) = spec
                 .split_once('=')
                 .ok_or_else(|| Error::usage(format!("--class {spec:?}: give NAME=FILE")))?;
-            let rank = names
-                .rank(name.as_bytes())
+            let class = names
+                .number(name.as_bytes())
                 .map_err(|e| Error::usage(format!("--class {spec:?}: {e}")))?;
             let s = read_input(Path::new(file), opts, &mut keys)?;
-            ranks.resize(ranks.len() + s.keys as usize, rank);
+            classes.resize(classes.len() + s.keys as usize, class);
             summaries.push(s);
         }
         let key_type = bloomlanes_input::one_key_type(&summaries)?;
-        (keys.finish().with_key_type(key_type), ranks, summaries)
+        (keys.finish().with_key_type(key_type), classes, summaries)
     } else {
         let column = la.class_column.as_deref().ok_or_else(|| {
             Error::usage(
@@ -222,9 +240,13 @@ fn build_spatial(
             labels,
             summaries,
         } = pairs::read_pairs(inputs, opts, LabelColumn { name: column, flag }, &mut |f| {
-            names.rank(f)
+            names.number(f).map(u32::from)
         })?;
-        (keys, labels, summaries)
+        (
+            keys,
+            labels.into_iter().map(|c| c as u16).collect(),
+            summaries,
+        )
     };
     let n = names.order.len();
     let cell_bits = match la.cell_bits {
@@ -237,24 +259,43 @@ fn build_spatial(
              or 16"
         )));
     }
-    // Priority rank 0 (first named) is the highest class, n.
-    let classes: Vec<u16> = ranks.iter().map(|&r| (n as u32 - r) as u16).collect();
-    let by_number: Vec<String> = names.order.iter().rev().cloned().collect();
-    let shape = builder
-        .clone()
-        .key_type(Some(keys.key_type()))
-        .params(keys.len() as u64)?;
-    let f = labels::build_spatial(shape, cell_bits, &by_number, keys.keys(), &classes)
-        .map_err(|e| Error::usage(e.to_string()))?;
-    Ok((AnyFilter::Spatial(f), summaries))
+    Ok(SpatialInput {
+        keys,
+        classes,
+        names: names.order,
+        cell_bits,
+        summaries,
+    })
 }
 
-fn build_retrieval(
+fn build_spatial(
     la: &LabelArgs,
     inputs: &[PathBuf],
     opts: &InputOptions,
     builder: &FilterBuilder,
 ) -> Result<(AnyFilter, Vec<InputSummary>)> {
+    let read = read_spatial(la, inputs, opts)?;
+    let shape = builder
+        .clone()
+        .key_type(Some(read.keys.key_type()))
+        .params(read.keys.len() as u64)?;
+    let f = labels::build_spatial(
+        shape,
+        read.cell_bits,
+        &read.names,
+        read.keys.keys(),
+        &read.classes,
+    )
+    .map_err(|e| Error::usage(e.to_string()))?;
+    Ok((AnyFilter::Spatial(f), read.summaries))
+}
+
+/// Reads the keys and values of `build --kind retrieval`, with the table's widths.
+pub fn read_retrieval(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+) -> Result<(Pairs, RetrievalSpec)> {
     only(la.class_column.is_some(), "--class-column", "retrieval")?;
     only(la.classes.is_some(), "--classes", "retrieval")?;
     only(!la.class.is_empty(), "--class", "retrieval")?;
@@ -271,21 +312,50 @@ fn build_retrieval(
             spec.check_bits
         )));
     }
-    let column = LabelColumn {
+    let column = value_column(name);
+    let read = pairs::read_pairs(inputs, opts, column, &mut |f| parse_value(f, bits))?;
+    Ok((read, spec))
+}
+
+/// The value column as `read_pairs` takes it.
+fn value_column(name: &str) -> LabelColumn<'_> {
+    LabelColumn {
         name,
         flag: "--value-column",
-    };
-    let read = pairs::read_pairs(inputs, opts, column, &mut |f| parse_value(f, bits))?;
+    }
+}
+
+/// The retrieval table of `read` (a key repeated with two values refused, both places
+/// named).
+pub fn build_retrieval_of(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    builder: &FilterBuilder,
+    read: &Pairs,
+    spec: RetrievalSpec,
+) -> Result<bloomlanes_host::bloomlanes_core::retrieval::RetrievalTable> {
+    let column = value_column(la.value_column.as_deref().unwrap_or(""));
     let key_type = read.keys.key_type();
     let base = builder.params(1)?;
-    let t = labels::build_retrieval(base, key_type, spec, read.keys.keys(), &read.labels).map_err(
-        |e| match e {
+    labels::build_retrieval(base, key_type, spec, read.keys.keys(), &read.labels).map_err(|e| {
+        match e {
             RetrievalError::ConflictingValues { index, first } => {
-                conflict(inputs, opts, column, &read, index, first)
+                conflict(inputs, opts, column, read, index, first)
             }
             e => Error::usage(e.to_string()),
-        },
-    )?;
+        }
+    })
+}
+
+fn build_retrieval(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    builder: &FilterBuilder,
+) -> Result<(AnyFilter, Vec<InputSummary>)> {
+    let (read, spec) = read_retrieval(la, inputs, opts)?;
+    let t = build_retrieval_of(la, inputs, opts, builder, &read, spec)?;
     Ok((AnyFilter::Retrieval(t), read.summaries))
 }
 

@@ -1,16 +1,24 @@
 //! `bloomlanes verify`: the same keys through every backend present, compared bit for bit and
-//! answer for answer with the scalar reference (and the RTL simulation when one is installed).
+//! answer for answer with the scalar reference (and the RTL simulation when one is installed);
+//! spatial filters and retrieval tables from the caller's key and label pairs. A bar on
+//! standard error shows which check runs (a terminal only, as every command's bars).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bloomlanes_host::kinds::verify_labels::LabelSet;
+use bloomlanes_host::verify::{Step, VerifyReport};
 use bloomlanes_host::{kinds, verify, Error, KindSpec, Layout, Result};
+use bloomlanes_input::pairs::{self, LabelColumn};
 use bloomlanes_input::{read_inputs, KeySet};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::args::check_fpp;
 use crate::inputs::InputArgs;
+use crate::labelled::{self, LabelArgs};
 use crate::output::{absent_json, emit, say};
 use crate::Ctx;
 
@@ -33,13 +41,52 @@ pub struct VerifyArgs {
     /// Hash seed.
     #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
     seed: u64,
-    /// Kind of filter to check: all, static, counting, stable, window or scalable.
+    /// Kind of filter to check: all, static, counting, stable, window or scalable (sample keys
+    /// or the inputs' keys); spatial or retrieval (the inputs' key and label pairs, read as
+    /// `build --kind spatial|retrieval` reads them: each listed key must be answered its own
+    /// class or higher, or exactly its own value, on every backend).
     #[arg(long, default_value = "all")]
     kind: String,
     /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
     /// simulator is installed (0 skips it).
     #[arg(long, default_value_t = 64)]
     hdl_keys: usize,
+    #[command(flatten)]
+    labels: LabelArgs,
+}
+
+/// A bar over the checks of a run, on standard error when it is a terminal and bars are
+/// wanted (not `--quiet`, not `--json`), as `progress.rs` draws the others.
+struct Checks {
+    bar: Option<ProgressBar>,
+}
+
+impl Checks {
+    fn new(wanted: bool) -> Checks {
+        Checks {
+            bar: (wanted && std::io::stderr().is_terminal()).then(ProgressBar::hidden),
+        }
+    }
+
+    fn update(&mut self, s: Step) {
+        let Some(bar) = &mut self.bar else {
+            return;
+        };
+        if bar.is_hidden() {
+            *bar = ProgressBar::new(s.total as u64);
+            let style = ProgressStyle::with_template(
+                "verifying {msg} [{bar:30}] {pos}/{len} checks ({elapsed}, eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+        }
+        bar.set_position(s.done as u64);
+        bar.set_message(s.what);
+        if s.done >= s.total {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 fn parse_layouts(s: &str) -> Result<Vec<Layout>> {
@@ -64,7 +111,8 @@ fn parse_kinds(s: &str, keys: usize) -> Result<Vec<KindSpec>> {
         .map(|k| vec![k])
         .ok_or_else(|| {
             Error::usage(format!(
-                "--kind {s:?}: expected all, static, counting, stable, window or scalable"
+                "--kind {s:?}: expected all, static, counting, stable, window, scalable, spatial or \
+                 retrieval"
             ))
         })
 }
@@ -73,17 +121,94 @@ fn parse_kinds(s: &str, keys: usize) -> Result<Vec<KindSpec>> {
 pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     check_fpp(a.fpp)?;
     let layouts = parse_layouts(&a.layout)?;
+    let mut checks = Checks::new(ctx.progress);
+    let hook = &mut |s| checks.update(s);
+    if a.kind == "spatial" || a.kind == "retrieval" {
+        return run_labelled(ctx, &a, &layouts, hook);
+    }
     let keys: KeySet = if a.inputs.is_empty() {
         verify::sample_keyset(a.keys)
     } else {
         read_inputs(&a.inputs, &a.input.options())?.0
     };
     let kinds = parse_kinds(&a.kind, keys.len())?;
-    let report = verify::run(&keys, &layouts, &kinds, a.fpp, a.seed, a.hdl_keys)?;
+    let report = verify::run(&keys, &layouts, &kinds, a.fpp, a.seed, a.hdl_keys, hook)?;
+    show(ctx, &report, keys.len(), &|_| None)
+}
+
+/// `verify --kind spatial|retrieval`: the inputs' key and label pairs.
+fn run_labelled(
+    ctx: &Ctx,
+    a: &VerifyArgs,
+    layouts: &[Layout],
+    hook: verify::StepHook<'_>,
+) -> Result<ExitCode> {
+    if a.inputs.is_empty() && a.labels.class.is_empty() {
+        return Err(Error::usage(format!(
+            "--kind {} verifies the inputs' keys and labels: give the CSV/TSV input (as for \
+             `build --kind {}`)",
+            a.kind, a.kind
+        )));
+    }
+    let opts = a.input.options();
+    let spatial;
+    let retrieval;
+    let (keys, set, column) = if a.kind == "spatial" {
+        spatial = labelled::read_spatial(&a.labels, &a.inputs, &opts)?;
+        let set = LabelSet::Spatial {
+            names: &spatial.names,
+            cell_bits: spatial.cell_bits,
+            classes: &spatial.classes,
+        };
+        (
+            &spatial.keys,
+            set,
+            (&a.labels.class_column, "--class-column"),
+        )
+    } else {
+        let (read, spec) = labelled::read_retrieval(&a.labels, &a.inputs, &opts)?;
+        // A key repeated with two values is refused as `build` refuses it, both lines named.
+        let builder = bloomlanes_host::FilterBuilder::new().seed(a.seed);
+        labelled::build_retrieval_of(&a.labels, &a.inputs, &opts, &builder, &read, spec)?;
+        retrieval = read;
+        let set = LabelSet::Retrieval {
+            spec,
+            values: &retrieval.labels,
+        };
+        (
+            &retrieval.keys,
+            set,
+            (&a.labels.value_column, "--value-column"),
+        )
+    };
+    let report = verify::run_labelled(keys, set, layouts, a.fpp, a.seed, hook)?;
+    let column = (column.0.as_deref()).map(|name| LabelColumn {
+        name,
+        flag: column.1,
+    });
+    // A difference about a listed key names its input line.
+    let place = |i: usize| {
+        let (path, line) = pairs::locate(&a.inputs, &opts, column?, i)?;
+        Some(format!("{}: line {line}", path.display()))
+    };
+    show(ctx, &report, keys.len(), &place)
+}
+
+/// Prints the report; `place(i)` says where listed key `i` came from, when it is known.
+fn show(
+    ctx: &Ctx,
+    report: &VerifyReport,
+    keys: usize,
+    place: &dyn Fn(usize) -> Option<String>,
+) -> Result<ExitCode> {
+    let difference = |d: &verify::Difference| match d.inserted_key().and_then(place) {
+        Some(at) => format!("{d} (at {at})"),
+        None => d.to_string(),
+    };
     if ctx.json {
         emit(&json!({
             "ok": report.ok(),
-            "keys": keys.len(),
+            "keys": keys,
             "rows": report.rows.iter().map(|r| json!({
                 "layout": r.layout.name(),
                 "kind": r.kind,
@@ -91,15 +216,15 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
                 "keys": r.keys,
                 "probes": r.probes,
                 "identical": r.difference.is_none(),
-                "difference": r.difference.as_ref().map(|d| d.to_string()),
+                "difference": r.difference.as_ref().map(difference),
             })).collect::<Vec<_>>(),
             "absent_backends": absent_json(&report.absent),
         }))?;
     } else {
         let mut lines = vec![format!(
-            "verify: {} keys inserted and {} probed per layout, compared with the scalar reference",
-            keys.len(),
-            keys.len() * 2
+            "verify: {keys} keys inserted and {} probed per layout, compared with the scalar \
+             reference",
+            keys * 2
         )];
         let mut last = None;
         for r in &report.rows {
@@ -117,12 +242,23 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
                         format!("identical answers ({} operations simulated)", r.probes)
                     }
                     None if r.kind == "static" => "identical bits and answers".to_string(),
+                    None if r.backend == "scalar" && r.kind == "spatial" => {
+                        "reference: every listed key in its class or higher, file round trip"
+                            .to_string()
+                    }
+                    None if r.backend == "scalar" && r.kind == "retrieval" => {
+                        "reference: every listed key answered its value, file round trip"
+                            .to_string()
+                    }
+                    None if r.kind == "spatial" || r.kind == "retrieval" => {
+                        "identical file and answers".to_string()
+                    }
                     None if r.backend == "scalar" => {
                         "identical images and answers; no false negative, file round trip"
                             .to_string()
                     }
                     None => "identical images and answers".to_string(),
-                    Some(d) => format!("DIFFERENT: {d}"),
+                    Some(d) => format!("DIFFERENT: {}", difference(d)),
                 }
             ));
         }

@@ -1,0 +1,134 @@
+//! The records of a capture chunk as classification walks them, and each packet's verdict as
+//! one item ([`PacketVerdict`]) for `classify --per-packet`: its number in the capture, its
+//! timestamp, its flow and its verdict (match, class or value), handed on in capture order.
+
+use crate::input::chunk::Chunk;
+use crate::input::pcap::{self, FileHeader, Flow, NgBlock, IPV6_TUPLE_LEN};
+
+use super::classify::{FlowKey, Verdicts};
+use super::label_writers::Rec;
+
+/// A packet's capture time: seconds and nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timestamp {
+    /// Whole seconds.
+    pub seconds: u64,
+    /// Nanoseconds past them.
+    pub nanos: u32,
+}
+
+/// What a packet is, for its verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet {
+    /// An IP packet with this flow key (5-tuple).
+    Flow(FlowKey),
+    /// Not an IP packet.
+    NotIp,
+    /// Headers cut short or malformed.
+    Malformed,
+}
+
+/// One packet's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketVerdict {
+    /// The packet's number in the capture, from 0 (as bit `index` of `--bitmap`).
+    pub index: u64,
+    /// Its capture time (classic pcap; `None` for pcapng, whose timestamp units are declared
+    /// per interface).
+    pub time: Option<Timestamp>,
+    /// Its flow key, or why it has none.
+    pub packet: Packet,
+    /// Whether its flow may be in the filter (a labelled target: whether it has a label).
+    pub matched: bool,
+    /// Its class or value (a labelled target, when it has one).
+    pub label: Option<u32>,
+}
+
+/// What takes each packet's verdict, in capture order (an error ends the run with it).
+pub type EachPacket<'a> = &'a mut dyn FnMut(&PacketVerdict) -> crate::error::Result<()>;
+
+/// Collects the records of `chunk` (classic pcap records with `header`, or pcapng blocks) into
+/// `recs`, frame ranges relative to the chunk.
+pub(super) fn chunk_records(chunk: &Chunk, header: Option<FileHeader>, recs: &mut Vec<Rec>) {
+    let bytes = chunk.bytes();
+    let base = bytes.as_ptr() as usize;
+    let off = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
+    match header {
+        Some(h) => pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
+            recs.push(Rec {
+                start: at as u32,
+                end: (at + rec.len()) as u32,
+                frame: (off(frame), off(frame) + frame.len() as u32),
+                linktype: h.linktype,
+                packet: true,
+            });
+        }),
+        None => {
+            let mut st = chunk.ng_state();
+            let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
+                let (frame, linktype, packet) = match kind {
+                    NgBlock::Packet(p) => (
+                        (off(p.frame), off(p.frame) + p.frame.len() as u32),
+                        p.linktype,
+                        true,
+                    ),
+                    _ => ((0, 0), 0, false),
+                };
+                recs.push(Rec {
+                    start: off(blk),
+                    end: off(blk) + blk.len() as u32,
+                    frame,
+                    linktype,
+                    packet,
+                });
+            });
+        }
+    }
+}
+
+/// The classic pcap record header's timestamp of the record at `rec`.
+fn record_time(rec: &[u8], h: FileHeader) -> Timestamp {
+    let word = |at: usize| {
+        let b = [rec[at], rec[at + 1], rec[at + 2], rec[at + 3]];
+        if h.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    let frac = u64::from(word(4)) * if h.nanos { 1 } else { 1000 };
+    // A fraction of a second or more (a writer's bug) carries into the seconds.
+    Timestamp {
+        seconds: u64::from(word(0)) + frac / 1_000_000_000,
+        nanos: (frac % 1_000_000_000) as u32,
+    }
+}
+
+/// The verdict of every packet of a chunk's records, numbered from 0 within the chunk.
+pub(super) fn packet_verdicts(
+    bytes: &[u8],
+    recs: &[Rec],
+    header: Option<FileHeader>,
+    verdicts: &Verdicts,
+) -> Vec<PacketVerdict> {
+    let mut key = [0u8; IPV6_TUPLE_LEN];
+    recs.iter()
+        .filter(|r| r.packet)
+        .enumerate()
+        .map(|(j, r)| {
+            let frame = &bytes[r.frame.0 as usize..r.frame.1 as usize];
+            let packet = match pcap::flow_key(r.linktype, frame, &mut key) {
+                Flow::Key(n) => Packet::Flow(FlowKey::new(&key[..n])),
+                Flow::NotIp => Packet::NotIp,
+                Flow::Malformed => Packet::Malformed,
+            };
+            PacketVerdict {
+                index: j as u64,
+                time: header.map(|h| record_time(&bytes[r.start as usize..], h)),
+                packet,
+                matched: verdicts.matched(j),
+                label: verdicts.label(j),
+            }
+        })
+        .collect()
+}
