@@ -110,7 +110,7 @@ fn fifos_and_devices_are_refused_as_outputs() {
         let e = fails(&["build", s(&keys), "-o", s(out)], 1);
         assert!(e.contains("not a regular file") && e.contains("`-`"), "{e}");
     }
-    let e = fails(&["query", s(&keys), s(&keys), "--bitmap", s(&fifo)], 1);
+    let e = fails(&["query", s(&keys), s(&keys), "--bitmap", s(&fifo)], 2);
     assert!(e.contains("named pipe"), "{e}");
     assert!(std::fs::symlink_metadata(&fifo)
         .unwrap()
