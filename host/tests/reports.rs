@@ -5,15 +5,8 @@
 
 mod common;
 
-use std::fs::File;
-use std::sync::Arc;
-
 use bloomlanes_host::bloomlanes_core::xxh64;
 use common::*;
-use parquet::data_type::Int64Type;
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::parser::parse_message_type;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -64,36 +57,27 @@ fn dedup_json_error_after_some_lines_stays_off_standard_output() {
 
 // ---- parquet add-filters: sizes before and after ----------------------------------------------
 
-/// A `.parquet` file of `groups` row groups of `rows` INT64 values each, without filters.
-fn plain_parquet(path: &std::path::Path, groups: i64, rows: i64) {
-    let schema = Arc::new(parse_message_type("message t { required int64 id; }").unwrap());
-    let props = Arc::new(WriterProperties::builder().build());
-    let mut w = SerializedFileWriter::new(File::create(path).unwrap(), schema, props).unwrap();
-    for g in 0..groups {
-        let mut rg = w.next_row_group().unwrap();
-        let mut c = rg.next_column().unwrap().unwrap();
-        let v: Vec<i64> = (g * rows..(g + 1) * rows).collect();
-        c.typed::<Int64Type>().write_batch(&v, None, None).unwrap();
-        c.close().unwrap();
-        rg.close().unwrap();
+/// `bloomlanes [--json] parquet add-filters PLAIN -o OUT --column n`, which must succeed.
+fn add_filters(plain: &std::path::Path, out: &std::path::Path, json: bool) -> Vec<u8> {
+    let mut cmd = bl();
+    if json {
+        cmd.arg("--json");
     }
-    w.close().unwrap();
+    let args = argv!("parquet add-filters", plain, "-o", out, "--column n");
+    let o = succeeds(cmd.args(args));
+    // Not on a terminal: no progress drawn.
+    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+    o.stdout
 }
 
 #[test]
 fn add_filters_reports_the_size_before_and_after() {
     let d = tmp();
     let plain = at(&d, "plain.parquet");
-    plain_parquet(&plain, 2, 2000);
+    parquet_of(&plain, &[2000, 2000]);
     let before = std::fs::metadata(&plain).unwrap().len();
     let out = at(&d, "with.parquet");
-    let v = json(&argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        out,
-        "--column id"
-    ));
+    let v: serde_json::Value = serde_json::from_slice(&add_filters(&plain, &out, true)).unwrap();
     let after = std::fs::metadata(&out).unwrap().len();
     assert!(after > before);
     assert_eq!(v["input_bytes"].as_u64(), Some(before), "{v}");
@@ -101,24 +85,9 @@ fn add_filters_reports_the_size_before_and_after() {
     let growth = v["growth"].as_f64().unwrap();
     assert!((growth - after as f64 / before as f64).abs() < 1e-9, "{v}");
 
-    let again = at(&d, "again.parquet");
-    let o = succeeds(bl().args(argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        again,
-        "--column id"
-    )));
-    let said = text(&o.stdout);
-    says(
-        &said,
-        &[
-            &format!("{after} bytes, {before} before"),
-            &format!("({:.2}x the input)", growth),
-        ],
-    );
-    // Not on a terminal: no progress drawn.
-    assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
+    let said = text(&add_filters(&plain, &at(&d, "again.parquet"), false));
+    let sizes = format!("{after} bytes, {before} before ({growth:.2}x the input)");
+    says(&said, &[&sizes]);
 }
 
 // ---- a static filter whose header gives kind metadata -----------------------------------------
