@@ -84,6 +84,7 @@ impl Bar {
 /// A bar over a known number of steps (`parquet add-filters`: column chunks), drawn on standard
 /// error when it is a terminal, bars are wanted and the work has run for a second (short runs
 /// stay silent).
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub struct Steps {
     enabled: bool,
     what: &'static str,
@@ -91,6 +92,7 @@ pub struct Steps {
     bar: Option<ProgressBar>,
 }
 
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 impl Steps {
     /// A bar of `what` (`"column chunks"`) that draws only when `wanted` and standard error is
     /// a terminal.
