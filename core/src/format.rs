@@ -205,6 +205,12 @@ pub enum FormatError {
         /// The kind in the file.
         found: &'static str,
     },
+    /// A static filter's header gives a kind metadata length (bytes 30..32), which only the
+    /// other kinds have: the field must be 0.
+    StaticMetadata {
+        /// The field's value, in 64-byte units.
+        units: u16,
+    },
     /// The payload length field disagrees with `z × L × W / 8`.
     PayloadLength {
         /// Length the layout and block count require.
@@ -263,6 +269,12 @@ impl core::fmt::Display for FormatError {
             FormatError::StrayKeyCount(n) => write!(
                 f,
                 "key count field is {n} but flag bit 0 says no count is recorded (bytes 32..40)"
+            ),
+            FormatError::StaticMetadata { units } => write!(
+                f,
+                "metadata length field (bytes 30..32) is {units} ({} bytes) but the filter kind \
+                 (byte 26) is static, which has no kind metadata: the field must be 0",
+                u64::from(*units) * 64
             ),
             FormatError::PayloadLength { expected, found } => write!(
                 f,
@@ -331,7 +343,7 @@ pub fn parse_kind<'a>(
 /// The checks run in the order `docs/FORMAT.md` gives: magic (when at least 8 bytes are present),
 /// length of the header, header checksum (a header that fails it but carries a newer version is
 /// reported as an unsupported version), version, layout, block count, hash id, flags and
-/// reserved bytes, kind, key type, key count, payload length field, file length, payload
+/// reserved bytes, kind, key type, key count, a static filter's metadata length, payload length field, file length, payload
 /// checksum.
 pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), FormatError> {
     let found = file.len() as u64;
@@ -406,8 +418,13 @@ pub fn parse_with(file: &[u8], verify: Verify) -> Result<(Header, &[u8]), Format
         .with_key_type(key_type);
     let stated = le_u64(&file[40..]);
     if kind_code == 0 {
+        if meta_len != 0 {
+            return Err(FormatError::StaticMetadata {
+                units: (meta_len / 64) as u16,
+            });
+        }
         let expected = params.byte_len();
-        if stated != expected || meta_len != 0 {
+        if stated != expected {
             return Err(FormatError::PayloadLength {
                 expected,
                 found: stated,

@@ -272,18 +272,6 @@ impl fmt::Display for Error {
             Error::Input { path, at, what, .. } => {
                 bloomlanes_input::error::write_input(f, path, *at, what)
             }
-            // The core reports kind metadata on a static filter as a payload length that
-            // disagrees with itself; say what is wrong instead.
-            Error::Format {
-                path,
-                source: FormatError::PayloadLength { expected, found },
-            } if expected == found => write!(
-                f,
-                "{}: not a valid bloomlanes filter: its header describes a static filter with \
-                 kind metadata (the metadata length field, bytes 30..32, is not 0), which static \
-                 filters never have",
-                path.display()
-            ),
             Error::Format { path, source } => write!(
                 f,
                 "{}: not a valid bloomlanes filter: {source}",

@@ -252,7 +252,7 @@ fn missing_files_fail_clearly() {
     says(&e, &["missing.txt", "no such file"]);
     let e = fails(&["stats", s(&at(&d, "nope.blf"))], 1);
     assert!(e.contains("nope.blf") && e.contains("no such file"), "{e}");
-    let e = fails(&["query", s(&at(&d, "nope.blf")), s(&missing)], 1);
+    let e = fails(&["query", s(&at(&d, "nope.blf")), s(&missing)], 2);
     assert!(e.contains("nope.blf"), "{e}");
     assert!(files(&d).is_empty());
 }
@@ -266,7 +266,7 @@ fn truncated_and_corrupt_filters_are_rejected() {
     let e = fails(&["stats", s(&trunc)], 1);
     assert!(e.contains("trunc.blf") && e.contains("truncated"), "{e}");
     let short = write(&d, "short.blf", &bytes[..30]);
-    let e = fails(&["query", s(&short), s(&keys)], 1);
+    let e = fails(&["query", s(&short), s(&keys)], 2);
     assert!(e.contains("short.blf") && e.contains("truncated"), "{e}");
     let empty = write(&d, "empty.blf", b"");
     let e = fails(&["stats", s(&empty)], 1);
@@ -275,7 +275,7 @@ fn truncated_and_corrupt_filters_are_rejected() {
     let mut bad = bytes.clone();
     bad[200] ^= 0x10;
     let corrupt = write(&d, "corrupt.blf", &bad);
-    let e = fails(&["query", s(&corrupt), s(&keys), "--count"], 1);
+    let e = fails(&["query", s(&corrupt), s(&keys), "--count"], 2);
     assert!(e.contains("corrupt.blf") && e.contains("checksum"), "{e}");
     let mut bad = bytes.clone();
     bad[13] ^= 1;

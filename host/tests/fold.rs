@@ -5,14 +5,7 @@
 
 mod common;
 
-use std::fs::File;
-use std::sync::Arc;
-
 use common::*;
-use parquet::data_type::Int32Type;
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::parser::parse_message_type;
 
 /// Builds `keys` into `out` with 10 bits per key for `capacity` keys (layout 8x32: capacity /
 /// 25.6 blocks).
@@ -84,25 +77,6 @@ fn block_counts_that_do_not_divide_are_refused_naming_both_files_and_counts() {
     );
     assert!(e.contains("multiple"), "{e}");
     assert!(!out.exists());
-}
-
-/// One INT32 column `n` in row groups of `sizes` rows (values 0, 1, 2, … across them), no
-/// bloom filters.
-fn parquet_of(path: &std::path::Path, sizes: &[i32]) {
-    let schema = Arc::new(parse_message_type("message t { required int32 n; }").unwrap());
-    let props = Arc::new(WriterProperties::builder().build());
-    let mut w = SerializedFileWriter::new(File::create(path).unwrap(), schema, props).unwrap();
-    let mut next = 0;
-    for &n in sizes {
-        let mut rg = w.next_row_group().unwrap();
-        let mut c = rg.next_column().unwrap().unwrap();
-        let v: Vec<i32> = (next..next + n).collect();
-        next += n;
-        c.typed::<Int32Type>().write_batch(&v, None, None).unwrap();
-        c.close().unwrap();
-        rg.close().unwrap();
-    }
-    w.close().unwrap();
 }
 
 #[test]

@@ -227,7 +227,7 @@ fn a_filter_cut_short_under_a_query_is_an_error_naming_it() {
     drop(feed);
     let out = query.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {err}", out.status);
     says(&err, &["big.blf", "while it was being read"]);
     assert!(out.stdout.is_empty(), "no answers from a damaged map");
 }

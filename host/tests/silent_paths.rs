@@ -168,5 +168,8 @@ fn misleading_messages_say_what_is_wrong() {
     b[56..64].copy_from_slice(&check.to_le_bytes());
     std::fs::write(&f, &b).unwrap();
     let err = fails(&["stats", s(&f)], 1);
-    says(&err, &["static filter with kind metadata", "bytes 30..32"]);
+    says(
+        &err,
+        &["metadata length field (bytes 30..32) is 1", "static"],
+    );
 }

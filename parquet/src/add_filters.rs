@@ -138,6 +138,8 @@ pub struct Rewrite {
     pub added: Vec<Added>,
     /// The input, open.
     src: File,
+    /// The input's length in bytes.
+    input_len: u64,
     /// Where the data (and the old footer) ends in the input.
     data_end: u64,
     /// The filters in their Parquet form, in the order they are placed.
@@ -150,6 +152,18 @@ pub struct Rewrite {
 /// and the new footer, to be written with [`Rewrite::write_to`]. `pow2` sizes every filter to
 /// a power of two in [32 B, 128 MiB] (what every reader accepts).
 pub fn add_filters(input: &Path, columns: &[ColumnSpec], pow2: bool) -> Result<Rewrite> {
+    add_filters_with_progress(input, columns, pow2, &mut |_, _| {})
+}
+
+/// [`add_filters`], calling `progress(done, total)` with the column chunks decoded so far
+/// (`done` from 0, before the first, to `total`, after the last): the decoding is what takes
+/// long in a large file.
+pub fn add_filters_with_progress(
+    input: &Path,
+    columns: &[ColumnSpec],
+    pow2: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Rewrite> {
     if columns.is_empty() {
         return Err(Error::usage("give at least one --column"));
     }
@@ -191,6 +205,8 @@ pub fn add_filters(input: &Path, columns: &[ColumnSpec], pow2: bool) -> Result<R
     let mut filters: Vec<(usize, usize, Vec<u8>)> = Vec::new();
     let mut added = Vec::new();
     let mut hashes = Vec::new();
+    let total = footer.row_groups.len() * chosen.len();
+    progress(0, total);
     for (g, group) in footer.row_groups.iter().enumerate() {
         for (c, spec) in &chosen {
             let leaf = &footer.columns[*c];
@@ -235,6 +251,7 @@ pub fn add_filters(input: &Path, columns: &[ColumnSpec], pow2: bool) -> Result<R
                 source,
             })?;
             filters.push((g, *c, form));
+            progress(filters.len(), total);
         }
     }
     let meta = placed_footer(&footer, &filters);
@@ -246,9 +263,14 @@ pub fn add_filters(input: &Path, columns: &[ColumnSpec], pow2: bool) -> Result<R
         ));
     }
     let src = File::open(input).map_err(|e| Error::io(input, "open", e))?;
+    let input_len = src
+        .metadata()
+        .map_err(|e| Error::io(input, "read the size of", e))?
+        .len();
     Ok(Rewrite {
         added,
         src,
+        input_len,
         data_end: footer.start,
         forms: filters.into_iter().map(|(_, _, form)| form).collect(),
         meta,
@@ -274,6 +296,18 @@ fn placed_footer(footer: &Footer, filters: &[(usize, usize, Vec<u8>)]) -> Vec<u8
 }
 
 impl Rewrite {
+    /// The input file's length in bytes.
+    pub fn input_len(&self) -> u64 {
+        self.input_len
+    }
+
+    /// The length in bytes of the file [`Rewrite::write_to`] writes: the data, the filters, the
+    /// footer, its length and `PAR1`.
+    pub fn output_len(&self) -> u64 {
+        let filters: u64 = self.forms.iter().map(|f| f.len() as u64).sum();
+        self.data_end + filters + self.meta.len() as u64 + 8
+    }
+
     /// Writes the new file to `w`: the input's bytes before its old footer unchanged, the
     /// filters, the new footer, its length and `PAR1`. The input is read again here; one that
     /// shrank since [`add_filters`] read it is an error.

@@ -126,6 +126,14 @@ pub(crate) fn open_shared(
 ) -> Result<(File, u64), Error> {
     let io = |e: std::io::Error| Error::Io(e, path.display().to_string());
     let file = File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    // A folder opens for reading on Linux, then fails to map with ENODEV ("No such device").
+    if meta.is_dir() {
+        return Err(io(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory, not a filter file",
+        )));
+    }
     bloomlanes_guard::read_lock(&file, path, wait, waiting).map_err(lock_error)?;
     let len = file.metadata().map_err(io)?.len();
     Ok((file, len))

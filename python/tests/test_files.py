@@ -153,6 +153,18 @@ def test_bad_files_change_nothing_and_name_the_fault(tmp_path):
     assert f.to_bytes() == before
 
 
+def test_loading_a_folder_names_it(tmp_path):
+    # A folder opens for reading on Linux and then fails to map ("No such device"); it is an
+    # IsADirectoryError naming the path, for every kind that loads from a file.
+    folder = tmp_path / "filters.blf"
+    folder.mkdir()
+    for load in (bloomlanes.Filter.load, bloomlanes.SpatialFilter.load):
+        with pytest.raises(IsADirectoryError, match="filters.blf: is a directory"):
+            load(folder)
+    with pytest.raises(IsADirectoryError):
+        bloomlanes.Filter.load(str(folder), mmap=False)
+
+
 def test_same_bits_as_the_cli(cli, tmp_path):
     keys = [f"line-{i}" for i in range(50_000)]
     path = words(tmp_path, "keys.txt", keys)

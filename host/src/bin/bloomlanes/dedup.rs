@@ -15,7 +15,7 @@ use bloomlanes_host::bloomlanes_core::{math, AnyFilter, KeyType, WindowFilter, W
 use bloomlanes_host::input::source::{self, Body, Compression};
 use bloomlanes_host::input::{self, pcap};
 use bloomlanes_host::kinds::{ops, KindSpec};
-use bloomlanes_host::{store, Error, FilterBuilder, Location, Result};
+use bloomlanes_host::{outfile, Error, FilterBuilder, Location, Result};
 use bloomlanes_host::{InputFormat, InputOptions};
 use clap::Args;
 use serde_json::json;
@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::args::{check_fpp, parse_layout, LayoutArg};
 use crate::build::now_nanos;
 use crate::kind::{kind_json, nanos};
-use crate::output::{check_output, stdout_err};
+use crate::output::{check_output, emit, say, stdout_err, with_output, with_stdout};
 use crate::Ctx;
 
 /// Arguments of `dedup`.
@@ -33,7 +33,9 @@ pub struct DedupArgs {
     /// packet captures (pcap/pcapng: one key per IP packet, its 5-tuple).
     inputs: Vec<PathBuf>,
     /// Where to write the lines kept [default: standard output]; a file appears only once
-    /// complete.
+    /// complete. Standard output holds only the lines: the report (with --json one JSON
+    /// object, also for an error) goes to standard error then, and to standard output when
+    /// the lines go to a file.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// A line is a repeat if it was seen among the last N lines.
@@ -250,35 +252,15 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
         a.inputs.clone()
     };
     let start = Instant::now();
+    // Lines written to standard output mark it as carrying data: the report (and an error's
+    // JSON) then goes to standard error, as for every command that writes data there.
     let counts = match &a.output {
-        Some(path) if path.as_os_str() != "-" => {
-            let mut result = None;
-            let written = store::write_atomic_with(path, |w| {
-                let r = stream(&a, &inputs, &mut window, timed, w, &|e| {
-                    Error::io(path, "write", e)
-                });
-                let failed = r.is_err();
-                result = Some(r);
-                if failed {
-                    Err(io::Error::other("stopped"))
-                } else {
-                    Ok(())
-                }
-            });
-            match (result, written) {
-                (Some(Err(e)), _) => return Err(e),
-                (_, Err(e)) => return Err(e),
-                (Some(Ok(c)), Ok(())) => c,
-                (None, Ok(())) => Counts::default(),
-            }
-        }
-        _ => {
-            let stdout = io::stdout();
-            let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-            let c = stream(&a, &inputs, &mut window, timed, &mut out, &stdout_err)?;
-            out.flush().map_err(stdout_err)?;
-            c
-        }
+        Some(path) if !outfile::is_stdout(path) => with_output(path, |w| {
+            stream(&a, &inputs, &mut window, timed, w, &|e| {
+                Error::io(path, "write", e)
+            })
+        })?,
+        _ => with_stdout(|w| stream(&a, &inputs, &mut window, timed, w, &stdout_err))?,
     };
     let seconds = start.elapsed().as_secs_f64();
     let s = window.stats();
@@ -293,9 +275,10 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
         ),
         _ => s.expected_fpr,
     };
-    // The summary goes to standard error: standard output carries the lines.
+    // The report goes to standard output when the lines went to a file, else to standard
+    // error (`emit` and `say` tell which).
     if ctx.json {
-        let v = json!({
+        emit(&json!({
             "lines": counts.lines,
             "packets_skipped": counts.packets_skipped,
             "kept": counts.kept,
@@ -307,8 +290,7 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
             "bytes": s.bytes,
             "expected_fpr": expected_fpr,
             "seconds": seconds,
-        });
-        eprintln!("{v:#}");
+        }))?;
     } else {
         let what = if a.duplicates {
             "repeats written"
@@ -320,7 +302,7 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
             (_, Some(t)) => format!("the last {t} s"),
             _ => String::new(),
         };
-        eprintln!(
+        say(&format!(
             "dedup: {} lines{}, {} {what}, {} dropped (repeats within {window}; {}, {} bytes, \
              false-positive rate at most {:.1e})",
             counts.lines,
@@ -337,7 +319,7 @@ pub fn run(ctx: &Ctx, a: DedupArgs) -> Result<ExitCode> {
             p.kind,
             s.bytes,
             expected_fpr
-        );
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -41,7 +41,7 @@ counter saturated is never lost.";
 
 /// The long help of `delete`: [`DELETE_HELP`], then how inputs are read.
 pub fn long_help() -> String {
-    format!("{DELETE_HELP}\n\n{}", crate::inputs::TUPLE_HELP)
+    format!("{DELETE_HELP}\n\n{}", crate::inputs::FORMATS_POINTER)
 }
 
 /// Arguments of `delete`.

@@ -3,11 +3,15 @@
 
 use bloomlanes_host::KeyType;
 use bloomlanes_input::{InputFormat, InputOptions, InputSummary, PipelineConfig};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-/// The long help of the commands that read keys.
-pub const TUPLE_HELP: &str = "\
+/// The one line of every key-reading command's long help that points at the formats topic.
+pub const FORMATS_POINTER: &str = "Input formats, compression, captures and key types: \
+`bloomlanes help formats`.";
+
+/// What `bloomlanes help formats` says after the list of formats: how inputs are read.
+const READING_HELP: &str = "\
 Inputs are streamed (memory stays bounded whatever their size): files, \"-\" for standard input, \
 gzip, zstd and xz compressed files or streams (told by their magic bytes). An input whose format \
 cannot be told (binary data that is no capture or compressed stream) is an error: give --format.
@@ -37,6 +41,43 @@ records the key type; `query` refuses keys of another byte form and warns about 
 with the same bytes (u64 vs i64). --format auto refuses to guess: a compressed or binary file is \
 not read as text, and lines that are all numbers need --key-type.";
 
+/// The formats topic (`bloomlanes help formats`, `bloomlanes formats`): each `--format` value
+/// with its description, then how inputs, captures and key types are read. Stated here once,
+/// so that each command's help carries only [`FORMATS_POINTER`].
+pub fn formats_help() -> String {
+    let mut text = String::from(
+        "How the commands that read keys (build, insert, delete, query, verify, classify, \
+         parquet probe) read their inputs.\n\nFormats (--format):\n",
+    );
+    for f in InputFormat::ALL {
+        text.push_str(&format!("  {:<8} {}\n", f.name(), format_about(f)));
+    }
+    text.push('\n');
+    text.push_str(READING_HELP);
+    text
+}
+
+/// What a `--format` value means: its doc comment, as clap shows it.
+fn format_about(f: InputFormat) -> String {
+    f.to_possible_value()
+        .and_then(|v| v.get_help().map(|h| h.to_string()))
+        .unwrap_or_default()
+}
+
+/// Runs `formats`: prints [`formats_help`] (with --json, the formats and their descriptions).
+pub fn run_formats(ctx: &crate::Ctx) -> bloomlanes_host::Result<std::process::ExitCode> {
+    if ctx.json {
+        let formats: Vec<Value> = InputFormat::ALL
+            .iter()
+            .map(|&f| json!({"format": f.name(), "about": format_about(f)}))
+            .collect();
+        crate::output::emit(&json!({"formats": formats, "help": formats_help()}))?;
+    } else {
+        crate::output::say(formats_help().trim_end())?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 fn parse_delimiter(s: &str) -> std::result::Result<u8, String> {
     match s {
         "\\t" | "tab" => Ok(b'\t'),
@@ -50,8 +91,9 @@ fn parse_delimiter(s: &str) -> std::result::Result<u8, String> {
 /// How to read the input files.
 #[derive(Args, Debug)]
 pub struct InputArgs {
-    /// How to read the inputs.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// How to read the inputs: auto, lines, decimal, flows, csv, u64 or pcap (see `bloomlanes
+    /// help formats`).
+    #[arg(long, value_enum, default_value = "auto", hide_possible_values = true)]
     format: InputFormat,
     /// CSV column to take keys from: a header name or a 0-based index [default: 0].
     #[arg(long, value_name = "NAME|INDEX")]

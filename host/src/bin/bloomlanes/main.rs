@@ -33,10 +33,19 @@ mod query;
 mod stats;
 mod verify;
 
+/// What the top-level help says after the commands: where the input formats are described, and
+/// the exit status.
+const TOOL_HELP: &str = "\
+Input formats, compression, captures and key types: `bloomlanes help formats`.
+
+Exit status: 0 success, 1 an input, file or runtime error, 2 a usage error; `query` follows \
+grep: 0 when a key was listed (may be present; with --absent, definitely absent), 1 when none \
+was, 2 on any error.";
+
 /// Split-block Bloom filters on CPUs (scalar, SIMD), GPUs and FPGAs: build, query, inspect,
 /// merge, verify, import/export and benchmark them. Start with `bloomlanes bench`.
 #[derive(Parser, Debug)]
-#[command(name = "bloomlanes", version)]
+#[command(name = "bloomlanes", version, after_help = TOOL_HELP)]
 struct Cli {
     /// Machine-readable JSON output on standard output.
     #[arg(long, global = true)]
@@ -59,10 +68,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Build a filter file from keys (text lines, a CSV column, binary u64, pcap/pcapng 5-tuples).
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    #[command(after_long_help = inputs::FORMATS_POINTER)]
     Build(build::BuildArgs),
     /// Add keys to an existing filter file of any kind (replaced in one step, or written to -o).
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    #[command(after_long_help = inputs::FORMATS_POINTER)]
     Insert(insert::InsertArgs),
     /// Delete keys from a counting filter file (--kind counting); keys certainly not in it (a
     /// counter at zero) are refused; a false positive cannot be told from a present key (see
@@ -73,7 +82,11 @@ enum Command {
     /// seconds), with a sliding-window filter.
     Dedup(dedup::DedupArgs),
     /// Probe keys against a filter: print the keys that may be present, count them, or write a bitmap.
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    ///
+    /// Exit status, as grep's: 0 when a key may be present (with --absent: when one is
+    /// definitely absent; --count and --bitmap count the same keys), 1 when none is, 2 on any
+    /// error (usage, input or file).
+    #[command(after_long_help = inputs::FORMATS_POINTER)]
     Query(query::QueryArgs),
     /// Classify every packet of a pcap/pcapng capture: is its flow (5-tuple) in the filter?
     /// Writes the matching packets, a per-packet bitmap, counts per flow.
@@ -94,10 +107,14 @@ enum Command {
     /// dataset may hold given keys.
     Parquet(parquet::ParquetArgs),
     /// Run the same keys through every backend present and compare bits and answers.
-    #[command(after_long_help = inputs::TUPLE_HELP)]
+    #[command(after_long_help = inputs::FORMATS_POINTER)]
     Verify(verify::VerifyArgs),
     /// Benchmark every backend present on built-in sample data (no arguments needed).
     Bench(bench::BenchArgs),
+    /// How inputs are read: the --format values, compression, captures and key types (also
+    /// `bloomlanes help formats`).
+    #[command(long_about = inputs::formats_help())]
+    Formats,
 }
 
 /// What every command needs from the global flags.
@@ -118,6 +135,8 @@ fn main() -> ExitCode {
         json: cli.json,
         progress: !cli.quiet && !cli.json,
     };
+    // `query` answers a question, so its exit status is grep's (see TOOL_HELP).
+    let grep_like = matches!(cli.command, Command::Query(_));
     let result = match cli.command {
         Command::Build(a) => build::run(&ctx, a),
         Command::Insert(a) => insert::run(&ctx, a),
@@ -134,6 +153,7 @@ fn main() -> ExitCode {
         Command::Parquet(a) => parquet::run(&ctx, a),
         Command::Verify(a) => verify::run(&ctx, a),
         Command::Bench(a) => bench::run(&ctx, a),
+        Command::Formats => inputs::run_formats(&ctx),
     };
     match result {
         Ok(code) => code,
@@ -142,10 +162,11 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("bloomlanes: error: {e}");
+            let code = if grep_like { 2 } else { e.exit_code() };
             if ctx.json {
-                let _ = output::emit(&json!({"error": e.to_string(), "exit_code": e.exit_code()}));
+                let _ = output::emit(&json!({"error": e.to_string(), "exit_code": code}));
             }
-            ExitCode::from(e.exit_code() as u8)
+            ExitCode::from(code as u8)
         }
     }
 }

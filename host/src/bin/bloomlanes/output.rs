@@ -22,8 +22,31 @@ pub fn stdout_err(e: io::Error) -> Error {
 /// renamed into place only when everything succeeded); an error of `write` itself (a bad input,
 /// say) is returned as it is, not as a failure to write `path`.
 pub fn with_output<T>(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<T>) -> Result<T> {
+    keeping_errors(path, write, |w| {
+        bloomlanes_host::store::write_atomic_with(path, w)
+    })
+}
+
+/// Runs `write` with a buffered writer into standard output, which is then marked as carrying
+/// data (reports and errors go to standard error even on a terminal); an error of `write` is
+/// returned as it is.
+pub fn with_stdout<T>(write: impl FnOnce(&mut dyn Write) -> Result<T>) -> Result<T> {
+    keeping_errors(Path::new("<stdout>"), write, |w| outfile::write_stdout(w))
+}
+
+/// Hands `write` to `sink` (a writer that fails when its closure fails) and returns `write`'s
+/// own result or error, the sink's error only when `write` succeeded.
+fn keeping_errors<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T>,
+    sink: impl FnOnce(&mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> Result<()>,
+) -> Result<T> {
+    let mut write = Some(write);
     let mut result: Option<Result<T>> = None;
-    let written = bloomlanes_host::store::write_atomic_with(path, |w| {
+    let written = sink(&mut |w| {
+        let Some(write) = write.take() else {
+            return Err(io::Error::other("the output was written twice"));
+        };
         let r = write(w);
         let failed = r.is_err();
         result = Some(r);

@@ -121,7 +121,9 @@ fn per_column<T: std::str::FromStr>(
 
 #[cfg(feature = "parquet")]
 fn add(ctx: &Ctx, a: AddArgs) -> Result<ExitCode> {
-    use bloomlanes_host::parquet_io::add_filters::{add_filters, ColumnSpec};
+    use crate::progress::Steps;
+    use bloomlanes_host::store;
+    use bloomlanes_parquet::add_filters::{add_filters_with_progress, ColumnSpec};
     for o in a.fpp.iter().chain(&a.ndv) {
         if let Some((c, _)) = o.rsplit_once('=') {
             if !a.column.iter().any(|x| x == c) {
@@ -146,8 +148,16 @@ fn add(ctx: &Ctx, a: AddArgs) -> Result<ExitCode> {
         });
     }
     let start = Instant::now();
-    let added = add_filters(&a.input, &a.output, &specs, !a.no_pow2)?;
+    let mut steps = Steps::new(ctx.progress, "column chunks");
+    let mut rewrite =
+        add_filters_with_progress(&a.input, &specs, !a.no_pow2, &mut |done, total| {
+            steps.update(done, total)
+        })?;
+    let (before, after) = (rewrite.input_len(), rewrite.output_len());
+    store::write_atomic_with(&a.output, |w| rewrite.write_to(w))?;
+    let added = rewrite.added;
     let seconds = start.elapsed().as_secs_f64();
+    let growth = after as f64 / before.max(1) as f64;
     let mut warnings = Warnings::default();
     for f in &added {
         for w in &f.warnings {
@@ -170,14 +180,20 @@ fn add(ctx: &Ctx, a: AddArgs) -> Result<ExitCode> {
             "input": a.input.display().to_string(),
             "output": a.output.display().to_string(),
             "filters": filters,
+            "input_bytes": before,
+            "output_bytes": after,
+            "growth": growth,
             "seconds": seconds,
             "warnings": warnings.json(),
         }))?;
     } else {
+        let filter_bytes: u64 = added.iter().map(|f| f.bytes).sum();
         let mut lines = vec![format!(
-            "wrote {} with {} bloom filter(s):",
+            "wrote {} with {} bloom filter(s) of {filter_bytes} bytes: {} bytes, {before} before \
+             ({growth:.2}x the input)",
             a.output.display(),
-            added.len()
+            added.len(),
+            after,
         )];
         for f in &added {
             lines.push(format!(

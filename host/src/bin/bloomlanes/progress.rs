@@ -81,6 +81,58 @@ impl Bar {
     }
 }
 
+/// A bar over a known number of steps (`parquet add-filters`: column chunks), drawn on standard
+/// error when it is a terminal, bars are wanted and the work has run for a second (short runs
+/// stay silent).
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+pub struct Steps {
+    enabled: bool,
+    what: &'static str,
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+impl Steps {
+    /// A bar of `what` (`"column chunks"`) that draws only when `wanted` and standard error is
+    /// a terminal.
+    pub fn new(wanted: bool, what: &'static str) -> Steps {
+        Steps {
+            enabled: wanted && std::io::stderr().is_terminal(),
+            what,
+            start: Instant::now(),
+            bar: None,
+        }
+    }
+
+    /// Shows `done` of `total` steps (the hook: `&mut |d, t| steps.update(d, t)`).
+    pub fn update(&mut self, done: usize, total: usize) {
+        if !self.enabled || total == 0 {
+            return;
+        }
+        if self.bar.is_none() && self.start.elapsed() >= Duration::from_secs(1) {
+            let template = format!(
+                "{{msg}} [{{bar:30}}] {{pos}}/{{len}} {} (eta {{eta}})",
+                self.what
+            );
+            let style = ProgressStyle::with_template(&template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(style);
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(done as u64);
+            if done >= total {
+                bar.finish_and_clear();
+                self.bar = None;
+                self.enabled = false;
+            }
+        }
+    }
+}
+
 fn new_bar(p: Progress) -> ProgressBar {
     let (len, template) = if p.bytes_total > 0 {
         (

@@ -138,6 +138,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         warnings.warn(note);
     }
     let absent = r.keys - r.matches;
+    let status = grep_status(if a.absent { absent } else { r.matches });
     if ctx.json {
         let mut v = json!({
             "filter": a.filter.display().to_string(),
@@ -171,7 +172,7 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         } else {
             drop(out);
             emit(&v)?;
-            return Ok(ExitCode::SUCCESS);
+            return Ok(status);
         }
     } else if !list {
         let mut line = format!(
@@ -183,10 +184,20 @@ pub fn run(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
         }
         drop(out);
         say(&line)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status);
     }
     out.flush().map_err(stdout_err)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
+}
+
+/// grep's exit status for `selected` keys listed (or counted): 0 when there is one, 1 when
+/// there is none. Errors are 2 (`main`).
+fn grep_status(selected: u64) -> ExitCode {
+    if selected > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 /// `query --backend gpu` of a counting, stable, window or scalable filter: the keys are read
@@ -256,7 +267,8 @@ fn run_kind(ctx: &Ctx, a: &QueryArgs, filter: &AnyFilter, open_seconds: f64) -> 
         }
         say(&line)?;
     }
-    Ok(ExitCode::SUCCESS)
+    let absent = keys.len() as u64 - matches;
+    Ok(grep_status(if a.absent { absent } else { matches }))
 }
 
 /// What answers `query` with a label per key: a spatial filter (class), a retrieval table
@@ -334,7 +346,7 @@ fn run_labels(ctx: &Ctx, a: &QueryArgs, l: Labeller<'_>) -> Result<ExitCode> {
         }
         out.flush().map_err(stdout_err)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(grep_status(found))
 }
 
 /// The query keys read whole (text read as the filter's key type `filter_type`), checked
