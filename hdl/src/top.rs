@@ -162,18 +162,29 @@ fn front(v: &mut String, g: &Geo, p: usize) {
     );
 }
 
-/// Write-through lookups of port `p`: bank read register (r1), bank output register (r2),
-/// the reduction of the lanes registered (w): the AND of the bits, or a retrieval's XOR of the
-/// cells and check (the check bits travel above the tag).
+/// Write-through lookups of port `p`: the bank read stages (r1: read register, r2: output
+/// register, r3 with registered banks: fabric register), then the reduction of the lanes
+/// registered (w): the AND of the bits, or a retrieval's XOR of the cells and check (the check
+/// bits travel above the tag).
 fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
+    let n = g.bank_read;
+    let each = |name: &str| {
+        (1..=n)
+            .map(|i| format!("r{p}_{name}{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let _ = writeln!(
         v,
-        "    reg r{p}_valid1, r{p}_valid2, w{p}_valid;
-    reg r{p}_lookup1, r{p}_lookup2;
+        "    reg {valids}, w{p}_valid;
+    reg {lookups};
     reg {ar}w{p}_ans;
-    reg [{ctw1}:0] r{p}_tag1, r{p}_tag2;
+    reg [{ctw1}:0] {tags};
     reg [{tw1}:0] w{p}_tag;
     wire [{l1}:0] rd{p};",
+        valids = each("valid"),
+        lookups = each("lookup"),
+        tags = each("tag"),
         ar = range(g.ans_bits),
         ctw1 = g.tw + g.check_bits - 1,
         tw1 = g.tw - 1,
@@ -183,26 +194,41 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
         crate::Reduction::Retrieve { value_bits } => {
             crate::retrieval::answer_expr(v, g, value_bits, p)
         }
-        _ => format!("r{p}_lookup2 & (&rd{p})"),
+        _ => format!("r{p}_lookup{n} & (&rd{p})"),
     };
+    // Each stage's valid, lookup flag and tag from the one before (r<p>_*1 from the front end).
+    let (mut resets, mut valids, mut lookups, mut tags) =
+        (String::new(), String::new(), String::new(), String::new());
+    for i in 1..=n {
+        let (valid, lookup, tag) = if i == 1 {
+            (
+                format!("f{p}_valid"),
+                format!("(f{p}_op == OP_LOOKUP)"),
+                format!("f{p}_tag"),
+            )
+        } else {
+            let j = i - 1;
+            (
+                format!("r{p}_valid{j}"),
+                format!("r{p}_lookup{j}"),
+                format!("r{p}_tag{j}"),
+            )
+        };
+        let _ = writeln!(resets, "            r{p}_valid{i} <= 1'b0;");
+        let _ = writeln!(valids, "            r{p}_valid{i} <= {valid};");
+        let _ = writeln!(lookups, "        r{p}_lookup{i} <= {lookup};");
+        let _ = writeln!(tags, "        r{p}_tag{i} <= {tag};");
+    }
     let _ = writeln!(
         v,
         "    always @(posedge clk) begin
         if (rst) begin
-            r{p}_valid1 <= 1'b0;
-            r{p}_valid2 <= 1'b0;
-            w{p}_valid <= 1'b0;
+{resets}            w{p}_valid <= 1'b0;
         end else begin
-            r{p}_valid1 <= f{p}_valid;
-            r{p}_valid2 <= r{p}_valid1;
-            w{p}_valid <= r{p}_valid2;
+{valids}            w{p}_valid <= r{p}_valid{n};
         end
-        r{p}_lookup1 <= (f{p}_op == OP_LOOKUP);
-        r{p}_lookup2 <= r{p}_lookup1;
-        w{p}_ans <= {ans};
-        r{p}_tag1 <= f{p}_tag;
-        r{p}_tag2 <= r{p}_tag1;
-        w{p}_tag <= r{p}_tag2[{tw1}:0];
+{lookups}        w{p}_ans <= {ans};
+{tags}        w{p}_tag <= r{p}_tag{n}[{tw1}:0];
     end",
         tw1 = g.tw - 1,
     );
@@ -273,7 +299,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 end
                 2'd2: begin
                     mg_state <= 2'd3;
-                    mg_cnt <= 16'd1;
+                    mg_cnt <= 16'd{read_wait};
                     mg_zero <= 1'b0;
                 end
                 default: if (mg_zero) begin
@@ -301,5 +327,6 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     end",
         a1 = aw - 1,
         drain = g.front_stages + g.bank_stages,
+        read_wait = g.bank_read - 1,
     );
 }
