@@ -37,6 +37,7 @@ pub mod counting;
 mod counting_banks;
 mod counting_export;
 pub mod counting_sim;
+mod ecp5_bank;
 mod front;
 mod geo;
 mod hash;

@@ -393,6 +393,11 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     for (read_a, has_b) in kinds {
         let name = bank_module_name(t, read_a, has_b);
         let ports = declare(&bank_pins(read_a, has_b, c, g.aw));
+        let ebr = crate::ecp5_bank::applies(g);
+        let mut tiles = String::new();
+        if ebr {
+            crate::ecp5_bank::open(&mut tiles, g, read_a, has_b);
+        }
         let desc = match (read_a, has_b) {
             (true, true) => "port A read/write (no-change read), port B read",
             (true, false) => "one read/write port (no-change read)",
@@ -411,7 +416,7 @@ module {name} #(
 ) (
 {ports}
 );
-    (* no_rw_check *){style} reg {cr}mem [0:{d1}];
+{tiles}    (* no_rw_check *){style} reg {cr}mem [0:{d1}];
 `ifndef SYNTHESIS
     integer i;
     initial for (i = 0; i < {depth}; i = i + 1) mem[i] = {c}'d0;
@@ -440,6 +445,9 @@ module {name} #(
                 "    reg {cr}b_rd;\n    always @(posedge clk) b_rd <= mem[b_addr];\n{}",
                 read_registers("b", &cr, g.bank_read)
             );
+        }
+        if ebr {
+            crate::ecp5_bank::close(v);
         }
         v.push_str("endmodule\n\n");
     }
