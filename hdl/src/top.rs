@@ -241,6 +241,8 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
 /// operation (op 2) starts the same clear when it reaches the banks.
 fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let aw = g.aw;
+    let drain = g.front_stages + g.bank_stages;
+    let cnt_bits = crate::geo::ceil_log2(u64::from(drain) + 1).max(2);
     let op_clear = cfg.op_clears();
     let (clear_op_start, clear_fire, start_guard, hold_busy) = if op_clear {
         (
@@ -262,7 +264,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     reg [{a1}:0] clr_addr;
     reg clr_last;  // clr_addr == LAST_ADDR, kept in a register (no wide compare before busy)
     reg [1:0] mg_state;
-    reg [15:0] mg_cnt;
+    reg [{cb1}:0] mg_cnt;  // counts the drain down: as wide as its start, a short carry chain
     reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)
     wire mg_idle = (mg_state == 2'd0);
     wire mg_access = (mg_state == 2'd2);
@@ -276,7 +278,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     always @(posedge clk) begin
         if (rst) begin
             mg_state <= 2'd0;
-            mg_cnt <= 16'd0;
+            mg_cnt <= {cb}'d0;
             mg_zero <= 1'b1;
             mg_ack <= 1'b0;
             busy_q <= 1'b0;
@@ -290,16 +292,16 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 // mg_start (and the clear's busy logic behind it).
                 2'd0: begin
                     if (mg_start) mg_state <= 2'd1;
-                    mg_cnt <= 16'd{drain};
+                    mg_cnt <= {cb}'d{drain};
                     mg_zero <= 1'b0;
                 end
                 2'd1: if (mg_zero) mg_state <= 2'd2; else begin
-                    mg_cnt <= mg_cnt - 16'd1;
-                    mg_zero <= (mg_cnt == 16'd1);
+                    mg_cnt <= mg_cnt - {cb}'d1;
+                    mg_zero <= (mg_cnt == {cb}'d1);
                 end
                 2'd2: begin
                     mg_state <= 2'd3;
-                    mg_cnt <= 16'd{read_wait};
+                    mg_cnt <= {cb}'d{read_wait};
                     mg_zero <= 1'b0;
                 end
                 default: if (mg_zero) begin
@@ -308,8 +310,8 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                         mg_ack <= 1'b1;
                     end
                 end else begin
-                    mg_cnt <= mg_cnt - 16'd1;
-                    mg_zero <= (mg_cnt == 16'd1);
+                    mg_cnt <= mg_cnt - {cb}'d1;
+                    mg_zero <= (mg_cnt == {cb}'d1);
                 end
             endcase
             busy_q <= busy_next;
@@ -326,7 +328,9 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd0;
     end",
         a1 = aw - 1,
-        drain = g.front_stages + g.bank_stages,
+        drain = drain,
         read_wait = g.bank_read - 1,
+        cb = cnt_bits,
+        cb1 = cnt_bits - 1,
     );
 }
