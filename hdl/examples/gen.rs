@@ -1,12 +1,14 @@
 //! Writes the RTL of one configuration and prints its latency:
-//! `gen <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16]`
+//! `gen [--registered-banks] <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16]`
 //! (`c4`/`c8`: the counting pipeline with 4- or 8-bit counters, `s4`/`s8`/`s16`: the spatial
 //! pipeline with classes of that width; one port).
 use bloomlanes_core::CounterBits;
 use bloomlanes_hdl::{generate_pipeline, CellSpec, HdlConfig, PipelineConfig};
 
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
+    let flag = "--registered-banks";
+    let registered = std::env::args().any(|x| x == flag);
+    let a: Vec<String> = std::env::args().filter(|x| x != flag).collect();
     let w: Vec<&str> = a.iter().map(String::as_str).collect();
     let run = || -> Result<(), String> {
         let (dir, words) = match w.as_slice() {
@@ -23,7 +25,8 @@ fn main() {
                 None => return Err(format!("{s:?} is not c4, c8, s4, s8 or s16")),
             },
         };
-        let cfg = HdlConfig::from_words(&words[..words.len().min(6)], 5)?;
+        let mut cfg = HdlConfig::from_words(&words[..words.len().min(6)], 5)?;
+        cfg.registered_banks = registered;
         let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).map_err(|e| e.to_string())?;
         let dir = std::path::Path::new(dir);
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;

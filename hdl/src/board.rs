@@ -306,7 +306,8 @@ pub(crate) fn makefile(g: &Geo) -> String {
 #   make ice40        bitstream for the iCE40-HX8K breakout board (self-test top, 12 MHz)
 #   make ecp5         bitstream for the ULX3S 85F (self-test top, 25 MHz)
 #   make fmax-ice40   median Fmax over SEEDS of the self-test top on iCE40 HX8K (target FREQ_ICE40)
-#   make fmax-ecp5    median Fmax over SEEDS on ECP5-85k speed 6 (target FREQ_ECP5)
+#   make fmax-ecp5    median Fmax over SEEDS on ECP5-85k speed 6 (target FREQ_ECP5); the ECP5
+#                     synthesis defines {ebr}: registered banks become DP16KD with REGMODE OUTREG
 #   make bram-ice40 / bram-ecp5   the same for the memory-only reference ({t}_bramref)
 #   make sim          the Verilog test bench in Icarus Verilog: banks from the exported files,
 #                     stimulus and expected answers from the exported .hex files (self-checking)
@@ -339,7 +340,7 @@ build/%_ice40.json: $(RTL) | build
 	$(YOSYS) -q -l build/$*_ice40_synth.log -p "read_verilog $(RTL); synth_ice40 -top $* -json $@"
 
 build/%_ecp5.json: $(RTL) | build
-	$(YOSYS) -q -l build/$*_ecp5_synth.log -p "read_verilog $(RTL); synth_ecp5 -top $* -json $@"
+	$(YOSYS) -q -l build/$*_ecp5_synth.log -p "read_verilog -D{ebr} $(RTL); synth_ecp5 -top $* -json $@"
 
 build/%_ice40.asc: build/%_ice40.json fpga/hx8k_breakout.pcf
 	$(NEXTPNR_ICE40) --hx8k --package ct256 --pcf fpga/hx8k_breakout.pcf --json $< --asc $@ --freq 12 --seed $(SEED) --log build/$*_ice40_pnr.log -q
@@ -381,5 +382,6 @@ clean:
 	rm -rf build bench_log.txt cocotb/sim_build cocotb/__pycache__ formal/{t}_port_bmc
 "#,
         ops = crate::sim::EXPORT_BENCH_OPS + 24,
+        ebr = crate::ecp5_bank::MACRO,
     )
 }

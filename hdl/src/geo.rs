@@ -29,6 +29,10 @@ pub(crate) struct Geo {
     /// Stages from the address register to the last bank access of an operation (what a
     /// management access waits for).
     pub bank_stages: u32,
+    /// Cycles from a bank's address to its read data (`rd<p>`): 2 (the block RAM's read and
+    /// output register), or 3 with registered banks (read, the memory's output register, a
+    /// fabric register).
+    pub bank_read: u32,
     pub latency: u32,
     pub fifo_depth: u32,
     pub fifo_bits: u32,
@@ -56,11 +60,21 @@ pub(crate) fn ceil_log2(x: u64) -> u32 {
     }
 }
 
-/// Stages from the bank address register to the answer register when updates only write (bank
-/// read register, bank output register, reduction register).
-pub(crate) const WRITE_THROUGH_STAGES: u32 = 3;
-/// The same for read-modify-write: bank read, bank output register, execute, result.
-pub(crate) const RMW_STAGES: u32 = 4;
+/// Cycles of a bank read (address to read data): the block RAM's read and output register.
+pub(crate) const BANK_READ: u32 = 2;
+/// The same with registered banks: one fabric register more behind the memory's own.
+pub(crate) const REGISTERED_BANK_READ: u32 = 3;
+
+/// Stages from the bank address register to the answer register when updates only write: the
+/// bank read, then the reduction register.
+pub(crate) fn write_through_stages(bank_read: u32) -> u32 {
+    bank_read + 1
+}
+
+/// The same for read-modify-write: the bank read, execute, result.
+pub(crate) fn rmw_stages(bank_read: u32) -> u32 {
+    bank_read + 2
+}
 
 /// The front end's shape; the value of an insert travels beside the tag.
 pub(crate) fn shape(cfg: &PipelineConfig) -> Shape {
@@ -93,15 +107,20 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
     let s = shape(cfg);
     let var_len = matches!(b.key, KeyMode::VarBytes(_));
     let cells = cfg.cells;
+    let bank_read = if b.registered_banks {
+        REGISTERED_BANK_READ
+    } else {
+        BANK_READ
+    };
     // A minimum is a tree of compares, one level per stage after the result register.
     let (exec_stages, bank_stages) = if cells.reads_cells() {
         let tree = match cells.reduction {
             Reduction::Min => ceil_log2(s.lanes as u64),
             Reduction::AllNonZero | Reduction::Retrieve { .. } => 0,
         };
-        (RMW_STAGES + tree, RMW_STAGES)
+        (rmw_stages(bank_read) + tree, rmw_stages(bank_read))
     } else {
-        (WRITE_THROUGH_STAGES, 2)
+        (write_through_stages(bank_read), bank_read)
     };
     // accept -> front (input register .. address register) -> execute stages -> FIFO write ->
     // m_valid.
@@ -124,6 +143,7 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         front_stages: front.stages,
         exec_stages,
         bank_stages,
+        bank_read,
         latency,
         fifo_depth: 1 << fifo_bits,
         fifo_bits,

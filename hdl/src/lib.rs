@@ -37,6 +37,7 @@ pub mod counting;
 mod counting_banks;
 mod counting_export;
 pub mod counting_sim;
+mod ecp5_bank;
 mod front;
 mod geo;
 mod hash;
@@ -290,6 +291,13 @@ pub struct HdlConfig {
     /// Widest adder in one pipeline stage (8 to 64 bits); wider sums are split into segments
     /// with a registered carry. Smaller is faster and costs latency and flip-flops.
     pub adder_bits: u32,
+    /// Registered banks: a bank read takes three cycles instead of two (the block RAM's read,
+    /// its output register, a fabric register), so that no logic follows the memory's own
+    /// clock-to-out. The output register is the one the memory has where it has one (ECP5
+    /// DP16KD `REGMODE = "OUTREG"`, Xilinx `DOA_REG`/`DOB_REG`), a fabric register behind
+    /// iCE40's SB_RAM40_4K, which has none. Costs one cycle of latency (and, for
+    /// read-modify-write designs, one more level of forwarding); false by default.
+    pub registered_banks: bool,
 }
 
 impl HdlConfig {
@@ -307,6 +315,7 @@ impl HdlConfig {
             top_name: "bloomlanes".to_string(),
             mul_style: MulStyle::Dsp,
             adder_bits: DEFAULT_ADDER_BITS,
+            registered_banks: false,
         }
     }
 

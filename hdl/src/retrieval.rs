@@ -186,13 +186,18 @@ pub(crate) fn answer_expr(v: &mut String, g: &Geo, value_bits: u32, p: usize) ->
         String::new()
     } else {
         format!(
-            " & (x{p}_cells[{}:{value_bits}] == r{p}_tag2[{}:{}])",
+            " & (x{p}_cells[{}:{value_bits}] == r{p}_tag{}[{}:{}])",
             c - 1,
+            g.bank_read,
             g.tw + g.check_bits - 1,
             g.tw
         )
     };
-    let _ = writeln!(v, "    wire x{p}_found = r{p}_lookup2{check};");
+    let _ = writeln!(
+        v,
+        "    wire x{p}_found = r{p}_lookup{}{check};",
+        g.bank_read
+    );
     format!(
         "x{p}_found ? {{1'b1, x{p}_cells[{}:0]}} : {}'d0",
         value_bits - 1,

@@ -39,29 +39,70 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let (l1, c1) = (l - 1, c - 1);
     let la1 = l as u32 * aw - 1;
     let lc1 = l as u32 * c - 1;
-    let _ = writeln!(
-        v,
+    // The bank read takes n cycles (R1..Rn); an operation's read misses the writes of the n + 2
+    // operations ahead. X takes the one ahead's cells from Y; Rn merges those of the 2nd to
+    // (n + 2)th ahead, which are then in Y and the n stages after it (`after_y`), with flags
+    // compared in R(n-1) against the addresses of X, Y and the n - 1 stages after Y.
+    let n = g.bank_read as usize;
+    let rs: Vec<String> = (1..=n).map(|i| format!("r{i}")).collect();
+    let (rn, rm) = (&rs[n - 1], &rs[n - 2]);
+    let after_y = &["z", "w", "v"][..n];
+    let compared: Vec<&str> = ["x", "y"]
+        .iter()
+        .chain(&after_y[..n - 1])
+        .copied()
+        .collect();
+    let merged: Vec<&str> = ["y"].iter().chain(after_y).copied().collect();
+    let ahead = 2..n + 3;
+    let with = |names: &[&str], suffix: &str| {
+        names
+            .iter()
+            .map(|s| format!("{s}{suffix}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rr: Vec<&str> = rs.iter().map(String::as_str).collect();
+    let flag_names: Vec<String> = ahead.clone().map(|k| format!("{rn}_m{k}")).collect();
+    let comment = if n == 2 {
         "    // ---- read-modify-write. R1: bank read; R2: the banks' read data (rd0) is valid; X: execute;
     // Y: result, written to the banks at the end of the cycle; Z, W: the cells written one and
     // two cycles before. The bank data R2 sees lacks the writes of the four operations ahead:
     // X takes the one ahead's cells from Y (x_fw_y: the only one-cycle loop), and R2 merges
     // those of the two, three and four ahead (in Y, Z, W; flags r2_m2..4 compared in R1) into
-    // x_other.
-    reg r1_valid, r2_valid, x_valid, y_valid, z_valid, y_we;
-    reg [1:0] r1_op, r2_op, x_op;
-    reg [{tw1}:0] r1_tag, r2_tag, x_tag, y_tag;
-    reg [{la1}:0] r1_addr, r2_addr, x_addr, y_addr, z_addr;
-    reg [{l1}:0] r2_m2, r2_m3, r2_m4, x_fw_y;
-    reg [{lc1}:0] x_other, y_cell, z_cell, w_cell;
+    // x_other."
+    } else {
+        "    // ---- read-modify-write, registered banks. R1: bank read; R2: the memory's output
+    // register; R3: the fabric register, the banks' read data (rd0) is valid; X: execute; Y:
+    // result, written to the banks at the end of the cycle; Z, W, V: the cells written one, two
+    // and three cycles before. The bank data R3 sees lacks the writes of the five operations
+    // ahead: X takes the one ahead's cells from Y (x_fw_y: the only one-cycle loop), and R3
+    // merges those of the two to five ahead (in Y, Z, W, V; flags r3_m2..5 compared in R2) into
+    // x_other."
+    };
+    let _ = writeln!(
+        v,
+        "{comment}
+    reg {valids}, y_we;
+    reg [1:0] {ops}, x_op;
+    reg [{tw1}:0] {tags}, x_tag, y_tag;
+    reg [{la1}:0] {addrs};
+    reg [{l1}:0] {flags_decl}, x_fw_y;
+    reg [{lc1}:0] x_other, {cells_decl};
     wire [{lc1}:0] rd0;
     wire [{lc1}:0] other_next;
     wire [{lc1}:0] nxt;
     wire x_ins = (x_op == OP_INSERT);
     wire x_lookup = (x_op == OP_LOOKUP);",
+        valids = with(&[&rr[..], &compared[..]].concat(), "_valid"),
+        ops = with(&rr, "_op"),
+        tags = with(&rr, "_tag"),
+        addrs = with(&[&rr[..], &compared[..]].concat(), "_addr"),
+        flags_decl = flag_names.join(", "),
+        cells_decl = with(&merged, "_cell"),
         tw1 = tw - 1,
     );
     if vw > 0 {
-        let _ = writeln!(v, "    reg [{}:0] r1_val, r2_val, x_val;", vw - 1);
+        let _ = writeln!(v, "    reg [{}:0] {}, x_val;", vw - 1, with(&rr, "_val"));
     }
     match cells.reduction {
         Reduction::AllNonZero => v.push_str("    reg y_ans;\n"),
@@ -88,13 +129,16 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     };
     for lane in 0..l {
         let d = |s: &str| part(s, lane, c);
+        let merge: String = ahead
+            .clone()
+            .zip(&merged)
+            .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", d(&format!("{m}_cell"))))
+            .collect();
         let _ = writeln!(
             v,
-            "    assign {on} = r2_m2[{lane}] ? {yc} : r2_m3[{lane}] ? {zc} : r2_m4[{lane}] ? {wc} : {rd};\n    wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
+            "    assign {on} = {merge}{rd};\n    wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
             on = d("other_next"),
             yc = d("y_cell"),
-            zc = d("z_cell"),
-            wc = d("w_cell"),
             rd = d("rd0"),
             xo = d("x_other"),
         );
@@ -107,69 +151,78 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         }
         alu_lane(v, cells.alu, flags, lane, c, &d("nxt"));
     }
-    let _ = writeln!(
+    // The valid bits and addresses pass f0 -> R1 .. Rn -> X -> Y -> the compared stages after
+    // Y; ops and tags go as far as X (tags to Y), the cells from Y through `after_y`.
+    let chain: Vec<&str> = ["f0"].iter().chain(&rr).chain(&compared).copied().collect();
+    let (mut resets, mut valids, mut regs) = (String::new(), String::new(), String::new());
+    for (prev, st) in chain.iter().zip(&chain[1..]) {
+        let _ = writeln!(resets, "            {st}_valid <= 1'b0;");
+        let _ = writeln!(valids, "            {st}_valid <= {prev}_valid;");
+    }
+    for (i, st) in rr.iter().chain(&["x"]).enumerate() {
+        let prev = chain[i];
+        let tag = if i == 0 {
+            format!("f0_tag[{}:0]", tw - 1)
+        } else {
+            format!("{prev}_tag")
+        };
+        let _ = writeln!(
+            regs,
+            "        {st}_op <= {prev}_op;\n        {st}_tag <= {tag};\n        {st}_addr <= {prev}_addr;"
+        );
+    }
+    regs.push_str("        x_other <= other_next;\n        y_tag <= x_tag;\n        y_addr <= x_addr;\n        y_cell <= nxt;\n");
+    for (k, st) in after_y.iter().enumerate() {
+        let prev = merged[k];
+        if k + 1 < n {
+            let _ = writeln!(regs, "        {st}_addr <= {prev}_addr;");
+        }
+        let _ = writeln!(regs, "        {st}_cell <= {prev}_cell;");
+    }
+    let _ = write!(
         v,
         "    always @(posedge clk) begin
         if (rst) begin
-            r1_valid <= 1'b0;
-            r2_valid <= 1'b0;
-            x_valid <= 1'b0;
-            y_valid <= 1'b0;
-            z_valid <= 1'b0;
-            y_we <= 1'b0;
+{resets}            y_we <= 1'b0;
         end else begin
-            r1_valid <= f0_valid;
-            r2_valid <= r1_valid;
-            x_valid <= r2_valid;
-            y_valid <= x_valid;
-            z_valid <= y_valid;
-            y_we <= x_valid & ({we});
+{valids}            y_we <= x_valid & ({we});
         end
-        r1_op <= f0_op;
-        r1_tag <= f0_tag[{tw1}:0];
-        r1_addr <= f0_addr;
-        r2_op <= r1_op;
-        r2_tag <= r1_tag;
-        r2_addr <= r1_addr;
-        x_op <= r2_op;
-        x_tag <= r2_tag;
-        x_addr <= r2_addr;
-        x_other <= other_next;
-        y_tag <= x_tag;
-        y_addr <= x_addr;
-        y_cell <= nxt;
-        z_addr <= y_addr;
-        z_cell <= y_cell;
-        w_cell <= z_cell;",
-        tw1 = tw - 1,
+{regs}"
     );
     if vw > 0 {
-        let _ = writeln!(
-            v,
-            "        r1_val <= f0_tag[{}:{tw}];\n        r2_val <= r1_val;\n        x_val <= r2_val;",
-            tw + vw - 1
-        );
+        let _ = writeln!(v, "        r1_val <= f0_tag[{}:{tw}];", tw + vw - 1);
+        for (prev, st) in rr.iter().zip(rr[1..].iter().chain(&["x"])) {
+            let _ = writeln!(v, "        {st}_val <= {prev}_val;");
+        }
     }
     if flags {
         v.push_str("        x_other_nz <= other_next_nz;\n        y_nz <= nxt_nz;\n");
     }
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
-        let (m2, m3, m4, fy) = if cfg.forwarding {
-            (
-                format!("x_valid & ({} == {})", a("r1_addr"), a("x_addr")),
-                format!("y_valid & ({} == {})", a("r1_addr"), a("y_addr")),
-                format!("z_valid & ({} == {})", a("r1_addr"), a("z_addr")),
-                format!("x_valid & ({} == {})", a("r2_addr"), a("x_addr")),
+        let off = "1'b0 /* forwarding removed (test design) */";
+        for (k, st) in ahead.clone().zip(&compared) {
+            let m = if cfg.forwarding {
+                format!(
+                    "{st}_valid & ({} == {})",
+                    a(&format!("{rm}_addr")),
+                    a(&format!("{st}_addr"))
+                )
+            } else {
+                off.to_string()
+            };
+            let _ = writeln!(v, "        {rn}_m{k}[{lane}] <= {m};");
+        }
+        let fy = if cfg.forwarding {
+            format!(
+                "x_valid & ({} == {})",
+                a(&format!("{rn}_addr")),
+                a("x_addr")
             )
         } else {
-            let off = "1'b0 /* forwarding removed (test design) */".to_string();
-            (off.clone(), off.clone(), off.clone(), off)
+            off.to_string()
         };
-        let _ = writeln!(
-            v,
-            "        r2_m2[{lane}] <= {m2};\n        r2_m3[{lane}] <= {m3};\n        r2_m4[{lane}] <= {m4};\n        x_fw_y[{lane}] <= {fy};"
-        );
+        let _ = writeln!(v, "        x_fw_y[{lane}] <= {fy};");
     }
     match cells.reduction {
         Reduction::AllNonZero => {

@@ -162,18 +162,29 @@ fn front(v: &mut String, g: &Geo, p: usize) {
     );
 }
 
-/// Write-through lookups of port `p`: bank read register (r1), bank output register (r2),
-/// the reduction of the lanes registered (w): the AND of the bits, or a retrieval's XOR of the
-/// cells and check (the check bits travel above the tag).
+/// Write-through lookups of port `p`: the bank read stages (r1: read register, r2: output
+/// register, r3 with registered banks: fabric register), then the reduction of the lanes
+/// registered (w): the AND of the bits, or a retrieval's XOR of the cells and check (the check
+/// bits travel above the tag).
 fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
+    let n = g.bank_read;
+    let each = |name: &str| {
+        (1..=n)
+            .map(|i| format!("r{p}_{name}{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let _ = writeln!(
         v,
-        "    reg r{p}_valid1, r{p}_valid2, w{p}_valid;
-    reg r{p}_lookup1, r{p}_lookup2;
+        "    reg {valids}, w{p}_valid;
+    reg {lookups};
     reg {ar}w{p}_ans;
-    reg [{ctw1}:0] r{p}_tag1, r{p}_tag2;
+    reg [{ctw1}:0] {tags};
     reg [{tw1}:0] w{p}_tag;
     wire [{l1}:0] rd{p};",
+        valids = each("valid"),
+        lookups = each("lookup"),
+        tags = each("tag"),
         ar = range(g.ans_bits),
         ctw1 = g.tw + g.check_bits - 1,
         tw1 = g.tw - 1,
@@ -183,26 +194,41 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
         crate::Reduction::Retrieve { value_bits } => {
             crate::retrieval::answer_expr(v, g, value_bits, p)
         }
-        _ => format!("r{p}_lookup2 & (&rd{p})"),
+        _ => format!("r{p}_lookup{n} & (&rd{p})"),
     };
+    // Each stage's valid, lookup flag and tag from the one before (r<p>_*1 from the front end).
+    let (mut resets, mut valids, mut lookups, mut tags) =
+        (String::new(), String::new(), String::new(), String::new());
+    for i in 1..=n {
+        let (valid, lookup, tag) = if i == 1 {
+            (
+                format!("f{p}_valid"),
+                format!("(f{p}_op == OP_LOOKUP)"),
+                format!("f{p}_tag"),
+            )
+        } else {
+            let j = i - 1;
+            (
+                format!("r{p}_valid{j}"),
+                format!("r{p}_lookup{j}"),
+                format!("r{p}_tag{j}"),
+            )
+        };
+        let _ = writeln!(resets, "            r{p}_valid{i} <= 1'b0;");
+        let _ = writeln!(valids, "            r{p}_valid{i} <= {valid};");
+        let _ = writeln!(lookups, "        r{p}_lookup{i} <= {lookup};");
+        let _ = writeln!(tags, "        r{p}_tag{i} <= {tag};");
+    }
     let _ = writeln!(
         v,
         "    always @(posedge clk) begin
         if (rst) begin
-            r{p}_valid1 <= 1'b0;
-            r{p}_valid2 <= 1'b0;
-            w{p}_valid <= 1'b0;
+{resets}            w{p}_valid <= 1'b0;
         end else begin
-            r{p}_valid1 <= f{p}_valid;
-            r{p}_valid2 <= r{p}_valid1;
-            w{p}_valid <= r{p}_valid2;
+{valids}            w{p}_valid <= r{p}_valid{n};
         end
-        r{p}_lookup1 <= (f{p}_op == OP_LOOKUP);
-        r{p}_lookup2 <= r{p}_lookup1;
-        w{p}_ans <= {ans};
-        r{p}_tag1 <= f{p}_tag;
-        r{p}_tag2 <= r{p}_tag1;
-        w{p}_tag <= r{p}_tag2[{tw1}:0];
+{lookups}        w{p}_ans <= {ans};
+{tags}        w{p}_tag <= r{p}_tag{n}[{tw1}:0];
     end",
         tw1 = g.tw - 1,
     );
@@ -215,6 +241,8 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
 /// operation (op 2) starts the same clear when it reaches the banks.
 fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let aw = g.aw;
+    let drain = g.front_stages + g.bank_stages;
+    let cnt_bits = crate::geo::ceil_log2(u64::from(drain) + 1).max(2);
     let op_clear = cfg.op_clears();
     let (clear_op_start, clear_fire, start_guard, hold_busy) = if op_clear {
         (
@@ -236,7 +264,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     reg [{a1}:0] clr_addr;
     reg clr_last;  // clr_addr == LAST_ADDR, kept in a register (no wide compare before busy)
     reg [1:0] mg_state;
-    reg [15:0] mg_cnt;
+    reg [{cb1}:0] mg_cnt;  // counts the drain down: as wide as its start, a short carry chain
     reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)
     wire mg_idle = (mg_state == 2'd0);
     wire mg_access = (mg_state == 2'd2);
@@ -250,7 +278,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     always @(posedge clk) begin
         if (rst) begin
             mg_state <= 2'd0;
-            mg_cnt <= 16'd0;
+            mg_cnt <= {cb}'d0;
             mg_zero <= 1'b1;
             mg_ack <= 1'b0;
             busy_q <= 1'b0;
@@ -264,16 +292,16 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 // mg_start (and the clear's busy logic behind it).
                 2'd0: begin
                     if (mg_start) mg_state <= 2'd1;
-                    mg_cnt <= 16'd{drain};
+                    mg_cnt <= {cb}'d{drain};
                     mg_zero <= 1'b0;
                 end
                 2'd1: if (mg_zero) mg_state <= 2'd2; else begin
-                    mg_cnt <= mg_cnt - 16'd1;
-                    mg_zero <= (mg_cnt == 16'd1);
+                    mg_cnt <= mg_cnt - {cb}'d1;
+                    mg_zero <= (mg_cnt == {cb}'d1);
                 end
                 2'd2: begin
                     mg_state <= 2'd3;
-                    mg_cnt <= 16'd1;
+                    mg_cnt <= {cb}'d{read_wait};
                     mg_zero <= 1'b0;
                 end
                 default: if (mg_zero) begin
@@ -282,8 +310,8 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                         mg_ack <= 1'b1;
                     end
                 end else begin
-                    mg_cnt <= mg_cnt - 16'd1;
-                    mg_zero <= (mg_cnt == 16'd1);
+                    mg_cnt <= mg_cnt - {cb}'d1;
+                    mg_zero <= (mg_cnt == {cb}'d1);
                 end
             endcase
             busy_q <= busy_next;
@@ -300,6 +328,9 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd0;
     end",
         a1 = aw - 1,
-        drain = g.front_stages + g.bank_stages,
+        drain = drain,
+        read_wait = g.bank_read - 1,
+        cb = cnt_bits,
+        cb1 = cnt_bits - 1,
     );
 }

@@ -74,8 +74,7 @@ fn ops_text(cfg: &PipelineConfig, g: &Geo) -> String {
 //   ports 2.. each add a replica of every bank ({replicas} replica(s)): a replica's port A is
 //   written by port 0's inserts and clears, its port B serves one lookup port.
 // Timing: every multiply is registered partial products and a pipelined adder tree (adders of
-// at most {adder} bits per stage); the bank outputs are registered twice (block RAM output
-// register, then a fabric register) before the registered AND of the lanes.
+// at most {adder} bits per stage); {bank_regs} before the registered AND of the lanes.
 // Read-after-write: on port 0 there is no restriction: operations are applied in order, so a
 //   lookup accepted in any cycle after an insert sees it (no forwarding needed: both pass the
 //   same pipeline and the banks are written before the next read). A lookup on port p >= 1 sees
@@ -93,6 +92,11 @@ fn ops_text(cfg: &PipelineConfig, g: &Geo) -> String {
             adder = cfg.base.adder_bits,
             depth = g.depth,
             clr = u64::from(g.front_stages) + 1 + g.depth,
+            bank_regs = if g.bank_read > crate::geo::BANK_READ {
+                "the banks are registered: the\n// block RAM's read, its output register and a fabric register (3 cycles)"
+            } else {
+                "the bank outputs are registered twice (block RAM output\n// register, then a fabric register)"
+            },
         ),
         CellAlu::Counter => format!(
             "// Port 0: s0_valid/s0_ready, s0_op (0 lookup, 1 insert, 2 delete, 3 no-op), s0_tag, s0_key.
@@ -197,17 +201,22 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let pipeline = if cfg.cells.reads_cells() {
         format!(
             "// Pipeline: read-modify-write of the key's cells, one operation per clock (II = 1), also on
-//   the same cells back to back: the execute stage takes the cells of the previous four
+//   the same cells back to back: the execute stage takes the cells of the previous {missed}
 //   operations when they hit the same entry (forwarding), so every operation sees the result of
 //   every operation accepted before it.{tree} Under backpressure s0_ready (a register) drops only
 //   when the {fd}-entry answer FIFO could overflow.
 ",
-            tree = if g.exec_stages > crate::geo::RMW_STAGES {
+            tree = if g.exec_stages > crate::geo::rmw_stages(g.bank_read) {
                 " The minimum is a tree of compares, one level per stage."
             } else {
                 ""
             },
             fd = g.fifo_depth,
+            missed = if g.bank_read > crate::geo::BANK_READ {
+                "five"
+            } else {
+                "four"
+            },
         )
     } else {
         format!(
@@ -384,6 +393,11 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     for (read_a, has_b) in kinds {
         let name = bank_module_name(t, read_a, has_b);
         let ports = declare(&bank_pins(read_a, has_b, c, g.aw));
+        let ebr = crate::ecp5_bank::applies(g);
+        let mut tiles = String::new();
+        if ebr {
+            crate::ecp5_bank::open(&mut tiles, g, read_a, has_b);
+        }
         let desc = match (read_a, has_b) {
             (true, true) => "port A read/write (no-change read), port B read",
             (true, false) => "one read/write port (no-change read)",
@@ -395,15 +409,14 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         };
         let _ = writeln!(
             v,
-            "// One bank: {depth} x {c} bit(s), {desc}; synchronous reads (block RAM) and an output
-// register (the block RAM's own, or the first fabric register).
+            "// One bank: {depth} x {c} bit(s), {desc}; synchronous reads (block RAM) and {regs}.
 module {name} #(
     parameter LOAD = 0,
     parameter INIT_FILE = \"bank.hex\"
 ) (
 {ports}
 );
-    (* no_rw_check *){style} reg {cr}mem [0:{d1}];
+{tiles}    (* no_rw_check *){style} reg {cr}mem [0:{d1}];
 `ifndef SYNTHESIS
     integer i;
     initial for (i = 0; i < {depth}; i = i + 1) mem[i] = {c}'d0;
@@ -411,11 +424,17 @@ module {name} #(
     initial if (LOAD != 0) $readmemh(INIT_FILE, mem);",
             depth = g.depth,
             d1 = g.depth - 1,
+            regs = if g.bank_read > crate::geo::BANK_READ {
+                "two output\n// registers (registered banks: <port>_q, the block RAM's own where it has one: ECP5 DP16KD\n// REGMODE OUTREG, Xilinx DOA_REG/DOB_REG; then <port>_dout in the fabric)"
+            } else {
+                "an output\n// register (the block RAM's own, or the first fabric register)"
+            },
         );
         if read_a {
             let _ = writeln!(
                 v,
-                "    reg {cr}a_rd;\n    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n        else a_rd <= mem[a_addr];\n    end\n    always @(posedge clk) a_dout <= a_rd;"
+                "    reg {cr}a_rd;\n    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n        else a_rd <= mem[a_addr];\n    end\n{}",
+                read_registers("a", &cr, g.bank_read)
             );
         } else {
             v.push_str("    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n    end\n");
@@ -423,9 +442,25 @@ module {name} #(
         if has_b {
             let _ = writeln!(
                 v,
-                "    reg {cr}b_rd;\n    always @(posedge clk) b_rd <= mem[b_addr];\n    always @(posedge clk) b_dout <= b_rd;"
+                "    reg {cr}b_rd;\n    always @(posedge clk) b_rd <= mem[b_addr];\n{}",
+                read_registers("b", &cr, g.bank_read)
             );
         }
+        if ebr {
+            crate::ecp5_bank::close(v);
+        }
         v.push_str("endmodule\n\n");
+    }
+}
+
+/// The output registers behind a bank port's read register `<p>_rd` (ending in `<p>_dout`):
+/// one for a read of 2 cycles, two (`<p>_q`, then `<p>_dout`) for registered banks.
+fn read_registers(p: &str, cr: &str, bank_read: u32) -> String {
+    if bank_read > crate::geo::BANK_READ {
+        format!(
+            "    reg {cr}{p}_q;\n    always @(posedge clk) begin\n        {p}_q <= {p}_rd;\n        {p}_dout <= {p}_q;\n    end"
+        )
+    } else {
+        format!("    always @(posedge clk) {p}_dout <= {p}_rd;")
     }
 }

@@ -64,3 +64,24 @@ fn icarus_matches_core() {
         run_and_check(c, Simulator::Icarus, None, &ops, params(17 + i as u32, 256));
     }
 }
+
+/// Registered banks (a bank read of three cycles): designs of 1, 2 and 3 ports, prehashed,
+/// fixed and variable-length keys, the same random operations, clears and backpressure.
+#[test]
+fn registered_banks_match_core() {
+    for (s, picks, ops) in [
+        (Simulator::Verilator, &[0usize, 2, 4, 6][..], OPS / 2),
+        (Simulator::Icarus, &[1usize][..], OPS / 4),
+    ] {
+        if !have(s, "registered banks against core") {
+            continue;
+        }
+        for &i in picks {
+            let mut c = matrix()[i].clone();
+            c.registered_banks = true;
+            c.top_name.push_str("_rb");
+            let ops = random_ops(&c, ops, ops / 4, 2_000, 300 + i as u64);
+            run_and_check(&c, s, None, &ops, params(27 + i as u32, u32::MAX));
+        }
+    }
+}

@@ -166,6 +166,28 @@ fn icarus_retrieval_matches_core() {
     }
 }
 
+/// The same lookups on registered banks (a bank read of three cycles): a prehashed and an
+/// 8-byte-key design in Verilator, one in Icarus.
+#[test]
+fn registered_retrieval_matches_core() {
+    let cs = cases();
+    for (c, s, n, fast, readback) in [
+        (&cs[1], Simulator::Verilator, 2000, 700, u32::MAX),
+        (&cs[2], Simulator::Verilator, 2000, 700, u32::MAX),
+        (&cs[0], Simulator::Icarus, 800, 300, 48),
+    ] {
+        if !have(s, "registered retrieval against core") {
+            continue;
+        }
+        let registered = Case {
+            cfg: registered(c.cfg.clone()),
+            table: c.table.clone(),
+            keys: c.keys.clone(),
+        };
+        run(&registered, s, n, fast, readback);
+    }
+}
+
 /// Every retrieval design is lint-clean and its banks map to iCE40 block RAM; shapes the
 /// design cannot take are refused.
 #[test]

@@ -196,6 +196,12 @@ simulator_tests!(
     icarus_spatial_matches_the_model
 );
 
+simulator_tests!(
+    Registered<Spatial>,
+    verilator_registered_spatial_matches_the_model,
+    icarus_registered_spatial_matches_the_model
+);
+
 /// Without forwarding, the same stimulus at full rate gives wrong answers (the stimulus hits the
 /// same cells back to back), in both simulators.
 #[test]

@@ -193,6 +193,46 @@ pub trait Kind {
     const ICARUS: Plan;
 }
 
+/// Kind `K` with registered banks ([`HdlConfig::registered_banks`]: a bank read of three
+/// cycles, one more level of forwarding): every design of `K`'s matrix, the same stimulus,
+/// reference and checks, half the operations.
+pub struct Registered<K>(std::marker::PhantomData<K>);
+
+/// `plan` with half its operations.
+const fn halved((picks, (n, fast), load): Plan) -> Plan {
+    (picks, (n / 2, fast), load)
+}
+
+impl<K: Kind> Kind for Registered<K> {
+    type Model = K::Model;
+    type Stim = K::Stim;
+    const VERILATOR: Plan = halved(K::VERILATOR);
+    const ICARUS: Plan = halved(K::ICARUS);
+
+    fn matrix() -> Vec<PipelineConfig> {
+        K::matrix().into_iter().map(registered).collect()
+    }
+    fn ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<Self::Stim> {
+        K::ops(c, n, pool, seed)
+    }
+    fn empty(c: &PipelineConfig) -> Self::Model {
+        K::empty(c)
+    }
+    fn loaded(c: &PipelineConfig, seed: u64) -> Self::Model {
+        K::loaded(c, seed)
+    }
+    fn exercised(ops: &[Self::Stim], run: &Checked<Self::Model>) {
+        K::exercised(ops, run)
+    }
+}
+
+/// `c` with registered banks, its top module named `<top>_rb`.
+pub fn registered(mut c: PipelineConfig) -> PipelineConfig {
+    c.base.registered_banks = true;
+    c.base.top_name.push_str("_rb");
+    c
+}
+
 /// The designs of a matrix a simulator runs: their indices, (operations, of which at full
 /// rate), and the design whose banks are loaded from a reference.
 pub type Plan = (&'static [usize], (usize, u32), usize);

@@ -71,6 +71,11 @@ pub struct ExportArgs {
     /// few or no multipliers such as iCE40).
     #[arg(long, requires = "hdl", value_name = "STYLE")]
     mul_style: Option<MulStyleArg>,
+    /// With --hdl: registered banks: a bank read of three cycles (the block RAM's read, its
+    /// output register, a fabric register; DP16KD tiles with REGMODE OUTREG in the ECP5 flow),
+    /// one cycle more latency for a faster clock.
+    #[arg(long, requires = "hdl")]
+    registered_banks: bool,
     /// With --hdl, for a counting filter: the counting pipeline (insert, delete and lookup at one
     /// operation per clock, one counter bank per lane, loaded with the filter's counters)
     /// instead of the lookup design of its projection.
@@ -92,6 +97,7 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             ("--top", a.top.is_some()),
             ("--board", a.board.is_some()),
             ("--mul-style", a.mul_style.is_some()),
+            ("--registered-banks", a.registered_banks),
             ("--counting", a.counting),
         ];
         if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
@@ -222,6 +228,7 @@ fn hdl_design(
             MulStyleArg::Lut => bloomlanes_hdl::MulStyle::Lut,
         };
     }
+    cfg.registered_banks = a.registered_banks;
     let design = bloomlanes_hdl::PipelineConfig::new(cfg, cells);
     design.validate().map_err(hdl_err)?;
     // The design must hash the keys exactly as the filter's builder did: refuse a key input

@@ -1,0 +1,198 @@
+//! The ECP5 form of the registered banks (DP16KD tiles with `REGMODE = "OUTREG"`, selected by
+//! `BLOOMLANES_ECP5_EBR`) answers exactly like the portable inferred bank, cycle by cycle, for
+//! every DP16KD width the generator picks (1, 9 and 18 bits; several tiles per bank), in Icarus
+//! Verilog with a behavioural DP16KD (Yosys ships only a black box). The model follows the
+//! address convention of Yosys's own DP16KD mapping (`brams_map_16kd.v`: the address pins count
+//! bits, entry `e` of a `w`-bit port at `e << log2(w)`, byte enables in the two low pins at width
+//! 18), so this checks the tiling, the write decode and the read multiplexer, not the silicon.
+mod common;
+
+use std::fmt::Write as _;
+
+use bloomlanes_core::{CounterBits, Layout};
+use bloomlanes_hdl::sim::{self, Simulator};
+use bloomlanes_hdl::{generate_pipeline, CellSpec, KeyMode, PipelineConfig};
+use common::*;
+
+/// A behavioural DP16KD: what the bank uses of it (one data width on both ports, NORMAL write
+/// mode: a write leaves the output, NOREG or OUTREG).
+fn dp16kd_model() -> String {
+    let mut pins = Vec::new();
+    for p in ["A", "B"] {
+        for i in 0..18 {
+            pins.push(format!("DI{p}{i}"));
+        }
+        for i in 0..14 {
+            pins.push(format!("AD{p}{i}"));
+        }
+        for n in ["CE", "OCE", "CLK", "WE", "RST"] {
+            pins.push(format!("{n}{p}"));
+        }
+        for i in 0..3 {
+            pins.push(format!("CS{p}{i}"));
+        }
+        for i in 0..18 {
+            pins.push(format!("DO{p}{i}"));
+        }
+    }
+    let mut v = format!(
+        "module DP16KD({});\n    parameter DATA_WIDTH_A = 18;\n    parameter DATA_WIDTH_B = 18;\n    parameter REGMODE_A = \"NOREG\";\n    parameter REGMODE_B = \"NOREG\";\n    parameter WRITEMODE_A = \"NORMAL\";\n    parameter WRITEMODE_B = \"NORMAL\";\n    parameter RESETMODE = \"SYNC\";\n    parameter CSDECODE_A = \"0b000\";\n    parameter CSDECODE_B = \"0b000\";\n    reg [17:0] m [0:16383];\n    integer i;\n    initial for (i = 0; i < 16384; i = i + 1) m[i] = 18'd0;\n    function integer shift(input integer w);\n        shift = (w == 1) ? 0 : (w == 2) ? 1 : (w == 4) ? 2 : (w == 9) ? 3 : 4;\n    endfunction\n",
+        pins.join(", ")
+    );
+    for p in ["A", "B"] {
+        let list = |name: &str, n: usize| {
+            (0..n)
+                .rev()
+                .map(|i| format!("{name}{p}{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = write!(
+            v,
+            "    input {di}, {ad}, CE{p}, OCE{p}, CLK{p}, WE{p}, RST{p}, CS{p}0, CS{p}1, CS{p}2;
+    output {dout};
+    wire [17:0] di{p} = {{{di}}};
+    wire [13:0] ad{p} = {{{ad}}};
+    wire [13:0] e{p} = ad{p} >> shift(DATA_WIDTH_{p});
+    wire [17:0] mask{p} = (18'd1 << DATA_WIDTH_{p}) - 18'd1;
+    reg [17:0] q{p}, o{p};
+    always @(posedge CLK{p}) if (CE{p}) begin
+        if (WE{p}) m[e{p}] <= di{p} & mask{p};
+        else q{p} <= m[e{p}];
+    end
+    always @(posedge CLK{p}) if (OCE{p}) o{p} <= q{p};
+    assign {{{dout}}} = (REGMODE_{p} == \"OUTREG\") ? o{p} : q{p};
+",
+            di = list("DI", 18),
+            ad = list("AD", 14),
+            dout = list("DO", 18),
+        );
+    }
+    v.push_str("endmodule\n");
+    v
+}
+
+/// A bench for bank module `module` (ports from its header): random writes and reads for
+/// `cycles` cycles, half of them on 16 hot entries spread over the bank (back-to-back writes
+/// and reads of one entry, every tile), printing every read's data (port A's read data of a
+/// write cycle, which the pipeline never uses, as `-`: the inferred bank holds its last read,
+/// a tile its own).
+fn bank_bench(module: &str, header: &str, cell: u32, aw: u32, depth: u64, cycles: u32) -> String {
+    let (read_a, has_b) = (header.contains("a_dout"), header.contains("b_addr"));
+    let mut hot = String::new();
+    for i in 0..16u64 {
+        let _ = writeln!(
+            hot,
+            "            4'd{i}: pick = {aw}'d{};",
+            (i * depth / 16 + i % 3).min(depth - 1)
+        );
+    }
+    let conns = [
+        Some(".clk(clk), .a_we(a_we), .a_din(a_din), .a_addr(a_addr)"),
+        read_a.then_some(".a_dout(a_dout)"),
+        has_b.then_some(".b_addr(b_addr), .b_dout(b_dout)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    format!(
+        "module tb;
+    reg clk = 1'b0;
+    always #5 clk = ~clk;
+    reg a_we = 1'b0;
+    reg [{c1}:0] a_din = 0;
+    reg [{a1}:0] a_addr = 0, b_addr = 0;
+    wire [{c1}:0] a_dout, b_dout;
+    {module} #(.LOAD(0)) dut ({conns});
+    integer seed = 7, cyc;
+    reg [3:0] wrote = 4'd0;  // a_we of the last four cycles; the read data is three behind
+    function [{a1}:0] pick(input [31:0] r);
+        if (r[4]) pick = r[31:8] % {depth};
+        else case (r[3:0])
+{hot}            default: pick = 0;
+        endcase
+    endfunction
+    initial begin
+        for (cyc = 0; cyc < {cycles}; cyc = cyc + 1) begin
+            @(negedge clk);
+            a_we = ($random(seed) & 3) == 0;
+            a_din = $random(seed);
+            a_addr = pick($random(seed));
+            b_addr = pick($random(seed));
+            wrote = {{wrote[2:0], a_we}};
+            if (cyc > 8 && wrote[3]) $display(\"%0d - %h\", cyc, {bd});
+            else if (cyc > 8) $display(\"%0d %h %h\", cyc, {ad}, {bd});
+        end
+        $finish;
+    end
+endmodule
+",
+        c1 = cell - 1,
+        a1 = aw - 1,
+        ad = if read_a { "a_dout" } else { "1'b0" },
+        bd = if has_b { "b_dout" } else { "1'b0" },
+    )
+}
+
+#[test]
+fn ecp5_tiles_answer_like_the_inferred_bank() {
+    if !have(
+        Simulator::Icarus,
+        "ECP5 DP16KD tiles against the inferred bank",
+    ) {
+        return;
+    }
+    let mut counting = cfg(Layout::L8x32, 100, KeyMode::Prehashed, 1);
+    counting.top_name = "ebr_c8".into();
+    let mut spatial = cfg(Layout::L8x32, 40, KeyMode::Prehashed, 1);
+    spatial.top_name = "ebr_s16".into();
+    let mut one = cfg(Layout::L8x32, 1024, KeyMode::Prehashed, 1);
+    one.top_name = "ebr_1p".into();
+    let mut three = cfg(Layout::L8x64, 300, KeyMode::Prehashed, 3);
+    three.top_name = "ebr_3p".into();
+    let designs = [
+        // 1-bit cells, 32 Ki entries: two 16 Ki x 1 tiles; port A reads and writes.
+        PipelineConfig::static_filter(&one),
+        // 1-bit cells, 19 200 entries, 3 ports: port B reads, two kinds of bank.
+        PipelineConfig::static_filter(&three),
+        // 8-bit counters in 9-bit tiles: 3200 entries, two 2 Ki tiles.
+        PipelineConfig::new(counting, CellSpec::counting(CounterBits::Eight)),
+        // 16-bit classes in 18-bit tiles (byte enables): 1280 entries, two 1 Ki tiles.
+        PipelineConfig::spatial(spatial, 16),
+    ];
+    let model = dp16kd_model();
+    let dir = sim::fresh_dir("ecp5_bank").unwrap();
+    std::fs::write(dir.join("dp16kd.v"), &model).unwrap();
+    let mut checked = 0;
+    for mut c in designs {
+        c.base.registered_banks = true;
+        let d = generate_pipeline(&c).unwrap();
+        assert!(d.rtl.contains("REGMODE_A(\"OUTREG\")"), "{}", d.top_name);
+        let file = format!("{}.v", d.top_name);
+        std::fs::write(dir.join(&file), &d.rtl).unwrap();
+        let depth = c.bank_shape().0;
+        let prefix = format!("module {}_bank_", d.top_name);
+        for (at, _) in d.rtl.match_indices(&prefix) {
+            let header = &d.rtl[at..at + d.rtl[at..].find(");").unwrap()];
+            let module = header[7..].split_whitespace().next().unwrap();
+            let bench = bank_bench(module, header, c.cells.bits, d.addr_bits, depth, 4000);
+            std::fs::write(dir.join("tb.v"), &bench).unwrap();
+            let sources = [file.as_str(), "tb.v"];
+            let (ok, inferred) = icarus(&dir, "tb", &[], &sources);
+            assert!(ok, "{module}: {inferred}");
+            let ebr = ["-DBLOOMLANES_ECP5_EBR".to_string()];
+            let (ok, tiles) = icarus(&dir, "tb", &ebr, &[&file, "tb.v", "dp16kd.v"]);
+            assert!(ok, "{module} (DP16KD): {tiles}");
+            let lines = inferred.lines().filter(|l| !l.contains("$finish")).count();
+            assert!(lines > 3900, "{module}: {lines} lines\n{inferred}");
+            assert!(!inferred.contains('x'), "{module}: unknown read data");
+            for (i, (a, b)) in inferred.lines().zip(tiles.lines()).enumerate() {
+                assert_eq!(a, b, "{module}, line {i}: inferred vs DP16KD tiles");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 5, "bank modules checked");
+    std::fs::remove_dir_all(dir).ok();
+}
