@@ -5,7 +5,7 @@ Static filters at an equal false-positive rate: first, for each implementation, 
 key at which its *measured* rate on a 4 MiB filter is --fpr (bisection, keys from the drivers'
 own streams); then at every size B of --sizes the implementation holds B*8/bits_per_key keys
 (`expected_keys`; fastbloom sizes its hash count by it), of which at most --fill-cap are
-inserted (larger filters are timed partly filled: a blocked filter's insert and lookup touch one
+inserted (larger filters, 16 MiB and up at the default cap, are timed partly filled: a blocked filter's insert and lookup touch one
 block per key whatever the fill; the row's measured FPR is then below --fpr). Every round runs
 every (size, threads, implementation) once, the implementations in a rotated order, so that a
 load change on a shared machine falls on all of them; the CSV has one row per run, with the
@@ -13,7 +13,8 @@ load change on a shared machine falls on all of them; the CSV has one row per ru
 at the same cell count and classes, one thread.
 
   benches/peers/run.py [--bin target/peers/bin] [--out FILE.csv] [--sizes 64K,1M,16M,256M,1G]
-                       [--threads 1,2] [--rounds 3] [--fpr 0.01] [--fill-cap 16M]
+                       [--threads 1,2] [--rounds 3] [--fpr 0.01] [--fill-cap 4M] [--multi ...]
+                       [--impls bloomlanes,bloomlanes:partitioned,sbbf-rs-safe,parquet,fastbloom]
                        [--pf Sectorized256,Sectorized256:part] [--clock1 cpu|wall]
 """
 import argparse
@@ -29,6 +30,7 @@ DRIVER_COLUMNS = ["implementation", "op", "filter_bytes", "keys", "threads", "mk
 COLUMNS = ["round", "impl", "requested_bytes", "bits_per_key", "expected_keys", "load1",
            "clock"] + DRIVER_COLUMNS
 RUST = ["bloomlanes", "sbbf-rs-safe", "parquet", "fastbloom"]
+IMPLS = ["bloomlanes", "bloomlanes:partitioned", "sbbf-rs-safe", "parquet", "fastbloom"]
 
 
 def size(text):
@@ -52,9 +54,11 @@ class Runner:
         common = ["--keys", str(keys), "--bytes", str(nbytes), "--threads", str(threads),
                   "--reps", str(reps), "--lookups", str(lookups), "--fpr-keys", str(fpr_keys),
                   "--clock", clock]
-        if impl in RUST:
-            return [os.path.join(self.bin, "peers"), "static", "--impl", impl,
-                    "--expected-keys", str(expected)] + common
+        base, _, mode = impl.partition(":")
+        if base in RUST:
+            # bloomlanes:partitioned (or :direct) forces its partitioning mode (default auto).
+            return [os.path.join(self.bin, "peers"), "static", "--impl", base,
+                    "--expected-keys", str(expected)] + (["--mode", mode] if mode else []) + common
         if impl.startswith("pf-"):
             variant, _, part = impl[3:].partition(":")
             cmd = [os.path.join(self.bin, "pf_driver"), "--variant", variant] + common
@@ -95,9 +99,14 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=3, help="reps inside one run (its median is kept)")
     p.add_argument("--fpr", type=float, default=0.01)
-    p.add_argument("--fill-cap", default="16M")
-    p.add_argument("--lookups", default="4M")
-    p.add_argument("--impls", default=",".join(RUST))
+    p.add_argument("--fill-cap", default="4M")
+    p.add_argument("--lookups", default="2M", help="lookups per rep (half present)")
+    p.add_argument("--fpr-keys", default="2M", help="absent keys probed for the FPR, beyond the lookups")
+    p.add_argument("--multi", default="bloomlanes,bloomlanes:partitioned,pf-Sectorized256,"
+                   "pf-Sectorized256:part",
+                   help="the implementations run on more than one thread (the SBBF crates have no "
+                        "concurrent insert; 'all' for every one)")
+    p.add_argument("--impls", default=",".join(IMPLS))
     p.add_argument("--pf", default="Sectorized256,Sectorized256:part",
                    help="partitioned-filters variants (pf_driver --variant; ':part' partitioned)")
     p.add_argument("--clock1", default="cpu", choices=["cpu", "wall"],
@@ -123,10 +132,12 @@ def main():
                 for t in threads:
                     shift = (r + sizes.index(nbytes) + t) % len(impls)
                     for impl in impls[shift:] + impls[:shift]:
+                        if t > 1 and a.multi != "all" and impl not in a.multi.split(","):
+                            continue
                         expected = int(nbytes * 8 / bpk[impl])
                         clock = a.clock1 if t == 1 else "wall"
                         cmd = runner.command(impl, min(expected, cap), nbytes, expected, t, a.reps,
-                                             size(a.lookups), 4 << 20, clock)
+                                             size(a.lookups), size(a.fpr_keys), clock)
                         load = os.getloadavg()[0]
                         t0 = time.time()
                         for row in runner.rows(cmd):

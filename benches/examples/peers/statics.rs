@@ -2,7 +2,7 @@
 //! rate, on a filter of `--bytes` holding `--keys` keys.
 //!
 //! Implementations: `bloomlanes` (8x32 on the best SIMD path, `Probe::active()`; `insert` and
-//! `contains_bitmap`, `par_*` on T threads), `sbbf-rs-safe` (its SIMD SBBF, keys hashed with
+//! `contains_bitmap`, `par_*` on T threads; `--mode auto|direct|partitioned` its partitioning), `sbbf-rs-safe` (its SIMD SBBF, keys hashed with
 //! XXH64 as the `cpu` bench does), `parquet` (`parquet::bloom_filter::Sbbf`) and `fastbloom`
 //! (`BloomFilter` sized by bits and `--expected-keys`, which sets its hash count; on T > 1
 //! threads its `AtomicBloomFilter`, the one it can insert into from several threads). The
@@ -11,7 +11,7 @@
 
 use bloomlanes_benches::random;
 use bloomlanes_core::{math, xxh64_u64, Filter, Keys, Layout, Params};
-use bloomlanes_simd::Probe;
+use bloomlanes_simd::{PartitionMode, Partitioning, Probe};
 use rayon::prelude::*;
 
 use crate::{clock_name, fail, lookups, on_threads, present_index, summarize, Args};
@@ -42,8 +42,14 @@ fn count_by(keys: &[u64], threads: usize, hit: impl Fn(u64) -> bool + Sync) -> u
 impl Built {
     /// Allocates a zeroed filter of `bytes` and inserts `keys` (on the current pool when
     /// `threads > 1`; only bloomlanes and fastbloom insert from several threads).
-    fn build(name: &str, bytes: usize, expected: usize, keys: &[u64], threads: usize) -> Built {
-        let probe = Probe::active();
+    fn build(
+        probe: &Probe,
+        name: &str,
+        bytes: usize,
+        expected: usize,
+        keys: &[u64],
+        threads: usize,
+    ) -> Built {
         match name {
             "bloomlanes" => {
                 let blocks = u32::try_from(bytes / Layout::L8x32.block_bytes())
@@ -94,14 +100,14 @@ impl Built {
     }
 
     /// How many of `keys` the filter answers present (on the current pool when `threads > 1`).
-    fn count(&self, keys: &[u64], threads: usize, bits: &mut [u64]) -> usize {
+    fn count(&self, probe: &Probe, keys: &[u64], threads: usize, bits: &mut [u64]) -> usize {
         match self {
             Built::Bloomlanes(f) => {
                 let bits = &mut bits[..keys.len().div_ceil(64)];
                 if threads <= 1 {
-                    Probe::active().contains_bitmap(f.as_view(), Keys::U64(keys), bits);
+                    probe.contains_bitmap(f.as_view(), Keys::U64(keys), bits);
                 } else {
-                    Probe::active().par_contains_bitmap(f.as_view(), Keys::U64(keys), bits);
+                    probe.par_contains_bitmap(f.as_view(), Keys::U64(keys), bits);
                 }
                 bits.iter().map(|w| w.count_ones() as usize).sum()
             }
@@ -124,11 +130,12 @@ impl Built {
     }
 
     /// What the row's notes say about the configuration.
-    fn notes(&self, expected: usize) -> String {
+    fn notes(&self, probe: &Probe, expected: usize) -> String {
         match self {
             Built::Bloomlanes(f) => format!(
-                "8x32 path={:?} fpr_model_full={:.3e}",
-                Probe::active().path(),
+                "8x32 path={:?} mode={:?} fpr_model_full={:.3e}",
+                probe.path(),
+                probe.partitioning().mode,
                 math::false_positive_rate(Layout::L8x32, f.blocks(), expected as u64)
             ),
             Built::SbbfRsSafe(_) => "xxh64 keys".into(),
@@ -154,6 +161,16 @@ pub fn run(args: &Args) {
     };
     let fpr_keys = args.size("--fpr-keys", 1 << 22);
     let clock = args.clock(threads);
+    let mode = match args.get("--mode") {
+        None | Some("auto") => PartitionMode::Auto,
+        Some("direct") => PartitionMode::Direct,
+        Some("partitioned") => PartitionMode::Partitioned,
+        Some(m) => fail(&format!("--mode is auto, direct or partitioned, not {m}")),
+    };
+    let probe = Probe::active().with_partitioning(Partitioning {
+        mode,
+        ..Partitioning::default()
+    });
     if n < 2 || bytes < 1024 || !bytes.is_multiple_of(64) {
         fail("need --keys >= 2 and --bytes a multiple of 64, at least 1K");
     }
@@ -170,7 +187,14 @@ pub fn run(args: &Args) {
             drop(filter.take());
             let mut built = None;
             let s = clock.seconds(|| {
-                built = Some(Built::build(&name, bytes, expected, &keys, build_threads))
+                built = Some(Built::build(
+                    &probe,
+                    &name,
+                    bytes,
+                    expected,
+                    &keys,
+                    build_threads,
+                ))
             });
             rates.push(n as f64 / s / 1e6);
             filter = built;
@@ -181,15 +205,17 @@ pub fn run(args: &Args) {
 
     // Untimed checks: every present key found; false positives among absent keys.
     let present: Vec<u64> = (0..half).map(|j| keys[present_index(n, half, j)]).collect();
-    let found = on_threads(threads, || filter.count(&present, threads, &mut bits));
+    let found = on_threads(threads, || {
+        filter.count(&probe, &present, threads, &mut bits)
+    });
     if found != half {
         eprintln!("peers: {name} found {found} of {half} present keys (false negatives)");
         std::process::exit(3);
     }
-    let mut fp = on_threads(threads, || filter.count(&look, threads, &mut bits)) - half;
+    let mut fp = on_threads(threads, || filter.count(&probe, &look, threads, &mut bits)) - half;
     let mut probes = l - half;
     for chunk in random(fpr_keys, 4).chunks(1 << 20) {
-        fp += on_threads(threads, || filter.count(chunk, threads, &mut bits));
+        fp += on_threads(threads, || filter.count(&probe, chunk, threads, &mut bits));
         probes += chunk.len();
     }
     let fpr = fp as f64 / probes as f64;
@@ -198,7 +224,7 @@ pub fn run(args: &Args) {
         (0..reps)
             .map(|_| {
                 let mut c = 0;
-                let s = clock.seconds(|| c = filter.count(&look, threads, &mut bits));
+                let s = clock.seconds(|| c = filter.count(&probe, &look, threads, &mut bits));
                 if c < half {
                     fail(&format!("a lookup rep found {c} < {half}"));
                 }
@@ -206,7 +232,7 @@ pub fn run(args: &Args) {
             })
             .collect::<Vec<_>>()
     });
-    let notes = filter.notes(expected);
+    let notes = filter.notes(&probe, expected);
     let ops: &[(&str, Vec<f64>)] = if serial_insert_only {
         &[("lookup", lookup)]
     } else {
