@@ -25,6 +25,8 @@
 #include <bloom/bloom_filter.hpp>
 #include <task/task_queue.hpp>
 
+#include "driver_common.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,17 +45,12 @@
 
 namespace {
 
+using namespace peers;
+constexpr const char *kProg = "pf_driver";
+
 using namespace filters;
 using P = parameter::Partitioning;
 using MT = parameter::MultiThreading;
-
-uint64_t splitmix(uint64_t &state) {
-    state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 uint64_t *alloc_keys(size_t n) {
     size_t bytes = ((n * 8 + 63) / 64) * 64;
@@ -69,19 +66,6 @@ void fill_stream(uint64_t *out, size_t n, uint64_t &state) {
     for (size_t i = 0; i < n; i++) out[i] = splitmix(state);
 }
 
-// Wall time, or with --clock cpu the process's CPU time (one-thread smoke runs on a loaded
-// machine only; the real figures are wall time on a quiet machine).
-bool g_cpu_clock = false;
-
-double now_s() {
-    if (g_cpu_clock) {
-        timespec ts{};
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 struct Args {
     std::string variant = "Sectorized256";
     bool partitioned = false;
@@ -95,14 +79,6 @@ struct Args {
     std::string ops = "build,lookup";
 };
 
-struct Stats {
-    double med, lo, hi;
-};
-
-Stats summarize(std::vector<double> rates) {
-    std::sort(rates.begin(), rates.end());
-    return {rates[rates.size() / 2], rates.front(), rates.back()};
-}
 
 // Counts the positives among `n` keys on `threads` threads as the MTCount fixture does (4T tasks,
 // each a count() call of the MT-disabled filter), or with one count() call on one thread.
@@ -257,26 +233,6 @@ int dispatch(const Args &a) {
     return 2;
 }
 
-size_t parse_size(const char *flag, const char *s) {
-    char *end = nullptr;
-    unsigned long long v = strtoull(s, &end, 10);
-    size_t mul = 1;
-    if (end && *end) {
-        switch (*end) {
-            case 'K': case 'k': mul = size_t(1) << 10; break;
-            case 'M': case 'm': mul = size_t(1) << 20; break;
-            case 'G': case 'g': mul = size_t(1) << 30; break;
-            default:
-                fprintf(stderr, "pf_driver: %s: cannot read %s as a size (digits, then K, M or G)\n", flag, s);
-                exit(2);
-        }
-    }
-    if (end == s) {
-        fprintf(stderr, "pf_driver: %s: cannot read %s as a size\n", flag, s);
-        exit(2);
-    }
-    return size_t(v) * mul;
-}
 
 }  // namespace
 
@@ -284,31 +240,18 @@ int main(int argc, char **argv) {
     Args a;
     for (int i = 1; i < argc; i++) {
         std::string f = argv[i];
-        auto val = [&]() -> const char * {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "pf_driver: %s needs a value\n", f.c_str());
-                exit(2);
-            }
-            return argv[++i];
-        };
+        auto val = [&]() { return next_value(kProg, argc, argv, i); };
         if (f == "--variant") a.variant = val();
         else if (f == "--partitioned") a.partitioned = true;
-        else if (f == "--partitions") a.partitions = parse_size("--partitions", val());
-        else if (f == "--keys") a.keys = parse_size("--keys", val());
-        else if (f == "--bytes") a.bytes = parse_size("--bytes", val());
-        else if (f == "--threads") a.threads = parse_size("--threads", val());
-        else if (f == "--reps") a.reps = parse_size("--reps", val());
-        else if (f == "--lookups") a.lookups = parse_size("--lookups", val());
-        else if (f == "--fpr-keys") a.fpr_keys = parse_size("--fpr-keys", val());
+        else if (f == "--partitions") a.partitions = parse_size(kProg, "--partitions", val());
+        else if (f == "--keys") a.keys = parse_size(kProg, "--keys", val());
+        else if (f == "--bytes") a.bytes = parse_size(kProg, "--bytes", val());
+        else if (f == "--threads") a.threads = parse_size(kProg, "--threads", val());
+        else if (f == "--reps") a.reps = parse_size(kProg, "--reps", val());
+        else if (f == "--lookups") a.lookups = parse_size(kProg, "--lookups", val());
+        else if (f == "--fpr-keys") a.fpr_keys = parse_size(kProg, "--fpr-keys", val());
         else if (f == "--ops") a.ops = val();
-        else if (f == "--clock") {
-            std::string c = val();
-            if (c == "cpu") g_cpu_clock = true;
-            else if (c != "wall") {
-                fprintf(stderr, "pf_driver: --clock is wall or cpu, not %s\n", c.c_str());
-                return 2;
-            }
-        }
+        else if (f == "--clock") set_clock(kProg, val());
         else if (f == "--header") {
             printf("implementation,op,filter_bytes,keys,threads,mkeys_s_median,mkeys_s_min,mkeys_s_max,"
                    "fpr_measured,fpr_probes,notes\n");

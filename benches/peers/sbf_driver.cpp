@@ -21,6 +21,8 @@
 // lookup : one rep = Check() of the L lookups, one thread (libSBF has no batch or thread API).
 #include "sbf.h"
 
+#include "driver_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,51 +38,10 @@
 
 namespace {
 
-uint64_t splitmix(uint64_t &state) {
-    state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+using namespace peers;
+constexpr const char *kProg = "sbf_driver";
 
-bool g_cpu_clock = false;
 
-double now_s() {
-    if (g_cpu_clock) {
-        timespec ts{};
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-size_t parse_size(const char *flag, const char *s) {
-    char *end = nullptr;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) {
-        fprintf(stderr, "sbf_driver: %s: cannot read %s as a size\n", flag, s);
-        exit(2);
-    }
-    size_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = size_t(1) << 10;
-    else if (*end == 'M' || *end == 'm') mul = size_t(1) << 20;
-    else if (*end == 'G' || *end == 'g') mul = size_t(1) << 30;
-    else if (*end) {
-        fprintf(stderr, "sbf_driver: %s: cannot read %s as a size (digits, then K, M or G)\n", flag, s);
-        exit(2);
-    }
-    return size_t(v) * mul;
-}
-
-struct Stats {
-    double med, lo, hi;
-};
-
-Stats summarize(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return {v[v.size() / 2], v.front(), v.back()};
-}
 
 }  // namespace
 
@@ -89,30 +50,18 @@ int main(int argc, char **argv) {
     std::string salt_dir = ".", class_csv;
     for (int i = 1; i < argc; i++) {
         std::string f = argv[i];
-        auto val = [&]() -> const char * {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "sbf_driver: %s needs a value\n", f.c_str());
-                exit(2);
-            }
-            return argv[++i];
-        };
-        if (f == "--keys") n = parse_size("--keys", val());
-        else if (f == "--classes") classes = parse_size("--classes", val());
-        else if (f == "--cells-per-key") cells_per_key = parse_size("--cells-per-key", val());
-        else if (f == "--hashes") hashes = parse_size("--hashes", val());
-        else if (f == "--hash-family") family = parse_size("--hash-family", val());
-        else if (f == "--reps") reps = parse_size("--reps", val());
-        else if (f == "--lookups") lookups = parse_size("--lookups", val());
+        auto val = [&]() { return next_value(kProg, argc, argv, i); };
+        if (f == "--keys") n = parse_size(kProg, "--keys", val());
+        else if (f == "--classes") classes = parse_size(kProg, "--classes", val());
+        else if (f == "--cells-per-key") cells_per_key = parse_size(kProg, "--cells-per-key", val());
+        else if (f == "--hashes") hashes = parse_size(kProg, "--hashes", val());
+        else if (f == "--hash-family") family = parse_size(kProg, "--hash-family", val());
+        else if (f == "--reps") reps = parse_size(kProg, "--reps", val());
+        else if (f == "--lookups") lookups = parse_size(kProg, "--lookups", val());
         else if (f == "--salt-dir") salt_dir = val();
         else if (f == "--class-csv") class_csv = val();
-        else if (f == "--clock") {
-            std::string c = val();
-            if (c == "cpu") g_cpu_clock = true;
-            else if (c != "wall") {
-                fprintf(stderr, "sbf_driver: --clock is wall or cpu, not %s\n", c.c_str());
-                return 2;
-            }
-        } else {
+        else if (f == "--clock") set_clock(kProg, val());
+        else {
             fprintf(stderr, "sbf_driver: unknown argument %s\n", f.c_str());
             return 2;
         }
