@@ -161,8 +161,9 @@ def spatial(runner, a, w, r):
     common = ["--keys", str(n), "--classes", str(a.spatial_classes), "--reps", str(a.reps),
               "--clock", a.clock1]
     cmds = {"bloomlanes-spatial": [os.path.join(runner.bin, "peers"), "spatial", "--backend", "simd"],
+            # libSBF's salt file (random bytes it writes once) lives beside the binaries.
             "libsbf": [os.path.join(runner.bin, "sbf_driver"), "--salt-dir",
-                       os.path.join(os.path.dirname(os.path.abspath(a.out)), "salts")]}
+                       os.path.join(os.path.dirname(os.path.abspath(runner.bin)), "salts")]}
     order = list(cmds) if r % 2 == 0 else list(cmds)[::-1]
     for impl in order:
         load = os.getloadavg()[0]
