@@ -1,6 +1,7 @@
 //! Owning sliding-window filters (behind `alloc`): membership over the last N keys or T
 //! nanoseconds.
 
+use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::format::{self, FormatError};
@@ -10,6 +11,7 @@ use crate::kind_meta;
 use crate::layout::Layout;
 use crate::math::{self, SizingError};
 use crate::params::Params;
+use crate::reference::FilterRef;
 use crate::stats::Stats;
 use crate::storage::Words;
 use crate::window::{self, window_words, WindowMut, WindowShapeError, WindowState};
@@ -192,30 +194,69 @@ impl WindowFilter {
         self.contains_hash(self.params.hash_key(key))
     }
 
-    /// Statistics over all generations, with the worst-case window rate.
+    /// The blocks of storage, each the `g + 1` generations' copies of one block.
+    fn block_groups(&self) -> core::slice::ChunksExact<'_, u32> {
+        let per = window::generations(&self.params) as usize * self.params.layout.block_u32s();
+        self.words().chunks_exact(per)
+    }
+
+    /// Set bits of each generation, in storage order (slot 0 first).
+    pub fn generation_ones(&self) -> Vec<u64> {
+        let per = self.params.layout.block_u32s();
+        let mut ones = vec![0u64; window::generations(&self.params) as usize];
+        for group in self.block_groups() {
+            for (g, words) in group.chunks_exact(per).enumerate() {
+                ones[g] += words.iter().map(|x| u64::from(x.count_ones())).sum::<u64>();
+            }
+        }
+        ones
+    }
+
+    /// Distinct keys estimated in each generation from its set bits, in storage order (`None`
+    /// where every bit is set).
+    pub fn generation_keys(&self) -> Vec<Option<f64>> {
+        let p = &self.params;
+        self.generation_ones()
+            .into_iter()
+            .map(|n| math::estimate_keys(p.layout, p.blocks, n))
+            .collect()
+    }
+
+    /// The false-positive rate of the window's bits for a random absent key: a key is found
+    /// when one generation has all its bits, so each block contributes
+    /// `1 − Π_g (1 − Π_lanes set_g / W)` ([`Stats::any_of`] of its generations' rates; the
+    /// generations share the key's bits, so this is an upper bound), averaged over the blocks.
+    pub fn fpr_from_bits(&self) -> f64 {
+        let layout = self.params.layout;
+        let one_block = Params::new(layout, 1);
+        let total: f64 = self
+            .block_groups()
+            .map(|group| {
+                Stats::any_of(group.chunks_exact(layout.block_u32s()).map(|words| {
+                    FilterRef::new(one_block, words)
+                        .expect("one block of the layout")
+                        .fpr_from_bits()
+                }))
+            })
+            .sum();
+        total / f64::from(self.params.blocks)
+    }
+
+    /// Statistics over all generations: the distinct keys held (the generations' estimates
+    /// summed) and the rate of the window's bits ([`WindowFilter::fpr_from_bits`]).
     pub fn stats(&self) -> Stats {
-        let ones = self.words().iter().map(|w| u64::from(w.count_ones())).sum();
-        let mut s = Stats::new(self.params, self.keys, ones);
-        let gens = window::generations(&self.params);
+        let p = self.params;
+        let ones = self.generation_ones();
+        let mut s = Stats::new(p, self.keys, ones.iter().sum());
+        let gens = window::generations(&p);
         s.bytes *= gens;
         s.fill_ratio /= gens as f64;
-        if let FilterKind::Window {
-            generations,
-            unit: WindowUnit::Keys,
-            span,
-        } = self.params.kind
-        {
-            s.expected_fpr = math::window_false_positive_rate(
-                self.params.layout,
-                self.params.blocks,
-                span,
-                generations,
-            );
-            let window = span.saturating_mul(u64::from(generations));
-            s.bits_per_key = Some(s.bytes as f64 * 8.0 / window as f64);
-        }
-        s.estimated_keys = None;
-        s
+        let (estimate, error) = Stats::sum_distinct(ones.iter().map(|&n| {
+            let e = math::estimate_keys(p.layout, p.blocks, n);
+            (e, e.map(|e| math::estimate_keys_standard_error(p.layout, p.blocks, e)))
+        }));
+        s.set_distinct(estimate, error);
+        s.with_fpr_from_bits(self.fpr_from_bits())
     }
 
     /// The whole file: header, kind metadata (with the rotation state), the generations.

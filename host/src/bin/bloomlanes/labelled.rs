@@ -11,7 +11,7 @@ use bloomlanes_host::bloomlanes_core::spatial::check_name;
 use bloomlanes_host::bloomlanes_core::AnyFilter;
 use bloomlanes_host::kinds::labels;
 use bloomlanes_host::Location;
-use bloomlanes_host::{kinds, store, Error, FilterBuilder, Result};
+use bloomlanes_host::{kinds, ops, store, Error, FilterBuilder, Result};
 use bloomlanes_input::pairs::{self, LabelColumn, Pairs};
 use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySetBuilder};
 use clap::Args;
@@ -240,10 +240,13 @@ fn build_spatial(
     // Priority rank 0 (first named) is the highest class, n.
     let classes: Vec<u16> = ranks.iter().map(|&r| (n as u32 - r) as u16).collect();
     let by_number: Vec<String> = names.order.iter().rev().cloned().collect();
+    // Sized for the distinct keys as a static build of the same keys is (issue #27: the same
+    // flags give the same block count), not for the pairs read.
+    let distinct = ops::stream::counted_capacity(ops::stream::keyset_distinct(&keys));
     let shape = builder
         .clone()
         .key_type(Some(keys.key_type()))
-        .params(keys.len() as u64)?;
+        .params(distinct)?;
     let f = labels::build_spatial(shape, cell_bits, &by_number, keys.keys(), &classes)
         .map_err(|e| Error::usage(e.to_string()))?;
     Ok((AnyFilter::Spatial(f), summaries))
