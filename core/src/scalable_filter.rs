@@ -175,7 +175,8 @@ impl ScalableFilter {
     }
 
     /// Statistics summed over the stages: total bytes and set bits, the distinct keys the
-    /// stages' bits show (summed), and the compound rate of their bits.
+    /// stages' bits show (summed: an upper bound when a key was inserted again after its stage
+    /// filled, since it is then in two stages), and the compound rate of their bits.
     pub fn stats(&self) -> Stats {
         let stages: Vec<Stats> = self.stages.iter().map(Filter::stats).collect();
         let mut s = Stats::new(self.params, Some(self.key_count()), 0);

@@ -17,6 +17,10 @@ use crate::storage::Words;
 use crate::window::{self, window_words, WindowMut, WindowShapeError, WindowState};
 use crate::write_file::{FileParts, WriteFile};
 
+/// Generations up to which [`WindowFilter::fpr_from_bits`] is exact (2^g − 1 sets of
+/// generations per block); past them it is an upper bound.
+pub const EXACT_GENERATIONS: usize = 10;
+
 impl WriteFile for WindowFilter {
     fn file_parts(&self) -> FileParts<'_> {
         let meta = kind_meta::encode_meta(self.params.kind, Some(&self.state));
@@ -223,23 +227,43 @@ impl WindowFilter {
     }
 
     /// The false-positive rate of the window's bits for a random absent key: a key is found
-    /// when one generation has all its bits, so each block contributes
-    /// `1 − Π_g (1 − Π_lanes set_g / W)` ([`Stats::any_of`] of its generations' rates; the
-    /// generations share the key's bits, so this is an upper bound), averaged over the blocks.
+    /// when one generation has all its bits, and it probes the same block and bits in each.
+    /// Per block, by inclusion–exclusion over the sets `S` of generations,
+    /// `Σ_S (−1)^{|S|+1} Π_lanes (bits set in every generation of S / W)`, averaged over the
+    /// blocks: exact. Past [`EXACT_GENERATIONS`] generations (2^g sets) each block gives the
+    /// upper bound `1 − Π_g (1 − p_g)` ([`Stats::any_of`]) instead.
     pub fn fpr_from_bits(&self) -> f64 {
         let layout = self.params.layout;
         let one_block = Params::new(layout, 1);
+        let per = layout.block_u32s();
+        let gens = window::generations(&self.params) as usize;
+        let rate = |words: &[u32]| {
+            FilterRef::new(one_block, words)
+                .expect("one block of the layout")
+                .fpr_from_bits()
+        };
+        let mut and = vec![0u32; per];
         let total: f64 = self
             .block_groups()
             .map(|group| {
-                Stats::any_of(group.chunks_exact(layout.block_u32s()).map(|words| {
-                    FilterRef::new(one_block, words)
-                        .expect("one block of the layout")
-                        .fpr_from_bits()
-                }))
+                if gens > EXACT_GENERATIONS {
+                    return Stats::any_of(group.chunks_exact(per).map(rate));
+                }
+                (1u32..1 << gens)
+                    .map(|set| {
+                        and.fill(u32::MAX);
+                        for (g, words) in group.chunks_exact(per).enumerate() {
+                            if set >> g & 1 == 1 {
+                                and.iter_mut().zip(words).for_each(|(a, w)| *a &= w);
+                            }
+                        }
+                        let sign = if set.count_ones() % 2 == 1 { 1.0 } else { -1.0 };
+                        sign * rate(&and)
+                    })
+                    .sum::<f64>()
             })
             .sum();
-        total / f64::from(self.params.blocks)
+        (total / f64::from(self.params.blocks)).clamp(0.0, 1.0)
     }
 
     /// Statistics over all generations: the distinct keys held (the generations' estimates

@@ -197,10 +197,13 @@ mod tests {
             .seed(9)
             .backend(BackendChoice::Scalar);
         let built = b.build(&keys).unwrap();
-        let expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
+        let mut expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
             .unwrap()
             .with_seed(9)
             .with_key_type(KeyType::U64);
+        // Rounded up onto the grid that folds.
+        assert_ne!(expected.blocks, math::fold_friendly_blocks(expected.blocks));
+        expected.blocks = math::fold_friendly_blocks(expected.blocks);
         assert_eq!(*built.filter.params(), expected);
         assert_eq!(built.filter.key_count(), Some(10_000));
         assert!((0..10_000u64).all(|k| built.filter.contains(&k)));

@@ -294,12 +294,50 @@ fn build_kind_any(
 ) -> Result<ExitCode> {
     // Files are read twice (counted, then inserted) and never held; standard input and
     // pipes, which cannot be read twice, are read whole (only with --capacity: without it they
-    // were copied to files).
-    if a.inputs.iter().all(|p| ops::stream::reopenable(p)) {
-        return build_kind_streamed(ctx, a, builder, spooled, started);
+    // were copied to files). The first pass counts the keys (the sizing of [`build_kind`]) and
+    // learns their type; the second streams them into the filter in input order, in batches.
+    if !a.inputs.iter().all(|p| ops::stream::reopenable(p)) {
+        let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
+        return build_kind(ctx, a, builder, &keys, &summaries, started);
     }
-    let (keys, summaries) = read_inputs(&a.inputs, &a.input.options())?;
-    build_kind(ctx, a, builder, &keys, &summaries, started)
+    let opts = a.input.options();
+    let mut bar = Bar::new(ctx.progress);
+    let (estimate, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
+    // Sized as a static build of the same inputs is ([`ops::build_stream`]: the distinct keys
+    // estimated, +2%), not by the inserts read, so that both get the same block count.
+    let capacity = match builder.capacity_given() {
+        Some(c) => CapacitySource::Given(c),
+        None => CapacitySource::Counted {
+            estimate,
+            capacity: ops::stream::counted_capacity(estimate),
+        },
+    };
+    let n = capacity.capacity();
+    let key_type = bloomlanes_input::one_key_type(&counted)?;
+    let builder = builder.key_type(Some(key_type));
+    let mut filter = builder.empty_any(n)?;
+    let engine = backend::select(builder.backend_choice(), n as usize)?;
+    let start = Instant::now();
+    let (summaries, _) = ops::stream::insert_streamed(
+        &*engine,
+        &mut filter,
+        &a.inputs,
+        &opts,
+        now_nanos(),
+        &mut |p| bar.update(p),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut summaries = summaries;
+    spooled.rename_summaries(&mut summaries);
+    let backend = kinds::ops::engine_name(&*engine, &filter, Stage::Insert);
+    let built = KindBuilt {
+        filter: &filter,
+        capacity,
+        summaries: &summaries,
+        backend: &backend,
+        insert_seconds: seconds,
+    };
+    report_kind(ctx, a, &built, started)
 }
 
 /// Nanoseconds since the Unix epoch: the time keys of a time window are seen.
@@ -339,56 +377,6 @@ fn build_kind(
         filter: &filter,
         capacity,
         summaries,
-        backend: &backend,
-        insert_seconds: seconds,
-    };
-    report_kind(ctx, a, &built, started)
-}
-
-/// `build --kind counting|stable|window|scalable` from files: a first pass counts the keys
-/// (the sizing of [`build_kind`]) and learns their type; the second streams them into the
-/// filter in input order, in batches (nothing is held whole).
-fn build_kind_streamed(
-    ctx: &Ctx,
-    a: &BuildArgs,
-    builder: FilterBuilder,
-    spooled: &Spooled,
-    started: Instant,
-) -> Result<ExitCode> {
-    let opts = a.input.options();
-    let mut bar = Bar::new(ctx.progress);
-    let (estimate, counted) = ops::count_distinct(&a.inputs, &opts, &mut |p| bar.update(p))?;
-    // Sized as a static build of the same inputs is ([`ops::build_stream`]: the distinct keys
-    // estimated, +2%), not by the inserts read, so that both get the same block count.
-    let capacity = match builder.capacity_given() {
-        Some(c) => CapacitySource::Given(c),
-        None => CapacitySource::Counted {
-            estimate,
-            capacity: ops::stream::counted_capacity(estimate),
-        },
-    };
-    let n = capacity.capacity();
-    let key_type = bloomlanes_input::one_key_type(&counted)?;
-    let builder = builder.key_type(Some(key_type));
-    let mut filter = builder.empty_any(n)?;
-    let engine = backend::select(builder.backend_choice(), n as usize)?;
-    let start = Instant::now();
-    let (summaries, _) = ops::stream::insert_streamed(
-        &*engine,
-        &mut filter,
-        &a.inputs,
-        &opts,
-        now_nanos(),
-        &mut |p| bar.update(p),
-    )?;
-    let seconds = start.elapsed().as_secs_f64();
-    let mut summaries = summaries;
-    spooled.rename_summaries(&mut summaries);
-    let backend = kinds::ops::engine_name(&*engine, &filter, Stage::Insert);
-    let built = KindBuilt {
-        filter: &filter,
-        capacity,
-        summaries: &summaries,
         backend: &backend,
         insert_seconds: seconds,
     };
