@@ -137,7 +137,7 @@ fn block_counts_round_up_onto_a_grid_that_folds() {
         // m × 2^e with m in 4..=7 (or a count up to 8).
         let e = (31 - r.leading_zeros()).saturating_sub(2);
         assert!(
-            r <= 8 || (r % (1 << e) == 0 && (4..=7).contains(&(r >> e))),
+            r <= 8 || (r.is_multiple_of(1 << e) && (4..=7).contains(&(r >> e))),
             "{z} → {r}"
         );
         // The next grid point up is the smallest at or above z.

@@ -161,7 +161,7 @@ fn default_block_counts_fold_and_similar_inputs_merge() {
     let zb = build(&b, &fb, "--layout 8x32")["blocks"].as_u64().unwrap();
     for z in [za, zb] {
         let e = 63 - z.leading_zeros() - 2;
-        assert_eq!(z % (1 << e), 0, "{z} is m × 2^e with m in 4..=7");
+        assert!(z.is_multiple_of(1 << e), "{z} is m × 2^e with m in 4..=7");
     }
     assert_eq!(za, zb, "similar inputs get equal block counts");
     let m = at(&d, "m.blf");
