@@ -191,26 +191,34 @@ impl CountingFilter {
         counting::saturated(self.store.cell_words(), self.counter_bits())
     }
 
-    /// Statistics of the projection, with the expected rate of this kind: for a stable filter
-    /// the stable false-positive rate, for a counting filter that of a static filter with the
-    /// present keys.
+    /// Statistics of the projection: a lookup needs every probed cell non-zero, and the
+    /// projection's bit is "cell non-zero", so the rate of its bits is the rate of the filter
+    /// now (for a stable filter its current rate; [`CountingFilter::stable_fpr`] is the rate it
+    /// settles at).
     pub fn stats(&self) -> Stats {
-        let p = *self.params();
-        let mut s = Stats::new(p, self.store.keys, self.projection().count_ones());
+        let view = self.projection();
+        let mut s = Stats::new(*self.params(), self.store.keys, view.count_ones())
+            .with_fpr_from_bits(view.fpr_from_bits());
         s.saturated = Some(self.saturated());
-        if let FilterKind::Stable {
-            counter_bits,
-            decrements,
-        } = p.kind
-        {
-            s.expected_fpr = math::stable_false_positive_rate(
+        s
+    }
+
+    /// The stable false-positive rate a stable filter settles at
+    /// ([`math::stable_false_positive_rate`]); `None` for a counting filter.
+    pub fn stable_fpr(&self) -> Option<f64> {
+        let p = self.params();
+        match p.kind {
+            FilterKind::Stable {
+                counter_bits,
+                decrements,
+            } => Some(math::stable_false_positive_rate(
                 p.layout,
                 p.blocks,
                 counter_bits.max(),
                 decrements,
-            );
+            )),
+            _ => None,
         }
-        s
     }
 
     /// This counting filter folded into `blocks` blocks, which must divide its block count:

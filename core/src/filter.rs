@@ -181,9 +181,7 @@ impl Filter {
     /// The filter's statistics (fill ratio, estimated keys, expected false-positive rate …).
     pub fn stats(&self) -> Stats {
         let view = self.as_view();
-        let mut s = Stats::new(self.params, self.keys, view.count_ones());
-        s.fpr_from_bits = Some(view.fpr_from_bits());
-        s
+        Stats::new(self.params, self.keys, view.count_ones()).with_fpr_from_bits(view.fpr_from_bits())
     }
     /// Fraction of bits set.
     pub fn fill_ratio(&self) -> f64 {

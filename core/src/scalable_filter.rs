@@ -168,27 +168,25 @@ impl ScalableFilter {
         self.contains_hash(self.params.hash_key(key))
     }
 
-    /// Expected false-positive rate: `1 − Π (1 − FPR_i)` over the stages with their key counts.
+    /// Expected false-positive rate: `1 − Π (1 − FPR_i)` over the stages, each stage's the rate
+    /// of its bits ([`Stats::any_of`] of the stages' [`Filter::stats`]).
     pub fn expected_fpr(&self) -> f64 {
-        1.0 - self
-            .stages
-            .iter()
-            .map(|s| 1.0 - s.expected_fpr(s.key_count()))
-            .product::<f64>()
+        Stats::any_of(self.stages.iter().map(|s| s.stats().expected_fpr))
     }
 
-    /// Statistics summed over the stages, with the compound rate.
+    /// Statistics summed over the stages: total bytes and set bits, the distinct keys the
+    /// stages' bits show (summed: an upper bound when a key was inserted again after its stage
+    /// filled, since it is then in two stages), and the compound rate of their bits.
     pub fn stats(&self) -> Stats {
-        let ones = self.stages.iter().map(Filter::count_ones).sum();
+        let stages: Vec<Stats> = self.stages.iter().map(Filter::stats).collect();
         let mut s = Stats::new(self.params, Some(self.key_count()), 0);
-        s.bytes = self.stages.iter().map(|f| f.byte_len() as u64).sum();
-        s.ones = ones;
-        s.fill_ratio = ones as f64 / (s.bytes as f64 * 8.0);
-        s.estimated_keys = None;
-        s.expected_fpr = self.expected_fpr();
-        s.bits_per_key =
-            (s.keys.unwrap_or(0) > 0).then(|| s.bytes as f64 * 8.0 / self.key_count() as f64);
-        s
+        s.bytes = stages.iter().map(|t| t.bytes).sum();
+        s.ones = stages.iter().map(|t| t.ones).sum();
+        s.fill_ratio = s.ones as f64 / (s.bytes as f64 * 8.0);
+        let (estimate, error) =
+            Stats::sum_distinct(stages.iter().map(|t| (t.estimated_keys, t.estimated_keys_error)));
+        s.set_distinct(estimate, error);
+        s.with_fpr_from_bits(Stats::any_of(stages.iter().map(|t| t.expected_fpr)))
     }
 
     /// The whole file: header, metadata with the stage table, one image per stage.

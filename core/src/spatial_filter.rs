@@ -343,13 +343,12 @@ impl SpatialFilter {
         stats
     }
 
-    /// Statistics of the projection (membership in any class).
+    /// Statistics of the projection (membership in any class), with the rate of its bits (a
+    /// lookup needs every probed cell non-zero).
     pub fn stats(&self) -> Stats {
-        Stats::new(
-            *self.params(),
-            self.store.keys,
-            self.projection().count_ones(),
-        )
+        let view = self.projection();
+        Stats::new(*self.params(), self.store.keys, view.count_ones())
+            .with_fpr_from_bits(view.fpr_from_bits())
     }
 
     /// This spatial filter folded into `blocks` blocks, which must divide its block count:

@@ -1,6 +1,7 @@
 //! Owning sliding-window filters (behind `alloc`): membership over the last N keys or T
 //! nanoseconds.
 
+use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::format::{self, FormatError};
@@ -10,10 +11,15 @@ use crate::kind_meta;
 use crate::layout::Layout;
 use crate::math::{self, SizingError};
 use crate::params::Params;
+use crate::reference::FilterRef;
 use crate::stats::Stats;
 use crate::storage::Words;
 use crate::window::{self, window_words, WindowKind, WindowMut, WindowShapeError, WindowState};
 use crate::write_file::{FileParts, WriteFile};
+
+/// Generations up to which [`WindowFilter::fpr_from_bits`] is exact (2^g − 1 sets of
+/// generations per block); past them it is an upper bound.
+pub const EXACT_GENERATIONS: usize = 10;
 
 impl WriteFile for WindowFilter {
     fn file_parts(&self) -> FileParts<'_> {
@@ -187,30 +193,89 @@ impl WindowFilter {
         self.contains_hash(self.params.hash_key(key))
     }
 
-    /// Statistics over all generations, with the worst-case window rate.
+    /// The blocks of storage, each the `g + 1` generations' copies of one block.
+    fn block_groups(&self) -> core::slice::ChunksExact<'_, u32> {
+        let per = window::generations(&self.params) as usize * self.params.layout.block_u32s();
+        self.words().chunks_exact(per)
+    }
+
+    /// Set bits of each generation, in storage order (slot 0 first).
+    pub fn generation_ones(&self) -> Vec<u64> {
+        let per = self.params.layout.block_u32s();
+        let mut ones = vec![0u64; window::generations(&self.params) as usize];
+        for group in self.block_groups() {
+            for (g, words) in group.chunks_exact(per).enumerate() {
+                ones[g] += words.iter().map(|x| u64::from(x.count_ones())).sum::<u64>();
+            }
+        }
+        ones
+    }
+
+    /// Distinct keys estimated in each generation from its set bits, in storage order (`None`
+    /// where every bit is set).
+    pub fn generation_keys(&self) -> Vec<Option<f64>> {
+        let p = &self.params;
+        self.generation_ones()
+            .into_iter()
+            .map(|n| math::estimate_keys(p.layout, p.blocks, n))
+            .collect()
+    }
+
+    /// The false-positive rate of the window's bits for a random absent key: a key is found
+    /// when one generation has all its bits, and it probes the same block and bits in each.
+    /// Per block, by inclusion–exclusion over the sets `S` of generations,
+    /// `Σ_S (−1)^{|S|+1} Π_lanes (bits set in every generation of S / W)`, averaged over the
+    /// blocks: exact. Past [`EXACT_GENERATIONS`] generations (2^g sets) each block gives the
+    /// upper bound `1 − Π_g (1 − p_g)` ([`Stats::any_of`]) instead.
+    pub fn fpr_from_bits(&self) -> f64 {
+        let layout = self.params.layout;
+        let one_block = Params::new(layout, 1);
+        let per = layout.block_u32s();
+        let gens = window::generations(&self.params) as usize;
+        let rate = |words: &[u32]| {
+            FilterRef::new(one_block, words)
+                .expect("one block of the layout")
+                .fpr_from_bits()
+        };
+        let mut and = vec![0u32; per];
+        let total: f64 = self
+            .block_groups()
+            .map(|group| {
+                if gens > EXACT_GENERATIONS {
+                    return Stats::any_of(group.chunks_exact(per).map(rate));
+                }
+                (1u32..1 << gens)
+                    .map(|set| {
+                        and.fill(u32::MAX);
+                        for (g, words) in group.chunks_exact(per).enumerate() {
+                            if set >> g & 1 == 1 {
+                                and.iter_mut().zip(words).for_each(|(a, w)| *a &= w);
+                            }
+                        }
+                        let sign = if set.count_ones() % 2 == 1 { 1.0 } else { -1.0 };
+                        sign * rate(&and)
+                    })
+                    .sum::<f64>()
+            })
+            .sum();
+        (total / f64::from(self.params.blocks)).clamp(0.0, 1.0)
+    }
+
+    /// Statistics over all generations: the distinct keys held (the generations' estimates
+    /// summed) and the rate of the window's bits ([`WindowFilter::fpr_from_bits`]).
     pub fn stats(&self) -> Stats {
-        let ones = self.words().iter().map(|w| u64::from(w.count_ones())).sum();
-        let mut s = Stats::new(self.params, self.keys, ones);
-        let gens = window::generations(&self.params);
+        let p = self.params;
+        let ones = self.generation_ones();
+        let mut s = Stats::new(p, self.keys, ones.iter().sum());
+        let gens = window::generations(&p);
         s.bytes *= gens;
         s.fill_ratio /= gens as f64;
-        if let FilterKind::Window {
-            generations,
-            unit: WindowUnit::Keys,
-            span,
-        } = self.params.kind
-        {
-            s.expected_fpr = math::window_false_positive_rate(
-                self.params.layout,
-                self.params.blocks,
-                span,
-                generations,
-            );
-            let window = span.saturating_mul(u64::from(generations));
-            s.bits_per_key = Some(s.bytes as f64 * 8.0 / window as f64);
-        }
-        s.estimated_keys = None;
-        s
+        let (estimate, error) = Stats::sum_distinct(ones.iter().map(|&n| {
+            let e = math::estimate_keys(p.layout, p.blocks, n);
+            (e, e.map(|e| math::estimate_keys_standard_error(p.layout, p.blocks, e)))
+        }));
+        s.set_distinct(estimate, error);
+        s.with_fpr_from_bits(self.fpr_from_bits())
     }
 
     /// The whole file: header, kind metadata (with the rotation state), the generations.

@@ -1,7 +1,7 @@
 //! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
 //! then the keys.
 
-use bloomlanes_core::{AnyFilter, Filter, KeyType, Layout, Params, Sizing};
+use bloomlanes_core::{math, AnyFilter, Filter, KeyType, Layout, Params, Sizing};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -115,6 +115,13 @@ impl FilterBuilder {
     }
 
     /// The parameters of a filter for `keys` keys (or the capacity), by [`Params::for_keys`].
+    ///
+    /// Sized by a rate, the block count is rounded up onto the grid of
+    /// [`math::fold_friendly_blocks`] (`m × 2^e`, `m` in 4..=7), so that builds of similar
+    /// inputs get equal block counts and merge, and builds of different sizes often differ by a
+    /// power of two and merge by folding; it costs about 9.6 % more memory on average and only
+    /// lowers the rate. Sized by bits per key (a request for a size), the count is kept as
+    /// asked; with `pow2` it is rounded to a power of two instead (also on the grid).
     pub fn params(&self, keys: u64) -> Result<Params> {
         let n = self.capacity.unwrap_or(keys).max(1);
         let mut p = Params::for_keys(n, self.sizing, self.layout)?
@@ -123,6 +130,8 @@ impl FilterBuilder {
         if self.pow2 {
             // Past 2^31 blocks the next power of two does not fit: keep the largest one.
             p.blocks = p.blocks.checked_next_power_of_two().unwrap_or(1 << 31);
+        } else if let Sizing::FalsePositiveRate(_) = self.sizing {
+            p.blocks = math::fold_friendly_blocks(p.blocks);
         }
         Ok(p)
     }
@@ -188,10 +197,13 @@ mod tests {
             .seed(9)
             .backend(BackendChoice::Scalar);
         let built = b.build(&keys).unwrap();
-        let expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
+        let mut expected = Params::for_keys(10_000, Sizing::FalsePositiveRate(0.001), None)
             .unwrap()
             .with_seed(9)
             .with_key_type(KeyType::U64);
+        // Rounded up onto the grid that folds.
+        assert_ne!(expected.blocks, math::fold_friendly_blocks(expected.blocks));
+        expected.blocks = math::fold_friendly_blocks(expected.blocks);
         assert_eq!(*built.filter.params(), expected);
         assert_eq!(built.filter.key_count(), Some(10_000));
         assert!((0..10_000u64).all(|k| built.filter.contains(&k)));

@@ -49,9 +49,11 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
         matches(&c, &first) < 100,
         "the deleted keys are gone (but for false positives)"
     );
-    // The projection is exactly a static filter of the keys left, sized alike.
+    // The projection is exactly a static filter of the keys left, sized alike (for the
+    // capacity the counting build chose).
     let st2 = at(&d, "static.blf");
-    build(&rest, &st2, "--capacity 2000 --fpp 0.01");
+    let capacity = &v["capacity"]["capacity"];
+    build(&rest, &st2, &format!("--capacity {capacity} --fpp 0.01"));
     let (b1, b2) = (at(&d, "b1"), at(&d, "b2"));
     json(&["query", s(&c), s(&absent), "--bitmap", s(&b1)]);
     json(&["query", s(&st2), s(&absent), "--bitmap", s(&b2)]);

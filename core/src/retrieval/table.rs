@@ -206,7 +206,8 @@ impl RetrievalTable {
     pub fn stats(&self) -> Stats {
         let ones = self.words.iter().map(|w| u64::from(w.count_ones())).sum();
         let mut s = Stats::new(self.info.params, Some(self.info.keys), ones);
-        s.estimated_keys = None;
+        // The table holds its keys exactly: no estimate from the bits.
+        s.set_distinct(None, None);
         s.expected_fpr = libm::exp2(-f64::from(self.info.shape.check_bits));
         s.bits_per_key = self.bits_per_key();
         s.parquet_compatible = false;

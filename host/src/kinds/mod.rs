@@ -257,45 +257,15 @@ pub fn storage_bytes(f: &AnyFilter) -> u64 {
 }
 
 /// Keys estimated in each generation of a window (oldest slot order: slot 0 first) from its set
-/// bits (`None` where every bit is set).
+/// bits (`None` where every bit is set); see [`WindowFilter::generation_keys`].
 pub fn generation_keys(w: &WindowFilter) -> Vec<Option<f64>> {
-    let p = w.params();
-    let gens = bloomlanes_core::window::generations(p) as usize;
-    let per = p.layout.block_u32s();
-    let mut ones = vec![0u64; gens];
-    for block in w.words().chunks_exact(gens * per) {
-        for (g, words) in block.chunks_exact(per).enumerate() {
-            ones[g] += words.iter().map(|x| u64::from(x.count_ones())).sum::<u64>();
-        }
-    }
-    ones.into_iter()
-        .map(|n| math::estimate_keys(p.layout, p.blocks, n))
-        .collect()
+    w.generation_keys()
 }
 
-/// The expected false-positive rate of a filter: the core's, except for a time window, whose
-/// generations' key counts are not recorded: `1 − Π (1 − FPR(z, n_i))` over its generations,
-/// with `n_i` the keys estimated from each one's set bits.
+/// The expected false-positive rate of a filter: the rate of its actual bits, for every kind
+/// (the core's [`AnyFilter::stats`]: set bits, non-zero cells, generations and stages combined;
+/// `2^-f` for a retrieval table), whatever its recorded insert count.
 pub fn expected_fpr(f: &AnyFilter) -> f64 {
-    if let AnyFilter::Window(w) = f {
-        let p = w.params();
-        if let FilterKind::Window {
-            unit: WindowUnit::Nanos,
-            ..
-        } = p.kind
-        {
-            let absent: f64 = generation_keys(w)
-                .into_iter()
-                .map(|k| match k {
-                    Some(n) => {
-                        1.0 - math::false_positive_rate(p.layout, p.blocks, n.round() as u64)
-                    }
-                    None => 0.0,
-                })
-                .product();
-            return (1.0 - absent).clamp(0.0, 1.0);
-        }
-    }
     f.stats().expected_fpr
 }
 

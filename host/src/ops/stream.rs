@@ -14,7 +14,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::hll::Hll;
-use crate::input::{self, BatchKeys, InputOptions, InputSummary, Stage};
+use crate::input::{self, BatchKeys, InputOptions, InputSummary, KeySet, Stage};
 
 pub use super::stream_ordered::{
     insert_streamed, stream_hashes, stream_hashes_with_text, KeyText, ORDERED_BATCH,
@@ -87,6 +87,27 @@ pub fn count_distinct(
         opts,
         &mut input::reporting(Doing::Count, progress),
     )?)
+}
+
+/// The capacity a build sizes for from a first pass's distinct-key estimate: the estimate plus
+/// 2 % (about 2.5 of its standard errors, [`Hll::STANDARD_ERROR`]), at least 1. Every kind
+/// sizes with it, so that a static and a counting build of the same inputs with the same flags
+/// get the same block count and merge.
+pub fn counted_capacity(estimate: f64) -> u64 {
+    ((estimate * 1.02).ceil() as u64).max(1)
+}
+
+/// The distinct keys of a key set held whole, estimated as [`count_distinct`] estimates those
+/// of a streamed input (the same HyperLogLog over the same seed-0 hashes, so the same keys give
+/// the same estimate however they were read, and a build that holds its keys, such as a
+/// spatial filter's, sizes as a streamed one).
+pub fn keyset_distinct(keys: &KeySet) -> f64 {
+    let mut hll = Hll::new();
+    let keys = keys.keys();
+    for i in 0..keys.len() {
+        hll.add(keys.hash(i, 0));
+    }
+    hll.estimate()
 }
 
 /// The insert engine of a streamed build.
@@ -215,7 +236,7 @@ pub fn build_stream(
                 )));
             }
             let (estimate, _) = count_distinct(paths, opts, progress)?;
-            let capacity = ((estimate * 1.02).ceil() as u64).max(1);
+            let capacity = counted_capacity(estimate);
             CapacitySource::Counted { estimate, capacity }
         }
     };

@@ -312,9 +312,8 @@ impl FilterFile {
     /// The filter's statistics (the core's formulas, see [`Stats`]).
     pub fn stats(&self) -> Stats {
         let view = self.view();
-        let mut s = Stats::new(self.header.params, self.header.keys, view.count_ones());
-        s.fpr_from_bits = Some(view.fpr_from_bits());
-        s
+        Stats::new(self.header.params, self.header.keys, view.count_ones())
+            .with_fpr_from_bits(view.fpr_from_bits())
     }
 }
 

@@ -1,10 +1,16 @@
 //! The input arguments shared by `build`, `query` and `verify` (`--format` and the CSV options),
 //! and how the inputs read are reported.
 
-use bloomlanes_host::KeyType;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use bloomlanes_host::{ops, Error, KeyType, Result};
 use bloomlanes_input::{InputFormat, InputOptions, InputSummary, PipelineConfig};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
+
+use crate::output::Warnings;
 
 /// The one line of every key-reading command's long help that points at the formats topic.
 pub const FORMATS_POINTER: &str = "Input formats, compression, captures and key types: \
@@ -197,4 +203,133 @@ pub fn describe_inputs(s: &[InputSummary]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Inputs that cannot be read twice (standard input, a pipe, a device) copied to temporary
+/// files, so that a build without `--capacity` can count their distinct keys in a first pass
+/// and insert them in a second, as it does for files. The copies live in the output's folder
+/// (the same file system as the filter about to be written there), or in `$TMPDIR` when that
+/// folder cannot take them or the output is standard output, and are removed when this is
+/// dropped: at the end of the build, and on an error as the error returns.
+#[derive(Debug)]
+pub struct Spooled {
+    /// The inputs to read: each original path, or its temporary copy.
+    pub paths: Vec<PathBuf>,
+    /// The copies: (temporary path, the original's shown name).
+    copies: Vec<(tempfile::TempPath, PathBuf)>,
+}
+
+impl Spooled {
+    /// Copies each input of `inputs` that cannot be read twice (see
+    /// [`ops::stream::reopenable`]) to a temporary file near `output`, saying so on standard
+    /// error; the others are kept as they are.
+    pub fn unreopenable(inputs: &[PathBuf], output: &Path) -> Result<Spooled> {
+        let mut spooled = Spooled {
+            paths: Vec::with_capacity(inputs.len()),
+            copies: Vec::new(),
+        };
+        for path in inputs {
+            if ops::stream::reopenable(path) {
+                spooled.paths.push(path.clone());
+                continue;
+            }
+            let shown = bloomlanes_input::source::shown_name(path);
+            let (mut file, dir) = temporary_near(output).map_err(|source| Error::Io {
+                path: output.to_path_buf(),
+                op: "create a temporary file beside",
+                source,
+            })?;
+            eprintln!(
+                "bloomlanes: {} cannot be read twice: copying it to a temporary file in {} to \
+                 count its distinct keys first (removed afterwards; give --capacity N to read \
+                 it once instead)",
+                shown.display(),
+                dir.display()
+            );
+            let copied = if path.as_os_str() == "-" {
+                io::copy(&mut io::stdin().lock(), &mut file)
+            } else {
+                File::open(path).and_then(|mut f| io::copy(&mut f, &mut file))
+            };
+            copied
+                .and_then(|_| file.flush())
+                .map_err(|source| Error::Io {
+                    path: shown.clone(),
+                    op: "copy to a temporary file",
+                    source,
+                })?;
+            let temp = file.into_temp_path();
+            spooled.paths.push(temp.to_path_buf());
+            spooled.copies.push((temp, shown));
+        }
+        Ok(spooled)
+    }
+
+    /// The name to show for `path`: the original's for a copy.
+    fn shown<'p>(&'p self, path: &'p Path) -> &'p Path {
+        self.copies
+            .iter()
+            .find(|(temp, _)| AsRef::<Path>::as_ref(temp) == path)
+            .map_or(path, |(_, shown)| shown.as_path())
+    }
+
+    /// `summaries` with the original names in place of the copies'.
+    pub fn rename_summaries(&self, summaries: &mut [InputSummary]) {
+        for s in summaries {
+            s.path = self.shown(&s.path).to_path_buf();
+        }
+    }
+
+    /// `e` naming the original input in place of its copy.
+    pub fn rename_error(&self, mut e: Error) -> Error {
+        use bloomlanes_input::Error as ReadError;
+        match &mut e {
+            Error::Io { path, .. }
+            | Error::Input { path, .. }
+            | Error::Read {
+                source: ReadError::Io { path, .. } | ReadError::Input { path, .. },
+            }
+            | Error::Read {
+                source: ReadError::KeyType { path, .. },
+            } => *path = self.shown(path).to_path_buf(),
+            _ => {}
+        }
+        e
+    }
+}
+
+/// A new temporary file in `output`'s folder, else in `$TMPDIR`, and the folder.
+fn temporary_near(output: &Path) -> io::Result<(tempfile::NamedTempFile, PathBuf)> {
+    let prefix = ".bloomlanes-input-";
+    if output.as_os_str() != "-" {
+        let dir = match output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if let Ok(f) = tempfile::Builder::new().prefix(prefix).tempfile_in(&dir) {
+            return Ok((f, dir));
+        }
+    }
+    let dir = std::env::temp_dir();
+    Ok((
+        tempfile::Builder::new().prefix(prefix).tempfile_in(&dir)?,
+        dir,
+    ))
+}
+
+/// Warns about each input that gave no keys (the filter is then built without them: an empty
+/// input builds an empty filter, which is what was asked, but rarely what was meant).
+pub fn warn_empty(s: &[InputSummary], warnings: &mut Warnings) {
+    for i in s.iter().filter(|i| i.keys == 0) {
+        warnings.warn(format!(
+            "no keys read from {} ({} bytes{})",
+            i.path.display(),
+            i.bytes,
+            if i.skipped > 0 {
+                format!(", {} records skipped", i.skipped)
+            } else {
+                String::new()
+            }
+        ));
+    }
 }

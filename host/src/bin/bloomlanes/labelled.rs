@@ -11,7 +11,7 @@ use bloomlanes_host::bloomlanes_core::spatial::check_name;
 use bloomlanes_host::bloomlanes_core::AnyFilter;
 use bloomlanes_host::kinds::labels;
 use bloomlanes_host::Location;
-use bloomlanes_host::{kinds, store, Error, FilterBuilder, Result};
+use bloomlanes_host::{kinds, ops, store, Error, FilterBuilder, Result};
 use bloomlanes_input::pairs::{self, LabelColumn, Pairs};
 use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySet, KeySetBuilder};
 use clap::Args;
@@ -275,10 +275,13 @@ fn build_spatial(
     builder: &FilterBuilder,
 ) -> Result<(AnyFilter, Vec<InputSummary>)> {
     let read = read_spatial(la, inputs, opts)?;
+    // Sized for the distinct keys as a static build of the same keys is (issue #27: the same
+    // flags give the same block count), not for the pairs read.
+    let distinct = ops::stream::counted_capacity(ops::stream::keyset_distinct(&read.keys));
     let shape = builder
         .clone()
         .key_type(Some(read.keys.key_type()))
-        .params(read.keys.len() as u64)?;
+        .params(distinct)?;
     let f = labels::build_spatial(
         shape,
         read.cell_bits,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bloomlanes_host::bloomlanes_core::{math, window, FilterKind};
-use bloomlanes_host::{kinds, AnyFilter, FilterFile, Result, Stats};
+use bloomlanes_host::{kinds, AnyFilter, Result, Stats};
 use clap::Args;
 use serde_json::{json, Value};
 
@@ -24,28 +24,91 @@ pub struct StatsArgs {
     open: OpenArgs,
 }
 
-fn stats_json(path: &Path, s: &Stats, f: &FilterFile, open: Duration) -> Value {
+/// The figures every kind shares, as JSON: the parameters, the inserts the file records, the
+/// distinct keys its bits show and the rate of those bits. `blocks` and `bytes` are the whole
+/// filter's (all stages of a scalable filter).
+fn common_json(path: &Path, s: &Stats, blocks: u64, bytes: u64) -> Value {
+    let p = &s.params;
     json!({
         "file": path.display().to_string(),
-        "kind": kind_json(s.params.kind),
-        "layout": s.params.layout.name(),
-        "lanes": s.params.layout.lanes(),
-        "word_bits": s.params.layout.word_bits(),
-        "blocks": s.params.blocks,
-        "bytes": s.bytes,
-        "seed": s.params.seed,
-        "hash": s.params.hash.name(),
+        "kind": kind_json(p.kind),
+        "key_type": p.key_type.to_string(),
+        "layout": p.layout.name(),
+        "lanes": p.layout.lanes(),
+        "word_bits": p.layout.word_bits(),
+        "blocks": blocks,
+        "bytes": bytes,
+        "seed": p.seed,
+        "hash": p.hash.name(),
         "recorded_keys": s.recorded_keys,
+        "inserts_recorded": s.recorded_keys,
         "set_bits": s.ones,
         "fill_ratio": s.fill_ratio,
         "estimated_keys": s.estimated_keys,
+        "distinct_keys_estimated": s.estimated_keys,
+        "distinct_keys_standard_error": s.estimated_keys_error,
         "expected_fpr": s.expected_fpr,
+        "fpr_from_bits": s.fpr_from_bits,
         "bits_per_key": s.bits_per_key,
-        "parquet_compatible": s.parquet_compatible,
-        "memory_mapped": f.is_mapped(),
-        "payload_verified": f.payload_verified(),
-        "open_seconds": open.as_secs_f64(),
     })
+}
+
+/// The distinct keys the bits show, for people: `about 19933 (± 103, from the set bits)`.
+pub fn describe_distinct(estimate: Option<f64>, error: Option<f64>) -> String {
+    match (estimate, error) {
+        (Some(n), Some(e)) => format!("about {n:.0} (±{e:.0}, estimated from the set bits)"),
+        (Some(n), None) => format!("about {n:.0} (estimated from the set bits)"),
+        (None, _) => "unknown (every bit is set)".to_string(),
+    }
+}
+
+/// The lines every kind shares, for people (see [`common_json`]).
+fn common_lines(path: &Path, s: &Stats, blocks: &str, bytes: u64) -> Vec<String> {
+    let p = &s.params;
+    let mut lines = vec![format!("file:               {}", path.display())];
+    if p.kind != FilterKind::Static {
+        lines.push(format!("kind:               {}", p.kind));
+    }
+    lines.extend([
+        format!("key type:           {}", p.key_type),
+        format!(
+            "layout:             {} ({} lanes x {}-bit words, {}-byte blocks)",
+            p.layout,
+            p.layout.lanes(),
+            p.layout.word_bits(),
+            p.layout.block_bytes()
+        ),
+        format!("blocks:             {blocks}"),
+        format!("size:               {bytes} bytes"),
+        format!("hash:               {}, seed {}", p.hash, p.seed),
+        format!(
+            "inserts recorded:   {} (repeated keys counted each time)",
+            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
+        ),
+        format!(
+            "distinct keys:      {}",
+            describe_distinct(s.estimated_keys, s.estimated_keys_error)
+        ),
+        format!("set bits:           {}", s.ones),
+        format!("fill ratio:         {:.4}", s.fill_ratio),
+        format!(
+            "expected fpr:       {:.3e}{}",
+            s.expected_fpr,
+            if s.fpr_from_bits.is_some() {
+                " (of the filter's bits)"
+            } else {
+                ""
+            }
+        ),
+        format!(
+            "bits per key:       {}",
+            s.bits_per_key
+                .map_or("n/a (no keys)".to_string(), |b| format!(
+                    "{b:.2} (per distinct key)"
+                ))
+        ),
+    ]);
+    lines
 }
 
 /// Runs `stats`.
@@ -59,56 +122,29 @@ pub fn run(ctx: &Ctx, a: StatsArgs) -> Result<ExitCode> {
     let open = start.elapsed();
     let s = f.stats();
     f.check_unchanged()?;
+    let blocks = u64::from(s.params.blocks);
     if ctx.json {
-        emit(&stats_json(&a.filter, &s, &f, open))?;
+        let mut v = common_json(&a.filter, &s, blocks, s.bytes);
+        v["parquet_compatible"] = json!(s.parquet_compatible);
+        v["memory_mapped"] = json!(f.is_mapped());
+        v["payload_verified"] = json!(f.payload_verified());
+        v["open_seconds"] = json!(open.as_secs_f64());
+        emit(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let opt = |v: Option<f64>, digits: usize| {
-        v.map_or("unknown (saturated)".to_string(), |x| {
-            format!("{x:.digits$}")
-        })
-    };
-    let lines = [
-        format!("file:               {}", a.filter.display()),
+    let mut lines = common_lines(&a.filter, &s, &blocks.to_string(), s.bytes);
+    lines.push(format!(
+        "parquet compatible: {}",
+        if s.parquet_compatible { "yes" } else { "no" }
+    ));
+    lines.push(if f.payload_verified() {
         format!(
-            "layout:             {} ({} lanes x {}-bit words, {}-byte blocks)",
-            s.params.layout,
-            s.params.layout.lanes(),
-            s.params.layout.word_bits(),
-            s.params.layout.block_bytes()
-        ),
-        format!("blocks:             {}", s.params.blocks),
-        format!("size:               {} bytes", s.bytes),
-        format!(
-            "hash:               {}, seed {}",
-            s.params.hash, s.params.seed
-        ),
-        format!(
-            "recorded keys:      {}",
-            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
-        ),
-        format!("set bits:           {}", s.ones),
-        format!("fill ratio:         {:.4}", s.fill_ratio),
-        format!("estimated keys:     {}", opt(s.estimated_keys, 0)),
-        format!("expected fpr:       {:.3e}", s.expected_fpr),
-        format!(
-            "bits per key:       {}",
-            s.bits_per_key
-                .map_or("n/a (no keys)".to_string(), |b| format!("{b:.2}"))
-        ),
-        format!(
-            "parquet compatible: {}",
-            if s.parquet_compatible { "yes" } else { "no" }
-        ),
-        if f.payload_verified() {
-            format!(
-                "payload checksum:   verified (opening took {:.3} s)",
-                open.as_secs_f64()
-            )
-        } else {
-            "payload checksum:   not verified (--no-verify-payload)".to_string()
-        },
-    ];
+            "payload checksum:   verified (opening took {:.3} s)",
+            open.as_secs_f64()
+        )
+    } else {
+        "payload checksum:   not verified (--no-verify-payload)".to_string()
+    });
     say(&lines.join("\n"))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -130,14 +166,15 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
             match p.kind {
                 FilterKind::Stable { decrements, .. } => {
                     v["decrements"] = json!(decrements);
-                    v["stable_fpr"] = json!(s.expected_fpr);
+                    v["stable_fpr"] = json!(c.stable_fpr());
                 }
                 _ => {
                     v["counter_overflow_probability"] =
                         json!(math::counter_saturation_probability(
                             p.layout,
                             p.blocks,
-                            s.keys.unwrap_or(0),
+                            // Counters count inserts, repeats included.
+                            s.recorded_keys.or(s.keys).unwrap_or(0),
                             max
                         ));
                 }
@@ -156,72 +193,51 @@ fn kind_figures(f: &AnyFilter, s: &Stats) -> Value {
         }
         AnyFilter::Scalable(sc) => json!({
             "target_fpr": sc.target_rate(),
-            "stages": sc.stages().iter().enumerate().map(|(i, st)| json!({
-                "blocks": st.blocks(),
-                "keys": st.key_count(),
-                "capacity": sc.stage_capacity(i),
-                "fill_ratio": st.fill_ratio(),
-                "expected_fpr": st.expected_fpr(st.key_count()),
-            })).collect::<Vec<_>>(),
+            "stages": sc.stages().iter().enumerate().map(|(i, st)| {
+                let t = st.stats();
+                json!({
+                    "blocks": st.blocks(),
+                    "bytes": t.bytes,
+                    "keys": st.key_count(),
+                    "inserts_recorded": st.key_count(),
+                    "distinct_keys_estimated": t.estimated_keys,
+                    "capacity": sc.stage_capacity(i),
+                    "fill_ratio": t.fill_ratio,
+                    "expected_fpr": t.expected_fpr,
+                })
+            }).collect::<Vec<_>>(),
         }),
     }
 }
 
-/// `stats` of a counting, stable, window or scalable filter.
+/// `stats` of a counting, stable, window, scalable, spatial or retrieval filter.
 fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<ExitCode> {
-    let mut s = f.stats();
-    s.expected_fpr = kinds::expected_fpr(f);
+    let s = f.stats();
     let p = *f.params();
     let bytes = kinds::storage_bytes(f);
     let figures = kind_figures(f, &s);
+    // A scalable filter's blocks are those of all its stages (the header holds stage 0's).
+    let (blocks, blocks_text) = match f {
+        AnyFilter::Scalable(sc) => {
+            let total: u64 = sc.stages().iter().map(|st| u64::from(st.blocks())).sum();
+            let n = sc.stages().len();
+            (
+                total,
+                format!("{total} in {n} stage{}", if n == 1 { "" } else { "s" }),
+            )
+        }
+        _ => (u64::from(p.blocks), p.blocks.to_string()),
+    };
     if ctx.json {
-        emit(&json!({
-            "file": path.display().to_string(),
-            "kind": kind_json(p.kind),
-            "description": p.kind.to_string(),
-            "layout": p.layout.name(),
-            "blocks": p.blocks,
-            "bytes": bytes,
-            "seed": p.seed,
-            "hash": p.hash.name(),
-            "key_type": p.key_type.to_string(),
-            "recorded_keys": s.recorded_keys,
-            "set_bits": s.ones,
-            "fill_ratio": s.fill_ratio,
-            "expected_fpr": s.expected_fpr,
-            "bits_per_key": s.bits_per_key,
-            "figures": figures,
-            "payload_verified": true,
-            "open_seconds": open.as_secs_f64(),
-        }))?;
+        let mut v = common_json(path, &s, blocks, bytes);
+        v["description"] = json!(p.kind.to_string());
+        v["figures"] = figures;
+        v["payload_verified"] = json!(true);
+        v["open_seconds"] = json!(open.as_secs_f64());
+        emit(&v)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut lines = vec![
-        format!("file:               {}", path.display()),
-        format!("kind:               {}", p.kind),
-        format!(
-            "layout:             {} ({} lanes x {}-bit words, {}-byte blocks)",
-            p.layout,
-            p.layout.lanes(),
-            p.layout.word_bits(),
-            p.layout.block_bytes()
-        ),
-        format!("blocks:             {}", p.blocks),
-        format!("size:               {bytes} bytes"),
-        format!("hash:               {}, seed {}", p.hash, p.seed),
-        format!(
-            "recorded keys:      {}",
-            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
-        ),
-        format!("set bits:           {}", s.ones),
-        format!("fill ratio:         {:.4}", s.fill_ratio),
-        format!("expected fpr:       {:.3e}", s.expected_fpr),
-        format!(
-            "bits per key:       {}",
-            s.bits_per_key
-                .map_or("n/a (no keys)".to_string(), |b| format!("{b:.2}"))
-        ),
-    ];
+    let mut lines = common_lines(path, &s, &blocks_text, bytes);
     let n = |k: &str| figures[k].to_string();
     match f {
         AnyFilter::Counting(_) => {
@@ -259,12 +275,18 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
             lines.push(format!("target fpr:         {:.3e}", sc.target_rate()));
             lines.push(format!("stages:             {}", sc.stages().len()));
             for (i, st) in sc.stages().iter().enumerate() {
+                let t = st.stats();
                 lines.push(format!(
-                    "  stage {i}: {} blocks, {} of {} keys, fill {:.4}",
+                    "  stage {i}: {} blocks, {} bytes, {} inserts of {}, distinct keys {}, fill \
+                     {:.4}, fpr {:.3e}",
                     st.blocks(),
+                    t.bytes,
                     st.key_count().unwrap_or(0),
                     sc.stage_capacity(i),
-                    st.fill_ratio()
+                    t.estimated_keys
+                        .map_or("unknown".to_string(), |n| format!("about {n:.0}")),
+                    t.fill_ratio,
+                    t.expected_fpr
                 ));
             }
         }
