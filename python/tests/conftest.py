@@ -16,7 +16,11 @@ def cli() -> str:
     """The bloomlanes CLI (BLOOMLANES_CLI, or a build under target/), for cross-checks."""
     candidates = [os.environ.get("BLOOMLANES_CLI", "")]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    candidates += [os.path.join(target, p, "bloomlanes") for p in ("release", "debug")]
+    # The newest of the release and debug builds: a stale release binary left from an older
+    # checkout must not answer for the code under test (cargo test builds the debug one).
+    builds = [os.path.join(target, p, "bloomlanes") for p in ("release", "debug")]
+    builds = [b for b in builds if os.path.isfile(b)]
+    candidates += sorted(builds, key=os.path.getmtime, reverse=True)
     candidates.append(shutil.which("bloomlanes") or "")
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
