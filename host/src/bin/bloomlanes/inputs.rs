@@ -45,7 +45,8 @@ date YYYY-MM-DD (days since 1970-01-01); timestamp-ms/us/ns an integer in the un
 canonical 8-4-4-4-12 text (16 big-endian bytes); flow SRC:PORT -> DST:PORT proto N. The filter \
 records the key type; `query` refuses keys of another byte form and warns about another type \
 with the same bytes (u64 vs i64). --format auto refuses to guess: a compressed or binary file is \
-not read as text, and lines that are all numbers need --key-type.";
+not read as text; lines that are all numbers are hashed as text (key type bytes) with a warning \
+naming --key-type u64 to hash them as numbers.";
 
 /// The formats topic (`bloomlanes help formats`, `bloomlanes formats`): each `--format` value
 /// with its description, then how inputs, captures and key types are read. Stated here once,
