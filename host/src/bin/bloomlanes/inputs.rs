@@ -274,10 +274,17 @@ impl Spooled {
             .map_or(path, |(_, shown)| shown.as_path())
     }
 
-    /// `summaries` with the original names in place of the copies'.
+    /// `summaries` with the original names in place of the copies', in their warnings too.
     pub fn rename_summaries(&self, summaries: &mut [InputSummary]) {
         for s in summaries {
-            s.path = self.shown(&s.path).to_path_buf();
+            let shown = self.shown(&s.path).to_path_buf();
+            if shown != s.path {
+                let (copy, original) = (s.path.display().to_string(), shown.display().to_string());
+                for w in &mut s.warnings {
+                    *w = w.replace(&copy, &original);
+                }
+            }
+            s.path = shown;
         }
     }
 
