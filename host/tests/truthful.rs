@@ -252,3 +252,27 @@ fn a_scalable_filter_shows_its_total_blocks_and_each_stage() {
         ],
     );
 }
+
+#[test]
+fn numbers_on_standard_input_are_hashed_as_text_with_a_warning() {
+    // `seq 1 1000 | bloomlanes build -` was refused until --key-type was given; the filter
+    // records the key type, so hashing the text as written is safe: a later query of the same
+    // text finds it, and a query of u64 keys is refused instead of answered "absent".
+    let d = tmp();
+    let digits: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+    let f = at(&d, "n.blf");
+    let (v, err) = with_stdin(argv!("--json", "build", "-", "-o", f), digits);
+    says(&err, &["<stdin>: every line looks like a number", "--key-type"]);
+    assert!(!err.contains(".bloomlanes-input"), "{err}");
+    assert_eq!(v["inputs"][0]["key_type"], "bytes", "{v}");
+    let q = write(&d, "q.txt", "5\n999\n");
+    let out = bl().args(argv!("query", f, q)).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "5\n999\n");
+    let typed = bl()
+        .args(argv!("query", f, q, "--key-type u64"))
+        .output()
+        .unwrap();
+    assert_eq!(typed.status.code(), Some(2), "{typed:?}");
+    says(&String::from_utf8_lossy(&typed.stderr), &["u64", "bytes"]);
+}

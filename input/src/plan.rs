@@ -26,6 +26,8 @@ pub(crate) struct Plan {
     pub parser: ChunkParser,
     /// What its keys are.
     pub key_type: KeyType,
+    /// A warning about how the keys are read (text of numbers hashed as text), for the summary.
+    pub note: Option<String>,
 }
 
 /// The parser of text fields of type `t` (`None`: the field's bytes): integers of type `u64`
@@ -53,8 +55,8 @@ fn head_lines(head: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// Decides how to read `input`, and what its keys are (see [`InputOptions::key_type`]): text
 /// is parsed as the type given, else as the filter's recorded type (a query), else as the
-/// format's own; `--format auto` refuses compressed or container data, binary data and text
-/// whose every line is a number (see `sniff`).
+/// format's own; `--format auto` refuses compressed or container data and binary data, and
+/// warns when text whose every line is a number is hashed as text (see `sniff`).
 pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
     let shown = &input.shown;
     let head = &input.head;
@@ -70,6 +72,7 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
         cutter: Box::new(LineCutter),
         parser: ChunkParser::Lines { field },
         key_type,
+        note: None,
     };
     Ok(match crate::container(&input.path, format, opts) {
         InputFormat::Auto | InputFormat::Lines => {
@@ -83,13 +86,14 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
             } else {
                 match text_type {
                     None | Some(KeyType::Bytes | KeyType::Any) => {
+                        let mut plan = lines(None, KeyType::Bytes);
                         if auto && text_type.is_none() {
                             let (n, numeric) = sniff::all_numeric(head_lines(head));
                             if numeric {
-                                return Err(sniff::numeric_guess(shown, n, "line"));
+                                plan.note = Some(sniff::numeric_note(shown, n, "line"));
                             }
                         }
-                        lines(None, KeyType::Bytes)
+                        plan
                     }
                     Some(t) => lines(text_parser(Some(t)), t),
                 }
@@ -123,6 +127,7 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                 }),
                 parser: ChunkParser::U64,
                 key_type: t,
+                note: None,
             }
         }
         InputFormat::Csv => {
@@ -153,6 +158,7 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                 },
                 cutter: capture.cutter,
                 key_type: KeyType::Flow,
+                note: None,
             }
         }
     })
@@ -215,8 +221,8 @@ fn rename(e: Error, shown: &Path) -> Error {
     }
 }
 
-/// Reads one CSV column, its fields parsed as `key_type` (`None`: taken as bytes, but a column
-/// whose every field in the first 64 KiB looks like a number is refused, as for lines).
+/// Reads one CSV column, its fields parsed as `key_type` (`None`: taken as bytes, with a
+/// warning when every field in the first 64 KiB looks like a number, as for lines).
 fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> Result<Plan> {
     let shown = &input.shown;
     let delimiter = csv_delimiter(input, opts);
@@ -260,9 +266,11 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
         Some(p) => Some(p.clone()),
         None => text_parser(key_type),
     };
-    if field.is_none() && key_type.is_none() {
-        refuse_numeric_column(input, opts, delimiter, column)?;
-    }
+    let note = if field.is_none() && key_type.is_none() {
+        numeric_column(input, opts, delimiter, column)?
+    } else {
+        None
+    };
     let key_type = field
         .as_ref()
         .and_then(FieldParser::key_type)
@@ -291,6 +299,7 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
             field,
         },
         key_type,
+        note,
     })
 }
 
@@ -343,14 +352,14 @@ pub(crate) fn csv_column(
     })
 }
 
-/// Refuses a CSV column read as bytes whose every field (in the records of the head that are
-/// surely whole) looks like a number: `--key-type` must say how to hash them.
-fn refuse_numeric_column(
+/// The warning for a CSV column read as bytes whose every field (in the records of the head
+/// that are surely whole) looks like a number (see `sniff::numeric_note`).
+fn numeric_column(
     input: &Opened,
     opts: &InputOptions,
     delimiter: u8,
     column: usize,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let head = &input.head;
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(false)
@@ -365,7 +374,7 @@ fn refuse_numeric_column(
         match rdr.read_byte_record(&mut rec) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(_) => return Ok(()), // malformed: the reader names the record
+            Err(_) => return Ok(None), // malformed: the reader names the record
         }
         if *width.get_or_insert(rec.len()) != rec.len() {
             return Ok(()); // a record of another width: the reader names it
@@ -384,12 +393,5 @@ fn refuse_numeric_column(
         values.pop(); // the last record may be cut by the end of the head
     }
     let (n, numeric) = sniff::all_numeric(values.iter().map(Vec::as_slice));
-    if numeric {
-        return Err(sniff::numeric_guess(
-            &input.shown,
-            n,
-            "field of the CSV column",
-        ));
-    }
-    Ok(())
+    Ok(numeric.then(|| sniff::numeric_note(&input.shown, n, "field of the CSV column")))
 }

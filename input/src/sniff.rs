@@ -1,6 +1,7 @@
 //! What `--format auto` refuses to guess: a compressed, Parquet or binary file is never read as
-//! text lines, and text whose every line looks like a number is not hashed as text without being
-//! told (`--key-type`), since a filter of the digits' bytes never finds the numbers.
+//! text lines; text whose every line looks like a number is hashed as text (key type `bytes`,
+//! which the filter records, so a later query of numbers is refused rather than answered
+//! "absent") with a warning that says how to hash them as numbers (`--key-type`).
 
 use std::path::Path;
 
@@ -76,17 +77,15 @@ pub(super) fn refuse_binary(path: &Path, bytes: &[u8], complete: bool) -> Result
     Ok(())
 }
 
-/// The error for text whose every value looks like a number and whose key type was not given.
-pub(super) fn numeric_guess(path: &Path, checked: usize, what: &str) -> Error {
-    Error::input(
-        path,
-        None,
-        format!(
-            "every {what} looks like a number ({checked} checked), and --format auto cannot tell \
-             how to hash it: give --key-type (u64, i64, u32, i32, f32, f64, date, timestamp-ms, \
-             timestamp-us, timestamp-ns) to hash numbers as a Parquet writer does, or \
-             --key-type bytes to hash the text as written"
-        ),
+/// The warning for text whose every value looks like a number and whose key type was not given:
+/// it is hashed as written (key type `bytes`, recorded in the filter).
+pub(super) fn numeric_note(path: &Path, checked: usize, what: &str) -> String {
+    format!(
+        "{}: every {what} looks like a number ({checked} checked): hashed as text, as written \
+         (key type bytes, recorded in the filter); give --key-type (u64, i64, u32, i32, f32, f64, \
+         date, timestamp-ms, timestamp-us, timestamp-ns) to hash numbers as a Parquet writer does, \
+         or --key-type bytes to keep text and silence this warning",
+        path.display()
     )
 }
 

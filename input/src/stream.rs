@@ -107,6 +107,7 @@ pub(crate) fn stream_one<S: Stage>(
         }
     }
     let parser = plan.parser.clone();
+    let note = plan.note.clone();
     let mut summary = InputSummary {
         path: shown.clone(),
         format: plan.format.name(),
@@ -151,7 +152,7 @@ pub(crate) fn stream_one<S: Stage>(
         },
     )?;
     summary.bytes = end.bytes;
-    summary.warnings = end.warnings;
+    summary.warnings = note.into_iter().chain(end.warnings).collect();
     Ok(summary)
 }
 

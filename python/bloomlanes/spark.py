@@ -16,8 +16,8 @@ check on the driver that the column's key type is the filter's, so a mismatch is
 any task starts, never a column of silent ``False``.
 
 Threads: Spark already runs one task per core, so each task runs the filter on ``threads=1``
-thread by default (``bloomlanes.set_threads`` in the task: it is per Python worker process, and
-a Python worker runs one task at a time).
+thread by default, passed per call (``insert(keys, threads=…)``, ``contains(keys, threads=…)``),
+so the package-wide setting of the Python worker is left alone.
 
 Memory: every task holds one full-size filter (``Filter(...).nbytes``: about 1.2 bytes per key
 at ``fpr=0.01``), and the driver the merged filter plus the few shards that reach it. A Spark
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from . import Filter, KeyTypeError, set_threads, threads
+from . import Filter, KeyTypeError
 from ._keytypes import arrow_cast_for, key_type_of_arrow
 
 __all__ = ["build_filter", "contains", "filter_dataframe", "key_type"]
@@ -68,12 +68,6 @@ def key_type(df: Any, column: str, key_type: Optional[str] = None) -> str:
     data_type = df.schema[column].dataType.simpleString() if column in df.columns else "?"
     return key_type_of_arrow(_arrow_type(df, column), key_type,
                              what=f"column {column!r} ({data_type})")
-
-
-def _use_threads(n: int) -> None:
-    # set_threads starts a new pool: only when the count changes (a reused worker keeps it).
-    if n and threads() != n:
-        set_threads(n)
 
 
 def _task_keys(batch: Any, column: str, cast: Any) -> Any:
@@ -116,10 +110,9 @@ def build_filter(df: Any, column: str, fpr: Optional[float] = None, *,
     schema = pa.schema([pa.field("filter", pa.binary(), nullable=False)])
 
     def build_shard(batches: Iterator[Any]) -> Iterator[Any]:
-        _use_threads(threads)
         shard = Filter.with_params(**params)
         for batch in batches:
-            shard.insert(_task_keys(batch, column, cast))
+            shard.insert(_task_keys(batch, column, cast), threads=threads)
         yield pa.RecordBatch.from_arrays([pa.array([shard.to_bytes()], pa.binary())],
                                          schema=schema)
 
@@ -177,10 +170,9 @@ def contains(df: Any, column: str, filt: Filter, *, name: str = "in_filter",
     out_schema = StructType(df.schema.fields + [StructField(name, BooleanType(), False)])
 
     def probe(batches: Iterator[Any]) -> Iterator[Any]:
-        _use_threads(threads)
         f = shared.value
         for batch in batches:
-            hits = f.contains(_task_keys(batch, column, cast))
+            hits = f.contains(_task_keys(batch, column, cast), threads=threads)
             yield pa.RecordBatch.from_arrays(
                 list(batch.columns) + [pa.array(hits, pa.bool_())],
                 names=list(batch.schema.names) + [name],

@@ -91,8 +91,13 @@ impl FileSpec {
     }
 }
 
-/// Inserts the keys of `path` into `f`; returns how many were inserted.
-pub(crate) fn insert_file(f: &PyFilter, path: &Path, spec: &FileSpec) -> Result<u64, Error> {
+/// Inserts the keys of `path` into `f`; returns how many were inserted and the reader's warnings
+/// (e.g. text of numbers hashed as text), which the caller raises as Python warnings.
+pub(crate) fn insert_file(
+    f: &PyFilter,
+    path: &Path,
+    spec: &FileSpec,
+) -> Result<(u64, Vec<String>), Error> {
     let params = f.read().params();
     check_keys(&params, spec.key_type.unwrap_or(KeyType::Any))?;
     let opts = spec.options(params.key_type);
@@ -118,7 +123,18 @@ pub(crate) fn insert_file(f: &PyFilter, path: &Path, spec: &FileSpec) -> Result<
     filter.union_with(&part)?;
     filter.set_key_count(count);
     filter.add_key_count(keys);
-    Ok(keys)
+    Ok((keys, summaries.into_iter().flat_map(|s| s.warnings).collect()))
+}
+
+/// Raises each of `warnings` as a Python `UserWarning` (shown once per place by default, an
+/// error under `-W error`).
+pub(crate) fn warn(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for w in warnings {
+        let text = std::ffi::CString::new(w.replace('\0', " ")).expect("no NUL left");
+        PyErr::warn(py, category.as_any(), &text, 1)?;
+    }
+    Ok(())
 }
 
 /// Probes the keys of each chunk on the workers: one answer byte (0 or 1) per key.

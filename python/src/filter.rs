@@ -357,7 +357,9 @@ impl PyFilter {
         delimiter: Option<&str>,
     ) -> PyResult<u64> {
         let spec = FileSpec::new(format, key_type, column, header, delimiter)?;
-        Ok(py.detach(|| files::insert_file(self, &path, &spec))?)
+        let (keys, warnings) = py.detach(|| files::insert_file(self, &path, &spec))?;
+        files::warn(py, &warnings)?;
+        Ok(keys)
     }
 
     /// Looks up the keys of a file (see the stub): a numpy bool array in file order, or with

@@ -45,7 +45,8 @@ date YYYY-MM-DD (days since 1970-01-01); timestamp-ms/us/ns an integer in the un
 canonical 8-4-4-4-12 text (16 big-endian bytes); flow SRC:PORT -> DST:PORT proto N. The filter \
 records the key type; `query` refuses keys of another byte form and warns about another type \
 with the same bytes (u64 vs i64). --format auto refuses to guess: a compressed or binary file is \
-not read as text, and lines that are all numbers need --key-type.";
+not read as text; lines that are all numbers are hashed as text (key type bytes) with a warning \
+naming --key-type u64 to hash them as numbers.";
 
 /// The formats topic (`bloomlanes help formats`, `bloomlanes formats`): each `--format` value
 /// with its description, then how inputs, captures and key types are read. Stated here once,
@@ -273,10 +274,17 @@ impl Spooled {
             .map_or(path, |(_, shown)| shown.as_path())
     }
 
-    /// `summaries` with the original names in place of the copies'.
+    /// `summaries` with the original names in place of the copies', in their warnings too.
     pub fn rename_summaries(&self, summaries: &mut [InputSummary]) {
         for s in summaries {
-            s.path = self.shown(&s.path).to_path_buf();
+            let shown = self.shown(&s.path).to_path_buf();
+            if shown != s.path {
+                let (copy, original) = (s.path.display().to_string(), shown.display().to_string());
+                for w in &mut s.warnings {
+                    *w = w.replace(&copy, &original);
+                }
+            }
+            s.path = shown;
         }
     }
 
