@@ -262,7 +262,10 @@ fn numbers_on_standard_input_are_hashed_as_text_with_a_warning() {
     let digits: String = (1..=1000).map(|i| format!("{i}\n")).collect();
     let f = at(&d, "n.blf");
     let (v, err) = with_stdin(argv!("--json", "build", "-", "-o", f), digits);
-    says(&err, &["<stdin>: every line looks like a number", "--key-type"]);
+    says(
+        &err,
+        &["<stdin>: every line looks like a number", "--key-type"],
+    );
     assert!(!err.contains(".bloomlanes-input"), "{err}");
     assert_eq!(v["inputs"][0]["key_type"], "bytes", "{v}");
     let q = write(&d, "q.txt", "5\n999\n");

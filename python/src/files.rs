@@ -123,7 +123,10 @@ pub(crate) fn insert_file(
     filter.union_with(&part)?;
     filter.set_key_count(count);
     filter.add_key_count(keys);
-    Ok((keys, summaries.into_iter().flat_map(|s| s.warnings).collect()))
+    Ok((
+        keys,
+        summaries.into_iter().flat_map(|s| s.warnings).collect(),
+    ))
 }
 
 /// Raises each of `warnings` as a Python `UserWarning` (shown once per place by default, an
