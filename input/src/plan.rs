@@ -377,7 +377,7 @@ fn numeric_column(
             Err(_) => return Ok(None), // malformed: the reader names the record
         }
         if *width.get_or_insert(rec.len()) != rec.len() {
-            return Ok(()); // a record of another width: the reader names it
+            return Ok(None); // a record of another width: the reader names it
         }
         if std::mem::take(&mut skip_header) {
             continue;
