@@ -225,7 +225,7 @@ impl WindowFilter {
     /// when one generation has all its bits, and it probes the same block and bits in each.
     /// Per block, by inclusion–exclusion over the sets `S` of generations,
     /// `Σ_S (−1)^{|S|+1} Π_lanes (bits set in every generation of S / W)`, averaged over the
-    /// blocks: exact. Past [`EXACT_GENERATIONS`] generations (2^g sets) each block gives the
+    /// blocks: exact. Past `EXACT_GENERATIONS` (10) generations (2^g sets) each block gives the
     /// upper bound `1 − Π_g (1 − p_g)` ([`Stats::any_of`]) instead.
     pub fn fpr_from_bits(&self) -> f64 {
         let layout = self.params.layout;

@@ -223,12 +223,8 @@ fn auto_generations_build_the_smallest_window_that_meets_the_rate() {
 #[test]
 fn scalable_filters_grow_and_keep_the_rate_under_target() {
     let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 20000));
     let absent = write(&d, "absent.txt", lines("absent-", 100_000));
-    let f = at(&d, "s.blf");
-    build(&keys, &f, "--kind scalable --capacity 1000 --fpp 0.01");
-    let st = json(&["stats", s(&f)]);
-    let stages = st["figures"]["stages"].as_array().unwrap();
+    let (keys, f, st, stages) = scalable(&d, 20000, "s.blf", "--capacity 1000 --fpp 0.01");
     assert!(stages.len() >= 4, "{stages:?}");
     assert_eq!(stages[0]["capacity"], 1000);
     assert_eq!(stages[1]["capacity"], 2000);

@@ -227,11 +227,7 @@ fn an_empty_input_builds_with_a_warning() {
 #[test]
 fn a_scalable_filter_shows_its_total_blocks_and_each_stage() {
     let d = tmp();
-    let keys = write(&d, "k.txt", lines("k", 5000));
-    let f = at(&d, "sc.blf");
-    build(&keys, &f, "--kind scalable --capacity 500");
-    let st = json(&["stats", s(&f)]);
-    let stages = st["figures"]["stages"].as_array().unwrap();
+    let (_, f, st, stages) = scalable(&d, 5000, "sc.blf", "--capacity 500");
     assert!(stages.len() >= 3, "{stages:?}");
     let total: u64 = stages.iter().map(|t| t["blocks"].as_u64().unwrap()).sum();
     let bytes: u64 = stages.iter().map(|t| t["bytes"].as_u64().unwrap()).sum();

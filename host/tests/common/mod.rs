@@ -326,3 +326,19 @@ pub fn pcapng_file(frames: &[Vec<u8>]) -> Vec<u8> {
     }
     w.into_inner()
 }
+
+/// A scalable filter of the keys `k0`..`k{n-1}` (written to `k.txt` in `d`) built with `flags`
+/// into `name`: the keys' file, the filter's path, its `stats` JSON and that JSON's stages.
+pub fn scalable(
+    d: &tempfile::TempDir,
+    n: usize,
+    name: &str,
+    flags: &str,
+) -> (PathBuf, PathBuf, serde_json::Value, Vec<serde_json::Value>) {
+    let keys = write(d, "k.txt", lines("k", n));
+    let f = at(d, name);
+    build(&keys, &f, &format!("--kind scalable {flags}"));
+    let st = json(&["stats", s(&f)]);
+    let stages = st["figures"]["stages"].as_array().unwrap().clone();
+    (keys, f, st, stages)
+}
