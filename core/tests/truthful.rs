@@ -1,6 +1,7 @@
 //! Statistics that rest on the bits (issue #27 item 1) and block counts that fold (item 2): a
 //! filter holding repeated keys reports the distinct keys and the rate of its bits, for every
 //! kind; the block-count grid rounds up onto `m × 2^e`, `m` in 4..=7.
+#![cfg(feature = "alloc")]
 
 use bloomlanes_core::math::{self, fold_friendly_blocks};
 use bloomlanes_core::{
