@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use bloomlanes_core::{KeyType, Layout, Params, Stats};
+use bloomlanes_core::{KeyType, Layout, Params, Sizing, Stats};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PySlice};
 
@@ -190,4 +190,15 @@ pub(crate) fn with_bytes<R>(
         .call1((data,))?;
     let b = b.cast::<PyBytes>()?;
     f(b.as_bytes())
+}
+
+/// The sizing asked for by `fpr=` or `bits_per_key=` (at most one; a 1 % rate when neither), as
+/// every filter class's constructor takes it.
+pub(crate) fn sizing(fpr: Option<f64>, bits_per_key: Option<f64>) -> Result<Sizing, Error> {
+    match (fpr, bits_per_key) {
+        (Some(_), Some(_)) => Err(Error::value("give fpr or bits_per_key, not both")),
+        (Some(r), None) => Ok(Sizing::FalsePositiveRate(r)),
+        (None, Some(b)) => Ok(Sizing::BitsPerKey(b)),
+        (None, None) => Ok(Sizing::FalsePositiveRate(0.01)),
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{HashId, KeyMatch, KeyType, Params, Sizing};
+use bloomlanes_core::{HashId, KeyMatch, KeyType, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -150,14 +150,7 @@ impl PyFilter {
         seed: u64,
         key_type: Option<&str>,
     ) -> PyResult<PyFilter> {
-        let sizing = match (fpr, bits_per_key) {
-            (Some(_), Some(_)) => {
-                return Err(Error::value("give fpr or bits_per_key, not both").into())
-            }
-            (Some(r), None) => Sizing::FalsePositiveRate(r),
-            (None, Some(b)) => Sizing::BitsPerKey(b),
-            (None, None) => Sizing::FalsePositiveRate(0.01),
-        };
+        let sizing = crate::convert::sizing(fpr, bits_per_key)?;
         let layout = parse_layout(layout)?;
         let kt = parse_key_type(key_type)?;
         let params = Params::for_keys(capacity, sizing, layout)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{FormatError, KeyType, Params, Sizing, SpatialFilter};
+use bloomlanes_core::{FormatError, KeyType, Params, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -190,14 +190,7 @@ impl PySpatialFilter {
                 return Err(Error::value("give capacity (keys in all classes) or blocks").into())
             }
             (Some(keys), None) => {
-                let sizing = match (fpr, bits_per_key) {
-                    (Some(_), Some(_)) => {
-                        return Err(Error::value("give fpr or bits_per_key, not both").into())
-                    }
-                    (Some(r), None) => Sizing::FalsePositiveRate(r),
-                    (None, Some(b)) => Sizing::BitsPerKey(b),
-                    (None, None) => Sizing::FalsePositiveRate(0.01),
-                };
+                let sizing = crate::convert::sizing(fpr, bits_per_key)?;
                 Params::for_keys(keys, sizing, layout).map_err(Error::from)?
             }
             (None, Some(b)) => {
