@@ -251,7 +251,8 @@ fn key_kind_comes_from_the_recorded_key_type() {
 }
 
 /// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
-/// between 60 and 100 % of the estimate (the bound `check_fits` refuses by), the LUT4s below it.
+/// between 59 and 100 % of the estimate (the bound `check_fits` refuses flip-flops by), the
+/// LUT4s below it.
 #[test]
 fn resource_estimate_brackets_yosys() {
     use bloomlanes_core::CounterBits;
@@ -287,7 +288,7 @@ fn resource_estimate_brackets_yosys() {
         eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
         assert_eq!(rams, e.block_rams, "{cells}");
         assert!(
-            ffs * 5 >= e.ffs * 3 && ffs <= e.ffs,
+            ffs * 100 >= e.ffs * 59 && ffs <= e.ffs,
             "{cells}: {ffs} FF, {e:?}"
         );
         assert!(luts <= e.luts, "{cells}: {luts} LUT4, {e:?}");
