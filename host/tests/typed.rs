@@ -11,13 +11,22 @@ fn signed(n: i64) -> String {
 }
 
 #[test]
-fn numbers_need_a_key_type_and_then_every_key_is_found() {
+fn numbers_are_text_until_a_key_type_is_given_and_then_every_key_is_found() {
     let d = tmp();
     let nums = write(&d, "n.txt", signed(1000));
     let f = at(&d, "n.blf");
-    let e = fails(&["build", s(&nums), "-o", s(&f)], 1);
-    assert!(e.contains("n.txt") && e.contains("--key-type"), "{e}");
-    assert!(!f.exists(), "no filter written on a refused guess");
+    // Without a key type the numbers are hashed as text (key type bytes, recorded in the file)
+    // with a warning naming --key-type; the recorded type makes an i64 query an error, never a
+    // column of "absent".
+    let v = build(&nums, &f, "");
+    assert_eq!(v["key_type"], "bytes");
+    let warned = v["inputs"][0]["warnings"].to_string();
+    assert!(
+        warned.contains("n.txt") && warned.contains("--key-type"),
+        "{v}"
+    );
+    let e = fails(&["query", s(&f), s(&nums), "--key-type", "i64"], 2);
+    says(&e, &["bytes", "i64"]);
 
     let v = build(&nums, &f, "--key-type i64");
     assert_eq!(v["key_type"], "i64");
@@ -54,8 +63,13 @@ fn typed_csv_columns_and_decimal_csv() {
     let d = tmp();
     let csv = write(&d, "t.csv", "id,name\n-7,a\n12,b\n300,c\n");
     let f = at(&d, "ids.blf");
-    let e = fails(&["build", s(&csv), "--csv-column", "id", "-o", s(&f)], 1);
-    assert!(e.contains("t.csv") && e.contains("--key-type"), "{e}");
+    let v = build(&csv, &f, "--csv-column id");
+    assert_eq!(v["key_type"], "bytes");
+    let warned = v["inputs"][0]["warnings"].to_string();
+    assert!(
+        warned.contains("t.csv") && warned.contains("--key-type"),
+        "{v}"
+    );
     build(&csv, &f, "--csv-column id --key-type i64");
     let q = write(&d, "q.txt", "-7\n12\n300\n");
     assert_eq!(json(&["query", s(&f), s(&q), "--count"])["matches"], 3);
