@@ -5,9 +5,22 @@
 mod common;
 
 use common::*;
+use std::path::Path;
 
 fn signed(n: i64) -> String {
     (-n / 2..n / 2).map(|i| format!("{i}\n")).collect()
+}
+
+/// Builds `filter` from `input` (numbers, no key type) with `flags`: it must record the key type
+/// bytes and warn, naming the input `name` and `--key-type`.
+fn builds_as_text_with_a_warning(input: &Path, filter: &Path, flags: &str, name: &str) {
+    let v = build(input, filter, flags);
+    assert_eq!(v["key_type"], "bytes");
+    let warned = v["inputs"][0]["warnings"].to_string();
+    assert!(
+        warned.contains(name) && warned.contains("--key-type"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -18,13 +31,7 @@ fn numbers_are_text_until_a_key_type_is_given_and_then_every_key_is_found() {
     // Without a key type the numbers are hashed as text (key type bytes, recorded in the file)
     // with a warning naming --key-type; the recorded type makes an i64 query an error, never a
     // column of "absent".
-    let v = build(&nums, &f, "");
-    assert_eq!(v["key_type"], "bytes");
-    let warned = v["inputs"][0]["warnings"].to_string();
-    assert!(
-        warned.contains("n.txt") && warned.contains("--key-type"),
-        "{v}"
-    );
+    builds_as_text_with_a_warning(&nums, &f, "", "n.txt");
     let e = fails(&["query", s(&f), s(&nums), "--key-type", "i64"], 2);
     says(&e, &["bytes", "i64"]);
 
@@ -63,13 +70,7 @@ fn typed_csv_columns_and_decimal_csv() {
     let d = tmp();
     let csv = write(&d, "t.csv", "id,name\n-7,a\n12,b\n300,c\n");
     let f = at(&d, "ids.blf");
-    let v = build(&csv, &f, "--csv-column id");
-    assert_eq!(v["key_type"], "bytes");
-    let warned = v["inputs"][0]["warnings"].to_string();
-    assert!(
-        warned.contains("t.csv") && warned.contains("--key-type"),
-        "{v}"
-    );
+    builds_as_text_with_a_warning(&csv, &f, "--csv-column id", "t.csv");
     build(&csv, &f, "--csv-column id --key-type i64");
     let q = write(&d, "q.txt", "-7\n12\n300\n");
     assert_eq!(json(&["query", s(&f), s(&q), "--count"])["matches"], 3);
