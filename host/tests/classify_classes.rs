@@ -62,6 +62,19 @@ fn rules(labels: &[&str]) -> String {
     s
 }
 
+/// `s.blf` in `d`: a spatial filter of the flows in `rules.tsv` labelled deny and allow
+/// (alternately, see [`rules`]), built with the extra `flags`.
+fn spatial_of_rules(d: &tempfile::TempDir, flags: &str) -> std::path::PathBuf {
+    let sp = at(d, "s.blf");
+    let rules = write(d, "rules.tsv", rules(&["deny", "allow"]));
+    build(
+        &rules,
+        &sp,
+        &format!("--kind spatial --csv-column flow --class-column label --key-type flow {flags}"),
+    );
+    sp
+}
+
 /// The label `query --json` gives each frame's flow against `filter` (`absent`: none, or the
 /// frame has no flow key).
 fn labels_of(
@@ -233,9 +246,7 @@ fn read_frames(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
 fn write_dir_gives_each_label_its_own_capture() {
     let d = tmp();
     let fr = frames();
-    let sp = at(&d, "s.blf");
-    let sp_rules = write(&d, "rules.tsv", rules(&["deny", "allow"]));
-    build(&sp_rules, &sp, "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny");
+    let sp = spatial_of_rules(&d, "--classes allow,mirror,deny");
     let r = at(&d, "r.blf");
     let r_rules = write(&d, "values.tsv", rules(&["7", "200", "31"]));
     build(
@@ -285,13 +296,7 @@ fn write_dir_gives_each_label_its_own_capture() {
 fn write_dir_is_all_or_nothing() {
     let d = tmp();
     let fr = frames();
-    let sp = at(&d, "s.blf");
-    let rules = write(&d, "rules.tsv", rules(&["deny", "allow"]));
-    build(
-        &rules,
-        &sp,
-        "--kind spatial --csv-column flow --class-column label --key-type flow",
-    );
+    let sp = spatial_of_rules(&d, "");
     let mut bad = pcap_file(&fr);
     let at200: usize = 24 + fr[..200].iter().map(|f| 16 + f.len()).sum::<usize>();
     bad[at200 + 8..at200 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
