@@ -16,6 +16,11 @@ step() { printf '\n--- packaging: %s (%ss)\n' "$1" "$SECONDS"; }
 step "cargo publish --workspace --dry-run (package, then build each crate from its .crate)"
 cargo publish --workspace --dry-run "$@"
 ls -l "$target/package"/*.crate
+for crate in "$target/package"/*.crate; do
+  for license in LICENSE-MIT LICENSE-APACHE; do
+    tar -tzf "$crate" | grep -q "/$license\$" || { echo "packaging: $crate lacks $license" >&2; exit 1; }
+  done
+done
 
 step "maturin in a fresh virtual environment"
 rm -rf "$out"
