@@ -105,8 +105,9 @@ pub(crate) fn spatial_classify_host(
     })
 }
 
-/// Inserts keys on the GPU, then copies the device filter back into `held` (whose key type the
-/// caller checked or learnt under `guard`, its write lock, at `version`).
+/// Runs a GPU insert on the device copy, under `held`'s write lock (the caller checked or
+/// learnt the key type), then copies the device filter back into `held`: the device copy is
+/// then tagged with the new version, or dropped on failure (the host value unchanged).
 fn spatial_insert(
     py: Python<'_>,
     slot: &SpatialSlot,
