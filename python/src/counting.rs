@@ -202,7 +202,19 @@ PyCountingFilter {
         let kt = parse_key_type(key_type)?;
         let bits = counter_bits_of(counter_bits)?;
         let shape = crate::convert::shape(capacity, fpr, bits_per_key, blocks, layout, "keys")?;
-        let rate = fpr.unwrap_or_else(|| shape.expected_fpr(capacity.unwrap_or(1).max(1)));
+        // The rate a stable filter's decrements are chosen for, as `build --kind stable`:
+        // the one asked for, or the expected rate of the bits per key asked for.
+        let rate = match (capacity, fpr, bits_per_key) {
+            (Some(n), None, Some(_)) => shape.expected_fpr(n.max(1)),
+            (Some(_), r, _) => r.unwrap_or(0.01),
+            (None, ..) if kind == "stable" && decrements.is_none() => {
+                return Err(Error::value(
+                    "a stable filter of given blocks needs decrements= (no rate to choose them by)",
+                )
+                .into())
+            }
+            (None, ..) => 0.01,
+        };
         let params = shape
             .with_kind(kind_of(kind, bits, decrements, &shape, rate)?)
             .with_seed(seed)

@@ -120,6 +120,9 @@ def test_stable_kind():
     assert 0 < s["stable_fpr"] < 1 and s["decrements"] == f.decrements
     with pytest.raises(ValueError, match="stable filter has no deletions"):
         f.delete(u64(10))
+    with pytest.raises(ValueError, match="needs decrements="):
+        bloomlanes.CountingFilter(blocks=8, layout="8x32", kind="stable")
+    assert bloomlanes.CountingFilter(blocks=8, layout="8x32", kind="stable", decrements=2).decrements == 2
     with pytest.raises(ValueError, match="decrements applies to kind='stable'"):
         bloomlanes.CountingFilter(100, decrements=3)
     with pytest.raises(ValueError, match="kind=.static.: expected 'counting' or 'stable'"):
@@ -253,3 +256,16 @@ def test_files_are_written_under_the_write_lock(tmp_path):
         holder.join()
     f.save(path, wait=False)
     assert bloomlanes.CountingFilter.load(path) == f
+
+
+def test_cli_same_stable_files(cli, tmp_path):
+    keys = np.arange(0, 40_000, 3, dtype=np.uint64)
+    keys.astype("<u8").tofile(tmp_path / "keys.u64")
+    run(cli, "build", tmp_path / "keys.u64", "-o", tmp_path / "cli.blf", "--format", "u64",
+        "--kind", "stable", "--layout", "16x32", "--capacity", 5000, "--fpp", 0.02)
+    cli_filter = bloomlanes.CountingFilter.load(tmp_path / "cli.blf")
+    assert cli_filter.kind == "stable"
+    ours = bloomlanes.CountingFilter(blocks=cli_filter.params["blocks"], layout="16x32",
+                                     kind="stable", decrements=cli_filter.decrements)
+    ours.insert(keys)
+    assert ours.to_bytes() == (tmp_path / "cli.blf").read_bytes()
