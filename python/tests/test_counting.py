@@ -232,28 +232,29 @@ def test_cli_refuses_like_us(cli, tmp_path):
 
 
 def test_files_are_written_under_the_write_lock(tmp_path):
+    import concurrent.futures
     import threading
 
     path = tmp_path / "c.blf"
     bloomlanes.Filter(100, key_type="u64").save(path)
-    inside, leave = threading.Event(), threading.Event()
-
-    def hold():
-        with bloomlanes.Filter.update(path):
-            inside.set()
-            leave.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert inside.wait(10)
     f = bloomlanes.CountingFilter(100, key_type="u64")
     f.insert(u64(10))
-    try:
-        with pytest.raises(BlockingIOError, match=r"c\.blf"):
-            f.save(path, wait=False)
-    finally:
-        leave.set()
-        holder.join()
+    locked, done = threading.Barrier(2), threading.Event()
+
+    def writer():  # another thread holds c.blf's write lock until done
+        with bloomlanes.Filter.update(path):
+            locked.wait()
+            done.wait(10)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        held = pool.submit(writer)
+        locked.wait(10)
+        try:
+            with pytest.raises(BlockingIOError, match=r"c\.blf"):
+                f.save(path, wait=False)
+        finally:
+            done.set()
+        held.result()
     f.save(path, wait=False)
     assert bloomlanes.CountingFilter.load(path) == f
 
