@@ -18,7 +18,8 @@
 
 ``bloomlanes.SpatialFilter`` answers which class a key belongs to (``classify``: 0 absent, never
 below the key's own class), ``bloomlanes.Retrieval`` which value (``get``: exact for every key it
-was built from); both take the same keys, and save, load and pickle like ``Filter``.
+was built from), and ``bloomlanes.CountingFilter`` deletes keys and counts them (``delete``,
+``count``); all take the same keys, and save, load and pickle like ``Filter``.
 
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
 cluster, and ``bloomlanes.spark`` one over a Spark DataFrame's column (``mapInArrow``), both
@@ -28,10 +29,12 @@ With a GPU, ``insert`` and ``contains`` take device arrays (anything with
 ``__cuda_array_interface__``: CuPy, PyTorch, Numba) of uint64, int64, uint32 or int32 keys and
 use them in place, without a copy to the host; ``contains`` then answers in a device array (a new
 CuPy array, or ``out=``). ``backend="gpu"`` also sends host keys to the GPU; ``backend="cpu"``
-refuses device arrays. ``gpu_device()`` names the GPU, or is None.
+refuses device arrays. ``SpatialFilter.insert``/``classify`` and ``Retrieval.get`` take device
+arrays and ``backend=`` the same way. ``gpu_device()`` names the GPU, or is None.
 """
 
 from ._native import (
+    CountingFilter,
     FileChangedError,
     Filter,
     FormatError,
@@ -69,6 +72,7 @@ KEY_TYPES = (
 )
 
 __all__ = [
+    "CountingFilter",
     "FileChangedError",
     "Filter",
     "FormatError",

@@ -261,8 +261,11 @@ class SpatialFilter:
 
     Keys as for ``Filter`` (numpy, pyarrow, lists), except floats (``KeyTypeError``: ``0.0`` and
     ``-0.0`` hash differently) and nulls on insert (``ValueError``; ``classify`` answers 0).
-    Runs on the SIMD backend and every core without the GIL; no GPU path yet. Lives in memory:
-    ``load`` reads and checks the whole file (no memory map).
+    Runs on the SIMD backend and every core without the GIL, or on the GPU as ``Filter`` does:
+    ``insert`` and ``classify`` take device arrays (``__cuda_array_interface__`` or DLPack:
+    CuPy, PyTorch; uint64, int64, uint32 or int32 keys) in place, and ``backend="gpu"`` sends
+    host keys there; the bits are the CPU backend's. Lives in memory: ``load`` reads and checks
+    the whole file (no memory map).
     """
 
     def __init__(
@@ -298,13 +301,25 @@ class SpatialFilter:
     @property
     def nbytes(self) -> int:
         """Bytes of the bits and cells."""
-    def insert(self, keys: Keys, classes: Union[str, int, npt.ArrayLike]) -> None:
+    def insert(
+        self,
+        keys: Keys,
+        classes: Union[str, int, npt.ArrayLike],
+        *,
+        backend: Optional[str] = None,
+    ) -> None:
         """Inserts keys: ``classes`` is one class name or number for all of them, or one class
-        number (1-based) per key (a numpy array or list of integers). An unknown class, a
-        number outside 1..n or a class list of another length is a ``ValueError`` and inserts
-        nothing."""
-    def classify(self, keys: Keys) -> "np.ndarray":
-        """Each key's class number (numpy uint16; 0: absent). Never below the key's class."""
+        number (1-based) per key (a numpy array or list of integers; with device keys also a
+        uint32 device array). An unknown class, a number outside 1..n or a class list of
+        another length is a ``ValueError`` and inserts nothing. ``backend``: ``"auto"``
+        (device keys on the GPU, others on the CPU), ``"cpu"`` (device keys refused) or
+        ``"gpu"`` (host keys too; the filter is copied back to the host before it returns)."""
+    def classify(
+        self, keys: Keys, *, backend: Optional[str] = None, out: Optional[Any] = None
+    ) -> Any:
+        """Each key's class number (numpy uint16; 0: absent). Never below the key's class.
+        Device keys answer in a uint16 device array: ``out`` (at least one element per key) or
+        a new CuPy array. ``backend`` as for ``insert``."""
     def contains(self, keys: Keys) -> "np.ndarray":
         """Whether each key may be in some class (numpy bool; ``classify(keys) != 0``)."""
     def __contains__(self, key: Any) -> bool: ...
@@ -339,7 +354,8 @@ class Retrieval:
     found" except with probability ``2^-check_bits``, when it gets an arbitrary value.
 
     Keys as for ``Filter`` (no floats, no nulls at build; ``get`` answers nulls not found).
-    Immutable once built; runs on the SIMD backend and every core; no GPU path yet.
+    Immutable once built; runs on the SIMD backend and every core, or on the GPU (device keys,
+    ``backend="gpu"``: see ``get``), where the table is copied once.
     """
 
     @staticmethod
@@ -358,10 +374,12 @@ class Retrieval:
         it, or a key given twice with two values, is a ``ValueError`` naming the key (the
         same key twice with one value is stored once). ``arity`` 3 trades space for one read
         less per lookup (default 4)."""
-    def get(self, keys: Keys) -> Tuple["np.ndarray", "np.ndarray"]:
+    def get(self, keys: Keys, *, backend: Optional[str] = None) -> Tuple[Any, Any]:
         """``(values, found)``: each key's value (numpy uint32) and whether it was found (numpy
         bool); a key not found has value 0. Mask with ``values[found]`` or
-        ``numpy.ma.masked_array(values, ~found)``."""
+        ``numpy.ma.masked_array(values, ~found)``. Device keys (uint64, int64, uint32 or int32
+        device arrays) are looked up on the GPU and answered in new CuPy arrays (uint32 and
+        bool); ``backend="gpu"`` looks host keys up there, ``"cpu"`` refuses device keys."""
     def __contains__(self, key: Any) -> bool: ...
     def __len__(self) -> int:
         """Keys stored."""
@@ -389,6 +407,106 @@ class Retrieval:
     @staticmethod
     def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "Retrieval": ...
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class CountingFilter:
+    """A counting filter: a filter whose keys can be deleted and counted (one 4- or 8-bit counter
+    behind each bit of a static filter), or with ``kind="stable"`` a stable Bloom filter (a
+    stream filter that forgets old keys at a steady false-positive rate; no deletes).
+
+    ``CountingFilter(capacity, fpr=0.01)`` sizes it as ``Filter`` does (or ``bits_per_key=b``;
+    or ``blocks=n`` with a ``layout``); ``layout``, ``seed`` and ``key_type`` as for ``Filter``.
+    ``counter_bits`` is 4 (counters up to 15) or 8 (up to 255); a stable filter's
+    ``decrements`` (cells decremented per insert) default to the fewest that keep its stable
+    rate under ``fpr``, as ``bloomlanes build --kind stable`` chooses them. A counter at its
+    maximum is saturated: it is never incremented or decremented again, so a key whose counter
+    saturated is never lost by deletes (and ``count`` stops growing there).
+
+    The projection (a counter above 0 sets its bit) is byte-identical to the static ``Filter``
+    of the keys present (``to_filter``). Files are the CLI's counting and stable files, byte for
+    byte (``bloomlanes build --kind counting``, ``delete``, ``query --counts`` read and write
+    them). Keys as for ``Filter`` (numpy, pyarrow, lists), except floats (``KeyTypeError``) and
+    nulls on insert and delete (``ValueError``; ``count`` answers 0). Runs on the SIMD backend
+    and every core without the GIL; lives in memory (``load`` reads and checks the whole file).
+    """
+
+    def __init__(
+        self,
+        capacity: Optional[int] = None,
+        fpr: Optional[float] = None,
+        *,
+        bits_per_key: Optional[float] = None,
+        blocks: Optional[int] = None,
+        kind: str = "counting",
+        counter_bits: int = 4,
+        decrements: Optional[int] = None,
+        layout: Optional[str] = None,
+        seed: int = 0,
+        key_type: Optional[str] = None,
+    ) -> None: ...
+    @property
+    def kind(self) -> str:
+        """``"counting"`` or ``"stable"``."""
+    @property
+    def counter_bits(self) -> int: ...
+    @property
+    def decrements(self) -> Optional[int]:
+        """Cells decremented per insert (stable filters; None for counting ones)."""
+    @property
+    def params(self) -> Dict[str, Any]:
+        """Layout, blocks, seed and key type (``Filter.with_params(**f.params)`` makes the
+        static filter of the same shape)."""
+    @property
+    def key_type(self) -> Optional[str]: ...
+    @property
+    def key_count(self) -> Optional[int]:
+        """Keys inserted less keys deleted."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the bits and counters."""
+    @property
+    def saturated(self) -> int:
+        """Counters stuck at their maximum."""
+    def __len__(self) -> int:
+        """``key_count`` (0 if unknown)."""
+    def insert(self, keys: Keys) -> None:
+        """Inserts keys; a key inserted twice counts twice."""
+    def delete(self, keys: Keys, *, strict: bool = False) -> int:
+        """Deletes keys, in order, as ``bloomlanes delete`` does (counting filters; a stable
+        filter's delete is a ``ValueError``); returns how many were deleted. A key with a
+        counter at zero is not in the filter: it is refused and changes nothing, and a
+        ``UserWarning`` counts and names the refused keys; with ``strict=True`` nothing at all
+        is deleted and a ``ValueError`` names them (the CLI's ``--strict``). A key never
+        inserted whose counters are all positive (a false positive, at about the filter's
+        rate) cannot be told from a present one: it is deleted, and present keys sharing its
+        counters may then be answered absent, so delete only keys that were inserted."""
+    def count(self, keys: Keys) -> "np.ndarray":
+        """Each key's count (numpy uint8): the smallest of its counters, 0 for an absent key;
+        never below the times it was inserted less deleted (while its counters are not
+        saturated), above it where other keys share all its counters. ``query --counts``."""
+    def contains(self, keys: Keys) -> "np.ndarray":
+        """Whether each key may be present (numpy bool; ``count(keys) != 0``)."""
+    def __contains__(self, key: Any) -> bool: ...
+    def to_filter(self) -> Filter:
+        """The projection as a static ``Filter`` (the filter of the keys present)."""
+    def stats(self) -> Dict[str, Any]:
+        """``Filter.stats()``'s fields for the projection, with ``kind``, ``counter_bits``,
+        ``saturated`` and, for a stable filter, ``decrements`` and ``stable_fpr`` (the rate it
+        settles at)."""
+    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
+        """Writes the file (the CLI's counting or stable format) under its write lock, as
+        ``Filter.save``."""
+    @staticmethod
+    def load(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> "CountingFilter":
+        """Reads a counting or stable filter file under a shared lock; a corrupt file, or one
+        of another kind, is a ``FormatError`` naming it."""
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "CountingFilter": ...
+    def copy(self) -> "CountingFilter": ...
+    def __copy__(self) -> "CountingFilter": ...
+    def __deepcopy__(self, memo: Any) -> "CountingFilter": ...
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
     def __eq__(self, other: object) -> bool: ...
 
 def gpu_device() -> Optional[str]:

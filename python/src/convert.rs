@@ -202,3 +202,38 @@ pub(crate) fn sizing(fpr: Option<f64>, bits_per_key: Option<f64>) -> Result<Sizi
         (None, None) => Ok(Sizing::FalsePositiveRate(0.01)),
     }
 }
+
+/// The shape a constructor asks for: `capacity` keys at the rate of `fpr` or `bits_per_key`
+/// ([`sizing`]; `layout` or the best one for them), or exactly `blocks` blocks of `layout`
+/// (which then must be given, and no rate). `capacity` is named `what` in errors (e.g. "keys
+/// in all classes").
+pub(crate) fn shape(
+    capacity: Option<u64>,
+    fpr: Option<f64>,
+    bits_per_key: Option<f64>,
+    blocks: Option<u32>,
+    layout: Option<Layout>,
+    what: &str,
+) -> Result<Params, Error> {
+    match (capacity, blocks) {
+        (Some(_), Some(_)) => Err(Error::value("give capacity or blocks, not both")),
+        (None, None) => Err(Error::value(format!("give capacity ({what}) or blocks"))),
+        (Some(keys), None) => {
+            Ok(Params::for_keys(keys, sizing(fpr, bits_per_key)?, layout).map_err(Error::from)?)
+        }
+        (None, Some(b)) => {
+            if fpr.is_some() || bits_per_key.is_some() {
+                return Err(Error::value(
+                    "blocks sets the size: give no fpr or bits_per_key",
+                ));
+            }
+            let layout = layout.ok_or_else(|| {
+                Error::value("blocks needs a layout (8x32, 8x64, 16x32 or 16x64)")
+            })?;
+            if b == 0 {
+                return Err(Error::value("blocks must be at least 1"));
+            }
+            Ok(Params::new(layout, b))
+        }
+    }
+}

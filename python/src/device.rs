@@ -230,3 +230,36 @@ pub(crate) fn not_on_this_backend(why: &str) -> Error {
          (e.g. cupy.asnumpy) for the CPU backend"
     ))
 }
+
+/// The device array that device keys' answers go to: `out` when given (a device array of one
+/// of `typestrs` with at least `len` elements, else an error asking for `what`), or a new CuPy
+/// array of `len` elements of `cupy_dtype`. Returns the Python object and its interface.
+pub(crate) fn output_array<'py>(
+    py: Python<'py>,
+    out: Option<&Bound<'py, PyAny>>,
+    len: usize,
+    typestrs: &[&str],
+    cupy_dtype: &str,
+    what: &str,
+) -> Result<(Bound<'py, PyAny>, DeviceArray), Error> {
+    if let Some(o) = out {
+        let target = device_array(o)?.ok_or_else(|| {
+            Error::type_("out= must be a device array (__cuda_array_interface__)")
+        })?;
+        if !typestrs.contains(&target.typestr.as_str()) || target.len < len {
+            return Err(Error::value(format!("out= must be {what}")));
+        }
+        return Ok((o.clone(), target));
+    }
+    let cupy = py.import("cupy").map_err(|_| {
+        Error::value(format!(
+            "device keys need an output array: pass out= ({what}), or install CuPy"
+        ))
+    })?;
+    let arr = cupy
+        .call_method1("empty", (len, cupy_dtype))
+        .map_err(|e| Error::value(format!("cupy.empty: {e}")))?;
+    let target =
+        device_array(&arr)?.ok_or_else(|| Error::value("cupy.empty gave no device array"))?;
+    Ok((arr, target))
+}

@@ -5,7 +5,7 @@
 use bloomlanes_core::KeyType;
 use pyo3::prelude::*;
 
-use crate::device::{device_array, not_on_this_backend, Backend, DeviceArray};
+use crate::device::{not_on_this_backend, output_array, Backend, DeviceArray};
 use crate::errors::Error;
 use crate::filter::{check_keys, PyFilter};
 use crate::input::Part;
@@ -78,7 +78,7 @@ impl PyFilter {
         #[cfg(feature = "gpu")]
         {
             crate::gpu::ensure_nvrtc(py);
-            let keys = backend_keys(parts, key_type)?;
+            let keys = gpu_host_keys(parts, key_type)?;
             py.detach(|| {
                 let (mut g, version) = self.write_for_gpu(key_type)?;
                 let new_version = self.bump_version();
@@ -109,52 +109,24 @@ impl PyFilter {
         check_keys(&self.read().params(), key_type)?;
         let n = keys.len;
         let words = n.div_ceil(64);
-        let (result, target) = match out {
-            Some(o) => {
-                let target = device_array(o)?.ok_or_else(|| {
-                    Error::type_("out= must be a device array (__cuda_array_interface__)")
-                })?;
-                let fits = if bitmap {
-                    target.typestr == "<u8" && target.len >= words
-                } else {
-                    matches!(target.typestr.as_str(), "|b1" | "|u1") && target.len >= n
-                };
-                if !fits {
-                    return Err(Error::value(if bitmap {
-                        format!("out= must be a uint64 device array of at least {words} words for {n} keys with bitmap=True")
-                    } else {
-                        format!(
-                            "out= must be a bool or uint8 device array of at least {n} elements"
-                        )
-                    }));
-                }
-                (o.clone(), target)
-            }
-            None => {
-                let cupy = py.import("cupy").map_err(|_| {
-                    Error::value("device keys need an output array: pass out= (a device array of bools), or install CuPy")
-                })?;
-                let arr = if bitmap {
-                    cupy.call_method1("empty", (words, "uint64"))
-                } else {
-                    cupy.call_method1("empty", (n, "bool"))
-                }
-                .map_err(|e| Error::value(format!("cupy.empty: {e}")))?;
-                let target = device_array(&arr)?
-                    .ok_or_else(|| Error::value("cupy.empty gave no device array"))?;
-                let result = if bitmap {
-                    let bytes = arr
-                        .call_method1("view", ("uint8",))
-                        .and_then(|b| {
-                            b.get_item(pyo3::types::PySlice::new(py, 0, n.div_ceil(8) as isize, 1))
-                        })
-                        .map_err(|e| Error::value(format!("cupy view: {e}")))?;
-                    bytes
-                } else {
-                    arr
-                };
-                (result, target)
-            }
+        let (arr, target) = if bitmap {
+            let what = format!(
+                "a uint64 device array of at least {words} words for {n} keys with bitmap=True"
+            );
+            output_array(py, out, words, &["<u8"], "uint64", &what)?
+        } else {
+            let what = format!("a bool or uint8 device array of at least {n} elements");
+            output_array(py, out, n, &["|b1", "|u1"], "bool", &what)?
+        };
+        // A new bitmap is handed back as its bytes (uint8), as the host path answers.
+        let result = if bitmap && out.is_none() {
+            arr.call_method1("view", ("uint8",))
+                .and_then(|b| {
+                    b.get_item(pyo3::types::PySlice::new(py, 0, n.div_ceil(8) as isize, 1))
+                })
+                .map_err(|e| Error::value(format!("cupy view: {e}")))?
+        } else {
+            arr
         };
         if n == 0 {
             return Ok(result);
@@ -192,7 +164,7 @@ impl PyFilter {
         #[cfg(feature = "gpu")]
         {
             crate::gpu::ensure_nvrtc(py);
-            let keys = backend_keys(parts, key_type)?;
+            let keys = gpu_host_keys(parts, key_type)?;
             py.detach(|| {
                 let g = self.read();
                 check_keys(&g.params(), key_type)?;
@@ -208,9 +180,9 @@ impl PyFilter {
     }
 }
 
-/// The backend form of every part, or an error naming what the GPU cannot take from the host.
-#[cfg(feature = "gpu")]
-fn backend_keys<'a>(
+/// The backend form of every part, or an error naming what the GPU cannot take from the host
+/// (every class's `backend="gpu"` with host keys).
+pub(crate) fn gpu_host_keys<'a>(
     parts: &[Part<'a>],
     key_type: KeyType,
 ) -> Result<Vec<bloomlanes_core::Keys<'a>>, Error> {

@@ -22,52 +22,59 @@ impl From<GpuError> for Error {
     }
 }
 
-/// The device copy of a filter and the version of the host filter it holds.
-struct DeviceCopy {
-    filter: GpuFilter,
+/// The device copy of a filter (or table) and the version of the host value it holds.
+struct DeviceCopy<D> {
+    value: D,
     version: u64,
 }
 
-/// A filter's device copy, made on first use.
-#[derive(Default)]
-pub(crate) struct GpuSlot(Mutex<Option<DeviceCopy>>);
+/// A host value's device copy, made on first use and made again when the host value's version
+/// moved on: `GpuFilter` for `Filter`, the GPU crate's spatial filter and retrieval table for
+/// the other kinds.
+pub(crate) struct GpuSlot<D = GpuFilter>(Mutex<Option<DeviceCopy<D>>>);
 
-impl GpuSlot {
-    /// Runs `f` on a device copy of `storage` at `version`, uploading it first if the copy held
-    /// is of another version. Returns `f`'s result.
-    fn with<R>(
+impl<D> Default for GpuSlot<D> {
+    fn default() -> GpuSlot<D> {
+        GpuSlot(Mutex::new(None))
+    }
+}
+
+impl<D> GpuSlot<D> {
+    /// Runs `f` on the device copy of the host value at `version`, made first by `upload` if
+    /// the copy held is of another version. Returns `f`'s result.
+    pub(crate) fn with_copy<R>(
         &self,
-        storage: &Storage,
         version: u64,
-        f: impl FnOnce(&mut GpuFilter) -> Result<R, Error>,
+        upload: impl FnOnce() -> Result<D, Error>,
+        f: impl FnOnce(&mut D) -> Result<R, Error>,
     ) -> Result<R, Error> {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let fresh = matches!(slot.as_ref(), Some(c) if c.version == version);
         if !fresh {
             // The old copy is freed before the new one is allocated.
             *slot = None;
-            let mut filter = GpuFilter::upload_view(storage.view())?;
-            storage.check()?;
-            filter.set_chunk_keys(1 << 22);
-            *slot = Some(DeviceCopy { filter, version });
+            *slot = Some(DeviceCopy {
+                value: upload()?,
+                version,
+            });
         }
         let copy = slot
             .as_mut()
             .ok_or_else(|| Error::value("GPU copy missing"))?;
-        f(&mut copy.filter)
+        f(&mut copy.value)
     }
 
-    /// Copies the device copy's words into `words` (the host filter's).
-    fn download_into(&self, words: &mut [u32]) -> Result<(), Error> {
+    /// Runs `f` on the device copy (which must exist).
+    pub(crate) fn held<R>(&self, f: impl FnOnce(&D) -> Result<R, Error>) -> Result<R, Error> {
         let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let copy = slot
+        f(&slot
             .as_ref()
-            .ok_or_else(|| Error::value("GPU copy missing"))?;
-        Ok(copy.filter.download_words(words)?)
+            .ok_or_else(|| Error::value("GPU copy missing"))?
+            .value)
     }
 
-    /// Records that the device copy now holds the host filter's `version`.
-    fn mark(&self, version: u64) {
+    /// Records that the device copy now holds the host value's `version`.
+    pub(crate) fn mark(&self, version: u64) {
         if let Some(c) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             c.version = version;
         }
@@ -77,10 +84,45 @@ impl GpuSlot {
     pub(crate) fn release(&self) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
+
+    /// Ends a GPU write whose steps (the write on the device copy, the copy back into the host
+    /// value) gave `done`: the copy is then tagged `new_version`, or on failure dropped (a
+    /// failed write may have changed part of it, a failed copy part of the host value) and
+    /// the error returned.
+    pub(crate) fn finish_write(
+        &self,
+        done: Result<(), Error>,
+        new_version: u64,
+    ) -> Result<(), Error> {
+        if let Err(e) = done {
+            self.release();
+            return Err(e);
+        }
+        self.mark(new_version);
+        Ok(())
+    }
+}
+
+impl GpuSlot<GpuFilter> {
+    /// Runs `f` on a device copy of `storage` at `version` ([`GpuSlot::with_copy`]).
+    fn with<R>(
+        &self,
+        storage: &Storage,
+        version: u64,
+        f: impl FnOnce(&mut GpuFilter) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let upload = || {
+            let mut filter = GpuFilter::upload_view(storage.view())?;
+            storage.check()?;
+            filter.set_chunk_keys(1 << 22);
+            Ok(filter)
+        };
+        self.with_copy(version, upload, f)
+    }
 }
 
 /// Device keys borrowed for one call: 8-byte keys as words, 4-byte keys as records.
-enum Borrowed {
+pub(crate) enum Borrowed {
     Words(BorrowedBuffer<u64>),
     Records(BorrowedBuffer<u8>),
 }
@@ -93,7 +135,7 @@ impl Borrowed {
     /// The caller holds a reference to the Python object that owns the memory for the life of
     /// the value, and nothing else writes it meanwhile (the GIL is released, so another Python
     /// thread could; the documentation asks callers not to).
-    unsafe fn new(keys: &DeviceArray) -> Result<Borrowed, Error> {
+    pub(crate) unsafe fn new(keys: &DeviceArray) -> Result<Borrowed, Error> {
         synchronize_device()?;
         Ok(match keys.itemsize {
             // SAFETY: the caller's promise; the extent is checked by the driver.
@@ -110,7 +152,7 @@ impl Borrowed {
         })
     }
 
-    fn keys(&self) -> DeviceKeys<'_> {
+    pub(crate) fn keys(&self) -> DeviceKeys<'_> {
         match self {
             Borrowed::Words(b) => DeviceKeys::U64(b.buffer()),
             Borrowed::Records(b) => DeviceKeys::Records {
@@ -122,7 +164,7 @@ impl Borrowed {
 }
 
 /// Refuses key types whose lookups need more than hashing their bytes (floats: ±0 and NaN).
-fn gpu_key_type(key_type: KeyType) -> Result<(), Error> {
+pub(crate) fn gpu_key_type(key_type: KeyType) -> Result<(), Error> {
     if matches!(key_type, KeyType::F32 | KeyType::F64) {
         return Err(Error::type_(format!(
             "{key_type} keys run on the CPU backend only (their lookups also probe -0.0/+0.0 \
@@ -218,15 +260,9 @@ fn insert_with(
 ) -> Result<(), Error> {
     let done = slot
         .with(storage, version, f)
-        .and_then(|()| slot.download_into(storage.owned_mut()?.words_mut()));
-    if let Err(e) = done {
-        // A failed insert may have changed part of the device copy, and a failed copy part of
-        // the host's words: never reuse the device copy, and say so.
-        slot.release();
-        return Err(e);
-    }
+        .and_then(|()| slot.held(|g| Ok(g.download_words(storage.owned_mut()?.words_mut())?)));
+    slot.finish_write(done, new_version)?;
     storage.owned_mut()?.add_key_count(n as u64);
-    slot.mark(new_version);
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 //!
 //! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
 //!   bits; `convert`: arguments from Python;
-//! - `spatial`: `SpatialFilter`; `retrieval`: `Retrieval`; `kinds`: what they share (files
-//!   under the locks, bytes, key checks);
+//! - `spatial`: `SpatialFilter`; `retrieval`: `Retrieval`; `counting`: `CountingFilter`;
+//!   `kinds`: what they share (files under the locks, bytes, key checks);
 //! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data
 //!   Interface structs; `files`: keys from files through the `bloomlanes-input` pipeline;
 //! - `ops`: the bulk operations (SIMD backend, every core, no GIL); `errors`: exceptions;
@@ -16,6 +16,7 @@
 mod arrow;
 mod bench;
 mod convert;
+mod counting;
 mod device;
 mod errors;
 mod files;
@@ -23,8 +24,14 @@ mod filter;
 mod filter_gpu;
 #[cfg(feature = "gpu")]
 mod gpu;
+#[cfg(feature = "gpu")]
+mod gpu_kinds;
+#[cfg(not(feature = "gpu"))]
+#[path = "gpu_kinds_off.rs"]
+mod gpu_kinds;
 mod input;
 mod kinds;
+mod kinds_gpu;
 mod ops;
 mod retrieval;
 mod setops;
@@ -74,6 +81,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filter::PyFilter>()?;
     m.add_class::<spatial::PySpatialFilter>()?;
     m.add_class::<retrieval::PyRetrieval>()?;
+    m.add_class::<counting::PyCountingFilter>()?;
     m.add_function(wrap_pyfunction!(simd_path, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_device, m)?)?;

@@ -12,6 +12,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::convert::{
     key_type_name, numpy_bools, numpy_filled, numpy_u32s, parse_key_type, stats_dict,
 };
+use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, extract_one, Input, Part};
 use crate::kinds::{self, check_kind_keys, describe_key, refuse_nulls, WholeFile};
@@ -29,7 +30,9 @@ impl WholeFile for RetrievalTable {
 /// A retrieval table (see `bloomlanes/_native.pyi`). Immutable once built.
 #[pyclass(module = "bloomlanes", name = "Retrieval", frozen)]
 pub(crate) struct PyRetrieval {
-    table: RetrievalTable,
+    pub(crate) table: RetrievalTable,
+    /// The table's device copy (GPU backend).
+    pub(crate) gpu: crate::gpu_kinds::RetrievalSlot,
 }
 
 /// A build error as a `ValueError` that names the keys (not only their indices).
@@ -86,6 +89,13 @@ impl PyRetrieval {
 
     fn extract<'py>(&self, keys: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> {
         extract(keys, self.table.params().key_type)
+    }
+
+    fn wrap(table: RetrievalTable) -> PyRetrieval {
+        PyRetrieval {
+            table,
+            gpu: Default::default(),
+        }
     }
 }
 
@@ -147,21 +157,30 @@ impl PyRetrieval {
             ops::in_pool(|| probe.build_retrieval(base, spec, &hashes, &values))
                 .map_err(|e| build_error(e, &parts, key_type, &values))
         })?;
-        Ok(PyRetrieval { table })
+        Ok(PyRetrieval::wrap(table))
     }
 
     /// Each key's value: `(values, found)`, a numpy uint32 array and a numpy bool array; a key
-    /// not found has value 0.
+    /// not found has value 0 (device keys: CuPy arrays).
+    #[pyo3(signature = (keys, *, backend=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
+        backend: Option<&str>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let backend = Backend::parse(backend)?;
+        if let Some(dev) = device_array(keys)? {
+            return Ok(self.get_device_array(py, &dev, backend)?);
+        }
         let input = self.extract(keys)?;
         let parts = input.parts()?;
         let n = input.len();
         let mut found = vec![0u8; n];
         let values = numpy_filled(py, n, "<u4", |values| {
+            if backend == Backend::Gpu {
+                return self.get_host_on_gpu(py, &parts, input.key_type, values, &mut found);
+            }
             py.detach(|| self.get_into(&parts, input.key_type, values, &mut found))
         })?;
         let found = numpy_bools(py, n, |out| {
@@ -233,9 +252,7 @@ impl PyRetrieval {
     #[staticmethod]
     #[pyo3(signature = (path, *, wait=true))]
     fn load(py: Python<'_>, path: PathBuf, wait: bool) -> PyResult<PyRetrieval> {
-        Ok(PyRetrieval {
-            table: kinds::load(py, &path, wait)?,
-        })
+        Ok(PyRetrieval::wrap(kinds::load(py, &path, wait)?))
     }
 
     /// The whole file as bytes.
@@ -246,9 +263,7 @@ impl PyRetrieval {
     /// A retrieval table from the bytes of its file.
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyRetrieval> {
-        Ok(PyRetrieval {
-            table: kinds::from_bytes(py, data)?,
-        })
+        Ok(PyRetrieval::wrap(kinds::from_bytes(py, data)?))
     }
 
     /// Pickling: the file bytes.
