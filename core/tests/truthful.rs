@@ -155,3 +155,29 @@ fn block_counts_round_up_onto_a_grid_that_folds() {
     assert_eq!(fold_friendly_blocks(u32::MAX), u32::MAX);
     assert_eq!(fold_friendly_blocks(0), 1);
 }
+
+/// Sized by a rate, every builder's parameters sit on the grid that folds and are never smaller
+/// than the plain sizing; sized by bits per key, they are exactly the plain sizing.
+#[test]
+fn mergeable_sizing_rounds_rates_onto_the_grid_only() {
+    use bloomlanes_core::Sizing;
+    for keys in [1u64, 999, 10_000, 123_457, 5_000_000] {
+        for rate in [0.05, 0.01, 0.001] {
+            let plain = Params::for_keys(keys, Sizing::FalsePositiveRate(rate), None).unwrap();
+            let grid =
+                Params::for_keys_mergeable(keys, Sizing::FalsePositiveRate(rate), None).unwrap();
+            assert_eq!(grid.layout, plain.layout);
+            assert_eq!(
+                grid.blocks,
+                fold_friendly_blocks(plain.blocks),
+                "{keys} keys at {rate}"
+            );
+            assert!(grid.blocks >= plain.blocks);
+        }
+        let bits = Sizing::BitsPerKey(10.0);
+        assert_eq!(
+            Params::for_keys_mergeable(keys, bits, None).unwrap(),
+            Params::for_keys(keys, bits, None).unwrap()
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! Building filters: sizing (through the core's one sizing routine), layout, seed and backend,
 //! then the keys.
 
-use bloomlanes_core::{math, AnyFilter, Filter, KeyType, Layout, Params, Sizing};
+use bloomlanes_core::{AnyFilter, Filter, KeyType, Layout, Params, Sizing};
 
 use crate::backend::{self, BackendChoice};
 use crate::bulk::{self, Progress};
@@ -116,23 +116,23 @@ impl FilterBuilder {
 
     /// The parameters of a filter for `keys` keys (or the capacity), by [`Params::for_keys`].
     ///
-    /// Sized by a rate, the block count is rounded up onto the grid of
-    /// [`math::fold_friendly_blocks`] (`m × 2^e`, `m` in 4..=7), so that builds of similar
-    /// inputs get equal block counts and merge, and builds of different sizes often differ by a
-    /// power of two and merge by folding; it costs about 9.6 % more memory on average and only
-    /// lowers the rate. Sized by bits per key (a request for a size), the count is kept as
-    /// asked; with `pow2` it is rounded to a power of two instead (also on the grid).
+    /// Sized by a rate, the block count is rounded up onto the grid that folds
+    /// ([`Params::for_keys_mergeable`], as the Python constructors size); sized by bits per key
+    /// (a request for a size), the count is kept as asked; with `pow2` it is rounded to a power
+    /// of two instead (also on the grid).
     pub fn params(&self, keys: u64) -> Result<Params> {
         let n = self.capacity.unwrap_or(keys).max(1);
-        let mut p = Params::for_keys(n, self.sizing, self.layout)?
-            .with_seed(self.seed)
-            .with_key_type(self.key_type.unwrap_or(KeyType::Any));
-        if self.pow2 {
+        let mut p = if self.pow2 {
+            let mut p = Params::for_keys(n, self.sizing, self.layout)?;
             // Past 2^31 blocks the next power of two does not fit: keep the largest one.
             p.blocks = p.blocks.checked_next_power_of_two().unwrap_or(1 << 31);
-        } else if let Sizing::FalsePositiveRate(_) = self.sizing {
-            p.blocks = math::fold_friendly_blocks(p.blocks);
-        }
+            p
+        } else {
+            Params::for_keys_mergeable(n, self.sizing, self.layout)?
+        };
+        p = p
+            .with_seed(self.seed)
+            .with_key_type(self.key_type.unwrap_or(KeyType::Any));
         Ok(p)
     }
 
@@ -185,7 +185,7 @@ impl FilterBuilder {
 
 #[cfg(test)]
 mod tests {
-    use bloomlanes_core::{Layout, SizingError};
+    use bloomlanes_core::{math, Layout, SizingError};
 
     use super::*;
 

@@ -219,7 +219,10 @@ pub(crate) fn shape(
         (Some(_), Some(_)) => Err(Error::value("give capacity or blocks, not both")),
         (None, None) => Err(Error::value(format!("give capacity ({what}) or blocks"))),
         (Some(keys), None) => {
-            Ok(Params::for_keys(keys, sizing(fpr, bits_per_key)?, layout).map_err(Error::from)?)
+            Ok(
+                Params::for_keys_mergeable(keys, sizing(fpr, bits_per_key)?, layout)
+                    .map_err(Error::from)?,
+            )
         }
         (None, Some(b)) => {
             if fpr.is_some() || bits_per_key.is_some() {

@@ -153,7 +153,7 @@ impl PyFilter {
         let sizing = crate::convert::sizing(fpr, bits_per_key)?;
         let layout = parse_layout(layout)?;
         let kt = parse_key_type(key_type)?;
-        let params = Params::for_keys(capacity, sizing, layout)
+        let params = Params::for_keys_mergeable(capacity, sizing, layout)
             .map_err(Error::from)?
             .with_seed(seed)
             .with_key_type(kt.unwrap_or(KeyType::Any));

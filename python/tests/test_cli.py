@@ -48,3 +48,19 @@ def test_cli_u64_keys_same_bits(cli, tmp_path):
     assert cli_filter.contains(keys).all()
     stats = run(cli, "--json", "stats", tmp_path / "cli.blf").stdout
     assert f'"set_bits":{cli_filter.stats()["set_bits"]}' in stats.replace(" ", "")
+
+
+def test_constructors_size_as_the_cli(cli, tmp_path):
+    # Sized by a rate, the CLI rounds the block count onto the grid that folds; the Python
+    # constructors must do the same, or a filter made here and one built by the CLI for the
+    # same capacity and rate do not merge.
+    (tmp_path / "keys.txt").write_text("".join(f"k{i}\n" for i in range(100)))
+    for capacity, fpr in [(10_000, 0.01), (123_457, 0.001), (3_000, 0.05)]:
+        run(cli, "build", tmp_path / "keys.txt", "-o", tmp_path / "cli.blf", "--format", "lines",
+            "--capacity", capacity, "--fpp", fpr, "--layout", "8x32")
+        cli_filter = bloomlanes.Filter.load(tmp_path / "cli.blf")
+        ours = bloomlanes.Filter(capacity, fpr, layout="8x32")
+        spatial = bloomlanes.SpatialFilter(["a", "b"], capacity=capacity, fpr=fpr, layout="8x32")
+        counting = bloomlanes.CountingFilter(capacity, fpr, layout="8x32")
+        assert ours.blocks == cli_filter.blocks == spatial.params["blocks"], (capacity, fpr)
+        assert counting.params["blocks"] == cli_filter.blocks, (capacity, fpr)
