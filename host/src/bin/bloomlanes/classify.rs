@@ -77,7 +77,8 @@ pub struct ClassifyArgs {
     #[command(flatten)]
     outputs: VerdictOutputs,
     /// One line per packet on standard output, in capture order: its number (from 0), capture
-    /// time (classic pcap; "-" for pcapng), flow and verdict (match or no-match; a spatial
+    /// time (seconds, with as many decimals as the capture's resolution: 6 for microseconds, 9
+    /// for nanoseconds; "-" for a pcapng simple packet block, which has none), flow and verdict (match or no-match; a spatial
     /// filter's class, a retrieval table's value, or absent), tab-separated; with --json one
     /// JSON object per line (JSON Lines). The summary then goes to standard error.
     #[arg(long)]
@@ -325,7 +326,7 @@ pub fn print_flows(t: &Totals) -> Result<()> {
 
 /// One packet's verdict line: number, time, flow, verdict; tab-separated, or a JSON object.
 fn packet_line(p: &PacketVerdict, labeller: Option<&Labeller<'_>>, json: bool) -> String {
-    let time = p.time.map(|t| format!("{}.{:09}", t.seconds, t.nanos));
+    let time = p.time.map(|t| t.to_string());
     let flow = match p.packet {
         Packet::Flow(k) => format_tuple(k.bytes()),
         Packet::NotIp => "not IP".to_string(),
