@@ -97,31 +97,46 @@ pub(super) fn packet_verdicts(
             }
         });
     }
-    let mut key = [0u8; IPV6_TUPLE_LEN];
     recs.iter()
         .filter(|r| r.packet)
         .enumerate()
         .map(|(j, r)| {
-            let frame = &bytes[r.frame.0 as usize..r.frame.1 as usize];
-            let packet = match pcap::flow_key(r.linktype, frame, &mut key) {
-                Flow::Key(n) => Packet::Flow(FlowKey::new(&key[..n])),
-                Flow::NotIp => Packet::NotIp,
-                Flow::Malformed => Packet::Malformed,
+            let time = match header {
+                Some(h) => Some(pcap::record_time(
+                    &bytes[r.start as usize..],
+                    h.big_endian,
+                    h.nanos,
+                )),
+                None => ng_times.get(j).copied().flatten(),
             };
-            PacketVerdict {
-                index: j as u64,
-                time: match header {
-                    Some(h) => Some(pcap::record_time(
-                        &bytes[r.start as usize..],
-                        h.big_endian,
-                        h.nanos,
-                    )),
-                    None => ng_times.get(j).copied().flatten(),
-                },
-                packet,
-                matched: verdicts.matched(j),
-                label: verdicts.label(j),
-            }
+            let frame = &bytes[r.frame.0 as usize..r.frame.1 as usize];
+            verdicts.packet(j, r.linktype, frame, time)
         })
         .collect()
+}
+
+impl Verdicts {
+    /// The verdict of packet `j` of these verdicts, whose frame is `frame` of `linktype`,
+    /// captured at `time`; numbered `j` (the caller adds the packets before it).
+    pub fn packet(
+        &self,
+        j: usize,
+        linktype: u32,
+        frame: &[u8],
+        time: Option<Timestamp>,
+    ) -> PacketVerdict {
+        let mut key = [0u8; IPV6_TUPLE_LEN];
+        let packet = match pcap::flow_key(linktype, frame, &mut key) {
+            Flow::Key(n) => Packet::Flow(FlowKey::new(&key[..n])),
+            Flow::NotIp => Packet::NotIp,
+            Flow::Malformed => Packet::Malformed,
+        };
+        PacketVerdict {
+            index: j as u64,
+            time,
+            packet,
+            matched: self.matched(j),
+            label: self.label(j),
+        }
+    }
 }
