@@ -42,6 +42,11 @@ pub const SYNC_RECORDS: usize = 16;
 /// 512 KiB ones on the 2-core VM, 2026-11-29; same CPU time).
 const MAX_RANGE: usize = 512 << 10;
 
+/// Consumed bytes whose pages are dropped from the map at once (each drop is an `madvise` that
+/// interrupts every core running the process: one per 512 KiB range cost up to a third of a
+/// second of `classify -w` on the shared 2-core VM, 2026-11-29).
+const DROP_BATCH: usize = 16 << 20;
+
 /// Ranges worked on ahead of the consumer, per worker thread.
 const RANGES_PER_THREAD: usize = 4;
 
@@ -213,6 +218,7 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
         // thread works on the next free range itself rather than wait for range `i`.
         let consumed = (|| {
             let mut trusted = start;
+            let mut dropped = start;
             let mut seq = 0u64;
             for i in 0..ranges {
                 let end = start + (i + 1) * range;
@@ -245,7 +251,10 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
                 };
                 let chunk = mapped_chunk(map, s, e, seq);
                 consume(&chunk, r?)?;
-                drop_pages(map, s..e);
+                if e - dropped >= DROP_BATCH {
+                    drop_pages(map, dropped..e);
+                    dropped = e;
+                }
                 seq += 1;
                 trusted = e;
             }
