@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
-use crate::ops::classify::{Classifier, ClassifyScratch, Select, Totals};
+use crate::input::pcap::Timestamp;
+use crate::ops::classify::{Classifier, ClassifyScratch, EachPacket, Select, Totals};
 use crate::ops::stream::BitWriter;
 
 // Kernel ABI constants (linux/if_packet.h, linux/socket.h).
@@ -310,14 +311,17 @@ impl LiveCapture {
         }
     }
 
-    /// Classifies packets until `stop` says so or `interrupted` is set; writes the outputs and
-    /// reports progress. Returns the totals and the kernel's counts.
+    /// Classifies packets until `stop` says so or `interrupted` is set; writes the outputs,
+    /// hands each packet's verdict to `each` in capture order (numbered from 0, its time to the
+    /// nanosecond; an error from it ends the capture with it) and reports progress. Returns the
+    /// totals and the kernel's counts.
     pub fn run(
         &mut self,
         classifier: &Classifier<'_>,
         stop: StopWhen,
         interrupted: &AtomicBool,
         mut out: LiveOutputs<'_>,
+        mut each: Option<EachPacket<'_>>,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<LiveSummary> {
         let started = Instant::now();
@@ -372,6 +376,18 @@ impl LiveCapture {
             }
             if let Some(w) = out.bitmap.as_mut() {
                 bits.write(*w, &v.bits, take).map_err(write_err)?;
+            }
+            if let Some(each) = each.as_mut() {
+                for (j, f) in frames[..take].iter().enumerate() {
+                    let time = Timestamp {
+                        seconds: u64::from(f.sec),
+                        nanos: f.nsec,
+                        decimals: 9,
+                    };
+                    let mut p = v.packet(j, LINKTYPE_ETHERNET, f.data, Some(time));
+                    p.index += totals.packets;
+                    each(&p)?;
+                }
             }
             totals.add_counts(&v.totals);
             if let Some(all) = totals.flows.as_mut() {

@@ -165,3 +165,70 @@ fn corrupt_records_and_cut_tails_are_reported_the_same_way() {
     assert!(one == four, "cut short: the outputs differ");
     assert!(one.0.contains("cut short"), "the warning is in the summary");
 }
+
+/// `-w DIR` against a spatial filter: every class's file, and the per-packet lines, of runs
+/// on several cores (speculation, consumed while the workers go on) equal the one-thread
+/// run's byte for byte.
+#[test]
+fn per_class_files_of_several_threads_equal_one_threads() {
+    let d = tmp();
+    let flows = 500;
+    // Class "allow": the even flows; "deny" (the higher): every third one.
+    let flow = |f: usize| {
+        let [a, b, c, e] = (0x0a01_0000u32 + f as u32).to_be_bytes();
+        let dport = 1000 + (f % 50_000);
+        format!("10.0.0.1:12345 -> {a}.{b}.{c}.{e}:{dport} proto 17")
+    };
+    let tsv: String = (0..flows)
+        .step_by(2)
+        .map(|f| format!("{}\tallow\n", flow(f)))
+        .chain(
+            (0..flows)
+                .step_by(3)
+                .map(|f| format!("{}\tdeny\n", flow(f))),
+        )
+        .collect();
+    let rules = write(&d, "rules.tsv", format!("flow\tclass\n{tsv}"));
+    let f = at(&d, "sp.blf");
+    build(
+        &rules,
+        &f,
+        "--kind spatial --classes allow,deny --csv-column flow --class-column class --key-type flow",
+    );
+    let cap = write(
+        &d,
+        "c.pcap",
+        capture(6000, flows, |i, j| (i * 31 + j * 7) as u8),
+    );
+    let run = |threads: &str| {
+        let dir = at(&d, &format!("out{threads}"));
+        let out = succeeds(bl().args(argv!("classify", &f, &cap, "-w", &dir)).args([
+            "--per-packet",
+            "--threads",
+            threads,
+            "--chunk-bytes",
+            "4096",
+        ]));
+        let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+        let files = [read("allow.pcap"), read("deny.pcap"), read("absent.pcap")];
+        (files, out.stdout)
+    };
+    let (one, one_lines) = run("1");
+    for threads in ["2", "3"] {
+        let (files, lines) = run(threads);
+        for (name, (a, b)) in ["allow", "deny", "absent"]
+            .iter()
+            .zip(one.iter().zip(&files))
+        {
+            assert!(a.len() > 24, "{name}: some packets");
+            assert!(
+                a == b,
+                "{threads} threads: {name}.pcap differs from one thread's"
+            );
+        }
+        assert!(
+            one_lines == lines,
+            "{threads} threads: the per-packet lines differ"
+        );
+    }
+}

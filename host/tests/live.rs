@@ -30,7 +30,10 @@ struct Netns {
 
 impl Netns {
     fn create() -> Result<Netns, String> {
-        let tag = std::process::id();
+        // Tests run side by side in one process: each takes its own names.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}n{n}", std::process::id());
         let ns = Netns {
             a: format!("blcapA{tag}"),
             b: format!("blcapB{tag}"),
@@ -92,6 +95,54 @@ fn send_from(ns: &str, flows: &[(u16, u16, usize)]) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `bloomlanes --json capture FILTER FLAGS…` (in namespace `netns.a` if given), runs
+/// `send` once it listens, then stops it with Ctrl-C: its output (which must be a success) and
+/// standard error; `Err` with its message if it did not start listening.
+fn capture_while_sending(
+    netns: Option<&Netns>,
+    filter: &std::path::Path,
+    flags: &[std::ffi::OsString],
+    send: impl FnOnce() -> Result<(), String> + Send,
+) -> Result<(std::process::Output, String), String> {
+    let bin = assert_cmd::cargo::cargo_bin("bloomlanes");
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &ns.a]).arg(&bin);
+            c
+        }
+        None => Command::new(&bin),
+    };
+    let mut child = cmd
+        .args(argv!("--json capture", filter))
+        .args(flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the capture");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let started = Instant::now();
+    while !line.contains("listening on") {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 || started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the capture did not start: {line}"));
+        }
+    }
+    std::thread::scope(|t| t.spawn(send).join().unwrap()).expect("send the packets");
+    std::thread::sleep(Duration::from_millis(300));
+    // Ctrl-C ends the capture with its summary.
+    // SAFETY: sends SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    assert!(o.status.success(), "capture failed: {rest}");
+    Ok((o, rest))
+}
+
 #[test]
 fn live_capture_on_a_veth_pair_classifies_every_packet() {
     let ns = match Netns::create() {
@@ -116,46 +167,11 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
     build(&flow_file, &f, "--format flows --fpp 0.000001");
     let out = at(&d, "live.pcap");
     let bits = at(&d, "live.bits");
-    let bin = assert_cmd::cargo::cargo_bin("bloomlanes");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns.a])
-        .arg(&bin)
-        .args(argv!(
-            "--json capture",
-            f,
-            "vA --duration 20s --flows -w",
-            out
-        ))
-        .args(["--bitmap", s(&bits)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the capture");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let started = Instant::now();
-    while !line.contains("listening on vA") {
-        line.clear();
-        if err.read_line(&mut line).unwrap() == 0 || started.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("the capture did not start: {line}");
-        }
-    }
     let mut all = inside.to_vec();
     all.extend_from_slice(&outside);
-    let b = ns.b.clone();
-    let sent = std::thread::spawn(move || send_from(&b, &all))
-        .join()
-        .unwrap();
-    sent.expect("send from the other namespace");
-    std::thread::sleep(Duration::from_millis(300));
-    // Ctrl-C ends the capture with its summary.
-    // SAFETY: sends SIGINT to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
-    assert!(o.status.success(), "capture failed: {rest}");
+    let flags = argv!("vA --duration 20s --flows -w", out, "--bitmap", bits);
+    let (o, _) = capture_while_sending(Some(&ns), &f, &flags, || send_from(&ns.b, &all))
+        .unwrap_or_else(|e| panic!("{e}"));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
     assert!(v["kernel_seen"].as_u64().unwrap() >= 22, "{v}");
     assert_eq!(v["kernel_dropped"], 0, "{v}");
@@ -191,6 +207,77 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
     let ones: u32 = bitmap.iter().map(|b| b.count_ones()).sum();
     assert_eq!(u64::from(ones), 12);
     let _ = IPV6_TUPLE_LEN;
+}
+
+/// `capture --per-packet` on the loopback interface (root only; a `SKIP:` line otherwise): one
+/// line per packet on standard output, in order, with the shared writer of `classify`.
+#[test]
+fn live_per_packet_lines_name_every_packet_in_order() {
+    let d = tmp();
+    // Ports of this run's own (other tests may send on lo at the same time).
+    let port = 20_000 + (std::process::id() % 20_000) as u16;
+    let flows = format!("127.0.0.1:{port}>127.0.0.1:{}/udp\n", port + 1);
+    let f = at(&d, "live.blf");
+    build(
+        &write(&d, "flows.txt", flows),
+        &f,
+        "--format flows --fpp 0.000001",
+    );
+    let send = || {
+        let to = ("127.0.0.1", port + 1);
+        let listed = UdpSocket::bind(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        let other = UdpSocket::bind(("127.0.0.1", port + 2)).map_err(|e| e.to_string())?;
+        for (s, n) in [(&listed, 4), (&other, 3)] {
+            for i in 0..n {
+                s.send_to(format!("packet {i}").as_bytes(), to)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    };
+    let (o, err) = match capture_while_sending(None, &f, &argv!("lo --per-packet"), send) {
+        Ok(r) => r,
+        Err(why) if why.contains("CAP_NET_RAW") => {
+            skip(format_args!("SKIP: live --per-packet test on lo: {why}"));
+            return;
+        }
+        Err(why) => panic!("{why}"),
+    };
+    // The lines on standard output (JSON Lines), the summary on standard error.
+    let rows: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let summary: serde_json::Value = err
+        .find('{')
+        .and_then(|at| serde_json::from_str(&err[at..]).ok())
+        .unwrap_or_else(|| panic!("a JSON summary on stderr: {err}"));
+    assert_eq!(summary["packets"], rows.len() as u64, "{summary}");
+    let mut last = 0.0;
+    let mut seen = [0usize; 2];
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["index"], i as u64, "{r}");
+        // Seconds with nine decimals (the ring's nanoseconds), in capture order.
+        let time = r["time"].as_str().unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(time.split('.').nth(1).map(str::len), Some(9), "{r}");
+        let t: f64 = time.parse().unwrap();
+        assert!(t >= last, "{r}");
+        last = t;
+        for (k, from) in [port, port + 2].into_iter().enumerate() {
+            let flow = format!("127.0.0.1:{from} -> 127.0.0.1:{} proto 17", port + 1);
+            if r["flow"] == flow.as_str() {
+                seen[k] += 1;
+                assert_eq!(r["match"], k == 0, "{r}");
+            }
+        }
+    }
+    // Each datagram once at least (lo may show a packet on its way out and in).
+    assert!(seen[0] >= 4 && seen[1] >= 3, "{seen:?}: {rows:?}");
+    assert_eq!(seen[0] % 4 + seen[1] % 3, 0, "{seen:?}");
+    // --per-packet and -w - would both be standard output: refused before capturing.
+    let e = fails(&argv!("capture", f, "lo --per-packet -w -"), 2);
+    assert!(e.contains("-w -"), "{e}");
 }
 
 #[test]

@@ -25,7 +25,7 @@
 //! always. A hostile file can make ranges run sequentially, never change an answer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use memmap2::Mmap;
 
@@ -37,7 +37,17 @@ use crate::pipeline::{drop_pages, PipelineConfig};
 /// Consecutive plausible record headers that make a guessed start.
 pub const SYNC_RECORDS: usize = 16;
 
-/// Ranges per wave: each wave's ranges are worked on in parallel, then consumed in order.
+/// Largest range: one range's records are walked, then classified and written while they are
+/// still in the core's cache (2 MiB ranges ran `classify -w` 1.6× slower in wall time than
+/// 512 KiB ones on the 2-core VM, 2026-11-29; same CPU time).
+const MAX_RANGE: usize = 512 << 10;
+
+/// Consumed bytes whose pages are dropped from the map at once (each drop is an `madvise` that
+/// interrupts every core running the process: one per 512 KiB range cost up to a third of a
+/// second of `classify -w` on the shared 2-core VM, 2026-11-29).
+const DROP_BATCH: usize = 16 << 20;
+
+/// Ranges worked on ahead of the consumer, per worker thread.
 const RANGES_PER_THREAD: usize = 4;
 
 /// Whether speculation is worth starting: at least this many ranges past the header.
@@ -152,7 +162,7 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
     consume: &mut dyn FnMut(&Chunk, R) -> Result<(), E>,
 ) -> Result<usize, E> {
     let b: &[u8] = map;
-    let range = cfg.chunk_bytes.max(4096);
+    let range = cfg.chunk_bytes.clamp(4096, MAX_RANGE);
     // The last ranges stay with the sequential reader (it handles the end of the file).
     let stop = b.len().saturating_sub(2 * range + MAX_PACKET + 16);
     if cfg.threads < 2 || stop <= start || (stop - start) / range < MIN_RANGES {
@@ -165,64 +175,181 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
         big_endian,
         ts0: first.ts_sec,
     };
-    let wave = cfg.threads * RANGES_PER_THREAD;
+    let ranges = (stop - start).div_ceil(range);
+    let window = cfg.threads * RANGES_PER_THREAD;
+    let ahead = Ahead {
+        state: Mutex::new(AheadState {
+            slots: (0..window).map(|_| None).collect(),
+            consumed: 0,
+            stop: false,
+            panicked: false,
+        }),
+        done: Condvar::new(),
+        room: Condvar::new(),
+    };
+    let taken = AtomicUsize::new(0);
     let mut own = state();
-    let mut trusted = start;
-    let mut next_range = start;
-    let mut seq = 0u64;
-    while next_range < stop {
-        let starts: Vec<usize> = (0..wave)
-            .map(|i| next_range + i * range)
-            .take_while(|&a| a < stop)
-            .collect();
-        let first_trusted = trusted;
-        let outcomes: Vec<Mutex<Outcome<R, E>>> = starts.iter().map(|_| Mutex::new(None)).collect();
-        let taken = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for _ in 0..cfg.threads.min(starts.len()) {
-                scope.spawn(|| {
-                    let mut st = state();
-                    loop {
-                        let i = taken.fetch_add(1, Ordering::Relaxed);
-                        let Some(&a) = starts.get(i) else { break };
-                        let s = if i == 0 && a == first_trusted {
-                            Some(a)
-                        } else {
-                            guess_start(b, a, a + range, plausible)
-                        };
-                        let done = s.and_then(|s| {
-                            let e = walk_to(b, s, a + range, big_endian, |h| plausible.ok(h))?;
-                            let chunk = mapped_chunk(map, s, e, 0);
-                            Some((s, e, work(&chunk, &mut st)))
-                        });
-                        *outcomes[i].lock().unwrap_or_else(|e| e.into_inner()) = done;
+    // Range `i`, guessed and walked from its guessed start, and worked on.
+    let speculate = |i: usize, st: &mut S| -> Outcome<R, E> {
+        let a = start + i * range;
+        let s = if i == 0 {
+            Some(a)
+        } else {
+            guess_start(b, a, a + range, plausible)
+        }?;
+        let e = walk_to(b, s, a + range, big_endian, |h| plausible.ok(h))?;
+        Some((s, e, work(&mapped_chunk(map, s, e, 0), st)))
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.threads {
+            scope.spawn(|| {
+                let _wake = WakeOnPanic(&ahead);
+                let mut st = state();
+                loop {
+                    let i = taken.fetch_add(1, Ordering::Relaxed);
+                    if i >= ranges || !ahead.wait_for_room(i, window) {
+                        break;
                     }
-                });
-            }
-        });
-        for (i, o) in outcomes.into_iter().enumerate() {
-            let end = starts[i] + range;
-            next_range = end;
-            let (s, e, r) = match o.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Some((s, e, r)) if s == trusted => (s, e, r),
-                _ if trusted >= end => continue, // a long record spans the whole range
-                _ => {
-                    // A wrong or failed guess: this range again, from the trusted boundary.
-                    let Some(e) = walk_to(b, trusted, end, big_endian, accepted) else {
-                        return Ok(trusted);
-                    };
-                    let r = work(&mapped_chunk(map, trusted, e, seq), &mut own);
-                    (trusted, e, r)
+                    ahead.put(i, window, speculate(i, &mut st));
                 }
-            };
-            let chunk = mapped_chunk(map, s, e, seq);
-            consume(&chunk, r?)?;
-            drop_pages(map, s..e);
-            seq += 1;
-            trusted = e;
+            });
+        }
+        // Consumed in order while the workers go on with the ranges after them; the consuming
+        // thread works on the next free range itself rather than wait for range `i`.
+        let consumed = (|| {
+            let mut trusted = start;
+            let mut dropped = start;
+            let mut seq = 0u64;
+            for i in 0..ranges {
+                let end = start + (i + 1) * range;
+                let outcome = loop {
+                    if let Some(o) = ahead.take(i, window, false) {
+                        break o;
+                    }
+                    let j = taken.load(Ordering::Relaxed);
+                    let free = j < ranges && j < i + window;
+                    if free
+                        && (taken.compare_exchange(j, j + 1, Ordering::Relaxed, Ordering::Relaxed))
+                            .is_ok()
+                    {
+                        ahead.put(j, window, speculate(j, &mut own));
+                        continue;
+                    }
+                    break ahead.take(i, window, true).flatten();
+                };
+                let (s, e, r) = match outcome {
+                    Some((s, e, r)) if s == trusted => (s, e, r),
+                    _ if trusted >= end => continue, // a long record spans the whole range
+                    _ => {
+                        // A wrong or failed guess: this range again, from the trusted boundary.
+                        let Some(e) = walk_to(b, trusted, end, big_endian, accepted) else {
+                            return Ok(trusted);
+                        };
+                        let r = work(&mapped_chunk(map, trusted, e, seq), &mut own);
+                        (trusted, e, r)
+                    }
+                };
+                let chunk = mapped_chunk(map, s, e, seq);
+                consume(&chunk, r?)?;
+                if e - dropped >= DROP_BATCH {
+                    drop_pages(map, dropped..e);
+                    dropped = e;
+                }
+                seq += 1;
+                trusted = e;
+            }
+            Ok(trusted)
+        })();
+        ahead.finish();
+        consumed
+    })
+}
+
+/// The ranges' outcomes between the workers and the consuming thread: a window of slots, range
+/// `i` in slot `i % window`, which a worker fills only once range `i - window` is consumed (so
+/// memory stays bounded while the consumer writes and the workers go on).
+struct Ahead<R, E> {
+    state: Mutex<AheadState<R, E>>,
+    /// A slot was filled.
+    done: Condvar,
+    /// A range was consumed, or the run ended.
+    room: Condvar,
+}
+
+struct AheadState<R, E> {
+    slots: Vec<Option<Outcome<R, E>>>,
+    /// Ranges consumed so far.
+    consumed: usize,
+    /// The consumer is finished (done, stopped or failed): workers take no more ranges.
+    stop: bool,
+    /// A worker panicked: the range it held never comes.
+    panicked: bool,
+}
+
+/// Tells the consumer when its worker panics (it would otherwise wait for that range forever;
+/// the panic itself reaches the caller when the scope joins the worker).
+struct WakeOnPanic<'a, R, E>(&'a Ahead<R, E>);
+
+impl<R, E> Drop for WakeOnPanic<'_, R, E> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().panicked = true;
+            self.0.done.notify_all();
         }
     }
-    Ok(trusted)
+}
+
+impl<R, E> Ahead<R, E> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState<R, E>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until range `i` may be worked on; `false` once the consumer has finished.
+    fn wait_for_room(&self, i: usize, window: usize) -> bool {
+        let mut st = self.lock();
+        while !st.stop && i >= st.consumed + window {
+            st = self.room.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        !st.stop
+    }
+
+    /// Range `i`'s outcome, for the consumer.
+    fn put(&self, i: usize, window: usize, outcome: Outcome<R, E>) {
+        self.lock().slots[i % window] = Some(outcome);
+        self.done.notify_all();
+    }
+
+    /// Range `i`'s outcome, taken (making room for range `i + window`) once there; `None` if
+    /// it is not there yet and `wait` is false. After a worker's panic: `Some(None)`, as if
+    /// the guess had failed (the consumer then works on its own).
+    fn take(&self, i: usize, window: usize, wait: bool) -> Option<Outcome<R, E>> {
+        let mut st = self.lock();
+        loop {
+            if let Some(o) = st.slots[i % window].take() {
+                st.consumed = i + 1;
+                drop(st);
+                self.room.notify_all();
+                return Some(o);
+            }
+            if st.panicked {
+                // Stop the others; the scope then rethrows the worker's panic.
+                st.stop = true;
+                drop(st);
+                self.room.notify_all();
+                return Some(None);
+            }
+            if !wait {
+                return None;
+            }
+            st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Ends the run: workers waiting for room stop.
+    fn finish(&self) {
+        self.lock().stop = true;
+        self.room.notify_all();
+    }
 }
 
 fn mapped_chunk(map: &Arc<Mmap>, s: usize, e: usize, seq: u64) -> Chunk {

@@ -455,7 +455,7 @@ pub fn classify_each<'a>(
             (sel, _) => runs(&recs, &verdicts, sel),
         };
         let packets = match per_packet {
-            true => packet_verdicts(bytes, &recs, file_header, &verdicts),
+            true => packet_verdicts(chunk, &recs, file_header, &verdicts),
             false => Vec::new(),
         };
         scratch.recs = recs;

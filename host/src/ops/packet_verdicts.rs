@@ -3,19 +3,11 @@
 //! timestamp, its flow and its verdict (match, class or value), handed on in capture order.
 
 use crate::input::chunk::Chunk;
+pub use crate::input::pcap::Timestamp;
 use crate::input::pcap::{self, FileHeader, Flow, NgBlock, IPV6_TUPLE_LEN};
 
 use super::classify::{FlowKey, Verdicts};
 use super::label_writers::Rec;
-
-/// A packet's capture time: seconds and nanoseconds since the Unix epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timestamp {
-    /// Whole seconds.
-    pub seconds: u64,
-    /// Nanoseconds past them.
-    pub nanos: u32,
-}
 
 /// What a packet is, for its verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,8 +25,8 @@ pub enum Packet {
 pub struct PacketVerdict {
     /// The packet's number in the capture, from 0 (as bit `index` of `--bitmap`).
     pub index: u64,
-    /// Its capture time (classic pcap; `None` for pcapng, whose timestamp units are declared
-    /// per interface).
+    /// Its capture time, with its capture's resolution (`None`: a pcapng simple packet block,
+    /// which carries none).
     pub time: Option<Timestamp>,
     /// Its flow key, or why it has none.
     pub packet: Packet,
@@ -86,49 +78,65 @@ pub(super) fn chunk_records(chunk: &Chunk, header: Option<FileHeader>, recs: &mu
     }
 }
 
-/// The classic pcap record header's timestamp of the record at `rec`.
-fn record_time(rec: &[u8], h: FileHeader) -> Timestamp {
-    let word = |at: usize| {
-        let b = [rec[at], rec[at + 1], rec[at + 2], rec[at + 3]];
-        if h.big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }
-    };
-    let frac = u64::from(word(4)) * if h.nanos { 1 } else { 1000 };
-    // A fraction of a second or more (a writer's bug) carries into the seconds.
-    Timestamp {
-        seconds: u64::from(word(0)) + frac / 1_000_000_000,
-        nanos: (frac % 1_000_000_000) as u32,
-    }
-}
-
 /// The verdict of every packet of a chunk's records, numbered from 0 within the chunk.
 pub(super) fn packet_verdicts(
-    bytes: &[u8],
+    chunk: &Chunk,
     recs: &[Rec],
     header: Option<FileHeader>,
     verdicts: &Verdicts,
 ) -> Vec<PacketVerdict> {
-    let mut key = [0u8; IPV6_TUPLE_LEN];
+    let bytes = chunk.bytes();
+    // pcapng: each packet's time in its interface's units, read by walking the blocks again
+    // (only for --per-packet, so that the records of every other run stay small).
+    let mut ng_times = Vec::new();
+    if header.is_none() {
+        let mut st = chunk.ng_state();
+        let _ = pcap::walk_blocks(bytes, &mut st, &mut |_, kind| {
+            if let NgBlock::Packet(p) = kind {
+                ng_times.push(p.time());
+            }
+        });
+    }
     recs.iter()
         .filter(|r| r.packet)
         .enumerate()
         .map(|(j, r)| {
-            let frame = &bytes[r.frame.0 as usize..r.frame.1 as usize];
-            let packet = match pcap::flow_key(r.linktype, frame, &mut key) {
-                Flow::Key(n) => Packet::Flow(FlowKey::new(&key[..n])),
-                Flow::NotIp => Packet::NotIp,
-                Flow::Malformed => Packet::Malformed,
+            let time = match header {
+                Some(h) => Some(pcap::record_time(
+                    &bytes[r.start as usize..],
+                    h.big_endian,
+                    h.nanos,
+                )),
+                None => ng_times.get(j).copied().flatten(),
             };
-            PacketVerdict {
-                index: j as u64,
-                time: header.map(|h| record_time(&bytes[r.start as usize..], h)),
-                packet,
-                matched: verdicts.matched(j),
-                label: verdicts.label(j),
-            }
+            let frame = &bytes[r.frame.0 as usize..r.frame.1 as usize];
+            verdicts.packet(j, r.linktype, frame, time)
         })
         .collect()
+}
+
+impl Verdicts {
+    /// The verdict of packet `j` of these verdicts, whose frame is `frame` of `linktype`,
+    /// captured at `time`; numbered `j` (the caller adds the packets before it).
+    pub fn packet(
+        &self,
+        j: usize,
+        linktype: u32,
+        frame: &[u8],
+        time: Option<Timestamp>,
+    ) -> PacketVerdict {
+        let mut key = [0u8; IPV6_TUPLE_LEN];
+        let packet = match pcap::flow_key(linktype, frame, &mut key) {
+            Flow::Key(n) => Packet::Flow(FlowKey::new(&key[..n])),
+            Flow::NotIp => Packet::NotIp,
+            Flow::Malformed => Packet::Malformed,
+        };
+        PacketVerdict {
+            index: j as u64,
+            time,
+            packet,
+            matched: self.matched(j),
+            label: self.label(j),
+        }
+    }
 }

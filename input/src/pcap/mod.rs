@@ -17,10 +17,12 @@
 
 mod flow;
 mod ng;
+mod time;
 pub mod write;
 
 pub use flow::{flow_key, format_tuple, parse_flow_text, Flow};
 pub use ng::{walk_blocks, Link, NgBlock, NgPacket, NgState};
+pub use time::{record_time, Timestamp, TsResolution};
 
 /// Width of an IPv4 5-tuple key.
 pub const IPV4_TUPLE_LEN: usize = 13;

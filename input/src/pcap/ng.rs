@@ -3,6 +3,7 @@
 //! flow keys. [`walk_blocks`] walks whole blocks from a block boundary, so that a chunk of a
 //! pcapng file can be read knowing only the [`NgState`] in force at its start.
 
+use super::time::{Timestamp, TsResolution};
 use super::{check_linktype, err, Endian, PcapError, MAX_PACKET};
 
 /// An interface of a pcapng section.
@@ -12,6 +13,10 @@ pub struct Link {
     pub linktype: u32,
     /// Its snap length (0: unlimited).
     pub snaplen: u32,
+    /// The unit of its packets' timestamps (`if_tsresol`).
+    pub resolution: TsResolution,
+    /// Seconds added to its packets' timestamps (`if_tsoffset`).
+    pub offset_seconds: i64,
 }
 
 /// What a pcapng reader must know at a block boundary: the section's byte order and its
@@ -36,6 +41,18 @@ pub struct NgPacket<'a> {
     pub linktype: u32,
     /// The captured bytes.
     pub frame: &'a [u8],
+    /// Its timestamp in its interface's units (`None`: a simple packet block, which has none).
+    pub ticks: Option<u64>,
+    /// Its interface (for the unit and offset of `ticks`).
+    pub link: Link,
+}
+
+impl NgPacket<'_> {
+    /// When the packet was captured (`None`: a simple packet block carries no time).
+    pub fn time(&self) -> Option<Timestamp> {
+        let ticks = self.ticks?;
+        Some(self.link.resolution.time(ticks, self.link.offset_seconds))
+    }
 }
 
 /// A pcapng block as [`walk_blocks`] sees it: a packet, or a block that sets the section and
@@ -125,10 +142,13 @@ fn block<'a>(
             if st.links.len() >= MAX_INTERFACES {
                 return err(at, "more than 65536 interfaces in one pcapng section");
             }
-            st.links.push(Link {
+            let mut link = Link {
                 linktype,
                 snaplen: e.u32(body, 4),
-            });
+                ..Link::default()
+            };
+            interface_options(&body[8..], at + 16, e, &mut link)?;
+            st.links.push(link);
             NgBlock::Structure
         }
         6 | 2 => {
@@ -157,9 +177,12 @@ fn block<'a>(
                     format!("packet block names interface {iface}, which is not described"),
                 );
             };
+            let ticks = u64::from(e.u32(body, 4)) << 32 | u64::from(e.u32(body, 8));
             NgBlock::Packet(NgPacket {
                 linktype: link.linktype,
                 frame: &body[20..20 + caplen],
+                ticks: Some(ticks),
+                link: *link,
             })
         }
         3 => {
@@ -175,9 +198,64 @@ fn block<'a>(
             NgBlock::Packet(NgPacket {
                 linktype: link.linktype,
                 frame: &body[4..4 + caplen],
+                ticks: None,
+                link: *link,
             })
         }
         _ => NgBlock::Other,
     };
     Ok(Some((len, kind)))
+}
+
+/// Option codes of an interface description block that set its timestamps.
+const IF_TSRESOL: u16 = 9;
+const IF_TSOFFSET: u16 = 14;
+
+/// Reads the options of an interface description block (`opts`, found at byte `offset`) into
+/// `link`: `if_tsresol` and `if_tsoffset`; others are skipped. An option that runs past the
+/// block, or one of these two with the wrong length or an unusable unit, is a fault.
+fn interface_options(
+    opts: &[u8],
+    offset: usize,
+    e: Endian,
+    link: &mut Link,
+) -> Result<(), PcapError> {
+    let mut at = 0;
+    while opts.len() - at >= 4 {
+        let (code, len) = (e.u16(opts, at), usize::from(e.u16(opts, at + 2)));
+        if code == 0 {
+            break;
+        }
+        let value = at + 4;
+        if len.div_ceil(4) * 4 > opts.len() - value {
+            return err(
+                offset + at,
+                format!("interface description option {code} ({len} bytes) runs past its block"),
+            );
+        }
+        let wrong_len = |want: usize| {
+            err(
+                offset + at,
+                format!("interface description option {code} has {len} bytes, not {want}"),
+            )
+        };
+        match code {
+            IF_TSRESOL if len != 1 => return wrong_len(1),
+            IF_TSRESOL => link.resolution = TsResolution::from_option(opts[value], offset + value)?,
+            IF_TSOFFSET if len != 8 => return wrong_len(8),
+            IF_TSOFFSET => {
+                let b: [u8; 8] = opts[value..value + 8].try_into().expect("8 bytes");
+                // One 64-bit integer in the section's byte order.
+                let v = if e.0 {
+                    i64::from_be_bytes(b)
+                } else {
+                    i64::from_le_bytes(b)
+                };
+                link.offset_seconds = v;
+            }
+            _ => {}
+        }
+        at = value + len.div_ceil(4) * 4;
+    }
+    Ok(())
 }

@@ -96,7 +96,19 @@ pub struct PcapngWriter<W: Write> {
 impl<W: Write> PcapngWriter<W> {
     /// Writes the section header and the description of interface 0: link type `linktype`,
     /// snap length `snaplen` (timestamps in microseconds, the format's default).
-    pub fn new(mut out: W, linktype: u32, snaplen: u32) -> io::Result<PcapngWriter<W>> {
+    pub fn new(out: W, linktype: u32, snaplen: u32) -> io::Result<PcapngWriter<W>> {
+        PcapngWriter::with_tsresol(out, linktype, snaplen, None)
+    }
+
+    /// [`PcapngWriter::new`] with interface 0's `if_tsresol` option set to `tsresol` when
+    /// given (10^-k seconds, or 2^-k with bit 7 set; e.g. 9 for nanoseconds): the unit of the
+    /// timestamps given to [`PcapngWriter::packet`].
+    pub fn with_tsresol(
+        mut out: W,
+        linktype: u32,
+        snaplen: u32,
+        tsresol: Option<u8>,
+    ) -> io::Result<PcapngWriter<W>> {
         let mut shb = Vec::with_capacity(16);
         shb.extend_from_slice(&0x1a2b_3c4du32.to_le_bytes());
         shb.extend_from_slice(&1u16.to_le_bytes());
@@ -113,12 +125,16 @@ impl<W: Write> PcapngWriter<W> {
         idb.extend_from_slice(&link.to_le_bytes());
         idb.extend_from_slice(&0u16.to_le_bytes());
         idb.extend_from_slice(&snaplen.to_le_bytes());
+        if let Some(r) = tsresol {
+            // if_tsresol (code 9, 1 byte, padded to 4), then the end of the options.
+            idb.extend_from_slice(&[9, 0, 1, 0, r, 0, 0, 0, 0, 0, 0, 0]);
+        }
         write_block(&mut out, INTERFACE_DESCRIPTION, &idb)?;
         Ok(PcapngWriter { out })
     }
 
-    /// Writes one packet of interface 0: captured at `timestamp` (in the interface's units,
-    /// microseconds), `orig_len` bytes long on the wire, of which `data` was captured.
+    /// Writes one packet of interface 0: captured at `timestamp` (in the interface's units:
+    /// microseconds unless set by [`PcapngWriter::with_tsresol`]), `orig_len` bytes long on the wire, of which `data` was captured.
     pub fn packet(&mut self, timestamp: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
         let mut epb = Vec::with_capacity(20 + data.len());
         epb.extend_from_slice(&0u32.to_le_bytes());

@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bloomlanes_host::capture::{LiveCapture, LiveOutputs, StopWhen};
-use bloomlanes_host::ops::classify::Classifier;
+use bloomlanes_host::ops::classify::{Classifier, EachPacket};
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{Error, Result};
 use clap::Args;
 use serde_json::json;
 
 use crate::classify::{
-    flows_json, labels_json, print_flows, print_labels, target, totals_json, with_outputs,
-    VerdictOutputs,
+    flows_json, labels_json, per_packet_lines, print_flows, print_labels, target, totals_json,
+    with_outputs, VerdictOutputs,
 };
 use crate::opened::Opened;
 use crate::output::{emit, say};
@@ -69,6 +69,7 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 /// Runs `capture`.
 pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
+    a.outputs.check_per_packet()?;
     let filter = Opened::open(&a.filter, Verify::Full)?;
     let classifier = Classifier::new(target(&a.filter, &filter, "capture with")?, a.outputs.flows)?;
     let labeller = classifier.labeller();
@@ -99,14 +100,26 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
         duration: a.duration,
     };
     let mut bar = Bar::new(ctx.progress);
-    let summary = with_outputs(&a.outputs, |o| {
-        let out = LiveOutputs {
-            packets: o.packets,
-            bitmap: o.bitmap,
-            flows: o.flows,
-        };
-        live.run(&classifier, stop, &interrupted, out, &mut |p| bar.update(p))
-    })?;
+    let mut capture = |mut each: Option<EachPacket<'_>>| {
+        with_outputs(&a.outputs, |o| {
+            let out = LiveOutputs {
+                packets: o.packets,
+                bitmap: o.bitmap,
+                flows: o.flows,
+            };
+            let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
+            live.run(&classifier, stop, &interrupted, out, each, &mut |p| {
+                bar.update(p)
+            })
+        })
+    };
+    let summary = if a.outputs.per_packet {
+        per_packet_lines(labeller.as_ref(), ctx.json, true, |each| {
+            capture(Some(each))
+        })?
+    } else {
+        capture(None)?
+    };
     let t = &summary.totals;
     let rate = t.packets as f64 / summary.seconds.max(1e-9);
     if ctx.json {

@@ -64,6 +64,13 @@ pub struct VerdictOutputs {
     /// Count packets per flow (--json lists every flow; otherwise the 10 busiest are shown).
     #[arg(long)]
     pub flows: bool,
+    /// One line per packet on standard output, in capture order: its number (from 0), capture
+    /// time (seconds, with as many decimals as the capture's resolution: 6 for microseconds, 9
+    /// for nanoseconds; "-" for a pcapng simple packet block, which has none), flow and verdict (match or no-match; a spatial
+    /// filter's class, a retrieval table's value, or absent), tab-separated; with --json one
+    /// JSON object per line (JSON Lines). The summary then goes to standard error.
+    #[arg(long)]
+    pub per_packet: bool,
 }
 
 /// Arguments of `classify`.
@@ -76,12 +83,6 @@ pub struct ClassifyArgs {
     capture: PathBuf,
     #[command(flatten)]
     outputs: VerdictOutputs,
-    /// One line per packet on standard output, in capture order: its number (from 0), capture
-    /// time (classic pcap; "-" for pcapng), flow and verdict (match or no-match; a spatial
-    /// filter's class, a retrieval table's value, or absent), tab-separated; with --json one
-    /// JSON object per line (JSON Lines). The summary then goes to standard error.
-    #[arg(long)]
-    per_packet: bool,
     #[command(flatten)]
     input: CaptureArgs,
 }
@@ -325,7 +326,7 @@ pub fn print_flows(t: &Totals) -> Result<()> {
 
 /// One packet's verdict line: number, time, flow, verdict; tab-separated, or a JSON object.
 fn packet_line(p: &PacketVerdict, labeller: Option<&Labeller<'_>>, json: bool) -> String {
-    let time = p.time.map(|t| format!("{}.{:09}", t.seconds, t.nanos));
+    let time = p.time.map(|t| t.to_string());
     let flow = match p.packet {
         Packet::Flow(k) => format_tuple(k.bytes()),
         Packet::NotIp => "not IP".to_string(),
@@ -361,6 +362,66 @@ fn packet_line(p: &PacketVerdict, labeller: Option<&Labeller<'_>>, json: bool) -
     )
 }
 
+impl VerdictOutputs {
+    /// With --per-packet, standard output is the lines': `-w -` or `--bitmap -` is a usage error.
+    pub fn check_per_packet(&self) -> Result<()> {
+        if !self.per_packet {
+            return Ok(());
+        }
+        for (flag, p) in [("-w", &self.write), ("--bitmap", &self.bitmap)] {
+            if p.as_deref().is_some_and(outfile::is_stdout) {
+                return Err(Error::usage(format!(
+                    "--per-packet writes to standard output: {flag} - cannot share it"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long a live capture's lines wait in the buffer at most (they are flushed at the first
+/// packet after this long).
+const LIVE_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Runs `run` with each packet's verdict, handed to the [`EachPacket`] it gets, written to
+/// standard output as one line ([`packet_line`]); `classify` and `capture` share it. `live`:
+/// lines reach standard output within [`LIVE_FLUSH`] of the first waiting one (by the next
+/// packet's), not only when the buffer fills. An error from `run` is the result, even when it
+/// stops the writing.
+pub fn per_packet_lines<T>(
+    labeller: Option<&Labeller<'_>>,
+    json: bool,
+    live: bool,
+    run: impl FnOnce(EachPacket<'_>) -> Result<T>,
+) -> Result<T> {
+    let mut result = None;
+    outfile::write_stdout(|out| {
+        let mut flushed = Instant::now();
+        let mut line = |p: &PacketVerdict| {
+            let stdout_err = |e| Error::io(Path::new("<stdout>"), "write", e);
+            writeln!(out, "{}", packet_line(p, labeller, json)).map_err(stdout_err)?;
+            if live && flushed.elapsed() >= LIVE_FLUSH {
+                out.flush().map_err(stdout_err)?;
+                flushed = Instant::now();
+            }
+            Ok(())
+        };
+        let r = run(&mut line);
+        let failed = r.is_err();
+        result = Some(r);
+        if failed {
+            Err(std::io::Error::other("stopped"))
+        } else {
+            Ok(())
+        }
+    })
+    .or_else(|e| match &result {
+        Some(Err(_)) => Ok(()),
+        _ => Err(e),
+    })?;
+    result.expect("the run reports")
+}
+
 /// Runs `classify`.
 pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     let filter = Opened::open(&a.filter, Verify::Full)?;
@@ -371,15 +432,7 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     };
     let mut bar = Bar::new(ctx.progress);
     let cfg = a.input.pipeline()?;
-    if a.per_packet {
-        for (flag, p) in [("-w", &a.outputs.write), ("--bitmap", &a.outputs.bitmap)] {
-            if p.as_deref().is_some_and(outfile::is_stdout) {
-                return Err(Error::usage(format!(
-                    "--per-packet writes to standard output: {flag} - cannot share it"
-                )));
-            }
-        }
-    }
+    a.outputs.check_per_packet()?;
     let start = Instant::now();
     let mut run_all = |each: Option<EachPacket<'_>>| {
         let mut each = each;
@@ -392,27 +445,10 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
             _ => Ok((with_outputs(&a.outputs, &mut go)?, Vec::new())),
         }
     };
-    let (totals, written) = if a.per_packet {
-        let mut result = None;
-        outfile::write_stdout(|out| {
-            let mut line = |p: &PacketVerdict| {
-                writeln!(out, "{}", packet_line(p, labeller.as_ref(), ctx.json))
-                    .map_err(|e| Error::io(Path::new("<stdout>"), "write", e))
-            };
-            let r = run_all(Some(&mut line));
-            let failed = r.is_err();
-            result = Some(r);
-            if failed {
-                Err(std::io::Error::other("stopped"))
-            } else {
-                Ok(())
-            }
-        })
-        .or_else(|e| match &result {
-            Some(Err(_)) => Ok(()),
-            _ => Err(e),
-        })?;
-        result.expect("the run reports")?
+    let (totals, written) = if a.outputs.per_packet {
+        per_packet_lines(labeller.as_ref(), ctx.json, false, |each| {
+            run_all(Some(each))
+        })?
     } else {
         run_all(None)?
     };
