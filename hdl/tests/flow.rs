@@ -252,7 +252,7 @@ fn key_kind_comes_from_the_recorded_key_type() {
 
 /// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
 /// between 59 and 100 % of the estimate (the bound `check_fits` refuses flip-flops by), the
-/// LUT4s below it.
+/// LUT4s below it; plain and with registered banks.
 #[test]
 fn resource_estimate_brackets_yosys() {
     use bloomlanes_core::CounterBits;
@@ -263,8 +263,12 @@ fn resource_estimate_brackets_yosys() {
     }
     let dir = sim::fresh_dir("estimate").unwrap();
     let base = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 5);
-    for cells in [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)] {
-        let c = PipelineConfig::new(base.clone(), cells);
+    let designs = [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)]
+        .into_iter()
+        .flat_map(|cells| [(cells, false), (cells, true)]);
+    for (cells, registered) in designs {
+        let mut c = PipelineConfig::new(base.clone(), cells);
+        c.base.registered_banks = registered;
         let e = estimate(&c, Device::Ice40Hx8k);
         let d = generate_pipeline(&c).unwrap();
         std::fs::write(dir.join("d.v"), &d.rtl).unwrap();
@@ -285,6 +289,7 @@ fn resource_estimate_brackets_yosys() {
         let rams = sum(&|n| n.starts_with("SB_RAM40"));
         let ffs = sum(&|n| n.starts_with("SB_DFF"));
         let luts = sum(&|n| n == "SB_LUT4");
+        let cells = format!("{cells}, registered banks {registered}");
         eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
         assert_eq!(rams, e.block_rams, "{cells}");
         assert!(
