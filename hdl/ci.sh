@@ -27,7 +27,8 @@ FLOW="${CARGO_TARGET_DIR:-target}/debug/examples/flow"
 "$FLOW" "$OUT/vk" 8x32 16 v16 1 lut 16 bl_ci_vk || exit 1
 # Fixed-width 8-byte keys, 2 ports: their tuser has no length field (cocotb stream test only).
 "$FLOW" "$OUT/fx" 8x32 16 8 2 lut 16 bl_ci_fx || exit 1
-# Registered banks (a bank read of three cycles; DP16KD OUTREG tiles in the ECP5 flow).
+# Registered banks (write port and reads registered at the memory, a bank read of four cycles;
+# DP16KD OUTREG tiles in the ECP5 flow): Verilog bench, cocotb and formal like the plain design.
 "$FLOW" --registered-banks "$OUT/rb" 8x32 64 hash 1 lut 16 bl_ci_rb || exit 1
 
 step "iCE40 HX8K bitstream (make ice40)"
@@ -83,8 +84,8 @@ fi
 
 step "cocotb suite (python3 cocotb/run.py)"
 if have iverilog && python3 -c 'import cocotb' 2>/dev/null; then
-  for d in ph vk; do
-    ops=300; [ "$d" = vk ] && ops=60
+  for d in ph vk rb; do
+    ops=300; [ "$d" = vk ] && ops=60; [ "$d" = rb ] && ops=150
     if (cd "$OUT/$d/cocotb" && python3 run.py --ops $ops > "$OUT/$d.cocotb.log" 2>&1); then
       ok "$d: $(tail -1 "$OUT/$d.cocotb.log")"
     else
@@ -102,11 +103,13 @@ fi
 
 step "formal proofs of the answer FIFO (make formal, SymbiYosys)"
 if (have sby || have yowasp-sby) && have yices-smt2; then
-  if (cd "$OUT/ph" && make -s formal > "$OUT/formal.log" 2>&1); then
-    ok "formal: $(grep -c 'DONE (PASS' "$OUT/formal.log") task(s) passed"
-  else
-    bad "formal"; grep -E 'DONE|failed assertion' "$OUT/formal.log" | head -10
-  fi
+  for d in ph rb; do
+    if (cd "$OUT/$d" && make -s formal > "$OUT/$d.formal.log" 2>&1); then
+      ok "$d: formal: $(grep -c 'DONE (PASS' "$OUT/$d.formal.log") task(s) passed"
+    else
+      bad "$d: formal"; grep -E 'DONE|failed assertion' "$OUT/$d.formal.log" | head -10
+    fi
+  done
 else
   echo "SKIP: formal proofs: sby (or yowasp-sby) or the yices-smt2 solver is not installed"
 fi

@@ -1,7 +1,9 @@
 //! Writes the RTL of one configuration and prints its latency:
-//! `gen [--registered-banks] <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16]`
+//! `gen [--registered-banks] <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16|rV]`
 //! (`c4`/`c8`: the counting pipeline with 4- or 8-bit counters, `s4`/`s8`/`s16`: the spatial
-//! pipeline with classes of that width; one port).
+//! pipeline with classes of that width, `rV`: a retrieval table of `V`-bit values, 8 check
+//! bits and 4 cells per key, sized for `<blocks>` keys (the layout is then unused); one port).
+use bloomlanes_core::retrieval::Shape;
 use bloomlanes_core::CounterBits;
 use bloomlanes_hdl::{generate_pipeline, CellSpec, HdlConfig, PipelineConfig};
 
@@ -16,18 +18,35 @@ fn main() {
             [_, l, z, k, p, dir, rest @ ..] => (*dir, [&[*l, *z, *k, *p][..], rest].concat()),
             _ => return Err("too few arguments".into()),
         };
-        let cells = match words.get(6).copied() {
-            None => CellSpec::STATIC,
-            Some("c4") => CellSpec::counting(CounterBits::Four),
-            Some("c8") => CellSpec::counting(CounterBits::Eight),
-            Some(s) => match s.strip_prefix('s').and_then(|b| b.parse().ok()) {
-                Some(bits) => CellSpec::spatial(bits),
-                None => return Err(format!("{s:?} is not c4, c8, s4, s8 or s16")),
-            },
-        };
         let mut cfg = HdlConfig::from_words(&words[..words.len().min(6)], 5)?;
         cfg.registered_banks = registered;
-        let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).map_err(|e| e.to_string())?;
+        let retrieval = |v: u8| -> Result<PipelineConfig, String> {
+            let keys = u64::from(cfg.blocks);
+            let (segment_bits, segment_count) =
+                Shape::sized(keys, 4, 0).ok_or_else(|| format!("no table for {keys} keys"))?;
+            let shape = Shape {
+                value_bits: v,
+                check_bits: 8,
+                arity: 4,
+                segment_bits,
+                segment_count,
+                seed: 5,
+            };
+            Ok(PipelineConfig::retrieval(cfg.clone(), shape))
+        };
+        let pipeline = match words.get(6).copied() {
+            None => PipelineConfig::new(cfg.clone(), CellSpec::STATIC),
+            Some("c4") => PipelineConfig::new(cfg.clone(), CellSpec::counting(CounterBits::Four)),
+            Some("c8") => PipelineConfig::new(cfg.clone(), CellSpec::counting(CounterBits::Eight)),
+            Some(s) => match (s.get(..1), s.get(1..).map(str::parse::<u8>)) {
+                (Some("s"), Some(Ok(bits))) => {
+                    PipelineConfig::new(cfg.clone(), CellSpec::spatial(bits.into()))
+                }
+                (Some("r"), Some(Ok(v))) => retrieval(v)?,
+                _ => return Err(format!("{s:?} is not c4, c8, s4, s8, s16 or rV")),
+            },
+        };
+        let d = generate_pipeline(&pipeline).map_err(|e| e.to_string())?;
         let dir = std::path::Path::new(dir);
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("bloomlanes.v"), &d.rtl).map_err(|e| e.to_string())?;
@@ -37,7 +56,7 @@ fn main() {
         Ok(())
     };
     if let Err(e) = run() {
-        eprintln!("gen: {e}\nusage: gen <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16]");
+        eprintln!("gen: {e}\nusage: gen <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16|rV]");
         std::process::exit(2);
     }
 }

@@ -39,6 +39,9 @@ pub(crate) fn applies(g: &Geo) -> bool {
 pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
     let (w, shift) = tile_width(g.cell_bits).expect("applies() was checked");
     let c = g.cell_bits;
+    // The write port's and port B's signals at the memory (registered inputs, if any).
+    let [we_m, wa_m, wd_m, ra_m] = crate::verilog::at_memory(g);
+    let addr_of = |p: &str| if p == "a" { wa_m } else { ra_m };
     let tile_bits = 14 - shift;
     let tiles = g.depth.div_ceil(1 << tile_bits) as usize;
     let sel_bits = ceil_log2(tiles as u64);
@@ -63,12 +66,13 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
         } else {
             String::new()
         };
+        let pa = addr_of(p);
         let entry = if g.aw > tile_bits {
-            format!("{p}_addr[{}:0]", tile_bits - 1)
+            format!("{pa}[{}:0]", tile_bits - 1)
         } else if g.aw < tile_bits {
-            format!("{}'d0, {p}_addr", tile_bits - g.aw)
+            format!("{}'d0, {pa}", tile_bits - g.aw)
         } else {
-            format!("{p}_addr")
+            pa.to_string()
         };
         let parts: Vec<String> = [entry, low].into_iter().filter(|s| !s.is_empty()).collect();
         let _ = writeln!(
@@ -80,7 +84,7 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
         if sel_bits > 0 {
             let _ = writeln!(
                 v,
-                "        wire [{s1}:0] {p}_sel = {p}_addr[{}:{tile_bits}];",
+                "        wire [{s1}:0] {p}_sel = {pa}[{}:{tile_bits}];",
                 g.aw - 1,
                 s1 = sel_bits - 1
             );
@@ -112,8 +116,8 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
             let used = p == "a" || has_b;
             let we = match (writes, sel_bits) {
                 (false, _) => "1'b0".to_string(),
-                (true, 0) => "a_we".to_string(),
-                (true, _) => format!("a_we & (a_sel == {sel_bits}'d{t})"),
+                (true, 0) => we_m.to_string(),
+                (true, _) => format!("{we_m} & (a_sel == {sel_bits}'d{t})"),
             };
             let up = p.to_uppercase();
             let addr = |i: u32| {
@@ -125,9 +129,9 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
             };
             let din = |i: u32| {
                 if writes && c == 1 && i == 0 {
-                    "a_din".into()
+                    wd_m.into()
                 } else if writes && i < c {
-                    format!("a_din[{i}]")
+                    format!("{wd_m}[{i}]")
                 } else {
                     "1'b0".into()
                 }

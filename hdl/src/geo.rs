@@ -30,9 +30,18 @@ pub(crate) struct Geo {
     /// management access waits for).
     pub bank_stages: u32,
     /// Cycles from a bank's address to its read data (`rd<p>`): 2 (the block RAM's read and
-    /// output register), or 3 with registered banks (read, the memory's output register, a
-    /// fabric register).
+    /// output register), or with registered banks 3 (read, the memory's output register, a
+    /// fabric register) plus 1 where the read addresses are registered too ([`Geo::read_in`]).
     pub bank_read: u32,
+    /// Registers in front of the banks' write port (address, enable, data): 1 with registered
+    /// banks (the clear, management and update multiplexers and the tile write decode then
+    /// end in a register next to the memory), else 0.
+    pub write_delay: u32,
+    /// Whether the read addresses pass the same register as the writes (registered banks of a
+    /// write-through design, whose port 0 reads and writes port A: every port keeps its order
+    /// with the writes). A read-modify-write design reads port B unregistered and widens its
+    /// forwarding window by the write's delay instead.
+    pub read_in: bool,
     pub latency: u32,
     pub fifo_depth: u32,
     pub fifo_bits: u32,
@@ -52,6 +61,14 @@ pub(crate) struct Geo {
     pub mg_bits: u32,
 }
 
+impl Geo {
+    /// How many operations ahead a read-modify-write's bank read misses the writes of (the
+    /// read's cycles, execute and result, and the write's delay): the forwarding window.
+    pub(crate) fn forwarding_window(&self) -> u32 {
+        self.bank_read + 2 + self.write_delay
+    }
+}
+
 pub(crate) fn ceil_log2(x: u64) -> u32 {
     if x <= 1 {
         0
@@ -62,7 +79,8 @@ pub(crate) fn ceil_log2(x: u64) -> u32 {
 
 /// Cycles of a bank read (address to read data): the block RAM's read and output register.
 pub(crate) const BANK_READ: u32 = 2;
-/// The same with registered banks: one fabric register more behind the memory's own.
+/// The same with registered banks: one fabric register more behind the memory's own (plus the
+/// input register where the read addresses are registered, [`Geo::read_in`]).
 pub(crate) const REGISTERED_BANK_READ: u32 = 3;
 
 /// Stages from the bank address register to the answer register when updates only write: the
@@ -107,8 +125,10 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
     let s = shape(cfg);
     let var_len = matches!(b.key, KeyMode::VarBytes(_));
     let cells = cfg.cells;
+    let write_delay = u32::from(b.registered_banks);
+    let read_in = b.registered_banks && !cells.reads_cells();
     let bank_read = if b.registered_banks {
-        REGISTERED_BANK_READ
+        REGISTERED_BANK_READ + u32::from(read_in)
     } else {
         BANK_READ
     };
@@ -118,7 +138,10 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
             Reduction::Min => ceil_log2(s.lanes as u64),
             Reduction::AllNonZero | Reduction::Retrieve { .. } => 0,
         };
-        (rmw_stages(bank_read) + tree, rmw_stages(bank_read))
+        (
+            rmw_stages(bank_read) + tree,
+            rmw_stages(bank_read) + write_delay,
+        )
     } else {
         (write_through_stages(bank_read), bank_read)
     };
@@ -144,6 +167,8 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         exec_stages,
         bank_stages,
         bank_read,
+        write_delay,
+        read_in,
         latency,
         fifo_depth: 1 << fifo_bits,
         fifo_bits,

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::front;
-use crate::geo::{geo, shape};
+use crate::geo::{geo, shape, Geo};
 use crate::pipe::Cost;
 use crate::pipeline::PipelineConfig;
 use crate::{HdlError, MulStyle};
@@ -134,13 +134,23 @@ pub struct Estimate {
 }
 
 /// The logic behind the address register and around it: the execute stage, the management
-/// port, the write port's multiplexers and the answer FIFOs, per lane and port.
-fn back_end(cfg: &PipelineConfig, aw: u64, tw: u64, fifo_bits: u64) -> Cost {
-    let lanes = cfg.base.layout.lanes() as u64;
-    let ports = cfg.base.lookup_ports as u64;
-    let c = u64::from(cfg.cells.bits);
+/// port, the write port's multiplexers and the answer FIFOs, per lane and port, and the
+/// registered banks' own registers ([`bank_registers`]).
+fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
+    let lanes = g.lanes as u64;
+    let ports = g.ports as u64;
+    let (aw, tw, c) = (u64::from(g.aw), u64::from(g.tw), u64::from(g.cell_bits));
+    let fifo_bits = u64::from(g.fifo_bits);
+    // The FIFO's memory is a block RAM on iCE40 (counted with the block RAMs) and distributed
+    // RAM on ECP5: DPR16X4 (16 entries of 4 bits, 4 LUT4s each).
+    let fifo_memory = match family {
+        Family::Ice40 => 0,
+        Family::Ecp5 => {
+            4 * u64::from(g.fifo_depth).div_ceil(16) * (tw + u64::from(g.ans_bits)).div_ceil(4)
+        }
+    };
     let fifo = Cost {
-        luts: 4 * fifo_bits + 12,
+        luts: 4 * fifo_bits + 12 + fifo_memory,
         ffs: 4 * (fifo_bits + 1) + 2,
         dsps: 0,
     };
@@ -154,9 +164,13 @@ fn back_end(cfg: &PipelineConfig, aw: u64, tw: u64, fifo_bits: u64) -> Cost {
         ffs: 0,
         dsps: 0,
     };
+    let n = u64::from(g.bank_read);
     let exec = if cfg.cells.reads_cells() {
-        // Per lane: five address registers, four of cells, four forwarding compares, the
-        // forwarding and current-cell multiplexers, the ALU; per port the op and tag chain.
+        // Per lane, for a bank read of n cycles and a window of w operations (plain: n = 2,
+        // w = 4): n + w - 1 address registers, w cells (the merged ones and x_other), w
+        // forwarding compares, the forwarding and current-cell multiplexers, the ALU; per port
+        // the op and tag chain (R1..Rn, X, Y).
+        let w = u64::from(g.forwarding_window());
         let tree = if cfg.cells.answer_bits() > 1 {
             Cost {
                 luts: 2 * c * lanes,
@@ -167,14 +181,15 @@ fn back_end(cfg: &PipelineConfig, aw: u64, tw: u64, fifo_bits: u64) -> Cost {
             Cost::default()
         };
         Cost {
-            luts: lanes * (4 * (aw / 2 + 1) + 3 * c + 4 * c + aw) + 2 * tw,
-            ffs: lanes * (5 * aw + 4 * c + 6) + 4 * (tw + 4),
+            luts: lanes * (w * (aw / 2 + 1) + (w - 1) * c + 4 * c + aw) + 2 * tw,
+            ffs: lanes * ((n + w - 1) * aw + w * c + 6) + (n + 2) * (tw + 4),
             dsps: 0,
         } + tree
     } else {
+        // Per port: valid, lookup flag and tag through R1..Rn and the answer register.
         Cost {
             luts: ports * (lanes / 3 + 4),
-            ffs: ports * (3 * (tw + 2) + lanes),
+            ffs: ports * ((n + 1) * (tw + 2) + lanes),
             dsps: 0,
         }
     };
@@ -183,7 +198,46 @@ fn back_end(cfg: &PipelineConfig, aw: u64, tw: u64, fifo_bits: u64) -> Cost {
         ffs: fifo.ffs * ports,
         dsps: 0,
     };
-    exec + mgmt + write_port + fifos
+    exec + mgmt + write_port + fifos + bank_registers(cfg, g, family)
+}
+
+/// The flip-flops registered banks add to the banks themselves: every bank's write port
+/// registers (enable, address, cell), port B's address where the reads are registered too,
+/// and behind every bank read the second output register (on iCE40 a fabric register of a
+/// cell; on ECP5 the DP16KD's own, so only the two tile-select registers of a bank of several
+/// DP16KD). Nothing for plain banks.
+fn bank_registers(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
+    if g.write_delay == 0 {
+        return Cost::default();
+    }
+    let (aw, c) = (u64::from(g.aw), u64::from(g.cell_bits));
+    let banks = g.lanes as u64 * g.replicas as u64;
+    // One read per lane and lookup port (write-through), or port 0's (read-modify-write).
+    let reads = g.lanes as u64
+        * if cfg.cells.reads_cells() {
+            1
+        } else {
+            g.ports as u64
+        };
+    let b_reads = if cfg.cells.reads_cells() {
+        banks
+    } else {
+        reads.saturating_sub(g.lanes as u64)
+    };
+    let per_read = match family {
+        Family::Ice40 => c,
+        Family::Ecp5 => {
+            let tiles = g
+                .depth
+                .div_ceil(Device::Ulx3s85f.cells_per_ram(g.cell_bits));
+            2 * u64::from(crate::geo::ceil_log2(tiles))
+        }
+    };
+    Cost {
+        luts: 0,
+        ffs: banks * (1 + aw + c) + if g.read_in { b_reads * aw } else { 0 } + reads * per_read,
+        dsps: 0,
+    }
 }
 
 /// The resources of design `cfg` on `device`.
@@ -202,12 +256,7 @@ pub fn estimate(cfg: &PipelineConfig, device: Device) -> Estimate {
         luts: fr.cost.luts * g.ports as u64,
         ffs: fr.cost.ffs * g.ports as u64,
         dsps: fr.cost.dsps * g.ports as u64,
-    } + back_end(
-        cfg,
-        u64::from(g.aw),
-        u64::from(g.tw),
-        u64::from(g.fifo_bits),
-    );
+    } + back_end(cfg, &g, device.family());
     Estimate {
         block_rams: banks + fifo_rams,
         rams_per_bank,
@@ -447,6 +496,49 @@ mod tests {
         // Both fit the 85F.
         assert!(check_fits(&dsp, Device::Ulx3s85f).is_ok());
         assert!(check_fits(&lut, Device::Ulx3s85f).is_ok());
+    }
+
+    #[test]
+    fn registered_banks_count_their_registers_and_can_change_the_verdict() {
+        let registered = |mut c: PipelineConfig| {
+            c.base.registered_banks = true;
+            c
+        };
+        // Static 8x32 z=64 (11-bit addresses), one port, on the HX8K: 8 banks' write port
+        // registers (enable, address, cell: 13 each), 8 second output registers (1 bit), the
+        // lookup's valid, flag and tag (10 bits) through two more stages, and the answer FIFO
+        // of 32 entries instead of 16 (one more bit in each of its four counters).
+        let plain = design(64, KeyMode::Prehashed, CellSpec::STATIC);
+        let (p, r) = (
+            estimate(&plain, Device::Ice40Hx8k),
+            estimate(&registered(plain), Device::Ice40Hx8k),
+        );
+        assert_eq!(r.ffs - p.ffs, 8 * 13 + 8 + 2 * 10 + 4, "{p:?} {r:?}");
+        assert_eq!(r.block_rams, p.block_rams);
+        // On ECP5 the second output register is the DP16KD's own; z=1024 (15-bit addresses)
+        // is two tiles a bank, whose pick is two registered select bits a bank. The FIFO's
+        // distributed RAM doubles (9 bits: 3 DPR16X4 of 16 entries, 6 of 32).
+        let plain = design(1024, KeyMode::Prehashed, CellSpec::STATIC);
+        let (p, r) = (
+            estimate(&plain, Device::Ulx3s85f),
+            estimate(&registered(plain), Device::Ulx3s85f),
+        );
+        assert_eq!(r.ffs - p.ffs, 8 * 17 + 8 * 2 + 2 * 10 + 4, "{p:?} {r:?}");
+        assert_eq!(r.luts - p.luts, 4 + 3 * 4, "{p:?} {r:?}");
+        // A 16x32 counting design of 4-bit counters fits the HX8K plainly; with registered
+        // banks (write port registers, a window of six operations instead of four) its
+        // estimate passes the part's 7680 logic cells and export warns.
+        let counting = PipelineConfig::new(
+            HdlConfig::new(Layout::L16x32, 8, KeyMode::Prehashed, 0),
+            CellSpec::counting(CounterBits::Four),
+        );
+        let plain = check_fits(&counting, Device::Ice40Hx8k).unwrap();
+        assert!(plain.warnings.is_empty(), "{plain:?}");
+        let reg = check_fits(&registered(counting), Device::Ice40Hx8k).unwrap();
+        assert!(
+            reg.warnings.len() == 1 && reg.warnings[0].contains("logic cells"),
+            "{reg:?}"
+        );
     }
 
     #[test]

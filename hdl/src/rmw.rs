@@ -39,21 +39,23 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let (l1, c1) = (l - 1, c - 1);
     let la1 = l as u32 * aw - 1;
     let lc1 = l as u32 * c - 1;
-    // The bank read takes n cycles (R1..Rn); an operation's read misses the writes of the n + 2
-    // operations ahead. X takes the one ahead's cells from Y; Rn merges those of the 2nd to
-    // (n + 2)th ahead, which are then in Y and the n stages after it (`after_y`), with flags
-    // compared in R(n-1) against the addresses of X, Y and the n - 1 stages after Y.
+    // The bank read takes n cycles (R1..Rn) and a write lands d cycles after Y (the write
+    // port's registers); an operation's read misses the writes of the m + 2 operations ahead
+    // (m = n + d, the forwarding window). X takes the one ahead's cells from Y; Rn merges those
+    // of the 2nd to (m + 2)th ahead, which are then in Y and the m stages after it (`after_y`),
+    // with flags compared in R(n-1) against the addresses of X, Y and the m - 1 stages after Y.
     let n = g.bank_read as usize;
+    let m = g.forwarding_window() as usize - 2;
     let rs: Vec<String> = (1..=n).map(|i| format!("r{i}")).collect();
     let (rn, rm) = (&rs[n - 1], &rs[n - 2]);
-    let after_y = &["z", "w", "v"][..n];
+    let after_y = &["z", "w", "v", "u"][..m];
     let compared: Vec<&str> = ["x", "y"]
         .iter()
-        .chain(&after_y[..n - 1])
+        .chain(&after_y[..m - 1])
         .copied()
         .collect();
     let merged: Vec<&str> = ["y"].iter().chain(after_y).copied().collect();
-    let ahead = 2..n + 3;
+    let ahead = 2..m + 3;
     let with = |names: &[&str], suffix: &str| {
         names
             .iter()
@@ -73,11 +75,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     } else {
         "    // ---- read-modify-write, registered banks. R1: bank read; R2: the memory's output
     // register; R3: the fabric register, the banks' read data (rd0) is valid; X: execute; Y:
-    // result, written to the banks at the end of the cycle; Z, W, V: the cells written one, two
-    // and three cycles before. The bank data R3 sees lacks the writes of the five operations
-    // ahead: X takes the one ahead's cells from Y (x_fw_y: the only one-cycle loop), and R3
-    // merges those of the two to five ahead (in Y, Z, W, V; flags r3_m2..5 compared in R2) into
-    // x_other."
+    // result, registered at the banks' write port (one cycle) and written at the end of the
+    // next cycle; Z, W, V, U: the cells of Y one to four cycles before. The bank data R3 sees
+    // lacks the writes of the six operations ahead: X takes the one ahead's cells from Y
+    // (x_fw_y: the only one-cycle loop), and R3 merges those of the two to six ahead (in Y, Z,
+    // W, V, U; flags r3_m2..6 compared in R2) into x_other."
     };
     let _ = writeln!(
         v,
@@ -174,7 +176,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     regs.push_str("        x_other <= other_next;\n        y_tag <= x_tag;\n        y_addr <= x_addr;\n        y_cell <= nxt;\n");
     for (k, st) in after_y.iter().enumerate() {
         let prev = merged[k];
-        if k + 1 < n {
+        if k + 1 < m {
             let _ = writeln!(regs, "        {st}_addr <= {prev}_addr;");
         }
         let _ = writeln!(regs, "        {st}_cell <= {prev}_cell;");

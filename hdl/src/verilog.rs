@@ -93,7 +93,7 @@ fn ops_text(cfg: &PipelineConfig, g: &Geo) -> String {
             depth = g.depth,
             clr = u64::from(g.front_stages) + 1 + g.depth,
             bank_regs = if g.bank_read > crate::geo::BANK_READ {
-                "the banks are registered: the\n// block RAM's read, its output register and a fabric register (3 cycles)"
+"the banks are registered: an\n// input register at the memory, the block RAM's read, its output register and a fabric\n// register (4 cycles)"
             } else {
                 "the bank outputs are registered twice (block RAM output\n// register, then a fabric register)"
             },
@@ -212,10 +212,11 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 ""
             },
             fd = g.fifo_depth,
-            missed = if g.bank_read > crate::geo::BANK_READ {
-                "five"
-            } else {
-                "four"
+            missed = match g.forwarding_window() {
+                4 => "four".to_string(),
+                5 => "five".to_string(),
+                6 => "six".to_string(),
+                n => n.to_string(),
             },
         )
     } else {
@@ -394,7 +395,7 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         let name = bank_module_name(t, read_a, has_b);
         let ports = declare(&bank_pins(read_a, has_b, c, g.aw));
         let ebr = crate::ecp5_bank::applies(g);
-        let mut tiles = String::new();
+        let mut tiles = bank_inputs(g, read_a, has_b);
         if ebr {
             crate::ecp5_bank::open(&mut tiles, g, read_a, has_b);
         }
@@ -425,24 +426,28 @@ module {name} #(
             depth = g.depth,
             d1 = g.depth - 1,
             regs = if g.bank_read > crate::geo::BANK_READ {
-                "two output\n// registers (registered banks: <port>_q, the block RAM's own where it has one: ECP5 DP16KD\n// REGMODE OUTREG, Xilinx DOA_REG/DOB_REG; then <port>_dout in the fabric)"
+                "two output\n// registers (registered banks: <port>_q, the block RAM's own where it has one: ECP5 DP16KD\n// REGMODE OUTREG, Xilinx DOA_REG/DOB_REG; then <port>_dout in the fabric), the write port's\n// inputs registered (<name>_m)"
             } else {
                 "an output\n// register (the block RAM's own, or the first fabric register)"
             },
         );
+        let [we, wa, wd, ra] = at_memory(g);
         if read_a {
             let _ = writeln!(
                 v,
-                "    reg {cr}a_rd;\n    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n        else a_rd <= mem[a_addr];\n    end\n{}",
+                "    reg {cr}a_rd;\n    always @(posedge clk) begin\n        if ({we}) mem[{wa}] <= {wd};\n        else a_rd <= mem[{wa}];\n    end\n{}",
                 read_registers("a", &cr, g.bank_read)
             );
         } else {
-            v.push_str("    always @(posedge clk) begin\n        if (a_we) mem[a_addr] <= a_din;\n    end\n");
+            let _ = writeln!(
+                v,
+                "    always @(posedge clk) begin\n        if ({we}) mem[{wa}] <= {wd};\n    end"
+            );
         }
         if has_b {
             let _ = writeln!(
                 v,
-                "    reg {cr}b_rd;\n    always @(posedge clk) b_rd <= mem[b_addr];\n{}",
+                "    reg {cr}b_rd;\n    always @(posedge clk) b_rd <= mem[{ra}];\n{}",
                 read_registers("b", &cr, g.bank_read)
             );
         }
@@ -451,6 +456,52 @@ module {name} #(
         }
         v.push_str("endmodule\n\n");
     }
+}
+
+/// The names of a bank's write enable, write address, write data and port B read address at
+/// the memory: the module's inputs, or their registers ([`bank_inputs`]) with registered banks.
+pub(crate) fn at_memory(g: &Geo) -> [&'static str; 4] {
+    if g.write_delay == 0 {
+        ["a_we", "a_addr", "a_din", "b_addr"]
+    } else {
+        ["a_we_m", "a_addr_m", "a_din_m", "b_addr_m"]
+    }
+}
+
+/// With registered banks, the registers between a bank's inputs and the memory (`<name>_m`):
+/// the write port always (its clear, management and update multiplexers then end next to the
+/// memory), the read address of port B only where the reads are registered too
+/// ([`Geo::read_in`]; otherwise `b_addr_m` is `b_addr`). Nothing without registered banks.
+fn bank_inputs(g: &Geo, read_a: bool, has_b: bool) -> String {
+    if g.write_delay == 0 {
+        return String::new();
+    }
+    let (a, c) = (range(g.aw), range(g.cell_bits));
+    let role = if read_a { "read and write" } else { "write" };
+    let mut s = format!(
+        "    // Registered inputs: port A's {role} address, enable and data one clock later, next to the
+    // memory (the multiplexers in front of them stay in the fabric).
+    reg a_we_m;
+    reg {a}a_addr_m;
+    reg {c}a_din_m;
+    always @(posedge clk) begin
+        a_we_m <= a_we;
+        a_addr_m <= a_addr;
+        a_din_m <= a_din;
+    end
+"
+    );
+    if has_b {
+        if g.read_in {
+            let _ = writeln!(
+                s,
+                "    reg {a}b_addr_m;  // port B's read address, registered like port A's\n    always @(posedge clk) b_addr_m <= b_addr;"
+            );
+        } else {
+            let _ = writeln!(s, "    wire {a}b_addr_m = b_addr;");
+        }
+    }
+    s
 }
 
 /// The output registers behind a bank port's read register `<p>_rd` (ending in `<p>_dout`):

@@ -76,8 +76,14 @@ fn dp16kd_model() -> String {
 /// `cycles` cycles, half of them on 16 hot entries spread over the bank (back-to-back writes
 /// and reads of one entry, every tile), printing every read's data (port A's read data of a
 /// write cycle, which the pipeline never uses, as `-`: the inferred bank holds its last read,
-/// a tile its own).
-fn bank_bench(module: &str, header: &str, cell: u32, aw: u32, depth: u64, cycles: u32) -> String {
+/// a tile its own; port A's read data is `lag` cycles behind its address).
+fn bank_bench(
+    module: &str,
+    header: &str,
+    (cell, aw, depth): (u32, u32, u64),
+    lag: u32,
+    cycles: u32,
+) -> String {
     let (read_a, has_b) = (header.contains("a_dout"), header.contains("b_addr"));
     let mut hot = String::new();
     for i in 0..16u64 {
@@ -106,7 +112,7 @@ fn bank_bench(module: &str, header: &str, cell: u32, aw: u32, depth: u64, cycles
     wire [{c1}:0] a_dout, b_dout;
     {module} #(.LOAD(0)) dut ({conns});
     integer seed = 7, cyc;
-    reg [3:0] wrote = 4'd0;  // a_we of the last four cycles; the read data is three behind
+    reg [{lag}:0] wrote = 0;  // a_we of the last cycles; port A's read data is {lag} behind
     function [{a1}:0] pick(input [31:0] r);
         if (r[4]) pick = r[31:8] % {depth};
         else case (r[3:0])
@@ -120,8 +126,8 @@ fn bank_bench(module: &str, header: &str, cell: u32, aw: u32, depth: u64, cycles
             a_din = $random(seed);
             a_addr = pick($random(seed));
             b_addr = pick($random(seed));
-            wrote = {{wrote[2:0], a_we}};
-            if (cyc > 8 && wrote[3]) $display(\"%0d - %h\", cyc, {bd});
+            wrote = {{wrote[{lag1}:0], a_we}};
+            if (cyc > 8 && wrote[{lag}]) $display(\"%0d - %h\", cyc, {bd});
             else if (cyc > 8) $display(\"%0d %h %h\", cyc, {ad}, {bd});
         end
         $finish;
@@ -130,6 +136,7 @@ endmodule
 ",
         c1 = cell - 1,
         a1 = aw - 1,
+        lag1 = lag - 1,
         ad = if read_a { "a_dout" } else { "1'b0" },
         bd = if has_b { "b_dout" } else { "1'b0" },
     )
@@ -176,7 +183,16 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
         for (at, _) in d.rtl.match_indices(&prefix) {
             let header = &d.rtl[at..at + d.rtl[at..].find(");").unwrap()];
             let module = header[7..].split_whitespace().next().unwrap();
-            let bench = bank_bench(module, header, c.cells.bits, d.addr_bits, depth, 4000);
+            // Four cycles where the bank registers its read address with the writes (a
+            // write-through design's port A), else three.
+            let body = &d.rtl[at..at + d.rtl[at..].find("endmodule").unwrap()];
+            let lag = if body.contains("a_addr_m <= a_addr") && header.contains("a_dout") {
+                4
+            } else {
+                3
+            };
+            let shape = (c.cells.bits, d.addr_bits, depth);
+            let bench = bank_bench(module, header, shape, lag, 4000);
             std::fs::write(dir.join("tb.v"), &bench).unwrap();
             let sources = [file.as_str(), "tb.v"];
             let (ok, inferred) = icarus(&dir, "tb", &[], &sources);

@@ -252,7 +252,7 @@ fn key_kind_comes_from_the_recorded_key_type() {
 
 /// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
 /// between 59 and 100 % of the estimate (the bound `check_fits` refuses flip-flops by), the
-/// LUT4s below it.
+/// LUT4s below it; plain and with registered banks.
 #[test]
 fn resource_estimate_brackets_yosys() {
     use bloomlanes_core::CounterBits;
@@ -263,8 +263,12 @@ fn resource_estimate_brackets_yosys() {
     }
     let dir = sim::fresh_dir("estimate").unwrap();
     let base = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 5);
-    for cells in [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)] {
-        let c = PipelineConfig::new(base.clone(), cells);
+    let designs = [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)]
+        .into_iter()
+        .flat_map(|cells| [(cells, false), (cells, true)]);
+    for (cells, registered) in designs {
+        let mut c = PipelineConfig::new(base.clone(), cells);
+        c.base.registered_banks = registered;
         let e = estimate(&c, Device::Ice40Hx8k);
         let d = generate_pipeline(&c).unwrap();
         std::fs::write(dir.join("d.v"), &d.rtl).unwrap();
@@ -285,6 +289,7 @@ fn resource_estimate_brackets_yosys() {
         let rams = sum(&|n| n.starts_with("SB_RAM40"));
         let ffs = sum(&|n| n.starts_with("SB_DFF"));
         let luts = sum(&|n| n == "SB_LUT4");
+        let cells = format!("{cells}, registered banks {registered}");
         eprintln!("{cells}: estimate {e:?}; yosys {rams} RAMs, {luts} LUT4, {ffs} FF");
         assert_eq!(rams, e.block_rams, "{cells}");
         assert!(
@@ -352,4 +357,58 @@ fn export_bench_terminates_for_every_seed() {
         }
         std::fs::remove_dir_all(dir).ok();
     }
+}
+
+/// What the static export offers beyond its Verilog bench, on a design with registered banks
+/// (latency 14 instead of 12, a 32-entry answer FIFO): `make formal` (SymbiYosys proof of the
+/// FIFO and its handshakes at the registered design's depth) and the cocotb suite (random
+/// operations under backpressure, the AXI4-Lite register block, bank read-back), each run when
+/// its tools are installed, a visible SKIP line otherwise.
+#[test]
+fn registered_export_passes_formal_and_cocotb() {
+    if !full_runs() {
+        skip(format_args!(
+            "SKIP: registered_export_passes_formal_and_cocotb: the long HDL runs are off; set BLOOMLANES_FULL=1"
+        ));
+        return;
+    }
+    let mut c = cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+    c.registered_banks = true;
+    c.top_name = "reg_kit".into();
+    let dir = sim::fresh_dir("regkit").unwrap();
+    let d = export(&c, None, &dir, false).unwrap();
+    assert_eq!(
+        d.design.latency_cycles, 14,
+        "prehashed 8x32 with registered banks"
+    );
+    let sby = ["sby", "yowasp-sby"].into_iter().any(sim::on_path);
+    if sby && sim::on_path("yices-smt2") && sim::on_path("make") {
+        let (ok, out) = run_tool(
+            Command::new("make")
+                .current_dir(&dir)
+                .args(["-s", "formal"]),
+        );
+        assert!(ok && out.contains("DONE (PASS"), "make formal:\n{out}");
+    } else {
+        skip(format_args!(
+            "SKIP: registered_export_passes_formal_and_cocotb (formal): sby (or yowasp-sby), yices-smt2 or make is not installed"
+        ));
+    }
+    let cocotb = Command::new("python3")
+        .args(["-c", "import cocotb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if cocotb && sim::on_path("iverilog") {
+        let (ok, out) = run_tool(
+            Command::new("python3")
+                .current_dir(dir.join("cocotb"))
+                .args(["run.py", "--ops", "150"]),
+        );
+        assert!(ok && out.contains("3 passed, 0 failed"), "cocotb:\n{out}");
+    } else {
+        skip(format_args!(
+            "SKIP: registered_export_passes_formal_and_cocotb (cocotb): iverilog or the cocotb Python package is not installed"
+        ));
+    }
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -152,7 +152,7 @@ simulator_tests!(
     icarus_registered_counting_matches_core
 );
 
-/// At full rate, for distance d = 1..=6: a fresh key inserted, d − 1 no-ops, the key looked
+/// At full rate, for distance d = 1..=8: a fresh key inserted, d − 1 no-ops, the key looked
 /// up, deleted, d − 1 no-ops, looked up, deleted again; then the same key back to back in a
 /// mixed pattern. Returns the operations and the distance of each (0: the mixed part).
 fn distance_ops(c: &CountingConfig) -> (Vec<Op>, Vec<usize>) {
@@ -167,7 +167,7 @@ fn distance_ops(c: &CountingConfig) -> (Vec<Op>, Vec<usize>) {
         });
         dist.push(d);
     };
-    for d in 1..=6 {
+    for d in 1..=8 {
         for _ in 0..4 {
             let k = random_key(&c.base, &mut rng);
             let other = random_key(&c.base, &mut rng);
@@ -200,11 +200,11 @@ fn distance_ops(c: &CountingConfig) -> (Vec<Op>, Vec<usize>) {
 }
 
 /// The forwarding window is exactly the operations whose writes the bank read misses: four, or
-/// five with registered banks (a read of three cycles). A design without forwarding answers
-/// wrongly at distances 1 to 4 (1 to 5) and in the back-to-back pattern, and correctly from
-/// distance 5 (6) on (the bank write is then visible); the real design answers everything
-/// correctly (with registered banks and only the four levels of the plain design, distance 5
-/// would be answered wrongly).
+/// six with registered banks (a read of three cycles, a write one cycle late). A design without
+/// forwarding answers wrongly at distances 1 to 4 (1 to 6) and in the back-to-back pattern, and
+/// correctly from distance 5 (7) on (the bank write is then visible); the real design answers
+/// everything correctly (with registered banks and a window one shorter, distance 6 would be
+/// answered wrongly).
 #[test]
 fn forwarding_is_what_makes_back_to_back_operations_correct() {
     let sims: Vec<Simulator> = [Simulator::Icarus, Simulator::Verilator]
@@ -235,7 +235,7 @@ fn forwarding_is_what_makes_back_to_back_operations_correct() {
                     wrong.insert(dist[i]);
                 }
             }
-            let window = if registered { 5 } else { 4 };
+            let window = if registered { 6 } else { 4 };
             assert_eq!(
                 wrong,
                 (0..=window).collect(),

@@ -193,9 +193,10 @@ pub trait Kind {
     const ICARUS: Plan;
 }
 
-/// Kind `K` with registered banks ([`HdlConfig::registered_banks`]: a bank read of three
-/// cycles, one more level of forwarding): every design of `K`'s matrix, the same stimulus,
-/// reference and checks, half the operations.
+/// Kind `K` with registered banks ([`HdlConfig::registered_banks`]: the memories' output
+/// registers and a registered write port; a bank read of four cycles in write-through designs,
+/// three and two more levels of forwarding in read-modify-write ones): every design of `K`'s
+/// matrix, the same stimulus, reference and checks, half the operations.
 pub struct Registered<K>(std::marker::PhantomData<K>);
 
 /// `plan` with half its operations.
