@@ -71,9 +71,11 @@ pub struct ExportArgs {
     /// few or no multipliers such as iCE40).
     #[arg(long, requires = "hdl", value_name = "STYLE")]
     mul_style: Option<MulStyleArg>,
-    /// With --hdl: registered banks: a bank read of three cycles (the block RAM's read, its
-    /// output register, a fabric register; DP16KD tiles with REGMODE OUTREG in the ECP5 flow),
-    /// one cycle more latency for a faster clock.
+    /// With --hdl: registered banks for a faster clock: writes registered beside the memory,
+    /// reads through the block RAM's output register and a fabric register (DP16KD tiles with
+    /// REGMODE OUTREG in the ECP5 flow); static and retrieval designs read in four cycles,
+    /// counting and spatial designs in three with a wider forwarding window (latency in the
+    /// export's report).
     #[arg(long, requires = "hdl")]
     registered_banks: bool,
     /// With --hdl, for a counting filter: the counting pipeline (insert, delete and lookup at one
