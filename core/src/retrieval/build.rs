@@ -159,8 +159,8 @@ impl Lookahead for NoLookahead {
 
 /// Touches the slots of the cells of the key whose mixed hash is `m`.
 #[inline(always)]
-fn touch_cells<L: Lookahead>(ahead: &L, shape: &Shape, slots: &[u64], m: u64) {
-    for &cell in &shape.cells_of(m)[..shape.arity as usize] {
+fn touch_cells<const A: usize, L: Lookahead>(ahead: &L, shape: &Shape, slots: &[u64], m: u64) {
+    for &cell in &shape.cells_for(m, A as u32)[..A] {
         // `wrapping_add` keeps the address computation safe; it is only a hint.
         ahead.touch(slots.as_ptr().wrapping_add(cell as usize));
     }
@@ -248,10 +248,25 @@ pub fn count_range(
     slots: &mut [u64],
     first_cell: usize,
 ) {
-    let arity = shape.arity as usize;
+    if shape.arity == 3 {
+        count_arity::<3>(shape, mixed, first_index, slots, first_cell);
+    } else {
+        count_arity::<4>(shape, mixed, first_index, slots, first_cell);
+    }
+}
+
+/// [`count_range`] for `A` cells per key.
+#[inline(always)]
+fn count_arity<const A: usize>(
+    shape: &Shape,
+    mixed: &[u64],
+    first_index: usize,
+    slots: &mut [u64],
+    first_cell: usize,
+) {
     for (i, &m) in mixed.iter().enumerate() {
-        let c = shape.cells_of(m);
-        for (j, &cell) in c[..arity].iter().enumerate() {
+        let c = shape.cells_for(m, A as u32);
+        for (j, &cell) in c[..A].iter().enumerate() {
             let s = &mut slots[cell as usize - first_cell];
             *s = s.wrapping_add(ONE) ^ entry(first_index + i, j);
         }
@@ -269,7 +284,23 @@ pub fn assign<L: Lookahead>(
     slots: &mut [u64],
     ahead: &L,
 ) {
-    let arity = shape.arity as usize;
+    if shape.arity == 3 {
+        assign_arity::<3, L>(shape, sorted, order, slots, ahead);
+    } else {
+        assign_arity::<4, L>(shape, sorted, order, slots, ahead);
+    }
+}
+
+/// [`assign`] for `A` cells per key. A key's own cell is still zero when it is assigned (no
+/// other key owns it), so the key's cells are XORed without a branch around the own one.
+#[inline(always)]
+fn assign_arity<const A: usize, L: Lookahead>(
+    shape: &Shape,
+    sorted: &Sorted,
+    order: &[u64],
+    slots: &mut [u64],
+    ahead: &L,
+) {
     for k in (0..order.len()).rev() {
         if L::DISTANCE > 0 {
             if let Some(&e) = k.checked_sub(2 * L::DISTANCE).and_then(|k| order.get(k)) {
@@ -278,19 +309,17 @@ pub fn assign<L: Lookahead>(
                 ahead.touch(sorted.values.as_ptr().wrapping_add(index));
             }
             if let Some(&e) = k.checked_sub(L::DISTANCE).and_then(|k| order.get(k)) {
-                touch_cells(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
+                touch_cells::<A, L>(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
             }
         }
         let e = order[k];
         let index = (e & INDEX_MASK) as usize;
-        let found = (e >> POS_SHIFT) as usize;
+        let found = (e >> POS_SHIFT) as usize & 3;
         let m = sorted.mixed[index];
-        let c = shape.cells_of(m);
+        let c = shape.cells_for(m, A as u32);
         let mut x = shape.want(m, sorted.values[index]);
-        for (j, &cell) in c[..arity].iter().enumerate() {
-            if j != found {
-                x ^= slots[cell as usize];
-            }
+        for &cell in &c[..A] {
+            x ^= slots[cell as usize];
         }
         slots[c[found] as usize] = x & shape.cell_mask();
     }
@@ -357,46 +386,69 @@ pub fn peel_scan<L: Lookahead>(
     slots: &mut [u64],
     ahead: &L,
 ) -> Vec<u64> {
-    let arity = shape.arity as usize;
+    if shape.arity == 3 {
+        peel_arity::<3, L>(shape, mixed, slots, ahead)
+    } else {
+        peel_arity::<4, L>(shape, mixed, slots, ahead)
+    }
+}
+
+/// Whether slot `s` holds exactly one key.
+#[inline(always)]
+fn holds_one(s: u64) -> bool {
+    s >> POS_SHIFT >> 2 == 1
+}
+
+/// [`peel_scan`] for `A` cells per key. A peeled key leaves all its cells, the one that
+/// determined it too (which becomes zero), and each cell is pushed whether or not it now holds
+/// one key, the stack top advancing only when it does (no unpredictable branches); the cells
+/// pushed, and their order, are those of a loop that skips the own cell and pushes on a branch.
+#[inline(always)]
+fn peel_arity<const A: usize, L: Lookahead>(
+    shape: &Shape,
+    mixed: &[u64],
+    slots: &mut [u64],
+    ahead: &L,
+) -> Vec<u64> {
     let mut order = Vec::with_capacity(mixed.len());
-    let mut stack: Vec<u32> = Vec::with_capacity(64);
+    let mut stack = vec![0u32; 64];
     for scan in 0..slots.len() {
         if L::DISTANCE > 0 {
             if let Some(&s) = slots.get(scan + 2 * L::DISTANCE) {
-                if s >> POS_SHIFT >> 2 == 1 {
+                if holds_one(s) {
                     ahead.touch(mixed.as_ptr().wrapping_add((s & INDEX_MASK) as usize));
                 }
             }
             if let Some(&s) = slots.get(scan + L::DISTANCE) {
-                if s >> POS_SHIFT >> 2 == 1 {
+                if holds_one(s) {
                     if let Some(&m) = mixed.get((s & INDEX_MASK) as usize) {
-                        touch_cells(ahead, shape, slots, m);
+                        touch_cells::<A, L>(ahead, shape, slots, m);
                     }
                 }
             }
         }
-        if slots[scan] >> POS_SHIFT >> 2 != 1 {
+        if !holds_one(slots[scan]) {
             continue;
         }
-        stack.push(scan as u32);
-        while let Some(i) = stack.pop() {
-            let s = slots[i as usize];
-            if s >> POS_SHIFT >> 2 != 1 {
+        stack[0] = scan as u32;
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let s = slots[stack[top] as usize];
+            if !holds_one(s) {
                 continue;
             }
-            let index = s & INDEX_MASK;
-            let found = (s >> POS_SHIFT) as usize & 3;
-            order.push(index | (found as u64) << POS_SHIFT);
-            slots[i as usize] = 0;
-            let c = shape.cells_of(mixed[index as usize]);
-            for (j, &cell) in c[..arity].iter().enumerate() {
-                if j != found {
-                    let t = &mut slots[cell as usize];
-                    *t = t.wrapping_sub(ONE) ^ entry(index as usize, j);
-                    if *t >> POS_SHIFT >> 2 == 1 && cell as usize <= scan {
-                        stack.push(cell);
-                    }
-                }
+            let index = (s & INDEX_MASK) as usize;
+            order.push(s & (INDEX_MASK | 3 << POS_SHIFT));
+            if stack.len() < top + A {
+                stack.resize(2 * stack.len(), 0);
+            }
+            let c = shape.cells_for(mixed[index], A as u32);
+            for (j, &cell) in c[..A].iter().enumerate() {
+                let t = &mut slots[cell as usize];
+                *t = t.wrapping_sub(ONE) ^ entry(index, j);
+                stack[top] = cell;
+                top += usize::from(holds_one(*t) & (cell as usize <= scan));
             }
         }
     }
