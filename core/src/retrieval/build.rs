@@ -377,8 +377,8 @@ pub fn bucket_into(
 /// A cell that comes to hold one key is peeled at once only if the scan has passed it; one
 /// ahead is left for the scan to find. So every access stays within a few segments of the scan
 /// (a cascade followed depth-first would run along the whole peeling wave, all over the table).
-/// `ahead` sees the key in the cell `2 × DISTANCE` ahead of the scan, and the cells of the key
-/// `DISTANCE` ahead.
+/// `ahead` sees the key in the cell `2 × DISTANCE` ahead of the scan, the cells of the key
+/// `DISTANCE` ahead, and the key of each cell pushed on the cascade's stack as it is pushed.
 #[inline(never)]
 pub fn peel_scan<L: Lookahead>(
     shape: &Shape,
@@ -448,7 +448,18 @@ fn peel_arity<const A: usize, L: Lookahead>(
                 let t = &mut slots[cell as usize];
                 *t = t.wrapping_sub(ONE) ^ entry(index, j);
                 stack[top] = cell;
-                top += usize::from(holds_one(*t) & (cell as usize <= scan));
+                let push = holds_one(*t) & (cell as usize <= scan);
+                if L::DISTANCE > 0 {
+                    // The key a pushed cell will peel (else this one's, a line already here):
+                    // its hash is fetched while the other cells are read.
+                    let next = if push {
+                        (*t & INDEX_MASK) as usize
+                    } else {
+                        index
+                    };
+                    ahead.touch(mixed.as_ptr().wrapping_add(next));
+                }
+                top += usize::from(push);
             }
         }
     }
