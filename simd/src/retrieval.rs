@@ -253,14 +253,14 @@ impl Passes for ParallelPasses {
         }
     }
 
-    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
         if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
             return build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead);
         }
         build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots)
     }
 
-    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
         if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
             return build::assign(shape, sorted, order, slots, &build::NoLookahead);
         }

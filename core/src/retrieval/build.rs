@@ -10,7 +10,8 @@
 //!    value are read by index, near the scan, only when a key peels or is assigned).
 //! 3. *Peel*: a cell holding one key determines that key; it is removed from its other cells,
 //!    which may then hold one key in turn. The scan runs left to right and follows each cascade
-//!    at once, riding the wave in which a fuse graph peels.
+//!    at once, riding the wave in which a fuse graph peels. The peeling order is a list of the
+//!    cells that determined keys (4 bytes a key); such a cell keeps its key's index.
 //! 4. *Assign*: in reverse peeling order, each key's own cell gets the XOR of its target (check
 //!    bits and value) and its other cells.
 //! 5. *Pack* the cells at `v + f` bits each.
@@ -97,8 +98,9 @@ impl Sorted {
 /// passes.
 ///
 /// A slot is a `u64`: bits 0..32 the XOR of its keys' indices in [`Sorted`], from bit 32 the
-/// XOR of the keys' positions `j` (2 bits) and 4 × the key count. A peeled key is its index,
-/// with the position of the cell that determined it from bit 32.
+/// XOR of the keys' positions `j` (2 bits) and 4 × the key count. The peeling order lists the
+/// cells that determined keys; after peeling, such a cell's slot is its key's index (count 0),
+/// every other slot is zero.
 pub trait Passes {
     /// Sorts the keys into [`Sorted`] ([`bucket`]: one run).
     fn sort(&self, shape: &Shape, hashes: &[u64], values: &[u32]) -> Sorted {
@@ -113,13 +115,13 @@ pub trait Passes {
         count_range(shape, &sorted.mixed, 0, slots, 0);
     }
 
-    /// Peels; returns the peeled keys in peeling order ([`peel_scan`]'s order).
-    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+    /// Peels; returns the cells that determined keys, in peeling order ([`peel_scan`]'s).
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
         peel_scan(shape, &sorted.mixed, slots, &NoLookahead)
     }
 
     /// Sets each key's own cell in reverse peeling order ([`assign`]).
-    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
         assign(shape, sorted, order, slots, &NoLookahead);
     }
 
@@ -139,7 +141,8 @@ impl Passes for Scalar {}
 
 /// A hook that sees what [`peel_scan`] and [`assign`] will read: the key (mixed hash, value)
 /// [`Lookahead::DISTANCE`] × 2 steps ahead, then its cells `DISTANCE` steps ahead, so that a
-/// backend prefetches them in two stages (the cells are known only once the hash is read).
+/// backend prefetches them in two stages (the cells are known only once the hash is read);
+/// [`assign`] also sees the slot that names the key `DISTANCE` × 3 steps ahead.
 pub trait Lookahead {
     /// Steps ahead (0: never called).
     const DISTANCE: usize;
@@ -273,14 +276,14 @@ fn count_arity<const A: usize>(
     }
 }
 
-/// Sets each key's own cell, in reverse peeling order: the XOR of its target and its other
-/// cells. Every key left every cell, so the slots are all zero on entry; they end holding the
-/// cell values.
+/// Sets each key's own cell, in reverse peeling order (`order`: the cells that determined keys):
+/// the XOR of its target and its other cells. On entry the slots are as [`peel_scan`] left
+/// them (a key's index in its own cell, zero elsewhere); they end holding the cell values.
 #[inline(never)]
 pub fn assign<L: Lookahead>(
     shape: &Shape,
     sorted: &Sorted,
-    order: &[u64],
+    order: &[u32],
     slots: &mut [u64],
     ahead: &L,
 ) {
@@ -291,38 +294,49 @@ pub fn assign<L: Lookahead>(
     }
 }
 
-/// [`assign`] for `A` cells per key. A key's own cell is still zero when it is assigned (no
-/// other key owns it), so the key's cells are XORed without a branch around the own one.
+/// [`assign`] for `A` cells per key. A key's other cells hold values of keys peeled after it
+/// (assigned already) or zero; its own cell holds its index, which the XOR of all its cells
+/// takes in once and the XOR with the own cell takes out again (no branch).
 #[inline(always)]
 fn assign_arity<const A: usize, L: Lookahead>(
     shape: &Shape,
     sorted: &Sorted,
-    order: &[u64],
+    order: &[u32],
     slots: &mut [u64],
     ahead: &L,
 ) {
     for k in (0..order.len()).rev() {
         if L::DISTANCE > 0 {
-            if let Some(&e) = k.checked_sub(2 * L::DISTANCE).and_then(|k| order.get(k)) {
-                let index = (e & INDEX_MASK) as usize;
+            if let Some(&own) = k.checked_sub(3 * L::DISTANCE).and_then(|k| order.get(k)) {
+                ahead.touch(slots.as_ptr().wrapping_add(own as usize));
+            }
+            if let Some(&s) = named(order, slots, k.checked_sub(2 * L::DISTANCE)) {
+                let index = (s & INDEX_MASK) as usize;
                 ahead.touch(sorted.mixed.as_ptr().wrapping_add(index));
                 ahead.touch(sorted.values.as_ptr().wrapping_add(index));
             }
-            if let Some(&e) = k.checked_sub(L::DISTANCE).and_then(|k| order.get(k)) {
-                touch_cells::<A, L>(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
+            if let Some(&s) = named(order, slots, k.checked_sub(L::DISTANCE)) {
+                if let Some(&m) = sorted.mixed.get((s & INDEX_MASK) as usize) {
+                    touch_cells::<A, L>(ahead, shape, slots, m);
+                }
             }
         }
-        let e = order[k];
-        let index = (e & INDEX_MASK) as usize;
-        let found = (e >> POS_SHIFT) as usize & 3;
+        let own = order[k] as usize;
+        let index = (slots[own] & INDEX_MASK) as usize;
         let m = sorted.mixed[index];
         let c = shape.cells_for(m, A as u32);
-        let mut x = shape.want(m, sorted.values[index]);
+        let mut x = shape.want(m, sorted.values[index]) ^ slots[own];
         for &cell in &c[..A] {
             x ^= slots[cell as usize];
         }
-        slots[c[found] as usize] = x & shape.cell_mask();
+        slots[own] = x & shape.cell_mask();
     }
+}
+
+/// The slot of the cell that determined the `k`-th key peeled (its index until assigned).
+#[inline(always)]
+fn named<'a>(order: &[u32], slots: &'a [u64], k: Option<usize>) -> Option<&'a u64> {
+    slots.get(*order.get(k?)? as usize)
 }
 
 /// Counting-sorts `hashes` (mixed) and `values` by the segment of their first cell into run
@@ -371,8 +385,10 @@ pub fn bucket_into(
     }
 }
 
-/// Peels the cells left to right and returns the peeled keys (each with the position of the
-/// cell that determined it) in peeling order; fewer than all keys when some did not peel.
+/// Peels the cells left to right and returns the cells that determined keys, in peeling order;
+/// fewer than all keys when some did not peel. Each such cell's slot is left holding its key's
+/// index (count 0), the slots of the keys that did not peel are left as they are, every other
+/// slot is zero.
 ///
 /// A cell that comes to hold one key is peeled at once only if the scan has passed it; one
 /// ahead is left for the scan to find. So every access stays within a few segments of the scan
@@ -385,7 +401,7 @@ pub fn peel_scan<L: Lookahead>(
     mixed: &[u64],
     slots: &mut [u64],
     ahead: &L,
-) -> Vec<u64> {
+) -> Vec<u32> {
     if shape.arity == 3 {
         peel_arity::<3, L>(shape, mixed, slots, ahead)
     } else {
@@ -409,7 +425,7 @@ fn peel_arity<const A: usize, L: Lookahead>(
     mixed: &[u64],
     slots: &mut [u64],
     ahead: &L,
-) -> Vec<u64> {
+) -> Vec<u32> {
     let mut order = Vec::with_capacity(mixed.len());
     let mut stack = vec![0u32; 64];
     for scan in 0..slots.len() {
@@ -434,12 +450,13 @@ fn peel_arity<const A: usize, L: Lookahead>(
         let mut top = 1;
         while top > 0 {
             top -= 1;
-            let s = slots[stack[top] as usize];
+            let own = stack[top];
+            let s = slots[own as usize];
             if !holds_one(s) {
                 continue;
             }
             let index = (s & INDEX_MASK) as usize;
-            order.push(s & (INDEX_MASK | 3 << POS_SHIFT));
+            order.push(own);
             if stack.len() < top + A {
                 stack.resize(2 * stack.len(), 0);
             }
@@ -461,6 +478,8 @@ fn peel_arity<const A: usize, L: Lookahead>(
                 }
                 top += usize::from(push);
             }
+            // The own cell, now empty, names its key for `assign` (count 0: never peeled again).
+            slots[own as usize] = index as u64;
         }
     }
     order
