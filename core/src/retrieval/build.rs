@@ -5,9 +5,9 @@
 //! 1. *Bucket*: the keys are counting-sorted by the segment of their first cell, so that the
 //!    next pass touches the cell array in `a` advancing fronts instead of at random; a key is
 //!    named by its index in this order from here on.
-//! 2. *Count*: every cell keeps the XOR of the indices of its keys, their number and the XOR
-//!    of the key's position `j` (which of the key's cells this is): 8 bytes (the mixed hash and
-//!    value are read by index, near the scan, only when a key peels or is assigned).
+//! 2. *Count*: every cell keeps the XOR of the indices of its keys and their number: 8 bytes
+//!    (the mixed hash and value are read by index, near the scan, only when a key peels or is
+//!    assigned).
 //! 3. *Peel*: a cell holding one key determines that key; it is removed from its other cells,
 //!    which may then hold one key in turn. The scan runs left to right and follows each cascade
 //!    at once, riding the wave in which a fuse graph peels. The peeling order is a list of the
@@ -34,12 +34,12 @@ pub const GROW_EVERY: u32 = 4;
 /// table keeps growing).
 pub const MAX_ATTEMPTS: u32 = 256;
 
-/// The position field of a slot: bits 32.. of the `u64`.
-const POS_SHIFT: u32 = 32;
+/// Where a slot's count field starts: bit 32 of the `u64`.
+const COUNT_SHIFT: u32 = 32;
 /// One key in a slot's count field.
-const ONE: u64 = 4 << POS_SHIFT;
+const ONE: u64 = 1 << COUNT_SHIFT;
 /// A slot's key field: the XOR of its keys' indices in [`Sorted`] (bits 0..32).
-const INDEX_MASK: u64 = (1 << POS_SHIFT) - 1;
+const INDEX_MASK: u64 = ONE - 1;
 
 /// The `k`-th construction seed: SplitMix64 from state 0.
 pub fn seed(k: u32) -> u64 {
@@ -47,12 +47,6 @@ pub fn seed(k: u32) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// What key `index` at position `j` of its cells contributes to a slot.
-#[inline(always)]
-fn entry(index: usize, j: usize) -> u64 {
-    index as u64 | (j as u64) << POS_SHIFT
 }
 
 /// The keys of one attempt, counting-sorted by the segment of their first cell within each run
@@ -98,7 +92,7 @@ impl Sorted {
 /// passes.
 ///
 /// A slot is a `u64`: bits 0..32 the XOR of its keys' indices in [`Sorted`], from bit 32 the
-/// XOR of the keys' positions `j` (2 bits) and 4 × the key count. The peeling order lists the
+/// key count. The peeling order lists the
 /// cells that determined keys; after peeling, such a cell's slot is its key's index (count 0),
 /// every other slot is zero.
 pub trait Passes {
@@ -269,9 +263,9 @@ fn count_arity<const A: usize>(
 ) {
     for (i, &m) in mixed.iter().enumerate() {
         let c = shape.cells_for(m, A as u32);
-        for (j, &cell) in c[..A].iter().enumerate() {
+        for &cell in &c[..A] {
             let s = &mut slots[cell as usize - first_cell];
-            *s = s.wrapping_add(ONE) ^ entry(first_index + i, j);
+            *s = s.wrapping_add(ONE) ^ (first_index + i) as u64;
         }
     }
 }
@@ -412,7 +406,7 @@ pub fn peel_scan<L: Lookahead>(
 /// Whether slot `s` holds exactly one key.
 #[inline(always)]
 fn holds_one(s: u64) -> bool {
-    s >> POS_SHIFT >> 2 == 1
+    s >> COUNT_SHIFT == 1
 }
 
 /// [`peel_scan`] for `A` cells per key. A peeled key leaves all its cells, the one that
@@ -461,9 +455,9 @@ fn peel_arity<const A: usize, L: Lookahead>(
                 stack.resize(2 * stack.len(), 0);
             }
             let c = shape.cells_for(mixed[index], A as u32);
-            for (j, &cell) in c[..A].iter().enumerate() {
+            for &cell in &c[..A] {
                 let t = &mut slots[cell as usize];
-                *t = t.wrapping_sub(ONE) ^ entry(index, j);
+                *t = t.wrapping_sub(ONE) ^ index as u64;
                 stack[top] = cell;
                 let push = holds_one(*t) & (cell as usize <= scan);
                 if L::DISTANCE > 0 {
