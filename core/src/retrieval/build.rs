@@ -458,7 +458,6 @@ fn peel_arity<const A: usize, L: Lookahead>(
             for &cell in &c[..A] {
                 let t = &mut slots[cell as usize];
                 *t = t.wrapping_sub(ONE) ^ index as u64;
-                stack[top] = cell;
                 let push = holds_one(*t) & (cell as usize <= scan);
                 if L::DISTANCE > 0 {
                     // The key a pushed cell will peel (else this one's, a line already here):
@@ -469,8 +468,14 @@ fn peel_arity<const A: usize, L: Lookahead>(
                         index
                     };
                     ahead.touch(mixed.as_ptr().wrapping_add(next));
+                    stack[top] = cell;
+                    top += usize::from(push);
+                } else if push {
+                    // Without prefetching, a predicted branch lets the next key's loads start
+                    // before this key's cells arrive (measured: faster than the branch-free push).
+                    stack[top] = cell;
+                    top += 1;
                 }
-                top += usize::from(push);
             }
             // The own cell, now empty, names its key for `assign` (count 0: never peeled again).
             slots[own as usize] = index as u64;
