@@ -500,6 +500,53 @@ mod tests {
         (hashes, values)
     }
 
+    /// A lookahead that touches nothing but takes the prefetching paths (branch-free pushes).
+    struct Hook;
+
+    impl super::Lookahead for Hook {
+        const DISTANCE: usize = 4;
+        fn touch<T>(&self, _: *const T) {}
+    }
+
+    /// Both peeling paths leave the same order, and each cell of the order names its key (the
+    /// contract `assign` reads), every other slot zero.
+    #[test]
+    fn both_peel_paths_agree_and_leave_each_own_cell_naming_its_key() {
+        use super::{peel_scan, seed, NoLookahead, Passes, Scalar, Shape};
+        for arity in [3u8, 4] {
+            let (hashes, values) = pairs(50_000, 8, u64::from(arity));
+            let (segment_bits, segment_count) = Shape::sized(50_000, arity, 0).unwrap();
+            let shape = Shape {
+                value_bits: 8,
+                check_bits: 0,
+                arity,
+                segment_bits,
+                segment_count,
+                seed: seed(0),
+            };
+            let sorted = Scalar.sort(&shape, &hashes, &values);
+            let mut slots = alloc::vec![0u64; shape.cells() as usize];
+            Scalar.count(&shape, &sorted, &mut slots);
+            let mut hooked = slots.clone();
+            let order = peel_scan(&shape, &sorted.mixed, &mut slots, &NoLookahead);
+            assert_eq!(order, peel_scan(&shape, &sorted.mixed, &mut hooked, &Hook));
+            assert_eq!(slots, hooked);
+            assert_eq!(
+                order.len(),
+                hashes.len(),
+                "arity {arity}: a seed that peels"
+            );
+            let mut named = alloc::vec![false; slots.len()];
+            for &own in &order {
+                let index = slots[own as usize] as usize;
+                let cells = shape.cells_of(sorted.mixed[index]);
+                assert!(cells[..arity as usize].contains(&own));
+                named[own as usize] = true;
+            }
+            assert!((0..slots.len()).all(|c| named[c] || slots[c] == 0));
+        }
+    }
+
     /// FNV-1a of `bytes`.
     fn digest(bytes: &[u8]) -> u64 {
         bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
