@@ -238,23 +238,29 @@ impl Passes for ParallelPasses {
                 rest = tail;
                 at = end;
             }
+            // Segment by segment, every run's keys of it: the `a` segments a key's cells fall
+            // in stay in cache while all the runs' keys of a segment are counted (run by run
+            // over the whole range, each run would fetch the range's cells again: 2.3x the CPU
+            // time at 10^7 keys).
             parts.into_par_iter().for_each(|(g0, g1, window)| {
-                for r in 0..runs {
-                    let (i0, i1) = sorted.range(segments, r, g0, g1);
-                    build::count_range(shape, &sorted.mixed[i0..i1], i0, window, g0 * len);
+                for g in g0..g1 {
+                    for r in 0..runs {
+                        let (i0, i1) = sorted.range(segments, r, g, g + 1);
+                        build::count_range(shape, &sorted.mixed[i0..i1], i0, window, g0 * len);
+                    }
                 }
             });
         }
     }
 
-    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
         if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
             return build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead);
         }
         build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots)
     }
 
-    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
         if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
             return build::assign(shape, sorted, order, slots, &build::NoLookahead);
         }

@@ -5,12 +5,13 @@
 //! 1. *Bucket*: the keys are counting-sorted by the segment of their first cell, so that the
 //!    next pass touches the cell array in `a` advancing fronts instead of at random; a key is
 //!    named by its index in this order from here on.
-//! 2. *Count*: every cell keeps the XOR of the indices of its keys, their number and the XOR
-//!    of the key's position `j` (which of the key's cells this is): 8 bytes (the mixed hash and
-//!    value are read by index, near the scan, only when a key peels or is assigned).
+//! 2. *Count*: every cell keeps the XOR of the indices of its keys and their number: 8 bytes
+//!    (the mixed hash and value are read by index, near the scan, only when a key peels or is
+//!    assigned).
 //! 3. *Peel*: a cell holding one key determines that key; it is removed from its other cells,
 //!    which may then hold one key in turn. The scan runs left to right and follows each cascade
-//!    at once, riding the wave in which a fuse graph peels.
+//!    at once, riding the wave in which a fuse graph peels. The peeling order is a list of the
+//!    cells that determined keys (4 bytes a key); such a cell keeps its key's index.
 //! 4. *Assign*: in reverse peeling order, each key's own cell gets the XOR of its target (check
 //!    bits and value) and its other cells.
 //! 5. *Pack* the cells at `v + f` bits each.
@@ -23,6 +24,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+pub use super::peel::peel_scan;
 use super::shape::{Shape, MAX_CELLS};
 use super::RetrievalError;
 
@@ -33,12 +35,12 @@ pub const GROW_EVERY: u32 = 4;
 /// table keeps growing).
 pub const MAX_ATTEMPTS: u32 = 256;
 
-/// The position field of a slot: bits 32.. of the `u64`.
-const POS_SHIFT: u32 = 32;
+/// Where a slot's count field starts: bit 32 of the `u64`.
+pub(super) const COUNT_SHIFT: u32 = 32;
 /// One key in a slot's count field.
-const ONE: u64 = 4 << POS_SHIFT;
+pub(super) const ONE: u64 = 1 << COUNT_SHIFT;
 /// A slot's key field: the XOR of its keys' indices in [`Sorted`] (bits 0..32).
-const INDEX_MASK: u64 = (1 << POS_SHIFT) - 1;
+pub(super) const INDEX_MASK: u64 = ONE - 1;
 
 /// The `k`-th construction seed: SplitMix64 from state 0.
 pub fn seed(k: u32) -> u64 {
@@ -46,12 +48,6 @@ pub fn seed(k: u32) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// What key `index` at position `j` of its cells contributes to a slot.
-#[inline(always)]
-fn entry(index: usize, j: usize) -> u64 {
-    index as u64 | (j as u64) << POS_SHIFT
 }
 
 /// The keys of one attempt, counting-sorted by the segment of their first cell within each run
@@ -97,8 +93,9 @@ impl Sorted {
 /// passes.
 ///
 /// A slot is a `u64`: bits 0..32 the XOR of its keys' indices in [`Sorted`], from bit 32 the
-/// XOR of the keys' positions `j` (2 bits) and 4 × the key count. A peeled key is its index,
-/// with the position of the cell that determined it from bit 32.
+/// key count. The peeling order lists the
+/// cells that determined keys; after peeling, such a cell's slot is its key's index (count 0),
+/// every other slot is zero.
 pub trait Passes {
     /// Sorts the keys into [`Sorted`] ([`bucket`]: one run).
     fn sort(&self, shape: &Shape, hashes: &[u64], values: &[u32]) -> Sorted {
@@ -113,13 +110,13 @@ pub trait Passes {
         count_range(shape, &sorted.mixed, 0, slots, 0);
     }
 
-    /// Peels; returns the peeled keys in peeling order ([`peel_scan`]'s order).
-    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u64> {
+    /// Peels; returns the cells that determined keys, in peeling order ([`peel_scan`]'s).
+    fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
         peel_scan(shape, &sorted.mixed, slots, &NoLookahead)
     }
 
     /// Sets each key's own cell in reverse peeling order ([`assign`]).
-    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u64], slots: &mut [u64]) {
+    fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
         assign(shape, sorted, order, slots, &NoLookahead);
     }
 
@@ -139,7 +136,8 @@ impl Passes for Scalar {}
 
 /// A hook that sees what [`peel_scan`] and [`assign`] will read: the key (mixed hash, value)
 /// [`Lookahead::DISTANCE`] × 2 steps ahead, then its cells `DISTANCE` steps ahead, so that a
-/// backend prefetches them in two stages (the cells are known only once the hash is read).
+/// backend prefetches them in two stages (the cells are known only once the hash is read);
+/// [`assign`] also sees the slot that names the key `DISTANCE` × 3 steps ahead.
 pub trait Lookahead {
     /// Steps ahead (0: never called).
     const DISTANCE: usize;
@@ -159,8 +157,13 @@ impl Lookahead for NoLookahead {
 
 /// Touches the slots of the cells of the key whose mixed hash is `m`.
 #[inline(always)]
-fn touch_cells<L: Lookahead>(ahead: &L, shape: &Shape, slots: &[u64], m: u64) {
-    for &cell in &shape.cells_of(m)[..shape.arity as usize] {
+pub(super) fn touch_cells<const A: usize, L: Lookahead>(
+    ahead: &L,
+    shape: &Shape,
+    slots: &[u64],
+    m: u64,
+) {
+    for &cell in &shape.cells_for(m, A as u32)[..A] {
         // `wrapping_add` keeps the address computation safe; it is only a hint.
         ahead.touch(slots.as_ptr().wrapping_add(cell as usize));
     }
@@ -248,52 +251,92 @@ pub fn count_range(
     slots: &mut [u64],
     first_cell: usize,
 ) {
-    let arity = shape.arity as usize;
+    if shape.arity == 3 {
+        count_arity::<3>(shape, mixed, first_index, slots, first_cell);
+    } else {
+        count_arity::<4>(shape, mixed, first_index, slots, first_cell);
+    }
+}
+
+/// [`count_range`] for `A` cells per key.
+#[inline(always)]
+fn count_arity<const A: usize>(
+    shape: &Shape,
+    mixed: &[u64],
+    first_index: usize,
+    slots: &mut [u64],
+    first_cell: usize,
+) {
     for (i, &m) in mixed.iter().enumerate() {
-        let c = shape.cells_of(m);
-        for (j, &cell) in c[..arity].iter().enumerate() {
+        let c = shape.cells_for(m, A as u32);
+        for &cell in &c[..A] {
             let s = &mut slots[cell as usize - first_cell];
-            *s = s.wrapping_add(ONE) ^ entry(first_index + i, j);
+            *s = s.wrapping_add(ONE) ^ (first_index + i) as u64;
         }
     }
 }
 
-/// Sets each key's own cell, in reverse peeling order: the XOR of its target and its other
-/// cells. Every key left every cell, so the slots are all zero on entry; they end holding the
-/// cell values.
+/// Sets each key's own cell, in reverse peeling order (`order`: the cells that determined keys):
+/// the XOR of its target and its other cells. On entry the slots are as [`peel_scan`] left
+/// them (a key's index in its own cell, zero elsewhere); they end holding the cell values.
 #[inline(never)]
 pub fn assign<L: Lookahead>(
     shape: &Shape,
     sorted: &Sorted,
-    order: &[u64],
+    order: &[u32],
     slots: &mut [u64],
     ahead: &L,
 ) {
-    let arity = shape.arity as usize;
+    if shape.arity == 3 {
+        assign_arity::<3, L>(shape, sorted, order, slots, ahead);
+    } else {
+        assign_arity::<4, L>(shape, sorted, order, slots, ahead);
+    }
+}
+
+/// [`assign`] for `A` cells per key. A key's other cells hold values of keys peeled after it
+/// (assigned already) or zero; its own cell holds its index, which the XOR of all its cells
+/// takes in once and the XOR with the own cell takes out again (no branch).
+#[inline(always)]
+fn assign_arity<const A: usize, L: Lookahead>(
+    shape: &Shape,
+    sorted: &Sorted,
+    order: &[u32],
+    slots: &mut [u64],
+    ahead: &L,
+) {
     for k in (0..order.len()).rev() {
         if L::DISTANCE > 0 {
-            if let Some(&e) = k.checked_sub(2 * L::DISTANCE).and_then(|k| order.get(k)) {
-                let index = (e & INDEX_MASK) as usize;
+            if let Some(&own) = k.checked_sub(3 * L::DISTANCE).and_then(|k| order.get(k)) {
+                ahead.touch(slots.as_ptr().wrapping_add(own as usize));
+            }
+            if let Some(&s) = named(order, slots, k.checked_sub(2 * L::DISTANCE)) {
+                let index = (s & INDEX_MASK) as usize;
                 ahead.touch(sorted.mixed.as_ptr().wrapping_add(index));
                 ahead.touch(sorted.values.as_ptr().wrapping_add(index));
             }
-            if let Some(&e) = k.checked_sub(L::DISTANCE).and_then(|k| order.get(k)) {
-                touch_cells(ahead, shape, slots, sorted.mixed[(e & INDEX_MASK) as usize]);
+            if let Some(&s) = named(order, slots, k.checked_sub(L::DISTANCE)) {
+                if let Some(&m) = sorted.mixed.get((s & INDEX_MASK) as usize) {
+                    touch_cells::<A, L>(ahead, shape, slots, m);
+                }
             }
         }
-        let e = order[k];
-        let index = (e & INDEX_MASK) as usize;
-        let found = (e >> POS_SHIFT) as usize;
+        let own = order[k] as usize;
+        let index = (slots[own] & INDEX_MASK) as usize;
         let m = sorted.mixed[index];
-        let c = shape.cells_of(m);
-        let mut x = shape.want(m, sorted.values[index]);
-        for (j, &cell) in c[..arity].iter().enumerate() {
-            if j != found {
-                x ^= slots[cell as usize];
-            }
+        let c = shape.cells_for(m, A as u32);
+        let mut x = shape.want(m, sorted.values[index]) ^ slots[own];
+        for &cell in &c[..A] {
+            x ^= slots[cell as usize];
         }
-        slots[c[found] as usize] = x & shape.cell_mask();
+        slots[own] = x & shape.cell_mask();
     }
+}
+
+/// The slot of the cell that determined the `k`-th key peeled (its index until assigned).
+#[inline(always)]
+fn named<'a>(order: &[u32], slots: &'a [u64], k: Option<usize>) -> Option<&'a u64> {
+    slots.get(*order.get(k?)? as usize)
 }
 
 /// Counting-sorts `hashes` (mixed) and `values` by the segment of their first cell into run
@@ -340,67 +383,6 @@ pub fn bucket_into(
         out[*s] = v;
         *s += 1;
     }
-}
-
-/// Peels the cells left to right and returns the peeled keys (each with the position of the
-/// cell that determined it) in peeling order; fewer than all keys when some did not peel.
-///
-/// A cell that comes to hold one key is peeled at once only if the scan has passed it; one
-/// ahead is left for the scan to find. So every access stays within a few segments of the scan
-/// (a cascade followed depth-first would run along the whole peeling wave, all over the table).
-/// `ahead` sees the key in the cell `2 × DISTANCE` ahead of the scan, and the cells of the key
-/// `DISTANCE` ahead.
-#[inline(never)]
-pub fn peel_scan<L: Lookahead>(
-    shape: &Shape,
-    mixed: &[u64],
-    slots: &mut [u64],
-    ahead: &L,
-) -> Vec<u64> {
-    let arity = shape.arity as usize;
-    let mut order = Vec::with_capacity(mixed.len());
-    let mut stack: Vec<u32> = Vec::with_capacity(64);
-    for scan in 0..slots.len() {
-        if L::DISTANCE > 0 {
-            if let Some(&s) = slots.get(scan + 2 * L::DISTANCE) {
-                if s >> POS_SHIFT >> 2 == 1 {
-                    ahead.touch(mixed.as_ptr().wrapping_add((s & INDEX_MASK) as usize));
-                }
-            }
-            if let Some(&s) = slots.get(scan + L::DISTANCE) {
-                if s >> POS_SHIFT >> 2 == 1 {
-                    if let Some(&m) = mixed.get((s & INDEX_MASK) as usize) {
-                        touch_cells(ahead, shape, slots, m);
-                    }
-                }
-            }
-        }
-        if slots[scan] >> POS_SHIFT >> 2 != 1 {
-            continue;
-        }
-        stack.push(scan as u32);
-        while let Some(i) = stack.pop() {
-            let s = slots[i as usize];
-            if s >> POS_SHIFT >> 2 != 1 {
-                continue;
-            }
-            let index = s & INDEX_MASK;
-            let found = (s >> POS_SHIFT) as usize & 3;
-            order.push(index | (found as u64) << POS_SHIFT);
-            slots[i as usize] = 0;
-            let c = shape.cells_of(mixed[index as usize]);
-            for (j, &cell) in c[..arity].iter().enumerate() {
-                if j != found {
-                    let t = &mut slots[cell as usize];
-                    *t = t.wrapping_sub(ONE) ^ entry(index as usize, j);
-                    if *t >> POS_SHIFT >> 2 == 1 && cell as usize <= scan {
-                        stack.push(cell);
-                    }
-                }
-            }
-        }
-    }
-    order
 }
 
 /// The keys `(hash, value, index)` whose cells all still hold a key after peeling: the core
@@ -516,6 +498,53 @@ mod tests {
         let mask = ((1u64 << v) - 1) as u32;
         let values = (0..n).map(|_| next() as u32 & mask).collect();
         (hashes, values)
+    }
+
+    /// A lookahead that touches nothing but takes the prefetching paths (branch-free pushes).
+    struct Hook;
+
+    impl super::Lookahead for Hook {
+        const DISTANCE: usize = 4;
+        fn touch<T>(&self, _: *const T) {}
+    }
+
+    /// Both peeling paths leave the same order, and each cell of the order names its key (the
+    /// contract `assign` reads), every other slot zero.
+    #[test]
+    fn both_peel_paths_agree_and_leave_each_own_cell_naming_its_key() {
+        use super::{peel_scan, seed, NoLookahead, Passes, Scalar, Shape};
+        for arity in [3u8, 4] {
+            let (hashes, values) = pairs(50_000, 8, u64::from(arity));
+            let (segment_bits, segment_count) = Shape::sized(50_000, arity, 0).unwrap();
+            let shape = Shape {
+                value_bits: 8,
+                check_bits: 0,
+                arity,
+                segment_bits,
+                segment_count,
+                seed: seed(0),
+            };
+            let sorted = Scalar.sort(&shape, &hashes, &values);
+            let mut slots = alloc::vec![0u64; shape.cells() as usize];
+            Scalar.count(&shape, &sorted, &mut slots);
+            let mut hooked = slots.clone();
+            let order = peel_scan(&shape, &sorted.mixed, &mut slots, &NoLookahead);
+            assert_eq!(order, peel_scan(&shape, &sorted.mixed, &mut hooked, &Hook));
+            assert_eq!(slots, hooked);
+            assert_eq!(
+                order.len(),
+                hashes.len(),
+                "arity {arity}: a seed that peels"
+            );
+            let mut named = alloc::vec![false; slots.len()];
+            for &own in &order {
+                let index = slots[own as usize] as usize;
+                let cells = shape.cells_of(sorted.mixed[index]);
+                assert!(cells[..arity as usize].contains(&own));
+                named[own as usize] = true;
+            }
+            assert!((0..slots.len()).all(|c| named[c] || slots[c] == 0));
+        }
     }
 
     /// FNV-1a of `bytes`.

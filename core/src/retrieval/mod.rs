@@ -50,6 +50,8 @@ use core::fmt;
 #[cfg(feature = "alloc")]
 pub mod build;
 mod meta;
+#[cfg(feature = "alloc")]
+mod peel;
 mod shape;
 #[cfg(feature = "alloc")]
 mod table;

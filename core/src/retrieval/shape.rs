@@ -130,13 +130,20 @@ impl Shape {
     /// The cells of the key whose mixed hash is `m` (entries past `arity` are 0).
     #[inline]
     pub fn cells_of(&self, m: u64) -> Cells {
+        self.cells_for(m, u32::from(self.arity))
+    }
+
+    /// [`Shape::cells_of`] for `arity` cells, at most 4 (a builder passes a constant, and its
+    /// loops over the cells then unroll).
+    #[inline(always)]
+    pub fn cells_for(&self, m: u64, arity: u32) -> Cells {
         let len = self.segment_len() as u32;
         let span = u64::from(self.segment_count) << self.segment_bits;
         let start = ((u128::from(m) * u128::from(span)) >> 64) as u32;
         let r = spread(m);
         let mut out = [0u32; 4];
         out[0] = start;
-        for j in 1..self.arity as u32 {
+        for j in 1..arity.min(4) {
             let offset = (r >> ((j - 1) * u32::from(self.segment_bits))) as u32 & (len - 1);
             out[j as usize] = (start + j * len) ^ offset;
         }
