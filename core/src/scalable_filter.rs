@@ -17,11 +17,30 @@ use crate::format::{self, FormatError, Header};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::kind_meta::{self, pad64, ScalableMeta, META_LEN, STAGE_LEN};
-use crate::layout::Layout;
+use crate::layout::{block_index, block_mask, Layout};
 use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
 use crate::write_file::{FileParts, WriteFile};
+
+/// Sets the bits of the key with `hash` in `stage` and counts it if any of them was clear;
+/// whether one was (the key was not held; if none was, nothing changed).
+fn set_new(stage: &mut Filter, hash: u64) -> bool {
+    let layout = stage.layout();
+    let per = layout.block_u32s();
+    let block = block_index(hash, stage.blocks()) as usize;
+    let mask = block_mask(layout, hash);
+    let words = &mut stage.words_mut()[block * per..(block + 1) * per];
+    let mut clear = 0;
+    for (w, &m) in words.iter_mut().zip(&mask[..per]) {
+        clear |= m & !*w;
+        *w |= m;
+    }
+    if clear != 0 {
+        stage.add_key_count(1);
+    }
+    clear != 0
+}
 
 impl WriteFile for ScalableFilter {
     fn file_parts(&self) -> FileParts<'_> {
@@ -145,13 +164,22 @@ impl ScalableFilter {
         hash: u64,
         first: usize,
     ) -> Result<bool, SizingError> {
-        let first = first.min(self.stages.len());
-        if self.stages[first..].iter().any(|s| s.contains_hash(hash)) {
+        let last = self.stages.len() - 1;
+        if self.stages[first.min(last)..last]
+            .iter()
+            .any(|s| s.contains_hash(hash))
+        {
             return Ok(false);
         }
-        let (stage, _) = self.open_stage()?;
-        stage.insert_hash(hash);
-        Ok(true)
+        // The last stage: one test-and-set where it has room.
+        if self.stages[last].key_count().unwrap_or(0) < self.stage_capacity(last) {
+            return Ok(set_new(&mut self.stages[last], hash));
+        }
+        if self.stages[last].contains_hash(hash) {
+            return Ok(false);
+        }
+        self.grow()?;
+        Ok(set_new(self.stages.last_mut().expect("a stage was added"), hash))
     }
 
     /// The last stage and how many keys it takes before the next insert would add a stage,
