@@ -3,8 +3,11 @@
 //! Hutchison, 2007).
 //!
 //! Stage `i` holds up to `n0 × s^i` keys and is sized for the rate `P × (1 − r) × r^i`, so that
-//! the compound rate `1 − Π (1 − P_i)` stays below `P` however many stages there are. Keys go
-//! into the last stage; a full last stage gets a successor. A key is found if any stage has it.
+//! the compound rate `1 − Π (1 − P_i)` stays below `P` however many stages there are. An insert
+//! looks the key up first: a key some stage may hold already is neither inserted again nor
+//! counted, so every key is in one stage, a stage's count is of distinct keys, and repeats
+//! neither fill stages nor add any. Other keys go into the last stage; a full last stage gets a
+//! successor. A key is found if any stage has it.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -14,11 +17,30 @@ use crate::format::{self, FormatError, Header};
 use crate::key::Key;
 use crate::kind::FilterKind;
 use crate::kind_meta::{self, pad64, ScalableMeta, META_LEN, STAGE_LEN};
-use crate::layout::Layout;
+use crate::layout::{block_index, block_mask, Layout};
 use crate::math::{self, SizingError};
 use crate::params::Params;
 use crate::stats::Stats;
 use crate::write_file::{FileParts, WriteFile};
+
+/// Sets the bits of the key with `hash` in `stage` and counts it if any of them was clear;
+/// whether one was (the key was not held; if none was, nothing changed).
+fn set_new(stage: &mut Filter, hash: u64) -> bool {
+    let layout = stage.layout();
+    let per = layout.block_u32s();
+    let block = block_index(hash, stage.blocks()) as usize;
+    let mask = block_mask(layout, hash);
+    let words = &mut stage.words_mut()[block * per..(block + 1) * per];
+    let mut clear = 0;
+    for (w, &m) in words.iter_mut().zip(&mask[..per]) {
+        clear |= m & !*w;
+        *w |= m;
+    }
+    if clear != 0 {
+        stage.add_key_count(1);
+    }
+    clear != 0
+}
 
 impl WriteFile for ScalableFilter {
     fn file_parts(&self) -> FileParts<'_> {
@@ -117,30 +139,53 @@ impl ScalableFilter {
         self.meta.rate
     }
 
-    /// Keys inserted in all stages.
+    /// Keys inserted in all stages (each once: an insert of a key some stage may hold already
+    /// is not counted).
     pub fn key_count(&self) -> u64 {
         self.stages.iter().filter_map(Filter::key_count).sum()
     }
 
-    /// Inserts a key by its hash, adding a stage first when the last is full. Fails only when
-    /// the next stage would exceed the largest filter.
+    /// Inserts a key by its hash unless some stage may hold it already (a lookup before the
+    /// insert, as Almeida et al.'s filter does), adding a stage first when the last is full.
+    /// Fails only when the next stage would exceed the largest filter.
     pub fn insert_hash(&mut self, hash: u64) -> Result<(), SizingError> {
-        let last = self.stages.len() - 1;
-        if self.stages[last].key_count().unwrap_or(0) >= self.stage_capacity(last) {
-            self.grow()?;
-        }
-        self.stages
-            .last_mut()
-            .expect("at least one stage")
-            .insert_hash(hash);
-        Ok(())
+        self.insert_hash_unless_held_from(hash, 0).map(|_| ())
     }
 
-    /// For bulk backends: the last stage and how many keys it takes before the next insert
-    /// would add a stage, after adding that stage first if the last one is full (exactly what
-    /// [`ScalableFilter::insert_hash`] does before its insert). Insert at most that many keys
-    /// into the returned stage and add them to its key count ([`Filter::add_key_count`]), then
-    /// ask again. Fails only when the next stage would exceed the largest filter.
+    /// [`ScalableFilter::insert_hash`] for bulk callers that have looked the key up in stages
+    /// `0..first` already (and found it in none): only stage `first` and the later ones are
+    /// asked before the insert. The stages before the last are full and never change, so a
+    /// bulk caller looks a batch up in all of them at once and passes the index of the stage
+    /// that was last before the batch. Returns whether the key was inserted (`false`: a stage
+    /// from `first` on may hold it). Fails only when the next stage would exceed the largest
+    /// filter.
+    pub fn insert_hash_unless_held_from(
+        &mut self,
+        hash: u64,
+        first: usize,
+    ) -> Result<bool, SizingError> {
+        let last = self.stages.len() - 1;
+        if self.stages[first.min(last)..last]
+            .iter()
+            .any(|s| s.contains_hash(hash))
+        {
+            return Ok(false);
+        }
+        // The last stage: one test-and-set where it has room.
+        if self.stages[last].key_count().unwrap_or(0) < self.stage_capacity(last) {
+            return Ok(set_new(&mut self.stages[last], hash));
+        }
+        if self.stages[last].contains_hash(hash) {
+            return Ok(false);
+        }
+        self.grow()?;
+        Ok(set_new(self.stages.last_mut().expect("a stage was added"), hash))
+    }
+
+    /// The last stage and how many keys it takes before the next insert would add a stage,
+    /// after adding that stage first if the last one is full (what
+    /// [`ScalableFilter::insert_hash`] does before its insert; a reader that rebuilds the chain
+    /// stage by stage uses it). Fails only when the next stage would exceed the largest filter.
     pub fn open_stage(&mut self) -> Result<(&mut Filter, u64), SizingError> {
         let last = self.stages.len() - 1;
         if self.stages[last].key_count().unwrap_or(0) >= self.stage_capacity(last) {
@@ -175,16 +220,19 @@ impl ScalableFilter {
     }
 
     /// Statistics summed over the stages: total bytes and set bits, the distinct keys the
-    /// stages' bits show (summed: an upper bound when a key was inserted again after its stage
-    /// filled, since it is then in two stages), and the compound rate of their bits.
+    /// stages' bits show (summed: no key is in two stages, since an insert looks it up first),
+    /// and the compound rate of their bits.
     pub fn stats(&self) -> Stats {
         let stages: Vec<Stats> = self.stages.iter().map(Filter::stats).collect();
         let mut s = Stats::new(self.params, Some(self.key_count()), 0);
         s.bytes = stages.iter().map(|t| t.bytes).sum();
         s.ones = stages.iter().map(|t| t.ones).sum();
         s.fill_ratio = s.ones as f64 / (s.bytes as f64 * 8.0);
-        let (estimate, error) =
-            Stats::sum_distinct(stages.iter().map(|t| (t.estimated_keys, t.estimated_keys_error)));
+        let (estimate, error) = Stats::sum_distinct(
+            stages
+                .iter()
+                .map(|t| (t.estimated_keys, t.estimated_keys_error)),
+        );
         s.set_distinct(estimate, error);
         s.with_fpr_from_bits(Stats::any_of(stages.iter().map(|t| t.expected_fpr)))
     }

@@ -200,11 +200,7 @@ pub(crate) mod ptx {
         MODULES
             .get_or_init(|| {
                 if let Err(e) = crate::require_nvrtc() {
-                    // Straight to stderr: libtest captures `eprintln!`, and a skip must show.
-                    let _ = std::io::Write::write_fmt(
-                        &mut std::io::stderr(),
-                        format_args!("SKIP: the PTX parameter checks: {e}\n"),
-                    );
+                    bloomlanes_testkit::skip(format_args!("the PTX parameter checks: {e}"));
                     return None;
                 }
                 let compiled = KernelModule::ALL.map(|m| {

@@ -43,7 +43,7 @@ fn check_lookups(g: &GpuFilter, f: &Filter, keys: Keys<'_>, what: &str) {
 fn probe_never_panics() {
     match probe() {
         Ok(d) => eprintln!("device: {d:?}"),
-        Err(e) => common::skip(&format!("probe_never_panics: {e}")),
+        Err(e) => common::skip(format_args!("probe_never_panics: {e}")),
     }
 }
 

@@ -17,7 +17,7 @@ fn synth_works_for_every_layout() {
     // `export --synth` used to fail for every filter: Yosys mapped the 1-bit banks to LUT RAM.
     if !on_path("yosys") {
         skip(format_args!(
-            "SKIP: synth_works_for_every_layout: yosys is not installed or BLOOMLANES_FULL is unset"
+            "synth_works_for_every_layout: yosys is not installed or BLOOMLANES_FULL is unset"
         ));
         return;
     }
@@ -54,7 +54,7 @@ fn synth_works_for_every_layout() {
 fn exported_bench_checks_itself_and_fails_fast() {
     if !on_path("iverilog") {
         skip(format_args!(
-            "SKIP: exported_bench_checks_itself_and_fails_fast: iverilog is not installed or BLOOMLANES_FULL is unset"
+            "exported_bench_checks_itself_and_fails_fast: iverilog is not installed or BLOOMLANES_FULL is unset"
         ));
         return;
     }
@@ -175,7 +175,7 @@ fn two_filters_live_in_one_design() {
         assert!(ok, "{out}");
     } else {
         skip(format_args!(
-            "SKIP: two_filters_live_in_one_design (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
+            "two_filters_live_in_one_design (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
         ));
     }
     if on_path("yosys") {

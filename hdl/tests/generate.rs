@@ -76,12 +76,12 @@ fn icarus_and_yosys_accept_the_text() {
     let yosys = on_path("yosys");
     if !icarus {
         skip(format_args!(
-            "SKIP: icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
+            "icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
         ));
     }
     if !yosys {
         skip(format_args!(
-            "SKIP: icarus_and_yosys_accept_the_text (yosys part): yosys is not installed or BLOOMLANES_FULL is unset"
+            "icarus_and_yosys_accept_the_text (yosys part): yosys is not installed or BLOOMLANES_FULL is unset"
         ));
     }
     // Yosys's `proc` is slow on the big hashed designs: every third configuration.
@@ -182,7 +182,7 @@ fn checker_catches_wrong_answers() {
         .find(|s| full_runs() && s.is_available())
     else {
         skip(format_args!(
-            "SKIP: checker_catches_wrong_answers: no simulator installed or BLOOMLANES_FULL is unset"
+            "checker_catches_wrong_answers: no simulator installed or BLOOMLANES_FULL is unset"
         ));
         return;
     };

@@ -95,7 +95,7 @@ fn icarus_loaded_banks_match_software_filter() {
 fn public_simulate_lookups_agrees_with_filter() {
     if !full_runs() || bloomlanes_hdl::simulator_available().is_none() {
         skip(format_args!(
-            "SKIP: public_simulate_lookups_agrees_with_filter: no simulator installed or BLOOMLANES_FULL is unset"
+            "public_simulate_lookups_agrees_with_filter: no simulator installed or BLOOMLANES_FULL is unset"
         ));
         return;
     }

@@ -2,12 +2,7 @@
 //! class or value, counted per label in packets and bytes; the counts equal `query`'s answers
 //! for the same flows, packet by packet; a filter of another key type is refused.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -319,7 +314,7 @@ fn write_dir_is_all_or_nothing() {
     #[cfg(unix)]
     if is_root() {
         skip(format_args!(
-            "SKIP: running as root, a read-only folder is writable"
+            "running as root, a read-only folder is writable"
         ));
     } else {
         use std::os::unix::fs::PermissionsExt;

@@ -4,12 +4,7 @@
 //! `bloomlanes parquet add-filters` writes. It needs python3 with `duckdb` and `pyarrow`
 //! (installed by `.ci/run`); without them it prints a `SKIP:` line and passes.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 use std::path::Path;
 use std::process::Command;
@@ -26,9 +21,7 @@ fn duckdb_and_pyarrow_agree_with_bloomlanes() {
     {
         Ok(o) => o,
         Err(e) => {
-            skip(format_args!(
-                "SKIP: engine interop tests need python3 ({e})"
-            ));
+            skip(format_args!("engine interop tests need python3 ({e})"));
             return;
         }
     };
@@ -40,6 +33,10 @@ fn duckdb_and_pyarrow_agree_with_bloomlanes() {
         "check_engines.py failed:\n{stdout}\n{stderr}"
     );
     if stdout.contains("SKIP:") {
+        // The script's own SKIP lines, made visible past the harness's capture.
+        for (_, why) in stdout.lines().filter_map(|l| l.split_once("SKIP:")) {
+            skip(format_args!("engine interop:{why}"));
+        }
         return;
     }
     assert!(stdout.contains("values checked"), "{stdout}");

@@ -4,12 +4,7 @@
 //! ask for), hangs (no exit within a minute) and lost keys (keys of the filter before the run
 //! that are absent after it). `cargo test` runs a few of each; `-- --ignored` the long runs.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -201,7 +196,7 @@ impl Drop for SmallDisk {
 fn full_disks(trials: usize) {
     let Some(disk) = SmallDisk::mount("6m") else {
         skip(format_args!(
-            "SKIP: cannot mount a tmpfs here (needs root); full-disk runs not made"
+            "cannot mount a tmpfs here (needs root); full-disk runs not made"
         ));
         return;
     };

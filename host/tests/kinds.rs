@@ -1,12 +1,7 @@
 //! End-to-end tests of the filter kinds in the `bloomlanes` binary: `build --kind`, `stats`,
 //! `query`, `insert`, `delete`, `export` and `verify --kind` (`dedup`: `dedup.rs`).
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -493,7 +488,7 @@ fn float_keys_follow_the_probe_rule_in_every_kind() {
 fn verify_runs_the_counting_filter_in_the_counting_rtl() {
     if bloomlanes_hdl::simulator_available().is_none() {
         skip(format_args!(
-            "SKIP: verify_runs_the_counting_filter_in_the_counting_rtl: no Verilog simulator"
+            "verify_runs_the_counting_filter_in_the_counting_rtl: no Verilog simulator"
         ));
         return;
     }
@@ -547,7 +542,7 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     let have = |t: &str| std::process::Command::new(t).arg("-V").output().is_ok();
     if !have("iverilog") {
         skip(format_args!(
-            "SKIP: export_hdl_counting_writes_a_pipeline_whose_bench_passes: no iverilog"
+            "export_hdl_counting_writes_a_pipeline_whose_bench_passes: no iverilog"
         ));
         return;
     }

@@ -4,12 +4,7 @@
 //! the privilege to create namespaces (or without `ip`), the test prints a `SKIP:` line.
 #![cfg(target_os = "linux")]
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -149,7 +144,7 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
         Ok(ns) => ns,
         Err(why) => {
             skip(format_args!(
-                "SKIP: live capture test: cannot create network namespaces ({why})"
+                "live capture test: cannot create network namespaces ({why})"
             ));
             return;
         }
@@ -309,7 +304,7 @@ fn unreadable_interfaces_are_named() {
         assert!(e.contains("no user named"), "{e}");
     } else {
         skip(format_args!(
-            "SKIP: privilege drop check: capture on lo failed: {}",
+            "privilege drop check: capture on lo failed: {}",
             String::from_utf8_lossy(&o.stderr)
         ));
     }
@@ -328,12 +323,10 @@ fn unreadable_interfaces_are_named() {
             says(&e, &["interface lo", "CAP_NET_RAW"]);
         }
         Ok(o) => skip(format_args!(
-            "SKIP: unprivileged capture check: setpriv gave {:?}: {}",
+            "unprivileged capture check: setpriv gave {:?}: {}",
             o.status.code(),
             String::from_utf8_lossy(&o.stderr)
         )),
-        Err(e) => skip(format_args!(
-            "SKIP: unprivileged capture check: no setpriv ({e})"
-        )),
+        Err(e) => skip(format_args!("unprivileged capture check: no setpriv ({e})")),
     }
 }

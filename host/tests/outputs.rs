@@ -3,12 +3,7 @@
 //! signal and SIGKILL, with unnamed and named temporary files), full disks (a 1 MiB tmpfs, when
 //! this test may mount one), and filter paths that are not regular files.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -458,7 +453,7 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn a_full_disk_leaves_previous_outputs_intact_and_no_partial_file() {
     let Some(disk) = SmallDisk::mount() else {
         skip(format_args!(
-            "SKIP: cannot mount a 1 MiB tmpfs here (needs root); full-disk test not run"
+            "cannot mount a 1 MiB tmpfs here (needs root); full-disk test not run"
         ));
         return;
     };

@@ -114,7 +114,10 @@ fn scenarios(trials: usize) -> Vec<(String, Losses)> {
         let mut args = vec!["build", s(&base_keys), "-o", s(&base), "--kind", kind];
         args.extend_from_slice(sizing);
         json(&args);
-        let count = (kind != "stable" && kind != "window").then_some(100 + 2 * KEYS as u64);
+        // A scalable filter does not count a key a stage already answers (a false positive),
+        // so its count depends on the order of the writes; an undone write loses its keys.
+        let counted = !matches!(kind, "stable" | "window" | "scalable");
+        let count = counted.then_some(100 + 2 * KEYS as u64);
         let lost = losses(
             &base,
             &["insert", s(&a)],

@@ -3,12 +3,7 @@
 //! to the core's answers packet by packet) and the regressions of issue #11 that live in the
 //! input and listing code.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 mod common;
 
@@ -411,7 +406,7 @@ fn classify_writes_captures_bitmaps_and_flow_counts() {
             );
         }
     } else {
-        skip(format_args!("SKIP: tcpdump is not installed; the written captures were checked by this test's own reader only"));
+        skip(format_args!("tcpdump is not installed; the written captures were checked by this test's own reader only"));
     }
     // Standard input, gzip-compressed.
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

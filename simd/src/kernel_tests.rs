@@ -129,11 +129,9 @@ mod x86_64 {
     use crate::arch::x86_64::{avx2::Avx2, avx512::Avx512, has_avx2, has_avx512, sse2::Sse2};
 
     fn skip(name: &str) {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: the {name} kernel test: this CPU lacks {name}"
-        );
+        bloomlanes_testkit::skip(format_args!(
+            "the {name} kernel test: this CPU lacks {name}"
+        ));
     }
 
     /// A test of one x86 ISA's kernels: `check_isa` compiled with `$feature`, run if the CPU

@@ -1,11 +1,6 @@
 //! Path names, availability and the process-wide choice.
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 use bloomlanes_simd::{active_path, available_paths, Probe, SimdPath};
 
@@ -28,9 +23,7 @@ fn availability_is_consistent() {
         assert_eq!(Probe::new(p).is_some(), p.is_available());
         assert_eq!(avail.contains(&p), p.is_available());
         if !p.is_available() {
-            skip(format_args!(
-                "SKIPPED: SIMD path `{p}` is not available on this CPU"
-            ));
+            skip(format_args!("SIMD path `{p}` is not available on this CPU"));
         }
     }
     #[cfg(target_arch = "x86_64")]

@@ -185,7 +185,8 @@ proptest! {
         growth in prop_oneof![Just(2u8), Just(4)],
         tightening in prop_oneof![Just(0.5f64), Just(0.8), Just(0.9)],
         form in form(),
-        batches in prop::collection::vec(prop::collection::vec(any::<u64>(), 0..300), 1..4),
+        // Keys below 64 come again and again: repeats within a batch and across batches.
+        batches in prop::collection::vec(prop::collection::vec(prop_oneof![any::<u64>(), 0u64..64], 0..300), 1..4),
         probed in prop::collection::vec(any::<u64>(), 0..200),
     ) {
         let empty = ScalableFilter::new(Params::new(layout, 1).with_seed(seed), initial, 0.01, growth, tightening).unwrap();
@@ -222,6 +223,33 @@ proptest! {
                 probe.contains_scalable_bitmap(&want, k, &mut bits);
                 prop_assert_eq!(&bits, &pack(&expect), "scalable bitmap on {}", probe.path());
             }
+        }
+    }
+}
+
+/// Keys given again, in batches longer than the hash chunk while the chain grows inside them:
+/// every path builds the core's filter, which is that of the keys given once (an insert looks
+/// the key up in every stage first, so a repeat is neither inserted nor counted again).
+#[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
+fn scalable_repeats_are_looked_up_not_inserted() {
+    let keys: Vec<u64> = (0..20_000u64).map(|k| k * 7 % 20_000).collect();
+    let thrice: Vec<u64> = [&keys[..], &keys[..], &keys[..]].concat();
+    let empty = ScalableFilter::new(Params::new(Layout::L8x32, 1), 100, 0.01, 2, 0.8).unwrap();
+    let mut once = empty.clone();
+    keys.iter().for_each(|k| once.insert(k).unwrap());
+    assert!(once.stages().len() >= 6, "{}", once.stages().len());
+    assert!(once.key_count() <= 20_000 && once.key_count() > 19_500);
+    let mut want = empty.clone();
+    thrice.iter().for_each(|k| want.insert(k).unwrap());
+    assert!(want == once, "the core inserted a repeat");
+    for probe in paths() {
+        for batch in [thrice.len(), 5000, 777] {
+            let mut got = empty.clone();
+            for part in thrice.chunks(batch) {
+                probe.insert_scalable(&mut got, Keys::U64(part)).unwrap();
+            }
+            assert!(got == once, "{} ({batch})", probe.path());
         }
     }
 }

@@ -1,7 +1,6 @@
 //! Shared test helpers: finding NVRTC and the GPU, skipping visibly when absent.
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -34,21 +33,20 @@ pub fn nvrtc() -> bool {
     false
 }
 
-/// Prints a line straight to the process's stderr, past libtest's output capture, so that a
-/// skipped test is visible in a plain `cargo test` run.
-pub fn skip(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "SKIP: {line}");
-}
+/// The workspace's one visible `SKIP:` line.
+pub use bloomlanes_testkit::skip;
 
 /// Whether a GPU (and NVRTC) is usable; prints a SKIP line for `test` when not.
 pub fn gpu(test: &str) -> bool {
     match bloomlanes_gpu::probe() {
         Err(e) => {
-            skip(&format!("{test}: no GPU ({e})"));
+            skip(format_args!("{test}: no GPU ({e})"));
             false
         }
         Ok(_) if !nvrtc() => {
-            skip(&format!("{test}: NVRTC not found (set BLOOMLANES_NVRTC)"));
+            skip(format_args!(
+                "{test}: NVRTC not found (set BLOOMLANES_NVRTC)"
+            ));
             false
         }
         Ok(_) => true,

@@ -48,7 +48,7 @@ impl Emulators {
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
-            common::skip(&format!("{test}: no C++ compiler ($CXX or c++)"));
+            common::skip(format_args!("{test}: no C++ compiler ($CXX or c++)"));
             return None;
         }
         Some(Emulators {

@@ -1,11 +1,8 @@
 //! Shared helpers of the simulation tests.
 #![allow(dead_code)]
 
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-pub fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+/// The workspace's one visible `SKIP:` line.
+pub use bloomlanes_testkit::skip;
 
 use std::path::Path;
 use std::process::Command;
@@ -128,7 +125,7 @@ pub fn full_runs() -> bool {
 pub fn on_path(tool: &str) -> bool {
     if !full_runs() {
         skip(format_args!(
-            "SKIP: {tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+            "{tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
         ));
         return false;
     }
@@ -139,16 +136,13 @@ pub fn on_path(tool: &str) -> bool {
 pub fn have(sim: Simulator, what: &str) -> bool {
     if !full_runs() {
         skip(format_args!(
-            "SKIP: {what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+            "{what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
         ));
         false
     } else if sim.is_available() {
         true
     } else {
-        skip(format_args!(
-            "SKIP: {what}: {} is not installed",
-            sim.name()
-        ));
+        skip(format_args!("{what}: {} is not installed", sim.name()));
         false
     }
 }
@@ -360,7 +354,7 @@ pub fn icarus(dir: &Path, top: &str, options: &[String], sources: &[&str]) -> (b
 /// Returns false (after a visible SKIP line) if the program `tool` is missing.
 pub fn have_tool(tool: &str, what: &str) -> bool {
     on_path(tool) || {
-        skip(format_args!("SKIP: {what}: {tool} is not installed"));
+        skip(format_args!("{what}: {tool} is not installed"));
         false
     }
 }

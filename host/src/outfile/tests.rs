@@ -1,9 +1,4 @@
-/// Writes a `SKIP:` line straight to stderr, past libtest's output capture (which holds
-/// `println!` and `eprintln!`), so a skipped test shows in a plain `cargo test` run.
-#[allow(dead_code)]
-fn skip(line: std::fmt::Arguments) {
-    let _ = std::io::Write::write_fmt(&mut std::io::stderr().lock(), format_args!("{line}\n"));
-}
+use bloomlanes_testkit::skip;
 
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
 
@@ -213,7 +208,7 @@ fn links_planted_by_others_in_sticky_folders_are_not_followed() {
     symlink(&victim, &planted).unwrap();
     if std::os::unix::fs::lchown(&planted, Some(54321), None).is_err() {
         skip(format_args!(
-            "SKIP: not root: cannot make a link owned by another user"
+            "not root: cannot make a link owned by another user"
         ));
         return;
     }
@@ -234,9 +229,7 @@ fn replaced_files_keep_their_owner_where_permitted() {
     let out = dir.path().join("shared.blf");
     fs::write(&out, b"old").unwrap();
     if std::os::unix::fs::chown(&out, Some(54321), Some(54322)).is_err() {
-        skip(format_args!(
-            "SKIP: not root: cannot give a file to another user"
-        ));
+        skip(format_args!("not root: cannot give a file to another user"));
         return;
     }
     for unnamed in [true, false] {

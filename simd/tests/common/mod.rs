@@ -11,13 +11,9 @@ pub fn paths() -> Vec<Probe> {
     SAY.call_once(|| {
         for p in SimdPath::ALL {
             if !p.is_available() {
-                // Straight to the stderr handle: the test harness captures `eprintln!`, and a
-                // skipped path must be visible in every run, not only under `--nocapture`.
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED: SIMD path `{p}` is not available on this CPU; its tests did not run"
-                );
+                bloomlanes_testkit::skip(format_args!(
+                    "SIMD path `{p}` is not available on this CPU; its tests did not run"
+                ));
             }
         }
     });

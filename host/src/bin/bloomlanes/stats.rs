@@ -277,7 +277,7 @@ fn kind_stats(ctx: &Ctx, path: &Path, f: &AnyFilter, open: Duration) -> Result<E
             for (i, st) in sc.stages().iter().enumerate() {
                 let t = st.stats();
                 lines.push(format!(
-                    "  stage {i}: {} blocks, {} bytes, {} inserts of {}, distinct keys {}, fill \
+                    "  stage {i}: {} blocks, {} bytes, {} keys of {}, distinct keys {}, fill \
                      {:.4}, fpr {:.3e}",
                     st.blocks(),
                     t.bytes,
