@@ -10,6 +10,7 @@ use bloomlanes_core::{xxh64, xxh64_u64, KeyType};
 
 use crate::chunk::Chunk;
 use crate::field::{FieldParser, Parsed};
+use crate::lines::{for_each_line, spans_fit, SpanHasher};
 use crate::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
 use crate::stage::{Batch, BatchKeys, Keep, Shown, Stage};
 
@@ -20,6 +21,8 @@ pub(crate) enum ChunkParser {
     Lines {
         /// The line parser.
         field: Option<FieldParser>,
+        /// How lines taken as they are get hashed, a batch at a time.
+        hasher: SpanHasher,
     },
     /// One CSV column.
     Csv {
@@ -77,6 +80,8 @@ pub(crate) const BATCH: usize = 4096;
 pub(crate) struct Scratch {
     batch: Batch,
     field: Vec<u8>,
+    /// Places of the keys waiting to be hashed together (see [`SpanHasher`]).
+    spans: Vec<u64>,
 }
 
 struct Feed<'s, S: Stage> {
@@ -89,6 +94,34 @@ struct Feed<'s, S: Stage> {
 }
 
 impl<S: Stage> Feed<'_, S> {
+    /// The key `bytes[start..start + len]`, hashed with the batch's others.
+    #[inline(always)]
+    fn span(
+        &mut self,
+        bytes: &[u8],
+        start: usize,
+        len: usize,
+        hasher: SpanHasher,
+    ) -> Result<(), S::Error> {
+        self.scratch.spans.push(start as u64 | (len as u64) << 32);
+        if self.scratch.spans.len() >= BATCH {
+            self.flush_spans(bytes, hasher)?;
+        }
+        Ok(())
+    }
+
+    /// Hashes the gathered spans of `bytes` and hands them to the stage.
+    fn flush_spans(&mut self, bytes: &[u8], hasher: SpanHasher) -> Result<(), S::Error> {
+        let spans = &mut self.scratch.spans;
+        if spans.is_empty() {
+            return Ok(());
+        }
+        hasher(bytes, spans, self.seed, &mut self.scratch.batch.hashes);
+        self.keys += spans.len() as u64;
+        spans.clear();
+        self.flush()
+    }
+
     #[inline]
     fn push_hash(&mut self, h: u64) -> Result<(), S::Error> {
         self.scratch.batch.hashes.push(h);
@@ -231,12 +264,26 @@ pub(crate) fn parse_chunk<S: Stage>(
     let bytes = chunk.bytes();
     let mut counts = ChunkCounts::default();
     match parser {
-        ChunkParser::Lines { field } => {
-            let mut start = 0usize;
+        &ChunkParser::Lines {
+            field: None,
+            hasher,
+        } if keep == Keep::Nothing && spans_fit(bytes) => {
+            // Only the hashes are wanted: the lines' places are gathered a batch at a time and
+            // hashed together (by the caller's span hasher when it brings one).
+            let lines = for_each_line(bytes, |start, end| {
+                let end = end - usize::from(end > start && bytes[end - 1] == b'\r');
+                if end > start {
+                    feed.span(bytes, start, end - start, hasher)?;
+                }
+                Ok(())
+            })
+            .map_err(stage_fault)?;
+            feed.flush_spans(bytes, hasher).map_err(stage_fault)?;
+            counts.lines = lines - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
+        }
+        ChunkParser::Lines { field, .. } => {
             let mut line = 0u64;
-            let mut ends = memchr::memchr_iter(b'\n', bytes);
-            while start < bytes.len() {
-                let end = ends.next().unwrap_or(bytes.len());
+            let lines = for_each_line(bytes, |start, end| {
                 line += 1;
                 let mut l = &bytes[start..end];
                 if let [rest @ .., b'\r'] = l {
@@ -253,10 +300,10 @@ pub(crate) fn parse_chunk<S: Stage>(
                         what,
                     }));
                 }
-                start = end + 1;
-            }
+                Ok(())
+            })?;
             // Newlines: one per line but an unterminated last one.
-            counts.lines = line - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
+            counts.lines = lines - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
         }
         ChunkParser::Csv {
             delimiter,
