@@ -107,10 +107,17 @@ mod avx512 {
         scalar_spans(bytes, runs.remainder(), seed, out);
     }
 
+    /// Whether no lane of any register has a step (so that all may skip it).
+    #[inline(always)]
+    fn none(masks: &[__mmask8]) -> bool {
+        masks.iter().fold(0, |a, &m| a | m) == 0
+    }
+
     /// `xxh64(key, seed)` of `8 × N` keys of `lens` bytes (at most 16) whose first 16 bytes
     /// (bytes past a key's end included, and ignored) are `w0` and `w1`, lane by lane: every
-    /// step of the core's short-input path, each kept only in the lanes whose key has it. The
-    /// `N` registers go through each step together, so their multiplies overlap.
+    /// step of the core's short-input path, each kept only in the lanes whose key has it (and
+    /// skipped when no key has it). The `N` registers go through each step together, so their
+    /// multiplies overlap.
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq")]
     fn xxh64_upto16<const N: usize>(
@@ -126,9 +133,14 @@ mod avx512 {
         let mut rest_len = lens;
         // Up to two 8-byte words: h ^= round(0, w); h = rotl(h, TAIL8_ROTATE) × P1 + P4, where
         // round(0, w) = rotl(w × P2, ROUND_ROTATE) × P1.
-        for (has, w) in [(8u64, w0), (16, w1)] {
+        for (need, w) in [(8u64, w0), (16, w1)] {
+            let has: [__mmask8; N] =
+                core::array::from_fn(|i| _mm512_cmpge_epu64_mask(lens[i], set(need)));
+            if none(&has) {
+                continue;
+            }
             for i in 0..N {
-                let has = _mm512_cmpge_epu64_mask(lens[i], set(has));
+                let has = has[i];
                 let r = mul(
                     _mm512_rol_epi64::<{ ROUND_ROTATE as i32 }>(mul(w[i], set(PRIME64_2))),
                     set(PRIME64_1),
@@ -150,9 +162,13 @@ mod avx512 {
             rest[i] = _mm512_mask_blend_epi64(has8, w0[i], w1[i]);
             rest_len[i] = _mm512_and_si512(lens[i], set(7));
         }
-        for i in 0..N {
+        let has4: [__mmask8; N] =
+            core::array::from_fn(|i| _mm512_cmpge_epu64_mask(rest_len[i], set(4)));
+        // Skipped when no key has 4 bytes left (then every `rest_len` is below 4 already).
+        let with4 = if none(&has4) { 0 } else { N };
+        for i in 0..with4 {
             // h ^= lo32(rest) × P1; h = rotl(h, TAIL4_ROTATE) × P2 + P3
-            let has4 = _mm512_cmpge_epu64_mask(rest_len[i], set(4));
+            let has4 = has4[i];
             let word = mul(
                 _mm512_and_si512(rest[i], set(u64::from(u32::MAX))),
                 set(PRIME64_1),
@@ -170,8 +186,13 @@ mod avx512 {
         }
         // Up to 3 single bytes: h ^= byte × P5; h = rotl(h, TAIL1_ROTATE) × P1
         for b in 0..3u64 {
+            let has: [__mmask8; N] =
+                core::array::from_fn(|i| _mm512_cmpgt_epu64_mask(rest_len[i], set(b)));
+            if none(&has) {
+                break;
+            }
             for i in 0..N {
-                let has = _mm512_cmpgt_epu64_mask(rest_len[i], set(b));
+                let has = has[i];
                 let byte = mul(_mm512_and_si512(rest[i], set(0xff)), set(PRIME64_5));
                 let t = mul(
                     _mm512_rol_epi64::<{ TAIL1_ROTATE as i32 }>(_mm512_xor_si512(h[i], byte)),
