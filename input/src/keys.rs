@@ -80,8 +80,6 @@ pub(crate) const BATCH: usize = 4096;
 pub(crate) struct Scratch {
     batch: Batch,
     field: Vec<u8>,
-    /// Places of the keys waiting to be hashed together (see [`SpanHasher`]).
-    spans: Vec<u64>,
 }
 
 struct Feed<'s, S: Stage> {
@@ -94,31 +92,35 @@ struct Feed<'s, S: Stage> {
 }
 
 impl<S: Stage> Feed<'_, S> {
-    /// The key `bytes[start..start + len]`, hashed with the batch's others.
-    #[inline(always)]
-    fn span(
-        &mut self,
-        bytes: &[u8],
-        start: usize,
-        len: usize,
-        hasher: SpanHasher,
-    ) -> Result<(), S::Error> {
-        self.scratch.spans.push(start as u64 | (len as u64) << 32);
-        if self.scratch.spans.len() >= BATCH {
-            self.flush_spans(bytes, hasher)?;
-        }
-        Ok(())
+    /// The lines of `bytes` taken as they are (a `\r` before the newline dropped, empty lines
+    /// skipped), their places gathered a batch at a time on the stack and hashed together by
+    /// `hasher`. Returns the number of lines.
+    fn plain_lines(&mut self, bytes: &[u8], hasher: SpanHasher) -> Result<u64, S::Error> {
+        let mut spans = [0u64; BATCH];
+        let mut n = 0usize;
+        let lines = for_each_line(bytes, |start, end| -> Result<(), S::Error> {
+            let end = end - usize::from(end > start && bytes[end - 1] == b'\r');
+            if end > start {
+                spans[n] = start as u64 | ((end - start) as u64) << 32;
+                n += 1;
+                if n == BATCH {
+                    self.hashed(bytes, &spans, hasher)?;
+                    n = 0;
+                }
+            }
+            Ok(())
+        })?;
+        self.hashed(bytes, &spans[..n], hasher)?;
+        Ok(lines)
     }
 
-    /// Hashes the gathered spans of `bytes` and hands them to the stage.
-    fn flush_spans(&mut self, bytes: &[u8], hasher: SpanHasher) -> Result<(), S::Error> {
-        let spans = &mut self.scratch.spans;
+    /// Hashes the keys at `spans` of `bytes` and hands them to the stage.
+    fn hashed(&mut self, bytes: &[u8], spans: &[u64], hasher: SpanHasher) -> Result<(), S::Error> {
         if spans.is_empty() {
             return Ok(());
         }
         hasher(bytes, spans, self.seed, &mut self.scratch.batch.hashes);
         self.keys += spans.len() as u64;
-        spans.clear();
         self.flush()
     }
 
@@ -270,15 +272,7 @@ pub(crate) fn parse_chunk<S: Stage>(
         } if keep == Keep::Nothing && spans_fit(bytes) => {
             // Only the hashes are wanted: the lines' places are gathered a batch at a time and
             // hashed together (by the caller's span hasher when it brings one).
-            let lines = for_each_line(bytes, |start, end| {
-                let end = end - usize::from(end > start && bytes[end - 1] == b'\r');
-                if end > start {
-                    feed.span(bytes, start, end - start, hasher)?;
-                }
-                Ok(())
-            })
-            .map_err(stage_fault)?;
-            feed.flush_spans(bytes, hasher).map_err(stage_fault)?;
+            let lines = feed.plain_lines(bytes, hasher).map_err(stage_fault)?;
             counts.lines = lines - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
         }
         ChunkParser::Lines { field, .. } => {
