@@ -26,7 +26,7 @@ fn text(seed: u64, lines: usize) -> Vec<u8> {
     for _ in 0..lines {
         let len = (next() % 41) as usize;
         out.extend((0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]));
-        if next() % 4 == 0 {
+        if next().is_multiple_of(4) {
             out.push(b'\r');
         }
         out.push(b'\n');

@@ -113,6 +113,18 @@ mod avx512 {
         masks.iter().fold(0, |a, &m| a | m) == 0
     }
 
+    /// One step of the core's tail, in the lanes of `has` (the others keep `h`):
+    /// `h = rotl(h ^ x, ROT) × m + a`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    fn step<const ROT: i32>(h: __m512i, x: __m512i, m: u64, a: u64, has: __mmask8) -> __m512i {
+        let t = _mm512_mullo_epi64(
+            _mm512_rol_epi64::<ROT>(_mm512_xor_si512(h, x)),
+            _mm512_set1_epi64(m as i64),
+        );
+        _mm512_mask_add_epi64(h, has, t, _mm512_set1_epi64(a as i64))
+    }
+
     /// `xxh64(key, seed)` of `8 × N` keys of `lens` bytes (at most 16) whose first 16 bytes
     /// (bytes past a key's end included, and ignored) are `w0` and `w1`, lane by lane: every
     /// step of the core's short-input path, each kept only in the lanes whose key has it (and
@@ -145,14 +157,7 @@ mod avx512 {
                     _mm512_rol_epi64::<{ ROUND_ROTATE as i32 }>(mul(w[i], set(PRIME64_2))),
                     set(PRIME64_1),
                 );
-                let t = _mm512_add_epi64(
-                    mul(
-                        _mm512_rol_epi64::<{ TAIL8_ROTATE as i32 }>(_mm512_xor_si512(h[i], r)),
-                        set(PRIME64_1),
-                    ),
-                    set(PRIME64_4),
-                );
-                h[i] = _mm512_mask_blend_epi64(has, h[i], t);
+                h[i] = step::<{ TAIL8_ROTATE as i32 }>(h[i], r, PRIME64_1, PRIME64_4, has);
             }
         }
         for i in 0..N {
@@ -173,14 +178,7 @@ mod avx512 {
                 _mm512_and_si512(rest[i], set(u64::from(u32::MAX))),
                 set(PRIME64_1),
             );
-            let t = _mm512_add_epi64(
-                mul(
-                    _mm512_rol_epi64::<{ TAIL4_ROTATE as i32 }>(_mm512_xor_si512(h[i], word)),
-                    set(PRIME64_2),
-                ),
-                set(PRIME64_3),
-            );
-            h[i] = _mm512_mask_blend_epi64(has4, h[i], t);
+            h[i] = step::<{ TAIL4_ROTATE as i32 }>(h[i], word, PRIME64_2, PRIME64_3, has4);
             rest[i] = _mm512_mask_blend_epi64(has4, rest[i], _mm512_srli_epi64::<32>(rest[i]));
             rest_len[i] = _mm512_and_si512(rest_len[i], set(3));
         }
@@ -194,11 +192,7 @@ mod avx512 {
             for i in 0..N {
                 let has = has[i];
                 let byte = mul(_mm512_and_si512(rest[i], set(0xff)), set(PRIME64_5));
-                let t = mul(
-                    _mm512_rol_epi64::<{ TAIL1_ROTATE as i32 }>(_mm512_xor_si512(h[i], byte)),
-                    set(PRIME64_1),
-                );
-                h[i] = _mm512_mask_blend_epi64(has, h[i], t);
+                h[i] = step::<{ TAIL1_ROTATE as i32 }>(h[i], byte, PRIME64_1, 0, has);
                 rest[i] = _mm512_srli_epi64::<8>(rest[i]);
             }
         }
