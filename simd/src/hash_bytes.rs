@@ -107,10 +107,12 @@ mod avx512 {
         scalar_spans(bytes, runs.remainder(), seed, out);
     }
 
-    /// Whether no lane of any register has a step (so that all may skip it).
+    /// The masks `lanes(i)` of the lanes of register `i` that take a step, or `None` when no
+    /// lane of any register does (so that all skip it).
     #[inline(always)]
-    fn none(masks: &[__mmask8]) -> bool {
-        masks.iter().fold(0, |a, &m| a | m) == 0
+    fn masks<const N: usize>(lanes: impl Fn(usize) -> __mmask8) -> Option<[__mmask8; N]> {
+        let m: [__mmask8; N] = core::array::from_fn(lanes);
+        (m.iter().fold(0, |a, &b| a | b) != 0).then_some(m)
     }
 
     /// One step of the core's tail, in the lanes of `has` (the others keep `h`):
@@ -146,13 +148,10 @@ mod avx512 {
         // Up to two 8-byte words: h ^= round(0, w); h = rotl(h, TAIL8_ROTATE) × P1 + P4, where
         // round(0, w) = rotl(w × P2, ROUND_ROTATE) × P1.
         for (need, w) in [(8u64, w0), (16, w1)] {
-            let has: [__mmask8; N] =
-                core::array::from_fn(|i| _mm512_cmpge_epu64_mask(lens[i], set(need)));
-            if none(&has) {
+            let Some(has) = masks::<N>(|i| _mm512_cmpge_epu64_mask(lens[i], set(need))) else {
                 continue;
-            }
-            for i in 0..N {
-                let has = has[i];
+            };
+            for (i, &has) in has.iter().enumerate() {
                 let r = mul(
                     _mm512_rol_epi64::<{ ROUND_ROTATE as i32 }>(mul(w[i], set(PRIME64_2))),
                     set(PRIME64_1),
@@ -167,30 +166,25 @@ mod avx512 {
             rest[i] = _mm512_mask_blend_epi64(has8, w0[i], w1[i]);
             rest_len[i] = _mm512_and_si512(lens[i], set(7));
         }
-        let has4: [__mmask8; N] =
-            core::array::from_fn(|i| _mm512_cmpge_epu64_mask(rest_len[i], set(4)));
-        // Skipped when no key has 4 bytes left (then every `rest_len` is below 4 already).
-        let with4 = if none(&has4) { 0 } else { N };
-        for i in 0..with4 {
-            // h ^= lo32(rest) × P1; h = rotl(h, TAIL4_ROTATE) × P2 + P3
-            let has4 = has4[i];
-            let word = mul(
-                _mm512_and_si512(rest[i], set(u64::from(u32::MAX))),
-                set(PRIME64_1),
-            );
-            h[i] = step::<{ TAIL4_ROTATE as i32 }>(h[i], word, PRIME64_2, PRIME64_3, has4);
-            rest[i] = _mm512_mask_blend_epi64(has4, rest[i], _mm512_srli_epi64::<32>(rest[i]));
-            rest_len[i] = _mm512_and_si512(rest_len[i], set(3));
+        // h ^= lo32(rest) × P1; h = rotl(h, TAIL4_ROTATE) × P2 + P3; skipped when no key has 4
+        // bytes left (then every `rest_len` is below 4 already).
+        if let Some(has4) = masks::<N>(|i| _mm512_cmpge_epu64_mask(rest_len[i], set(4))) {
+            for (i, &has4) in has4.iter().enumerate() {
+                let word = mul(
+                    _mm512_and_si512(rest[i], set(u64::from(u32::MAX))),
+                    set(PRIME64_1),
+                );
+                h[i] = step::<{ TAIL4_ROTATE as i32 }>(h[i], word, PRIME64_2, PRIME64_3, has4);
+                rest[i] = _mm512_mask_blend_epi64(has4, rest[i], _mm512_srli_epi64::<32>(rest[i]));
+                rest_len[i] = _mm512_and_si512(rest_len[i], set(3));
+            }
         }
         // Up to 3 single bytes: h ^= byte × P5; h = rotl(h, TAIL1_ROTATE) × P1
         for b in 0..3u64 {
-            let has: [__mmask8; N] =
-                core::array::from_fn(|i| _mm512_cmpgt_epu64_mask(rest_len[i], set(b)));
-            if none(&has) {
+            let Some(has) = masks::<N>(|i| _mm512_cmpgt_epu64_mask(rest_len[i], set(b))) else {
                 break;
-            }
-            for i in 0..N {
-                let has = has[i];
+            };
+            for (i, &has) in has.iter().enumerate() {
                 let byte = mul(_mm512_and_si512(rest[i], set(0xff)), set(PRIME64_5));
                 h[i] = step::<{ TAIL1_ROTATE as i32 }>(h[i], byte, PRIME64_1, 0, has);
                 rest[i] = _mm512_srli_epi64::<8>(rest[i]);
