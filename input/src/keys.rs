@@ -10,6 +10,7 @@ use bloomlanes_core::{xxh64, xxh64_u64, KeyType};
 
 use crate::chunk::Chunk;
 use crate::field::{FieldParser, Parsed};
+use crate::lines::{for_each_line, spans_fit, SpanHasher};
 use crate::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
 use crate::stage::{Batch, BatchKeys, Keep, Shown, Stage};
 
@@ -20,6 +21,8 @@ pub(crate) enum ChunkParser {
     Lines {
         /// The line parser.
         field: Option<FieldParser>,
+        /// How lines taken as they are get hashed, a batch at a time.
+        hasher: SpanHasher,
     },
     /// One CSV column.
     Csv {
@@ -89,6 +92,38 @@ struct Feed<'s, S: Stage> {
 }
 
 impl<S: Stage> Feed<'_, S> {
+    /// The lines of `bytes` taken as they are (a `\r` before the newline dropped, empty lines
+    /// skipped), their places gathered a batch at a time on the stack and hashed together by
+    /// `hasher`. Returns the number of lines.
+    fn plain_lines(&mut self, bytes: &[u8], hasher: SpanHasher) -> Result<u64, S::Error> {
+        let mut spans = [0u64; BATCH];
+        let mut n = 0usize;
+        let lines = for_each_line(bytes, |start, end| -> Result<(), S::Error> {
+            let end = end - usize::from(end > start && bytes[end - 1] == b'\r');
+            if end > start {
+                spans[n] = start as u64 | ((end - start) as u64) << 32;
+                n += 1;
+                if n == BATCH {
+                    self.hashed(bytes, &spans, hasher)?;
+                    n = 0;
+                }
+            }
+            Ok(())
+        })?;
+        self.hashed(bytes, &spans[..n], hasher)?;
+        Ok(lines)
+    }
+
+    /// Hashes the keys at `spans` of `bytes` and hands them to the stage.
+    fn hashed(&mut self, bytes: &[u8], spans: &[u64], hasher: SpanHasher) -> Result<(), S::Error> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        hasher(bytes, spans, self.seed, &mut self.scratch.batch.hashes);
+        self.keys += spans.len() as u64;
+        self.flush()
+    }
+
     #[inline]
     fn push_hash(&mut self, h: u64) -> Result<(), S::Error> {
         self.scratch.batch.hashes.push(h);
@@ -231,12 +266,18 @@ pub(crate) fn parse_chunk<S: Stage>(
     let bytes = chunk.bytes();
     let mut counts = ChunkCounts::default();
     match parser {
-        ChunkParser::Lines { field } => {
-            let mut start = 0usize;
+        &ChunkParser::Lines {
+            field: None,
+            hasher,
+        } if keep == Keep::Nothing && spans_fit(bytes) => {
+            // Only the hashes are wanted: the lines' places are gathered a batch at a time and
+            // hashed together (by the caller's span hasher when it brings one).
+            let lines = feed.plain_lines(bytes, hasher).map_err(stage_fault)?;
+            counts.lines = lines - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
+        }
+        ChunkParser::Lines { field, .. } => {
             let mut line = 0u64;
-            let mut ends = memchr::memchr_iter(b'\n', bytes);
-            while start < bytes.len() {
-                let end = ends.next().unwrap_or(bytes.len());
+            let lines = for_each_line(bytes, |start, end| {
                 line += 1;
                 let mut l = &bytes[start..end];
                 if let [rest @ .., b'\r'] = l {
@@ -253,10 +294,10 @@ pub(crate) fn parse_chunk<S: Stage>(
                         what,
                     }));
                 }
-                start = end + 1;
-            }
+                Ok(())
+            })?;
             // Newlines: one per line but an unterminated last one.
-            counts.lines = line - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
+            counts.lines = lines - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
         }
         ChunkParser::Csv {
             delimiter,

@@ -51,6 +51,7 @@ pub mod hll;
 pub mod key_text;
 mod keys;
 mod keyset;
+mod lines;
 pub mod pairs;
 pub mod pcap;
 pub mod pipeline;
@@ -64,6 +65,7 @@ mod stream;
 pub use error::{BoxedSource, Error, Location, Result};
 pub use field::{shorten, FieldFn, FieldParser, Parsed, ECHO_BYTES};
 pub use keyset::{KeyKind, KeySet, KeySetBuilder};
+pub use lines::{span_range, xxh64_spans, SpanHasher};
 pub use pipeline::PipelineConfig;
 pub use plan::CapturePlan;
 pub use source::Compression;
@@ -150,6 +152,10 @@ pub struct InputOptions {
     /// The key type recorded in the filter the keys are for (a query): text is parsed as this
     /// type when `key_type` is not given.
     pub filter_key_type: Option<KeyType>,
+    /// How lines read as they are (no `--key-type`) are hashed when only their hashes are
+    /// wanted: a batch of places at once (see [`SpanHasher`]). `None`: the core's XXH64 one by
+    /// one ([`xxh64_spans`]); a caller with SIMD lanes brings a faster one of the same values.
+    pub span_hasher: Option<SpanHasher>,
 }
 
 impl Default for InputOptions {
@@ -163,6 +169,7 @@ impl Default for InputOptions {
             pipeline: PipelineConfig::default(),
             key_type: None,
             filter_key_type: None,
+            span_hasher: None,
         }
     }
 }

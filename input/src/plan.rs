@@ -8,6 +8,7 @@ use bloomlanes_core::{KeyType, Physical};
 
 use crate::chunk::{CsvCutter, Cutter, LineCutter, PcapCutter, PcapngCutter, U64Cutter};
 use crate::keys::ChunkParser;
+use crate::lines::xxh64_spans;
 use crate::sniff;
 use crate::source::{self, Opened};
 use crate::{detect, pcap, Error, FieldParser, InputFormat, InputOptions, Location, Result};
@@ -70,7 +71,10 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
         start: 0,
         start_lines: 0,
         cutter: Box::new(LineCutter),
-        parser: ChunkParser::Lines { field },
+        parser: ChunkParser::Lines {
+            field,
+            hasher: opts.span_hasher.unwrap_or(xxh64_spans),
+        },
         key_type,
         note: None,
     };

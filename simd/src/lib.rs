@@ -49,6 +49,7 @@ use bloomlanes_core::{FilterMut, FilterRef, Keys};
 
 pub use cells::{CellFilter, CellValue, Classes, Schedule};
 pub use dispatch::{active_path, available_paths, SimdPath, UnknownPath};
+pub use hash_bytes::{xxh64_spans, LANE_KEY_MAX};
 pub use partition::{
     release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
 };
@@ -63,6 +64,7 @@ mod arch;
 mod bulk;
 mod cache;
 mod dispatch;
+mod hash_bytes;
 #[cfg(test)]
 mod kernel_tests;
 mod partition;
