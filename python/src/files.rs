@@ -76,7 +76,8 @@ impl FileSpec {
 
     /// The pipeline's options for a filter of key type `filter_type`: text is parsed as the
     /// key type given, else as the filter's, else as the format's own (as the tool's `insert`
-    /// and `query` do); one worker per thread of the package's pool.
+    /// and `query` do); one worker per thread of the package's pool; short text keys hashed
+    /// in SIMD lanes as the tool does.
     fn options(&self, filter_type: KeyType) -> InputOptions {
         InputOptions {
             format: self.format,
@@ -86,6 +87,8 @@ impl FileSpec {
             pipeline: PipelineConfig::with_threads(ops::threads()),
             key_type: self.key_type,
             filter_key_type: (filter_type != KeyType::Any).then_some(filter_type),
+            // Short text keys hashed in SIMD lanes, as the tool does (the same values).
+            span_hasher: Some(bloomlanes_simd::xxh64_spans),
             ..InputOptions::default()
         }
     }
