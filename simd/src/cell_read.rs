@@ -52,15 +52,16 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
         cells: cp.cast_mut(),
     };
     let block = |i: usize| block_index(hashes[i], blocks) as usize;
-    // Keys two at a time where the cells' word offsets fit `i32` (`CellIsa::read2`).
-    let step = if cells.len() <= i32::MAX as usize {
-        2
-    } else {
-        1
-    };
+    // Keys eight or two at a time where the cells' word offsets fit `i32` (`CellIsa::read2`).
+    let wide = cells.len() <= i32::MAX as usize;
     let mut i = 0;
     while i < hashes.len() {
-        let n = step.min(hashes.len() - i);
+        let left = hashes.len() - i;
+        let n = match (wide, left) {
+            (false, _) => 1,
+            (true, 8..) => 8,
+            (true, _) => left.min(2),
+        };
         if PF {
             for a in i + 2 * READ_AHEAD..(i + 2 * READ_AHEAD + n).min(hashes.len()) {
                 // A hint: never faults, and the address arithmetic wraps.
@@ -77,15 +78,21 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
         }
         // SAFETY: every `block(_) < blocks`, so the blocks' image (`per` words at `b × per`)
         // and cells (`cper` words at `b × cper`) lie in `image` and `cells` (caller), whose
-        // words number at most `i32::MAX` for `read2`; the CPU supports I (caller).
+        // words number at most `i32::MAX` for `read2` and `read8`; the CPU supports I (caller).
         unsafe {
-            if n == 2 {
-                let (b0, b1) = (block(i), block(i + 1));
-                let got = I::read2::<S, C>(at, [b0, b1], [hashes[i], hashes[i + 1]]);
-                out[i..i + 2].copy_from_slice(&got);
-            } else {
-                let b = block(i);
-                out[i] = I::read::<S, C>(Block::nth::<S, C>(at, b), hashes[i]);
+            match n {
+                8 => {
+                    let b: [usize; 8] = core::array::from_fn(|k| block(i + k));
+                    let h = hashes[i..i + 8].try_into().expect("8 hashes");
+                    let o = (&mut out[i..i + 8]).try_into().expect("8 answers");
+                    I::read8::<S, C>(at, &b, h, o);
+                }
+                2 => {
+                    let (b0, b1) = (block(i), block(i + 1));
+                    let got = I::read2::<S, C>(at, [b0, b1], [hashes[i], hashes[i + 1]]);
+                    out[i..i + 2].copy_from_slice(&got);
+                }
+                _ => out[i] = I::read::<S, C>(Block::nth::<S, C>(at, block(i)), hashes[i]),
             }
         }
         i += n;

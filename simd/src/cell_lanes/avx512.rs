@@ -299,6 +299,23 @@ impl CellIsa for Avx512 {
             }
         }
     }
+
+    #[inline(always)]
+    unsafe fn read8<S: Shape, const C: u32>(
+        at: Block,
+        b: &[usize; 8],
+        h: &[u64; 8],
+        out: &mut [u32; 8],
+    ) {
+        // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA).
+        unsafe {
+            if is_8x32::<S>() && (C == 4 || C == 8) {
+                super::read8::read8_8x32::<S, C>(at, b, h, out)
+            } else {
+                super::read_pairs::<Self, S, C>(at, b, h, out)
+            }
+        }
+    }
 }
 
 /// [`CellIsa::read2`] of two keys of 8-lane blocks in one AVX-512 register (8 lanes each):

@@ -52,6 +52,8 @@ macro_rules! gathered_cells {
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod read8;
 
 /// [`CellUpdate::Increment`](bloomlanes_core::CellUpdate::Increment): add one to every cell of
 /// the key that is below the maximum; the key's image bits are set.
@@ -285,6 +287,41 @@ pub(crate) trait CellIsa: Isa + Sized {
     unsafe fn read2<S: Shape, const C: u32>(at: Block, b: [usize; 2], h: [u64; 2]) -> [u32; 2] {
         // SAFETY: the caller's contract.
         unsafe { read_each::<Self, S, C>(at, b, h) }
+    }
+
+    /// [`CellIsa::read`] of 8 keys, of blocks `b[k]` of the blocks from `at`, into `out` (by
+    /// default two at a time with [`CellIsa::read2`]; an ISA may read all 8 together).
+    ///
+    /// # Safety
+    /// As [`CellIsa::read2`], for the 8 blocks.
+    #[inline(always)]
+    unsafe fn read8<S: Shape, const C: u32>(
+        at: Block,
+        b: &[usize; 8],
+        h: &[u64; 8],
+        out: &mut [u32; 8],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { read_pairs::<Self, S, C>(at, b, h, out) }
+    }
+}
+
+/// [`CellIsa::read8`] as four [`CellIsa::read2`]s.
+///
+/// # Safety
+/// As [`CellIsa::read8`].
+#[inline(always)]
+pub(crate) unsafe fn read_pairs<I: CellIsa, S: Shape, const C: u32>(
+    at: Block,
+    b: &[usize; 8],
+    h: &[u64; 8],
+    out: &mut [u32; 8],
+) {
+    for k in (0..8).step_by(2) {
+        // SAFETY: blocks `b[k]` and `b[k + 1]` exist and are readable (caller); the CPU
+        // supports I.
+        let got = unsafe { I::read2::<S, C>(at, [b[k], b[k + 1]], [h[k], h[k + 1]]) };
+        out[k..k + 2].copy_from_slice(&got);
     }
 }
 
