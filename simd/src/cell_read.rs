@@ -85,7 +85,7 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
                     let b: [usize; 8] = core::array::from_fn(|k| block(i + k));
                     let h = hashes[i..i + 8].try_into().expect("8 hashes");
                     let o = (&mut out[i..i + 8]).try_into().expect("8 answers");
-                    I::read8::<S, C>(at, &b, h, o);
+                    I::read8::<S, C, PF>(at, &b, h, o);
                 }
                 2 => {
                     let (b0, b1) = (block(i), block(i + 1));

@@ -301,7 +301,7 @@ impl CellIsa for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn read8<S: Shape, const C: u32>(
+    unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(
         at: Block,
         b: &[usize; 8],
         h: &[u64; 8],
@@ -310,7 +310,7 @@ impl CellIsa for Avx512 {
         // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA).
         unsafe {
             if is_8x32::<S>() && (C == 4 || C == 8) {
-                super::read8::read8_8x32::<S, C>(at, b, h, out)
+                super::read8::read8_8x32::<S, C, IMAGE>(at, b, h, out)
             } else {
                 super::read_pairs::<Self, S, C>(at, b, h, out)
             }

@@ -290,12 +290,15 @@ pub(crate) trait CellIsa: Isa + Sized {
     }
 
     /// [`CellIsa::read`] of 8 keys, of blocks `b[k]` of the blocks from `at`, into `out` (by
-    /// default two at a time with [`CellIsa::read2`]; an ISA may read all 8 together).
+    /// default two at a time with [`CellIsa::read2`]; an ISA may read all 8 together). Without
+    /// `IMAGE` an ISA may read the cells without testing the image first (the same answers:
+    /// the image is the cells' projection, and the core's reference reads only the cells),
+    /// cheaper where the cells are in cache anyway.
     ///
     /// # Safety
     /// As [`CellIsa::read2`], for the 8 blocks.
     #[inline(always)]
-    unsafe fn read8<S: Shape, const C: u32>(
+    unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(
         at: Block,
         b: &[usize; 8],
         h: &[u64; 8],

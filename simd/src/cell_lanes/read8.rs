@@ -42,7 +42,7 @@ unsafe fn load16(p: *const u32, r: usize) -> __m512i {
 /// AVX-512F/BW/VL are available; `S` is 8x32, `C` is 4 or 8; blocks `b` lie in the image and
 /// cells from `at`, readable.
 #[inline(always)]
-unsafe fn pair_cells<S: Shape, const C: u32>(
+unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
     at: Block,
     b: [usize; 2],
     hashes: __m512i,
@@ -64,12 +64,16 @@ unsafe fn pair_cells<S: Shape, const C: u32>(
         let salts = _mm512_broadcast_i64x4(_mm256_loadu_si256(SALTS.as_ptr().cast()));
         let shift = _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32);
         let bits = _mm512_srl_epi32(_mm512_mullo_epi32(hv, salts), shift);
-        let ip = at.image.cast_const();
-        let img = _mm512_inserti64x4::<1>(
-            _mm512_castsi256_si512(_mm256_loadu_si256(ip.add(b[0] * 8).cast())),
-            _mm256_loadu_si256(ip.add(b[1] * 8).cast()),
-        );
-        let t = _mm512_test_epi32_mask(img, _mm512_sllv_epi32(_mm512_set1_epi32(1), bits));
+        let t = if IMAGE {
+            let ip = at.image.cast_const();
+            let img = _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm256_loadu_si256(ip.add(b[0] * 8).cast())),
+                _mm256_loadu_si256(ip.add(b[1] * 8).cast()),
+            );
+            _mm512_test_epi32_mask(img, _mm512_sllv_epi32(_mm512_set1_epi32(1), bits))
+        } else {
+            0xFFFF
+        };
         let (zeros, cp) = (ZEROS.0.as_ptr(), at.cells.cast_const());
         let c0 = select_unpredictable(t & 0xFF == 0xFF, cp.wrapping_add(b[0] * cper), zeros);
         let c1 = select_unpredictable(t >> 8 == 0xFF, cp.wrapping_add(b[1] * cper), zeros);
@@ -114,7 +118,7 @@ unsafe fn pair_cells<S: Shape, const C: u32>(
 /// AVX-512F/BW/VL are available; `S` is 8x32 and `C` is 4 or 8; the 8 blocks lie in the image
 /// and cells from `at`, readable.
 #[inline(always)]
-pub(super) unsafe fn read8_8x32<S: Shape, const C: u32>(
+pub(super) unsafe fn read8_8x32<S: Shape, const C: u32, const IMAGE: bool>(
     at: Block,
     b: &[usize; 8],
     h: &[u64; 8],
@@ -127,10 +131,10 @@ pub(super) unsafe fn read8_8x32<S: Shape, const C: u32>(
             _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(h.as_ptr().cast())));
         // (Calls, not a closure over `j`: a closure does not inherit the ISA's features.)
         let m = [
-            pair_cells::<S, C>(at, [b[0], b[1]], hashes, 0),
-            pair_cells::<S, C>(at, [b[2], b[3]], hashes, 1),
-            pair_cells::<S, C>(at, [b[4], b[5]], hashes, 2),
-            pair_cells::<S, C>(at, [b[6], b[7]], hashes, 3),
+            pair_cells::<S, C, IMAGE>(at, [b[0], b[1]], hashes, 0),
+            pair_cells::<S, C, IMAGE>(at, [b[2], b[3]], hashes, 1),
+            pair_cells::<S, C, IMAGE>(at, [b[4], b[5]], hashes, 2),
+            pair_cells::<S, C, IMAGE>(at, [b[6], b[7]], hashes, 3),
         ];
         // A transposing min tree over the four registers `m[j]` (keys `2j` in lanes 0..8,
         // `2j + 1` in 8..16; 128-bit lane `g` of `m[j]` holds cells `4(g mod 2) ..` of key
