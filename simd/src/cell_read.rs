@@ -6,7 +6,7 @@
 use bloomlanes_core::{block_index, cell, CellBits, Params};
 
 use crate::cell_kernel::prefetch_bytes;
-use crate::cell_lanes::{Block, CellIsa};
+use crate::cell_lanes::{Block, CellIsa, Eight};
 use crate::shape::{with_shape, Shape};
 
 /// Prefetch distance of [`min`], in keys: the image block of the key `2 × READ_AHEAD` ahead is
@@ -82,10 +82,13 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
         unsafe {
             match n {
                 8 => {
-                    let b: [usize; 8] = core::array::from_fn(|k| block(i + k));
-                    let h = hashes[i..i + 8].try_into().expect("8 hashes");
-                    let o = (&mut out[i..i + 8]).try_into().expect("8 answers");
-                    I::read8::<S, C, PF>(at, &b, h, o);
+                    let mut k = Eight {
+                        blocks: core::array::from_fn(|k| block(i + k)),
+                        hashes: hashes[i..i + 8].try_into().expect("8 hashes"),
+                        out: [0; 8],
+                    };
+                    I::read8::<S, C, PF>(at, &mut k);
+                    out[i..i + 8].copy_from_slice(&k.out);
                 }
                 2 => {
                     let (b0, b1) = (block(i), block(i + 1));

@@ -19,7 +19,9 @@ use core::arch::x86_64::*;
 
 use bloomlanes_core::SALTS;
 
-use super::{is_8x32, update_with_lanes, words_per_lane, Block, CellIsa, Key, DEC, INC, MAX};
+use super::{
+    is_8x32, update_with_lanes, words_per_lane, Block, CellIsa, Eight, Key, DEC, INC, MAX,
+};
 use crate::arch::x86_64::avx512::{lane_indices16, Avx512};
 use crate::arch::x86_64::counters_8x32;
 use crate::shape::Shape;
@@ -305,18 +307,13 @@ impl CellIsa for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(
-        at: Block,
-        b: &[usize; 8],
-        h: &[u64; 8],
-        out: &mut [u32; 8],
-    ) {
+    unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(at: Block, k: &mut Eight) {
         // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA).
         unsafe {
             if is_8x32::<S>() && (C == 4 || C == 8) {
-                super::read8::read8_8x32::<S, C, IMAGE>(at, b, h, out)
+                super::read8::read8_8x32::<S, C, IMAGE>(at, k)
             } else {
-                super::read_pairs::<Self, S, C>(at, b, h, out)
+                super::read_pairs::<Self, S, C>(at, k)
             }
         }
     }

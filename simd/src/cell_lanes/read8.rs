@@ -13,7 +13,7 @@ use core::hint::select_unpredictable;
 
 use bloomlanes_core::SALTS;
 
-use super::{words_per_lane, Block};
+use super::{words_per_lane, Block, Eight};
 use crate::shape::Shape;
 
 /// The cells an absent key reads: zeros, as many words as the widest cell block read here
@@ -111,8 +111,8 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
     }
 }
 
-/// The smallest cell of each of 8 keys of 8x32 blocks `b` from `at` with hashes `h`, into
-/// `out` (0 for a key the image does not hold).
+/// The smallest cell of each of the 8 keys of `k` (8x32 blocks from `at`) into `k.out` (0
+/// for a key the image does not hold).
 ///
 /// # Safety
 /// AVX-512F/BW/VL are available; `S` is 8x32 and `C` is 4 or 8; the 8 blocks lie in the image
@@ -120,15 +120,15 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
 #[inline(always)]
 pub(super) unsafe fn read8_8x32<S: Shape, const C: u32, const IMAGE: bool>(
     at: Block,
-    b: &[usize; 8],
-    h: &[u64; 8],
-    out: &mut [u32; 8],
+    k: &mut Eight,
 ) {
-    // SAFETY: AVX-512F/BW/VL are available and the blocks are readable (contract); `h` is 64
-    // bytes and `out` 32, read and written unaligned.
+    let b = k.blocks;
+    // SAFETY: AVX-512F/BW/VL are available and the blocks are readable (contract); the
+    // hashes are 64 bytes and the answers 32, read and written unaligned.
     unsafe {
-        let hashes =
-            _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(h.as_ptr().cast())));
+        let hashes = _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(
+            k.hashes.as_ptr().cast(),
+        )));
         // (Calls, not a closure over `j`: a closure does not inherit the ISA's features.)
         let m = [
             pair_cells::<S, C, IMAGE>(at, [b[0], b[1]], hashes, 0),
@@ -159,6 +159,6 @@ pub(super) unsafe fn read8_8x32<S: Shape, const C: u32, const IMAGE: bool>(
         let z = _mm512_min_epu32(y, _mm512_shuffle_i32x4::<0b10_11_00_01>(y, y));
         let order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0);
         let mins = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, z));
-        _mm256_storeu_si256(out.as_mut_ptr().cast(), mins);
+        _mm256_storeu_si256(k.out.as_mut_ptr().cast(), mins);
     }
 }
