@@ -3,8 +3,8 @@
 //! order (so that keys of one batch that share cells see each other's updates exactly as the
 //! core's key-by-key path does), with the image block and the cell block of upcoming keys
 //! prefetched. [`update`] applies one cell operation (increment, decrement, max of a value per
-//! key or one for the batch), [`stable_insert`] the stable filter's decays and max, [`min`]
-//! reads each key's smallest cell (a spatial filter's class, a counting filter's count).
+//! key or one for the batch), [`stable_insert`] the stable filter's decays and max; the reads
+//! of each key's smallest cell are `cell_read.rs`.
 //!
 //! A key touches one image block (`L × W` bits) and that block's cells (`L × W × c` bits: 128
 //! bytes for 8x32 with 4-bit cells, 256 with 8-bit, 512 with 16-bit). The image is the
@@ -445,132 +445,6 @@ pub(crate) unsafe fn stable_insert<I: CellIsa>(
                 CellBits::Four => stable_shaped::<I, S, 4>(p, decrements, image, cells, hashes),
                 CellBits::Eight => stable_shaped::<I, S, 8>(p, decrements, image, cells, hashes),
                 _ => panic!("stable filters have 4- or 8-bit cells"),
-            }
-        }
-    })
-}
-
-/// Prefetch distance of [`min`], in keys: the image block of the key `2 × READ_AHEAD` ahead is
-/// prefetched, and the cells of the key `READ_AHEAD` ahead if its image block holds it.
-const READ_AHEAD: usize = 16;
-
-/// Prefetches the `bytes` bytes of cells at `cells` if `present`, else the line at `image`
-/// again (absent keys read no cells): the same number of hints either way, so that the choice
-/// is a select, not a branch (whether a key is present is unpredictable in a mixed batch).
-#[inline(always)]
-fn prefetch_cells(present: bool, cells: *const u32, bytes: usize, image: *const u32) {
-    let skew = (cells as usize) & 63;
-    let start = cells.cast::<u8>().wrapping_sub(skew);
-    for line in 0..(bytes + skew).div_ceil(64) {
-        let at = if present {
-            start.wrapping_add(64 * line)
-        } else {
-            image.cast()
-        };
-        prefetch_bytes(at.cast(), 1);
-    }
-}
-
-/// [`min`] for blocks of `S` and `C`-bit cells, prefetching if `PF`.
-///
-/// # Safety
-/// `image` and `cells` are the words of `blocks` blocks of `S` with `C`-bit cells; the CPU
-/// supports `I`.
-#[inline(always)]
-unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
-    blocks: u32,
-    image: &[u32],
-    cells: &[u32],
-    hashes: &[u64],
-    out: &mut [u32],
-) {
-    let per = S::LAYOUT.block_u32s();
-    let cper = per * C as usize;
-    let (ip, cp) = (image.as_ptr(), cells.as_ptr());
-    // The reads only read through these pointers.
-    let at = Block {
-        image: ip.cast_mut(),
-        cells: cp.cast_mut(),
-    };
-    let block = |i: usize| block_index(hashes[i], blocks) as usize;
-    // Keys two at a time where the cells' word offsets fit `i32` (`CellIsa::read2`).
-    let step = if cells.len() <= i32::MAX as usize {
-        2
-    } else {
-        1
-    };
-    let mut i = 0;
-    while i < hashes.len() {
-        let n = step.min(hashes.len() - i);
-        if PF {
-            for a in i + 2 * READ_AHEAD..(i + 2 * READ_AHEAD + n).min(hashes.len()) {
-                // A hint: never faults, and the address arithmetic wraps.
-                prefetch_bytes(ip.wrapping_add(block(a) * per), per * 4);
-            }
-            for &a in hashes.iter().skip(i + READ_AHEAD).take(n) {
-                let b = block_index(a, blocks) as usize;
-                // SAFETY: `b < blocks`, so block `b`'s image lies in `image` (caller), whose
-                // line was prefetched `READ_AHEAD` keys ago; the CPU supports I (caller).
-                let present = unsafe { I::present::<S>(ip.add(b * per), a) };
-                let cells = cp.wrapping_add(b * cper);
-                prefetch_cells(present, cells, cper * 4, ip.wrapping_add(b * per));
-            }
-        }
-        // SAFETY: every `block(_) < blocks`, so the blocks' image (`per` words at `b × per`)
-        // and cells (`cper` words at `b × cper`) lie in `image` and `cells` (caller), whose
-        // words number at most `i32::MAX` for `read2`; the CPU supports I (caller).
-        unsafe {
-            if n == 2 {
-                let (b0, b1) = (block(i), block(i + 1));
-                let got = I::read2::<S, C>(at, [b0, b1], [hashes[i], hashes[i + 1]]);
-                out[i..i + 2].copy_from_slice(&got);
-            } else {
-                let b = block(i);
-                out[i] = I::read::<S, C>(Block::nth::<S, C>(at, b), hashes[i]);
-            }
-        }
-        i += n;
-    }
-}
-
-/// The smallest of each key's cells ([`CellReduce::Min`](bloomlanes_core::CellReduce::Min)):
-/// `out[i]` for `hashes[i]`, 0 for a key not in the image, in a filter with parameters `p`
-/// whose image and cells are `image` and `cells`.
-///
-/// # Panics
-/// If `p` is not of a kind with cells wider than a bit, the slices are not its image and
-/// cells, or `out` is not as long as `hashes`.
-///
-/// # Safety
-/// The CPU supports `I`.
-#[inline(always)]
-pub(crate) unsafe fn min<I: CellIsa>(
-    p: Params,
-    image: &[u32],
-    cells: &[u32],
-    hashes: &[u64],
-    out: &mut [u32],
-) {
-    let bits = p.kind.cell_bits();
-    assert!(bits != CellBits::One, "a kind with cells wider than a bit");
-    assert_eq!(image.len() as u64, p.u32_len(), "image words");
-    assert_eq!(cells.len() as u64, cell::cell_words(&p, bits), "cell words");
-    assert_eq!(out.len(), hashes.len(), "one output per key");
-    // Reads prefetch beyond L2 only: below, the image tests that choose the lines cost more
-    // than the hardware's own fetches (measured: 1 MiB of image and cells in a 2 MiB L2, 4-bit
-    // cells, 170 → 140 M keys/s with the prefetches).
-    let pf = (image.len() + cells.len()) * 4 > crate::CacheSizes::detected().l2;
-    let (b, i, c) = (p.blocks, image, cells);
-    with_shape!(p.layout, S => {
-        // SAFETY: the CPU supports I (caller); the shapes were checked above.
-        unsafe {
-            match (bits, pf) {
-                (CellBits::Four, false) => min_shaped::<I, S, 4, false>(b, i, c, hashes, out),
-                (CellBits::Four, true) => min_shaped::<I, S, 4, true>(b, i, c, hashes, out),
-                (CellBits::Eight, false) => min_shaped::<I, S, 8, false>(b, i, c, hashes, out),
-                (CellBits::Eight, true) => min_shaped::<I, S, 8, true>(b, i, c, hashes, out),
-                (_, false) => min_shaped::<I, S, 16, false>(b, i, c, hashes, out),
-                (_, true) => min_shaped::<I, S, 16, true>(b, i, c, hashes, out),
             }
         }
     })

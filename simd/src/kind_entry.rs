@@ -20,7 +20,7 @@ pub(crate) struct KindFns {
         unsafe fn(u8, Params, u32, &mut [u32], &mut [u32], &[u64], &[u32], &mut Vec<u32>),
     /// `cell_kernel::stable_insert`.
     pub(crate) stable: unsafe fn(Params, u32, &mut [u32], &mut [u32], &[u64]),
-    /// `cell_kernel::min`.
+    /// `cell_read::min`.
     pub(crate) min: unsafe fn(Params, &[u32], &[u32], &[u64], &mut [u32]),
     /// `window_kernel::contains`.
     pub(crate) window_contains: unsafe fn(Params, usize, &[u32], &[u64], &mut [u8]),
@@ -40,7 +40,7 @@ macro_rules! kind_entry_points {
             stable = crate::cell_kernel::stable_insert(
                 p: Params, decrements: u32, image: &mut [u32], cells: &mut [u32], hashes: &[u64]
             );
-            min = crate::cell_kernel::min(
+            min = crate::cell_read::min(
                 p: Params, image: &[u32], cells: &[u32], hashes: &[u64], out: &mut [u32]
             );
             window_contains = crate::window_kernel::contains(

@@ -79,6 +79,7 @@ mod vector;
 // points and `Probe` methods.
 mod cell_kernel;
 mod cell_lanes;
+mod cell_read;
 mod cells;
 mod chunks;
 mod counting;

@@ -52,6 +52,8 @@ macro_rules! gathered_cells {
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod read8;
 
 /// [`CellUpdate::Increment`](bloomlanes_core::CellUpdate::Increment): add one to every cell of
 /// the key that is below the maximum; the key's image bits are set.
@@ -285,6 +287,46 @@ pub(crate) trait CellIsa: Isa + Sized {
     unsafe fn read2<S: Shape, const C: u32>(at: Block, b: [usize; 2], h: [u64; 2]) -> [u32; 2] {
         // SAFETY: the caller's contract.
         unsafe { read_each::<Self, S, C>(at, b, h) }
+    }
+
+    /// [`CellIsa::read`] of the 8 keys of `k` into `k.out` (by default two at a time with
+    /// [`CellIsa::read2`]; an ISA may read all 8 together). Without `IMAGE` an ISA may read the
+    /// cells without testing the image first (the same answers: the image is the cells'
+    /// projection, and the core's reference reads only the cells), cheaper where the cells are
+    /// in cache anyway.
+    ///
+    /// # Safety
+    /// As [`CellIsa::read2`], for the 8 blocks.
+    #[inline(always)]
+    unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(at: Block, k: &mut Eight) {
+        // SAFETY: the caller's contract.
+        unsafe { read_pairs::<Self, S, C>(at, k) }
+    }
+}
+
+/// Eight keys of a read ([`CellIsa::read8`]): their blocks (of the blocks from the read's
+/// `at`), their hashes, and their answers.
+pub(crate) struct Eight {
+    /// Key `i`'s block.
+    pub(crate) blocks: [usize; 8],
+    /// Key `i`'s hash.
+    pub(crate) hashes: [u64; 8],
+    /// Key `i`'s smallest cell, once read.
+    pub(crate) out: [u32; 8],
+}
+
+/// [`CellIsa::read8`] as four [`CellIsa::read2`]s.
+///
+/// # Safety
+/// As [`CellIsa::read8`].
+#[inline(always)]
+pub(crate) unsafe fn read_pairs<I: CellIsa, S: Shape, const C: u32>(at: Block, k: &mut Eight) {
+    let (b, h) = (k.blocks, k.hashes);
+    for i in (0..8).step_by(2) {
+        // SAFETY: blocks `b[i]` and `b[i + 1]` exist and are readable (caller); the CPU
+        // supports I.
+        let got = unsafe { I::read2::<S, C>(at, [b[i], b[i + 1]], [h[i], h[i + 1]]) };
+        k.out[i..i + 2].copy_from_slice(&got);
     }
 }
 

@@ -274,6 +274,30 @@ pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
     }
 }
 
+/// Spatial insert (`Max(v)`) of the key with lane bit indices `bits` into the block as in
+/// [`insert8`]: every 8-bit cell of the key becomes the larger of itself and `v`, and its
+/// image bits are set. Lane `2r + j`'s cell for bit `b` is byte `32j + b` of cell register
+/// `r`, so the key's two bytes of a register are a 64-bit mask computed in a general register
+/// and raised with one masked `vpmaxub`.
+///
+/// # Safety
+/// As [`insert8`], and `v <= 255`.
+#[inline(always)]
+pub(crate) unsafe fn max8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
+    // SAFETY: as in `insert8`; the lane bit indices are below 32, so the shifts are in range.
+    unsafe {
+        let (_, mask) = bits_and_mask(bits);
+        set_image_bits(ib, mask);
+        let vv = _mm512_set1_epi8(v as u8 as i8);
+        for r in 0..4 {
+            let m = (1u64 << bits[2 * r]) | (1u64 << (32 + bits[2 * r + 1]));
+            let p = cb.add(16 * r).cast();
+            let c = _mm512_loadu_si512(p);
+            _mm512_storeu_si512(p, _mm512_mask_max_epu8(c, m, c, vv));
+        }
+    }
+}
+
 /// Counting delete of the key with lane bit indices `bits` from the block as in [`insert8`]:
 /// refused (`false`, nothing changed) unless the image holds the key's mask (every counter of
 /// the key is positive); else every counter of the key below 255 loses one, the image bit of
