@@ -16,12 +16,19 @@
 //! assert!(found.iter().all(|&b| b == 1));
 //! ```
 
-use bloomlanes_core::{Filter, Keys, ScalableFilter, SizingError};
+use bloomlanes_core::{block_index, block_mask, Filter, Keys, ScalableFilter, SizingError};
 
+use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
 use crate::kind_entry::{hash_into, CHUNK};
+use crate::shape::{with_shape, Shape};
 use crate::{chunks, Probe};
 
-/// Scratch space of one chunk's lookups in a chain of stages.
+/// How many keys ahead of its test-and-set a key's block is prefetched in a stage larger than
+/// L2.
+const LAG: usize = 16;
+
+/// Scratch space of one chunk's lookups in a chain of stages: the chunk's hashes, the keys no
+/// stage asked so far has found (`pending`, in order) and their positions in the chunk (`at`).
 struct Lookups {
     hashes: Vec<u64>,
     pending: Vec<u64>,
@@ -40,19 +47,21 @@ impl Lookups {
         }
     }
 
-    /// Hashes `chunk` into `self.hashes` and sets `out[i]` to 1 if some stage may hold key `i`,
-    /// else 0. Each stage (newest, largest first) is asked only about the keys no stage has
-    /// answered yet.
-    fn answer(&mut self, probe: &Probe, stages: &[Filter], chunk: Keys<'_>, out: &mut [u8]) {
-        let (pending, at) = (&mut self.pending, &mut self.at);
+    /// Hashes `chunk` into `self.hashes` and makes every key pending; clears `out`.
+    fn start(&mut self, probe: &Probe, seed: u64, chunk: Keys<'_>, out: &mut [u8]) {
         let hashes = &mut self.hashes[..chunk.len()];
-        let seed = stages[0].seed();
         hash_into(probe, chunk, seed, hashes);
         out.fill(0);
-        pending.clear();
-        pending.extend_from_slice(hashes);
-        at.clear();
-        at.extend(0..chunk.len() as u32);
+        self.pending.clear();
+        self.pending.extend_from_slice(hashes);
+        self.at.clear();
+        self.at.extend(0..chunk.len() as u32);
+    }
+
+    /// Asks `stages` (newest, largest first) about the pending keys: sets `out[i]` to 1 for
+    /// each key `i` one of them may hold, and keeps the others pending, in order.
+    fn drop_found(&mut self, probe: &Probe, stages: &[Filter], out: &mut [u8]) {
+        let (pending, at) = (&mut self.pending, &mut self.at);
         for stage in stages.iter().rev() {
             if pending.is_empty() {
                 break;
@@ -75,12 +84,56 @@ impl Lookups {
             at.truncate(kept);
         }
     }
+
+    /// Test-and-sets the pending keys, in order, into `stage`, which takes `room` more keys,
+    /// until it has taken them; the keys it takes (those with a clear bit, as the core's
+    /// insert) are counted, and the ones handled leave `pending`.
+    fn fill(&mut self, stage: &mut Filter, room: u64) {
+        let (blocks, layout) = (stage.blocks(), stage.layout());
+        let (used, added) = with_shape!(layout, S => {
+            test_and_set::<S>(stage.words_mut(), blocks, &self.pending, room)
+        });
+        stage.add_key_count(added);
+        self.pending.drain(..used);
+        self.at.drain(..used);
+    }
+}
+
+/// The core's insert into one stage, key after key: sets each key's bits in `words` (`blocks`
+/// blocks of `S`) and counts the key if one of them was clear, until `room` keys were counted.
+/// Returns how many keys were handled and how many of them counted. The block of the key
+/// [`LAG`] ahead is prefetched when the stage is larger than L2.
+fn test_and_set<S: Shape>(words: &mut [u32], blocks: u32, hashes: &[u64], room: u64) -> (usize, u64) {
+    let per = S::LAYOUT.block_u32s();
+    let far = words.len() * 4 >= PREFETCH_MIN_BYTES;
+    let mut added = 0;
+    for (i, &hash) in hashes.iter().enumerate() {
+        if added == room {
+            return (i, added);
+        }
+        if far {
+            if let Some(&ahead) = hashes.get(i + LAG) {
+                let b = block_index(ahead, blocks) as usize;
+                // A hint: never faults, and the address arithmetic wraps.
+                prefetch_bytes(words.as_ptr().wrapping_add(b * per), per * 4);
+            }
+        }
+        let b = block_index(hash, blocks) as usize;
+        let mask = block_mask(S::LAYOUT, hash);
+        let mut clear = 0;
+        for (w, &m) in words[b * per..(b + 1) * per].iter_mut().zip(&mask) {
+            clear |= m & !*w;
+            *w |= m;
+        }
+        added += u64::from(clear != 0);
+    }
+    (hashes.len(), added)
 }
 
 impl Probe {
     /// Looks up every key in every stage of a scalable filter: `out[i]` is 1 if some stage may
     /// hold key `i`, else 0 (the core's [`ScalableFilter::contains_hash`]). Keys are hashed
-    /// once; each stage (newest, largest first) is asked only about the keys no stage has
+    /// once and each stage (newest, largest first) is asked only about the keys no stage has
     /// answered yet.
     ///
     /// # Panics
@@ -88,10 +141,12 @@ impl Probe {
     pub fn contains_scalable(&self, filter: &ScalableFilter, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
         let mut lookups = Lookups::new(keys.len());
+        let seed = filter.params().seed;
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             let out = &mut out[start..start + chunk.len()];
-            lookups.answer(self, filter.stages(), chunk, out);
+            lookups.start(self, seed, chunk, out);
+            lookups.drop_found(self, filter.stages(), out);
         }
     }
 
@@ -105,12 +160,14 @@ impl Probe {
     }
 
     /// Inserts every key into a scalable filter, in order, exactly as the core's
-    /// [`ScalableFilter::insert_hash`] key by key: each chunk of keys is hashed and looked up in
-    /// every stage in bulk, and only the keys no stage holds go on, in order, to the core's
-    /// [`ScalableFilter::insert_hash_unless_held_from`], which asks the stage that was last
-    /// before the chunk (and any stage added since) again, since the chunk's own keys may have
-    /// filled it, before it inserts (adding the next stage when the last is full). Repeated
-    /// keys, the common case of logs and captures, cost a bulk lookup each.
+    /// [`ScalableFilter::insert_hash`] key by key (a key some stage may hold is neither inserted
+    /// nor counted). Each chunk of keys is hashed once. The stages before the last are full and
+    /// never change, so the chunk is looked up in them in bulk; so is the last stage when the
+    /// chunk starts, as a first sieve (its bits are only ever set, so a key it holds then is
+    /// held at its turn too). The keys left are test-and-set into the last stage in order,
+    /// which answers the lookup and inserts in one pass and sees the chunk's own earlier keys;
+    /// when the stage is full, the rest are looked up in it in bulk and the core adds the next
+    /// stage ([`ScalableFilter::open_stage`]) for them.
     ///
     /// # Errors
     /// When the next stage would exceed the largest filter ([`SizingError`]); the keys before
@@ -122,16 +179,26 @@ impl Probe {
     ) -> Result<(), SizingError> {
         let mut lookups = Lookups::new(keys.len());
         let mut held = vec![0u8; lookups.hashes.len()];
+        let seed = filter.params().seed;
+        let sieve = std::env::var_os("SCAL_SIEVE").is_some();
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             let held = &mut held[..chunk.len()];
-            lookups.answer(self, filter.stages(), chunk, held);
-            // The stages before this one are full: no key of the chunk goes into them.
-            let last = filter.stages().len() - 1;
-            for (&hash, &h) in lookups.hashes.iter().zip(held.iter()) {
-                if h == 0 {
-                    filter.insert_hash_unless_held_from(hash, last)?;
-                }
+            lookups.start(self, seed, chunk, held);
+            let stages = filter.stages();
+            let last = stages.len() - 1;
+            let full = stages[last].key_count().unwrap_or(0) >= filter.stage_capacity(last);
+            if sieve || full {
+                lookups.drop_found(self, &stages[last..], held);
+            }
+            lookups.drop_found(self, &stages[..last], held);
+            while !lookups.pending.is_empty() {
+                let (stage, room) = filter.open_stage()?;
+                lookups.fill(stage, room);
+                // Keys are left only when the stage is full: they are looked up in it (as it is
+                // now), then the next stage is added for them.
+                let stages = filter.stages();
+                lookups.drop_found(self, &stages[stages.len() - 1..], held);
             }
         }
         Ok(())
