@@ -54,14 +54,20 @@ fn main() {
         let rate = |keys: usize, t: Instant| keys as f64 / t.elapsed().as_secs_f64() / 1e6;
         let mut f = empty.clone();
         let t = Instant::now();
-        probe.insert_scalable(&mut f, Keys::U64(&keys)).expect("insert");
+        probe
+            .insert_scalable(&mut f, Keys::U64(&keys))
+            .expect("insert");
         rates[0].push(rate(n, t));
         assert_eq!(f, built, "the build is deterministic");
         let t = Instant::now();
-        probe.insert_scalable(&mut f, Keys::U64(&keys)).expect("insert");
+        probe
+            .insert_scalable(&mut f, Keys::U64(&keys))
+            .expect("insert");
         rates[1].push(rate(n, t));
         let t = Instant::now();
-        probe.insert_scalable(&mut f, Keys::U64(&fresh)).expect("insert");
+        probe
+            .insert_scalable(&mut f, Keys::U64(&fresh))
+            .expect("insert");
         rates[2].push(rate(fresh.len(), t));
         let t = Instant::now();
         probe.contains_scalable(&built, Keys::U64(&keys), &mut out[..n]);

@@ -16,11 +16,12 @@
 //! assert!(found.iter().all(|&b| b == 1));
 //! ```
 
-use bloomlanes_core::{block_index, block_mask, Filter, Keys, ScalableFilter, SizingError};
+use bloomlanes_core::{block_index, block_mask, Filter, Keys, Params, ScalableFilter, SizingError};
 
 use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
-use crate::kind_entry::{hash_into, CHUNK};
+use crate::kind_entry::{hash_into, kind_fns, CHUNK};
 use crate::shape::{with_shape, Shape};
+use crate::vector::{on_vector, Isa, OnVector, Vector};
 use crate::{chunks, Probe};
 
 /// How many keys ahead of its test-and-set a key's block is prefetched in a stage larger than
@@ -47,20 +48,31 @@ impl Lookups {
         }
     }
 
-    /// Hashes `chunk` into `self.hashes` and makes every key pending; clears `out`.
-    fn start(&mut self, probe: &Probe, seed: u64, chunk: Keys<'_>, out: &mut [u8]) {
+    /// Hashes `chunk` into `self.hashes` and makes every key pending; with `ANSWER`, numbers
+    /// them in `at` and clears `out`, their answers.
+    fn start<const ANSWER: bool>(
+        &mut self,
+        probe: &Probe,
+        seed: u64,
+        chunk: Keys<'_>,
+        out: &mut [u8],
+    ) {
         let hashes = &mut self.hashes[..chunk.len()];
         hash_into(probe, chunk, seed, hashes);
-        out.fill(0);
         self.pending.clear();
         self.pending.extend_from_slice(hashes);
-        self.at.clear();
-        self.at.extend(0..chunk.len() as u32);
+        if ANSWER {
+            out.fill(0);
+            self.at.clear();
+            self.at.extend(0..chunk.len() as u32);
+        }
     }
 
-    /// Asks `stages` (newest, largest first) about the pending keys: sets `out[i]` to 1 for
-    /// each key `i` one of them may hold, and keeps the others pending, in order.
-    fn drop_found(&mut self, probe: &Probe, stages: &[Filter], out: &mut [u8]) {
+    /// Asks `stages` (newest, largest first) about the pending keys and keeps those none of
+    /// them may hold pending, in order. With `ANSWER`, sets `out[i]` to 1 for each key `i`
+    /// found and keeps `at` beside `pending`; without, `at` and `out` are left alone (an insert
+    /// needs only the keys left).
+    fn drop_found<const ANSWER: bool>(&mut self, probe: &Probe, stages: &[Filter], out: &mut [u8]) {
         let (pending, at) = (&mut self.pending, &mut self.at);
         for stage in stages.iter().rev() {
             if pending.is_empty() {
@@ -75,36 +87,67 @@ impl Lookups {
             let mut kept = 0;
             for j in 0..pending.len() {
                 let hit = hits[j];
-                out[at[j] as usize] |= hit;
                 pending[kept] = pending[j];
-                at[kept] = at[j];
+                if ANSWER {
+                    out[at[j] as usize] |= hit;
+                    at[kept] = at[j];
+                }
                 kept += usize::from(hit == 0);
             }
             pending.truncate(kept);
-            at.truncate(kept);
+            if ANSWER {
+                at.truncate(kept);
+            }
         }
     }
 
     /// Test-and-sets the pending keys, in order, into `stage`, which takes `room` more keys,
     /// until it has taken them; the keys it takes (those with a clear bit, as the core's
     /// insert) are counted, and the ones handled leave `pending`.
-    fn fill(&mut self, stage: &mut Filter, room: u64) {
-        let (blocks, layout) = (stage.blocks(), stage.layout());
-        let (used, added) = with_shape!(layout, S => {
-            test_and_set::<S>(stage.words_mut(), blocks, &self.pending, room)
-        });
-        stage.add_key_count(added);
-        self.pending.drain(..used);
-        self.at.drain(..used);
+    fn fill(&mut self, probe: &Probe, stage: &mut Filter, room: u64) {
+        let p = *stage.params();
+        let mut done = (0, 0);
+        match kind_fns(probe.path) {
+            // SAFETY: a table from `kind_fns` belongs to a path this CPU runs.
+            Some(kf) => unsafe {
+                (kf.scalable_set)(p, stage.words_mut(), &self.pending, room, &mut done)
+            },
+            None => with_shape!(p.layout, S => {
+                done = test_and_set::<S>(stage.words_mut(), p.blocks, &self.pending, room, |b, h| {
+                    let mut clear = 0;
+                    for (w, &m) in b.iter_mut().zip(&block_mask(S::LAYOUT, h)) {
+                        clear |= m & !*w;
+                        *w |= m;
+                    }
+                    clear != 0
+                })
+            }),
+        }
+        stage.add_key_count(done.1);
+        self.pending.drain(..done.0);
     }
 }
 
-/// The core's insert into one stage, key after key: sets each key's bits in `words` (`blocks`
-/// blocks of `S`) and counts the key if one of them was clear, until `room` keys were counted.
-/// Returns how many keys were handled and how many of them counted. The block of the key
-/// [`LAG`] ahead is prefetched when the stage is larger than L2.
-fn test_and_set<S: Shape>(words: &mut [u32], blocks: u32, hashes: &[u64], room: u64) -> (usize, u64) {
+/// The core's insert into one stage, key after key: `set` sets each key's bits in its block of
+/// `words` (`blocks` blocks of `S`) and says whether one was clear; such keys are counted,
+/// until `room` were. Returns how many keys were handled and how many of them counted. The
+/// block of the key [`LAG`] ahead is prefetched when the stage is larger than L2.
+///
+/// # Panics
+/// If `words` holds fewer than `blocks` blocks.
+#[inline(always)]
+fn test_and_set<S: Shape>(
+    words: &mut [u32],
+    blocks: u32,
+    hashes: &[u64],
+    room: u64,
+    mut set: impl FnMut(&mut [u32], u64) -> bool,
+) -> (usize, u64) {
     let per = S::LAYOUT.block_u32s();
+    assert!(
+        words.len() >= blocks as usize * per,
+        "a stage of {blocks} blocks"
+    );
     let far = words.len() * 4 >= PREFETCH_MIN_BYTES;
     let mut added = 0;
     for (i, &hash) in hashes.iter().enumerate() {
@@ -119,15 +162,59 @@ fn test_and_set<S: Shape>(words: &mut [u32], blocks: u32, hashes: &[u64], room: 
             }
         }
         let b = block_index(hash, blocks) as usize;
-        let mask = block_mask(S::LAYOUT, hash);
-        let mut clear = 0;
-        for (w, &m) in words[b * per..(b + 1) * per].iter_mut().zip(&mask) {
-            clear |= m & !*w;
-            *w |= m;
-        }
-        added += u64::from(clear != 0);
+        added += u64::from(set(&mut words[b * per..(b + 1) * per], hash));
     }
     (hashes.len(), added)
+}
+
+/// Sets a hash's mask in the writable block at the pointer, which no one else accesses, and
+/// says whether one of its bits was clear.
+struct SetNew(*mut u32, u64);
+
+impl OnVector for SetNew {
+    type Out = bool;
+
+    #[inline(always)]
+    unsafe fn run<V: Vector, S: Shape>(self) -> bool {
+        // SAFETY: the CPU supports V and the block is writable and ours (caller); the parts
+        // read and written are below the block's register count.
+        unsafe {
+            let mask = V::block_mask::<S>(self.1 as u32);
+            let mut clear = V::zero();
+            let regs = S::LAYOUT.block_u32s() / V::WORDS;
+            for (i, m) in mask.into_iter().enumerate().take(regs) {
+                let old = V::load_part::<S>(self.0, i);
+                clear = clear.or(m.clear_in(old));
+                old.or(m).store_part::<S>(self.0, i);
+            }
+            !clear.is_zero()
+        }
+    }
+}
+
+/// [`test_and_set`] with `I`'s vectors: sets `done` to how many of `hashes` were handled and
+/// how many of them counted, in a stage of `p.blocks` blocks held in `words`.
+///
+/// # Panics
+/// If `words` holds fewer than `p.blocks` blocks.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn set_new<I: Isa>(
+    p: Params,
+    words: &mut [u32],
+    hashes: &[u64],
+    room: u64,
+    done: &mut (usize, u64),
+) {
+    with_shape!(p.layout, S => {
+        *done = test_and_set::<S>(words, p.blocks, hashes, room, |b, h| {
+            // SAFETY: `b` is one whole block of S, exclusively borrowed; the CPU supports I
+            // (caller).
+            unsafe { on_vector::<I, S, _>(SetNew(b.as_mut_ptr(), h)) }
+        })
+    })
 }
 
 impl Probe {
@@ -145,8 +232,8 @@ impl Probe {
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             let out = &mut out[start..start + chunk.len()];
-            lookups.start(self, seed, chunk, out);
-            lookups.drop_found(self, filter.stages(), out);
+            lookups.start::<true>(self, seed, chunk, out);
+            lookups.drop_found::<true>(self, filter.stages(), out);
         }
     }
 
@@ -178,27 +265,25 @@ impl Probe {
         keys: Keys<'_>,
     ) -> Result<(), SizingError> {
         let mut lookups = Lookups::new(keys.len());
-        let mut held = vec![0u8; lookups.hashes.len()];
         let seed = filter.params().seed;
         let sieve = std::env::var_os("SCAL_SIEVE").is_some();
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
-            let held = &mut held[..chunk.len()];
-            lookups.start(self, seed, chunk, held);
+            lookups.start::<false>(self, seed, chunk, &mut []);
             let stages = filter.stages();
             let last = stages.len() - 1;
             let full = stages[last].key_count().unwrap_or(0) >= filter.stage_capacity(last);
             if sieve || full {
-                lookups.drop_found(self, &stages[last..], held);
+                lookups.drop_found::<false>(self, &stages[last..], &mut []);
             }
-            lookups.drop_found(self, &stages[..last], held);
+            lookups.drop_found::<false>(self, &stages[..last], &mut []);
             while !lookups.pending.is_empty() {
                 let (stage, room) = filter.open_stage()?;
-                lookups.fill(stage, room);
+                lookups.fill(self, stage, room);
                 // Keys are left only when the stage is full: they are looked up in it (as it is
                 // now), then the next stage is added for them.
                 let stages = filter.stages();
-                lookups.drop_found(self, &stages[stages.len() - 1..], held);
+                lookups.drop_found::<false>(self, &stages[stages.len() - 1..], &mut []);
             }
         }
         Ok(())
