@@ -249,12 +249,14 @@ impl Probe {
     /// Inserts every key into a scalable filter, in order, exactly as the core's
     /// [`ScalableFilter::insert_hash`] key by key (a key some stage may hold is neither inserted
     /// nor counted). Each chunk of keys is hashed once. The stages before the last are full and
-    /// never change, so the chunk is looked up in them in bulk; so is the last stage when the
-    /// chunk starts, as a first sieve (its bits are only ever set, so a key it holds then is
-    /// held at its turn too). The keys left are test-and-set into the last stage in order,
-    /// which answers the lookup and inserts in one pass and sees the chunk's own earlier keys;
-    /// when the stage is full, the rest are looked up in it in bulk and the core adds the next
-    /// stage ([`ScalableFilter::open_stage`]) for them.
+    /// never change, so the chunk is looked up in them in bulk (newest first, each asked only
+    /// about the keys the ones before did not find). The keys left are test-and-set into the
+    /// last stage in order, with the path's vectors: one pass that answers the lookup and
+    /// inserts, and sees the chunk's own earlier keys. When the stage is full, the keys still
+    /// left are looked up in it in bulk and the core adds the next stage
+    /// ([`ScalableFilter::open_stage`]) for them. A bulk lookup of the last stage first would
+    /// pay for itself only when most keys are in it; measured, it slowed both fresh and
+    /// repeated keys.
     ///
     /// # Errors
     /// When the next stage would exceed the largest filter ([`SizingError`]); the keys before
@@ -266,17 +268,15 @@ impl Probe {
     ) -> Result<(), SizingError> {
         let mut lookups = Lookups::new(keys.len());
         let seed = filter.params().seed;
-        let sieve = std::env::var_os("SCAL_SIEVE").is_some();
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             lookups.start::<false>(self, seed, chunk, &mut []);
             let stages = filter.stages();
             let last = stages.len() - 1;
+            // A full last stage is asked too: no key of the chunk goes into it.
             let full = stages[last].key_count().unwrap_or(0) >= filter.stage_capacity(last);
-            if sieve || full {
-                lookups.drop_found::<false>(self, &stages[last..], &mut []);
-            }
-            lookups.drop_found::<false>(self, &stages[..last], &mut []);
+            let closed = last + usize::from(full);
+            lookups.drop_found::<false>(self, &stages[..closed], &mut []);
             while !lookups.pending.is_empty() {
                 let (stage, room) = filter.open_stage()?;
                 lookups.fill(self, stage, room);
