@@ -21,7 +21,7 @@ use bloomlanes_core::{block_index, block_mask, Filter, Keys, Params, ScalableFil
 use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
 use crate::shape::{with_shape, Shape};
-use crate::vector::{on_vector, Isa, OnVector, Vector};
+use crate::vector::{self, Isa};
 use crate::{chunks, Probe};
 
 /// How many keys ahead of its test-and-set a key's block is prefetched in a stage larger than
@@ -167,31 +167,6 @@ fn test_and_set<S: Shape>(
     (hashes.len(), added)
 }
 
-/// Sets a hash's mask in the writable block at the pointer, which no one else accesses, and
-/// says whether one of its bits was clear.
-struct SetNew(*mut u32, u64);
-
-impl OnVector for SetNew {
-    type Out = bool;
-
-    #[inline(always)]
-    unsafe fn run<V: Vector, S: Shape>(self) -> bool {
-        // SAFETY: the CPU supports V and the block is writable and ours (caller); the parts
-        // read and written are below the block's register count.
-        unsafe {
-            let mask = V::block_mask::<S>(self.1 as u32);
-            let mut clear = V::zero();
-            let regs = S::LAYOUT.block_u32s() / V::WORDS;
-            for (i, m) in mask.into_iter().enumerate().take(regs) {
-                let old = V::load_part::<S>(self.0, i);
-                clear = clear.or(m.clear_in(old));
-                old.or(m).store_part::<S>(self.0, i);
-            }
-            !clear.is_zero()
-        }
-    }
-}
-
 /// [`test_and_set`] with `I`'s vectors: sets `done` to how many of `hashes` were handled and
 /// how many of them counted, in a stage of `p.blocks` blocks held in `words`.
 ///
@@ -210,9 +185,15 @@ pub(crate) unsafe fn set_new<I: Isa>(
 ) {
     with_shape!(p.layout, S => {
         *done = test_and_set::<S>(words, p.blocks, hashes, room, |b, h| {
+            // The static kernels' block lookup, then their insert: the block is in L1 for the
+            // second, and the mask is a few instructions.
             // SAFETY: `b` is one whole block of S, exclusively borrowed; the CPU supports I
             // (caller).
-            unsafe { on_vector::<I, S, _>(SetNew(b.as_mut_ptr(), h)) }
+            unsafe {
+                let held = vector::contains::<I, S>(b.as_ptr(), h);
+                vector::insert::<I, S>(b.as_mut_ptr(), h);
+                !held
+            }
         })
     })
 }
