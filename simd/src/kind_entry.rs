@@ -26,6 +26,8 @@ pub(crate) struct KindFns {
     pub(crate) window_contains: unsafe fn(Params, usize, &[u32], &[u64], &mut [u8]),
     /// `window_kernel::set`.
     pub(crate) window_set: unsafe fn(Params, usize, usize, &mut [u32], &[u64]),
+    /// `scalable::set_new`.
+    pub(crate) scalable_set: unsafe fn(Params, &mut [u32], &[u64], u64, &mut (usize, u64)),
 }
 
 /// Defines the kind entry points of one ISA (with `[$attr]`) and their table `FNS`.
@@ -49,6 +51,9 @@ macro_rules! kind_entry_points {
             window_set = crate::window_kernel::set(
                 p: Params, gens: usize, current: usize, words: &mut [u32], hashes: &[u64]
             );
+            scalable_set = crate::scalable::set_new(
+                p: Params, words: &mut [u32], hashes: &[u64], room: u64, done: &mut (usize, u64)
+            );
         );
 
         /// The kind kernels of this ISA.
@@ -58,6 +63,7 @@ macro_rules! kind_entry_points {
             min,
             window_contains,
             window_set,
+            scalable_set,
         };
     };
 }

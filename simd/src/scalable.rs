@@ -16,12 +16,20 @@
 //! assert!(found.iter().all(|&b| b == 1));
 //! ```
 
-use bloomlanes_core::{Filter, Keys, ScalableFilter, SizingError};
+use bloomlanes_core::{block_index, block_mask, Filter, Keys, Params, ScalableFilter, SizingError};
 
-use crate::kind_entry::{hash_into, CHUNK};
+use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
+use crate::kind_entry::{hash_into, kind_fns, CHUNK};
+use crate::shape::{with_shape, Shape};
+use crate::vector::{self, Isa};
 use crate::{chunks, Probe};
 
-/// Scratch space of one chunk's lookups in a chain of stages.
+/// How many keys ahead of its test-and-set a key's block is prefetched in a stage larger than
+/// L2.
+const LAG: usize = 16;
+
+/// Scratch space of one chunk's lookups in a chain of stages: the chunk's hashes, the keys no
+/// stage asked so far has found (`pending`, in order) and their positions in the chunk (`at`).
 struct Lookups {
     hashes: Vec<u64>,
     pending: Vec<u64>,
@@ -40,19 +48,32 @@ impl Lookups {
         }
     }
 
-    /// Hashes `chunk` into `self.hashes` and sets `out[i]` to 1 if some stage may hold key `i`,
-    /// else 0. Each stage (newest, largest first) is asked only about the keys no stage has
-    /// answered yet.
-    fn answer(&mut self, probe: &Probe, stages: &[Filter], chunk: Keys<'_>, out: &mut [u8]) {
-        let (pending, at) = (&mut self.pending, &mut self.at);
+    /// Hashes `chunk` into `self.hashes` and makes every key pending; with `ANSWER`, numbers
+    /// them in `at` and clears `out`, their answers.
+    fn start<const ANSWER: bool>(
+        &mut self,
+        probe: &Probe,
+        seed: u64,
+        chunk: Keys<'_>,
+        out: &mut [u8],
+    ) {
         let hashes = &mut self.hashes[..chunk.len()];
-        let seed = stages[0].seed();
         hash_into(probe, chunk, seed, hashes);
-        out.fill(0);
-        pending.clear();
-        pending.extend_from_slice(hashes);
-        at.clear();
-        at.extend(0..chunk.len() as u32);
+        self.pending.clear();
+        self.pending.extend_from_slice(hashes);
+        if ANSWER {
+            out.fill(0);
+            self.at.clear();
+            self.at.extend(0..chunk.len() as u32);
+        }
+    }
+
+    /// Asks `stages` (newest, largest first) about the pending keys and keeps those none of
+    /// them may hold pending, in order. With `ANSWER`, sets `out[i]` to 1 for each key `i`
+    /// found and keeps `at` beside `pending`; without, `at` and `out` are left alone (an insert
+    /// needs only the keys left).
+    fn drop_found<const ANSWER: bool>(&mut self, probe: &Probe, stages: &[Filter], out: &mut [u8]) {
+        let (pending, at) = (&mut self.pending, &mut self.at);
         for stage in stages.iter().rev() {
             if pending.is_empty() {
                 break;
@@ -66,21 +87,121 @@ impl Lookups {
             let mut kept = 0;
             for j in 0..pending.len() {
                 let hit = hits[j];
-                out[at[j] as usize] |= hit;
                 pending[kept] = pending[j];
-                at[kept] = at[j];
+                if ANSWER {
+                    out[at[j] as usize] |= hit;
+                    at[kept] = at[j];
+                }
                 kept += usize::from(hit == 0);
             }
             pending.truncate(kept);
-            at.truncate(kept);
+            if ANSWER {
+                at.truncate(kept);
+            }
         }
     }
+
+    /// Test-and-sets the pending keys, in order, into `stage`, which takes `room` more keys,
+    /// until it has taken them; the keys it takes (those with a clear bit, as the core's
+    /// insert) are counted, and the ones handled leave `pending`.
+    fn fill(&mut self, probe: &Probe, stage: &mut Filter, room: u64) {
+        let p = *stage.params();
+        let mut done = (0, 0);
+        match kind_fns(probe.path) {
+            // SAFETY: a table from `kind_fns` belongs to a path this CPU runs.
+            Some(kf) => unsafe {
+                (kf.scalable_set)(p, stage.words_mut(), &self.pending, room, &mut done)
+            },
+            None => with_shape!(p.layout, S => {
+                done = test_and_set::<S>(stage.words_mut(), p.blocks, &self.pending, room, |b, h| {
+                    let mut clear = 0;
+                    for (w, &m) in b.iter_mut().zip(&block_mask(S::LAYOUT, h)) {
+                        clear |= m & !*w;
+                        *w |= m;
+                    }
+                    clear != 0
+                })
+            }),
+        }
+        stage.add_key_count(done.1);
+        self.pending.drain(..done.0);
+    }
+}
+
+/// The core's insert into one stage, key after key: `set` sets each key's bits in its block of
+/// `words` (`blocks` blocks of `S`) and says whether one was clear; such keys are counted,
+/// until `room` were. Returns how many keys were handled and how many of them counted. The
+/// block of the key [`LAG`] ahead is prefetched when the stage is larger than L2.
+///
+/// # Panics
+/// If `words` holds fewer than `blocks` blocks.
+#[inline(always)]
+fn test_and_set<S: Shape>(
+    words: &mut [u32],
+    blocks: u32,
+    hashes: &[u64],
+    room: u64,
+    mut set: impl FnMut(&mut [u32], u64) -> bool,
+) -> (usize, u64) {
+    let per = S::LAYOUT.block_u32s();
+    assert!(
+        words.len() >= blocks as usize * per,
+        "a stage of {blocks} blocks"
+    );
+    let far = words.len() * 4 >= PREFETCH_MIN_BYTES;
+    let mut added = 0;
+    for (i, &hash) in hashes.iter().enumerate() {
+        if added == room {
+            return (i, added);
+        }
+        if far {
+            if let Some(&ahead) = hashes.get(i + LAG) {
+                let b = block_index(ahead, blocks) as usize;
+                // A hint: never faults, and the address arithmetic wraps.
+                prefetch_bytes(words.as_ptr().wrapping_add(b * per), per * 4);
+            }
+        }
+        let b = block_index(hash, blocks) as usize;
+        added += u64::from(set(&mut words[b * per..(b + 1) * per], hash));
+    }
+    (hashes.len(), added)
+}
+
+/// [`test_and_set`] with `I`'s vectors: sets `done` to how many of `hashes` were handled and
+/// how many of them counted, in a stage of `p.blocks` blocks held in `words`.
+///
+/// # Panics
+/// If `words` holds fewer than `p.blocks` blocks.
+///
+/// # Safety
+/// The CPU supports `I`.
+#[inline(always)]
+pub(crate) unsafe fn set_new<I: Isa>(
+    p: Params,
+    words: &mut [u32],
+    hashes: &[u64],
+    room: u64,
+    done: &mut (usize, u64),
+) {
+    with_shape!(p.layout, S => {
+        *done = test_and_set::<S>(words, p.blocks, hashes, room, |b, h| {
+            // The static kernels' block lookup, then their insert: the block is in L1 for the
+            // second, and the mask is a few instructions.
+            // SAFETY: `b` is one whole block of S, exclusively borrowed; the CPU supports I
+            // (caller).
+            unsafe {
+                let held = vector::contains::<I, S>(b.as_ptr(), h);
+                vector::insert::<I, S>(b.as_mut_ptr(), h);
+                !held
+            }
+        })
+    })
 }
 
 impl Probe {
     /// Looks up every key in every stage of a scalable filter: `out[i]` is 1 if some stage may
     /// hold key `i`, else 0 (the core's [`ScalableFilter::contains_hash`]). Keys are hashed
-    /// once; each stage (newest, largest first) is asked only about the keys no stage has
+    /// once and each stage (newest, largest first) is asked only about the keys no stage has
     /// answered yet.
     ///
     /// # Panics
@@ -88,10 +209,12 @@ impl Probe {
     pub fn contains_scalable(&self, filter: &ScalableFilter, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
         let mut lookups = Lookups::new(keys.len());
+        let seed = filter.params().seed;
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
             let out = &mut out[start..start + chunk.len()];
-            lookups.answer(self, filter.stages(), chunk, out);
+            lookups.start::<true>(self, seed, chunk, out);
+            lookups.drop_found::<true>(self, filter.stages(), out);
         }
     }
 
@@ -105,12 +228,16 @@ impl Probe {
     }
 
     /// Inserts every key into a scalable filter, in order, exactly as the core's
-    /// [`ScalableFilter::insert_hash`] key by key: each chunk of keys is hashed and looked up in
-    /// every stage in bulk, and only the keys no stage holds go on, in order, to the core's
-    /// [`ScalableFilter::insert_hash_unless_held_from`], which asks the stage that was last
-    /// before the chunk (and any stage added since) again, since the chunk's own keys may have
-    /// filled it, before it inserts (adding the next stage when the last is full). Repeated
-    /// keys, the common case of logs and captures, cost a bulk lookup each.
+    /// [`ScalableFilter::insert_hash`] key by key (a key some stage may hold is neither inserted
+    /// nor counted). Each chunk of keys is hashed once. The stages before the last are full and
+    /// never change, so the chunk is looked up in them in bulk (newest first, each asked only
+    /// about the keys the ones before did not find). The keys left are test-and-set into the
+    /// last stage in order, with the path's vectors: one pass that answers the lookup and
+    /// inserts, and sees the chunk's own earlier keys. When the stage is full, the keys still
+    /// left are looked up in it in bulk and the core adds the next stage
+    /// ([`ScalableFilter::open_stage`]) for them. A bulk lookup of the last stage first would
+    /// pay for itself only when most keys are in it; measured, it slowed both fresh and
+    /// repeated keys.
     ///
     /// # Errors
     /// When the next stage would exceed the largest filter ([`SizingError`]); the keys before
@@ -121,17 +248,23 @@ impl Probe {
         keys: Keys<'_>,
     ) -> Result<(), SizingError> {
         let mut lookups = Lookups::new(keys.len());
-        let mut held = vec![0u8; lookups.hashes.len()];
+        let seed = filter.params().seed;
         for start in (0..keys.len()).step_by(CHUNK) {
             let chunk = keys.slice(start..(start + CHUNK).min(keys.len()));
-            let held = &mut held[..chunk.len()];
-            lookups.answer(self, filter.stages(), chunk, held);
-            // The stages before this one are full: no key of the chunk goes into them.
-            let last = filter.stages().len() - 1;
-            for (&hash, &h) in lookups.hashes.iter().zip(held.iter()) {
-                if h == 0 {
-                    filter.insert_hash_unless_held_from(hash, last)?;
-                }
+            lookups.start::<false>(self, seed, chunk, &mut []);
+            let stages = filter.stages();
+            let last = stages.len() - 1;
+            // A full last stage is asked too: no key of the chunk goes into it.
+            let full = stages[last].key_count().unwrap_or(0) >= filter.stage_capacity(last);
+            let closed = last + usize::from(full);
+            lookups.drop_found::<false>(self, &stages[..closed], &mut []);
+            while !lookups.pending.is_empty() {
+                let (stage, room) = filter.open_stage()?;
+                lookups.fill(self, stage, room);
+                // Keys are left only when the stage is full: they are looked up in it (as it is
+                // now), then the next stage is added for them.
+                let stages = filter.stages();
+                lookups.drop_found::<false>(self, &stages[stages.len() - 1..], &mut []);
             }
         }
         Ok(())

@@ -339,3 +339,34 @@ fn window_golden_vectors() {
     }
     assert_eq!(seen, 4, "a window line per layout");
 }
+
+/// Scalable stages past the prefetch threshold, filled and outgrown inside batches longer than
+/// the hash chunk, with keys given again: every path builds the core's key-by-key filter.
+#[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
+fn large_scalable_stages_take_the_prefetching_path_and_match() {
+    let mut state = 33;
+    let fresh: Vec<u64> = (0..480_000).map(|_| splitmix(&mut state)).collect();
+    // Every 8th key again, a little later.
+    let keys: Vec<u64> = fresh
+        .chunks(4096)
+        .flat_map(|c| c.iter().chain(c.iter().step_by(8)).copied())
+        .collect();
+    for layout in Layout::ALL {
+        let empty = ScalableFilter::new(Params::new(layout, 1), 400_000, 0.01, 2, 0.8).unwrap();
+        assert!(
+            empty.stages()[0].words().len() * 4 >= 512 << 10,
+            "{layout}: stage 0 in L2"
+        );
+        let mut want = empty.clone();
+        keys.iter().for_each(|k| want.insert(k).unwrap());
+        assert_eq!(want.stages().len(), 2, "{layout}: the chain grows");
+        for probe in paths() {
+            let mut got = empty.clone();
+            for part in keys.chunks(100_000) {
+                probe.insert_scalable(&mut got, Keys::U64(part)).unwrap();
+            }
+            assert!(got == want, "{layout} on {}", probe.path());
+        }
+    }
+}
