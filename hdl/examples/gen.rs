@@ -1,4 +1,5 @@
-//! Writes the RTL of one configuration and prints its latency:
+//! Writes the RTL of one configuration (`bloomlanes.v`, its bench `bloomlanes_tb.v` and the
+//! pin-light top `bloomlanes_wrap.v` for place and route) and prints its latency:
 //! `gen [--registered-banks] <layout> <blocks> <bytes|vN|hash> <ports> <dir> [dsp|lut] [adder bits] [c4|c8|s4|s8|s16|rV]`
 //! (`c4`/`c8`: the counting pipeline with 4- or 8-bit counters, `s4`/`s8`/`s16`: the spatial
 //! pipeline with classes of that width, `rV`: a retrieval table of `V`-bit values, 8 check
@@ -51,6 +52,8 @@ fn main() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("bloomlanes.v"), &d.rtl).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("bloomlanes_tb.v"), &d.testbench).map_err(|e| e.to_string())?;
+        let wrap = d.pin_light_top.as_str();
+        std::fs::write(dir.join("bloomlanes_wrap.v"), wrap).map_err(|e| e.to_string())?;
         let (lat, hs, fd) = (d.latency_cycles, d.hash_stages, d.fifo_depth);
         println!("latency {lat} hash stages {hs} fifo {fd}");
         Ok(())

@@ -512,6 +512,9 @@ pub struct Design {
     /// File names (relative to the simulator's or synthesizer's working folder) that
     /// `$readmemh` reads when parameter `LOAD_BANKS` is 1, one per lane.
     pub bank_files: Vec<String>,
+    /// A pin-light top (`<top>_wrap`: a clock in, 8 LEDs out, every core port driven from or
+    /// read into registers) to place and route a core whose ports outnumber a package's pins.
+    pub pin_light_top: String,
 }
 
 impl Design {

@@ -114,7 +114,7 @@ pub(crate) fn declare(pins: &[Pin]) -> String {
 
 /// The connections of an instance: `.name(wire(pin))` for every pin, joined for a multi-line
 /// port list.
-pub(crate) fn connect(pins: &[Pin], wire: impl Fn(&Pin) -> String) -> String {
+pub(crate) fn connect(pins: &[Pin], mut wire: impl FnMut(&Pin) -> String) -> String {
     pins.iter()
         .map(|p| format!(".{}({})", p.name, wire(p)))
         .collect::<Vec<_>>()

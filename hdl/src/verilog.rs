@@ -35,6 +35,7 @@ pub(crate) fn generate(cfg: &PipelineConfig) -> Design {
         addr_bits: g.aw,
         fifo_depth: g.fifo_depth,
         bank_files: (0..g.lanes).map(|i| bank_file_name(&g.top, i)).collect(),
+        pin_light_top: board::pin_light_top(&g),
     }
 }
 
