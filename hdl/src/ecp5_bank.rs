@@ -96,11 +96,24 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
                     "        reg [{s1}:0] {p}_sel1, {p}_sel2;\n        always @(posedge clk) begin\n            {p}_sel1 <= {p}_sel;\n            {p}_sel2 <= {p}_sel1;\n        end",
                     s1 = sel_bits - 1
                 );
-                format!("{p}_tiles[{p}_sel2 * 18 +: {c}]")
+                // One case per tile, not `tiles[sel * 18 +: c]`: Yosys builds that part-select
+                // from a multiplier and a shifter (3.93 ns on ECP5 past two tiles).
+                let mut arms = String::new();
+                for t in 0..tiles {
+                    let _ = write!(
+                        arms,
+                        "\n            {sel_bits}'d{t}: {p}_dout <= {p}_tiles[{}:{}];",
+                        18 * t as u32 + c - 1,
+                        18 * t
+                    );
+                }
+                format!(
+                    "case ({p}_sel2){arms}\n            default: {p}_dout <= {c}'d0;\n        endcase"
+                )
             } else {
-                format!("{p}_tiles[{}:0]", c - 1)
+                format!("{p}_dout <= {p}_tiles[{}:0];", c - 1)
             };
-            let _ = writeln!(v, "        always @(posedge clk) {p}_dout <= {pick};");
+            let _ = writeln!(v, "        always @(posedge clk) {pick}");
         }
     }
     let pins = |p: &str, name: &str, expr: &dyn Fn(u32) -> String| -> String {
