@@ -202,7 +202,9 @@ impl CsvCutter {
                     };
                     i += 1;
                 }
-                CsvState::Unquoted => match memchr::memchr2(d, b'\n', &w[i..]) {
+                // A lone `\r` ends a record too, as the `csv` crate reads `\r`, `\n` and `\r\n`:
+                // a quote after it opens a field.
+                CsvState::Unquoted => match memchr::memchr3(d, b'\n', b'\r', &w[i..]) {
                     Some(k) => {
                         i += k;
                         if w[i] == b'\n' {
@@ -395,6 +397,13 @@ mod tests {
         let w = b"ab\"c,d\n\"x\"\"\ny\",z\n";
         assert_eq!(c.cut(w, 0, true).unwrap().len, w.len());
         assert_eq!(c.cut(w, 0, false).unwrap().len, w.len());
+        // After a lone \r (a record's end for the csv crate) a quote opens a field, so the
+        // newline inside it does not end a record (found by the text_inputs fuzz target).
+        let mut c = CsvCutter::new(Path::new("t.csv"), b',');
+        let w = b"na\r\"\n3l\n";
+        assert_eq!(c.cut(w, 0, false).unwrap().len, 0);
+        let e = c.cut(w, 0, true).unwrap_err().to_string();
+        assert!(e.contains("unterminated quote"), "{e}");
     }
 
     #[test]
