@@ -455,6 +455,30 @@ fn bench_runs_every_backend() {
         assert_eq!(r["false_negatives"], 0, "{r}");
         assert!(r["query_keys_per_s"].as_f64().unwrap() > 0.0);
     }
+    // The last row is what `--backend auto` picks, timed on its own, and the verdict names the
+    // fastest of the other rows and the choice, which is one of them.
+    let last = rows.last().unwrap()["backend"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let auto = &v["auto"];
+    let choice = auto["insert_choice"].as_str().unwrap();
+    assert_eq!(last, format!("auto: {choice}"), "{v}");
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    for field in ["insert_choice", "query_choice", "best_insert", "best_query"] {
+        let name = auto[field].as_str().unwrap();
+        assert!(
+            names[..names.len() - 1].contains(&name),
+            "{field} {name} in {names:?}"
+        );
+    }
+    assert!(auto["insert_to_best"].as_f64().unwrap() > 0.0, "{auto}");
+    assert!(auto["query_to_best"].as_f64().unwrap() > 0.0, "{auto}");
+    let scalar = json(&["bench", "--keys", "2000", "--backend", "scalar"]);
+    assert!(scalar["auto"].is_null(), "{scalar}");
     bl().args(["bench", "--keys", "5000", "--backend", "scalar"])
         .assert()
         .success()

@@ -32,7 +32,8 @@ pub struct BenchArgs {
     /// Target false-positive rate.
     #[arg(long, default_value_t = 0.01)]
     fpp: f64,
-    /// Backend to measure (auto: every backend present).
+    /// Backend to measure (auto: every backend present, then what `--backend auto` picks for
+    /// these batch sizes as a row of its own, compared with the fastest row).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
 }
@@ -57,6 +58,8 @@ struct BenchReport {
     bytes: usize,
     expected_fpr: f64,
     rows: Vec<BenchRow>,
+    /// Present when every backend was measured.
+    auto: Option<AutoVerdict>,
     absent: Vec<(String, String)>,
 }
 
@@ -78,15 +81,115 @@ fn best_of_three<T>(mut pass: impl FnMut() -> Result<(f64, T)>) -> Result<(f64, 
     Ok((best, last))
 }
 
+/// The sample data and the reference every row is compared with.
+struct Sample<'a> {
+    keys: Vec<u64>,
+    queries: Vec<u64>,
+    present: usize,
+    empty: &'a Filter,
+}
+
+/// Times one row: inserts with `insert`, screening with `query` (the same backend except in the
+/// `auto` row, whose choice may differ between the two batch sizes); bits and answers are
+/// compared with `reference` (the first row's), which the first row sets.
+fn measure_row(
+    name: String,
+    insert: &dyn Backend,
+    query: &dyn Backend,
+    s: &Sample<'_>,
+    reference: &mut Option<(Filter, Bitmap)>,
+    bar: &mut Bar,
+) -> Result<BenchRow> {
+    let (t_insert, filter) = best_of_three(|| {
+        let mut f = s.empty.clone();
+        let start = Instant::now();
+        bulk::insert(insert, &mut f, Keys::U64(&s.keys), &mut |p| bar.update(p))?;
+        Ok((start.elapsed().as_secs_f64(), f))
+    })?;
+    let (t_query, answers) = best_of_three(|| {
+        let start = Instant::now();
+        let answers = bulk::contains(query, filter.as_view(), Keys::U64(&s.queries), &mut |p| {
+            bar.update(p)
+        })?;
+        Ok((start.elapsed().as_secs_f64(), answers))
+    })?;
+    // Even positions hold the present keys, odd ones the absent.
+    let false_negatives = (0..s.present).filter(|&j| !answers.get(2 * j)).count() as u64;
+    let absent_n = s.queries.len() - s.present;
+    let absent_hits = (0..absent_n).filter(|&j| answers.get(2 * j + 1)).count();
+    let (identical_bits, identical_answers) = match reference {
+        None => (true, true),
+        Some((f, a)) => (f.words() == filter.words(), *a == answers),
+    };
+    let row = BenchRow {
+        backend: name,
+        insert_keys_per_s: s.keys.len() as f64 / t_insert.max(1e-9),
+        query_keys_per_s: s.queries.len() as f64 / t_query.max(1e-9),
+        identical_bits,
+        identical_answers,
+        false_negatives,
+        false_positive_rate: if absent_n == 0 {
+            0.0
+        } else {
+            absent_hits as f64 / absent_n as f64
+        },
+    };
+    if reference.is_none() {
+        *reference = Some((filter, answers));
+    }
+    Ok(row)
+}
+
+/// What `--backend auto` chose for this run's two batches, and how its row compares with the
+/// fastest row of every backend (issue #25: `auto` must never be the slower choice).
+struct AutoVerdict {
+    insert_choice: String,
+    query_choice: String,
+    /// The auto row's insert rate over the fastest backend row's.
+    insert_to_best: f64,
+    best_insert: String,
+    /// The auto row's query rate over the fastest backend row's.
+    query_to_best: f64,
+    best_query: String,
+}
+
+impl AutoVerdict {
+    /// Compares the auto row with the fastest of `rows` (the backend rows, auto excluded).
+    fn of(auto: &BenchRow, insert_choice: String, query_choice: String, rows: &[BenchRow]) -> Self {
+        let best = |rate: fn(&BenchRow) -> f64| {
+            rows.iter()
+                .max_by(|a, b| rate(a).total_cmp(&rate(b)))
+                .map(|b| (rate(auto) / rate(b).max(1e-9), b.backend.clone()))
+                .unwrap_or((1.0, String::new()))
+        };
+        let (insert_to_best, best_insert) = best(|b| b.insert_keys_per_s);
+        let (query_to_best, best_query) = best(|b| b.query_keys_per_s);
+        AutoVerdict {
+            insert_choice,
+            query_choice,
+            insert_to_best,
+            best_insert,
+            query_to_best,
+            best_query,
+        }
+    }
+}
+
 fn measure(
     choice: BackendChoice,
     keys_n: usize,
     queries_n: usize,
     empty: &Filter,
     show_progress: bool,
-) -> Result<Vec<BenchRow>> {
+) -> Result<(Vec<BenchRow>, Option<AutoVerdict>)> {
     let keys = sample_keys(keys_n);
     let (queries, present) = sample_queries(&keys, queries_n);
+    let sample = Sample {
+        keys,
+        queries,
+        present,
+        empty,
+    };
     let engines: Vec<Box<dyn Backend>> = match choice {
         BackendChoice::Auto => backend::available(),
         c => vec![backend::select(c, usize::MAX)?],
@@ -95,46 +198,32 @@ fn measure(
     let mut reference: Option<(Filter, Bitmap)> = None;
     let mut rows = Vec::new();
     for engine in &engines {
-        let (t_insert, filter) = best_of_three(|| {
-            let mut f = empty.clone();
-            let start = Instant::now();
-            bulk::insert(&**engine, &mut f, Keys::U64(&keys), &mut |p| bar.update(p))?;
-            Ok((start.elapsed().as_secs_f64(), f))
-        })?;
-        let (t_query, answers) = best_of_three(|| {
-            let start = Instant::now();
-            let answers =
-                bulk::contains(&**engine, filter.as_view(), Keys::U64(&queries), &mut |p| {
-                    bar.update(p)
-                })?;
-            Ok((start.elapsed().as_secs_f64(), answers))
-        })?;
-        // Even positions hold the present keys, odd ones the absent.
-        let false_negatives = (0..present).filter(|&j| !answers.get(2 * j)).count() as u64;
-        let absent_n = queries.len() - present;
-        let absent_hits = (0..absent_n).filter(|&j| answers.get(2 * j + 1)).count();
-        let (identical_bits, identical_answers) = match &reference {
-            None => (true, true),
-            Some((f, a)) => (f.words() == filter.words(), *a == answers),
-        };
-        rows.push(BenchRow {
-            backend: engine.name(),
-            insert_keys_per_s: keys.len() as f64 / t_insert.max(1e-9),
-            query_keys_per_s: queries.len() as f64 / t_query.max(1e-9),
-            identical_bits,
-            identical_answers,
-            false_negatives,
-            false_positive_rate: if absent_n == 0 {
-                0.0
-            } else {
-                absent_hits as f64 / absent_n as f64
-            },
-        });
-        if reference.is_none() {
-            reference = Some((filter, answers));
-        }
+        let row = measure_row(
+            engine.name(),
+            &**engine,
+            &**engine,
+            &sample,
+            &mut reference,
+            &mut bar,
+        )?;
+        rows.push(row);
     }
-    Ok(rows)
+    if choice != BackendChoice::Auto {
+        return Ok((rows, None));
+    }
+    // The choice `--backend auto` makes for batches of these sizes, timed as its own row.
+    let insert = backend::select(BackendChoice::Auto, keys_n)?;
+    let query = backend::select(BackendChoice::Auto, queries_n)?;
+    let (insert_choice, query_choice) = (insert.name(), query.name());
+    let name = if insert_choice == query_choice {
+        format!("auto: {insert_choice}")
+    } else {
+        format!("auto: {insert_choice} / {query_choice}")
+    };
+    let auto = measure_row(name, &*insert, &*query, &sample, &mut reference, &mut bar)?;
+    let verdict = AutoVerdict::of(&auto, insert_choice, query_choice, &rows);
+    rows.push(auto);
+    Ok((rows, Some(verdict)))
 }
 
 /// Runs `bench`.
@@ -149,7 +238,7 @@ pub fn run(ctx: &Ctx, a: BenchArgs) -> Result<ExitCode> {
         .layout(a.layout.0)
         .empty(a.keys as u64)?;
     let choice = BackendChoice::from(a.backend);
-    let rows = measure(choice, a.keys, queries, &empty, ctx.progress)?;
+    let (rows, auto) = measure(choice, a.keys, queries, &empty, ctx.progress)?;
     let absent = if choice == BackendChoice::Auto {
         backend::absent()
     } else {
@@ -163,6 +252,7 @@ pub fn run(ctx: &Ctx, a: BenchArgs) -> Result<ExitCode> {
         bytes: empty.byte_len(),
         expected_fpr: empty.expected_fpr(Some(a.keys as u64)),
         rows,
+        auto,
         absent,
     };
     if ctx.json {
@@ -182,6 +272,14 @@ pub fn run(ctx: &Ctx, a: BenchArgs) -> Result<ExitCode> {
                 "false_negatives": b.false_negatives,
                 "false_positive_rate": b.false_positive_rate,
             })).collect::<Vec<_>>(),
+            "auto": r.auto.as_ref().map(|v| json!({
+                "insert_choice": v.insert_choice,
+                "query_choice": v.query_choice,
+                "insert_to_best": v.insert_to_best,
+                "best_insert": v.best_insert,
+                "query_to_best": v.query_to_best,
+                "best_query": v.best_query,
+            })),
             "absent_backends": absent_json(&r.absent),
         }))?;
     } else {
@@ -219,6 +317,13 @@ pub fn run(ctx: &Ctx, a: BenchArgs) -> Result<ExitCode> {
         }
         for (n, why) in &r.absent {
             lines.push(format!("  {n:<28} not measured: {why}"));
+        }
+        if let Some(v) = &r.auto {
+            lines.push(String::new());
+            lines.push(format!(
+                "auto: inserts at {:.2}x the fastest row ({}), queries at {:.2}x ({})",
+                v.insert_to_best, v.best_insert, v.query_to_best, v.best_query
+            ));
         }
         say(&lines.join("\n"))?;
     }
