@@ -4,7 +4,7 @@
 
 use crate::input::chunk::Chunk;
 pub use crate::input::pcap::Timestamp;
-use crate::input::pcap::{self, FileHeader, Flow, NgBlock, IPV6_TUPLE_LEN};
+use crate::input::pcap::{self, FileHeader, Flow, NgBlock, RecordWalk, IPV6_TUPLE_LEN};
 
 use super::classify::{FlowKey, Verdicts};
 use super::label_writers::Rec;
@@ -39,43 +39,50 @@ pub struct PacketVerdict {
 /// What takes each packet's verdict, in capture order (an error ends the run with it).
 pub type EachPacket<'a> = &'a mut dyn FnMut(&PacketVerdict) -> crate::error::Result<()>;
 
-/// Collects the records of `chunk` (classic pcap records with `header`, or pcapng blocks) into
-/// `recs`, frame ranges relative to the chunk.
-pub(super) fn chunk_records(chunk: &Chunk, header: Option<FileHeader>, recs: &mut Vec<Rec>) {
+/// The frames of the classic pcap records `walk` yields, as (link type, frame) for
+/// classification, each record put in `recs` as it goes by (frame ranges relative to the walk's
+/// bytes): one read of each record header serves both.
+pub(super) fn walked_frames<'r, 'a: 'r>(
+    walk: &'r mut RecordWalk<'a>,
+    linktype: u32,
+    recs: &'r mut Vec<Rec>,
+) -> impl Iterator<Item = (u32, &'a [u8])> + 'r {
+    walk.map(move |(at, rec)| {
+        let (start, end) = (at as u32, (at + rec.len()) as u32);
+        recs.push(Rec {
+            start,
+            end,
+            frame: (start + 16, end),
+            linktype,
+            packet: true,
+        });
+        (linktype, &rec[16..])
+    })
+}
+
+/// Collects the blocks of a pcapng `chunk` into `recs`, frame ranges relative to the chunk.
+pub(super) fn ng_records(chunk: &Chunk, recs: &mut Vec<Rec>) {
     let bytes = chunk.bytes();
     let base = bytes.as_ptr() as usize;
     let off = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
-    match header {
-        Some(h) => pcap::for_each_record(bytes, h.big_endian, |at, rec, frame| {
-            recs.push(Rec {
-                start: at as u32,
-                end: (at + rec.len()) as u32,
-                frame: (off(frame), off(frame) + frame.len() as u32),
-                linktype: h.linktype,
-                packet: true,
-            });
-        }),
-        None => {
-            let mut st = chunk.ng_state();
-            let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
-                let (frame, linktype, packet) = match kind {
-                    NgBlock::Packet(p) => (
-                        (off(p.frame), off(p.frame) + p.frame.len() as u32),
-                        p.linktype,
-                        true,
-                    ),
-                    _ => ((0, 0), 0, false),
-                };
-                recs.push(Rec {
-                    start: off(blk),
-                    end: off(blk) + blk.len() as u32,
-                    frame,
-                    linktype,
-                    packet,
-                });
-            });
-        }
-    }
+    let mut st = chunk.ng_state();
+    let _ = pcap::walk_blocks(bytes, &mut st, &mut |blk, kind| {
+        let (frame, linktype, packet) = match kind {
+            NgBlock::Packet(p) => (
+                (off(p.frame), off(p.frame) + p.frame.len() as u32),
+                p.linktype,
+                true,
+            ),
+            _ => ((0, 0), 0, false),
+        };
+        recs.push(Rec {
+            start: off(blk),
+            end: off(blk) + blk.len() as u32,
+            frame,
+            linktype,
+            packet,
+        });
+    });
 }
 
 /// The verdict of every packet of a chunk's records, numbered from 0 within the chunk.
