@@ -17,7 +17,7 @@ use bloomlanes_simd::Probe;
 pub use super::label_counts::{LabelCount, LabelCounts};
 use super::label_writers::{runs, Dest, LabelFiles, Rec, Run};
 use super::packet_verdicts::{ng_records, packet_verdicts, walked_frames};
-pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp};
+pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp, Verdicts};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
@@ -177,31 +177,6 @@ pub struct ClassifyScratch {
     labels: Labels,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
     recs: Vec<Rec>,
-}
-
-/// The verdicts of a run of packets.
-#[derive(Debug, Default)]
-pub struct Verdicts {
-    /// One bit per packet, set when its flow may be in the filter.
-    pub bits: Vec<u64>,
-    /// Counts.
-    pub totals: Totals,
-    /// Per-flow counts of this run (when asked for).
-    pub flows: HashMap<FlowKey, FlowCount>,
-    /// Each packet's class or value (a labelled target only; 0 where it has none).
-    pub labels: Vec<u32>,
-}
-
-impl Verdicts {
-    /// Whether packet `i` matched (has a label, against a labelled target).
-    pub fn matched(&self, i: usize) -> bool {
-        (self.bits[i / 64] >> (i % 64)) & 1 == 1
-    }
-
-    /// Packet `i`'s class or value: `None` when it has none, or the target gives no labels.
-    pub fn label(&self, i: usize) -> Option<u32> {
-        self.labels.get(i).copied().filter(|_| self.matched(i))
-    }
 }
 
 const CLASSIFY_BATCH: usize = 1024;

@@ -1,12 +1,14 @@
 //! The records of a capture chunk as classification walks them, and each packet's verdict as
 //! one item ([`PacketVerdict`]) for `classify --per-packet`: its number in the capture, its
-//! timestamp, its flow and its verdict (match, class or value), handed on in capture order.
+//! timestamp, its flow and its verdict (match, class or value), handed on in capture order;
+//! [`Verdicts`], those of a chunk's packets.
+
+use std::collections::HashMap;
 
 use crate::input::chunk::Chunk;
 pub use crate::input::pcap::Timestamp;
 use crate::input::pcap::{self, FileHeader, Flow, NgBlock, RecordWalk, IPV6_TUPLE_LEN};
-
-use super::classify::{FlowKey, Verdicts};
+use super::classify::{FlowCount, FlowKey, Totals};
 use super::label_writers::Rec;
 
 /// What a packet is, for its verdict.
@@ -34,6 +36,31 @@ pub struct PacketVerdict {
     pub matched: bool,
     /// Its class or value (a labelled target, when it has one).
     pub label: Option<u32>,
+}
+
+/// The verdicts of a run of packets.
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    /// One bit per packet, set when its flow may be in the filter.
+    pub bits: Vec<u64>,
+    /// Counts.
+    pub totals: Totals,
+    /// Per-flow counts of this run (when asked for).
+    pub flows: HashMap<FlowKey, FlowCount>,
+    /// Each packet's class or value (a labelled target only; 0 where it has none).
+    pub labels: Vec<u32>,
+}
+
+impl Verdicts {
+    /// Whether packet `i` matched (has a label, against a labelled target).
+    pub fn matched(&self, i: usize) -> bool {
+        (self.bits[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// Packet `i`'s class or value: `None` when it has none, or the target gives no labels.
+    pub fn label(&self, i: usize) -> Option<u32> {
+        self.labels.get(i).copied().filter(|_| self.matched(i))
+    }
 }
 
 /// What takes each packet's verdict, in capture order (an error ends the run with it).
