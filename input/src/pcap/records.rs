@@ -131,6 +131,7 @@ impl<'a> Iterator for RecordWalk<'a> {
         if at >= self.target {
             return None;
         }
+        prefetch(self.bytes, at + PREFETCH_AHEAD);
         let h = header(self.bytes, at, self.big_endian)?;
         let ok = match &self.plausible {
             Some(p) => p.ok(&h),
@@ -143,6 +144,25 @@ impl<'a> Iterator for RecordWalk<'a> {
         self.at = at + rec.len();
         Some((at, rec))
     }
+}
+
+/// How far ahead of its record the walk asks for the capture's bytes: each header's place
+/// depends on the one before, so without a hint every cache line the walk reaches first is a
+/// wait for memory.
+const PREFETCH_AHEAD: usize = 1024;
+
+/// Asks the CPU to bring the cache line of `b[at]` in (nothing when `at` is past the end).
+#[inline(always)]
+fn prefetch(b: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < b.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: `b[at]` is in bounds (checked above), and a prefetch reads nothing the
+        // program sees: it only moves a line of mapped memory toward the core.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().add(at).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, at);
 }
 
 #[cfg(test)]
