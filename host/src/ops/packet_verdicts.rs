@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
+use super::classify::{FlowCount, FlowKey, Totals};
+use super::label_writers::Rec;
 use crate::input::chunk::Chunk;
 pub use crate::input::pcap::Timestamp;
 use crate::input::pcap::{self, FileHeader, Flow, NgBlock, RecordWalk, IPV6_TUPLE_LEN};
-use super::classify::{FlowCount, FlowKey, Totals};
-use super::label_writers::Rec;
 
 /// What a packet is, for its verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

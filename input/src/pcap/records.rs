@@ -3,7 +3,7 @@
 //! hands the same walk to the caller's work, so that each record header is read once: the walk
 //! that finds the record boundaries is the walk that classifies the packets.
 
-use super::MAX_PACKET;
+use super::{Endian, MAX_PACKET};
 
 /// A record header's fields in the file's byte order.
 pub(crate) struct Header {
@@ -17,14 +17,7 @@ pub(crate) struct Header {
 #[inline]
 pub(crate) fn header(b: &[u8], at: usize, big_endian: bool) -> Option<Header> {
     let h: &[u8; 16] = b.get(at..at.checked_add(16)?)?.try_into().ok()?;
-    let word = |o: usize| {
-        let x = [h[o], h[o + 1], h[o + 2], h[o + 3]];
-        if big_endian {
-            u32::from_be_bytes(x)
-        } else {
-            u32::from_le_bytes(x)
-        }
-    };
+    let word = |o: usize| Endian(big_endian).u32(h, o);
     Some(Header {
         ts_sec: word(0),
         ts_frac: word(4),
