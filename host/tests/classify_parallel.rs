@@ -45,6 +45,23 @@ fn half_the_flows(flows: usize) -> String {
         .collect()
 }
 
+/// The file header of the capture `bytes` (made by [`capture`]) and the records of the packets
+/// whose number `keep` takes, walked here from the file's own record headers: what a `-w`
+/// output of those packets must hold, byte for byte.
+fn records_of(bytes: &[u8], keep: impl Fn(usize) -> bool) -> Vec<u8> {
+    let mut out = bytes[..24].to_vec();
+    let (mut at, mut i) = (24, 0);
+    while at < bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if keep(i) {
+            out.extend_from_slice(&bytes[at..at + 16 + incl]);
+        }
+        at += 16 + incl;
+        i += 1;
+    }
+    out
+}
+
 /// A run's JSON summary (timings removed), written capture and bitmap.
 type Outputs = (String, Vec<u8>, Vec<u8>);
 
@@ -136,6 +153,26 @@ fn several_threads_equal_one_thread_byte_for_byte() {
     }
 }
 
+/// The packets written on several cores (records found and classified in one walk by
+/// speculation) are exactly the records of the filter's flows, checked against the test's own
+/// walk of the file, not only against a one-thread run (which shares the classifier).
+#[test]
+fn written_packets_are_the_records_of_the_filters_flows() {
+    let d = tmp();
+    let f = setup(&d, 500);
+    let bytes = capture(6000, 500, |i, j| (i * 31 + j * 7) as u8);
+    let cap = write(&d, "c.pcap", &bytes);
+    // Packet i is of flow i % 500; the filter holds the even flows.
+    let want = records_of(&bytes, |i| i % 500 % 2 == 0);
+    for threads in [1, 2, 4] {
+        let (_, written, _) = classify(&d, &f, &cap, threads, "").unwrap();
+        assert!(
+            written == want,
+            "{threads} threads: the written packets are not the even flows' records"
+        );
+    }
+}
+
 #[test]
 fn corrupt_records_and_cut_tails_are_reported_the_same_way() {
     let d = tmp();
@@ -193,7 +230,8 @@ fn per_class_files_of_several_threads_equal_one_threads() {
     build(
         &rules,
         &f,
-        "--kind spatial --classes allow,deny --csv-column flow --class-column class --key-type flow",
+        "--kind spatial --classes allow,deny --csv-column flow --class-column class --key-type flow \
+         --fpp 0.0001",
     );
     let cap = write(
         &d,
@@ -214,6 +252,23 @@ fn per_class_files_of_several_threads_equal_one_threads() {
         (files, out.stdout)
     };
     let (one, one_lines) = run("1");
+    // Each file holds its class's records, walked here from the capture: deny every third
+    // flow, allow the other even ones, absent the rest.
+    let bytes = std::fs::read(&cap).unwrap();
+    let class = |i: usize| match i % flows {
+        f if f % 3 == 0 => 2,
+        f if f % 2 == 0 => 1,
+        _ => 0,
+    };
+    for (name, (file, c)) in ["allow", "deny", "absent"]
+        .iter()
+        .zip(one.iter().zip([1, 2, 0]))
+    {
+        assert!(
+            *file == records_of(&bytes, |i| class(i) == c),
+            "{name}.pcap does not hold its class's records"
+        );
+    }
     for threads in ["2", "3"] {
         let (files, lines) = run(threads);
         for (name, (a, b)) in ["allow", "deny", "absent"]

@@ -31,7 +31,8 @@ use memmap2::Mmap;
 
 use crate::chunk::{Chunk, ChunkData};
 use crate::error::Result;
-use crate::pcap::MAX_PACKET;
+use crate::pcap::records::{header, Plausible};
+use crate::pcap::{RecordWalk, MAX_PACKET};
 use crate::pipeline::{drop_pages, PipelineConfig};
 
 /// Consecutive plausible record headers that make a guessed start.
@@ -53,97 +54,18 @@ const RANGES_PER_THREAD: usize = 4;
 /// Whether speculation is worth starting: at least this many ranges past the header.
 const MIN_RANGES: usize = 16;
 
-/// A record header's fields in the file's byte order.
-struct Header {
-    ts_sec: u32,
-    ts_frac: u32,
-    incl: usize,
-    orig: usize,
-}
-
-#[inline]
-fn header(b: &[u8], at: usize, big_endian: bool) -> Option<Header> {
-    let word = |o: usize| -> Option<u32> {
-        let x: [u8; 4] = b.get(at + o..at + o + 4)?.try_into().ok()?;
-        Some(if big_endian {
-            u32::from_be_bytes(x)
-        } else {
-            u32::from_le_bytes(x)
-        })
-    };
-    Some(Header {
-        ts_sec: word(0)?,
-        ts_frac: word(4)?,
-        incl: word(8)? as usize,
-        orig: word(12)? as usize,
-    })
-}
-
-/// Timestamps further than this from the first record's make a header implausible (a week).
-const TS_SPREAD: u32 = 7 * 86_400;
-
-/// What a record header of this capture looks like: a guess must chain [`SYNC_RECORDS`] of
-/// these (real headers fail it only on odd captures, which then just run sequentially).
-#[derive(Clone, Copy)]
-struct Plausible {
-    big_endian: bool,
-    /// The first record's timestamp (seconds).
-    ts0: u32,
-}
-
-impl Plausible {
-    #[inline]
-    fn ok(&self, h: &Header) -> bool {
-        // No empty records: 16 zero bytes (padding, a zeroed payload) read as one, and would
-        // chain a guess into the true records a few bytes early.
-        h.incl > 0
-            && h.incl <= MAX_PACKET
-            && h.incl <= h.orig
-            && h.orig <= 1 << 20
-            && h.ts_frac < 1_000_000_000
-            && h.ts_sec.abs_diff(self.ts0) <= TS_SPREAD
-    }
-}
-
 /// The first position in `[from, to)` from which [`SYNC_RECORDS`] plausible headers chain
 /// inside `b`.
 fn guess_start(b: &[u8], from: usize, to: usize, p: Plausible) -> Option<usize> {
     (from..to).find(|&start| {
-        let mut at = start;
-        for _ in 0..SYNC_RECORDS {
-            match header(b, at, p.big_endian) {
-                Some(h) if p.ok(&h) && at + 16 + h.incl <= b.len() => at += 16 + h.incl,
-                _ => return false,
-            }
-        }
-        true
+        let walk = RecordWalk::plausible(&b[start.min(b.len())..], usize::MAX, p);
+        walk.take(SYNC_RECORDS).count() == SYNC_RECORDS
     })
 }
 
-/// From a record boundary `s`, the first boundary at or after `end`, if every record on the way
-/// is whole and passes `ok` (else `None`).
-fn walk_to(
-    b: &[u8],
-    s: usize,
-    end: usize,
-    big_endian: bool,
-    ok: impl Fn(&Header) -> bool,
-) -> Option<usize> {
-    let mut at = s;
-    while at < end {
-        let h = header(b, at, big_endian)?;
-        if !ok(&h) || at + 16 + h.incl > b.len() {
-            return None;
-        }
-        at += 16 + h.incl;
-    }
-    Some(at)
-}
-
-/// What the sequential reader accepts without an error (it refuses longer captured lengths).
-#[inline]
-fn accepted(h: &Header) -> bool {
-    h.incl <= MAX_PACKET
+/// The bytes of `map` a walk from `s` to the first boundary at or past `target` may read.
+fn reach(b: &[u8], s: usize, target: usize) -> usize {
+    (target + 16 + MAX_PACKET).min(b.len()).max(s)
 }
 
 /// One range's outcome: its guessed start, the boundary its walk ended at, and the work's result.
@@ -152,13 +74,19 @@ type Outcome<R, E> = Option<(usize, usize, Result<R, E>)>;
 /// Works on the records of `map` from `start` (the first record) in parallel as described in
 /// the module documentation, consuming results in input order; returns the boundary from which
 /// the caller must go on sequentially (`start` if speculation did not start).
+///
+/// `work` gets a chunk that starts at a (guessed or trusted) record boundary, and the walk over
+/// its records: it must run the walk to its end (the walk checks each header as it goes, so a
+/// range's records are read once, not found first and read again). Its result is used only if
+/// the walk reached the range's end (else the range is done again, or left to the caller); the
+/// chunk then handed to `consume` ends where the walk ended.
 pub fn pcap_ranges<R: Send, S, E: Send>(
     map: &Arc<Mmap>,
     start: usize,
     big_endian: bool,
     cfg: &PipelineConfig,
     state: &(dyn Fn() -> S + Sync),
-    work: &(dyn Fn(&Chunk, &mut S) -> Result<R, E> + Sync),
+    work: &(dyn Fn(&Chunk, &mut RecordWalk<'_>, &mut S) -> Result<R, E> + Sync),
     consume: &mut dyn FnMut(&Chunk, R) -> Result<(), E>,
 ) -> Result<usize, E> {
     let b: &[u8] = map;
@@ -197,8 +125,10 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
         } else {
             guess_start(b, a, a + range, plausible)
         }?;
-        let e = walk_to(b, s, a + range, big_endian, |h| plausible.ok(h))?;
-        Some((s, e, work(&mapped_chunk(map, s, e, 0), st)))
+        let chunk = mapped_chunk(map, s, reach(b, s, a + range), 0);
+        let mut walk = RecordWalk::plausible(chunk.bytes(), a + range - s, plausible);
+        let r = work(&chunk, &mut walk, st);
+        Some((s, s + walk.end()?, r))
     };
     std::thread::scope(|scope| {
         for _ in 0..cfg.threads {
@@ -242,11 +172,13 @@ pub fn pcap_ranges<R: Send, S, E: Send>(
                     _ if trusted >= end => continue, // a long record spans the whole range
                     _ => {
                         // A wrong or failed guess: this range again, from the trusted boundary.
-                        let Some(e) = walk_to(b, trusted, end, big_endian, accepted) else {
+                        let chunk = mapped_chunk(map, trusted, reach(b, trusted, end), seq);
+                        let mut walk = RecordWalk::to(chunk.bytes(), end - trusted, big_endian);
+                        let r = work(&chunk, &mut walk, &mut own);
+                        let Some(e) = walk.end() else {
                             return Ok(trusted);
                         };
-                        let r = work(&mapped_chunk(map, trusted, e, seq), &mut own);
-                        (trusted, e, r)
+                        (trusted, trusted + e, r)
                     }
                 };
                 let chunk = mapped_chunk(map, s, e, seq);
@@ -396,7 +328,7 @@ mod tests {
             let g = guess_start(&b, from, from + 4096, P).expect("a start");
             let truth = *bounds.iter().find(|&&x| x >= from).unwrap();
             assert_eq!(g, truth, "from {from}");
-            let e = walk_to(&b, g, g + 5000, false, accepted).unwrap();
+            let e = g + RecordWalk::to(&b[g..], 5000, false).finish().unwrap();
             assert!(bounds.contains(&e) && e >= g + 5000);
         }
     }
@@ -414,12 +346,8 @@ mod tests {
         // SAFETY: a private read-only map of a file this test wrote and nothing else changes.
         let map = Arc::new(unsafe { Mmap::map(&f) }.unwrap());
         let cfg = PipelineConfig::with_threads(threads).chunk_bytes(range);
-        let work = |c: &Chunk, _: &mut ()| -> Result<Vec<usize>> {
-            let mut v = Vec::new();
-            super::super::pcap::for_each_record(c.bytes(), false, |at, _, _| {
-                v.push(c.offset as usize + at)
-            });
-            Ok(v)
+        let work = |c: &Chunk, walk: &mut RecordWalk<'_>, _: &mut ()| -> Result<Vec<usize>> {
+            Ok(walk.map(|(at, _)| c.offset as usize + at).collect())
         };
         let mut seen = Vec::new();
         let mut next = 24usize;

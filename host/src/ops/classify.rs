@@ -15,14 +15,14 @@ use bloomlanes_core::{xxh64, FilterRef, HashId, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
 pub use super::label_counts::{LabelCount, LabelCounts};
-use super::label_writers::{runs, Dest, LabelFiles, Run};
-use super::packet_verdicts::{chunk_records, packet_verdicts};
-pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp};
+use super::label_writers::{runs, Dest, LabelFiles, Rec, Run};
+use super::packet_verdicts::{ng_records, packet_verdicts, walked_frames};
+pub use super::packet_verdicts::{EachPacket, Packet, PacketVerdict, Timestamp, Verdicts};
 use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::chunk::Chunk;
-use crate::input::pcap::{self, Flow, IPV6_TUPLE_LEN};
+use crate::input::pcap::{self, Flow, RecordWalk, IPV6_TUPLE_LEN};
 use crate::input::{pipeline, source, speculate, CapturePlan, PipelineConfig};
 use crate::kinds::labels::{Labeller, Labels};
 use crate::store::FilterFile;
@@ -176,32 +176,7 @@ pub struct ClassifyScratch {
     sizes: Vec<u32>,
     labels: Labels,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
-    recs: Vec<super::label_writers::Rec>,
-}
-
-/// The verdicts of a run of packets.
-#[derive(Debug, Default)]
-pub struct Verdicts {
-    /// One bit per packet, set when its flow may be in the filter.
-    pub bits: Vec<u64>,
-    /// Counts.
-    pub totals: Totals,
-    /// Per-flow counts of this run (when asked for).
-    pub flows: HashMap<FlowKey, FlowCount>,
-    /// Each packet's class or value (a labelled target only; 0 where it has none).
-    pub labels: Vec<u32>,
-}
-
-impl Verdicts {
-    /// Whether packet `i` matched (has a label, against a labelled target).
-    pub fn matched(&self, i: usize) -> bool {
-        (self.bits[i / 64] >> (i % 64)) & 1 == 1
-    }
-
-    /// Packet `i`'s class or value: `None` when it has none, or the target gives no labels.
-    pub fn label(&self, i: usize) -> Option<u32> {
-        self.labels.get(i).copied().filter(|_| self.matched(i))
-    }
+    recs: Vec<Rec>,
 }
 
 const CLASSIFY_BATCH: usize = 1024;
@@ -439,31 +414,53 @@ pub fn classify_each<'a>(
         f.begin(file_header.map(|_| &head[..24]))?;
     }
     let mut bits = BitWriter::default();
-    let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
-        let bytes = chunk.bytes();
+    // A chunk's verdicts, runs to write and per-packet verdicts from its records (`recs`, put
+    // back in the scratch for the next chunk).
+    let verdicts_of =
+        |chunk: &Chunk, recs: Vec<Rec>, verdicts: Verdicts, scratch: &mut ClassifyScratch| {
+            let runs = match (select, by_label) {
+                (None, false) => Vec::new(),
+                (sel, _) => runs(&recs, &verdicts, sel),
+            };
+            let packets = match per_packet {
+                true => packet_verdicts(chunk, &recs, file_header, &verdicts),
+                false => Vec::new(),
+            };
+            scratch.recs = recs;
+            Ok(ChunkVerdicts {
+                verdicts,
+                runs,
+                packets,
+            })
+        };
+    // Classic pcap: the records classified as the walk reads them (speculation's walk, which
+    // checks each header, or the whole chunk's).
+    let linktype = file_header.map_or(0, |h| h.linktype);
+    let work_walk = |chunk: &Chunk, walk: &mut RecordWalk<'_>, scratch: &mut ClassifyScratch| {
         let mut recs = std::mem::take(&mut scratch.recs);
         recs.clear();
-        chunk_records(chunk, file_header, &mut recs);
+        let verdicts = classifier.classify(walked_frames(walk, linktype, &mut recs), scratch);
+        verdicts_of(chunk, recs, verdicts, scratch)
+    };
+    let work = |chunk: &Chunk, scratch: &mut ClassifyScratch| -> Result<ChunkVerdicts> {
+        if let Some(h) = file_header {
+            return work_walk(
+                chunk,
+                &mut RecordWalk::new(chunk.bytes(), h.big_endian),
+                scratch,
+            );
+        }
+        let mut recs = std::mem::take(&mut scratch.recs);
+        recs.clear();
+        ng_records(chunk, &mut recs);
+        let bytes = chunk.bytes();
         let verdicts = classifier.classify(
             recs.iter()
                 .filter(|r| r.packet)
                 .map(|r| (r.linktype, &bytes[r.frame.0 as usize..r.frame.1 as usize])),
             scratch,
         );
-        let runs = match (select, by_label) {
-            (None, false) => Vec::new(),
-            (sel, _) => runs(&recs, &verdicts, sel),
-        };
-        let packets = match per_packet {
-            true => packet_verdicts(chunk, &recs, file_header, &verdicts),
-            false => Vec::new(),
-        };
-        scratch.recs = recs;
-        Ok(ChunkVerdicts {
-            verdicts,
-            runs,
-            packets,
-        })
+        verdicts_of(chunk, recs, verdicts, scratch)
     };
     let matching = select == Some(Select::Matching);
     let mut consume = |chunk: &Chunk, cv: ChunkVerdicts| -> Result<()> {
@@ -521,7 +518,7 @@ pub fn classify_each<'a>(
             h.big_endian,
             cfg,
             &ClassifyScratch::default,
-            &work,
+            &work_walk,
             &mut consume,
         )? as u64;
     }

@@ -17,11 +17,13 @@
 
 mod flow;
 mod ng;
+pub(crate) mod records;
 mod time;
 pub mod write;
 
 pub use flow::{flow_key, format_tuple, parse_flow_text, Flow};
 pub use ng::{walk_blocks, Link, NgBlock, NgPacket, NgState};
+pub use records::RecordWalk;
 pub use time::{record_time, Timestamp, TsResolution};
 
 /// Width of an IPv4 5-tuple key.
