@@ -17,10 +17,14 @@ use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, Py
 use crate::arrow::{self, ArrowArray, ArrowArrayStream, ArrowSchema, OwnedArray, OwnedSchema};
 use crate::errors::Error;
 
+mod direct;
 mod items;
+
+pub(crate) use direct::_list_walk;
 mod numpy;
 
-use items::{from_items, Source};
+use crate::ops::Threads;
+use items::{from_items, Hashing, Source};
 use numpy::from_numpy;
 
 /// Pointers to one run of keys (see [`Values`] for the meaning of each form).
@@ -330,22 +334,27 @@ pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Inp
     extract_with(obj, hint, None)
 }
 
-/// The keys of `obj` for a filter of `params`; with `hashed`, text keys of a list, tuple or other
-/// iterable are hashed with the filter's seed as they are read (their bytes are never copied),
-/// and only a filter of that seed can take the hashes (not the GPU backend, which hashes there).
+/// The keys of `obj` for a filter of `params`; with `hashed` (the call's threads), text keys of
+/// a list, tuple or other iterable are hashed with the filter's seed as they are read (their
+/// bytes are never copied; a list's or tuple's on those threads), and only a filter of that seed
+/// can take the hashes (not the GPU backend, which hashes there).
 pub(crate) fn extract_for<'py>(
     obj: &Bound<'py, PyAny>,
     params: &Params,
-    hashed: bool,
+    hashed: Option<&Threads>,
 ) -> Result<Input<'py>, Error> {
-    extract_with(obj, params.key_type, hashed.then_some(params.seed))
+    let hashing = hashed.map(|threads| Hashing {
+        seed: params.seed,
+        threads,
+    });
+    extract_with(obj, params.key_type, hashing)
 }
 
-/// [`extract`], hashing text items with `seed` when given.
+/// [`extract`], hashing text items as `seed` says when given.
 fn extract_with<'py>(
     obj: &Bound<'py, PyAny>,
     hint: KeyType,
-    seed: Option<u64>,
+    seed: Option<Hashing<'_>>,
 ) -> Result<Input<'py>, Error> {
     let py = obj.py();
     let py_err = |e: PyErr| Error::type_(e.to_string());

@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 
 use super::{type_name, Input, Owner, RawPart, RawValues};
 use crate::errors::Error;
+use crate::ops::Threads;
 
 /// A Python object, borrowed.
 type Obj = *mut ffi::PyObject;
@@ -123,7 +124,7 @@ const AHEAD: usize = 32;
 
 /// Asks the CPU to load the start of `obj` (the header and a short string's bytes) into cache.
 #[inline(always)]
-fn prefetch(obj: *mut ffi::PyObject) {
+pub(super) fn prefetch(obj: *mut ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that never faults, whatever the address (SSE, which every
     // x86-64 has).
@@ -138,7 +139,7 @@ fn prefetch(obj: *mut ffi::PyObject) {
 
 /// What the first key says the keys are.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Text,
     Int,
     Float,
@@ -207,11 +208,38 @@ unsafe fn text_bytes(
     }
 }
 
+/// The bytes of text key `i` as [`text_bytes`], checked to be `width` long if given.
+///
+/// # Safety
+/// `obj` is a live object and the GIL is held; the bytes are valid while `obj` lives and no
+/// Python code runs.
+#[inline(always)]
+pub(super) unsafe fn text_key<'a>(
+    py: Python<'_>,
+    i: usize,
+    obj: *mut ffi::PyObject,
+    width: Option<usize>,
+) -> Result<&'a [u8], Error> {
+    // SAFETY: the caller's contract; `text_bytes` gives `len` bytes at `p`.
+    let key = unsafe {
+        let (p, len) = text_bytes(py, i, obj)?;
+        if len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(p, len)
+        }
+    };
+    match width {
+        Some(w) if w != key.len() => Err(not_fixed(i, key.len(), w)),
+        _ => Ok(key),
+    }
+}
+
 /// The kind of the first key (or why it cannot be one).
 ///
 /// # Safety
 /// `obj` is a live object and the GIL is held.
-unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error> {
+pub(super) unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error> {
     // SAFETY: (the checks) the caller's contract; type checks read type flags only.
     unsafe {
         if ffi::PyUnicode_Check(obj) != 0
@@ -236,14 +264,21 @@ unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error
 
 /// Keys from Python objects one by one (copied): `bytes`/`bytearray`/`str` (hashed as UTF-8),
 /// `int` (as the filter's integer key type `hint`) or `float`; all of the first key's kind.
-/// With a `seed`, text keys are hashed with it as they are read instead of copied (their hashes
-/// are the whole input: only a filter of that seed can take them).
+/// With `hashing`, text keys are hashed with its seed as they are read instead of copied (their
+/// hashes are the whole input: only a filter of that seed can take them), those of a list or
+/// tuple on its threads where they can be ([`super::direct`]).
 pub(super) fn from_items<'py>(
     py: Python<'py>,
     source: Source<'_, 'py>,
     hint: KeyType,
-    seed: Option<u64>,
+    hashing: Option<Hashing<'_>>,
 ) -> Result<Input<'py>, Error> {
+    if let Some(h) = hashing {
+        if let Some(input) = super::direct::from_sequence(py, &source, hint, h)? {
+            return Ok(input);
+        }
+    }
+    let seed = hashing.map(|h| h.seed);
     // Made at the first item, whose kind decides (an iterator can be read once).
     let mut reader: Option<Reader> = None;
     source.for_each(|i, obj| {
@@ -262,6 +297,15 @@ pub(super) fn from_items<'py>(
         None => Ok(Input::new(KeyType::Any)),
         Some(r) => r.finish(),
     }
+}
+
+/// How text keys are hashed as they are read: with a filter's seed, on a call's threads.
+#[derive(Clone, Copy)]
+pub(crate) struct Hashing<'a> {
+    /// The filter's seed.
+    pub(crate) seed: u64,
+    /// Where a list's or tuple's strings are hashed.
+    pub(crate) threads: &'a Threads,
 }
 
 /// Integer keys: how a Python int becomes a key of the filter's integer key type.
@@ -359,17 +403,7 @@ impl Reader {
     unsafe fn push_text(&mut self, py: Python<'_>, i: usize, obj: Obj) -> Result<(), Error> {
         // SAFETY: the caller's contract: `obj` lives and no Python code runs until we return,
         // so its bytes are read (hashed or copied) while they are valid.
-        let key = unsafe {
-            let (p, len) = text_bytes(py, i, obj)?;
-            if len == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p, len)
-            }
-        };
-        if let Some(w) = self.width.filter(|&w| w != key.len()) {
-            return Err(not_fixed(i, key.len(), w));
-        }
+        let key = unsafe { text_key(py, i, obj, self.width)? };
         match self.seed {
             Some(seed) => self.w64.push(xxh64(key, seed)),
             None => {
@@ -518,7 +552,7 @@ fn ints_need_a_width(hint: KeyType) -> Error {
 }
 
 /// Hashes of text keys with `seed`, for a filter of key type `hint`.
-fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
+pub(super) fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
     let key_type = match hint {
         KeyType::FixedBytes(_) => hint,
         _ => KeyType::Bytes,
