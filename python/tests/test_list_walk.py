@@ -1,8 +1,8 @@
-"""Lists and tuples of ``str`` hashed on the call's threads by plain reads of the objects (the
-layout calibrated at first use) give the filter bytes, answers and errors of the same keys read
-one by one through the C API: mixed items (non-ASCII, empty, long, subclasses, bytes) go through
-the C API in their places; ``BLOOMLANES_LIST_WALK=gil`` (what a failed calibration leaves)
-gives the same results."""
+"""Lists and tuples of ``str`` and ``bytes`` hashed on the call's threads by plain reads of the
+objects (the layout calibrated at first use) give the filter bytes, answers and errors of the
+same keys read one by one through the C API: the other items (non-ASCII or subclassed ``str``,
+``bytes`` subclasses, ``bytearray``) go through the C API in their places;
+``BLOOMLANES_LIST_WALK=gil`` (what a failed calibration leaves) gives the same results."""
 
 import os
 
@@ -21,6 +21,10 @@ class Str(str):
     pass
 
 
+class Bytes(bytes):
+    pass
+
+
 @pytest.fixture
 def gil_walk(monkeypatch):
     """Every item through the C API on the calling thread (the fallback path)."""
@@ -31,7 +35,8 @@ def mixed_keys(n):
     """ASCII keys with every other kind of item at places spread over the walk's tasks."""
     keys = [f"user-{i}" for i in range(n)]
     odd = ["", "é", "café au lait", "日本語", "😀", "x" * 16, "y" * 17, "z" * 300, "\x00nul",
-           "a", chr(127), Str("subclass"), b"bytes-key", bytearray(b"bytearray-key"),
+           "a", chr(127), Str("subclass"), b"bytes-key", b"", Bytes(b"bytes-subclass"),
+           bytearray(b"bytearray-key"), b"long bytes " * 9,
            "ascii but " + "long " * 10, "ü" * 20]
     step = max(1, n // (3 * len(odd)))
     for j, k in enumerate(odd):
@@ -139,8 +144,8 @@ def test_fixed_width_keys_and_their_errors(walk, monkeypatch):
 
 
 def test_str_made_every_way_is_read_as_utf8():
-    """Interned, sliced, joined, formatted, single-character and decoded strings, and the same
-    text as non-compact subclasses: one filter."""
+    """Interned, sliced, joined, formatted, single-character and decoded strings, the same text
+    as non-compact subclasses, as bytes and as bytes subclasses: one filter."""
     base = [f"key-{i}" for i in range(5000)]
     made = [
         base,
@@ -149,6 +154,8 @@ def test_str_made_every_way_is_read_as_utf8():
         [bytes(k, "ascii").decode("ascii") for k in base],
         [Str(k) for k in base],
         [k.encode() for k in base],
+        [Bytes(k.encode()) for k in base],
+        [k if i % 2 else k.encode() for i, k in enumerate(base)],
     ]
     want = new_filter()
     want.insert(pa.array(base))

@@ -8,18 +8,17 @@
 //! is measured once per process on objects made through the API ([`calibrate`]); when anything
 //! there disagrees, the walk is not used and the keys are read as before (items.rs).
 //!
-//! The workers take only the common item: an exact `str` (a pointer comparison of its type)
+//! The workers take only the common items: an exact `str` (a pointer comparison of its type)
 //! that is compact and ASCII (two state bits), whose UTF-8 form is its data, right after the
-//! header. Every other item (non-ASCII or non-compact `str`, subclasses, `bytes`, anything
-//! wrong) is left to a second pass on the calling thread through the C API, in index order, so
+//! header, and an exact `bytes`. Every other item (non-ASCII or non-compact `str`, subclasses,
+//! `bytearray`, anything wrong) is left to a second pass on the calling thread through the C API, in index order, so
 //! the hashes, their order and the first error are those of the one-thread walk.
-
-use std::sync::OnceLock;
 
 use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
 use super::items::{hashed, kind_of, text_key, Hashing, Kind, Source};
@@ -46,6 +45,10 @@ struct Layout {
     compact_ascii: u32,
     /// A compact ASCII `str`'s bytes (its UTF-8 form, NUL-terminated).
     str_data: usize,
+    /// A `bytes` object's length.
+    bytes_len: usize,
+    /// A `bytes` object's bytes (NUL-terminated).
+    bytes_data: usize,
 }
 
 /// Keys per task of the walk (also the list length below which one thread walks it).
@@ -66,8 +69,9 @@ pub(super) struct Walked {
 }
 
 /// The keys of a list or tuple whose first item is text, hashed as `hashing` says: the compact
-/// ASCII `str` items on its threads ([`hash_items`]), then the others through the C API on this
-/// thread, in index order; `None` for another source or first item, or when the walk is off.
+/// ASCII `str` and the `bytes` items on its threads ([`hash_items`]), then the others through
+/// the C API on this thread, in index order; `None` for another source or first item, or when
+/// the walk is off.
 pub(super) fn from_sequence<'py>(
     py: Python<'py>,
     source: &Source<'_, 'py>,
@@ -98,7 +102,7 @@ pub(super) fn from_sequence<'py>(
         Ok(obj)
     };
     // SAFETY: (`kind_of`) a live item, the GIL held.
-    if seq.len().map_or(true, |n| n == 0) || unsafe { kind_of(py, item(0)?)? } != Kind::Text {
+    if !seq.len().is_ok_and(|n| n > 0) || unsafe { kind_of(py, item(0)?)? } != Kind::Text {
         return Ok(None);
     }
     let width = match hint {
@@ -119,8 +123,8 @@ pub(super) fn from_sequence<'py>(
     Ok(Some(hashed(hint, hashes, hashing.seed)))
 }
 
-/// Hashes the compact ASCII `str` items of `seq` (a list if `is_list`, else a tuple) with
-/// `seed` on `threads`, with `width` (a `fixed:<n>` filter) leaving keys of another length to
+/// Hashes the compact ASCII `str` and exact `bytes` items of `seq` (a list if `is_list`, else a
+/// tuple) with `seed` on `threads`, with `width` (a `fixed:<n>` filter) leaving keys of another length to
 /// the caller; `None` if the walk is off or CPython's layout was not recognised.
 pub(super) fn hash_items(
     seq: &Bound<'_, PyAny>,
@@ -211,27 +215,35 @@ unsafe fn walk_run(
 ) -> Vec<usize> {
     let mut others = Vec::new();
     let str_type = &raw mut ffi::PyUnicode_Type;
+    let bytes_type = &raw mut ffi::PyBytes_Type;
     for (j, h) in out.iter_mut().enumerate() {
         let i = start + j;
         // SAFETY: (the item reads) `i < n` and `i + AHEAD < n` where read, by the caller's
         // contract. (The object reads) each item is a live object, so its header (type, and for
         // a `str` the fields up to the state bits, which every `str` has) is readable; a compact
-        // ASCII `str` holds `len` bytes and a NUL at `str_data`, all inside the object. Nothing
-        // writes to them meanwhile (the caller's contract), so the plain loads do not race.
+        // ASCII `str` holds `len` bytes and a NUL at `str_data`, an exact `bytes` `len` bytes
+        // and a NUL at `bytes_data`, all inside the object. Nothing writes to them meanwhile
+        // (the caller's contract), so the plain loads do not race.
         unsafe {
             if i + AHEAD < n {
                 super::items::prefetch(*items.add(i + AHEAD));
             }
             let obj = *items.add(i);
-            if (*obj).ob_type == str_type
+            let t = (*obj).ob_type;
+            let (off, len) = if t == str_type
                 && state(obj, layout) & layout.compact_ascii == layout.compact_ascii
             {
-                let len = word(obj, layout.str_len);
-                if width.is_none_or(|w| w == len) {
-                    let data = obj.cast::<u8>().add(layout.str_data);
-                    *h = xxh64(std::slice::from_raw_parts(data, len), seed);
-                    continue;
-                }
+                (layout.str_data, word(obj, layout.str_len))
+            } else if t == bytes_type {
+                (layout.bytes_data, word(obj, layout.bytes_len))
+            } else {
+                others.push(i);
+                continue;
+            };
+            if width.is_none_or(|w| w == len) {
+                let data = obj.cast::<u8>().add(off);
+                *h = xxh64(std::slice::from_raw_parts(data, len), seed);
+                continue;
             }
         }
         others.push(i);
@@ -266,9 +278,11 @@ unsafe fn state(obj: *const ffi::PyObject, layout: &Layout) -> u32 {
 }
 
 /// The calibrated layout, measured at the first call of the process (or why there is none).
+/// (A `PyOnceLock`: the calibration runs Python code, which may let another thread in, which
+/// must not then wait for the cell while holding the GIL. Read before the walk starts.)
 fn calibrated(py: Python<'_>) -> &'static Result<Layout, String> {
-    static LAYOUT: OnceLock<Result<Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(|| calibrate(py))
+    static LAYOUT: PyOnceLock<Result<Layout, String>> = PyOnceLock::new();
+    LAYOUT.get_or_init(py, || calibrate(py))
 }
 
 /// The calibrated layout, if there is one.
@@ -409,6 +423,7 @@ fn calibrate(py: Python<'_>) -> Result<Layout, String> {
         return Err("a non-ASCII str has the compact ASCII bits".into());
     }
     let str_data = str_data.ok_or("no ASCII sample")?;
+    let (bytes_len, bytes_data) = bytes_fields(py, &size_of)?;
     Ok(Layout {
         list_items: list_items(py, &ascii, &size_of)?,
         tuple_items: tuple_items(py, &ascii, &size_of)?,
@@ -416,7 +431,56 @@ fn calibrate(py: Python<'_>) -> Result<Layout, String> {
         str_state,
         compact_ascii,
         str_data,
+        bytes_len,
+        bytes_data,
     })
+}
+
+/// The offsets of a `bytes` object's length (the word that says it in every sample) and of its
+/// bytes (where `PyBytes_AsString` points, the same in every sample, running to the object's
+/// end with the NUL).
+fn bytes_fields(
+    py: Python<'_>,
+    size_of: &dyn Fn(&Bound<'_, PyAny>) -> Result<usize, String>,
+) -> Result<(usize, usize), String> {
+    let samples: Vec<Bound<'_, PyAny>> = [&b""[..], b"a", b"abc", b"bytes-12", &[7u8; 40]]
+        .iter()
+        .map(|b| PyBytes::new(py, b).into_any())
+        .collect();
+    let header = size_of(&samples[0])? - 1;
+    let hits: Vec<usize> = (16..header.saturating_sub(7))
+        .step_by(8)
+        .filter(|&off| {
+            samples.iter().all(|b| {
+                // SAFETY: (both) live `bytes` of at least `header` bytes, the GIL held.
+                let len = unsafe { ffi::PyBytes_Size(b.as_ptr()) } as usize;
+                len == unsafe { word(b.as_ptr(), off) }
+            })
+        })
+        .collect();
+    let [len_off] = hits[..] else {
+        return Err(format!("the length of a bytes is at {hits:?}"));
+    };
+    let mut data_off = None;
+    for b in &samples {
+        // SAFETY: a live `bytes`, the GIL held: a pointer to its bytes.
+        let (p, len) = unsafe {
+            (
+                ffi::PyBytes_AsString(b.as_ptr()),
+                ffi::PyBytes_Size(b.as_ptr()),
+            )
+        };
+        let off = (p as usize).wrapping_sub(b.as_ptr() as usize);
+        if p.is_null()
+            || off < len_off + 8
+            || off.checked_add(len as usize + 1) != Some(size_of(b)?)
+            || data_off.is_some_and(|d| d != off)
+        {
+            return Err(format!("a bytes object's bytes are at {off}, {len} long"));
+        }
+        data_off = Some(off);
+    }
+    Ok((len_off, data_off.ok_or("no bytes sample")?))
 }
 
 /// The offset of a list's item pointer: the one word of the list header, past the type, that
@@ -427,7 +491,10 @@ fn list_items(
     size_of: &dyn Fn(&Bound<'_, PyAny>) -> Result<usize, String>,
 ) -> Result<usize, String> {
     let header = size_of(PyList::empty(py).as_any())?;
-    let lists = [&items[..3], &items[..5]].map(|v| PyList::new(py, v).expect("a list"));
+    let lists = [
+        PyList::new(py, &items[..3]).map_err(|e| format!("a list: {e}"))?,
+        PyList::new(py, &items[..5]).map_err(|e| format!("a list: {e}"))?,
+    ];
     let pointer_like = |off: usize| {
         lists.iter().all(|l| {
             // SAFETY: `off + 8 <= header`, within the list object.
@@ -466,7 +533,7 @@ fn tuple_items(
     items: &[Bound<'_, PyAny>],
     size_of: &dyn Fn(&Bound<'_, PyAny>) -> Result<usize, String>,
 ) -> Result<usize, String> {
-    let t = PyTuple::new(py, &items[..3]).expect("a tuple");
+    let t = PyTuple::new(py, &items[..3]).map_err(|e| format!("a tuple: {e}"))?;
     let size = size_of(t.as_any())?;
     let hits: Vec<usize> = (16..size.saturating_sub(3 * 8 - 1))
         .step_by(8)
