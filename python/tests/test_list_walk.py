@@ -128,8 +128,10 @@ def test_fixed_width_keys_and_their_errors(walk, monkeypatch):
     assert f.to_bytes() == want.to_bytes()
     before = f.to_bytes()
     for at, bad, err, msg in [
-        (CHUNK + 3, "short", bloomlanes.KeyTypeError, f"key at index {CHUNK + 3} has 5 bytes, but the filter's keys are fixed:8"),
-        (2 * CHUNK, 12345, TypeError, f"key at index {2 * CHUNK} is a int, but the keys before it are bytes or str"),
+        (CHUNK + 3, "short", bloomlanes.KeyTypeError,
+         f"key at index {CHUNK + 3} has 5 bytes, but the filter's keys are fixed:8"),
+        (2 * CHUNK, 12345, TypeError,
+         f"key at index {2 * CHUNK} is a int, but the keys before it are bytes or str"),
         (7, "\ud800", ValueError, "str key at index 7"),
     ]:
         bad_keys = keys[:]

@@ -1,4 +1,5 @@
-//! The `str` items of a `list` or `tuple` hashed on every core, for `Filter.insert`/`contains`.
+//! The `str` and `bytes` items of a `list` or `tuple` hashed on every core, for
+//! `Filter.insert`/`contains`.
 //!
 //! The calling thread holds the GIL for the whole call and runs no Python code meanwhile, so no
 //! thread can change the sequence, drop one of its items or write to a string (each needs the
@@ -11,8 +12,9 @@
 //! The workers take only the common items: an exact `str` (a pointer comparison of its type)
 //! that is compact and ASCII (two state bits), whose UTF-8 form is its data, right after the
 //! header, and an exact `bytes`. Every other item (non-ASCII or non-compact `str`, subclasses,
-//! `bytearray`, anything wrong) is left to a second pass on the calling thread through the C API, in index order, so
-//! the hashes, their order and the first error are those of the one-thread walk.
+//! `bytearray`, anything wrong) is left to a second pass on the calling thread through the C
+//! API, in index order, so the hashes, their order and the first error are those of the
+//! one-thread walk.
 
 use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
@@ -21,7 +23,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
-use super::items::{hashed, kind_of, text_key, Hashing, Kind, Source};
+use super::items::{hashed, kind_of, sequence_item, text_key, Hashing, Kind, Source};
 use super::Input;
 use crate::errors::Error;
 use crate::ops::Threads;
@@ -63,9 +65,9 @@ const SWITCH: &str = "BLOOMLANES_LIST_WALK";
 
 /// The hashes of a sequence's keys: `hashes[i]` for every index except those in `others`
 /// (ascending), which the workers left to the C API.
-pub(super) struct Walked {
-    pub(super) hashes: Vec<u64>,
-    pub(super) others: Vec<usize>,
+struct Walked {
+    hashes: Vec<u64>,
+    others: Vec<usize>,
 }
 
 /// The keys of a list or tuple whose first item is text, hashed as `hashing` says: the compact
@@ -83,24 +85,7 @@ pub(super) fn from_sequence<'py>(
         Source::Tuple(seq) => (seq, false),
         _ => return Ok(None),
     };
-    let item = |i: usize| -> Result<Obj, Error> {
-        // SAFETY: `seq` is a live list (or tuple), the GIL held; the getters check the index
-        // and return a borrowed reference, or NULL with an exception set.
-        let obj = unsafe {
-            if is_list {
-                ffi::PyList_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
-            } else {
-                ffi::PyTuple_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
-            }
-        };
-        if obj.is_null() {
-            let e = PyErr::fetch(py);
-            return Err(Error::type_(format!(
-                "the list changed while its keys were read: {e}"
-            )));
-        }
-        Ok(obj)
-    };
+    let item = |i: usize| sequence_item(seq, is_list, i);
     // SAFETY: (`kind_of`) a live item, the GIL held.
     if !seq.len().is_ok_and(|n| n > 0) || unsafe { kind_of(py, item(0)?)? } != Kind::Text {
         return Ok(None);
@@ -124,9 +109,9 @@ pub(super) fn from_sequence<'py>(
 }
 
 /// Hashes the compact ASCII `str` and exact `bytes` items of `seq` (a list if `is_list`, else a
-/// tuple) with `seed` on `threads`, with `width` (a `fixed:<n>` filter) leaving keys of another length to
-/// the caller; `None` if the walk is off or CPython's layout was not recognised.
-pub(super) fn hash_items(
+/// tuple) with `seed` on `threads`, with `width` (a `fixed:<n>` filter) leaving keys of another
+/// length to the caller; `None` if the walk is off or CPython's layout was not recognised.
+fn hash_items(
     seq: &Bound<'_, PyAny>,
     is_list: bool,
     seed: u64,

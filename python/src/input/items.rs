@@ -73,21 +73,8 @@ impl Source<'_, '_> {
             Source::List(list) | Source::Tuple(list) => {
                 let is_list = matches!(self, Source::List(_));
                 let n = self.size_hint();
-                let get = |i: usize| {
-                    // SAFETY: `list` is a live list (or tuple) and we hold the GIL; the getters
-                    // check the index (a list can only shrink if Python code runs, which `f`
-                    // does not) and return a borrowed reference or NULL with an exception set.
-                    let item = unsafe {
-                        if is_list {
-                            ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t)
-                        } else {
-                            ffi::PyTuple_GetItem(list.as_ptr(), i as ffi::Py_ssize_t)
-                        }
-                    };
-                    if item.is_null() {
-                        let e = PyErr::fetch(list.py());
-                        return Err(py_err("the list changed while its keys were read", e));
-                    }
+                let get = |i: usize| -> Result<Obj, Error> {
+                    let item = sequence_item(list, is_list, i)?;
                     prefetch(item);
                     Ok(item)
                 };
@@ -120,6 +107,28 @@ impl Source<'_, '_> {
             }
         }
     }
+}
+
+/// Item `i` of `seq`, a list if `is_list`, else a tuple: a borrowed reference, valid until
+/// Python code runs (which could change the list), or an error if there is no such item (a list
+/// can only shrink if Python code runs while its keys are read, which the readers do not let).
+pub(super) fn sequence_item(seq: &Bound<'_, PyAny>, is_list: bool, i: usize) -> Result<Obj, Error> {
+    // SAFETY: `seq` is a live list (or tuple), the GIL is held (the `Bound`); the getters check
+    // the index and return a borrowed reference or NULL with an exception set.
+    let item = unsafe {
+        if is_list {
+            ffi::PyList_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+        } else {
+            ffi::PyTuple_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+        }
+    };
+    if item.is_null() {
+        let e = PyErr::fetch(seq.py());
+        return Err(Error::type_(format!(
+            "the list changed while its keys were read: {e}"
+        )));
+    }
+    Ok(item)
 }
 
 /// How many items ahead of the one being read a list walk fetches (and prefetches).
