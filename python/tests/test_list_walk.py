@@ -5,6 +5,7 @@ same keys read one by one through the C API: the other items (non-ASCII or subcl
 ``BLOOMLANES_LIST_WALK=gil`` (what a failed calibration leaves) gives the same results."""
 
 import os
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -192,3 +193,35 @@ def test_the_environment_switch_is_read_per_call():
         else:
             os.environ["BLOOMLANES_LIST_WALK"] = old
     assert _native._list_walk() == "direct"
+
+
+def test_python_threads_walking_lists_at_once_get_their_own_bytes():
+    """Calls from several Python threads (each walk holds the GIL while its helper threads
+    read; the inserts run without it, on the shared pool) finish and give each list's bytes."""
+    lists = [[f"t{t}-{i}" for i in range(3 * CHUNK + t)] for t in range(4)]
+    wants = []
+    for keys in lists:
+        want = new_filter()
+        want.insert(pa.array(keys))
+        wants.append(want.to_bytes())
+    got = [None] * len(lists)
+    errors = []
+
+    def run(t):
+        try:
+            for _ in range(5):
+                f = new_filter()
+                f.insert(lists[t])
+                assert f.contains(tuple(lists[t])).all()
+            got[t] = f.to_bytes()
+        except Exception as e:  # reported below, with the thread
+            errors.append((t, e))
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(len(lists))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads)
+    assert not errors
+    assert got == wants

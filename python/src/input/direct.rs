@@ -3,7 +3,7 @@
 //!
 //! The calling thread holds the GIL for the whole call and runs no Python code meanwhile, so no
 //! thread can change the sequence, drop one of its items or write to a string (each needs the
-//! GIL). Worker threads (the call's rayon pool) then read the item pointers and the strings'
+//! GIL). Threads started for the call, and the caller, then read the item pointers and the strings'
 //! bytes by plain loads, without the C API, and hash them with the filter's seed. The crate is
 //! abi3, where `PyList_GET_ITEM` and `PyUnicode_DATA` do not exist, so where CPython keeps these
 //! is measured once per process on objects made through the API ([`calibrate`]); when anything
@@ -16,14 +16,15 @@
 //! API, in index order, so the hashes, their order and the first error are those of the
 //! one-thread walk.
 
+use std::sync::Mutex;
+
 use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use rayon::prelude::*;
 
-use super::items::{hashed, kind_of, sequence_item, text_key, Hashing, Kind, Source};
+use super::items::{hashed, kind_of, sequence_item, text_key, Hashing, Kind, Source, AHEAD};
 use super::Input;
 use crate::errors::Error;
 use crate::ops::Threads;
@@ -53,11 +54,8 @@ struct Layout {
     bytes_data: usize,
 }
 
-/// Keys per task of the walk (also the list length below which one thread walks it).
+/// Keys per piece of the walk (a list of at most this many is walked by the calling thread).
 const CHUNK: usize = 16 * 1024;
-
-/// How many items ahead of the one being hashed a worker prefetches the object.
-const AHEAD: usize = 16;
 
 /// The environment variable that turns the walk off (`gil`: every item through the C API on
 /// the calling thread, as when the calibration fails), for tests and comparisons.
@@ -151,18 +149,53 @@ fn hash_items(
         // `walk_run` reads only `start .. start + out.len() <= n`.
         unsafe { walk_run(&layout, items.ptr(), start, n, seed, width, out) }
     };
-    let others = if n <= CHUNK {
-        walk(0, &mut hashes)
-    } else {
-        threads.install(|| {
-            hashes
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .flat_map_iter(|(t, out)| walk(t * CHUNK, out))
-                .collect()
-        })
-    };
+    let others = on_threads(thread_count(threads), &mut hashes, walk);
     Some(Walked { hashes, others })
+}
+
+/// How many threads walk a sequence: the call's (`threads=`, else the package's setting).
+fn thread_count(threads: &Threads) -> usize {
+    match threads {
+        Threads::Package => crate::ops::threads(),
+        Threads::Every => rayon::current_num_threads(),
+        Threads::Pool(p) => p.current_num_threads(),
+    }
+}
+
+/// Runs `walk(start, out)` over the [`CHUNK`]-key pieces of `hashes` on the calling thread and
+/// `threads - 1` threads started for the call (not the rayon pool: the caller holds the GIL,
+/// and must not wait for a pool that another call keeps busy), each taking the next piece
+/// until none is left; returns the indices `walk` left, ascending.
+fn on_threads<W>(threads: usize, hashes: &mut [u64], walk: W) -> Vec<usize>
+where
+    W: Fn(usize, &mut [u64]) -> Vec<usize> + Sync,
+{
+    let pieces = hashes.len().div_ceil(CHUNK);
+    let next = Mutex::new(hashes.chunks_mut(CHUNK).enumerate());
+    let work = || {
+        let mut others = Vec::new();
+        loop {
+            let piece = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((t, out)) = piece else {
+                return others;
+            };
+            others.extend(walk(t * CHUNK, out));
+        }
+    };
+    let mut others = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads.min(pieces))
+            // A thread that cannot be started leaves its share to the others.
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, &work).ok())
+            .collect();
+        let mut others = work();
+        for h in helpers {
+            // A panic in a helper (none is expected: `walk` does not panic) is passed on.
+            others.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        others
+    });
+    others.sort_unstable();
+    others
 }
 
 /// The item array, shared with the workers for one walk.

@@ -131,8 +131,9 @@ pub(super) fn sequence_item(seq: &Bound<'_, PyAny>, is_list: bool, i: usize) -> 
     Ok(item)
 }
 
-/// How many items ahead of the one being read a list walk fetches (and prefetches).
-const AHEAD: usize = 32;
+/// How many items ahead of the one being read a list walk fetches (and prefetches); also the
+/// parallel walk's distance (`direct.rs`: 32 took 5 % less CPU than 16 there).
+pub(super) const AHEAD: usize = 32;
 
 /// Asks the CPU to load the start of `obj` (the header and a short string's bytes) into cache.
 #[inline(always)]
