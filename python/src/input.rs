@@ -24,7 +24,8 @@ pub(crate) use direct::_list_walk;
 mod numpy;
 
 use crate::ops::Threads;
-use items::{from_items, Hashing, Source};
+use direct::Hashing;
+use items::{from_items, Source};
 use numpy::from_numpy;
 
 /// Pointers to one run of keys (see [`Values`] for the meaning of each form).
@@ -350,11 +351,11 @@ pub(crate) fn extract_for<'py>(
     extract_with(obj, params.key_type, hashing)
 }
 
-/// [`extract`], hashing text items as `seed` says when given.
+/// [`extract`], hashing text items as `hashing` says when given.
 fn extract_with<'py>(
     obj: &Bound<'py, PyAny>,
     hint: KeyType,
-    seed: Option<Hashing<'_>>,
+    hashing: Option<Hashing<'_>>,
 ) -> Result<Input<'py>, Error> {
     let py = obj.py();
     let py_err = |e: PyErr| Error::type_(e.to_string());
@@ -364,13 +365,13 @@ fn extract_with<'py>(
         || obj.is_instance_of::<PyInt>()
         || obj.is_instance_of::<PyFloat>()
     {
-        return from_items(py, Source::One(obj), hint, seed);
+        return from_items(py, Source::One(obj), hint, hashing);
     }
     if obj.is_instance_of::<PyList>() {
-        return from_items(py, Source::List(obj), hint, seed);
+        return from_items(py, Source::List(obj), hint, hashing);
     }
     if obj.is_instance_of::<PyTuple>() {
-        return from_items(py, Source::Tuple(obj), hint, seed);
+        return from_items(py, Source::Tuple(obj), hint, hashing);
     }
     if obj.hasattr("__arrow_c_array__").map_err(py_err)? {
         return from_arrow_array(obj);
@@ -387,7 +388,7 @@ fn extract_with<'py>(
         && !obj.is_instance_of::<PyMemoryView>()
         && obj.hasattr("__iter__").map_err(py_err)?
     {
-        return from_items(py, Source::Iter(obj), hint, seed);
+        return from_items(py, Source::Iter(obj), hint, hashing);
     }
     // pandas Series, memoryviews, numpy scalars …: whatever numpy makes of it.
     let np = py.import("numpy").map_err(py_err)?;

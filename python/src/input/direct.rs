@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
-use super::items::{hashed, kind_of, sequence_item, text_key, Hashing, Kind, Source, AHEAD};
+use super::items::{hashed, kind_of, sequence_item, text_key, Kind, Source, AHEAD};
 use super::Input;
 use crate::errors::Error;
 use crate::ops::Threads;
@@ -60,6 +60,15 @@ const CHUNK: usize = 16 * 1024;
 /// The environment variable that turns the walk off (`gil`: every item through the C API on
 /// the calling thread, as when the calibration fails), for tests and comparisons.
 const SWITCH: &str = "BLOOMLANES_LIST_WALK";
+
+/// How text keys are hashed as they are read: with a filter's seed, on a call's threads.
+#[derive(Clone, Copy)]
+pub(crate) struct Hashing<'a> {
+    /// The filter's seed.
+    pub(crate) seed: u64,
+    /// Where a list's or tuple's strings are hashed.
+    pub(crate) threads: &'a Threads,
+}
 
 /// The hashes of a sequence's keys: `hashes[i]` for every index except those in `others`
 /// (ascending), which the workers left to the C API.

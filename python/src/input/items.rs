@@ -22,9 +22,9 @@ use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::direct::Hashing;
 use super::{type_name, Input, Owner, RawPart, RawValues};
 use crate::errors::Error;
-use crate::ops::Threads;
 
 /// A Python object, borrowed.
 type Obj = *mut ffi::PyObject;
@@ -310,15 +310,6 @@ pub(super) fn from_items<'py>(
         None => Ok(Input::new(KeyType::Any)),
         Some(r) => r.finish(),
     }
-}
-
-/// How text keys are hashed as they are read: with a filter's seed, on a call's threads.
-#[derive(Clone, Copy)]
-pub(crate) struct Hashing<'a> {
-    /// The filter's seed.
-    pub(crate) seed: u64,
-    /// Where a list's or tuple's strings are hashed.
-    pub(crate) threads: &'a Threads,
 }
 
 /// Integer keys: how a Python int becomes a key of the filter's integer key type.
