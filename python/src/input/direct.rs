@@ -194,7 +194,7 @@ where
     let mut others = std::thread::scope(|s| {
         let helpers: Vec<_> = (1..threads.min(pieces))
             // A thread that cannot be started leaves its share to the others.
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, &work).ok())
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
             .collect();
         let mut others = work();
         for h in helpers {
@@ -380,11 +380,12 @@ fn calibrate(py: Python<'_>) -> Result<Layout, String> {
     let find = |what: &str, want: &dyn Fn(&Bound<'_, PyAny>) -> usize| {
         let hits: Vec<usize> = (16..header.saturating_sub(7))
             .step_by(8)
-            // SAFETY: every sample is a live `str` of at least `header` bytes. (`want` first: it
-            // may fill the field, as hashing does.)
             .filter(|&off| {
                 exact.iter().all(|s| {
+                    // (`want` first: it may fill the field, as hashing does.)
                     let w = want(s);
+                    // SAFETY: every sample is a live `str` of at least `header` bytes, and
+                    // `off + 8 <= header`.
                     w == unsafe { word(s.as_ptr(), off) }
                 })
             })
@@ -394,11 +395,12 @@ fn calibrate(py: Python<'_>) -> Result<Layout, String> {
             _ => Err(format!("the {what} of a str is at {hits:?}")),
         }
     };
-    // SAFETY: (both closures) live `str`s, the GIL held; neither function runs Python code
-    // for a `str` (hashing a `str` caches its hash in the object).
+    // SAFETY: live `str`s, the GIL held; the function runs no Python code.
     let str_len = find("length", &|s| unsafe {
         ffi::PyUnicode_GetLength(s.as_ptr()) as usize
     })?;
+    // SAFETY: live `str`s, the GIL held; hashing a `str` runs no Python code (it caches the hash
+    // in the object).
     let str_hash = find("hash", &|s| unsafe {
         ffi::PyObject_Hash(s.as_ptr()) as usize
     })?;
@@ -479,8 +481,9 @@ fn bytes_fields(
         .step_by(8)
         .filter(|&off| {
             samples.iter().all(|b| {
-                // SAFETY: (both) live `bytes` of at least `header` bytes, the GIL held.
+                // SAFETY: a live `bytes`, the GIL held.
                 let len = unsafe { ffi::PyBytes_Size(b.as_ptr()) } as usize;
+                // SAFETY: a live `bytes` of at least `header` bytes, and `off + 8 <= header`.
                 len == unsafe { word(b.as_ptr(), off) }
             })
         })
