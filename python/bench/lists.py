@@ -16,7 +16,8 @@ strings; lookups ask for N keys of which half were inserted. Rep by rep, alterna
 Prints, per case, the median, minimum and maximum rate over ``--reps`` reps in million keys per
 second, the median CPU time of the whole process per key (every thread; less noisy than the
 rate on a busy machine), bloomlanes' median over rbloom's, and the load average before and
-after.
+after. ``BLOOMLANES_LIST_WALK=gil`` reads lists of str on the calling thread through the C API
+(the path when the package does not recognise this Python's object layout), for comparison.
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def main() -> None:
             import pyarrow as pa
         except ImportError:
             pass
+    # How lists of str are read: "direct" (on every core) or "gil: <why>" (one thread).
+    walk = getattr(bloomlanes._native, "_list_walk", lambda: "gil (no _list_walk)")()
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; "
-          f"bloomlanes threads: {bloomlanes.threads()}; simd: {bloomlanes.simd_path()}")
+          f"bloomlanes threads: {bloomlanes.threads()}; simd: {bloomlanes.simd_path()}; "
+          f"list walk: {walk}")
     for n in args.n:
         run(n, args.reps, rbloom, pa)
     print(f"load average after: {os.getloadavg()}")

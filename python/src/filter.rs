@@ -251,7 +251,8 @@ impl PyFilter {
         if let Some(dev) = device_array(keys)? {
             return Ok(self.insert_device_array(py, &dev, backend)?);
         }
-        let input = extract_for(keys, &self.read().params(), backend != Backend::Gpu)?;
+        let hashed = (backend != Backend::Gpu).then_some(&threads);
+        let input = extract_for(keys, &self.read().params(), hashed)?;
         let parts = input.parts()?;
         let key_type = input.key_type;
         if backend == Backend::Gpu {
@@ -297,7 +298,8 @@ impl PyFilter {
         if out.is_some() {
             return Err(Error::value("out= is for device keys (a device array of answers)").into());
         }
-        let input = extract_for(keys, &self.read().params(), backend != Backend::Gpu)?;
+        let hashed = (backend != Backend::Gpu).then_some(&threads);
+        let input = extract_for(keys, &self.read().params(), hashed)?;
         let n = input.len();
         let parts = input.parts()?;
         let key_type = input.key_type;

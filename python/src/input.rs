@@ -17,9 +17,14 @@ use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, Py
 use crate::arrow::{self, ArrowArray, ArrowArrayStream, ArrowSchema, OwnedArray, OwnedSchema};
 use crate::errors::Error;
 
+mod direct;
 mod items;
+
+pub(crate) use direct::_list_walk;
 mod numpy;
 
+use crate::ops::Threads;
+use direct::Hashing;
 use items::{from_items, Source};
 use numpy::from_numpy;
 
@@ -330,22 +335,27 @@ pub(crate) fn extract<'py>(obj: &Bound<'py, PyAny>, hint: KeyType) -> Result<Inp
     extract_with(obj, hint, None)
 }
 
-/// The keys of `obj` for a filter of `params`; with `hashed`, text keys of a list, tuple or other
-/// iterable are hashed with the filter's seed as they are read (their bytes are never copied),
-/// and only a filter of that seed can take the hashes (not the GPU backend, which hashes there).
+/// The keys of `obj` for a filter of `params`; with `hashed` (the call's threads), text keys of
+/// a list, tuple or other iterable are hashed with the filter's seed as they are read (their
+/// bytes are never copied; a list's or tuple's on those threads), and only a filter of that seed
+/// can take the hashes (not the GPU backend, which hashes there).
 pub(crate) fn extract_for<'py>(
     obj: &Bound<'py, PyAny>,
     params: &Params,
-    hashed: bool,
+    hashed: Option<&Threads>,
 ) -> Result<Input<'py>, Error> {
-    extract_with(obj, params.key_type, hashed.then_some(params.seed))
+    let hashing = hashed.map(|threads| Hashing {
+        seed: params.seed,
+        threads,
+    });
+    extract_with(obj, params.key_type, hashing)
 }
 
-/// [`extract`], hashing text items with `seed` when given.
+/// [`extract`], hashing text items as `hashing` says when given.
 fn extract_with<'py>(
     obj: &Bound<'py, PyAny>,
     hint: KeyType,
-    seed: Option<u64>,
+    hashing: Option<Hashing<'_>>,
 ) -> Result<Input<'py>, Error> {
     let py = obj.py();
     let py_err = |e: PyErr| Error::type_(e.to_string());
@@ -355,13 +365,13 @@ fn extract_with<'py>(
         || obj.is_instance_of::<PyInt>()
         || obj.is_instance_of::<PyFloat>()
     {
-        return from_items(py, Source::One(obj), hint, seed);
+        return from_items(py, Source::One(obj), hint, hashing);
     }
     if obj.is_instance_of::<PyList>() {
-        return from_items(py, Source::List(obj), hint, seed);
+        return from_items(py, Source::List(obj), hint, hashing);
     }
     if obj.is_instance_of::<PyTuple>() {
-        return from_items(py, Source::Tuple(obj), hint, seed);
+        return from_items(py, Source::Tuple(obj), hint, hashing);
     }
     if obj.hasattr("__arrow_c_array__").map_err(py_err)? {
         return from_arrow_array(obj);
@@ -378,7 +388,7 @@ fn extract_with<'py>(
         && !obj.is_instance_of::<PyMemoryView>()
         && obj.hasattr("__iter__").map_err(py_err)?
     {
-        return from_items(py, Source::Iter(obj), hint, seed);
+        return from_items(py, Source::Iter(obj), hint, hashing);
     }
     // pandas Series, memoryviews, numpy scalars …: whatever numpy makes of it.
     let np = py.import("numpy").map_err(py_err)?;

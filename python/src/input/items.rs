@@ -11,7 +11,10 @@
 //! `PyUnicode_AsUTF8AndSize`, `PyBytes_AsStringAndSize`, `PyLong_As…`, `PyFloat_AsDouble`)
 //! behind a type check that is a pointer comparison for the exact built-in types. (Hashing the
 //! strings on the other cores instead, from pointers kept while the GIL is held, read each
-//! string twice and cost more: 27 against 15 ns of CPU per key, 2 M keys, 2-core VM.)
+//! string twice and cost more: 27 against 15 ns of CPU per key, 2 M keys, 2-core VM. What pays
+//! is reading the objects themselves on those cores, without the C API: `direct.rs`, which
+//! takes a list's or tuple's `str` and `bytes` for `Filter.insert`/`contains` and leaves the
+//! other items to this file's functions.)
 
 use std::ffi::c_char;
 
@@ -19,6 +22,7 @@ use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::direct::Hashing;
 use super::{type_name, Input, Owner, RawPart, RawValues};
 use crate::errors::Error;
 
@@ -69,21 +73,8 @@ impl Source<'_, '_> {
             Source::List(list) | Source::Tuple(list) => {
                 let is_list = matches!(self, Source::List(_));
                 let n = self.size_hint();
-                let get = |i: usize| {
-                    // SAFETY: `list` is a live list (or tuple) and we hold the GIL; the getters
-                    // check the index (a list can only shrink if Python code runs, which `f`
-                    // does not) and return a borrowed reference or NULL with an exception set.
-                    let item = unsafe {
-                        if is_list {
-                            ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t)
-                        } else {
-                            ffi::PyTuple_GetItem(list.as_ptr(), i as ffi::Py_ssize_t)
-                        }
-                    };
-                    if item.is_null() {
-                        let e = PyErr::fetch(list.py());
-                        return Err(py_err("the list changed while its keys were read", e));
-                    }
+                let get = |i: usize| -> Result<Obj, Error> {
+                    let item = sequence_item(list, is_list, i)?;
                     prefetch(item);
                     Ok(item)
                 };
@@ -118,12 +109,35 @@ impl Source<'_, '_> {
     }
 }
 
-/// How many items ahead of the one being read a list walk fetches (and prefetches).
-const AHEAD: usize = 32;
+/// Item `i` of `seq`, a list if `is_list`, else a tuple: a borrowed reference, valid until
+/// Python code runs (which could change the list), or an error if there is no such item (a list
+/// can only shrink if Python code runs while its keys are read, which the readers do not let).
+pub(super) fn sequence_item(seq: &Bound<'_, PyAny>, is_list: bool, i: usize) -> Result<Obj, Error> {
+    // SAFETY: `seq` is a live list (or tuple), the GIL is held (the `Bound`); the getters check
+    // the index and return a borrowed reference or NULL with an exception set.
+    let item = unsafe {
+        if is_list {
+            ffi::PyList_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+        } else {
+            ffi::PyTuple_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+        }
+    };
+    if item.is_null() {
+        let e = PyErr::fetch(seq.py());
+        return Err(Error::type_(format!(
+            "the list changed while its keys were read: {e}"
+        )));
+    }
+    Ok(item)
+}
+
+/// How many items ahead of the one being read a list walk fetches (and prefetches); also the
+/// parallel walk's distance (`direct.rs`: 32 took 5 % less CPU than 16 there).
+pub(super) const AHEAD: usize = 32;
 
 /// Asks the CPU to load the start of `obj` (the header and a short string's bytes) into cache.
 #[inline(always)]
-fn prefetch(obj: *mut ffi::PyObject) {
+pub(super) fn prefetch(obj: *mut ffi::PyObject) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint that never faults, whatever the address (SSE, which every
     // x86-64 has).
@@ -138,7 +152,7 @@ fn prefetch(obj: *mut ffi::PyObject) {
 
 /// What the first key says the keys are.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Text,
     Int,
     Float,
@@ -207,11 +221,38 @@ unsafe fn text_bytes(
     }
 }
 
+/// The bytes of text key `i` as [`text_bytes`], checked to be `width` long if given.
+///
+/// # Safety
+/// `obj` is a live object and the GIL is held; the bytes are valid while `obj` lives and no
+/// Python code runs.
+#[inline(always)]
+pub(super) unsafe fn text_key<'a>(
+    py: Python<'_>,
+    i: usize,
+    obj: *mut ffi::PyObject,
+    width: Option<usize>,
+) -> Result<&'a [u8], Error> {
+    // SAFETY: the caller's contract; `text_bytes` gives `len` bytes at `p`.
+    let key = unsafe {
+        let (p, len) = text_bytes(py, i, obj)?;
+        if len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(p, len)
+        }
+    };
+    match width {
+        Some(w) if w != key.len() => Err(not_fixed(i, key.len(), w)),
+        _ => Ok(key),
+    }
+}
+
 /// The kind of the first key (or why it cannot be one).
 ///
 /// # Safety
 /// `obj` is a live object and the GIL is held.
-unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error> {
+pub(super) unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error> {
     // SAFETY: (the checks) the caller's contract; type checks read type flags only.
     unsafe {
         if ffi::PyUnicode_Check(obj) != 0
@@ -236,14 +277,21 @@ unsafe fn kind_of(py: Python<'_>, obj: *mut ffi::PyObject) -> Result<Kind, Error
 
 /// Keys from Python objects one by one (copied): `bytes`/`bytearray`/`str` (hashed as UTF-8),
 /// `int` (as the filter's integer key type `hint`) or `float`; all of the first key's kind.
-/// With a `seed`, text keys are hashed with it as they are read instead of copied (their hashes
-/// are the whole input: only a filter of that seed can take them).
+/// With `hashing`, text keys are hashed with its seed as they are read instead of copied (their
+/// hashes are the whole input: only a filter of that seed can take them), those of a list or
+/// tuple on its threads where they can be ([`super::direct`]).
 pub(super) fn from_items<'py>(
     py: Python<'py>,
     source: Source<'_, 'py>,
     hint: KeyType,
-    seed: Option<u64>,
+    hashing: Option<Hashing<'_>>,
 ) -> Result<Input<'py>, Error> {
+    if let Some(h) = hashing {
+        if let Some(input) = super::direct::from_sequence(py, &source, hint, h)? {
+            return Ok(input);
+        }
+    }
+    let seed = hashing.map(|h| h.seed);
     // Made at the first item, whose kind decides (an iterator can be read once).
     let mut reader: Option<Reader> = None;
     source.for_each(|i, obj| {
@@ -359,17 +407,7 @@ impl Reader {
     unsafe fn push_text(&mut self, py: Python<'_>, i: usize, obj: Obj) -> Result<(), Error> {
         // SAFETY: the caller's contract: `obj` lives and no Python code runs until we return,
         // so its bytes are read (hashed or copied) while they are valid.
-        let key = unsafe {
-            let (p, len) = text_bytes(py, i, obj)?;
-            if len == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p, len)
-            }
-        };
-        if let Some(w) = self.width.filter(|&w| w != key.len()) {
-            return Err(not_fixed(i, key.len(), w));
-        }
+        let key = unsafe { text_key(py, i, obj, self.width)? };
         match self.seed {
             Some(seed) => self.w64.push(xxh64(key, seed)),
             None => {
@@ -518,7 +556,7 @@ fn ints_need_a_width(hint: KeyType) -> Error {
 }
 
 /// Hashes of text keys with `seed`, for a filter of key type `hint`.
-fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
+pub(super) fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
     let key_type = match hint {
         KeyType::FixedBytes(_) => hint,
         _ => KeyType::Bytes,
