@@ -304,7 +304,9 @@ impl<'a> Classifier<'a> {
                 &s.labels.found
             }
         };
-        // One pass over the found bits: the verdict, and (labelled) the label and its counts.
+        // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
+        // with no branch on the found bit (it follows the traffic, which no predictor learns).
+        let labelled = !s.sizes.is_empty();
         for j in 0..n {
             let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
@@ -315,11 +317,14 @@ impl<'a> Classifier<'a> {
                 e.packets += 1;
                 e.matched = hit == 1;
             }
-            if let Some(&size) = s.sizes.get(j) {
-                let label = (hit == 1).then(|| s.labels.values[j]);
-                v.labels[i] = label.unwrap_or(0);
-                v.totals.per_label.add(label, u64::from(size));
+            if labelled {
+                v.labels[i] = s.labels.values[j] & 0u32.wrapping_sub(hit as u32);
             }
+        }
+        if labelled {
+            v.totals
+                .per_label
+                .add_batch(words, &s.labels.values[..n], &s.sizes[..n]);
         }
         s.hashes.clear();
         s.index.clear();
