@@ -425,3 +425,95 @@ fn min_tree(v: &mut String, g: &Geo) {
         "    wire w0_valid = {at}_valid;\n    wire [{tw1}:0] w0_tag = {at}_tag;"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use crate::{generate_pipeline, CellSpec, HdlConfig, KeyMode, PipelineConfig};
+    use bloomlanes_core::{CounterBits, Layout};
+
+    /// The register bits `sig`'s combinational cone reads in `rtl`: `wire a = …;` and
+    /// `assign a[i] = …;` are followed, a `reg` (declared `reg [w-1:0] a, b;`) ends a branch
+    /// (a whole vector counts its width), upper-case names (parameters) are constants.
+    fn register_cone(rtl: &str, sig: &str) -> BTreeSet<String> {
+        let mut regs = BTreeMap::new();
+        let mut defs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for line in rtl.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix("reg ") {
+                let (width, names) = match rest.strip_prefix('[') {
+                    Some(r) => {
+                        let (range, names) = r.split_once(']').unwrap();
+                        (
+                            range.split(':').next().unwrap().parse::<u32>().unwrap() + 1,
+                            names,
+                        )
+                    }
+                    None => (1, rest),
+                };
+                for n in names.split(';').next().unwrap().split(',') {
+                    regs.insert(n.trim().to_string(), width);
+                }
+            } else if let Some((lhs, rhs)) = line.split_once(" = ") {
+                let lhs = lhs
+                    .trim_start_matches("assign ")
+                    .trim_start_matches("wire ");
+                let name = lhs.rsplit(' ').next().unwrap().split('[').next().unwrap();
+                if !line.contains("<=") && (line.starts_with("assign ") || line.starts_with("wire"))
+                {
+                    defs.entry(name.to_string())
+                        .or_default()
+                        .push(rhs.to_string());
+                }
+            }
+        }
+        let (mut todo, mut seen, mut bits) =
+            (vec![sig.to_string()], BTreeSet::new(), BTreeSet::new());
+        while let Some(s) = todo.pop() {
+            if !seen.insert(s.clone()) {
+                continue;
+            }
+            for rhs in defs.get(&s).into_iter().flatten() {
+                let mut rest = rhs.as_str();
+                while let Some(at) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                    rest = &rest[at..];
+                    let end = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    let (id, after) = rest.split_at(end);
+                    let index = after.strip_prefix('[').and_then(|a| a.split_once(']'));
+                    rest = index.map_or(after, |(_, a)| a);
+                    if id.chars().all(|c| !c.is_ascii_lowercase()) || rest.starts_with('\'') {
+                        continue;
+                    }
+                    match (regs.get(id), index) {
+                        (Some(_), Some((i, _))) => drop(bits.insert(format!("{id}[{i}]"))),
+                        (Some(&w), None) => bits.extend((0..w).map(|i| format!("{id}[{i}]"))),
+                        (None, _) => todo.push(id.to_string()),
+                    }
+                }
+            }
+        }
+        bits
+    }
+
+    /// The counter's decrement decision, which every counter bit of the next cycle waits for,
+    /// reads at most seven register bits (one ECP5 LUT7, one LUT level): before, it read every
+    /// lane's forwarding flag and both zero flags (26 bits, four to five LUT levels on the
+    /// loop from Y, the counting design's critical path on ECP5).
+    #[test]
+    fn the_decrement_decision_reads_seven_register_bits() {
+        for registered in [false, true] {
+            let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+            cfg.registered_banks = registered;
+            let cells = CellSpec::counting(CounterBits::Four);
+            let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).unwrap();
+            let cone = register_cone(&d.rtl, "x_dec");
+            assert!(cone.contains("y_dec[0]"), "{cone:?}");
+            assert!(
+                cone.len() <= 7,
+                "registered {registered}: x_dec reads {cone:?}"
+            );
+        }
+    }
+}
