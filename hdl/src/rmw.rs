@@ -15,7 +15,9 @@
 //! needs "every cell non-zero" (membership, the counter's delete), the cells' zero flags travel
 //! beside them, and the flag `all_nz` of the operation in X is an AND of registers, so that
 //! neither the lanes' multiplexer nor their AND is in the loop (a cycle early, Rn already knows
-//! which lanes the operation shares with the one ahead: `rn_f1`, compared in R(n-1)):
+//! which lanes the operation shares with the one ahead: `rn_f1`, compared in R(n-1); with a
+//! read of three cycles every flag is compared in R(n-2), and R(n-1) merges the zero flags of
+//! the three to (m + 2)th ahead into `rn_far`):
 //!
 //! * `x_pre_bank` and `x_pre_fwd` (by groups of four lanes), registered in Rn: every lane it
 //!   does not share with the one ahead is non-zero, split by where the lane's flag comes from:
@@ -63,9 +65,18 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let rs: Vec<String> = (1..=n).map(|i| format!("r{i}")).collect();
     let (rn, rm) = (&rs[n - 1], &rs[n - 2]);
     let after_y = &["z", "w", "v", "u"][..m];
+    // With a read of three cycles or more, the flags are compared one stage earlier still, in
+    // R(n-2) against the stage that will be ahead a cycle later (`{rm}_p1..`), so that R(n-1)
+    // can merge the zero flags of the three to (m + 2)th ahead (`{rn}_far`) into a register;
+    // the addresses then go one stage less far.
+    let early = n >= 3;
+    let rp = if early { rs[n - 3].as_str() } else { "" };
+    let far_stages = if early { m - 2 } else { m - 1 };
+    // The stages whose zero flags are merged: Y and after_y (early: but the last).
+    let nz_stages = if early { m } else { m + 1 };
     let compared: Vec<&str> = ["x", "y"]
         .iter()
-        .chain(&after_y[..m - 1])
+        .chain(&after_y[..far_stages])
         .copied()
         .collect();
     let merged: Vec<&str> = ["y"].iter().chain(after_y).copied().collect();
@@ -92,8 +103,10 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // result, registered at the banks' write port (one cycle) and written at the end of the
     // next cycle; Z, W, V, U: the cells of Y one to four cycles before. The bank data R3 sees
     // lacks the writes of the six operations ahead: X takes the one ahead's cells from Y
-    // (x_fw_y, compared in R2 as r3_f1: the only one-cycle loop), and R3 merges those of the
-    // two to six ahead (in Y, Z, W, V, U; flags r3_m2..6 compared in R2) into x_other."
+    // (x_fw_y, as r3_f1: the only one-cycle loop), and R3 merges those of the two to six ahead
+    // (in Y, Z, W, V, U; flags r3_m2..6) into x_other. The flags are compared in R1 (r2_p1..6,
+    // against the stage ahead a cycle later), so R2 merges the zero flags of the three to six
+    // ahead into r3_far."
     };
     let _ = writeln!(
         v,
@@ -102,7 +115,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     reg [1:0] {ops}, x_op;
     reg [{tw1}:0] {tags}, x_tag, y_tag;
     reg [{la1}:0] {addrs};
-    reg [{l1}:0] {flags_decl}, {rn}_f1, x_fw_y;
+    reg [{l1}:0] {flags_decl}, {rn}_f1, x_fw_y;{early_decl}
     reg [{lc1}:0] x_other, {cells_decl};
     wire [{lc1}:0] rd0;
     wire [{lc1}:0] other_next;
@@ -114,6 +127,17 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         tags = with(&rr, "_tag"),
         addrs = with(&[&rr[..], &compared[..]].concat(), "_addr"),
         flags_decl = flag_names.join(", "),
+        early_decl = if early {
+            let p: Vec<String> = (1..m + 3).map(|k| format!("{rm}_p{k}")).collect();
+            let far = if flags {
+                format!(", {rn}_far, {rn}_farhit")
+            } else {
+                String::new()
+            };
+            format!("\n    reg [{l1}:0] {}{far};", p.join(", "))
+        } else {
+            String::new()
+        },
         rn = rn,
         cells_decl = with(&merged, "_cell"),
         tw1 = tw - 1,
@@ -151,7 +175,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     wire [{l1}:0] nxt_nz;
     wire x_yp = {yp};
     wire all_nz = x_pre_bank & (&x_pre_fwd) & x_yp;",
-            nzs = with(&merged, "_nz"),
+            nzs = with(&merged[..nz_stages], "_nz"),
             g1 = groups - 1,
         );
     }
@@ -188,7 +212,14 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             rd = d("rd0"),
             xo = d("x_other"),
         );
-        if flags {
+        if flags && early {
+            // The newest of the three to (m + 2)th ahead was merged in R(n-1) (`{rn}_far`).
+            let _ = writeln!(
+                v,
+                "    assign rd_nz[{lane}] = |{rd};\n    assign other_next_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_farhit[{lane}] ? {rn}_far[{lane}] : rd_nz[{lane}];\n    assign fwd_any[{lane}] = {rn}_f1[{lane}] | {rn}_m2[{lane}] | {rn}_farhit[{lane}];\n    assign fwd_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_far[{lane}];\n    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];",
+                rd = d("rd0"),
+            );
+        } else if flags {
             // The merged flag is the forwarded stage's own flag (no OR of its cells).
             let _ = writeln!(
                 v,
@@ -239,11 +270,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     regs.push_str("        x_other <= other_next;\n        y_tag <= x_tag;\n        y_addr <= x_addr;\n        y_cell <= nxt;\n");
     for (k, st) in after_y.iter().enumerate() {
         let prev = merged[k];
-        if k + 1 < m {
+        if k < far_stages {
             let _ = writeln!(regs, "        {st}_addr <= {prev}_addr;");
         }
         let _ = writeln!(regs, "        {st}_cell <= {prev}_cell;");
-        if flags {
+        if flags && k + 1 < nz_stages {
             let _ = writeln!(regs, "        {st}_nz <= {prev}_nz;");
         }
     }
@@ -288,32 +319,53 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
         let off = "1'b0 /* forwarding removed (test design) */";
-        for (k, st) in ahead.clone().zip(&compared) {
-            let m = if cfg.forwarding {
+        // Distance k: the stage ahead when compared in R(n-1), or (early) the one before it,
+        // which a cycle later is that stage, compared in R(n-2).
+        let one_ahead: Vec<&str> = [rn.as_str()].iter().chain(&compared).copied().collect();
+        let (at, stages, flag) = if early {
+            (rp, &one_ahead, format!("{rm}_p"))
+        } else {
+            (rm.as_str(), &compared, format!("{rn}_m"))
+        };
+        let nearest = if early { rm.as_str() } else { rn.as_str() };
+        for (k, st) in (1..).zip([nearest].iter().chain(stages.iter())) {
+            let eq = if cfg.forwarding {
                 format!(
                     "{st}_valid & ({} == {})",
-                    a(&format!("{rm}_addr")),
+                    a(&format!("{at}_addr")),
                     a(&format!("{st}_addr"))
                 )
             } else {
                 off.to_string()
             };
-            let _ = writeln!(v, "        {rn}_m{k}[{lane}] <= {m};");
+            let name = if k == 1 && !early {
+                format!("{rn}_f1")
+            } else {
+                format!("{flag}{k}")
+            };
+            let _ = writeln!(v, "        {name}[{lane}] <= {eq};");
+            if early {
+                let copy = if k == 1 {
+                    format!("{rn}_f1")
+                } else {
+                    format!("{rn}_m{k}")
+                };
+                let _ = writeln!(v, "        {copy}[{lane}] <= {name}[{lane}];");
+            }
         }
-        // The operation one ahead, compared a stage early: X's flag is then a register in Rn.
-        let f1 = if cfg.forwarding {
-            format!(
-                "{rn}_valid & ({} == {})",
-                a(&format!("{rm}_addr")),
-                a(&format!("{rn}_addr"))
-            )
-        } else {
-            off.to_string()
-        };
-        let _ = writeln!(
-            v,
-            "        {rn}_f1[{lane}] <= {f1};\n        x_fw_y[{lane}] <= {rn}_f1[{lane}];"
-        );
+        if early && flags {
+            let far: String = (3..m + 3)
+                .zip(&merged)
+                .map(|(k, st)| format!("{rm}_p{k}[{lane}] ? {st}_nz[{lane}] : "))
+                .collect();
+            let hit: Vec<String> = (3..m + 3).map(|k| format!("{rm}_p{k}[{lane}]")).collect();
+            let _ = writeln!(
+                v,
+                "        {rn}_far[{lane}] <= {far}1'b1;\n        {rn}_farhit[{lane}] <= {};",
+                hit.join(" | ")
+            );
+        }
+        let _ = writeln!(v, "        x_fw_y[{lane}] <= {rn}_f1[{lane}];");
     }
     match cells.reduction {
         Reduction::AllNonZero => {
@@ -427,93 +479,4 @@ fn min_tree(v: &mut String, g: &Geo) {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-
-    use crate::{generate_pipeline, CellSpec, HdlConfig, KeyMode, PipelineConfig};
-    use bloomlanes_core::{CounterBits, Layout};
-
-    /// The register bits `sig`'s combinational cone reads in `rtl`: `wire a = …;` and
-    /// `assign a[i] = …;` are followed, a `reg` (declared `reg [w-1:0] a, b;`) ends a branch
-    /// (a whole vector counts its width), upper-case names (parameters) are constants.
-    fn register_cone(rtl: &str, sig: &str) -> BTreeSet<String> {
-        let mut regs = BTreeMap::new();
-        let mut defs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for line in rtl.lines().map(str::trim) {
-            if let Some(rest) = line.strip_prefix("reg ") {
-                let (width, names) = match rest.strip_prefix('[') {
-                    Some(r) => {
-                        let (range, names) = r.split_once(']').unwrap();
-                        (
-                            range.split(':').next().unwrap().parse::<u32>().unwrap() + 1,
-                            names,
-                        )
-                    }
-                    None => (1, rest),
-                };
-                for n in names.split(';').next().unwrap().split(',') {
-                    regs.insert(n.trim().to_string(), width);
-                }
-            } else if let Some((lhs, rhs)) = line.split_once(" = ") {
-                let lhs = lhs
-                    .trim_start_matches("assign ")
-                    .trim_start_matches("wire ");
-                let name = lhs.rsplit(' ').next().unwrap().split('[').next().unwrap();
-                if !line.contains("<=") && (line.starts_with("assign ") || line.starts_with("wire"))
-                {
-                    defs.entry(name.to_string())
-                        .or_default()
-                        .push(rhs.to_string());
-                }
-            }
-        }
-        let (mut todo, mut seen, mut bits) =
-            (vec![sig.to_string()], BTreeSet::new(), BTreeSet::new());
-        while let Some(s) = todo.pop() {
-            if !seen.insert(s.clone()) {
-                continue;
-            }
-            for rhs in defs.get(&s).into_iter().flatten() {
-                let mut rest = rhs.as_str();
-                while let Some(at) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                    rest = &rest[at..];
-                    let end = rest
-                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .unwrap_or(rest.len());
-                    let (id, after) = rest.split_at(end);
-                    let index = after.strip_prefix('[').and_then(|a| a.split_once(']'));
-                    rest = index.map_or(after, |(_, a)| a);
-                    if id.chars().all(|c| !c.is_ascii_lowercase()) || rest.starts_with('\'') {
-                        continue;
-                    }
-                    match (regs.get(id), index) {
-                        (Some(_), Some((i, _))) => drop(bits.insert(format!("{id}[{i}]"))),
-                        (Some(&w), None) => bits.extend((0..w).map(|i| format!("{id}[{i}]"))),
-                        (None, _) => todo.push(id.to_string()),
-                    }
-                }
-            }
-        }
-        bits
-    }
-
-    /// The counter's decrement decision, which every counter bit of the next cycle waits for,
-    /// reads at most seven register bits (one ECP5 LUT7, one LUT level): before, it read every
-    /// lane's forwarding flag and both zero flags (26 bits, four to five LUT levels on the
-    /// loop from Y, the counting design's critical path on ECP5).
-    #[test]
-    fn the_decrement_decision_reads_seven_register_bits() {
-        for registered in [false, true] {
-            let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
-            cfg.registered_banks = registered;
-            let cells = CellSpec::counting(CounterBits::Four);
-            let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).unwrap();
-            let cone = register_cone(&d.rtl, "x_dec");
-            assert!(cone.contains("y_dec[0]"), "{cone:?}");
-            assert!(
-                cone.len() <= 7,
-                "registered {registered}: x_dec reads {cone:?}"
-            );
-        }
-    }
-}
+mod tests;
