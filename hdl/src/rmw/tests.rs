@@ -97,6 +97,16 @@ fn register_cone(rtl: &str, sig: &str) -> BTreeSet<String> {
     bits
 }
 
+/// The RTL of a counting design of 4-bit counters, 8x32 z=64 prehashed.
+fn counting_rtl(registered_banks: bool) -> String {
+    let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+    cfg.registered_banks = registered_banks;
+    let cells = CellSpec::counting(CounterBits::Four);
+    generate_pipeline(&PipelineConfig::new(cfg, cells))
+        .unwrap()
+        .rtl
+}
+
 /// The counter's decrement decision, which every counter bit of the next cycle waits for,
 /// reads at most seven register bits (one ECP5 LUT7, one LUT level): before, it read every
 /// lane's forwarding flag and both zero flags (26 bits, four to five LUT levels on the
@@ -104,11 +114,7 @@ fn register_cone(rtl: &str, sig: &str) -> BTreeSet<String> {
 #[test]
 fn the_decrement_decision_reads_seven_register_bits() {
     for registered in [false, true] {
-        let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
-        cfg.registered_banks = registered;
-        let cells = CellSpec::counting(CounterBits::Four);
-        let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).unwrap();
-        let cone = register_cone(&d.rtl, "x_dec");
+        let cone = register_cone(&counting_rtl(registered), "x_dec");
         assert!(cone.contains("y_dec[0]"), "{cone:?}");
         assert!(
             cone.len() <= 7,
@@ -124,11 +130,7 @@ fn the_decrement_decision_reads_seven_register_bits() {
 /// three LUT levels: the critical path of every seed once the loop was shortened).
 #[test]
 fn registered_forwarded_flags_are_merged_a_stage_early() {
-    let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
-    cfg.registered_banks = true;
-    let cells = CellSpec::counting(CounterBits::Four);
-    let d = generate_pipeline(&PipelineConfig::new(cfg, cells)).unwrap();
-    let cone = register_cone(&d.rtl, "next:x_pre_fwd[0]");
+    let cone = register_cone(&counting_rtl(true), "next:x_pre_fwd[0]");
     assert!(cone.contains("r3_far[0]"), "{cone:?}");
     assert!(cone.len() <= 16, "x_pre_fwd[0] reads {cone:?}");
 }
