@@ -28,9 +28,9 @@
 //!   registered in X beside the loop (`x_pa` decremented, `x_qa` not) and the one ahead's
 //!   registered decision `y_dec` picks one: the loop `y_dec` → `x_dec` → `y_dec` is one LUT.
 //!
-//! ECP5-85k, counting c4 8x32 with registered banks: 172.89 MHz median before (the loop's
-//! multiplexer and lane AND, 4-5 LUT levels with a fan-out of every counter bit), 180.34 after
-//! (hdl/REPORT.md, "Counting at 180 MHz").
+//! ECP5-85k, counting c4 8x32 with registered banks, medians of seeds 1-3 / 4-6: 178.00 /
+//! 173.13 MHz before (the loop's multiplexer and lane AND, 4 LUT levels, then a fan-out to every
+//! counter bit), 179.28 / 188.25 after (hdl/REPORT.md, "Counting at 180 MHz").
 
 use std::fmt::Write as _;
 
