@@ -382,6 +382,9 @@ pub(crate) fn makefile(g: &Geo) -> String {
 #   make fmax-ice40   median Fmax over SEEDS of the self-test top on iCE40 HX8K (target FREQ_ICE40)
 #   make fmax-ecp5    median Fmax over SEEDS on ECP5-85k speed 6 (target FREQ_ECP5); the ECP5
 #                     synthesis defines {ebr}: registered banks become DP16KD with REGMODE OUTREG
+#   TOP=wrap          (with any of the four above) the pin-light top {t}_wrap ({t}_wrap.v)
+#                     instead of the self-test top {t}_selftest: every core port, management
+#                     included, driven from or read into registers, so nothing is tied off
 #   make bram-ice40 / bram-ecp5   the same for the memory-only reference ({t}_bramref)
 #   make sim          the Verilog test bench in Icarus Verilog: banks from the exported files,
 #                     stimulus and expected answers from the exported .hex files (self-checking)
@@ -400,8 +403,11 @@ SEEDS ?= 1 2 3
 SEED ?= 1
 FREQ_ICE40 ?= 130
 FREQ_ECP5 ?= 200
-BOARD_TOP ?= {t}_selftest
-RTL = {t}.v {t}_board.v
+TOPS = selftest wrap bramref
+TOP ?= selftest
+$(if $(filter $(TOPS),$(TOP)),,$(error TOP must be one of: $(TOPS); not '$(TOP)'))
+BOARD_TOP ?= {t}_$(TOP)
+RTL = {t}.v {t}_board.v {t}_wrap.v
 export NEXTPNR_ICE40 NEXTPNR_ECP5
 
 .PHONY: all ice40 ecp5 fmax-ice40 fmax-ecp5 bram-ice40 bram-ecp5 sim cocotb formal clean

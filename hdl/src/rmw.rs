@@ -13,8 +13,24 @@
 //!
 //! The loop from Y back into X is the only one-cycle feedback path. Where the answer or the ALU
 //! needs "every cell non-zero" (membership, the counter's delete), the cells' zero flags travel
-//! beside them, so that the loop holds one multiplexer, the AND of the lanes and the ALU's
-//! multiplexer.
+//! beside them, and the flag `all_nz` of the operation in X is an AND of registers, so that
+//! neither the lanes' multiplexer nor their AND is in the loop (a cycle early, Rn already knows
+//! which lanes the operation shares with the one ahead: `rn_f1`, compared in R(n-1); with a
+//! read of three cycles every flag is compared in R(n-2), and R(n-1) merges the zero flags of
+//! the three to (m + 2)th ahead into `rn_far`):
+//!
+//! * `x_pre_bank` and `x_pre_fwd` (by groups of four lanes), registered in Rn: every lane it
+//!   does not share with the one ahead is non-zero, split by where the lane's flag comes from:
+//!   the banks' read data (OR of the cells) or a stage ahead's carried flag (Y .. U), so that
+//!   neither cone holds both the OR and the forwarding multiplexer;
+//! * `x_yp`: every lane it shares is non-zero after the one ahead's update. That update depends
+//!   on the one ahead's own `all_nz` (a counter decrements only then), so both candidates are
+//!   registered in X beside the loop (`x_pa` decremented, `x_qa` not) and the one ahead's
+//!   registered decision `y_dec` picks one: the loop `y_dec` → `x_dec` → `y_dec` is one LUT.
+//!
+//! ECP5-85k, counting c4 8x32 with registered banks, medians of seeds 1-3 / 4-6: 178.00 /
+//! 173.13 MHz before (the loop's multiplexer and lane AND, 4 LUT levels, then a fan-out to every
+//! counter bit), 179.28 / 188.25 after (hdl/REPORT.md, "Counting at 180 MHz").
 
 use std::fmt::Write as _;
 
@@ -49,9 +65,18 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let rs: Vec<String> = (1..=n).map(|i| format!("r{i}")).collect();
     let (rn, rm) = (&rs[n - 1], &rs[n - 2]);
     let after_y = &["z", "w", "v", "u"][..m];
+    // With a read of three cycles or more, the flags are compared one stage earlier still, in
+    // R(n-2) against the stage that will be ahead a cycle later (`{rm}_p1..`), so that R(n-1)
+    // can merge the zero flags of the three to (m + 2)th ahead (`{rn}_far`) into a register;
+    // the addresses then go one stage less far.
+    let early = n >= 3;
+    let rp = if early { rs[n - 3].as_str() } else { "" };
+    let far_stages = if early { m - 2 } else { m - 1 };
+    // The stages whose zero flags are merged: Y and after_y (early: but the last).
+    let nz_stages = if early { m } else { m + 1 };
     let compared: Vec<&str> = ["x", "y"]
         .iter()
-        .chain(&after_y[..m - 1])
+        .chain(&after_y[..far_stages])
         .copied()
         .collect();
     let merged: Vec<&str> = ["y"].iter().chain(after_y).copied().collect();
@@ -69,17 +94,19 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         "    // ---- read-modify-write. R1: bank read; R2: the banks' read data (rd0) is valid; X: execute;
     // Y: result, written to the banks at the end of the cycle; Z, W: the cells written one and
     // two cycles before. The bank data R2 sees lacks the writes of the four operations ahead:
-    // X takes the one ahead's cells from Y (x_fw_y: the only one-cycle loop), and R2 merges
-    // those of the two, three and four ahead (in Y, Z, W; flags r2_m2..4 compared in R1) into
-    // x_other."
+    // X takes the one ahead's cells from Y (x_fw_y, compared in R1 as r2_f1: the only
+    // one-cycle loop), and R2 merges those of the two, three and four ahead (in Y, Z, W; flags
+    // r2_m2..4 compared in R1) into x_other."
     } else {
         "    // ---- read-modify-write, registered banks. R1: bank read; R2: the memory's output
     // register; R3: the fabric register, the banks' read data (rd0) is valid; X: execute; Y:
     // result, registered at the banks' write port (one cycle) and written at the end of the
     // next cycle; Z, W, V, U: the cells of Y one to four cycles before. The bank data R3 sees
     // lacks the writes of the six operations ahead: X takes the one ahead's cells from Y
-    // (x_fw_y: the only one-cycle loop), and R3 merges those of the two to six ahead (in Y, Z,
-    // W, V, U; flags r3_m2..6 compared in R2) into x_other."
+    // (x_fw_y, as r3_f1: the only one-cycle loop), and R3 merges those of the two to six ahead
+    // (in Y, Z, W, V, U; flags r3_m2..6) into x_other. The flags are compared in R1 (r2_p1..6,
+    // against the stage ahead a cycle later), so R2 merges the zero flags of the three to six
+    // ahead into r3_far."
     };
     let _ = writeln!(
         v,
@@ -88,18 +115,30 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     reg [1:0] {ops}, x_op;
     reg [{tw1}:0] {tags}, x_tag, y_tag;
     reg [{la1}:0] {addrs};
-    reg [{l1}:0] {flags_decl}, x_fw_y;
+    reg [{l1}:0] {flags_decl}, {rn}_f1, x_fw_y;{early_decl}
     reg [{lc1}:0] x_other, {cells_decl};
     wire [{lc1}:0] rd0;
     wire [{lc1}:0] other_next;
     wire [{lc1}:0] nxt;
-    wire x_ins = (x_op == OP_INSERT);
+    reg x_ins; // x_op == OP_INSERT, registered with it (a select of every cell's update)
     wire x_lookup = (x_op == OP_LOOKUP);",
         valids = with(&[&rr[..], &compared[..]].concat(), "_valid"),
         ops = with(&rr, "_op"),
         tags = with(&rr, "_tag"),
         addrs = with(&[&rr[..], &compared[..]].concat(), "_addr"),
         flags_decl = flag_names.join(", "),
+        early_decl = if early {
+            let p: Vec<String> = (1..m + 3).map(|k| format!("{rm}_p{k}")).collect();
+            let far = if flags {
+                format!(", {rn}_far, {rn}_farhit")
+            } else {
+                String::new()
+            };
+            format!("\n    reg [{l1}:0] {}{far};", p.join(", "))
+        } else {
+            String::new()
+        },
+        rn = rn,
         cells_decl = with(&merged, "_cell"),
         tw1 = tw - 1,
     );
@@ -111,15 +150,41 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         Reduction::Min => v.push_str("    reg y_lookup, y_res;\n"),
         Reduction::Retrieve { .. } => unreachable!("a retrieval reads without writing"),
     }
+    let counter = cells.alu == CellAlu::Counter;
+    // The lanes' "not shared with the one ahead" flags are ANDed in groups of four, one register
+    // each (an AND of eight such lanes took four LUT levels on ECP5).
+    let groups = l.div_ceil(4);
     if flags {
+        let (cands, yp) = if counter {
+            ("x_pa, x_qa, x_del, y_dec", "y_dec ? x_pa : x_qa")
+        } else {
+            ("x_pa", "x_pa")
+        };
         let _ = writeln!(
             v,
-            "    reg [{l1}:0] x_other_nz, y_nz;\n    wire [{l1}:0] other_next_nz;\n    wire [{l1}:0] nz;\n    wire [{l1}:0] nxt_nz;\n    wire all_nz = &nz;"
+            "    reg [{l1}:0] x_other_nz, {nzs};
+    // all_nz of the operation in X, an AND of registers: x_pre_bank and x_pre_fwd (from {rn}:
+    // its lanes not shared with the one ahead, read from the banks or forwarded; x_pre_fwd by
+    // groups of four lanes) and x_yp (its lanes shared with the one ahead, after that one's
+    // update: registered in X as both candidates, x_pa decremented and x_qa not, that one's
+    // y_dec picks).
+    reg x_pre_bank, {cands};
+    reg [{g1}:0] x_pre_fwd;
+    wire [{l1}:0] other_next_nz, rd_nz, fwd_any, fwd_nz;
+    wire [{l1}:0] nz;
+    wire [{l1}:0] nxt_nz;
+    wire x_yp = {yp};
+    wire all_nz = x_pre_bank & (&x_pre_fwd) & x_yp;",
+            nzs = with(&merged[..nz_stages], "_nz"),
+            g1 = groups - 1,
         );
     }
     let (we, answer, result) = match cells.alu {
         CellAlu::Counter => {
-            v.push_str("    wire x_del = (x_op == OP_DELETE);\n    wire x_dec = x_del & all_nz;\n");
+            let _ = writeln!(
+                v,
+                "    wire x_dec = x_del & all_nz;\n    // x_other_ge2: x_other is at least 2 (non-zero after a decrement; a saturated counter is).\n    reg [{l1}:0] x_other_ge2;\n    wire [{l1}:0] dec_nz, keep_nz, other_next_ge2;"
+            );
             (
                 "x_ins | x_dec",
                 "x_ins | ((x_lookup | x_del) & all_nz)",
@@ -131,11 +196,14 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     };
     for lane in 0..l {
         let d = |s: &str| part(s, lane, c);
-        let merge: String = ahead
-            .clone()
-            .zip(&merged)
-            .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", d(&format!("{m}_cell"))))
-            .collect();
+        let merge_of = |sig: &dyn Fn(&str) -> String| -> String {
+            ahead
+                .clone()
+                .zip(&merged)
+                .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", sig(m)))
+                .collect()
+        };
+        let merge = merge_of(&|m| d(&format!("{m}_cell")));
         let _ = writeln!(
             v,
             "    assign {on} = {merge}{rd};\n    wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
@@ -144,11 +212,36 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             rd = d("rd0"),
             xo = d("x_other"),
         );
-        if flags {
+        if flags && early {
+            // The newest of the three to (m + 2)th ahead was merged in R(n-1) (`{rn}_far`).
             let _ = writeln!(
                 v,
-                "    assign other_next_nz[{lane}] = |{on};\n    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];",
-                on = d("other_next")
+                "    assign rd_nz[{lane}] = |{rd};\n    assign other_next_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_farhit[{lane}] ? {rn}_far[{lane}] : rd_nz[{lane}];\n    assign fwd_any[{lane}] = {rn}_f1[{lane}] | {rn}_m2[{lane}] | {rn}_farhit[{lane}];\n    assign fwd_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_far[{lane}];\n    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];",
+                rd = d("rd0"),
+            );
+        } else if flags {
+            // The merged flag is the forwarded stage's own flag (no OR of its cells).
+            let _ = writeln!(
+                v,
+                "    assign rd_nz[{lane}] = |{rd};\n    assign other_next_nz[{lane}] = {merge_nz}rd_nz[{lane}];\n    assign fwd_any[{lane}] = {rn}_f1[{lane}] | {any};\n    assign fwd_nz[{lane}] = {merge_nz}1'b1;\n    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];",
+                merge_nz = merge_of(&|m| format!("{m}_nz[{lane}]")),
+                any = flag_names
+                    .iter()
+                    .map(|f| format!("{f}[{lane}]"))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                rd = d("rd0"),
+            );
+        }
+        if cells.alu == CellAlu::Counter {
+            // A decrement leaves a counter non-zero when it was at least 2 (its bits above the
+            // lowest; a saturated counter is): from Y's register or precomputed in Rn.
+            let hi = |s: &str| format!("{s}[{}:{}]", lane as u32 * c + c - 1, lane as u32 * c + 1);
+            let _ = writeln!(
+                v,
+                "    assign other_next_ge2[{lane}] = |{};\n    assign dec_nz[{lane}] = x_fw_y[{lane}] ? (|{}) : x_other_ge2[{lane}];",
+                hi("other_next"),
+                hi("y_cell"),
             );
         }
         alu_lane(v, cells.alu, flags, lane, c, &d("nxt"));
@@ -173,13 +266,17 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             "        {st}_op <= {prev}_op;\n        {st}_tag <= {tag};\n        {st}_addr <= {prev}_addr;"
         );
     }
+    let _ = writeln!(regs, "        x_ins <= ({rn}_op == OP_INSERT);");
     regs.push_str("        x_other <= other_next;\n        y_tag <= x_tag;\n        y_addr <= x_addr;\n        y_cell <= nxt;\n");
     for (k, st) in after_y.iter().enumerate() {
         let prev = merged[k];
-        if k + 1 < m {
+        if k < far_stages {
             let _ = writeln!(regs, "        {st}_addr <= {prev}_addr;");
         }
         let _ = writeln!(regs, "        {st}_cell <= {prev}_cell;");
+        if flags && k + 1 < nz_stages {
+            let _ = writeln!(regs, "        {st}_nz <= {prev}_nz;");
+        }
     }
     let _ = write!(
         v,
@@ -198,33 +295,77 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         }
     }
     if flags {
-        v.push_str("        x_other_nz <= other_next_nz;\n        y_nz <= nxt_nz;\n");
+        let _ = writeln!(
+            v,
+            "        x_other_nz <= other_next_nz;\n        y_nz <= nxt_nz;\n        x_pre_bank <= &(fwd_any | rd_nz);"
+        );
+        for grp in 0..groups {
+            let (lo, hi) = (4 * grp, (4 * grp + 3).min(l - 1));
+            let _ = writeln!(
+                v,
+                "        x_pre_fwd[{grp}] <= &(fwd_nz[{hi}:{lo}] | {rn}_f1[{hi}:{lo}]);"
+            );
+        }
+        if counter {
+            // The next operation's shared lanes after this one's update, decremented or not.
+            let _ = writeln!(
+                v,
+                "        x_pa <= &(dec_nz | ~{rn}_f1);\n        x_qa <= &(keep_nz | ~{rn}_f1);\n        y_dec <= x_dec;\n        x_del <= ({rn}_op == OP_DELETE);\n        x_other_ge2 <= other_next_ge2;"
+            );
+        } else {
+            let _ = writeln!(v, "        x_pa <= &(nxt_nz | ~{rn}_f1);");
+        }
     }
     for lane in 0..l {
         let a = |s: &str| part(s, lane, aw);
         let off = "1'b0 /* forwarding removed (test design) */";
-        for (k, st) in ahead.clone().zip(&compared) {
-            let m = if cfg.forwarding {
+        // Distance k: the stage ahead when compared in R(n-1), or (early) the one before it,
+        // which a cycle later is that stage, compared in R(n-2).
+        let one_ahead: Vec<&str> = [rn.as_str()].iter().chain(&compared).copied().collect();
+        let (at, stages, flag) = if early {
+            (rp, &one_ahead, format!("{rm}_p"))
+        } else {
+            (rm.as_str(), &compared, format!("{rn}_m"))
+        };
+        let nearest = if early { rm.as_str() } else { rn.as_str() };
+        for (k, st) in (1..).zip([nearest].iter().chain(stages.iter())) {
+            let eq = if cfg.forwarding {
                 format!(
                     "{st}_valid & ({} == {})",
-                    a(&format!("{rm}_addr")),
+                    a(&format!("{at}_addr")),
                     a(&format!("{st}_addr"))
                 )
             } else {
                 off.to_string()
             };
-            let _ = writeln!(v, "        {rn}_m{k}[{lane}] <= {m};");
+            let name = if k == 1 && !early {
+                format!("{rn}_f1")
+            } else {
+                format!("{flag}{k}")
+            };
+            let _ = writeln!(v, "        {name}[{lane}] <= {eq};");
+            if early {
+                let copy = if k == 1 {
+                    format!("{rn}_f1")
+                } else {
+                    format!("{rn}_m{k}")
+                };
+                let _ = writeln!(v, "        {copy}[{lane}] <= {name}[{lane}];");
+            }
         }
-        let fy = if cfg.forwarding {
-            format!(
-                "x_valid & ({} == {})",
-                a(&format!("{rn}_addr")),
-                a("x_addr")
-            )
-        } else {
-            off.to_string()
-        };
-        let _ = writeln!(v, "        x_fw_y[{lane}] <= {fy};");
+        if early && flags {
+            let far: String = (3..m + 3)
+                .zip(&merged)
+                .map(|(k, st)| format!("{rm}_p{k}[{lane}] ? {st}_nz[{lane}] : "))
+                .collect();
+            let hit: Vec<String> = (3..m + 3).map(|k| format!("{rm}_p{k}[{lane}]")).collect();
+            let _ = writeln!(
+                v,
+                "        {rn}_far[{lane}] <= {far}1'b1;\n        {rn}_farhit[{lane}] <= {};",
+                hit.join(" | ")
+            );
+        }
+        let _ = writeln!(v, "        x_fw_y[{lane}] <= {rn}_f1[{lane}];");
     }
     match cells.reduction {
         Reduction::AllNonZero => {
@@ -264,7 +405,8 @@ fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt:
     wire [{c1}:0] dec{lane} = sat{lane} ? cur{lane} : cur{lane} - {c}'d1;
     wire [{c1}:0] keep{lane} = x_ins ? inc{lane} : cur{lane};
     assign {nxt} = x_dec ? dec{lane} : keep{lane};
-    assign nxt_nz[{lane}] = x_ins | (x_dec ? (sat{lane} | (|cur{lane}[{c1}:1])) : nz[{lane}]);"
+    assign keep_nz[{lane}] = x_ins | nz[{lane}];
+    assign nxt_nz[{lane}] = x_dec ? dec_nz[{lane}] : keep_nz[{lane}];"
             );
         }
         CellAlu::Max => {
@@ -335,3 +477,6 @@ fn min_tree(v: &mut String, g: &Geo) {
         "    wire w0_valid = {at}_valid;\n    wire [{tw1}:0] w0_tag = {at}_tag;"
     );
 }
+
+#[cfg(test)]
+mod tests;

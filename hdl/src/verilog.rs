@@ -47,6 +47,7 @@ pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
     let t = &g.top;
     let mut files = vec![
         (format!("{t}_board.v"), board::board_tops(&g)),
+        (format!("{t}_wrap.v"), board::pin_light_top(&g)),
         (format!("{t}_axis.v"), axis::axis_module(cfg, &g)),
         ("Makefile".to_string(), board::makefile(&g)),
         (
