@@ -131,7 +131,8 @@ const DENSE_CHUNK: usize = 64;
 /// [`update_shaped`] of a dense batch: key after key, each in-range key applied (the range test
 /// is predictable: nearly every key is in range), the block of the key `LAG` ahead prefetched
 /// when `PF`. The local block indices are computed [`DENSE_CHUNK`] keys at a time, off the
-/// per-key path.
+/// per-key path. `ONE`: the batch has one value (read once; a batch of `Max(0)` changes
+/// nothing and returns at once).
 ///
 /// # Safety
 /// `ip` and `cp` are the image and cells of `sub` blocks (`sub × block_u32s` and
@@ -139,7 +140,14 @@ const DENSE_CHUNK: usize = 64;
 /// the CPU supports `I`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool>(
+unsafe fn dense<
+    I: CellIsa,
+    S: Shape,
+    const C: u32,
+    const OP: u8,
+    const PF: bool,
+    const ONE: bool,
+>(
     blocks: u32,
     first: u32,
     sub: u32,
@@ -151,6 +159,10 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
         values,
         refused,
     } = batch;
+    let one = if ONE { values[0] } else { 0 };
+    if ONE && OP == MAX && one == 0 {
+        return;
+    }
     let (ip, cp) = (at.image, at.cells);
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
@@ -187,7 +199,7 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
                 }
             }
             if b < sub {
-                let v = value_of::<OP>(values, i);
+                let v = if ONE { one } else { value_of::<OP>(values, i) };
                 // SAFETY: `b < sub`, and `ip`/`cp` are the exclusively borrowed image and
                 // cells of `sub` blocks; the CPU supports I (caller).
                 unsafe { apply::<I, S, C, OP>(ip, cp, h, b, i as u32, v, a, refused) };
@@ -228,10 +240,11 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
         // SAFETY: `ip`/`cp` are the exclusively borrowed image and cells of `sub` blocks; the
         // CPU supports I (caller).
         unsafe {
-            if pf {
-                dense::<I, S, C, OP, true>(blocks, first, sub, at, batch)
-            } else {
-                dense::<I, S, C, OP, false>(blocks, first, sub, at, batch)
+            match (pf, OP == MAX && batch.values.len() == 1) {
+                (true, false) => dense::<I, S, C, OP, true, false>(blocks, first, sub, at, batch),
+                (false, false) => dense::<I, S, C, OP, false, false>(blocks, first, sub, at, batch),
+                (true, true) => dense::<I, S, C, OP, true, true>(blocks, first, sub, at, batch),
+                (false, true) => dense::<I, S, C, OP, false, true>(blocks, first, sub, at, batch),
             }
         }
         return;
