@@ -1,6 +1,8 @@
 //! CPU benchmarks of the spatial filter beside the static filter at the same total bytes, one
 //! thread and all threads: `spatial/SIZE` times lookups (present and absent keys) and inserts
-//! (one class for the batch, and a class per key) of a static 8x32 filter of SIZE bytes and of
+//! (one class for the batch, and a class per key; `insert-fresh`: a class per key into a copy of
+//! the filled filter, so that every key is new, where the other insert rows re-insert the same
+//! keys after their first iteration) of a static 8x32 filter of SIZE bytes and of
 //! spatial filters of SIZE bytes in all (image and 4- or 8-bit cells), every filter's image at
 //! 10 bits per key (so the spatial filters hold 1/5 and 1/9 of the static filter's keys, each in
 //! one of 4 classes drawn at random). A lookup answers a byte per key: membership for the
@@ -18,10 +20,10 @@ use bloomlanes_benches::kinds::SpatialSetup;
 use bloomlanes_benches::{
     criterion_main, env_size, present, random, sizes, static_filter, Benches, Clock, BITS_PER_KEY,
 };
-use bloomlanes_core::Keys;
+use bloomlanes_core::{Keys, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe};
 use criterion::measurement::Measurement;
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 
 /// Keys per iteration.
 const BATCH: usize = 1 << 16;
@@ -77,6 +79,15 @@ fn bench_spatial<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize
     }
     // Inserts of keys not yet present (the first iteration; then present).
     let keys = Keys::U64(&absent);
+    let filled = st.clone();
+    g.bench_function("static/insert-fresh/1t", |b| {
+        let fresh = || filled.clone();
+        b.iter_batched_ref(
+            fresh,
+            |f| probe.insert(f.as_view_mut(), keys),
+            BatchSize::LargeInput,
+        )
+    });
     g.bench_function("static/insert/1t", |b| {
         b.iter(|| probe.insert(st.as_view_mut(), keys))
     });
@@ -88,6 +99,12 @@ fn bench_spatial<M: Measurement>(c: &mut Criterion<M>, label: &str, bytes: usize
         .map(|r| 1 + (r % u64::from(CLASSES)) as u16)
         .collect();
     for (name, s) in &mut spatial {
+        let filled = s.filter.clone();
+        g.bench_function(format!("{name}/insert-fresh/1t"), |b| {
+            let (fresh, cs) = (|| filled.clone(), Classes::U16(&classes));
+            let insert = |f: &mut SpatialFilter| probe.insert_spatial(f.as_view_mut(), keys, cs);
+            b.iter_batched_ref(fresh, insert, BatchSize::LargeInput)
+        });
         for (form, cs) in [
             ("one", Classes::One(1)),
             ("per-key", Classes::U16(&classes)),

@@ -71,17 +71,28 @@ fn value_of<const OP: u8>(values: &[u32], i: usize) -> u32 {
     }
 }
 
-/// Applies `OP` (value `v` for [`MAX`]) for the key with hash `h` in block `b` of the range
-/// whose image starts at `ip` and cells at `cp`; a refused delete pushes `i` onto `refused`.
-/// `Max(0)` changes nothing (as in the core); a value above the cells' maximum is taken as the
-/// maximum (as the core's [`CellUpdate::Max`] does).
+/// The value [`apply`] takes for the value `v` of `OP`: none for [`MAX`] of 0, which changes
+/// nothing (as in the core); a value above the cells' maximum is taken as the maximum (as the
+/// core's [`CellUpdate::Max`] does). The other operations take none (0).
+#[inline(always)]
+fn applied_value<const C: u32, const OP: u8>(v: u32) -> Option<u32> {
+    match OP {
+        MAX if v == 0 => None,
+        MAX => Some(v.min((1 << C) - 1)),
+        _ => Some(0),
+    }
+}
+
+/// Applies `OP` (value `v` for [`MAX`], from [`applied_value`]) for the key with hash `h` in
+/// block `b` of the range whose image starts at `ip` and cells at `cp`; a refused delete
+/// pushes `i` onto `refused`.
 ///
 /// A function rather than a closure: a closure does not inherit the `#[target_feature]` of the
 /// entry point, and the ISA's intrinsics would not inline into it.
 ///
 /// # Safety
 /// Block `b` lies in the image and cells at `ip` and `cp`, which are writable and not accessed
-/// by anyone else during the call; the CPU supports `I`.
+/// by anyone else during the call; for [`MAX`], `0 < v <= 2^C − 1`; the CPU supports `I`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn apply<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
@@ -94,10 +105,6 @@ unsafe fn apply<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     a: I::Ahead,
     refused: &mut Vec<u32>,
 ) {
-    if OP == MAX && v == 0 {
-        return;
-    }
-    let value = v.min((1 << C) - 1);
     let block = Block::nth::<S, C>(
         Block {
             image: ip,
@@ -107,13 +114,13 @@ unsafe fn apply<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     );
     // SAFETY: block `b`'s image (`per` words) and cells (`per × C` words) lie in the caller's
     // storage, ours for the call; the CPU supports I (caller); the value is at most the
-    // maximum.
+    // maximum (caller).
     let done = unsafe {
         I::update::<S, C, OP>(
             block,
             Key {
                 hash: h,
-                value,
+                value: v,
                 ahead: a,
             },
         )
@@ -131,7 +138,9 @@ const DENSE_CHUNK: usize = 64;
 /// [`update_shaped`] of a dense batch: key after key, each in-range key applied (the range test
 /// is predictable: nearly every key is in range), the block of the key `LAG` ahead prefetched
 /// when `PF`. The local block indices are computed [`DENSE_CHUNK`] keys at a time, off the
-/// per-key path.
+/// per-key path, and with them (for [`MAX`] with a value per key) the keys' values, a key of
+/// `Max(0)` given a block out of range. `ONE`: the batch has one value (read once; a batch of
+/// `Max(0)` changes nothing and returns at once).
 ///
 /// # Safety
 /// `ip` and `cp` are the image and cells of `sub` blocks (`sub × block_u32s` and
@@ -139,7 +148,14 @@ const DENSE_CHUNK: usize = 64;
 /// the CPU supports `I`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool>(
+unsafe fn dense<
+    I: CellIsa,
+    S: Shape,
+    const C: u32,
+    const OP: u8,
+    const PF: bool,
+    const ONE: bool,
+>(
     blocks: u32,
     first: u32,
     sub: u32,
@@ -151,15 +167,33 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
         values,
         refused,
     } = batch;
+    let one = match applied_value::<C, OP>(if ONE { values[0] } else { 0 }) {
+        Some(v) => v,
+        None if ONE => return,
+        None => 0,
+    };
+    // A value per key: one per hash (`update` checks; one value is `ONE`).
+    let per_key = OP == MAX && !ONE;
     let (ip, cp) = (at.image, at.cells);
     let per = S::LAYOUT.block_u32s();
     let cper = per * C as usize;
     let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
     let mut blocks_of = [0u32; DENSE_CHUNK];
+    let mut values_of = [0u32; DENSE_CHUNK];
     let mut aheads = [I::Ahead::default(); DENSE_CHUNK];
     for (c, chunk) in hashes.chunks(DENSE_CHUNK).enumerate() {
-        for (b, &h) in blocks_of.iter_mut().zip(chunk) {
-            *b = local(h);
+        if per_key {
+            let given = &values[c * DENSE_CHUNK..c * DENSE_CHUNK + chunk.len()];
+            let out = blocks_of.iter_mut().zip(values_of.iter_mut());
+            for ((b, v), (&h, &g)) in out.zip(chunk.iter().zip(given)) {
+                // `Max(0)` changes nothing: the key is skipped as one of another range.
+                *b = if g == 0 { u32::MAX } else { local(h) };
+                *v = g.min((1 << C) - 1);
+            }
+        } else {
+            for (b, &h) in blocks_of.iter_mut().zip(chunk) {
+                *b = local(h);
+            }
         }
         if !PF {
             for (a, &h) in aheads.iter_mut().zip(chunk) {
@@ -167,7 +201,8 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
                 *a = unsafe { I::ahead::<S, C>(h) };
             }
         }
-        for (j, ((&h, &b), &a)) in chunk.iter().zip(&blocks_of).zip(&aheads).enumerate() {
+        let keys = chunk.iter().zip(&blocks_of).zip(&aheads).zip(&values_of);
+        for (j, (((&h, &b), &a), &given)) in keys.enumerate() {
             let i = c * DENSE_CHUNK + j;
             // Beyond L2 (measured at 1 MiB, 5 MiB of storage) the per-key path waits on memory,
             // and the chunk's pass ahead only delays the prefetches: the key's values are
@@ -187,9 +222,11 @@ unsafe fn dense<I: CellIsa, S: Shape, const C: u32, const OP: u8, const PF: bool
                 }
             }
             if b < sub {
-                let v = value_of::<OP>(values, i);
+                let v = if per_key { given } else { one };
                 // SAFETY: `b < sub`, and `ip`/`cp` are the exclusively borrowed image and
-                // cells of `sub` blocks; the CPU supports I (caller).
+                // cells of `sub` blocks; a value of MAX is nonzero (a key of `Max(0)` has a
+                // block out of range, a batch of it returned) and at most the maximum; the CPU
+                // supports I (caller).
                 unsafe { apply::<I, S, C, OP>(ip, cp, h, b, i as u32, v, a, refused) };
             }
         }
@@ -228,10 +265,11 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
         // SAFETY: `ip`/`cp` are the exclusively borrowed image and cells of `sub` blocks; the
         // CPU supports I (caller).
         unsafe {
-            if pf {
-                dense::<I, S, C, OP, true>(blocks, first, sub, at, batch)
-            } else {
-                dense::<I, S, C, OP, false>(blocks, first, sub, at, batch)
+            match (pf, OP == MAX && batch.values.len() == 1) {
+                (true, false) => dense::<I, S, C, OP, true, false>(blocks, first, sub, at, batch),
+                (false, false) => dense::<I, S, C, OP, false, false>(blocks, first, sub, at, batch),
+                (true, true) => dense::<I, S, C, OP, true, true>(blocks, first, sub, at, batch),
+                (false, true) => dense::<I, S, C, OP, false, true>(blocks, first, sub, at, batch),
             }
         }
         return;
@@ -270,14 +308,15 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
         while head - tail > keep {
             let t = tail % RING;
             let (h, i) = (ring_h[t], ring_i[t]);
-            // SAFETY: ring entries have `b < sub` (only such entries are kept), and `ip`/`cp`
-            // are the exclusively borrowed image and cells of `sub` blocks; the CPU supports I
-            // (caller).
-            unsafe {
-                let a = I::ahead::<S, C>(h);
-                let v = value_of::<OP>(values, i as usize);
-                apply::<I, S, C, OP>(ip, cp, h, ring_b[t], i, v, a, refused)
-            };
+            if let Some(v) = applied_value::<C, OP>(value_of::<OP>(values, i as usize)) {
+                // SAFETY: ring entries have `b < sub` (only such entries are kept), and
+                // `ip`/`cp` are the exclusively borrowed image and cells of `sub` blocks; the
+                // value is `applied_value`'s; the CPU supports I (caller).
+                unsafe {
+                    let a = I::ahead::<S, C>(h);
+                    apply::<I, S, C, OP>(ip, cp, h, ring_b[t], i, v, a, refused)
+                }
+            }
             tail += 1;
         }
     }

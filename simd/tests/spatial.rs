@@ -246,6 +246,40 @@ proptest! {
     }
 }
 
+/// One class for a whole batch on a view, as the core's `CellsMut` takes it: 0 changes nothing
+/// (the kernels return before touching a block), a class above the cells' maximum is the
+/// maximum; below and past the prefetch threshold, on a filter that already holds keys.
+#[test]
+fn one_class_for_a_batch_clamps_and_ignores_like_the_core() {
+    let mut state = 11;
+    let ins: Vec<u64> = (0..3000).map(|_| splitmix(&mut state)).collect();
+    for (layout, bits) in [
+        (Layout::L8x32, 4),
+        (Layout::L8x32, 8),
+        (Layout::L16x64, 8),
+        (Layout::L8x32, 16),
+    ] {
+        let max = (1u32 << bits) - 1;
+        for blocks in [7, (1u32 << 20) / layout.block_bytes() as u32] {
+            let mut base = spatial_of(layout, blocks, bits, 1);
+            ref_insert(&mut base, Keys::U64(&ins[..1000]), &[1; 1000]);
+            for class in [0, 1, max / 2 + 1, max, max + 1, u32::MAX] {
+                let mut want = base.clone();
+                let mut view = want.as_view_mut();
+                for &k in &ins {
+                    view.spatial_insert_hash(Keys::U64(&[k]).hash(0, 3), class);
+                }
+                for probe in paths() {
+                    let mut got = base.clone();
+                    probe.insert_spatial(got.as_view_mut(), Keys::U64(&ins), Classes::One(class));
+                    let p = probe.path();
+                    assert!(same(&got, &want), "{layout} {bits} {blocks} {class} on {p}");
+                }
+            }
+        }
+    }
+}
+
 /// Classes outside `1..=n` are refused by the owned filter's insert, which then changes
 /// nothing.
 #[test]

@@ -273,9 +273,9 @@ impl CellIsa for Avx512 {
                 // `vpmaxub`) lost in L2 (131 / 142) and was dropped.
                 (true, 4, MAX) => counters_8x32::max4(ib, cb, a, v),
                 (true, 8, INC) => counters_8x32::insert8(ib, cb, a),
-                // Byte masks from general registers under one `vpmaxub` per register: against
-                // the word-space path below (same-run A/B, thread CPU time, 2-core Xeon, 1 MiB)
-                // 128-133 -> 137-139 M keys/s.
+                // Byte masks in vector registers, only the cells below `v` stored: against the
+                // word-space path below (same-run A/B, thread CPU time, 2-core Xeon, 1 MiB)
+                // 128-133 -> 137-139 M keys/s with masks from general registers, 161-168 now.
                 (true, 8, MAX) => counters_8x32::max8(ib, cb, a, v),
                 (true, 8, DEC) => return counters_8x32::remove8(ib, cb, a),
                 // The image bits come from the lane bit indices the cells use.

@@ -139,6 +139,23 @@ unsafe fn set_image_bits(ib: *mut u32, mask: __m256i) {
     }
 }
 
+/// [`set_image_bits`] that writes only the image words missing one of the key's bits (none,
+/// for a key whose bits are all set: the image line stays clean, as the cells' lines of a
+/// spatial insert that raises nothing do).
+///
+/// # Safety
+/// As [`set_image_bits`], and the CPU supports AVX-512F and VL.
+#[inline(always)]
+unsafe fn set_missing_image_bits(ib: *mut u32, mask: __m256i) {
+    // SAFETY: AVX-512F/VL are available and the 32 bytes at `ib` are ours (contract); the
+    // masked store writes only within them.
+    unsafe {
+        let img = _mm256_loadu_si256(ib.cast());
+        let missing = _mm256_testn_epi32_mask(img, mask);
+        _mm256_mask_storeu_epi32(ib.cast(), missing, _mm256_or_si256(img, mask));
+    }
+}
+
 /// The key's lane bit indices and image mask (as [`bits_and_mask`]) and the 8x32 image block
 /// at `ib`, if the block holds every bit of the mask (every counter of the key is positive: a
 /// delete may go on); else `None` (the delete is refused).
@@ -206,8 +223,8 @@ pub(crate) unsafe fn remove4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) -> boo
 
 /// [`CellUpdate::Max`](bloomlanes_core::CellUpdate::Max) of `v` (`0 < v <= 15`) on the
 /// key's 4-bit cells in the block as in [`insert4`]: each becomes the larger of itself and `v`
-/// (the cell isolated under its nibble mask and `v` under the same mask compare as 64-bit
-/// numbers), and its image bits are set.
+/// (the word and the word with `v` in the cell's place compare as 64-bit numbers as the cell
+/// and `v` do), and its image bits are set.
 ///
 /// # Safety
 /// As [`insert4`], and `v <= 15`.
@@ -216,13 +233,16 @@ pub(crate) unsafe fn max4(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
     // SAFETY: as in `insert4`.
     unsafe {
         let (bits, mask) = bits_and_mask(bits);
-        set_image_bits(ib, mask);
+        set_missing_image_bits(ib, mask);
         let vv = _mm512_set1_epi64((u64::from(v) * 0x1111_1111_1111_1111) as i64);
         for (r, m) in nibble_masks(bits).into_iter().enumerate() {
-            let p = cb.add(16 * r).cast();
-            let c = _mm512_loadu_si512(p);
-            let raised = _mm512_max_epu64(_mm512_and_si512(c, m), _mm512_and_si512(vv, m));
-            _mm512_storeu_si512(p, _mm512_or_si512(_mm512_andnot_si512(m, c), raised));
+            let p = cb.add(16 * r);
+            let c = _mm512_loadu_si512(p.cast());
+            // `c` with its selected nibble (at most one per word) replaced by `v` (a bitwise
+            // select, `m ? vv : c`): as a 64-bit number it is larger than `c` exactly when `v`
+            // is larger than the cell, so the larger of the two is the raised word.
+            let with_v = _mm512_ternarylogic_epi64::<0xCA>(m, vv, c);
+            _mm512_mask_storeu_epi64(p.cast(), _mm512_cmpgt_epu64_mask(with_v, c), with_v);
         }
     }
 }
@@ -275,25 +295,52 @@ pub(crate) unsafe fn insert8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8]) {
 }
 
 /// Spatial insert (`Max(v)`) of the key with lane bit indices `bits` into the block as in
-/// [`insert8`]: every 8-bit cell of the key becomes the larger of itself and `v`, and its
-/// image bits are set. Lane `2r + j`'s cell for bit `b` is byte `32j + b` of cell register
-/// `r`, so the key's two bytes of a register are a 64-bit mask computed in a general register
-/// and raised with one masked `vpmaxub`.
+/// [`insert8`]: every 8-bit cell of the key below `v` becomes `v`, and its image bits are set.
+/// Lane `2r + j`'s cell for bit `b` is byte `32j + b` of cell register `r`: each lane's `b` is
+/// spread to the four bytes of its word once (`vpshufb`), and register `r`'s byte mask is the
+/// bytes where lanes `2r` and `2r + 1`'s spread indices (`vpermd`) equal the byte's place in
+/// its half (`vpcmpeqb`), all in vector registers. Only the cells that grow are written (a
+/// masked store of `v` under the compare of the cells with `v`).
 ///
 /// # Safety
 /// As [`insert8`], and `v <= 255`.
 #[inline(always)]
 pub(crate) unsafe fn max8(ib: *mut u32, cb: *mut u32, bits: &[u32; 8], v: u32) {
-    // SAFETY: as in `insert8`; the lane bit indices are below 32, so the shifts are in range.
+    // SAFETY: as in `insert8`.
     unsafe {
-        let (_, mask) = bits_and_mask(bits);
-        set_image_bits(ib, mask);
+        let (bits, mask) = bits_and_mask(bits);
+        set_missing_image_bits(ib, mask);
+        let spread = _mm256_shuffle_epi8(
+            bits,
+            _mm256_setr_epi8(
+                0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8,
+                8, 8, 12, 12, 12, 12,
+            ),
+        );
+        let spread = _mm512_zextsi256_si512(spread);
+        // Byte `32j + b` of a register: `b`.
+        let place = _mm512_setr_epi64(
+            0x0706_0504_0302_0100,
+            0x0F0E_0D0C_0B0A_0908,
+            0x1716_1514_1312_1110,
+            0x1F1E_1D1C_1B1A_1918,
+            0x0706_0504_0302_0100,
+            0x0F0E_0D0C_0B0A_0908,
+            0x1716_1514_1312_1110,
+            0x1F1E_1D1C_1B1A_1918,
+        );
         let vv = _mm512_set1_epi8(v as u8 as i8);
         for r in 0..4 {
-            let m = (1u64 << bits[2 * r]) | (1u64 << (32 + bits[2 * r + 1]));
-            let p = cb.add(16 * r).cast();
-            let c = _mm512_loadu_si512(p);
-            _mm512_storeu_si512(p, _mm512_mask_max_epu8(c, m, c, vv));
+            // Words 0–7 of register `r` take lane `2r`'s index, words 8–15 lane `2r + 1`'s.
+            let (a, b) = (2 * r, 2 * r + 1);
+            let lanes = _mm512_permutexvar_epi32(
+                _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b),
+                spread,
+            );
+            let key = _mm512_cmpeq_epi8_mask(lanes, place);
+            let p = cb.add(16 * r as usize);
+            let grow = _mm512_mask_cmplt_epu8_mask(key, _mm512_loadu_si512(p.cast()), vv);
+            _mm512_mask_storeu_epi8(p.cast(), grow, vv);
         }
     }
 }
