@@ -36,7 +36,7 @@ pub(crate) fn mulc_paced(p: &mut Pipe, a: Arith, x: V, k: u64, w: u32, extra: Ve
         let cw = 4.min(xw - lo);
         let nibble = p.slice(x, lo, cw);
         // The partial product `nibble × k`, at bit `lo` of the product (< 2^128: lo ≤ 60).
-        let product = |t: u64| u128::from(t) * u128::from(k) << lo;
+        let product = |t: u64| (u128::from(t) * u128::from(k)) << lo;
         let pieces: Segs = (0..segs)
             .map(|j| {
                 let (from, to) = (j * seg, ((j + 1) * seg).min(w));
