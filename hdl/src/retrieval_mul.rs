@@ -4,8 +4,7 @@
 //! product bit above the first segment waits in delay registers (about 1000 flip-flops a 64-bit
 //! product with 16-bit adders, more than its partial products). Here segment `j` of a partial
 //! product is its own table, looked up `j` stages after segment 0 from the multiplicand nibble,
-//! so only the 4 nibble bits wait. Same sum, same tree, same answer, bit for bit; a segment's
-//! carry-in is folded into one adder a bit wider (one ECP5 carry chain, [`Arith::sum_segs`]).
+//! so only the 4 nibble bits wait. Same sum, same tree, same answer, bit for bit.
 
 use crate::arith::{Arith, Segs, Term};
 use crate::pipe::{Op, Pipe, V};
@@ -75,7 +74,7 @@ pub(crate) fn mulc_paced(p: &mut Pipe, a: Arith, x: V, k: u64, w: u32, extra: Ve
     if nums.is_empty() {
         return p.konst(0, w);
     }
-    a.sum_segs(p, nums, w, true)
+    a.sum_segs(p, nums, w)
 }
 
 #[cfg(test)]
