@@ -36,15 +36,16 @@ fn bits_of(k: u64) -> u32 {
 /// A number cut at multiples of the segment width: segment `j` holds bits `[jS, jS + S)`
 /// (`None`: all zero); every segment is valid in its own stage, so a sum's low segments move on
 /// while its carries still ripple through the high ones (a skewed pipelined adder).
-type Segs = Vec<Option<V>>;
+pub(crate) type Segs = Vec<Option<V>>;
 
 impl Arith {
-    fn seg_bits(&self) -> u32 {
+    /// Bits of one adder segment.
+    pub fn seg_bits(&self) -> u32 {
         self.add_bits.max(2)
     }
 
     /// A term as segments of a `w`-bit number.
-    fn segments(&self, p: &mut Pipe, t: Term, w: u32) -> Segs {
+    pub fn segments(&self, p: &mut Pipe, t: Term, w: u32) -> Segs {
         let s = self.seg_bits();
         let n = w.div_ceil(s);
         let tw = p.width(t.v);
@@ -108,7 +109,14 @@ impl Arith {
         terms.retain(|t| t.shift < w);
         assert!(!terms.is_empty(), "empty sum");
         terms.sort_by_key(|t| t.shift);
-        let mut nums: Vec<Segs> = terms.iter().map(|&t| self.segments(p, t, w)).collect();
+        let nums: Vec<Segs> = terms.iter().map(|&t| self.segments(p, t, w)).collect();
+        self.sum_segs(p, nums, w)
+    }
+
+    /// The sum of numbers already cut into segments ([`Arith::segments`]), mod 2^`w`: the tree
+    /// of [`Arith::sum`], pairing them in the order given.
+    pub fn sum_segs(&self, p: &mut Pipe, mut nums: Vec<Segs>, w: u32) -> V {
+        assert!(!nums.is_empty(), "empty sum");
         while nums.len() > 1 {
             let mut next = Vec::new();
             for pair in nums.chunks(2) {

@@ -49,6 +49,7 @@ pub mod pipeline;
 pub mod report;
 pub mod resources;
 mod retrieval;
+mod retrieval_mul;
 mod rmw;
 pub mod sim;
 mod stimulus;

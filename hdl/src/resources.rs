@@ -226,12 +226,8 @@ fn bank_registers(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
     };
     let per_read = match family {
         Family::Ice40 => c,
-        Family::Ecp5 => {
-            let tiles = g
-                .depth
-                .div_ceil(Device::Ulx3s85f.cells_per_ram(g.cell_bits));
-            2 * u64::from(crate::geo::ceil_log2(tiles))
-        }
+        Family::Ecp5 => crate::ecp5_bank::tiles(g.cell_bits, g.depth)
+            .map_or(0, |t| 2 * u64::from(crate::geo::ceil_log2(t.rows))),
     };
     Cost {
         luts: 0,
@@ -245,7 +241,12 @@ pub fn estimate(cfg: &PipelineConfig, device: Device) -> Estimate {
     let fr = front::build(&cfg.base, &shape(cfg));
     let g = geo(cfg, &fr);
     let depth = cfg.base.bank_entries();
-    let rams_per_bank = depth.div_ceil(device.cells_per_ram(cfg.cells.bits));
+    let registered = cfg.base.registered_banks;
+    let rams_per_bank = match crate::ecp5_bank::generated(cfg.cells.bits, depth, registered) {
+        // ECP5 banks whose DP16KD tiles the generator cuts itself.
+        Some(t) if device.family() == Family::Ecp5 => t.count(),
+        _ => depth.div_ceil(device.cells_per_ram(cfg.cells.bits)),
+    };
     let banks = g.lanes as u64 * g.replicas as u64 * rams_per_bank;
     let fifo_rams = match device.family() {
         // Yosys maps each answer FIFO (16 to 64 entries of tag + answer bits) to a RAM.

@@ -21,9 +21,9 @@ use crate::arith::{Arith, Term};
 use crate::banks::Cells;
 use crate::check::Reference;
 use crate::geo::{ceil_log2, Geo};
-use crate::hash::xorshift_multiply;
 use crate::pipe::{Op, Pipe, V};
 use crate::pipeline::PipelineConfig;
+use crate::retrieval_mul::mulc_paced;
 use crate::{op, HdlError, MAX_BANK_ENTRIES};
 
 /// Rows of `L` cells in one bank: `⌈(S + a − 1) / a⌉`.
@@ -70,16 +70,21 @@ pub(crate) fn validate(cfg: &PipelineConfig, s: &Shape) -> Result<(), HdlError> 
     Ok(())
 }
 
-/// `(hi, lo)` 64-bit halves of the 128-bit product `m × k`, from four 32 × 32-bit products.
-fn mul128(p: &mut Pipe, a: Arith, m: V, k: u64) -> (V, V) {
+/// `spread(m) mod 2^n` (core's `spread`: the high and low halves of `m × MIX_MUL2`, XORed): only
+/// bits `[0, n)` and `[64, 64 + n)` of the 128-bit product are needed, so the high half is an
+/// `n`-bit product (not 64) and the low half is cut to `n` bits; the carry into bit 64 still
+/// needs the three other 32 × 32-bit products in full.
+fn spread_low(p: &mut Pipe, a: Arith, m: V, n: u32) -> V {
+    assert!((1..=64).contains(&n), "spread bits {n}");
+    let k = MIX_MUL2;
     let (ml, mh) = (p.slice(m, 0, 32), p.slice(m, 32, 32));
     let (kl, kh) = (k & 0xffff_ffff, k >> 32);
-    let ll = a.mulc(p, ml, kl, 64, Vec::new(), 0);
-    let lh = a.mulc(p, ml, kh, 64, Vec::new(), 0);
-    let hl = a.mulc(p, mh, kl, 64, Vec::new(), 0);
+    let ll = mulc_paced(p, a, ml, kl, 64, Vec::new());
+    let lh = mulc_paced(p, a, ml, kh, 64, Vec::new());
+    let hl = mulc_paced(p, a, mh, kl, 64, Vec::new());
     let lo32 = |p: &mut Pipe, v| p.slice(v, 0, 32);
     let hi32 = |p: &mut Pipe, v| p.slice(v, 32, 32);
-    // mid = ll >> 32 + lh mod 2^32 + hl mod 2^32 (34 bits): bits 32.. of the product.
+    // mid = ll >> 32 + lh mod 2^32 + hl mod 2^32 (34 bits): its bits 32, 33 carry into bit 64.
     let terms = vec![
         Term::new(hi32(p, ll), 0),
         Term::new(lo32(p, lh), 0),
@@ -92,10 +97,14 @@ fn mul128(p: &mut Pipe, a: Arith, m: V, k: u64) -> (V, V) {
         Term::new(hi32(p, hl), 0),
         Term::new(carry, 0),
     ];
-    let hi = a.mulc(p, mh, kh, 64, extra, 0);
-    let (l0, m0) = (lo32(p, ll), lo32(p, mid));
-    let lo = p.wire(Op::Concat(vec![m0, l0]), 64, "lo");
-    (hi, lo)
+    let hi = mulc_paced(p, a, mh, kh, n, extra);
+    let lo = if n <= 32 {
+        p.slice(ll, 0, n)
+    } else {
+        let (l0, m0) = (lo32(p, ll), p.slice(mid, 0, n - 32));
+        p.wire(Op::Concat(vec![m0, l0]), n, "lo")
+    };
+    p.xor(hi, lo)
 }
 
 /// The bank addresses (bank 0 first, each `row_bits + σ` bits) and the check bits
@@ -109,15 +118,25 @@ pub(crate) fn index_of(p: &mut Pipe, a: Arith, s: &Shape, hx: V) -> (Vec<V>, Opt
         let k = p.konst(s.seed, 64);
         a.sum(p, vec![Term::new(hx, 0), Term::new(k, 0)], 64)
     };
-    let m = xorshift_multiply(p, a, x, [33; 3], [MIX_MUL1, MIX_MUL2]);
-    let (hi, lo) = mul128(p, a, m, MIX_MUL2);
-    let r = p.xor(hi, lo);
+    // mix(x): (x ^ x >> 33) × MIX_MUL1, the same with MIX_MUL2, then x ^ x >> 33 once more.
+    let xorshift = |p: &mut Pipe, v: V| {
+        let sh = p.wire(Op::Shr(v, 33), 64, "shr");
+        p.xor(v, sh)
+    };
+    let mut m = x;
+    for k in [MIX_MUL1, MIX_MUL2] {
+        let v = xorshift(p, m);
+        m = mulc_paced(p, a, v, k, 64, Vec::new());
+    }
+    let m = xorshift(p, m);
+    // Cells 1.. take σ bits each of spread(m).
+    let r = (arity > 1).then(|| spread_low(p, a, m, (arity as u32 - 1) * sigma));
     // start = (m × S·L) >> 64 with S·L < 2^32: (mh·SL + (ml·SL >> 32)) >> 32.
     let span = u64::from(s.segment_count) << sigma;
     let (ml, mh) = (p.slice(m, 0, 32), p.slice(m, 32, 32));
-    let pl = a.mulc(p, ml, span, 64, Vec::new(), 0);
+    let pl = mulc_paced(p, a, ml, span, 64, Vec::new());
     let pl_hi = p.slice(pl, 32, 32);
-    let t = a.mulc(p, mh, span, 64, vec![Term::new(pl_hi, 0)], 0);
+    let t = mulc_paced(p, a, mh, span, 64, vec![Term::new(pl_hi, 0)]);
     let start = p.slice(t, 32, 32);
     let seg = p.slice(start, sigma, 32 - sigma);
     let rb = row_bits(s);
@@ -126,7 +145,7 @@ pub(crate) fn index_of(p: &mut Pipe, a: Arith, s: &Shape, hx: V) -> (Vec<V>, Opt
         let q = p.slice(seg, 2, rb.min(30 - sigma).max(1));
         (q, rem)
     } else {
-        let prod = a.mulc(p, seg, 0xaaaa_aaab, 64, Vec::new(), 0);
+        let prod = mulc_paced(p, a, seg, 0xaaaa_aaab, 64, Vec::new());
         let q = p.slice(prod, 33, rb.max(1));
         let (s2, q2) = (p.slice(seg, 0, 2), p.slice(q, 0, 1.max(rb.min(2))));
         let rem = p.reg(Op::Add(vec![s2, q2]), 2, "rem");
@@ -138,6 +157,7 @@ pub(crate) fn index_of(p: &mut Pipe, a: Arith, s: &Shape, hx: V) -> (Vec<V>, Opt
             if j == 0 {
                 low0
             } else {
+                let r = r.expect("arity > 1");
                 let off = p.slice(r, (j as u32 - 1) * sigma, sigma);
                 p.xor(low0, off)
             }

@@ -1,6 +1,8 @@
 //! The ECP5 form of the registered banks (DP16KD tiles with `REGMODE = "OUTREG"`, selected by
-//! `BLOOMLANES_ECP5_EBR`) answers exactly like the portable inferred bank, cycle by cycle, for
-//! every DP16KD width the generator picks (1, 9 and 18 bits; several tiles per bank), in Icarus
+//! `BLOOMLANES_ECP5_EBR`; `NOREG` tiles of plain banks cut side by side) answers exactly like
+//! the portable inferred bank, cycle by cycle, for
+//! every DP16KD width the generator picks (1, 2, 4, 9 and 18 bits; several tiles per bank, deep
+//! or side by side), in Icarus
 //! Verilog with a behavioural DP16KD (Yosys ships only a black box). The model follows the
 //! address convention of Yosys's own DP16KD mapping (`brams_map_16kd.v`: the address pins count
 //! bits, entry `e` of a `w`-bit port at `e << log2(w)`, byte enables in the two low pins at width
@@ -9,6 +11,7 @@ mod common;
 
 use std::fmt::Write as _;
 
+use bloomlanes_core::retrieval::Shape;
 use bloomlanes_core::{CounterBits, Layout};
 use bloomlanes_hdl::sim::{self, Simulator};
 use bloomlanes_hdl::{generate_pipeline, CellSpec, KeyMode, PipelineConfig};
@@ -160,26 +163,49 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
     one.top_name = "ebr_1p".into();
     let mut three = cfg(Layout::L8x64, 300, KeyMode::Prehashed, 3);
     three.top_name = "ebr_3p".into();
+    let mut table = cfg(Layout::L8x32, 1, KeyMode::Prehashed, 1);
+    table.top_name = "ebr_r8".into();
+    let (segment_bits, segment_count) = Shape::sized(16_384, 4, 0).unwrap();
+    let shape = Shape {
+        value_bits: 8,
+        check_bits: 8,
+        arity: 4,
+        segment_bits,
+        segment_count,
+        seed: 5,
+    };
     let designs = [
         // 1-bit cells, 32 Ki entries: two 16 Ki x 1 tiles; port A reads and writes.
         PipelineConfig::static_filter(&one),
         // 1-bit cells, 19 200 entries, 3 ports: port B reads, two kinds of bank.
         PipelineConfig::static_filter(&three),
-        // 8-bit counters in 9-bit tiles: 3200 entries, two 2 Ki tiles.
+        // 8-bit counters, 3200 entries: two 4 Ki x 4 tiles side by side.
         PipelineConfig::new(counting, CellSpec::counting(CounterBits::Eight)),
-        // 8-bit counters, 9600 entries: five 2 Ki tiles, a read picked from five.
+        // 8-bit counters, 9600 entries: eight 16 Ki x 1 tiles side by side.
         PipelineConfig::new(counting5, CellSpec::counting(CounterBits::Eight)),
-        // 16-bit classes in 18-bit tiles (byte enables): 1280 entries, two 1 Ki tiles.
+        // 16-bit classes, 1280 entries: two 2 Ki x 9 tiles side by side, 7 bits of one unused.
         PipelineConfig::spatial(spatial, 16),
+        // The 16384-key retrieval table's 16-bit cells, 5120 a bank: eight 8 Ki x 2 tiles side
+        // by side (a column of five 1 Ki x 18 tiles before, read through a 5-tile pick).
+        PipelineConfig::retrieval(table.clone(), shape),
     ];
+    // Plain, the same retrieval banks: NOREG tiles side by side (Yosys would stack five).
+    table.top_name = "ebr_r8_plain".into();
+    let plain = [PipelineConfig::retrieval(table, shape)];
+    let designs = designs.into_iter().map(|c| (c, true));
     let model = dp16kd_model();
     let dir = sim::fresh_dir("ecp5_bank").unwrap();
     std::fs::write(dir.join("dp16kd.v"), &model).unwrap();
     let mut checked = 0;
-    for mut c in designs {
-        c.base.registered_banks = true;
+    for (mut c, registered) in designs.chain(plain.into_iter().map(|c| (c, false))) {
+        c.base.registered_banks = registered;
         let d = generate_pipeline(&c).unwrap();
-        assert!(d.rtl.contains("REGMODE_A(\"OUTREG\")"), "{}", d.top_name);
+        let mode = if registered { "OUTREG" } else { "NOREG" };
+        assert!(
+            d.rtl.contains(&format!("REGMODE_A(\"{mode}\")")),
+            "{}",
+            d.top_name
+        );
         // The tile is picked by a case per tile: a computed part-select (`sel * 18 +: c`)
         // synthesises to a multiplier and a shifter on the read path.
         assert!(!d.rtl.contains("_sel2 * 18"), "{}", d.top_name);
@@ -193,7 +219,9 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
             // Four cycles where the bank registers its read address with the writes (a
             // write-through design's port A), else three.
             let body = &d.rtl[at..at + d.rtl[at..].find("endmodule").unwrap()];
-            let lag = if body.contains("a_addr_m <= a_addr") && header.contains("a_dout") {
+            let lag = if !registered {
+                2
+            } else if body.contains("a_addr_m <= a_addr") && header.contains("a_dout") {
                 4
             } else {
                 3
@@ -216,6 +244,6 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 6, "bank modules checked");
+    assert_eq!(checked, 8, "bank modules checked");
     std::fs::remove_dir_all(dir).ok();
 }
