@@ -53,6 +53,11 @@ const AUTO_MIN_KEYS: usize = 1 << 14;
 /// 62; 40 MiB with 2^19 keys (80) 53 / 73.
 const AUTO_MAX_BYTES_PER_KEY: u64 = 160;
 
+/// Preload a partition's image and cells from one key per this many of their cache lines (a
+/// key reads 3 to 9 of them: its image block and its cells; the rule every slice had before
+/// the static filter's was measured, not re-measured for cells).
+const CELL_LINES_PER_KEY: usize = 4;
+
 /// The bytes of a cell filter's image and cells per image byte (`1 + c`).
 fn storage_factor(p: &Params) -> u64 {
     1 + u64::from(p.kind.cell_bits().bits())
@@ -247,7 +252,7 @@ pub(crate) fn update(
                 if count == 0 {
                     return 0;
                 }
-                if worth_preloading(count, image.len() + cells.len()) {
+                if worth_preloading(count, image.len() + cells.len(), CELL_LINES_PER_KEY) {
                     preload(image);
                     preload(cells);
                 }
