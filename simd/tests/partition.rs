@@ -213,7 +213,10 @@ fn the_automatic_rule() {
     assert!(part.partitions(&params(16 << 20), 500), "32 KiB per key");
     assert!(!part.partitions(&params(16 << 20), 499));
     assert!(!part.partitions(&params(128 << 10), 999), "too few keys");
-    assert!(!part.partitions(&params(64 << 10), 3999), "resident, too few keys");
+    assert!(
+        !part.partitions(&params(64 << 10), 3999),
+        "resident, too few keys"
+    );
     assert!(part.partitions(&params(64 << 10), 4000));
     assert!(!part.partitions(&params(16 << 10), 100_000), "in 4 L2s");
     let fixed = Partitioning {
