@@ -414,28 +414,20 @@ mod tests {
     fn auto_makes_the_measured_choice() {
         let auto = PartitionAuto::default();
         let parts = |mib: u64, log2_keys: u32| auto.partitions(mib * MIB, XEON_VM, 1 << log2_keys);
-        // (filter MiB, log2 keys, partitioned was faster)
-        for (mib, k, faster) in [
-            (16, 14, false),
-            (16, 17, false),
-            (16, 19, false),
-            (16, 22, true),
-            (16, 24, true),
-            (64, 14, false),
-            (64, 16, false),
-            (64, 17, true),
-            (64, 21, true),
-            (256, 14, false),
-            (256, 15, false),
-            (256, 17, true),
-            (256, 21, true),
-            (1024, 15, false),
-            (1024, 16, true),
-            (1024, 17, true),
-            (1024, 21, true),
-            (1024, 24, true),
-        ] {
-            assert_eq!(parts(mib, k), faster, "{mib} MiB, 2^{k} keys");
+        // (filter MiB, log2 batches where direct led, where partitioned led)
+        let led: [(u64, &[u32], &[u32]); 4] = [
+            (16, &[14, 17, 19], &[22, 24]),
+            (64, &[14, 16], &[17, 21]),
+            (256, &[14, 15], &[17, 21]),
+            (1024, &[15], &[16, 17, 21, 24]),
+        ];
+        for (mib, direct, parted) in led {
+            for &k in direct {
+                assert!(!parts(mib, k), "{mib} MiB, 2^{k} keys: direct");
+            }
+            for &k in parted {
+                assert!(parts(mib, k), "{mib} MiB, 2^{k} keys: partitioned");
+            }
         }
         // In L2 or L3 (1 MiB, 2^21-key lookups: 280 M keys/s direct, 105 partitioned).
         assert!(!parts(1, 21));
