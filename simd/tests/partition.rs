@@ -191,12 +191,15 @@ fn large_batches_with_default_sizes() {
 fn the_automatic_rule() {
     let caches = CacheSizes {
         l2: 4 << 10,
-        llc: 16 << 10,
+        llc: 256 << 10,
     };
     let auto = PartitionAuto {
         min_filter_bytes: 0,
+        resident_bytes: 0,
+        resident_min_keys: 4000,
         min_keys: 1000,
-        max_filter_bytes_per_key: 64,
+        far_bytes: 0,
+        far_min_keys: 500,
     };
     let part = Partitioning {
         caches,
@@ -204,17 +207,18 @@ fn the_automatic_rule() {
         ..Partitioning::default()
     };
     let params = |bytes: usize| Params::new(Layout::L8x32, (bytes / 32) as u32);
-    // Over the last-level cache, enough keys, at most 64 filter bytes per key.
-    assert!(part.partitions(&params(64 << 10), 1024));
-    assert!(!part.partitions(&params(64 << 10), 999), "too few keys");
+    // Past 4 L2s (16 KiB) from `resident_min_keys`, past 16 (64 KiB) from `min_keys`, past 256
+    // (1 MiB) from `far_min_keys`, however many bytes per key.
+    assert!(part.partitions(&params(128 << 10), 1000));
+    assert!(part.partitions(&params(16 << 20), 500), "32 KiB per key");
+    assert!(!part.partitions(&params(16 << 20), 499));
+    assert!(!part.partitions(&params(128 << 10), 999), "too few keys");
     assert!(
-        !part.partitions(&params(128 << 10), 1024),
-        "128 bytes per key"
+        !part.partitions(&params(64 << 10), 3999),
+        "resident, too few keys"
     );
-    assert!(
-        !part.partitions(&params(16 << 10), 100_000),
-        "fits in the LLC"
-    );
+    assert!(part.partitions(&params(64 << 10), 4000));
+    assert!(!part.partitions(&params(16 << 10), 100_000), "in 4 L2s");
     let fixed = Partitioning {
         auto: PartitionAuto {
             min_filter_bytes: 1 << 20,
@@ -228,7 +232,7 @@ fn the_automatic_rule() {
         mode: PartitionMode::Direct,
         ..part
     };
-    assert!(!direct.partitions(&params(64 << 10), 1 << 20));
+    assert!(!direct.partitions(&params(128 << 10), 1 << 20));
     // Both sides of the rule give the reference's answers.
     let mut state = 4;
     let keys: Vec<u64> = (0..1500).map(|_| splitmix(&mut state)).collect();
@@ -238,7 +242,7 @@ fn the_automatic_rule() {
             probe,
             2,
             Layout::L8x32,
-            2048,
+            4096,
             0,
             Form::U64,
             &keys,
@@ -341,22 +345,20 @@ fn empty_batches_change_nothing() {
     }
 }
 
-/// The default (automatic) settings never partition a filter that fits in this machine's
-/// last-level cache, however large the batch: it is probed directly.
+/// The default (automatic) settings never partition a filter of at most 4 L2 caches (at most
+/// the last-level cache), however large the batch: it is probed directly. Well past the
+/// last-level cache and with a large batch, they partition.
 #[test]
 fn auto_probes_cache_resident_filters_directly() {
     let part = Partitioning::default();
     assert_eq!(part.mode, PartitionMode::Auto);
     assert_eq!(part.caches, CacheSizes::detected());
-    let llc = part.caches.llc;
-    assert!(
-        llc >= part.caches.l2 && part.caches.l2 > 0,
-        "{:?}",
-        part.caches
-    );
+    let (l2, llc) = (part.caches.l2, part.caches.llc);
+    assert!(llc >= l2 && l2 > 0, "{:?}", part.caches);
+    let floor = (4 * l2).min(llc);
     for layout in Layout::ALL {
         let bb = layout.block_bytes();
-        for bytes in [bb, 64 << 10, llc / 2, llc] {
+        for bytes in [bb, 64 << 10, l2, floor] {
             let params = Params::new(layout, (bytes / bb) as u32);
             for n in [1usize, 1 << 16, 1 << 26, 1 << 32] {
                 assert!(
@@ -366,7 +368,6 @@ fn auto_probes_cache_resident_filters_directly() {
                 );
             }
         }
-        // Well past the last-level cache and with enough keys, it does partition.
         let big = Params::new(layout, ((4 * llc) / bb) as u32);
         assert!(
             part.partitions(&big, 1 << 26),

@@ -40,8 +40,15 @@ use crate::Probe;
 /// larger than the last-level cache divided by this: below, the direct update's prefetched
 /// random lines come from L3 faster than the partitioned passes go. Measured on the 2-core EPYC
 /// (32 MiB L3), one thread, 4-bit counters, M keys/s direct / partitioned: 5 MiB of storage with
-/// 2^20-key batches 167 / 100; 20 MiB with 2^18 keys 68 / 72, with 2^20 keys 63 / 87 ...
+/// 2^20-key batches 167 / 100; 20 MiB with 2^18 keys 68 / 72, with 2^20 keys 63 / 87. At most
+/// [`AUTO_MAX_L2S`] L2 caches, though: a VM's reported L3 may be a large host's (the 2-core
+/// Xeon VM reports 480 MiB), of which the direct update finds little; there, 80 MiB of storage
+/// with 2^20-key batches went 21.5–21.6 / 58.6–60.1 (4-bit, thread CPU time, 2 rounds,
+/// 2026-11-29) ...
 const AUTO_LLC_DIVISOR: u64 = 2;
+
+/// ... or than this many L2 caches, whichever is less (8 MiB on the EPYC, 16 MiB on the VM) ...
+const AUTO_MAX_L2S: u64 = 8;
 
 /// ... and the batch has at least this many keys ...
 const AUTO_MIN_KEYS: usize = 1 << 14;
@@ -52,6 +59,11 @@ const AUTO_MIN_KEYS: usize = 1 << 14;
 /// batches (640 bytes per key) 47 / 24, 2^18 (320) 37 / 26, 2^19 (160) 39 / 50, 2^20 (80) 36 /
 /// 62; 40 MiB with 2^19 keys (80) 53 / 73.
 const AUTO_MAX_BYTES_PER_KEY: u64 = 160;
+
+/// Preload a partition's image and cells from one key per this many of their cache lines (a
+/// key reads 3 to 9 of them: its image block and its cells; the rule every slice had before
+/// the static filter's was measured, not re-measured for cells).
+const CELL_LINES_PER_KEY: usize = 4;
 
 /// The bytes of a cell filter's image and cells per image byte (`1 + c`).
 fn storage_factor(p: &Params) -> u64 {
@@ -66,7 +78,9 @@ impl Partitioning {
             PartitionMode::Direct => false,
             PartitionMode::Partitioned => n > 0,
             PartitionMode::Auto => {
-                storage > self.caches.llc as u64 / AUTO_LLC_DIVISOR
+                storage
+                    > (self.caches.llc as u64 / AUTO_LLC_DIVISOR)
+                        .min(self.caches.l2 as u64 * AUTO_MAX_L2S)
                     && n >= AUTO_MIN_KEYS
                     && storage <= (n as u64).saturating_mul(AUTO_MAX_BYTES_PER_KEY)
             }
@@ -247,7 +261,7 @@ pub(crate) fn update(
                 if count == 0 {
                     return 0;
                 }
-                if worth_preloading(count, image.len() + cells.len()) {
+                if worth_preloading(count, image.len() + cells.len(), CELL_LINES_PER_KEY) {
                     preload(image);
                     preload(cells);
                 }
@@ -351,6 +365,20 @@ mod tests {
             "80 MiB, 320 B per key"
         );
         assert!(!part.partitions_cells(&params(16 * mib), AUTO_MIN_KEYS - 1));
+        // The 2-core Xeon VM: 2 MiB of L2, 480 MiB of L3 reported; 80 MiB of storage, 2^20 keys
+        // (direct 21.5–21.6, partitioned 58.6–60.1 M keys/s).
+        let vm = Partitioning {
+            caches: CacheSizes {
+                l2: 2 << 20,
+                llc: 480 << 20,
+            },
+            ..part
+        };
+        assert!(vm.partitions_cells(&params(16 * mib), n));
+        assert!(
+            !vm.partitions_cells(&params(3 * mib), n),
+            "15 MiB: in 8 L2s"
+        );
         let forced = Partitioning {
             mode: PartitionMode::Partitioned,
             ..part

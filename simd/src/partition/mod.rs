@@ -16,7 +16,7 @@
 //!
 //! 1. Scatter: the keys are hashed 256 at a time and each hash is appended to its partition's
 //!    write-combining line; full lines go to pages chained per partition (non-temporal stores
-//!    when the scratch outgrows the last-level cache). Lookups also write each key's partition
+//!    when the scratch outgrows half the L2). Lookups also write each key's partition
 //!    (2 bytes). All threads: each task scatters its own contiguous range of the batch.
 //! 2. Probe or insert: partition by partition (all threads: one task per partition), with the
 //!    vector kernels of the [`Probe`]'s path; inserts own their partition's blocks, so no
@@ -43,11 +43,14 @@
 //!
 //! # When [`PartitionMode::Auto`] partitions
 //!
-//! When the filter is larger than [`PartitionAuto::min_filter_bytes`], the batch holds at
-//! least [`PartitionAuto::min_keys`] keys and the filter holds at most
-//! [`PartitionAuto::max_filter_bytes_per_key`] bytes per key of the batch (so that reading
-//! every slice once costs less than a random access per key). The defaults come from the
-//! batch-size sweep of the `partition` benchmark.
+//! When the filter is larger than [`PartitionAuto::min_filter_bytes`] and the batch holds at
+//! least [`PartitionAuto::min_keys`] keys: [`PartitionAuto::resident_min_keys`] for a filter
+//! of at most [`PartitionAuto::resident_bytes`], which the direct path finds mostly in the
+//! last-level cache, and [`PartitionAuto::far_min_keys`] past [`PartitionAuto::far_bytes`].
+//! Not a bound on filter bytes per key: the partitioned rate grows with the
+//! batch (its per-call and per-partition costs amortise) and does not fall with the filter, while
+//! the direct rate falls to the random-access rate once the filter is out of the caches' reach.
+//! The defaults come from the sweep of the `partition` benchmark (issue #25).
 
 mod cells;
 mod gather;
@@ -86,24 +89,68 @@ pub enum PartitionMode {
 }
 
 /// The rule of [`PartitionMode::Auto`]: partition a batch of `n` keys for a filter of `F` bytes
-/// when `F > min_filter_bytes`, `n ≥ min_keys` and `F ≤ n × max_filter_bytes_per_key`.
+/// when `F > min_filter_bytes` and `n` is at least `resident_min_keys` where `F ≤
+/// resident_bytes`, `far_min_keys` where `F > far_bytes`, `min_keys` in between.
+///
+/// Measured with the `partition` bench (2-core Xeon VM, 2 MiB L2 per core, 480 MiB of L3 shared
+/// with the host's other guests; one thread, thread CPU time, median of 3; 8x32, 2026-11-29),
+/// direct / partitioned in M keys/s, lookups into bytes (inserts alike within 10 %):
+///
+/// | filter | 2^14 keys | 2^15 | 2^16 | 2^17 | 2^19 | 2^21 | 2^24 |
+/// |---|---|---|---|---|---|---|---|
+/// | 16 MiB | 134 / 93 | 141 / 86 | 92 / 68 | 94 / 69 | 103 / 83 | 98 / 101 | 95 / 104 |
+/// | 64 MiB | 40 / 33 | 39 / 38 | 43 / 37 | 45 / 51 | 43 / 64 | 44 / 79 | 45 / 90 |
+/// | 256 MiB | 28 / 25 | 36 / 32 | 34 / 32 | 36 / 44 | 37 / 61 | 31 / 66 | 31 / 70 |
+/// | 1 GiB | 16 / 15 | 17 / 16 | 18 / 19 | 17 / 25 | 16 / 37 | 16 / 52 | 15 / 65 |
+///
+/// The direct rate depends on the filter only: a 16 MiB filter is mostly in the L3; from 64
+/// MiB it is the random-access rate, which halves again at 1 GiB (page walks). The partitioned
+/// rate grows with the batch, as its per-call and per-partition costs amortise. So the
+/// least batch that pays falls as the filter grows, whatever the filter bytes per key (the
+/// former rule, at most 64 of them, probed 1 GiB directly below 2^24 keys, at 0.24–0.69× of
+/// the partitioned rate from 2^17 keys on). At 64 MiB the direct rate swings with the other
+/// guests' use of the L3: 71–73 M keys/s in a check run half an hour later (2^15–2^17 keys;
+/// partitioned 64–68 at 2^17), 43–48 in the sweep; partitioning from 2^17 keys there costs up
+/// to 11 % in the one state and gains up to 1.5× (2^19–2^20) in the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartitionAuto {
-    /// Filters of at most this many bytes are probed directly; 0 = the last-level cache size.
+    /// Filters of at most this many bytes are probed directly; 0 = 4 × the L2 cache, at most
+    /// the last-level cache (a 1 MiB filter, 2^21-key lookups: 280 M keys/s direct, 105
+    /// partitioned).
     pub min_filter_bytes: u64,
-    /// Batches of fewer keys are probed directly.
+    /// Filters of at most this many bytes (mostly in the last-level cache when probed directly)
+    /// partition from [`PartitionAuto::resident_min_keys`]; 0 = 16 × the L2 cache, at most the
+    /// last-level cache.
+    pub resident_bytes: u64,
+    /// The least batch that partitions a filter of at most [`PartitionAuto::resident_bytes`].
+    pub resident_min_keys: usize,
+    /// The least batch that partitions a filter between the resident and the far sizes.
     pub min_keys: usize,
-    /// Partition only when the filter holds at most this many bytes per key of the batch.
-    pub max_filter_bytes_per_key: u64,
+    /// Filters of more than this many bytes partition from [`PartitionAuto::far_min_keys`]; 0 =
+    /// 256 × the L2 cache.
+    pub far_bytes: u64,
+    /// The least batch that partitions a filter of more than [`PartitionAuto::far_bytes`].
+    pub far_min_keys: usize,
 }
 
 impl Default for PartitionAuto {
     fn default() -> Self {
         PartitionAuto {
             min_filter_bytes: 0,
-            min_keys: 1 << 16,
-            max_filter_bytes_per_key: 64,
+            resident_bytes: 0,
+            resident_min_keys: 1 << 21,
+            min_keys: 1 << 17,
+            far_bytes: 0,
+            far_min_keys: 1 << 16,
         }
+    }
+}
+
+/// `bytes`, or where it is 0, `l2s` times the L2 cache, at most `cap`.
+fn or_l2s(bytes: u64, l2s: u64, caches: CacheSizes, cap: usize) -> u64 {
+    match bytes {
+        0 => (caches.l2 as u64 * l2s).min(cap as u64),
+        b => b,
     }
 }
 
@@ -111,14 +158,14 @@ impl PartitionAuto {
     /// Whether a batch of `keys` keys for a filter of `filter_bytes` bytes is partitioned on a
     /// machine with `caches`.
     pub fn partitions(&self, filter_bytes: u64, caches: CacheSizes, keys: usize) -> bool {
-        let floor = if self.min_filter_bytes == 0 {
-            caches.llc as u64
+        let least = if filter_bytes <= or_l2s(self.resident_bytes, 16, caches, caches.llc) {
+            self.resident_min_keys
+        } else if filter_bytes <= or_l2s(self.far_bytes, 256, caches, usize::MAX) {
+            self.min_keys
         } else {
-            self.min_filter_bytes
+            self.far_min_keys
         };
-        filter_bytes > floor
-            && keys >= self.min_keys
-            && filter_bytes <= (keys as u64).saturating_mul(self.max_filter_bytes_per_key)
+        filter_bytes > or_l2s(self.min_filter_bytes, 4, caches, caches.llc) && keys >= least
     }
 }
 
@@ -163,6 +210,9 @@ impl Default for Partitioning {
     }
 }
 
+/// Scratch bytes per key of a round (hash, partition id), for the choice of streaming stores.
+const SCRATCH_BYTES_PER_KEY: usize = 10;
+
 /// The most partitions (2^13: their write-combining lines take 512 KiB; partition ids are
 /// `u16`).
 const MAX_PARTS: usize = 1 << 13;
@@ -175,7 +225,12 @@ pub(crate) struct Plan {
     pub(super) round_keys: usize,
     /// A multiple of 64, at most `round_keys`.
     pub(super) task_keys: usize,
-    /// Non-temporal scatter stores.
+    /// Non-temporal scatter stores: where the round's scratch is larger than half the L2 (a
+    /// slice's room). Written with plain stores, each scratch line is read for ownership and
+    /// then evicted by the rest of the scatter before the probe pass reads it back; streamed,
+    /// lookups went 38–48 → 64–67 M keys/s at 256 MiB with 2^21-key batches, 44 → 59 at 1 GiB,
+    /// 61 → 87 at 64 MiB with 2^22 (2-core Xeon VM with 480 MiB of L3, where the former rule,
+    /// scratch larger than the L3, never streamed; thread CPU time).
     pub(super) stream: bool,
 }
 
@@ -238,7 +293,7 @@ impl Partitioning {
             part_of: PartOf { blocks, bits },
             round_keys,
             task_keys,
-            stream: round.saturating_mul(10) > self.caches.llc,
+            stream: round.saturating_mul(SCRATCH_BYTES_PER_KEY) > self.caches.l2 / 2,
         }
     }
 
@@ -337,5 +392,80 @@ impl Probe {
         let plan = self.partitioning.plan(filter.params(), n, 1, 1);
         run::insert(self, &plan, filter, keys, false);
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// The caches of the machine the rule was measured on: 2 MiB of L2 per core, 480 MiB of L3.
+    const XEON_VM: CacheSizes = CacheSizes {
+        l2: 2 << 20,
+        llc: 480 << 20,
+    };
+
+    /// Points of the sweep behind [`PartitionAuto`]'s table where one mode was more than 5 %
+    /// ahead: the rule picks that mode (at 64 MiB and 2^17 keys only in the sweep's state of the
+    /// L3, see [`PartitionAuto`]).
+    #[test]
+    fn auto_makes_the_measured_choice() {
+        let auto = PartitionAuto::default();
+        let parts = |mib: u64, log2_keys: u32| auto.partitions(mib * MIB, XEON_VM, 1 << log2_keys);
+        // (filter MiB, log2 batches where direct led, where partitioned led)
+        let led: [(u64, &[u32], &[u32]); 4] = [
+            (16, &[14, 17, 19], &[22, 24]),
+            (64, &[14, 16], &[17, 21]),
+            (256, &[14, 15], &[17, 21]),
+            (1024, &[15], &[16, 17, 21, 24]),
+        ];
+        for (mib, direct, parted) in led {
+            for &k in direct {
+                assert!(!parts(mib, k), "{mib} MiB, 2^{k} keys: direct");
+            }
+            for &k in parted {
+                assert!(parts(mib, k), "{mib} MiB, 2^{k} keys: partitioned");
+            }
+        }
+        // In L2 or L3 (1 MiB, 2^21-key lookups: 280 M keys/s direct, 105 partitioned).
+        assert!(!parts(1, 21));
+        assert!(!parts(8, 24));
+    }
+
+    /// Zero sizes follow the caches (4 and 16 L2s, at most the last-level cache); set sizes are
+    /// taken as they are.
+    #[test]
+    fn auto_sizes_follow_the_caches() {
+        let auto = PartitionAuto::default();
+        let small = CacheSizes {
+            l2: 1 << 20,
+            llc: 8 << 20,
+        };
+        // Floor min(4 MiB, 8 MiB); resident up to min(16 MiB, 8 MiB).
+        assert!(!auto.partitions(4 * MIB, small, 1 << 24));
+        assert!(auto.partitions(5 * MIB, small, 1 << 21));
+        assert!(!auto.partitions(5 * MIB, small, (1 << 21) - 1));
+        assert!(auto.partitions(9 * MIB, small, 1 << 17));
+        assert!(!auto.partitions(9 * MIB, small, (1 << 17) - 1));
+        let tiny_llc = CacheSizes {
+            l2: 1 << 20,
+            llc: 2 << 20,
+        };
+        assert!(auto.partitions(3 * MIB, tiny_llc, 1 << 17));
+        let set = PartitionAuto {
+            min_filter_bytes: 100 * MIB,
+            resident_bytes: 200 * MIB,
+            ..auto
+        };
+        assert!(!set.partitions(100 * MIB, XEON_VM, 1 << 24));
+        assert!(!set.partitions(200 * MIB, XEON_VM, (1 << 21) - 1));
+        assert!(set.partitions(200 * MIB, XEON_VM, 1 << 21));
+        assert!(set.partitions(201 * MIB, XEON_VM, 1 << 17));
+        // Past 256 L2s (512 MiB here), from 2^16 keys.
+        assert!(!auto.partitions(512 * MIB, XEON_VM, 1 << 16));
+        assert!(auto.partitions(513 * MIB, XEON_VM, 1 << 16));
+        assert!(!auto.partitions(513 * MIB, XEON_VM, (1 << 16) - 1));
     }
 }

@@ -176,10 +176,17 @@ pub(super) fn preload(words: &[u32]) {
 }
 
 /// Whether a partition with `keys` keys and a slice of `words` filter words is dense enough to
-/// preload: at least one key per 4 cache lines.
-pub(super) fn worth_preloading(keys: usize, words: usize) -> bool {
-    keys * 64 >= words
+/// preload: at least one key per `lines_per_key` cache lines. Reading a line in sequence costs
+/// about what a key's random miss costs, so a static filter's slice (one line per key) pays from
+/// one key per line: with one key per 2 lines (256 MiB, 2^21-key batches) the preload took a
+/// third of the lookup's time, and lookups went 38.4 → 48.2 M keys/s without it (2-core Xeon VM,
+/// thread CPU time, median of 3 rounds); at 1–4 keys per line preloading or not was level.
+pub(super) fn worth_preloading(keys: usize, words: usize, lines_per_key: usize) -> bool {
+    keys * 16 * lines_per_key >= words
 }
+
+/// [`worth_preloading`]'s `lines_per_key` for a static filter's slice.
+pub(super) const STATIC_LINES_PER_KEY: usize = 1;
 
 /// Splits `words` into the word ranges of the partitions (`plan.parts()` of them).
 fn part_ranges<'w>(
@@ -250,7 +257,7 @@ pub(crate) fn contains(
         let probe_part = |stage: &mut Vec<u64>, (p, bits): (usize, &mut [u64])| {
             let slice =
                 &words[(p * part_words).min(words.len())..((p + 1) * part_words).min(words.len())];
-            if worth_preloading(bits.len() * 64, slice.len()) {
+            if worth_preloading(bits.len() * 64, slice.len(), STATIC_LINES_PER_KEY) {
                 preload(slice);
             }
             let mut w = 0;
@@ -391,7 +398,7 @@ pub(crate) fn insert(
                 if count == 0 {
                     return;
                 }
-                if worth_preloading(count, words.len()) {
+                if worth_preloading(count, words.len(), STATIC_LINES_PER_KEY) {
                     preload(words);
                 }
                 staged(scatters, p, stage, |hashes| {

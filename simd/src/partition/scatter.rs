@@ -3,8 +3,8 @@
 //!
 //! One [`Scatter`] holds one producer's hashes. Each partition has a write-combining buffer of
 //! one cache line (8 hashes); a full buffer is copied as one line into the partition's current
-//! page (with non-temporal stores when the scratch is larger than the last-level cache, so the
-//! line is written without being read first), and pages are chained per partition in the order
+//! page (with non-temporal stores when the scratch is larger than half the L2, so the line is
+//! written without being read first), and pages are chained per partition in the order
 //! they were filled. The last, partial line of each partition stays in its buffer. Nothing needs
 //! a histogram first: the batch is read and hashed once.
 
