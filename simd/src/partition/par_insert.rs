@@ -12,6 +12,12 @@ use crate::{Probe, PAR_INSERT_MIN_KEYS};
 /// thread but the first) stays below this many bytes per key of the batch.
 const COPY_BYTES_PER_KEY: u64 = 16;
 
+/// Private copies are made of filters of at most this many L2 sizes (the floor under which
+/// [`super::PartitionAuto`] does not partition either): 2-core VM (2 MiB L2 per core),
+/// 2026-11-29, `bloomlanes bench --keys 4194304` (6 MiB): one thread 179-184 M keys/s,
+/// partitioned on both cores 127, copies on both 252-297.
+const COPY_MAX_L2S: u64 = 4;
+
 /// Partitions per thread of a partitioned all-core insert, at least (evens out the load when a
 /// core is busy elsewhere).
 const PARTS_PER_THREAD: usize = 4;
@@ -39,7 +45,7 @@ pub(crate) fn choose(probe: &Probe, filter_bytes: u64, n: usize, threads: usize)
         PartitionMode::Auto => {
             if threads <= 1 || n < PAR_INSERT_MIN_KEYS {
                 ParInsert::OneThread
-            } else if filter_bytes <= part.caches.l2 as u64
+            } else if filter_bytes <= COPY_MAX_L2S * part.caches.l2 as u64
                 && (threads as u64 - 1) * filter_bytes <= n as u64 * COPY_BYTES_PER_KEY
             {
                 ParInsert::Copies(threads)
@@ -156,10 +162,14 @@ mod tests {
         // 15 copies of 1 MiB for 2^21 keys: 7.5 bytes per key, pays; for 2^18 keys it does not.
         assert_eq!(choose(&probe, 1 << 20, 1 << 21, 16), ParInsert::Copies(16));
         assert_eq!(choose(&probe, 1 << 20, 1 << 18, 16), ParInsert::Partitioned);
+        // Up to four L2s, copies (6 MiB with 2 MiB L2s measured: 1.4-1.6x one thread, where
+        // partitioning ran at 0.7x); past them, partitions.
+        assert_eq!(choose(&probe, 2 << 20, big, 2), ParInsert::Copies(2));
+        assert_eq!(choose(&probe, 4 << 20, big, 2), ParInsert::Copies(2));
         assert_eq!(
-            choose(&probe, 2 << 20, big, 2),
+            choose(&probe, (4 << 20) + 64, big, 2),
             ParInsert::Partitioned,
-            "over L2"
+            "over 4 L2s"
         );
         for (mode, want) in [
             (PartitionMode::Direct, ParInsert::Ranges),
