@@ -153,18 +153,18 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
     ) {
         return;
     }
-    let mut counting = cfg(Layout::L8x32, 100, KeyMode::Prehashed, 1);
-    counting.top_name = "ebr_c8".into();
-    let mut counting5 = cfg(Layout::L8x32, 300, KeyMode::Prehashed, 1);
-    counting5.top_name = "ebr_c8x5".into();
-    let mut spatial = cfg(Layout::L8x32, 40, KeyMode::Prehashed, 1);
-    spatial.top_name = "ebr_s16".into();
-    let mut one = cfg(Layout::L8x32, 1024, KeyMode::Prehashed, 1);
-    one.top_name = "ebr_1p".into();
-    let mut three = cfg(Layout::L8x64, 300, KeyMode::Prehashed, 3);
-    three.top_name = "ebr_3p".into();
-    let mut table = cfg(Layout::L8x32, 1, KeyMode::Prehashed, 1);
-    table.top_name = "ebr_r8".into();
+    // A prehashed design of `blocks` blocks and `ports` ports, its top named `name`.
+    let named = |layout, blocks, ports, name: &str| {
+        let mut c = cfg(layout, blocks, KeyMode::Prehashed, ports);
+        c.top_name = name.into();
+        c
+    };
+    let counting = named(Layout::L8x32, 100, 1, "ebr_c8");
+    let counting5 = named(Layout::L8x32, 300, 1, "ebr_c8x5");
+    let spatial = named(Layout::L8x32, 40, 1, "ebr_s16");
+    let one = named(Layout::L8x32, 1024, 1, "ebr_1p");
+    let three = named(Layout::L8x64, 300, 3, "ebr_3p");
+    let mut table = named(Layout::L8x32, 1, 1, "ebr_r8");
     let (segment_bits, segment_count) = Shape::sized(16_384, 4, 0).unwrap();
     let shape = Shape {
         value_bits: 8,
