@@ -40,13 +40,21 @@ impl LabelCounts {
         let one = LabelCount { packets: 1, bytes };
         match label {
             None => self.absent.add(one),
-            Some(l) if (l as usize) < DENSE => {
-                if self.dense.is_empty() {
-                    self.dense.resize(DENSE, LabelCount::default());
-                }
-                self.dense[l as usize].add(one);
+            Some(l) => self.add_to(l, one),
+        }
+    }
+
+    /// Adds `c` to `label`'s counts: in the table below [`DENSE`] (made on first use), in the
+    /// map past it.
+    #[inline]
+    fn add_to(&mut self, label: u32, c: LabelCount) {
+        if (label as usize) < DENSE {
+            if self.dense.is_empty() {
+                self.dense.resize(DENSE, LabelCount::default());
             }
-            Some(l) => self.sparse.entry(l).or_default().add(one),
+            self.dense[label as usize].add(c);
+        } else {
+            self.sparse.entry(label).or_default().add(c);
         }
     }
 
@@ -62,10 +70,7 @@ impl LabelCounts {
             let bytes = u64::from(size);
             // Labels past the table (wide classes, retrieval values): rare, so predictable.
             if hit & (label as usize >= DENSE) {
-                self.sparse
-                    .entry(label)
-                    .or_default()
-                    .add(LabelCount { packets: 1, bytes });
+                self.add_to(label, LabelCount { packets: 1, bytes });
                 continue;
             }
             let slot = if hit { label as usize } else { DENSE };
@@ -75,10 +80,7 @@ impl LabelCounts {
         self.absent.add(local[DENSE]);
         for (l, c) in local[..DENSE].iter().enumerate() {
             if c.packets > 0 {
-                if self.dense.is_empty() {
-                    self.dense.resize(DENSE, LabelCount::default());
-                }
-                self.dense[l].add(*c);
+                self.add_to(l as u32, *c);
             }
         }
     }
@@ -87,14 +89,7 @@ impl LabelCounts {
     pub fn merge(&mut self, o: &LabelCounts) {
         self.absent.add(o.absent);
         for (l, c) in o.iter() {
-            match self.dense.get_mut(l as usize) {
-                Some(mine) => mine.add(c),
-                None if (l as usize) < DENSE => {
-                    self.dense.resize(DENSE, LabelCount::default());
-                    self.dense[l as usize].add(c);
-                }
-                None => self.sparse.entry(l).or_default().add(c),
-            }
+            self.add_to(l, c);
         }
     }
 
