@@ -185,16 +185,8 @@ pub fn for_each_record<'a>(
     big_endian: bool,
     mut f: impl FnMut(usize, &'a [u8], &'a [u8]),
 ) {
-    let e = Endian(big_endian);
-    let mut at = 0;
-    while b.len() - at >= 16 {
-        let incl = e.u32(b, at + 8) as usize;
-        if incl > MAX_PACKET || b.len() - at - 16 < incl {
-            break;
-        }
-        let rec = &b[at..at + 16 + incl];
+    for (at, rec) in RecordWalk::new(b, big_endian) {
         f(at, rec, &rec[16..]);
-        at += 16 + incl;
     }
 }
 

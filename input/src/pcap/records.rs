@@ -175,13 +175,25 @@ mod tests {
     }
 
     #[test]
-    fn a_whole_walk_yields_what_for_each_record_yields() {
-        let b = body(&[60, 0, 1500, 7, 300]);
+    fn a_whole_walk_yields_every_whole_record_and_stops_at_a_cut_one() {
+        let lens = [60, 0, 1500, 7, 300];
+        let b = body(&lens);
+        // Each record's offset and end, from the lengths written.
+        let mut bounds = Vec::new();
+        let mut at = 0;
+        for &n in &lens {
+            bounds.push((at, at + 16 + n as usize));
+            at += 16 + n as usize;
+        }
         for cut in [b.len(), b.len() - 1, b.len() - 300, 17, 0] {
-            let mut want = Vec::new();
-            super::super::for_each_record(&b[..cut], false, |at, rec, _| want.push((at, rec)));
+            let want: Vec<_> = (bounds.iter().take_while(|&&(_, end)| end <= cut))
+                .map(|&(at, end)| (at, &b[at..end]))
+                .collect();
             let got: Vec<_> = RecordWalk::new(&b[..cut], false).collect();
             assert_eq!(got, want, "cut at {cut}");
+            let mut each = Vec::new();
+            super::super::for_each_record(&b[..cut], false, |at, rec, _| each.push((at, rec)));
+            assert_eq!(each, want, "for_each_record, cut at {cut}");
         }
     }
 
