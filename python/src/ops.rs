@@ -67,6 +67,15 @@ pub(crate) enum Threads {
 }
 
 impl Threads {
+    /// How many threads a call on these runs on.
+    pub(crate) fn count(&self) -> usize {
+        match self {
+            Threads::Package => threads(),
+            Threads::Every => rayon::current_num_threads(),
+            Threads::Pool(p) => p.current_num_threads(),
+        }
+    }
+
     /// The pool for a call's `threads=` argument: `None` follows the package's setting, 0 is
     /// every core, `n` is `n` threads (at most [`MAX_CALL_THREADS`]).
     pub(crate) fn of(threads: Option<i64>) -> Result<Threads, Error> {

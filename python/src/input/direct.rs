@@ -158,17 +158,8 @@ fn hash_items(
         // `walk_run` reads only `start .. start + out.len() <= n`.
         unsafe { walk_run(&layout, items.ptr(), start, n, seed, width, out) }
     };
-    let others = on_threads(thread_count(threads), &mut hashes, walk);
+    let others = on_threads(threads.count(), &mut hashes, walk);
     Some(Walked { hashes, others })
-}
-
-/// How many threads walk a sequence: the call's (`threads=`, else the package's setting).
-fn thread_count(threads: &Threads) -> usize {
-    match threads {
-        Threads::Package => crate::ops::threads(),
-        Threads::Every => rayon::current_num_threads(),
-        Threads::Pool(p) => p.current_num_threads(),
-    }
 }
 
 /// Runs `walk(start, out)` over the [`CHUNK`]-key pieces of `hashes` on the calling thread and
