@@ -28,16 +28,38 @@ for t in $(cargo +nightly fuzz list); do
     *) echo "FUZZ FAILURE: target $t is not listed in fuzz/ci.sh"; exit 1 ;;
   esac
 done
+# libFuzzer runs one thread per target: run as many targets at once as there are cores (two on
+# CI), each for the full FUZZ_SECONDS, straight from the built binaries (`cargo fuzz run` would
+# take cargo's build lock once per target). Each target's output goes to its own log, shown
+# when it ends.
+bin="target/x86_64-unknown-linux-gnu/release"
+jobs="${FUZZ_JOBS:-$(nproc)}"
+mkdir -p logs
+fuzz_one() {
+  local t="$1"
+  mkdir -p "corpus/$t" "artifacts/$t"
+  "$bin/$t" -artifact_prefix="artifacts/$t/" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    "corpus/$t" >"logs/$t.log" 2>&1 || true
+  # One write, so that two targets ending together do not interleave their lines.
+  printf -- '--- %s (%s s):\n%s\n' "$t" "$SECONDS" \
+    "$(grep -E "^(Done|==|SUMMARY|.*(panicked|ERROR|crash|timeout|oom))" "logs/$t.log" || true)"
+}
+echo "fuzzing ${targets// /, } for ${secs}s each, $jobs at a time ($SECONDS s)"
+running=0
 for t in $targets; do
-  mkdir -p "corpus/$t"
-  echo "fuzzing $t for ${secs}s ($SECONDS s)"
-  cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 2>&1 \
-    | grep -E "^(Done|==|SUMMARY|.*(panicked|ERROR|crash|timeout|oom))" || true
-  # libFuzzer exits non-zero on a crash, timeout or OOM; `set -o pipefail` does not see it through
-  # grep, so check for artifacts instead.
+  if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+# libFuzzer exits non-zero on a crash, timeout or OOM; the runs above go on regardless, so check
+# for artifacts instead.
+failed=0
+for t in $targets; do
   if compgen -G "artifacts/$t/*" >/dev/null; then
-    echo "FUZZ FAILURE in $t: $(ls artifacts/$t)"
-    exit 1
+    echo "FUZZ FAILURE in $t: $(ls "artifacts/$t")"
+    failed=1
   fi
 done
+[ "$failed" -eq 0 ] || exit 1
 echo "fuzz smoke run done ($SECONDS s)"
