@@ -40,6 +40,10 @@ pub enum KeyType {
     FixedBytes(u16),
     /// Packet flow 5-tuples: 13 bytes for IPv4, 37 for IPv6 (see the host's packet reader).
     Flow,
+    /// IP addresses as a packet header carries them, in network byte order: 4 bytes for IPv4,
+    /// 16 for IPv6 (an IPv4-mapped IPv6 address stays 16 bytes). Classifies packets by their
+    /// source or destination address.
+    Ip,
 }
 
 /// How the bytes of a key type look: what decides whether two key types hash alike.
@@ -83,7 +87,7 @@ impl fmt::Display for UnknownKeyType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "unknown key type (expected bytes, u64, i64, u32, i32, f32, f64, date, \
-             timestamp-ms, timestamp-us, timestamp-ns, fixed:N, flow or any)",
+             timestamp-ms, timestamp-us, timestamp-ns, fixed:N, flow, ip or any)",
         )
     }
 }
@@ -92,7 +96,7 @@ impl core::error::Error for UnknownKeyType {}
 
 impl KeyType {
     /// Every key type with a fixed name (fixed-length bytes shown with 16 bytes).
-    pub const NAMED: [KeyType; 14] = [
+    pub const NAMED: [KeyType; 15] = [
         KeyType::Any,
         KeyType::Bytes,
         KeyType::U64,
@@ -107,6 +111,7 @@ impl KeyType {
         KeyType::TimestampNanos,
         KeyType::FixedBytes(16),
         KeyType::Flow,
+        KeyType::Ip,
     ];
 
     /// The code stored in the file header (byte 27); the width of [`KeyType::FixedBytes`] is
@@ -127,6 +132,7 @@ impl KeyType {
             KeyType::TimestampNanos => 11,
             KeyType::FixedBytes(_) => 12,
             KeyType::Flow => 13,
+            KeyType::Ip => 14,
         }
     }
 
@@ -157,6 +163,7 @@ impl KeyType {
             11 => KeyType::TimestampNanos,
             12 if width > 0 => return Some(KeyType::FixedBytes(width)),
             13 => KeyType::Flow,
+            14 => KeyType::Ip,
             _ => return None,
         };
         if width != 0 {
@@ -169,7 +176,7 @@ impl KeyType {
     pub const fn physical(self) -> Physical {
         match self {
             KeyType::Any => Physical::Unknown,
-            KeyType::Bytes | KeyType::Flow => Physical::ByteArray,
+            KeyType::Bytes | KeyType::Flow | KeyType::Ip => Physical::ByteArray,
             KeyType::U64
             | KeyType::I64
             | KeyType::TimestampMillis
@@ -233,6 +240,7 @@ impl fmt::Display for KeyTypeName {
             KeyType::TimestampNanos => "timestamp-ns",
             KeyType::FixedBytes(n) => return write!(f, "fixed:{n}"),
             KeyType::Flow => "flow",
+            KeyType::Ip => "ip",
         };
         f.write_str(s)
     }
@@ -287,6 +295,9 @@ impl core::str::FromStr for KeyType {
             ("flow", KeyType::Flow),
             ("5-tuple", KeyType::Flow),
             ("tuple", KeyType::Flow),
+            ("ip", KeyType::Ip),
+            ("ipaddr", KeyType::Ip),
+            ("inet", KeyType::Ip),
         ];
         named
             .iter()

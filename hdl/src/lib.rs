@@ -181,6 +181,7 @@ impl KeyKind {
             KeyType::Any => None,
             KeyType::Bytes => Some(KeyKind::Variable { max: None }),
             KeyType::Flow => Some(KeyKind::Variable { max: Some(37) }),
+            KeyType::Ip => Some(KeyKind::Variable { max: Some(16) }),
             t => t.fixed_width().map(KeyKind::Fixed),
         }
     }

@@ -284,8 +284,7 @@ fn per_packet_verdicts_equal_the_cores_answers() {
                 Outputs {
                     packets: None,
                     bitmap: Some(&mut bitmap),
-                    flows: false,
-                    by_label: None,
+                    ..Outputs::default()
                 },
                 &mut |_| {},
             )

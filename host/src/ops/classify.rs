@@ -22,7 +22,7 @@ use super::stream::BitWriter;
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::chunk::Chunk;
-use crate::input::pcap::{self, Flow, RecordWalk, IPV6_TUPLE_LEN};
+use crate::input::pcap::{self, Flow, PacketKey, RecordWalk, IPV6_TUPLE_LEN};
 use crate::input::{pipeline, source, speculate, CapturePlan, PipelineConfig};
 use crate::kinds::labels::{Labeller, Labels};
 use crate::store::FilterFile;
@@ -160,6 +160,8 @@ pub struct Classifier<'a> {
     probe: Probe,
     answers: Answers<'a>,
     seed: u64,
+    /// Which part of each packet is its key.
+    by: PacketKey,
     flows: bool,
     note: Option<String>,
 }
@@ -182,11 +184,17 @@ pub struct ClassifyScratch {
 const CLASSIFY_BATCH: usize = 1024;
 
 impl<'a> Classifier<'a> {
-    /// A classifier over `filter`; `flows`: count packets per flow. Packets give `flow` keys
-    /// (5-tuples): a filter of keys of another byte form is refused, as `query` refuses it
-    /// ([`Error::KeyType`]: no packet could ever match); one that records no key type, or
-    /// another type of the same bytes, is taken with a note ([`Classifier::key_type_note`]).
-    pub fn new(target: impl Into<Target<'a>>, flows: bool) -> Result<Classifier<'a>> {
+    /// A classifier over `filter` that keys each packet `by` its 5-tuple or one of its
+    /// addresses; `flows`: count packets per flow. Packets give `flow` or `ip` keys: a filter of
+    /// keys of another byte form is refused, as `query` refuses it ([`Error::KeyType`]: no packet
+    /// could ever match), and so is a filter of the other packet key type (a filter of flows
+    /// classified by address, or of addresses by flow); one that records no key type, or another
+    /// type of the same bytes, is taken with a note ([`Classifier::key_type_note`]).
+    pub fn new(
+        target: impl Into<Target<'a>>,
+        by: PacketKey,
+        flows: bool,
+    ) -> Result<Classifier<'a>> {
         let (path, params, answers) = match target.into() {
             Target::Static(f) => (f.path(), *f.params(), Answers::Bits(f, f.view())),
             Target::Labelled { path, labeller } => {
@@ -201,11 +209,29 @@ impl<'a> Classifier<'a> {
                  hashed here",
             ));
         }
-        let key_match = super::check_key_type(path, params.key_type, KeyType::Flow)?;
-        let note = super::key_type_note(params.key_type, KeyType::Flow, key_match);
+        let want = by.key_type();
+        if matches!(params.key_type, KeyType::Flow | KeyType::Ip) && params.key_type != want {
+            let hint = match params.key_type {
+                KeyType::Ip => "--by src or --by dst",
+                _ => "--by flow (the default)",
+            };
+            return Err(Error::input(
+                path,
+                None,
+                format!(
+                    "the filter's keys are of type {}, but packets keyed by {} give {want} keys: \
+                     no packet could match; classify with {hint}",
+                    params.key_type,
+                    by.name(),
+                ),
+            ));
+        }
+        let key_match = super::check_key_type(path, params.key_type, want)?;
+        let note = super::key_type_note(params.key_type, want, key_match);
         Ok(Classifier {
             probe: Probe::active(),
             seed: params.seed,
+            by,
             answers,
             flows,
             note,
@@ -261,7 +287,7 @@ impl<'a> Classifier<'a> {
             }
             let keyless = match pcap::flow_key(linktype, frame, &mut key) {
                 Flow::Key(n) => {
-                    scratch.hashes.push(xxh64(&key[..n], self.seed));
+                    scratch.hashes.push(xxh64(self.by.of(&key[..n]), self.seed));
                     scratch.index.push(i as u32);
                     if labelled {
                         scratch.sizes.push(frame.len() as u32);
@@ -340,6 +366,8 @@ pub struct Outputs<'w> {
     pub packets: Option<(&'w mut dyn Write, Select)>,
     /// One bit per packet.
     pub bitmap: Option<&'w mut dyn Write>,
+    /// Which part of each packet is its key (default: its 5-tuple).
+    pub by: PacketKey,
     /// Count packets per flow.
     pub flows: bool,
     /// Every packet written to the file of its label (a labelled target; `packets` unused).
@@ -377,7 +405,7 @@ pub fn classify_each<'a>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Totals> {
     let per_packet = each.is_some();
-    let classifier = Classifier::new(target, out.flows)?;
+    let classifier = Classifier::new(target, out.by, out.flows)?;
     let input = source::open(path)?;
     let shown = input.shown.clone();
     let head = input.head.clone();
@@ -568,21 +596,39 @@ mod tests {
         };
         let ints = save(KeyType::U64);
         assert!(matches!(
-            Classifier::new(&ints, false),
+            Classifier::new(&ints, PacketKey::Flow, false),
             Err(Error::KeyType {
                 query: KeyType::Flow,
                 ..
             })
         ));
         let flows = save(KeyType::Flow);
-        assert!(Classifier::new(&flows, false)
+        assert!(Classifier::new(&flows, PacketKey::Flow, false)
             .unwrap()
             .key_type_note()
             .is_none());
         let unknown = save(KeyType::Any);
-        assert!(Classifier::new(&unknown, false)
+        assert!(Classifier::new(&unknown, PacketKey::Flow, false)
             .unwrap()
             .key_type_note()
             .is_some());
+        // Flows and addresses are both bytes, but no packet keyed one way matches the other.
+        for by in [PacketKey::Src, PacketKey::Dst] {
+            let e = Classifier::new(&flows, by, false)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("--by flow"), "{e}");
+        }
+        let hosts = save(KeyType::Ip);
+        let e = Classifier::new(&hosts, PacketKey::Flow, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--by src or --by dst"), "{e}");
+        assert!(Classifier::new(&hosts, PacketKey::Dst, false)
+            .unwrap()
+            .key_type_note()
+            .is_none());
     }
 }

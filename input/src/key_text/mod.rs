@@ -43,10 +43,17 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // "an i64", "an ip", "a u64" (said "you"), "a date".
+        let name = self.key_type.to_string();
+        let article = if name.starts_with(['a', 'e', 'i', 'o']) {
+            "an"
+        } else {
+            "a"
+        };
         write!(
             f,
-            "{:?} is not a {} key: {}",
-            self.excerpt, self.key_type, self.why
+            "{:?} is not {article} {name} key: {}",
+            self.excerpt, self.why
         )
     }
 }
@@ -90,6 +97,20 @@ pub fn parse_into(ty: KeyType, text: &[u8], out: &mut Vec<u8>) -> Result<(), Par
         KeyType::Flow => {
             let t = trim(text);
             return parse_flow(t, out).map_err(e);
+        }
+        KeyType::Ip => {
+            let t = std::str::from_utf8(trim(text)).map_err(|_| e("not UTF-8 text".into()))?;
+            match t.parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(a)) => out.extend_from_slice(&a.octets()),
+                Ok(std::net::IpAddr::V6(a)) => out.extend_from_slice(&a.octets()),
+                Err(_) => {
+                    return Err(e(
+                        "not an IP address (IPv4 such as 10.0.0.1 or IPv6 such as 2001:db8::1)"
+                            .into(),
+                    ))
+                }
+            }
+            return Ok(());
         }
         KeyType::FixedBytes(n) => return parse_hex(trim(text), n as usize, out).map_err(e),
         _ => {}
@@ -333,6 +354,13 @@ pub fn display(ty: KeyType, b: &[u8]) -> String {
             hex(&b[10..])
         )),
         KeyType::Flow => Some(crate::pcap::format_tuple(b)),
+        KeyType::Ip => match b.len() {
+            4 => a4().map(|x| std::net::Ipv4Addr::from(x).to_string()),
+            16 => <[u8; 16]>::try_from(b)
+                .ok()
+                .map(|x| std::net::Ipv6Addr::from(x).to_string()),
+            _ => None,
+        },
         _ => None,
     };
     shown.unwrap_or_else(|| hex(b))
@@ -484,6 +512,25 @@ mod tests {
         let f6 = p("flow", "[::1]:1 -> [::2]:2 proto 6").unwrap();
         assert_eq!(f6.len(), 37);
         assert!(p("flow", "10.0.0.1:1 -> [::2]:2 proto 6").is_err());
+    }
+
+    #[test]
+    fn ip_addresses_are_their_header_bytes() {
+        assert_eq!(p("ip", " 10.0.0.1 ").unwrap(), [10, 0, 0, 1]);
+        let v6 = p("ip", "2001:db8::1").unwrap();
+        assert_eq!(v6.len(), 16);
+        assert_eq!(&v6[..4], [0x20, 0x01, 0x0d, 0xb8]);
+        assert_eq!(display(KeyType::Ip, &v6), "2001:db8::1");
+        // A mapped address is what an IPv6 header carries: 16 bytes, not the IPv4 address.
+        assert_eq!(p("ip", "::ffff:10.0.0.1").unwrap().len(), 16);
+        for bad in ["10.0.0", "10.0.0.256", "10.0.0.1:80", "host", ""] {
+            let e = p("ip", bad).unwrap_err().to_string();
+            assert!(e.contains("not an IP address"), "{bad}: {e}");
+        }
+        // The address part of a flow key (source: bytes 0..4) is the ip key of that address.
+        let f = p("flow", "10.0.0.1:1234 -> 10.0.0.2:53 proto 17").unwrap();
+        assert_eq!(f[..4], p("ip", "10.0.0.1").unwrap()[..]);
+        assert_eq!(f[4..8], p("ip", "10.0.0.2").unwrap()[..]);
     }
 
     #[test]

@@ -17,6 +17,50 @@ pub enum Flow {
     Malformed,
 }
 
+/// Which part of a packet is its key: the flow's 5-tuple, or one address of its IP header (what
+/// a P4 exact-match table on `srcAddr` or `dstAddr`, or tcpdump's `src host`/`dst host`, reads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PacketKey {
+    /// The 5-tuple (key type `flow`).
+    #[default]
+    Flow,
+    /// The source address (key type `ip`: 4 bytes for IPv4, 16 for IPv6).
+    Src,
+    /// The destination address (key type `ip`).
+    Dst,
+}
+
+impl PacketKey {
+    /// The key type of the keys this part gives.
+    pub const fn key_type(self) -> bloomlanes_core::KeyType {
+        match self {
+            PacketKey::Flow => bloomlanes_core::KeyType::Flow,
+            PacketKey::Src | PacketKey::Dst => bloomlanes_core::KeyType::Ip,
+        }
+    }
+
+    /// Its name on the command line: `flow`, `src` or `dst`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PacketKey::Flow => "flow",
+            PacketKey::Src => "src",
+            PacketKey::Dst => "dst",
+        }
+    }
+
+    /// This part of a packet whose 5-tuple is `tuple` (13 bytes for IPv4, 37 for IPv6, as
+    /// [`flow_key`] writes it: source address, destination address, ports, protocol).
+    #[inline]
+    pub fn of(self, tuple: &[u8]) -> &[u8] {
+        let a = if tuple.len() == IPV4_TUPLE_LEN { 4 } else { 16 };
+        match self {
+            PacketKey::Flow => tuple,
+            PacketKey::Src => &tuple[..a],
+            PacketKey::Dst => &tuple[a..2 * a],
+        }
+    }
+}
+
 /// The flow key of a captured frame of `linktype`, written into `out`.
 #[inline]
 pub fn flow_key(linktype: u32, frame: &[u8], out: &mut [u8; IPV6_TUPLE_LEN]) -> Flow {

@@ -21,7 +21,7 @@ pub(crate) mod records;
 mod time;
 pub mod write;
 
-pub use flow::{flow_key, format_tuple, parse_flow_text, Flow};
+pub use flow::{flow_key, format_tuple, parse_flow_text, Flow, PacketKey};
 pub use ng::{walk_blocks, Link, NgBlock, NgPacket, NgState};
 pub use records::RecordWalk;
 pub use time::{record_time, Timestamp, TsResolution};

@@ -71,7 +71,11 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
     a.outputs.check_per_packet()?;
     let filter = Opened::open(&a.filter, Verify::Full)?;
-    let classifier = Classifier::new(target(&a.filter, &filter, "capture with")?, a.outputs.flows)?;
+    let classifier = Classifier::new(
+        target(&a.filter, &filter, "capture with")?,
+        a.outputs.by.into(),
+        a.outputs.flows,
+    )?;
     let labeller = classifier.labeller();
     if let Some(note) = classifier.key_type_note() {
         eprintln!("bloomlanes: warning: {note}");
@@ -126,6 +130,7 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
         let mut v = totals_json(t);
         v["interface"] = json!(a.interface);
         v["filter"] = json!(a.filter.display().to_string());
+        v["by"] = json!(bloomlanes_input::pcap::PacketKey::from(a.outputs.by).name());
         v["seconds"] = json!(summary.seconds);
         v["packets_per_second"] = json!(rate);
         v["kernel_seen"] = json!(summary.kernel_seen);

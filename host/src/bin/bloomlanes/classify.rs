@@ -14,7 +14,7 @@ use bloomlanes_host::ops::classify::{
 };
 use bloomlanes_host::store::Verify;
 use bloomlanes_host::{outfile, Error, Result};
-use bloomlanes_input::pcap::format_tuple;
+use bloomlanes_input::pcap::{format_tuple, PacketKey};
 use bloomlanes_input::PipelineConfig;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
@@ -43,6 +43,28 @@ impl From<SelectArg> for Select {
     }
 }
 
+/// Which part of each packet is its key (`--by`).
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum ByArg {
+    /// Its flow's 5-tuple (filters of key type `flow`: built from a capture or `--format flows`).
+    #[default]
+    Flow,
+    /// Its source address (filters of key type `ip`, e.g. `build --key-type ip hosts.txt`).
+    Src,
+    /// Its destination address (filters of key type `ip`).
+    Dst,
+}
+
+impl From<ByArg> for PacketKey {
+    fn from(b: ByArg) -> PacketKey {
+        match b {
+            ByArg::Flow => PacketKey::Flow,
+            ByArg::Src => PacketKey::Src,
+            ByArg::Dst => PacketKey::Dst,
+        }
+    }
+}
+
 /// The outputs shared by `classify` and `capture`.
 #[derive(Args, Debug)]
 pub struct VerdictOutputs {
@@ -61,6 +83,10 @@ pub struct VerdictOutputs {
     /// in the filter).
     #[arg(long, value_name = "FILE")]
     pub bitmap: Option<PathBuf>,
+    /// Which part of each packet is looked up: its 5-tuple, or its source or destination
+    /// address (a filter of key type `ip`, built e.g. with `build --key-type ip hosts.txt`).
+    #[arg(long, value_enum, default_value = "flow")]
+    pub by: ByArg,
     /// Count packets per flow (--json lists every flow; otherwise the 10 busiest are shown).
     #[arg(long)]
     pub flows: bool,
@@ -76,7 +102,8 @@ pub struct VerdictOutputs {
 /// Arguments of `classify`.
 #[derive(Args, Debug)]
 pub struct ClassifyArgs {
-    /// The filter file (flow keys, e.g. built from a capture or with --format flows).
+    /// The filter file (flow keys, e.g. built from a capture or with --format flows; with --by
+    /// src|dst, IP addresses: --key-type ip).
     filter: PathBuf,
     /// The capture: pcap or pcapng ("-" reads standard input; gzip, zstd and xz are
     /// decompressed).
@@ -87,8 +114,9 @@ pub struct ClassifyArgs {
     input: CaptureArgs,
 }
 
-/// How `classify` reads its capture. Its keys are always the packets' flows, so the options
-/// other commands read keys with are refused by name rather than ignored.
+/// How `classify` reads its capture. Its keys are always the packets' flows or addresses
+/// (`--by`), so the options other commands read keys with are refused by name rather than
+/// ignored.
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
     /// Worker threads of the streaming pipeline [default: the cores available].
@@ -235,6 +263,7 @@ pub fn with_outputs<T>(
             packets: None,
             bitmap: None,
             flows: o.flows,
+            by: o.by.into(),
             by_label: None,
         }),
         (Some(p), None) => with_output(p, |w| {
@@ -242,6 +271,7 @@ pub fn with_outputs<T>(
                 packets: Some((w, select)),
                 bitmap: None,
                 flows: o.flows,
+                by: o.by.into(),
                 by_label: None,
             })
         }),
@@ -250,6 +280,7 @@ pub fn with_outputs<T>(
                 packets: None,
                 bitmap: Some(w),
                 flows: o.flows,
+                by: o.by.into(),
                 by_label: None,
             })
         }),
@@ -259,6 +290,7 @@ pub fn with_outputs<T>(
                     packets: Some((pw, select)),
                     bitmap: Some(bw),
                     flows: o.flows,
+                    by: o.by.into(),
                     by_label: None,
                 })
             })
@@ -461,6 +493,7 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         let mut v = totals_json(&totals);
         v["filter"] = json!(a.filter.display().to_string());
         v["capture"] = json!(a.capture.display().to_string());
+        v["by"] = json!(PacketKey::from(a.outputs.by).name());
         v["seconds"] = json!(seconds);
         v["packets_per_second"] = json!(rate);
         v["bytes"] = json!(totals.bytes);

@@ -40,11 +40,13 @@ pub fn with_label_files<T>(
     };
     let mut files = LabelFiles::new(dir, names)?;
     let flows = o.flows;
+    let by = o.by.into();
     let t = match &o.bitmap {
         None => run(Outputs {
             packets: None,
             bitmap: None,
             flows,
+            by,
             by_label: Some(&mut files),
         })?,
         Some(b) => with_output(b, |w| {
@@ -52,6 +54,7 @@ pub fn with_label_files<T>(
                 packets: None,
                 bitmap: Some(w),
                 flows,
+                by,
                 by_label: Some(&mut files),
             })
         })?,

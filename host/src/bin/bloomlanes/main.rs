@@ -88,8 +88,9 @@ enum Command {
     /// error (usage, input or file).
     #[command(after_long_help = inputs::FORMATS_POINTER)]
     Query(query::QueryArgs),
-    /// Classify every packet of a pcap/pcapng capture: is its flow (5-tuple) in the filter?
-    /// Writes the matching packets, a per-packet bitmap, counts per flow.
+    /// Classify every packet of a pcap/pcapng capture by its flow (5-tuple) or, with --by, its
+    /// source or destination address: in the filter or not, or (spatial filter, retrieval
+    /// table) its class or value. Writes the matching packets, a per-packet bitmap, counts.
     Classify(classify::ClassifyArgs),
     /// Classify the packets of a network interface live (Linux; needs root or CAP_NET_RAW,
     /// then drops privileges with --user) until --count, --duration or Ctrl-C.
