@@ -31,6 +31,25 @@ pub(crate) trait WholeFile: Sized + Send + Sync {
     fn parse(file: &[u8]) -> Result<Self, FormatError>;
 }
 
+/// [`WholeFile`] for the core's types, by their `to_file_bytes` and `from_file_bytes`.
+macro_rules! whole_files {
+    ($($t:ty),*) => {$(
+        impl WholeFile for $t {
+            fn file_bytes(&self) -> Vec<u8> {
+                <$t>::to_file_bytes(self)
+            }
+            fn parse(file: &[u8]) -> Result<Self, FormatError> {
+                <$t>::from_file_bytes(file)
+            }
+        }
+    )*};
+}
+whole_files!(
+    bloomlanes_core::SpatialFilter,
+    bloomlanes_core::CountingFilter,
+    bloomlanes_core::retrieval::RetrievalTable
+);
+
 /// A kind that inserts change (`SpatialFilter`, `CountingFilter`): the value under a lock
 /// (lookups share it, a write excludes them; a panic's poison is ignored, as every operation
 /// leaves the value whole), and whether its key type is still to be learnt from the first keys
