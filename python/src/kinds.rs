@@ -50,7 +50,7 @@ whole_files!(
     bloomlanes_core::retrieval::RetrievalTable
 );
 
-/// A kind that inserts change (`SpatialFilter`, `CountingFilter`): the value under a lock
+/// A value that inserts change (`Filter`'s storage, `SpatialFilter`, `CountingFilter`): the value under a lock
 /// (lookups share it, a write excludes them; a panic's poison is ignored, as every operation
 /// leaves the value whole), and whether its key type is still to be learnt from the first keys
 /// inserted (a filter made without one), and its version: bumped by every write, so that a
@@ -64,7 +64,7 @@ pub(crate) struct Held<T> {
 /// What `__reduce__` returns: `_unpickle` and its arguments (file bytes, key type to learn).
 pub(crate) type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
 
-impl<T: WholeFile + Clone> Held<T> {
+impl<T> Held<T> {
     /// `value`, learning its key type from the first keys inserted if `learn`.
     pub(crate) fn new(value: T, learn: bool) -> Held<T> {
         Held {
@@ -112,6 +112,13 @@ impl<T: WholeFile + Clone> Held<T> {
         self.learn_key_type.swap(false, Ordering::AcqRel)
     }
 
+    /// Sets whether the key type is still to be learnt.
+    pub(crate) fn set_learning(&self, learn: bool) {
+        self.learn_key_type.store(learn, Ordering::Release);
+    }
+}
+
+impl<T: WholeFile + Clone> Held<T> {
     /// An independent copy (value and learning).
     pub(crate) fn copy(&self) -> Held<T> {
         Held::new(self.read().clone(), self.learning())

@@ -1,8 +1,6 @@
 //! `|`, `&`, `|=` and `&=` of filters: one compatibility check (core's), the words combined on
 //! every core. Two filters' locks are always taken in address order.
 
-use std::sync::atomic::Ordering;
-
 use bloomlanes_core::{fold, Filter, FilterRef, KeyType};
 use rayon::prelude::*;
 
@@ -57,8 +55,7 @@ impl PyFilter {
         } else {
             None
         });
-        let learn = self.learn_key_type.load(Ordering::Acquire)
-            && other.learn_key_type.load(Ordering::Acquire);
+        let learn = self.learning() && other.learning();
         Ok(PyFilter::wrap(Storage::Owned(out), learn))
     }
 
@@ -78,7 +75,7 @@ impl PyFilter {
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
         if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {
-            self.learn_key_type.store(true, Ordering::Release);
+            self.set_learning(true);
             self.check_or_learn(&mut a, pb.key_type)?;
         }
         let filter = a.owned_mut()?;
