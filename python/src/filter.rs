@@ -490,26 +490,10 @@ impl PyFilter {
     }
 
     fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyFilter>() {
-            Ok(o) => {
-                let o = o.get();
-                let f = py.detach(|| self.combine(o, true))?;
-                Ok(Py::new(py, f)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        self.combine_any(other, true)
     }
     fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyFilter>() {
-            Ok(o) => {
-                let o = o.get();
-                let f = py.detach(|| self.combine(o, false))?;
-                Ok(Py::new(py, f)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        self.combine_any(other, false)
     }
     fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
         let (a, b) = (slf.get(), other.get());

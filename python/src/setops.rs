@@ -2,6 +2,7 @@
 //! every core. Two filters' locks are always taken in address order.
 
 use bloomlanes_core::{fold, Filter, FilterRef, KeyType};
+use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::Error;
@@ -25,6 +26,20 @@ impl PyFilter {
         } else {
             let b = theirs(other);
             (mine(self), b)
+        }
+    }
+
+    /// `self | other` (`or`) or `self & other` of Python's operators: a new `Filter`, or
+    /// `NotImplemented` where `other` is not one (Python then tries `other`'s own operator).
+    pub(crate) fn combine_any(&self, other: &Bound<'_, PyAny>, or: bool) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyFilter>() {
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, or))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
         }
     }
 
