@@ -80,23 +80,7 @@ impl Filter {
         ))
     }
 
-    /// The filter's parameters.
-    #[inline]
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-    /// The block shape.
-    pub fn layout(&self) -> Layout {
-        self.params.layout
-    }
-    /// Number of blocks `z`.
-    pub fn blocks(&self) -> u32 {
-        self.params.blocks
-    }
-    /// Seed of the key hash.
-    pub fn seed(&self) -> u64 {
-        self.params.seed
-    }
+    crate::params_accessors!();
     /// The key hash function.
     pub fn hash_id(&self) -> HashId {
         self.params.hash

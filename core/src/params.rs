@@ -36,6 +36,49 @@ pub struct Params {
     pub kind: FilterKind,
 }
 
+/// The accessors of a type that carries a filter's [`Params`] in a field `params` (a filter,
+/// a view of one, a device image): `params`, `layout`, `blocks` and `seed`, written once, so
+/// that every such type answers them alike.
+///
+/// ```
+/// use bloomlanes_core::{Layout, Params};
+///
+/// struct Image {
+///     params: Params,
+/// }
+/// impl Image {
+///     bloomlanes_core::params_accessors!();
+/// }
+///
+/// let image = Image { params: Params::new(Layout::L8x32, 4).with_seed(7) };
+/// assert_eq!((image.layout(), image.blocks(), image.seed()), (Layout::L8x32, 4, 7));
+/// ```
+#[macro_export]
+macro_rules! params_accessors {
+    () => {
+        /// The filter's parameters.
+        #[inline]
+        pub fn params(&self) -> &$crate::Params {
+            &self.params
+        }
+        /// The block shape.
+        #[inline]
+        pub fn layout(&self) -> $crate::Layout {
+            self.params.layout
+        }
+        /// Number of blocks `z`.
+        #[inline]
+        pub fn blocks(&self) -> u32 {
+            self.params.blocks
+        }
+        /// Seed of the key hash.
+        #[inline]
+        pub fn seed(&self) -> u64 {
+            self.params.seed
+        }
+    };
+}
+
 /// How to size a new filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Sizing {

@@ -117,29 +117,6 @@ fn locate<W: Word>(layout: Layout, block: u32, lane: usize, bit: u32) -> (usize,
     )
 }
 
-/// The accessors both views have: the filter's parameters, layout and block count.
-macro_rules! view_accessors {
-    () => {
-        /// The filter's parameters.
-        #[inline]
-        pub fn params(&self) -> &Params {
-            &self.params
-        }
-
-        /// The layout.
-        #[inline]
-        pub fn layout(&self) -> Layout {
-            self.params.layout
-        }
-
-        /// Number of blocks `z`.
-        #[inline]
-        pub fn blocks(&self) -> u32 {
-            self.params.blocks
-        }
-    };
-}
-
 /// A read-only view of a filter: its [`Params`] and its words (the byte image as `u32` or `u64`
 /// words).
 #[derive(Clone, Copy, Debug)]
@@ -167,7 +144,7 @@ impl<'a, W: Word> FilterRef<'a, W> {
         Ok(FilterRef { params, words })
     }
 
-    view_accessors!();
+    crate::params_accessors!();
 
     /// The words (a whole number of blocks).
     #[inline]
@@ -249,7 +226,7 @@ impl<'a, W: Word> FilterMut<'a, W> {
         Ok(FilterMut { params, words })
     }
 
-    view_accessors!();
+    crate::params_accessors!();
 
     /// The words, mutably (a whole number of blocks).
     #[inline]

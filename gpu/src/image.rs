@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use bloomlanes_core::{HashId, Keys, Layout, Params};
+use bloomlanes_core::{HashId, Keys, Params};
 use cudarc::driver::{CudaContext, CudaSlice};
 
 use crate::buffer::{alloc_zeros, check_free};
@@ -183,22 +183,7 @@ impl GpuImage {
             .map_err(|e| GpuError::cuda("cuMemsetD8Async", bytes, e))
     }
 
-    /// The filter's parameters (kind included).
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-    /// The block shape.
-    pub fn layout(&self) -> Layout {
-        self.params.layout
-    }
-    /// Number of blocks.
-    pub fn blocks(&self) -> u32 {
-        self.params.blocks
-    }
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
-        self.params.seed
-    }
+    bloomlanes_core::params_accessors!();
     /// Size of the image in bytes (every generation of a window).
     pub fn byte_len(&self) -> u64 {
         self.words.len() as u64 * 4

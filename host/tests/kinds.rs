@@ -559,3 +559,43 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
     let (ok, text) = run(std::process::Command::new("vvp").args(["-n", "sim.vvp"]));
     assert!(ok && text.contains("PASS:"), "{text}");
 }
+
+/// `insert` and `delete` report alike: the text line names the keys, the inputs, the output and
+/// the kind, then what each adds; the JSON report has the fields both share and then its own.
+#[test]
+fn insert_and_delete_report_alike() {
+    let d = tmp();
+    let c = at(&d, "c.blf");
+    build(
+        &write(&d, "keys.txt", lines("k", 100)),
+        &c,
+        "--kind counting --fpp 0.01",
+    );
+    let more = write(&d, "more.txt", lines("m", 10));
+    let into = format!(" into {} (counting", s(&c));
+    let texts = [
+        (
+            "insert",
+            "inserted",
+            "; 110 keys recorded, expected false-positive rate ",
+        ),
+        ("delete", "deleted", "; 0 not present; 100 keys recorded\n"),
+    ];
+    for (command, done, then) in texts {
+        let out = succeeds(bl().args([command, s(&c), s(&more)]));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let from = format!("{done} 10 keys from {} (", s(&more));
+        assert!(text.starts_with(&from), "{text}");
+        says(&text, &[&into, then]);
+    }
+    for (command, done, recorded) in [("insert", "inserted", 110), ("delete", "deleted", 100)] {
+        let v = json(&[command, s(&c), s(&more)]);
+        assert_eq!((&v["filter"], &v["output"]), (&s(&c).into(), &s(&c).into()));
+        assert_eq!(v["inputs"][0]["path"], s(&more), "{v}");
+        assert_eq!(v["kind"]["name"], "counting");
+        assert_eq!(
+            (&v[done], &v["recorded_keys"]),
+            (&10.into(), &recorded.into())
+        );
+    }
+}

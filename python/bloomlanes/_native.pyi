@@ -5,6 +5,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self
 
 #: Anything ``insert``/``contains`` accept: a numpy array (uint64, int64, uint32, int32,
 #: float32, float64, datetime64[D|ms|us|ns], fixed-width bytes 'S<n>' / 'V<n>', object arrays of
@@ -246,7 +247,39 @@ class Filter:
     def __iand__(self, other: "Filter") -> "Filter": ...
     def __eq__(self, other: object) -> bool: ...
 
-class SpatialFilter:
+class _CellFilter:
+    """Stub only (no class of this name at runtime): the methods ``SpatialFilter`` and
+    ``CountingFilter`` share, which the extension writes once for both. Each is the image of a
+    static filter with a cell (a class or a counter) behind each bit; the image, the
+    *projection* (a cell above 0 sets its bit), answers ``contains`` as a static ``Filter``."""
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        """Layout, blocks, seed and key type (``Filter.with_params(**f.params)`` makes the
+        static filter of the same shape)."""
+    @property
+    def key_type(self) -> Optional[str]: ...
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the bits and the cells."""
+    def contains(self, keys: Keys) -> "np.ndarray":
+        """Whether each key may be present (numpy bool): the projection's answers, those of
+        ``classify(keys) != 0`` for a ``SpatialFilter``, ``count(keys) != 0`` for a
+        ``CountingFilter``."""
+    def __contains__(self, key: Any) -> bool: ...
+    def to_filter(self) -> Filter:
+        """The projection as a static ``Filter``: the filter of the keys present."""
+    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
+        """Writes the file (the CLI's format of the kind: spatial, counting or stable) under its
+        write lock, as ``Filter.save``."""
+    def to_bytes(self) -> bytes: ...
+    def copy(self) -> Self: ...
+    def __copy__(self) -> Self: ...
+    def __deepcopy__(self, memo: Any) -> Self: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class SpatialFilter(_CellFilter):
     """A spatial Bloom filter: which of several classes a key belongs to, in one lookup.
 
     ``SpatialFilter(["allow", "mirror", "deny"], capacity, fpr=0.01)`` sizes the filter for
@@ -287,20 +320,11 @@ class SpatialFilter:
     @property
     def cell_bits(self) -> int: ...
     @property
-    def params(self) -> Dict[str, Any]:
-        """Layout, blocks, seed and key type (``Filter.with_params(**f.params)`` makes the
-        static filter of the same shape)."""
-    @property
-    def key_type(self) -> Optional[str]: ...
-    @property
     def key_count(self) -> Optional[int]:
         """Keys inserted in all classes."""
     @property
     def keys_per_class(self) -> List[int]:
         """Keys inserted per class, class 1 first."""
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the bits and cells."""
     def insert(
         self,
         keys: Keys,
@@ -320,32 +344,19 @@ class SpatialFilter:
         """Each key's class number (numpy uint16; 0: absent). Never below the key's class.
         Device keys answer in a uint16 device array: ``out`` (at least one element per key) or
         a new CuPy array. ``backend`` as for ``insert``."""
-    def contains(self, keys: Keys) -> "np.ndarray":
-        """Whether each key may be in some class (numpy bool; ``classify(keys) != 0``)."""
-    def __contains__(self, key: Any) -> bool: ...
-    def to_filter(self) -> Filter:
-        """The projection as a static ``Filter`` (the filter of every key inserted)."""
     def stats(self) -> Dict[str, Any]:
         """``Filter.stats()``'s fields for the projection, ``cell_bits``, and ``classes``: a
         list of dicts (``class``, ``name``, ``keys``, ``cells`` owned, ``expected_cells``,
         ``expected_fpr``: the chance that an absent key is reported in this class,
         ``expected_emersion``: that a key of this class is reported in a higher one)."""
-    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
-        """Writes the file (the CLI's spatial format) under its write lock, as ``Filter.save``."""
     @staticmethod
     def load(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> "SpatialFilter":
         """Reads a spatial filter file under a shared lock; a corrupt file is a
         ``FormatError`` naming it."""
-    def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "SpatialFilter": ...
-    def copy(self) -> "SpatialFilter": ...
-    def __copy__(self) -> "SpatialFilter": ...
-    def __deepcopy__(self, memo: Any) -> "SpatialFilter": ...
-    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
     @staticmethod
     def _unpickle(data: bytes, learn_key_type: bool) -> "SpatialFilter": ...
-    def __eq__(self, other: object) -> bool: ...
 
 class Retrieval:
     """A retrieval table (Bloomier filter; 4-wise binary fuse): a static map from each key of a
@@ -409,7 +420,7 @@ class Retrieval:
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]: ...
     def __eq__(self, other: object) -> bool: ...
 
-class CountingFilter:
+class CountingFilter(_CellFilter):
     """A counting filter: a filter whose keys can be deleted and counted (one 4- or 8-bit counter
     behind each bit of a static filter), or with ``kind="stable"`` a stable Bloom filter (a
     stream filter that forgets old keys at a steady false-positive rate; no deletes).
@@ -453,17 +464,8 @@ class CountingFilter:
     def decrements(self) -> Optional[int]:
         """Cells decremented per insert (stable filters; None for counting ones)."""
     @property
-    def params(self) -> Dict[str, Any]:
-        """Layout, blocks, seed and key type (``Filter.with_params(**f.params)`` makes the
-        static filter of the same shape)."""
-    @property
-    def key_type(self) -> Optional[str]: ...
-    @property
     def key_count(self) -> Optional[int]:
         """Keys inserted less keys deleted."""
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the bits and counters."""
     @property
     def saturated(self) -> int:
         """Counters stuck at their maximum."""
@@ -484,30 +486,18 @@ class CountingFilter:
         """Each key's count (numpy uint8): the smallest of its counters, 0 for an absent key;
         never below the times it was inserted less deleted (while its counters are not
         saturated), above it where other keys share all its counters. ``query --counts``."""
-    def contains(self, keys: Keys) -> "np.ndarray":
-        """Whether each key may be present (numpy bool; ``count(keys) != 0``)."""
-    def __contains__(self, key: Any) -> bool: ...
-    def to_filter(self) -> Filter:
-        """The projection as a static ``Filter`` (the filter of the keys present)."""
     def stats(self) -> Dict[str, Any]:
         """``Filter.stats()``'s fields for the projection, with ``kind``, ``counter_bits``,
         ``saturated`` and, for a stable filter, ``decrements`` and ``stable_fpr`` (the rate it
         settles at)."""
-    def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
-        """Writes the file (the CLI's counting or stable format) under its write lock, as
-        ``Filter.save``."""
     @staticmethod
     def load(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> "CountingFilter":
         """Reads a counting or stable filter file under a shared lock; a corrupt file, or one
         of another kind, is a ``FormatError`` naming it."""
-    def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: Union[bytes, bytearray, memoryview]) -> "CountingFilter": ...
-    def copy(self) -> "CountingFilter": ...
-    def __copy__(self) -> "CountingFilter": ...
-    def __deepcopy__(self, memo: Any) -> "CountingFilter": ...
-    def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
-    def __eq__(self, other: object) -> bool: ...
+    @staticmethod
+    def _unpickle(data: bytes, learn_key_type: bool) -> "CountingFilter": ...
 
 def gpu_device() -> Optional[str]:
     """The name of the GPU that ``backend="gpu"`` and device arrays run on, or None."""

@@ -11,9 +11,7 @@
 
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{
-    math, CounterBits, CountingFilter, FilterKind, FormatError, KeyType, Keys, Params,
-};
+use bloomlanes_core::{math, CounterBits, CountingFilter, FilterKind, KeyType, Keys, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -21,22 +19,11 @@ use pyo3::types::PyDict;
 use crate::convert::{key_type_name, numpy_filled, parse_key_type, parse_layout, stats_dict};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{
-    self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held, WholeFile,
-};
+use crate::kinds::{self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held};
 use crate::ops::{self, BackendKeys};
 
 /// Refused keys a message names (as the CLI's `delete`).
 const SHOWN: usize = 10;
-
-impl WholeFile for CountingFilter {
-    fn file_bytes(&self) -> Vec<u8> {
-        self.to_file_bytes()
-    }
-    fn parse(file: &[u8]) -> Result<Self, FormatError> {
-        CountingFilter::from_file_bytes(file)
-    }
-}
 
 /// A counting or stable filter (see `bloomlanes/_native.pyi`).
 #[pyclass(module = "bloomlanes", name = "CountingFilter", frozen)]

@@ -88,29 +88,26 @@ impl Error {
     }
 }
 
-impl From<CoreFormatError> for Error {
-    fn from(e: CoreFormatError) -> Error {
-        Error::Format(e.to_string())
-    }
+/// `From` for errors kept as their message in one variant: `Type => Variant`.
+macro_rules! from_message {
+    ($($t:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error::$variant(e.to_string())
+            }
+        }
+    )*};
 }
-impl From<ParquetError> for Error {
-    fn from(e: ParquetError) -> Error {
-        Error::Format(e.to_string())
-    }
-}
+from_message!(
+    CoreFormatError => Format,
+    ParquetError => Format,
+    SizingError => Value,
+    BatchError => Value,
+);
+
 impl From<MergeError> for Error {
     fn from(e: MergeError) -> Error {
         Error::Merge(e)
-    }
-}
-impl From<SizingError> for Error {
-    fn from(e: SizingError) -> Error {
-        Error::Value(e.to_string())
-    }
-}
-impl From<BatchError> for Error {
-    fn from(e: BatchError) -> Error {
-        Error::Value(e.to_string())
     }
 }
 

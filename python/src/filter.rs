@@ -1,8 +1,6 @@
 //! `bloomlanes.Filter`: the Python class over [`Storage`].
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bloomlanes_core::{HashId, KeyMatch, KeyType, Params};
 use bloomlanes_simd::Probe;
@@ -17,24 +15,29 @@ use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::files::{self, FileSpec};
 use crate::input::{extract_for, extract_one, Part};
+use crate::kinds::{Held, Reduced};
 use crate::ops::{self, Threads};
 use crate::storage::{self, try_filter, Storage};
 use crate::update::{interruptible, wait_of};
 
-/// What `__reduce__` returns: the constructor and its arguments (file bytes, pending key type).
-type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
-
-/// A split-block Bloom filter (see the package docstring and `bloomlanes/_native.pyi`).
+/// A split-block Bloom filter (see the package docstring and `bloomlanes/_native.pyi`): its
+/// storage held as the other kinds hold theirs (the lock, the version every write lock bumps,
+/// which tells the GPU backend's device copy whether it is current, and whether the key type is
+/// still to be learnt from the first keys inserted), so `read`, `write` and the rest are
+/// [`Held`]'s, reached through `Deref`.
 #[pyclass(module = "bloomlanes", name = "Filter", frozen)]
 pub(crate) struct PyFilter {
-    pub(crate) inner: RwLock<Storage>,
-    /// Made without a key type: the first keys inserted record theirs.
-    pub(crate) learn_key_type: AtomicBool,
-    /// Bumped by every write lock: tells the GPU backend's device copy whether it is current.
-    version: AtomicU64,
+    held: Held<Storage>,
     /// The filter's device copy (GPU backend).
     #[cfg(feature = "gpu")]
     pub(crate) gpu: crate::gpu::GpuSlot,
+}
+
+impl std::ops::Deref for PyFilter {
+    type Target = Held<Storage>;
+    fn deref(&self) -> &Held<Storage> {
+        &self.held
+    }
 }
 
 /// Whether keys of type `keys` may be used with a filter of type `filter`.
@@ -65,48 +68,16 @@ pub(crate) fn check_keys(params: &Params, keys: KeyType) -> Result<(), Error> {
 impl PyFilter {
     pub(crate) fn wrap(storage: Storage, learn: bool) -> PyFilter {
         PyFilter {
-            inner: RwLock::new(storage),
-            learn_key_type: AtomicBool::new(learn),
-            version: AtomicU64::new(0),
+            held: Held::new(storage, learn),
             #[cfg(feature = "gpu")]
             gpu: Default::default(),
         }
     }
 
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
-        self.inner.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The storage to change; any device copy is out of date from here on.
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        let g = self.write_unversioned();
-        self.bump_version();
-        g
-    }
-
-    /// The storage to change, for a caller that keeps the version itself (the GPU backend).
-    pub(crate) fn write_unversioned(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.inner.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The storage's version (see `version`); only the GPU backend reads it.
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    pub(crate) fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
-    }
-
-    /// Marks the storage changed; returns the new version.
-    pub(crate) fn bump_version(&self) -> u64 {
-        self.version.fetch_add(1, Ordering::AcqRel) + 1
-    }
-
     /// Checks the keys' type against the filter's; records it on a filter made without one.
     pub(crate) fn check_or_learn(&self, storage: &mut Storage, keys: KeyType) -> Result<(), Error> {
         let params = storage.params();
-        if keys != KeyType::Any
-            && params.key_type == KeyType::Any
-            && self.learn_key_type.swap(false, Ordering::AcqRel)
-        {
+        if keys != KeyType::Any && params.key_type == KeyType::Any && self.take_learning() {
             storage.owned_mut()?.set_key_type(keys);
             return Ok(());
         }
@@ -189,10 +160,7 @@ impl PyFilter {
     fn empty_like(&self, py: Python<'_>) -> PyResult<PyFilter> {
         let params = self.read().params();
         let filter = py.detach(|| try_filter(params))?;
-        Ok(PyFilter::wrap(
-            Storage::Owned(filter),
-            self.learn_key_type.load(Ordering::Acquire),
-        ))
+        Ok(PyFilter::wrap(Storage::Owned(filter), self.learning()))
     }
 
     #[getter]
@@ -491,7 +459,7 @@ impl PyFilter {
     fn copy(&self) -> PyResult<PyFilter> {
         Ok(PyFilter::wrap(
             Storage::Owned(self.read().to_owned_filter()?),
-            self.learn_key_type.load(Ordering::Acquire),
+            self.learning(),
         ))
     }
     fn __copy__(&self) -> PyResult<PyFilter> {
@@ -505,7 +473,7 @@ impl PyFilter {
     /// without a key type and not yet given keys).
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
         let ctor = py.get_type::<PyFilter>().getattr("_unpickle")?;
-        let learn = self.learn_key_type.load(Ordering::Acquire);
+        let learn = self.learning();
         Ok((ctor, (self.to_bytes(py)?, learn)))
     }
 
@@ -517,31 +485,15 @@ impl PyFilter {
         learn_key_type: bool,
     ) -> PyResult<PyFilter> {
         let f = PyFilter::from_bytes(py, data)?;
-        f.learn_key_type.store(learn_key_type, Ordering::Release);
+        f.set_learning(learn_key_type);
         Ok(f)
     }
 
     fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyFilter>() {
-            Ok(o) => {
-                let o = o.get();
-                let f = py.detach(|| self.combine(o, true))?;
-                Ok(Py::new(py, f)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        self.combine_any(other, true)
     }
     fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        match other.cast::<PyFilter>() {
-            Ok(o) => {
-                let o = o.get();
-                let f = py.detach(|| self.combine(o, false))?;
-                Ok(Py::new(py, f)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        self.combine_any(other, false)
     }
     fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyFilter>) -> PyResult<()> {
         let (a, b) = (slf.get(), other.get());

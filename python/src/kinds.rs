@@ -31,7 +31,26 @@ pub(crate) trait WholeFile: Sized + Send + Sync {
     fn parse(file: &[u8]) -> Result<Self, FormatError>;
 }
 
-/// A kind that inserts change (`SpatialFilter`, `CountingFilter`): the value under a lock
+/// [`WholeFile`] for the core's types, by their `to_file_bytes` and `from_file_bytes`.
+macro_rules! whole_files {
+    ($($t:ty),*) => {$(
+        impl WholeFile for $t {
+            fn file_bytes(&self) -> Vec<u8> {
+                <$t>::to_file_bytes(self)
+            }
+            fn parse(file: &[u8]) -> Result<Self, FormatError> {
+                <$t>::from_file_bytes(file)
+            }
+        }
+    )*};
+}
+whole_files!(
+    bloomlanes_core::SpatialFilter,
+    bloomlanes_core::CountingFilter,
+    bloomlanes_core::retrieval::RetrievalTable
+);
+
+/// A value that inserts change (`Filter`'s storage, `SpatialFilter`, `CountingFilter`): the value under a lock
 /// (lookups share it, a write excludes them; a panic's poison is ignored, as every operation
 /// leaves the value whole), and whether its key type is still to be learnt from the first keys
 /// inserted (a filter made without one), and its version: bumped by every write, so that a
@@ -45,7 +64,7 @@ pub(crate) struct Held<T> {
 /// What `__reduce__` returns: `_unpickle` and its arguments (file bytes, key type to learn).
 pub(crate) type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, bool));
 
-impl<T: WholeFile + Clone> Held<T> {
+impl<T> Held<T> {
     /// `value`, learning its key type from the first keys inserted if `learn`.
     pub(crate) fn new(value: T, learn: bool) -> Held<T> {
         Held {
@@ -93,6 +112,13 @@ impl<T: WholeFile + Clone> Held<T> {
         self.learn_key_type.swap(false, Ordering::AcqRel)
     }
 
+    /// Sets whether the key type is still to be learnt.
+    pub(crate) fn set_learning(&self, learn: bool) {
+        self.learn_key_type.store(learn, Ordering::Release);
+    }
+}
+
+impl<T: WholeFile + Clone> Held<T> {
     /// An independent copy (value and learning).
     pub(crate) fn copy(&self) -> Held<T> {
         Held::new(self.read().clone(), self.learning())

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use bloomlanes_core::retrieval::{RetrievalError, RetrievalSpec, RetrievalTable};
-use bloomlanes_core::{FormatError, KeyType, Layout, Params};
+use bloomlanes_core::{KeyType, Layout, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -15,17 +15,8 @@ use crate::convert::{
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, extract_one, Input, Part};
-use crate::kinds::{self, check_kind_keys, describe_key, refuse_nulls, WholeFile};
+use crate::kinds::{self, check_kind_keys, describe_key, refuse_nulls};
 use crate::ops;
-
-impl WholeFile for RetrievalTable {
-    fn file_bytes(&self) -> Vec<u8> {
-        self.to_file_bytes()
-    }
-    fn parse(file: &[u8]) -> Result<Self, FormatError> {
-        RetrievalTable::from_file_bytes(file)
-    }
-}
 
 /// A retrieval table (see `bloomlanes/_native.pyi`). Immutable once built.
 #[pyclass(module = "bloomlanes", name = "Retrieval", frozen)]

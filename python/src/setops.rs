@@ -1,9 +1,8 @@
 //! `|`, `&`, `|=` and `&=` of filters: one compatibility check (core's), the words combined on
 //! every core. Two filters' locks are always taken in address order.
 
-use std::sync::atomic::Ordering;
-
 use bloomlanes_core::{fold, Filter, FilterRef, KeyType};
+use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::Error;
@@ -12,16 +11,41 @@ use crate::ops;
 use crate::storage::{try_filter, Storage};
 
 impl PyFilter {
+    /// `self` locked by `mine` and `other` by `theirs`, the two locks taken in address order,
+    /// so that two calls on the same pair (`a | b` and a concurrent `b |= a`) never each hold
+    /// the lock the other waits for.
+    fn lock_pair<'a, A, B>(
+        &'a self,
+        other: &'a PyFilter,
+        mine: impl FnOnce(&'a PyFilter) -> A,
+        theirs: impl FnOnce(&'a PyFilter) -> B,
+    ) -> (A, B) {
+        if (self as *const PyFilter) < (other as *const PyFilter) {
+            let a = mine(self);
+            (a, theirs(other))
+        } else {
+            let b = theirs(other);
+            (mine(self), b)
+        }
+    }
+
+    /// `self | other` (`or`) or `self & other` of Python's operators: a new `Filter`, or
+    /// `NotImplemented` where `other` is not one (Python then tries `other`'s own operator).
+    pub(crate) fn combine_any(&self, other: &Bound<'_, PyAny>, or: bool) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyFilter>() {
+            Ok(o) => {
+                let o = o.get();
+                let f = py.detach(|| self.combine(o, or))?;
+                Ok(Py::new(py, f)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
     /// A new filter: `self | other` (`or`) or `self & other`.
     pub(crate) fn combine(&self, other: &PyFilter, or: bool) -> Result<PyFilter, Error> {
-        // Two locks are always taken in address order (no deadlock with a concurrent `b | a`).
-        let (a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
-            let a = self.read();
-            (a, other.read())
-        } else {
-            let b = other.read();
-            (self.read(), b)
-        };
+        let (a, b) = self.lock_pair(other, |a| a.read(), |b| b.read());
         let (pa, pb) = (a.params(), b.params());
         // Block counts may differ by a factor: the larger filter is folded to the smaller's
         // count first, which gives the bytes of a build at that size (bloomlanes_core::fold).
@@ -57,8 +81,7 @@ impl PyFilter {
         } else {
             None
         });
-        let learn = self.learn_key_type.load(Ordering::Acquire)
-            && other.learn_key_type.load(Ordering::Acquire);
+        let learn = self.learning() && other.learning();
         Ok(PyFilter::wrap(Storage::Owned(out), learn))
     }
 
@@ -67,18 +90,11 @@ impl PyFilter {
         if std::ptr::eq(self, other) {
             return Ok(()); // x | x == x & x == x
         }
-        // Address order, as in `combine`.
-        let (mut a, b) = if (self as *const PyFilter) < (other as *const PyFilter) {
-            let a = self.write();
-            (a, other.read())
-        } else {
-            let b = other.read();
-            (self.write(), b)
-        };
+        let (mut a, b) = self.lock_pair(other, |a| a.write(), |b| b.read());
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
         if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {
-            self.learn_key_type.store(true, Ordering::Release);
+            self.set_learning(true);
             self.check_or_learn(&mut a, pb.key_type)?;
         }
         let filter = a.owned_mut()?;

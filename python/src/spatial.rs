@@ -3,7 +3,7 @@
 
 use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
-use bloomlanes_core::{FormatError, KeyType, SpatialFilter};
+use bloomlanes_core::{KeyType, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -12,17 +12,8 @@ use crate::convert::{numpy_filled, numpy_u32s, parse_key_type, parse_layout, sta
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held, WholeFile};
+use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held};
 use crate::ops;
-
-impl WholeFile for SpatialFilter {
-    fn file_bytes(&self) -> Vec<u8> {
-        self.to_file_bytes()
-    }
-    fn parse(file: &[u8]) -> Result<Self, FormatError> {
-        SpatialFilter::from_file_bytes(file)
-    }
-}
 
 /// A spatial Bloom filter (see `bloomlanes/_native.pyi`).
 #[pyclass(module = "bloomlanes", name = "SpatialFilter", frozen)]

@@ -17,9 +17,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::args::BackendArg;
-use crate::inputs::describe_inputs;
-use crate::insert::{report, save, EditArgs};
-use crate::output::{emit, say};
+use crate::insert::{save, EditArgs};
 use crate::progress::Bar;
 use crate::Ctx;
 
@@ -136,33 +134,27 @@ pub fn run(ctx: &Ctx, a: DeleteArgs) -> Result<ExitCode> {
         }
         warnings.warn(format!("{what}; they were left as they are"));
     }
-    let shared = save(&a.edit, &output, &filter, &summaries)?;
+    let saved = save(&a.edit, &output, &filter, &summaries)?;
     let s = filter.stats();
-    let kind = filter.params().kind;
-    if ctx.json {
-        emit(&report(
-            shared,
-            json!({
-                "deleted": removed,
-                "not_present": missing,
-                "not_present_keys": shown,
-                "verified_with": a.verify_with.iter().map(|p| p.display().to_string())
-                    .collect::<Vec<_>>(),
-                "recorded_keys": s.recorded_keys,
-                "counters_saturated": s.saturated,
-                "expected_fpr": s.expected_fpr,
-                "warnings": warnings.json(),
-            }),
-        ))?;
-    } else {
-        say(&format!(
-            "deleted {} keys from {} into {} ({kind}); {missing} not present; {} keys recorded",
-            removed,
-            describe_inputs(&summaries),
-            output.display(),
-            s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),
-        ))?;
-    }
+    saved.report(
+        ctx,
+        json!({
+            "deleted": removed,
+            "not_present": missing,
+            "not_present_keys": shown,
+            "verified_with": a.verify_with.iter().map(|p| p.display().to_string())
+                .collect::<Vec<_>>(),
+            "recorded_keys": s.recorded_keys,
+            "counters_saturated": s.saturated,
+            "expected_fpr": s.expected_fpr,
+            "warnings": warnings.json(),
+        }),
+        &format!("deleted {removed} keys"),
+        &format!(
+            "{missing} not present; {} keys recorded",
+            s.recorded_keys.map_or("unknown".into(), |k| k.to_string())
+        ),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -75,29 +75,50 @@ pub struct InsertArgs {
     backend: BackendArg,
 }
 
-/// Writes the changed filter to `output`; returns the fields of the JSON report that `insert`
-/// and `delete` share (the filter, the output, the inputs and the kind).
+/// A changed filter, written: what the reports of `insert` and `delete` share.
+pub struct Saved {
+    /// The fields of the JSON report (the filter, the output, the inputs and the kind).
+    shared: Map<String, Value>,
+    /// `from INPUTS into OUTPUT (KIND)`, for the text report.
+    place: String,
+}
+
+/// Writes the changed filter to `output`; returns what the report of the edit shares.
 pub fn save(
     e: &EditArgs,
     output: &Path,
     f: &AnyFilter,
     summaries: &[InputSummary],
-) -> Result<Map<String, Value>> {
+) -> Result<Saved> {
     store::save_any(output, f)?;
+    let kind = f.params().kind;
     let mut shared = Map::new();
     shared.insert("filter".into(), e.filter.display().to_string().into());
     shared.insert("output".into(), output.display().to_string().into());
     shared.insert("inputs".into(), inputs_json(summaries));
-    shared.insert("kind".into(), kind_json(f.params().kind));
-    Ok(shared)
+    shared.insert("kind".into(), kind_json(kind));
+    let place = format!(
+        "from {} into {} ({kind})",
+        describe_inputs(summaries),
+        output.display()
+    );
+    Ok(Saved { shared, place })
 }
 
-/// `shared` (from [`save`]) with `more` fields after it.
-pub fn report(mut shared: Map<String, Value>, more: Value) -> Value {
-    if let Value::Object(m) = more {
-        shared.extend(m);
+impl Saved {
+    /// Reports the edit: with `--json` the shared fields and then `fields`; otherwise the line
+    /// `DONE from INPUTS into OUTPUT (KIND); THEN`.
+    pub fn report(self, ctx: &Ctx, fields: Value, done: &str, then: &str) -> Result<()> {
+        if ctx.json {
+            let mut all = self.shared;
+            if let Value::Object(m) = fields {
+                all.extend(m);
+            }
+            emit(&Value::Object(all))
+        } else {
+            say(&format!("{done} {}; {then}", self.place))
+        }
     }
-    Value::Object(shared)
 }
 
 /// Runs `insert`: the keys are streamed (parsed and hashed on every core) and inserted chunk
@@ -120,31 +141,24 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let inserted: u64 = summaries.iter().map(|s| s.keys).sum();
     let warnings = e.key_type_warnings(&filter, key_type)?;
     let seconds = start.elapsed().as_secs_f64();
-    let shared = save(e, &output, &filter, &summaries)?;
-    let s = filter.stats();
-    let kind = filter.params().kind;
-    if ctx.json {
-        emit(&report(
-            shared,
-            json!({
-                "inserted": inserted,
-                "recorded_keys": s.recorded_keys,
-                "expected_fpr": kinds::expected_fpr(&filter),
-                "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
-                "seconds": seconds,
-                "warnings": warnings.json(),
-            }),
-        ))?;
-    } else {
-        say(&format!(
-            "inserted {} keys from {} into {} ({kind}); {} keys recorded, expected false-positive \
-             rate {:.3e}",
-            inserted,
-            describe_inputs(&summaries),
-            output.display(),
-            s.recorded_keys.map_or("unknown".into(), |k| k.to_string()),
-            kinds::expected_fpr(&filter)
-        ))?;
-    }
+    let saved = save(e, &output, &filter, &summaries)?;
+    let recorded = filter.stats().recorded_keys;
+    let fpr = kinds::expected_fpr(&filter);
+    saved.report(
+        ctx,
+        json!({
+            "inserted": inserted,
+            "recorded_keys": recorded,
+            "expected_fpr": fpr,
+            "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
+            "seconds": seconds,
+            "warnings": warnings.json(),
+        }),
+        &format!("inserted {inserted} keys"),
+        &format!(
+            "{} keys recorded, expected false-positive rate {fpr:.3e}",
+            recorded.map_or("unknown".into(), |k| k.to_string())
+        ),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
