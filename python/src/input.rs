@@ -17,10 +17,11 @@ use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, Py
 use crate::arrow::{self, ArrowArray, ArrowArrayStream, ArrowSchema, OwnedArray, OwnedSchema};
 use crate::errors::Error;
 
+mod calibrate;
 mod direct;
 mod items;
 
-pub(crate) use direct::_list_walk;
+pub(crate) use calibrate::_list_walk;
 mod numpy;
 
 use crate::ops::Threads;
