@@ -251,6 +251,9 @@ impl PyFilter {
         if let Some(dev) = device_array(keys)? {
             return Ok(self.insert_device_array(py, &dev, backend)?);
         }
+        if backend != Backend::Gpu && self.insert_list(py, keys, &threads)? {
+            return Ok(());
+        }
         let hashed = (backend != Backend::Gpu).then_some(&threads);
         let input = extract_for(keys, &self.read().params(), hashed)?;
         let parts = input.parts()?;

@@ -20,8 +20,10 @@ use crate::errors::Error;
 mod calibrate;
 mod direct;
 mod items;
+mod list_insert;
 
 pub(crate) use calibrate::_list_walk;
+pub(crate) use list_insert::_list_inserts_in_one_pass;
 mod numpy;
 
 use crate::ops::Threads;

@@ -8,6 +8,7 @@
 //! abi3, where `PyList_GET_ITEM` and `PyUnicode_DATA` do not exist, so where CPython keeps these
 //! is measured once per process on objects made through the API (`calibrate.rs`); when
 //! anything there disagrees, the walk is not used and the keys are read as before (items.rs).
+//! `Filter.insert` walks, hashes and inserts in one pass (`list_insert.rs`).
 //!
 //! The workers take only the common items: an exact `str` (a pointer comparison of its type)
 //! that is compact and ASCII (two state bits), whose UTF-8 form is its data, right after the
@@ -21,6 +22,7 @@ use std::sync::Mutex;
 use bloomlanes_core::{xxh64, KeyType};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 
 use super::calibrate::{layout, walk_off, word, Layout};
 use super::items::{hashed, kind_of, sequence_item, text_key, Kind, Source, AHEAD};
@@ -31,7 +33,8 @@ use crate::ops::Threads;
 /// A Python object, borrowed.
 type Obj = *mut ffi::PyObject;
 
-/// Keys per piece of the walk (a list of at most this many is walked by the calling thread).
+/// Keys per piece of the walk into one hash buffer (a list of at most this many is walked by
+/// the calling thread).
 const CHUNK: usize = 16 * 1024;
 
 /// How text keys are hashed as they are read: with a filter's seed, on a call's threads.
@@ -43,132 +46,200 @@ pub(crate) struct Hashing<'a> {
     pub(crate) threads: &'a Threads,
 }
 
-/// The hashes of a sequence's keys: `hashes[i]` for every index except those in `others`
-/// (ascending), which the workers left to the C API.
-struct Walked {
-    hashes: Vec<u64>,
-    others: Vec<usize>,
-}
-
 /// The keys of a list or tuple whose first item is text, hashed as `hashing` says: the compact
-/// ASCII `str` and the `bytes` items on its threads ([`hash_items`]), then the others through
-/// the C API on this thread, in index order; `None` for another source or first item, or when
-/// the walk is off.
+/// ASCII `str` and the `bytes` items on its threads ([`Walk::hash_run`]), then the others
+/// through the C API on this thread, in index order; `None` for another source or first item,
+/// or when the walk is off.
 pub(super) fn from_sequence<'py>(
     py: Python<'py>,
     source: &Source<'_, 'py>,
     hint: KeyType,
     hashing: Hashing<'_>,
 ) -> Result<Option<Input<'py>>, Error> {
-    let (seq, is_list) = match source {
-        Source::List(seq) => (seq, true),
-        Source::Tuple(seq) => (seq, false),
-        _ => return Ok(None),
-    };
-    let item = |i: usize| sequence_item(seq, is_list, i);
-    // SAFETY: (`kind_of`) a live item, the GIL held.
-    if !seq.len().is_ok_and(|n| n > 0) || unsafe { kind_of(py, item(0)?)? } != Kind::Text {
-        return Ok(None);
-    }
-    let width = match hint {
-        KeyType::FixedBytes(w) => Some(usize::from(w)),
-        _ => None,
-    };
-    let Some(Walked { mut hashes, others }) =
-        hash_items(seq, is_list, hashing.seed, width, hashing.threads)
-    else {
+    let Some(seq) = TextSeq::of(py, source, hint)? else {
         return Ok(None);
     };
-    for i in others {
-        let obj = item(i)?;
-        // SAFETY: a live item, the GIL held; its bytes are hashed before any Python code runs.
-        let key = unsafe { text_key(py, i, obj, width)? };
-        hashes[i] = xxh64(key, hashing.seed);
-    }
-    Ok(Some(hashed(hint, hashes, hashing.seed)))
+    let (walk, seed) = (seq.walk, hashing.seed);
+    let mut hashes = vec![0u64; walk.n];
+    let pieces = hashes.chunks_mut(CHUNK).enumerate();
+    let left = on_threads(
+        hashing.threads.count(),
+        pieces,
+        Vec::new,
+        |left, (t, out)| {
+            // SAFETY: this thread holds the GIL and runs no Python code until `on_threads` returns
+            // (the walk's contract).
+            left.extend(unsafe { walk.hash_run(t * CHUNK, seed, out) });
+        },
+    );
+    seq.hash_others(py, left.concat(), seed, |i, h| hashes[i] = h)?;
+    Ok(Some(hashed(hint, hashes, seed)))
 }
 
-/// Hashes the compact ASCII `str` and exact `bytes` items of `seq` (a list if `is_list`, else a
-/// tuple) with `seed` on `threads`, with `width` (a `fixed:<n>` filter) leaving keys of another
-/// length to the caller; `None` if the walk is off or CPython's layout was not recognised.
-fn hash_items(
-    seq: &Bound<'_, PyAny>,
+/// A list or tuple whose first item is text, to be walked while the thread that made it holds
+/// the GIL.
+pub(super) struct TextSeq<'a, 'py> {
+    seq: &'a Bound<'py, PyAny>,
     is_list: bool,
-    seed: u64,
-    width: Option<usize>,
-    threads: &Threads,
-) -> Option<Walked> {
-    if walk_off() {
-        return None;
-    }
-    let layout = layout(seq.py())?;
-    let p = seq.as_ptr();
-    // SAFETY: `seq` is a live list (or tuple), the GIL is held; the size functions read a field
-    // and run no Python code. A list's item pointer sits at the calibrated offset, inside the
-    // list object; a tuple's items start at the calibrated offset, inside the tuple.
-    let (n, items) = unsafe {
-        if is_list {
-            let n = ffi::PyList_Size(p);
-            (n, word(p, layout.list_items) as *const Obj)
-        } else {
-            let n = ffi::PyTuple_Size(p);
-            (
-                n,
-                p.cast::<u8>()
-                    .add(layout.tuple_items)
-                    .cast::<Obj>()
-                    .cast_const(),
-            )
-        }
-    };
-    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
-    let items = Items(items);
-    let mut hashes = vec![0u64; n];
-    let walk = |start: usize, out: &mut [u64]| {
-        // SAFETY: `items` points to the `n` live items of `seq`, which cannot change until this
-        // call returns: the calling thread holds the GIL throughout and runs no Python code, and
-        // every other thread needs the GIL to change a list, drop an object or write a string.
-        // `walk_run` reads only `start .. start + out.len() <= n`.
-        unsafe { walk_run(&layout, items.ptr(), start, n, seed, width, out) }
-    };
-    let others = on_threads(threads.count(), &mut hashes, walk);
-    Some(Walked { hashes, others })
+    /// What the walk's threads read.
+    pub(super) walk: Walk,
 }
 
-/// Runs `walk(start, out)` over the [`CHUNK`]-key pieces of `hashes` on the calling thread and
+impl<'a, 'py> TextSeq<'a, 'py> {
+    /// [`TextSeq::of`] the keys `keys` if they are a list or tuple.
+    pub(super) fn of_object(
+        py: Python<'py>,
+        keys: &'a Bound<'py, PyAny>,
+        hint: KeyType,
+    ) -> Result<Option<TextSeq<'a, 'py>>, Error> {
+        let source = if keys.is_instance_of::<PyList>() {
+            Source::List(keys)
+        } else if keys.is_instance_of::<PyTuple>() {
+            Source::Tuple(keys)
+        } else {
+            return Ok(None);
+        };
+        TextSeq::of(py, &source, hint)
+    }
+
+    /// The sequence of `source` for a filter of key type `hint`; `None` for another source, an
+    /// empty sequence or a first item that is not text, or when the walk is off or CPython's
+    /// layout was not recognised.
+    pub(super) fn of(
+        py: Python<'py>,
+        source: &Source<'a, 'py>,
+        hint: KeyType,
+    ) -> Result<Option<TextSeq<'a, 'py>>, Error> {
+        let (seq, is_list) = match *source {
+            Source::List(seq) => (seq, true),
+            Source::Tuple(seq) => (seq, false),
+            _ => return Ok(None),
+        };
+        let first = |i| sequence_item(seq, is_list, i);
+        // SAFETY: (`kind_of`) a live item, the GIL held.
+        if !seq.len().is_ok_and(|n| n > 0) || unsafe { kind_of(py, first(0)?)? } != Kind::Text {
+            return Ok(None);
+        }
+        let Some(layout) = layout(py).filter(|_| !walk_off()) else {
+            return Ok(None);
+        };
+        let p = seq.as_ptr();
+        // SAFETY: `seq` is a live list (or tuple), the GIL is held; the size functions read a
+        // field and run no Python code. A list's item pointer sits at the calibrated offset,
+        // inside the list object; a tuple's items start at the calibrated offset, inside it.
+        let (n, items) = unsafe {
+            if is_list {
+                let n = ffi::PyList_Size(p);
+                (n, word(p, layout.list_items) as *const Obj)
+            } else {
+                let n = ffi::PyTuple_Size(p);
+                let items = p.cast::<u8>().add(layout.tuple_items).cast::<Obj>();
+                (n, items.cast_const())
+            }
+        };
+        let Some(n) = usize::try_from(n).ok().filter(|&n| n > 0) else {
+            return Ok(None);
+        };
+        let width = match hint {
+            KeyType::FixedBytes(w) => Some(usize::from(w)),
+            _ => None,
+        };
+        let walk = Walk {
+            layout,
+            items: Items(items),
+            n,
+            width,
+        };
+        Ok(Some(TextSeq { seq, is_list, walk }))
+    }
+
+    /// Hashes the items at the indices `left` (those the walk left) through the C API on this
+    /// thread, in ascending index order, and hands each hash to `put(index, hash)`; the first
+    /// bad key's error.
+    pub(super) fn hash_others(
+        &self,
+        py: Python<'_>,
+        mut left: Vec<usize>,
+        seed: u64,
+        mut put: impl FnMut(usize, u64),
+    ) -> Result<(), Error> {
+        left.sort_unstable();
+        for i in left {
+            let obj = sequence_item(self.seq, self.is_list, i)?;
+            // SAFETY: a live item, the GIL held; its bytes are hashed before any Python code
+            // runs.
+            let key = unsafe { text_key(py, i, obj, self.walk.width)? };
+            put(i, xxh64(key, seed));
+        }
+        Ok(())
+    }
+}
+
+/// What the threads of a walk read: the items of a list or tuple, where CPython keeps their
+/// fields, and the key width of a `fixed:<n>` filter (keys of another length are left to the
+/// C API).
+#[derive(Clone, Copy)]
+pub(super) struct Walk {
+    layout: Layout,
+    items: Items,
+    /// The number of items (at least 1).
+    pub(super) n: usize,
+    width: Option<usize>,
+}
+
+impl Walk {
+    /// Hashes items `start .. start + out.len()` with `seed` into `out` (one per item); returns
+    /// the indices of the items left to the C API ([`TextSeq::hash_others`]), ascending.
+    ///
+    /// # Safety
+    /// The thread that made the walk ([`TextSeq::of`]) holds the GIL and has run no Python code
+    /// since, and runs none until this returns; `start + out.len() <= self.n`.
+    pub(super) unsafe fn hash_run(&self, start: usize, seed: u64, out: &mut [u64]) -> Vec<usize> {
+        let (layout, items, n) = (&self.layout, self.items.ptr(), self.n);
+        // SAFETY: `items` points to the `n` live items of the sequence, which cannot change
+        // meanwhile: the thread that made the walk holds the GIL and runs no Python code, and
+        // every other thread needs the GIL to change a list, drop an object or write a string
+        // (the caller's contract). `walk_run` reads only `start .. start + out.len() <= n`.
+        unsafe { walk_run(layout, items, start, n, seed, self.width, out) }
+    }
+}
+
+/// Runs `work(state, piece)` for each of `pieces` on the calling thread and on up to
 /// `threads - 1` threads started for the call (not the rayon pool: the caller holds the GIL,
-/// and must not wait for a pool that another call keeps busy), each taking the next piece
-/// until none is left; returns the indices `walk` left, ascending.
-fn on_threads<W>(threads: usize, hashes: &mut [u64], walk: W) -> Vec<usize>
+/// and must not wait for a pool that another call keeps busy), each taking the next piece until
+/// none is left, with its own state made by `init`; returns the states of the threads that ran
+/// (the caller's first).
+pub(super) fn on_threads<P, S, I, W>(threads: usize, pieces: I, init: fn() -> S, work: W) -> Vec<S>
 where
-    W: Fn(usize, &mut [u64]) -> Vec<usize> + Sync,
+    I: ExactSizeIterator<Item = P> + Send,
+    S: Send,
+    W: Fn(&mut S, P) + Sync,
 {
-    let pieces = hashes.len().div_ceil(CHUNK);
-    let next = Mutex::new(hashes.chunks_mut(CHUNK).enumerate());
-    let work = || {
-        let mut others = Vec::new();
+    let count = pieces.len();
+    let next = Mutex::new(pieces);
+    let run = || {
+        let mut state = init();
         loop {
             let piece = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-            let Some((t, out)) = piece else {
-                return others;
+            let Some(piece) = piece else {
+                return state;
             };
-            others.extend(walk(t * CHUNK, out));
+            work(&mut state, piece);
         }
     };
-    let mut others = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads.min(pieces))
+    let states = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads.min(count))
             // A thread that cannot be started leaves its share to the others.
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok())
             .collect();
-        let mut others = work();
+        let mut states = vec![run()];
         for h in helpers {
-            // A panic in a helper (none is expected: `walk` does not panic) is passed on.
-            others.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            // A panic in a helper (none is expected: `work` does not panic) is passed on.
+            states.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }
-        others
+        states
     });
-    others.sort_unstable();
-    others
+    states
 }
 
 /// The item array, shared with the workers for one walk.
@@ -183,7 +254,7 @@ impl Items {
 }
 
 // SAFETY: the workers only read through the pointer, while the thread that lent it holds the
-// GIL and waits for them (see `hash_items`).
+// GIL and waits for them (see `Walk::hash_run`).
 unsafe impl Send for Items {}
 // SAFETY: as above.
 unsafe impl Sync for Items {}
