@@ -301,6 +301,9 @@ impl PyFilter {
         if out.is_some() {
             return Err(Error::value("out= is for device keys (a device array of answers)").into());
         }
+        if let Some(answers) = self.contains_list(py, keys, bitmap, backend, &threads)? {
+            return Ok(answers);
+        }
         let hashed = (backend != Backend::Gpu).then_some(&threads);
         let input = extract_for(keys, &self.read().params(), hashed)?;
         let n = input.len();

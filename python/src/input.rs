@@ -20,6 +20,7 @@ use crate::errors::Error;
 mod calibrate;
 mod direct;
 mod items;
+mod list_contains;
 mod list_insert;
 
 pub(crate) use calibrate::_list_walk;
