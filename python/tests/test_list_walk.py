@@ -323,3 +323,36 @@ def test_one_pass_and_the_fallback_learn_and_check_the_key_type(monkeypatch):
             g.insert(keys)
         assert g.to_bytes() == before
     assert learned[0] == learned[1]
+
+
+def test_lookups_of_a_list_while_another_thread_inserts_into_the_filter():
+    """The one-pass lookup read-locks the filter with the GIL held only if no writer holds or
+    awaits the lock (else the general path, which waits without it): lookups of a list from
+    one thread while another inserts Arrow batches (holding the write lock without the GIL)
+    finish, and find every key inserted before."""
+    n = 3 * KEYS_PER_THREAD
+    keys = [f"user-{i}" for i in range(n)]
+    f = small_filter(4 * n)
+    f.insert(keys)
+    batches = [pa.array([f"more-{j}-{i}" for i in range(n)]) for j in range(3)]
+    errors = []
+    stop = threading.Event()
+
+    def writer():
+        try:
+            while not stop.is_set():
+                for b in batches:
+                    f.insert(b)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        for _ in range(20):
+            assert f.contains(keys).all()
+            assert f.contains(tuple(keys[::7])).all()
+    finally:
+        stop.set()
+        th.join(timeout=120)
+    assert not th.is_alive() and not errors

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::direct::{on_threads, TextSeq};
 use super::items::text_key_type;
+use super::list_contains::same_shape;
 use crate::errors::Error;
 use crate::filter::PyFilter;
 use crate::ops::Threads;
@@ -92,8 +93,7 @@ impl PyFilter {
         };
         py.detach(|| {
             let mut g = self.write();
-            let now = g.params();
-            if (now.layout, now.blocks, now.seed) != (params.layout, params.blocks, params.seed) {
+            if !same_shape(&g.params(), &params) {
                 return Ok(false);
             }
             self.check_or_learn(&mut g, staged.key_type)?;
