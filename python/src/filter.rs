@@ -219,6 +219,9 @@ impl PyFilter {
         if let Some(dev) = device_array(keys)? {
             return Ok(self.insert_device_array(py, &dev, backend)?);
         }
+        if backend != Backend::Gpu && self.insert_list(py, keys, &threads)? {
+            return Ok(());
+        }
         let hashed = (backend != Backend::Gpu).then_some(&threads);
         let input = extract_for(keys, &self.read().params(), hashed)?;
         let parts = input.parts()?;
@@ -265,6 +268,9 @@ impl PyFilter {
         }
         if out.is_some() {
             return Err(Error::value("out= is for device keys (a device array of answers)").into());
+        }
+        if let Some(answers) = self.contains_list(py, keys, bitmap, backend, &threads)? {
+            return Ok(answers);
         }
         let hashed = (backend != Backend::Gpu).then_some(&threads);
         let input = extract_for(keys, &self.read().params(), hashed)?;

@@ -17,10 +17,14 @@ use pyo3::types::{PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, Py
 use crate::arrow::{self, ArrowArray, ArrowArrayStream, ArrowSchema, OwnedArray, OwnedSchema};
 use crate::errors::Error;
 
+mod calibrate;
 mod direct;
 mod items;
+mod list_contains;
+mod list_insert;
 
-pub(crate) use direct::_list_walk;
+pub(crate) use calibrate::_list_walk;
+pub(crate) use list_insert::_list_inserts_in_one_pass;
 mod numpy;
 
 use crate::ops::Threads;

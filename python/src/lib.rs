@@ -88,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_rust_bulk_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(input::_list_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(input::_list_inserts_in_one_pass, m)?)?;
     m.add("FormatError", py.get_type::<errors::FormatError>())?;
     m.add(
         "IncompatibleFiltersError",

@@ -225,3 +225,134 @@ def test_python_threads_walking_lists_at_once_get_their_own_bytes():
     assert not any(th.is_alive() for th in threads)
     assert not errors
     assert got == wants
+
+
+# The one-pass insert (python/src/input/list_insert.rs): keys per piece, keys per thread.
+PIECE = 2048
+KEYS_PER_THREAD = 16 * 1024
+
+
+def small_filter(n, key_type="bytes"):
+    """About 2 bytes a key: small enough for the one-pass insert's copies of the filter (one
+    per thread, together at most 8 bytes a key) with up to 4 threads."""
+    return bloomlanes.Filter.with_params("8x32", max(1, n // 16), seed=11, key_type=key_type)
+
+
+def one_pass(f, keys, **kw):
+    """Inserts `keys` into `f`; whether the insert took the one-pass path."""
+    before = _native._list_inserts_in_one_pass()
+    f.insert(keys, **kw)
+    return _native._list_inserts_in_one_pass() == before + 1
+
+
+@pytest.mark.parametrize("n", [16, PIECE - 1, PIECE, PIECE + 1, KEYS_PER_THREAD - 1,
+                               KEYS_PER_THREAD, KEYS_PER_THREAD + 1,
+                               2 * KEYS_PER_THREAD + PIECE + 3, 100_003])
+def test_one_pass_inserts_give_the_bytes_of_arrow(n):
+    """Lists and tuples around the pieces' and the threads' boundaries, with every other kind
+    of item among them, on 1 to 4 threads: the bytes and key count of the same keys as an
+    Arrow array; their lookups (one pass too) the answers of Arrow's."""
+    keys = mixed_keys(n)
+    want = small_filter(n)
+    want.insert(as_text(keys))
+    queries = keys[1::2] + [f"absent-{i}" for i in range(n // 2)] + ["é", Str("nope"), b"x"]
+    want_answers = want.contains(as_text(queries))
+    for make in (list, tuple):
+        for threads in (None, 1, 2, 4):
+            f = small_filter(n)
+            assert one_pass(f, make(keys), threads=threads), (make, threads)
+            assert f.to_bytes() == want.to_bytes(), (make, threads)
+            assert f.key_count == n
+            got = f.contains(make(queries), threads=threads)
+            assert np.array_equal(got, want_answers), (make, threads)
+    # Into a filter that holds keys already: OR'd into them.
+    f = small_filter(n)
+    f.insert(as_text(keys[: n // 2]))
+    assert one_pass(f, keys[n // 2:])
+    g = small_filter(n)
+    g.insert(as_text(keys[: n // 2]))
+    g.insert(as_text(keys[n // 2:]))
+    assert f.to_bytes() == g.to_bytes()
+
+
+def test_lists_too_short_for_copies_take_the_general_path():
+    """A filter larger than 8 bytes a key of the list (or empty lists) is not copied: the
+    general path, the same bytes."""
+    for n in (0, 1, 7, 1000):
+        keys = mixed_keys(n)
+        want = new_filter()
+        want.insert(as_text(keys))
+        f = new_filter()
+        assert not one_pass(f, keys)
+        assert f.to_bytes() == want.to_bytes() and f.key_count == n
+
+
+@pytest.mark.parametrize("at", [1, PIECE - 1, KEYS_PER_THREAD + PIECE, 3 * KEYS_PER_THREAD - 1])
+def test_a_bad_key_in_a_one_pass_insert_leaves_the_filter_as_it_was(at):
+    """Every piece before the bad key has gone into the threads' copies when the error is
+    found: the filter itself is untouched (bytes, key count, key type still to learn)."""
+    n = 3 * KEYS_PER_THREAD
+    keys = [f"user-{i}" for i in range(n)]
+    f = bloomlanes.Filter.with_params("8x32", n // 16, seed=11)
+    f.insert(as_text(keys[:100]))
+    before, count = f.to_bytes(), f.key_count
+    for bad, err in [(12345, TypeError), ("\ud800", ValueError)]:
+        bad_keys = keys[:]
+        bad_keys[at] = bad
+        with pytest.raises(err, match=f"index {at}"):
+            f.insert(bad_keys)
+        assert f.to_bytes() == before and f.key_count == count
+    assert one_pass(f, keys)
+
+
+def test_one_pass_and_the_fallback_learn_and_check_the_key_type(monkeypatch):
+    """A filter made without a key type learns `bytes` from a list of str on either path; a
+    `u64` filter refuses one on either path, unchanged."""
+    n = 2 * KEYS_PER_THREAD
+    keys = [f"user-{i}" for i in range(n)]
+    learned = []
+    for walk in ("direct", "gil"):
+        if walk == "gil":
+            monkeypatch.setenv("BLOOMLANES_LIST_WALK", "gil")
+        f = bloomlanes.Filter.with_params("8x32", n // 16, seed=11)
+        assert one_pass(f, keys) == (walk == "direct")
+        learned.append((f.params["key_type"], f.to_bytes()))
+        g = bloomlanes.Filter.with_params("8x32", n // 16, seed=11, key_type="u64")
+        before = g.to_bytes()
+        with pytest.raises(bloomlanes.KeyTypeError):
+            g.insert(keys)
+        assert g.to_bytes() == before
+    assert learned[0] == learned[1]
+
+
+def test_lookups_of_a_list_while_another_thread_inserts_into_the_filter():
+    """The one-pass lookup read-locks the filter with the GIL held only if no writer holds or
+    awaits the lock (else the general path, which waits without it): lookups of a list from
+    one thread while another inserts Arrow batches (holding the write lock without the GIL)
+    finish, and find every key inserted before."""
+    n = 3 * KEYS_PER_THREAD
+    keys = [f"user-{i}" for i in range(n)]
+    f = small_filter(4 * n)
+    f.insert(keys)
+    batches = [pa.array([f"more-{j}-{i}" for i in range(n)]) for j in range(3)]
+    errors = []
+    stop = threading.Event()
+
+    def writer():
+        try:
+            while not stop.is_set():
+                for b in batches:
+                    f.insert(b)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        for _ in range(20):
+            assert f.contains(keys).all()
+            assert f.contains(tuple(keys[::7])).all()
+    finally:
+        stop.set()
+        th.join(timeout=120)
+    assert not th.is_alive() and not errors

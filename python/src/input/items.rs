@@ -555,13 +555,17 @@ fn ints_need_a_width(hint: KeyType) -> Error {
     ))
 }
 
-/// Hashes of text keys with `seed`, for a filter of key type `hint`.
-pub(super) fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
-    let key_type = match hint {
+/// The key type of text keys hashed for a filter of key type `hint`.
+pub(super) fn text_key_type(hint: KeyType) -> KeyType {
+    match hint {
         KeyType::FixedBytes(_) => hint,
         _ => KeyType::Bytes,
-    };
-    let mut input = Input::new(key_type);
+    }
+}
+
+/// Hashes of text keys with `seed`, for a filter of key type `hint`.
+pub(super) fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
+    let mut input = Input::new(text_key_type(hint));
     input.push(RawPart {
         values: RawValues::Hashes(v.as_ptr(), v.len(), seed),
         nulls: None,
