@@ -8,7 +8,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use bloomlanes_core::{FormatError, KeyType, Params};
 use bloomlanes_guard::WriteLock;
@@ -77,6 +77,16 @@ impl<T> Held<T> {
     /// The value, to read.
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
         self.value.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The value, to read, unless a writer holds or awaits the lock (`None`): for a caller
+    /// that must not wait (see `input::list_contains`).
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+        match self.value.try_read() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The value, to change; any device copy is out of date from here on.

@@ -8,7 +8,7 @@
 //! GIL held, only if no writer holds or awaits the lock (else the general path, which waits
 //! without the GIL); the answers are those of the general path.
 
-use std::sync::{RwLockReadGuard, TryLockError};
+use std::sync::RwLockReadGuard;
 
 use bloomlanes_core::{Keys, Params};
 use bloomlanes_simd::Probe;
@@ -93,11 +93,7 @@ impl PyFilter {
 /// holds the GIL, which that writer may be waiting for (`save` takes the GIL to check for
 /// Ctrl-C while it holds the read lock and waits for a file lock).
 fn try_read(filter: &PyFilter) -> Option<RwLockReadGuard<'_, Storage>> {
-    match filter.inner.try_read() {
-        Ok(g) => Some(g),
-        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
-    }
+    filter.try_read()
 }
 
 /// Whether filters of `a` and `b` answer a hash alike (same layout, blocks and seed).
