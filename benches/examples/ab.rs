@@ -7,7 +7,8 @@
 //! `par_cremove` (each timed call undone by an untimed one) and `ccount`, `par_ccount`
 //! (`AB_BITS=8` for 8-bit counters, `AB_LAYOUT` for a layout other than 8x32; SIZE is the
 //! image's bytes); the spatial filter's `sinsert`, `par_sinsert` (`AB_CLASSES=one` for one class
-//! per batch, else a class per key), `sclasses`, `par_sclasses` (`AB_BITS` cells, default 4;
+//! per batch, else a class per key; `AB_FRESH` restores the filter before each call, so that
+//! every key is new), `sclasses`, `par_sclasses` (`AB_BITS` cells, default 4;
 //! SIZE is image and cells together, the image at 10 bits per key, 4 classes); `wcontains`
 //! looks keys up in a sliding window over the last `SIZE × 8 / 10` keys at `AB_RATE` (default
 //! 0.01) with `AB_GENS` generations (default 4; `auto`: the shape with the fewest bits) and
@@ -154,8 +155,14 @@ fn main() {
                 .collect();
             let (par, insert) = (op.starts_with("par_"), op.ends_with("insert"));
             let one = std::env::var("AB_CLASSES").as_deref() == Ok("one");
+            // `AB_FRESH`: the filled filter is restored before each call (untimed), so every
+            // key of the batch is new to it.
+            let fresh = std::env::var("AB_FRESH").is_ok().then(|| s.filter.clone());
             let out = &mut out;
             Box::new(move |phase| {
+                if let (Phase::Before, Some(filled)) = (phase, &fresh) {
+                    s.filter.clone_from(filled);
+                }
                 let batch_keys = pk.as_deref().map_or(batch_keys, Keys::U64);
                 let cs = if one {
                     Classes::One(1)

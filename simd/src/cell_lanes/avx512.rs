@@ -276,6 +276,9 @@ impl CellIsa for Avx512 {
                 // Byte masks in vector registers, only the cells below `v` stored: against the
                 // word-space path below (same-run A/B, thread CPU time, 2-core Xeon, 1 MiB)
                 // 128-133 -> 137-139 M keys/s with masks from general registers, 161-168 now.
+                // Masks read as the 64-bit words of the key's image mask (`kmovq k, m64`, no
+                // `vpermd`/`vpcmpeqb`: 7 shuffle-port instructions per key instead of 16) lost:
+                // 1 MiB 108-122 / 132-139 per-key classes, 113-117 / 125-131 fresh keys.
                 (true, 8, MAX) => counters_8x32::max8(ib, cb, a, v),
                 (true, 8, DEC) => return counters_8x32::remove8(ib, cb, a),
                 // The image bits come from the lane bit indices the cells use.
