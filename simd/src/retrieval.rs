@@ -358,19 +358,13 @@ mod tests {
 
     #[test]
     fn lookups_match_the_core_on_every_path_with_and_without_prefetch() {
-        // 3000 keys sit in L2 (no prefetch); 400 000 of 24-bit cells do not. Cells of 8, 16
-        // and 32 bits are read with one load, the others with `read_cell`; arity 3 and 4.
-        for (n, v, f, a) in [
-            (3000, 8, 8, 4),
-            (1500, 4, 4, 4),
-            (1200, 20, 12, 4),
-            (400_000, 16, 8, 4),
-            (1000, 32, 32, 4),
-            (700, 1, 0, 4),
-            (3000, 8, 8, 3),
-            (2000, 7, 6, 3),
-            (300_000, 16, 16, 3),
-        ] {
+        // (value, check) bits: cells of 16, 8 and 32 bits (one load each) and of 64, 1 and 13
+        // bits (`read_cell`), each at arity 3 and 4 in L2 (no prefetch); then 400 000 keys of
+        // 24-bit cells and 300 000 of 32-bit cells, past it.
+        let widths = [(8, 8), (4, 4), (20, 12), (32, 32), (1, 0), (7, 6)];
+        let small = widths.map(|(v, f)| [(1500, v, f, 3), (3000, v, f, 4)]);
+        let large = [(400_000, 16, 8, 4), (300_000, 16, 16, 3)];
+        for (n, v, f, a) in small.into_iter().flatten().chain(large) {
             let (t, keys, _) = table(n, v, f, a);
             let mut s = 99;
             let mut probes = keys.clone();
@@ -379,22 +373,21 @@ mod tests {
             let hashes: Vec<u64> = probes.iter().map(|k| t.params().hash_key(k)).collect();
             for path in SimdPath::ALL.into_iter().filter(|p| p.is_available()) {
                 let probe = Probe::new(path).unwrap();
-                let mut values = vec![7u32; probes.len()];
-                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
-                probe.get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
-                assert_eq!(values, want_values, "{path} n = {n}");
-                assert_eq!(found, want_found, "{path} n = {n}");
-                // The hashes themselves, answered in place (no chunking).
-                let mut values = vec![7u32; probes.len()];
-                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
-                probe.get_retrieval(&t, Keys::Hashes(&hashes), &mut values, &mut found);
-                assert_eq!(values, want_values, "{path} hashes n = {n}");
-                assert_eq!(found, want_found, "{path} hashes n = {n}");
-                let mut values = vec![7u32; probes.len()];
-                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
-                probe.par_get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
-                assert_eq!(values, want_values, "{path} par n = {n}");
-                assert_eq!(found, want_found, "{path} par n = {n}");
+                // The keys, their hashes answered in place (no chunking), and every core.
+                for (way, keys, par) in [
+                    ("keys", Keys::U64(&probes), false),
+                    ("hashes", Keys::Hashes(&hashes), false),
+                    ("par", Keys::U64(&probes), true),
+                ] {
+                    let mut values = vec![7u32; probes.len()];
+                    let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
+                    match par {
+                        false => probe.get_retrieval(&t, keys, &mut values, &mut found),
+                        true => probe.par_get_retrieval(&t, keys, &mut values, &mut found),
+                    }
+                    assert_eq!(values, want_values, "{path} {way} n = {n} v = {v} a = {a}");
+                    assert_eq!(found, want_found, "{path} {way} n = {n} v = {v} a = {a}");
+                }
             }
         }
     }
