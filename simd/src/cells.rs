@@ -378,6 +378,14 @@ impl Probe {
         crate::chunks::check_per_key(out.len(), &keys);
         let kf = kind_fns(self.path);
         let run = |keys: Keys<'_>, out: &mut [T]| {
+            // Hashes already made, answered as `u32`s (a classifier's batches): straight into
+            // the kernel, with no buffer allocated or copied.
+            if let (Some(kf), Keys::Hashes(hashes), Some(out)) = (kf, keys, T::as_u32s(out)) {
+                // SAFETY: `kf` belongs to an available path (`kind_fns` checks); the kernel
+                // checks the shapes of the image, cells and output.
+                unsafe { (kf.min)(*params, image, cells, hashes, out) };
+                return;
+            }
             let mut hashes = vec![0u64; out.len().min(CHUNK)];
             let mut vals = vec![0u32; hashes.len()];
             for (c, out) in out.chunks_mut(CHUNK).enumerate() {
@@ -437,6 +445,9 @@ pub trait CellValue: Copy + Send + sealed::Sealed {
     const MAX: u32;
     /// `v`, which is at most [`CellValue::MAX`].
     fn from_cell(v: u32) -> Self;
+    /// `out` itself when `Self` is `u32` (the kernels' own output, written in place), else
+    /// `None`.
+    fn as_u32s(out: &mut [Self]) -> Option<&mut [u32]>;
 }
 
 mod sealed {
@@ -444,7 +455,7 @@ mod sealed {
 }
 
 macro_rules! cell_value {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $as_u32s:expr),*) => {$(
         impl sealed::Sealed for $t {}
         impl CellValue for $t {
             const MAX: u32 = <$t>::MAX as u32;
@@ -452,7 +463,11 @@ macro_rules! cell_value {
             fn from_cell(v: u32) -> Self {
                 v as $t
             }
+            #[inline(always)]
+            fn as_u32s(out: &mut [Self]) -> Option<&mut [u32]> {
+                $as_u32s(out)
+            }
         }
     )*};
 }
-cell_value!(u8, u16, u32);
+cell_value!(u8 => |_| None, u16 => |_| None, u32 => Some);

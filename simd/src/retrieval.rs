@@ -20,7 +20,7 @@
 
 use bloomlanes_core::retrieval::build::{self, Lookahead, Passes, Sorted};
 use bloomlanes_core::retrieval::{
-    check_outputs, xor_cells, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
+    check_outputs, read_cell, Cells, RetrievalError, RetrievalSpec, RetrievalTable, Shape,
 };
 use bloomlanes_core::{Keys, Params};
 use rayon::prelude::*;
@@ -54,6 +54,10 @@ impl Probe {
         found: &mut [u64],
     ) {
         check_outputs(keys.len(), values.len(), found.len());
+        // Hashes already made (a classifier's batches): answered in place, nothing copied.
+        if let Keys::Hashes(hashes) = keys {
+            return lookup_hashes(table, hashes, values, found);
+        }
         let mut hashes = vec![0u64; CHUNK.min(keys.len())];
         for (c, (values, found)) in values
             .chunks_mut(CHUNK)
@@ -110,40 +114,80 @@ impl Probe {
     }
 }
 
-/// Answers `hashes` into `values` and the bitmap words `found` (`hashes.len()` ≤ [`CHUNK`]).
-/// Each key's `a` cells are prefetched [`AHEAD`] keys before they are read.
+/// Answers `hashes` into `values` and the bitmap words `found` (bits past the last key
+/// cleared), with the loops over a key's cells unrolled for the table's arity and, for cells
+/// of 8, 16 or 32 bits, each cell read with one load and constant shifts.
 fn lookup_hashes(table: &RetrievalTable, hashes: &[u64], values: &mut [u32], found: &mut [u64]) {
     let shape = table.shape();
+    let (t, h, v, f) = (table, hashes, values, found);
+    match (shape.arity, shape.cell_bits()) {
+        (3, 8) => lookup_shaped::<3, 8>(t, h, v, f),
+        (3, 16) => lookup_shaped::<3, 16>(t, h, v, f),
+        (3, 32) => lookup_shaped::<3, 32>(t, h, v, f),
+        (3, _) => lookup_shaped::<3, 0>(t, h, v, f),
+        (_, 8) => lookup_shaped::<4, 8>(t, h, v, f),
+        (_, 16) => lookup_shaped::<4, 16>(t, h, v, f),
+        (_, 32) => lookup_shaped::<4, 32>(t, h, v, f),
+        (_, _) => lookup_shaped::<4, 0>(t, h, v, f),
+    }
+}
+
+/// [`lookup_hashes`] for `A` cells per key of `W` bits (8, 16 or 32: a cell never straddles
+/// two words; 0: any width, read with [`read_cell`]). Each key's cells are prefetched
+/// [`AHEAD`] keys before they are read when the table is larger than L2 likes; the found bits
+/// are gathered a word at a time.
+#[inline(always)]
+fn lookup_shaped<const A: u32, const W: u32>(
+    table: &RetrievalTable,
+    hashes: &[u64],
+    values: &mut [u32],
+    found: &mut [u64],
+) {
+    let shape = table.shape();
     let words = table.words();
-    let arity = shape.arity as usize;
+    let bits = shape.cell_bits();
     let prefetch = shape.array_bytes() > PREFETCH_MIN_BYTES;
     let place = |h: u64| {
         let m = shape.mixed(h);
-        (m, shape.cells_of(m))
+        (m, shape.cells_for(m, A))
+    };
+    // Cell `c` in the low bits (the bits above it are masked off by `Shape::answer`).
+    let read = |c: u32| {
+        if W == 0 {
+            read_cell(words, bits, c)
+        } else {
+            let per = 64 / W.max(1);
+            words[(c / per) as usize] >> ((c % per) * W)
+        }
     };
     let mut ring = [(0u64, Cells::default()); AHEAD];
-    let n = hashes.len();
     if prefetch {
         for (i, &h) in hashes.iter().take(AHEAD).enumerate() {
             ring[i] = place(h);
-            touch_cells(shape, words, &ring[i].1[..arity]);
+            touch_cells(shape, words, &ring[i].1[..A as usize]);
         }
     }
-    found.fill(0);
-    for i in 0..n {
-        let (m, cells) = if prefetch {
-            let here = ring[i % AHEAD];
-            if let Some(&h) = hashes.get(i + AHEAD) {
-                ring[i % AHEAD] = place(h);
-                touch_cells(shape, words, &ring[i % AHEAD].1[..arity]);
-            }
-            here
-        } else {
-            place(hashes[i])
-        };
-        let answer = shape.answer(m, xor_cells(shape, words, &cells));
-        values[i] = answer.unwrap_or(0);
-        found[i / 64] |= u64::from(answer.is_some()) << (i % 64);
+    let chunks = values.chunks_mut(64).zip(found.iter_mut());
+    for (c, (values, word)) in chunks.enumerate() {
+        let mut hits = 0u64;
+        for (k, v) in values.iter_mut().enumerate() {
+            let i = c * 64 + k;
+            let (m, cells) = if prefetch {
+                let here = ring[i % AHEAD];
+                if let Some(&h) = hashes.get(i + AHEAD) {
+                    ring[i % AHEAD] = place(h);
+                    touch_cells(shape, words, &ring[i % AHEAD].1[..A as usize]);
+                }
+                here
+            } else {
+                place(hashes[i])
+            };
+            let x = cells[..A as usize].iter().fold(0, |x, &c| x ^ read(c));
+            let answer = shape.answer(m, x);
+            *v = answer.unwrap_or(0);
+            hits |= u64::from(answer.is_some()) << k;
+        }
+        *word = hits;
     }
 }
 
@@ -292,14 +336,14 @@ mod tests {
         z ^ (z >> 31)
     }
 
-    fn table(n: usize, v: u8, f: u8, seed: u64) -> (RetrievalTable, Vec<u64>, Vec<u32>) {
-        let mut s = seed;
+    fn table(n: usize, v: u8, f: u8, arity: u8) -> (RetrievalTable, Vec<u64>, Vec<u32>) {
+        let mut s = n as u64 + u64::from(arity);
         let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
         let mask = ((1u64 << v) - 1) as u32;
         let values: Vec<u32> = keys.iter().map(|&k| (k >> 20) as u32 & mask).collect();
         let base = Params::new(Layout::L8x64, 1).with_seed(3);
-        let t = RetrievalTable::build_keys(base, RetrievalSpec::new(v, f), &keys, &values)
-            .expect("builds");
+        let spec = RetrievalSpec::new(v, f).with_arity(arity);
+        let t = RetrievalTable::build_keys(base, spec, &keys, &values).expect("builds");
         (t, keys, values)
     }
 
@@ -314,25 +358,36 @@ mod tests {
 
     #[test]
     fn lookups_match_the_core_on_every_path_with_and_without_prefetch() {
-        // 3000 keys sit in L2 (no prefetch); 400 000 of 24-bit cells do not.
-        for (n, v, f) in [(3000, 8, 8), (400_000, 16, 8), (1000, 32, 32), (700, 1, 0)] {
-            let (t, keys, _) = table(n, v, f, n as u64);
+        // (value, check) bits: cells of 16, 8 and 32 bits (one load each) and of 64, 1 and 13
+        // bits (`read_cell`), each at arity 3 and 4 in L2 (no prefetch); then 400 000 keys of
+        // 24-bit cells and 300 000 of 32-bit cells, past it.
+        let widths = [(8, 8), (4, 4), (20, 12), (32, 32), (1, 0), (7, 6)];
+        let small = widths.map(|(v, f)| [(1500, v, f, 3), (3000, v, f, 4)]);
+        let large = [(400_000, 16, 8, 4), (300_000, 16, 16, 3)];
+        for (n, v, f, a) in small.into_iter().flatten().chain(large) {
+            let (t, keys, _) = table(n, v, f, a);
             let mut s = 99;
             let mut probes = keys.clone();
             probes.extend((0..n / 2 + 100).map(|_| splitmix(&mut s)));
             let (want_values, want_found) = reference(&t, &probes);
+            let hashes: Vec<u64> = probes.iter().map(|k| t.params().hash_key(k)).collect();
             for path in SimdPath::ALL.into_iter().filter(|p| p.is_available()) {
                 let probe = Probe::new(path).unwrap();
-                let mut values = vec![7u32; probes.len()];
-                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
-                probe.get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
-                assert_eq!(values, want_values, "{path} n = {n}");
-                assert_eq!(found, want_found, "{path} n = {n}");
-                let mut values = vec![7u32; probes.len()];
-                let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
-                probe.par_get_retrieval(&t, Keys::U64(&probes), &mut values, &mut found);
-                assert_eq!(values, want_values, "{path} par n = {n}");
-                assert_eq!(found, want_found, "{path} par n = {n}");
+                // The keys, their hashes answered in place (no chunking), and every core.
+                for (way, keys, par) in [
+                    ("keys", Keys::U64(&probes), false),
+                    ("hashes", Keys::Hashes(&hashes), false),
+                    ("par", Keys::U64(&probes), true),
+                ] {
+                    let mut values = vec![7u32; probes.len()];
+                    let mut found = vec![u64::MAX; probes.len().div_ceil(64)];
+                    match par {
+                        false => probe.get_retrieval(&t, keys, &mut values, &mut found),
+                        true => probe.par_get_retrieval(&t, keys, &mut values, &mut found),
+                    }
+                    assert_eq!(values, want_values, "{path} {way} n = {n} v = {v} a = {a}");
+                    assert_eq!(found, want_found, "{path} {way} n = {n} v = {v} a = {a}");
+                }
             }
         }
     }

@@ -308,7 +308,8 @@ fn bad_classes_are_refused_and_change_nothing() {
 }
 
 /// Filters past the prefetch threshold (image and cells over 512 KiB; reads: over L2, where
-/// the 8-key reads of 8x32 with 4- and 8-bit cells test the image first), batches long enough
+/// the 8-key reads of 8x32 with 4- and 8-bit cells and 8x64 with 4-bit cells test the image
+/// first), batches long enough
 /// for several hash chunks, the all-core paths' own thresholds and the default partitions.
 #[test]
 #[cfg_attr(miri, ignore = "too slow under Miri")]
@@ -317,6 +318,7 @@ fn large_filters_take_the_prefetching_path_and_match() {
     for (layout, bits, n) in [
         (Layout::L8x32, 4, 15),
         (Layout::L8x32, 8, 200),
+        (Layout::L8x64, 4, 15),
         (Layout::L16x64, 8, 200),
         (Layout::L8x64, 16, 5000),
         (Layout::L16x32, 16, 3),

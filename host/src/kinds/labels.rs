@@ -141,10 +141,9 @@ impl<'a> Labeller<'a> {
 
     /// Labels `keys` into `out` (resized), on every core when `parallel`.
     pub fn label(&self, keys: Keys<'_>, parallel: bool, out: &mut Labels) {
+        // Sized only: every path below writes every value and found word.
         let n = keys.len();
-        out.values.clear();
         out.values.resize(n, 0);
-        out.found.clear();
         out.found.resize(n.div_ceil(64), 0);
         let probe = Probe::active();
         match (self, parallel) {

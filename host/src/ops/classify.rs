@@ -14,6 +14,7 @@ use std::path::Path;
 use bloomlanes_core::{xxh64, FilterRef, HashId, KeyType, Keys};
 use bloomlanes_simd::Probe;
 
+use super::label_counts::LabelTally;
 pub use super::label_counts::{LabelCount, LabelCounts};
 use super::label_writers::{runs, Dest, LabelFiles, Rec, Run};
 use super::packet_verdicts::{ng_records, packet_verdicts, walked_frames};
@@ -177,6 +178,8 @@ pub struct ClassifyScratch {
     /// Captured bytes of each keyed packet of the batch (a labelled target only).
     sizes: Vec<u32>,
     labels: Labels,
+    /// The chunk's per-label counts so far (a labelled target only).
+    tally: LabelTally,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
     recs: Vec<Rec>,
 }
@@ -282,9 +285,6 @@ impl<'a> Classifier<'a> {
                 v.bits.push(0);
             }
             v.totals.packets += 1;
-            if labelled {
-                v.labels.push(0);
-            }
             let keyless = match pcap::flow_key(linktype, frame, &mut key) {
                 Flow::Key(n) => {
                     scratch.hashes.push(xxh64(self.by.of(&key[..n]), self.seed));
@@ -309,6 +309,11 @@ impl<'a> Classifier<'a> {
             }
         }
         self.flush(scratch, &mut v);
+        if labelled {
+            // Packets after the last keyed one have no label.
+            v.labels.resize(v.totals.packets as usize, 0);
+            scratch.tally.fold_into(&mut v.totals.per_label);
+        }
         v
     }
 
@@ -318,21 +323,23 @@ impl<'a> Classifier<'a> {
             return;
         }
         let keys = Keys::Hashes(&s.hashes);
-        let words = match &self.answers {
+        let (words, labelled) = match &self.answers {
             Answers::Bits(_, view) => {
                 s.words.clear();
                 s.words.resize(n.div_ceil(64), 0);
                 self.probe.contains_bitmap(*view, keys, &mut s.words);
-                &s.words
+                (&s.words, false)
             }
             Answers::Labels(l) => {
                 l.label(keys, false, &mut s.labels);
-                &s.labels.found
+                // Every packet so far has a place; those without a key keep their 0.
+                v.labels.resize(v.totals.packets as usize, 0);
+                (&s.labels.found, true)
             }
         };
         // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
-        // with no branch on the found bit (it follows the traffic, which no predictor learns).
-        let labelled = !s.sizes.is_empty();
+        // and its counts, with no branch on the found bit (it follows the traffic, which no
+        // predictor learns).
         for j in 0..n {
             let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
@@ -344,13 +351,10 @@ impl<'a> Classifier<'a> {
                 e.matched = hit == 1;
             }
             if labelled {
-                v.labels[i] = s.labels.values[j] & 0u32.wrapping_sub(hit as u32);
+                let label = s.labels.values[j];
+                v.labels[i] = label & 0u32.wrapping_sub(hit as u32);
+                (s.tally).add(&mut v.totals.per_label, hit == 1, label, s.sizes[j]);
             }
-        }
-        if labelled {
-            v.totals
-                .per_label
-                .add_batch(words, &s.labels.values[..n], &s.sizes[..n]);
         }
         s.hashes.clear();
         s.index.clear();

@@ -58,33 +58,6 @@ impl LabelCounts {
         }
     }
 
-    /// Counts a batch of packets: packet `j` has `sizes[j]` captured bytes and the label
-    /// `labels[j]` when bit `j % 64` of `found[j / 64]` is set, none otherwise. Without a branch
-    /// on the found bit (half the packets of a typical capture, in no order a predictor learns):
-    /// each packet adds to a slot of a local table, the absent ones to a slot of their own,
-    /// folded into these counts at the end.
-    pub fn add_batch(&mut self, found: &[u64], labels: &[u32], sizes: &[u32]) {
-        let mut local = [LabelCount::default(); DENSE + 1];
-        for (j, (&label, &size)) in labels.iter().zip(sizes).enumerate() {
-            let hit = (found[j / 64] >> (j % 64)) & 1 == 1;
-            let bytes = u64::from(size);
-            // Labels past the table (wide classes, retrieval values): rare, so predictable.
-            if hit & (label as usize >= DENSE) {
-                self.add_to(label, LabelCount { packets: 1, bytes });
-                continue;
-            }
-            let slot = if hit { label as usize } else { DENSE };
-            local[slot].packets += 1;
-            local[slot].bytes += bytes;
-        }
-        self.absent.add(local[DENSE]);
-        for (l, c) in local[..DENSE].iter().enumerate() {
-            if c.packets > 0 {
-                self.add_to(l as u32, *c);
-            }
-        }
-    }
-
     /// Adds `o`'s counts.
     pub fn merge(&mut self, o: &LabelCounts) {
         self.absent.add(o.absent);
@@ -108,12 +81,58 @@ impl LabelCounts {
     }
 }
 
+/// Packet and byte sums per label of a run of packets (a chunk's), kept apart while its
+/// packets go by and then folded into a [`LabelCounts`] ([`LabelTally::fold_into`]). Without a
+/// branch on whether a packet has a label (half the packets of a typical capture, in no order a
+/// predictor learns): each packet adds to a slot of a plain table, the ones without a label to a
+/// slot of their own.
+#[derive(Clone, Debug)]
+pub(crate) struct LabelTally {
+    /// Labels `0 .. DENSE`, then the packets without one.
+    slots: Box<[LabelCount; DENSE + 1]>,
+}
+
+impl Default for LabelTally {
+    fn default() -> LabelTally {
+        LabelTally {
+            slots: Box::new([LabelCount::default(); DENSE + 1]),
+        }
+    }
+}
+
+impl LabelTally {
+    /// Counts one packet of `bytes` captured bytes, with the label `label` if `hit`, none
+    /// otherwise; a label past the table goes straight to `counts`.
+    #[inline]
+    pub(crate) fn add(&mut self, counts: &mut LabelCounts, hit: bool, label: u32, bytes: u32) {
+        let bytes = u64::from(bytes);
+        // Labels past the table (wide classes, retrieval values): rare, so predictable.
+        if hit & (label as usize >= DENSE) {
+            counts.add_to(label, LabelCount { packets: 1, bytes });
+            return;
+        }
+        let slot = &mut self.slots[if hit { label as usize } else { DENSE }];
+        slot.packets += 1;
+        slot.bytes += bytes;
+    }
+
+    /// Adds the sums to `counts` and empties the tally.
+    pub(crate) fn fold_into(&mut self, counts: &mut LabelCounts) {
+        counts.absent.add(std::mem::take(&mut self.slots[DENSE]));
+        for (l, c) in self.slots[..DENSE].iter_mut().enumerate() {
+            if c.packets > 0 {
+                counts.add_to(l as u32, std::mem::take(c));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_batch_counts_as_its_packets_one_by_one() {
+    fn a_tally_counts_as_its_packets_one_by_one() {
         // 200 packets: labels dense and past the table, found or not in an irregular pattern.
         let labels: Vec<u32> = (0..200u32)
             .map(|j| [3, 0, 255, 256, 70_000, 7][j as usize % 6])
@@ -128,12 +147,17 @@ mod tests {
         let mut batch = LabelCounts::default();
         batch.add(Some(3), 1000);
         let mut one = batch.clone();
-        batch.add_batch(&found, &labels, &sizes);
-        for j in 0..200 {
-            let hit = (found[j / 64] >> (j % 64)) & 1 == 1;
-            one.add(hit.then_some(labels[j]), u64::from(sizes[j]));
+        let mut tally = LabelTally::default();
+        // Two runs folded in turn: the tally starts empty again after a fold.
+        for run in [0..130, 130..200] {
+            for j in run {
+                let hit = (found[j / 64] >> (j % 64)) & 1 == 1;
+                tally.add(&mut batch, hit, labels[j], sizes[j]);
+                one.add(hit.then_some(labels[j]), u64::from(sizes[j]));
+            }
+            tally.fold_into(&mut batch);
+            assert_eq!(batch, one);
         }
-        assert_eq!(batch, one);
         assert!(one.absent.packets > 0 && one.sparse.len() == 2, "{one:?}");
     }
 

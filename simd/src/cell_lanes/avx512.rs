@@ -313,8 +313,8 @@ impl CellIsa for Avx512 {
     unsafe fn read8<S: Shape, const C: u32, const IMAGE: bool>(at: Block, k: &mut Eight) {
         // SAFETY: the caller's contract (AVX-512F/BW/VL are part of this ISA).
         unsafe {
-            if is_8x32::<S>() && (C == 4 || C == 8) {
-                super::read8::read8_8x32::<S, C, IMAGE>(at, k)
+            if super::read8::fits::<S, C>() {
+                super::read8::read8_eight_lanes::<S, C, IMAGE>(at, k)
             } else {
                 super::read_pairs::<Self, S, C>(at, k)
             }

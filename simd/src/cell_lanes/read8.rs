@@ -1,12 +1,14 @@
-//! [`CellIsa::read8`](super::CellIsa::read8) of 8x32 blocks with 4- or 8-bit cells in AVX-512
-//! registers, without gathers: two keys share a register (8 lanes each) for their lane bit
-//! indices and image test; each key's whole cell block (128 or 256 bytes: 2 or 4 registers) is
-//! loaded and its 8 cell words picked in lanes with `vpermt2d`; an absent key loads a block of
-//! zeros instead (a branch-free pointer select, so that an absent key reads no cell line and
-//! answers 0); the 8 keys' smallest cells come from one transposing min tree (unpacks and one
-//! 128-bit shuffle for all 8, instead of a `phminposuw` per key).
+//! [`CellIsa::read8`](super::CellIsa::read8) of 8-lane blocks whose cell block is 32 or 64
+//! words (8x32 with 4- or 8-bit cells, 8x64 with 4-bit cells: [`fits`]) in AVX-512 registers,
+//! without gathers: two keys share a register (8 lanes each) for their lane bit indices and
+//! image test; each key's whole cell block (128 or 256 bytes: 2 or 4 registers) is loaded and
+//! its 8 cell words picked in lanes with `vpermt2d`; an absent key loads a block of zeros
+//! instead (a branch-free pointer select, so that an absent key reads no cell line and answers
+//! 0); the 8 keys' smallest cells come from one transposing min tree (unpacks and one 128-bit
+//! shuffle for all 8, instead of a `phminposuw` per key).
 //!
-//! Measured against the gathers of `read_pair` (same-run A/B, 2-core Xeon, see the commit).
+//! Measured against the gathers of `read_pair` (same-run A/B, 2-core Xeon, see the commits:
+//! 8x32 first, then 8x64, whose 4-bit cells have the 64-word geometry of 8x32's 8-bit ones).
 
 use core::arch::x86_64::*;
 use core::hint::select_unpredictable;
@@ -24,6 +26,12 @@ struct Zeros([u32; 64]);
 /// [`Zeros`]' one instance.
 static ZEROS: Zeros = Zeros([0; 64]);
 
+/// Whether blocks of `S` with `C`-bit cells are read here: 8 lanes, and a cell block of 32 or
+/// 64 words (2 or 4 registers).
+pub(super) const fn fits<S: Shape, const C: u32>() -> bool {
+    S::LAYOUT.lanes() == 8 && matches!(8 * words_per_lane::<S, C>(), 32 | 64)
+}
+
 /// The 16 words from word `16 r` at `p`.
 ///
 /// # Safety
@@ -39,8 +47,8 @@ unsafe fn load16(p: *const u32, r: usize) -> __m512i {
 /// whose image block lacks one of its bits.
 ///
 /// # Safety
-/// AVX-512F/BW/VL are available; `S` is 8x32, `C` is 4 or 8; blocks `b` lie in the image and
-/// cells from `at`, readable.
+/// AVX-512F/BW/VL are available; `S` and `C` [`fits`]; blocks `b` lie in the image and cells
+/// from `at`, readable.
 #[inline(always)]
 unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
     at: Block,
@@ -50,10 +58,10 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
 ) -> __m512i {
     let q = words_per_lane::<S, C>();
     let cper = 8 * q;
-    // SAFETY: AVX-512F/BW/VL are available (contract). The image block of 8x32 is the 8 words
-    // at `b[k] × 8`, in the image (contract); the cell block is the `cper` words at
-    // `b[k] × cper`, in the cells (contract), or ZEROS (64 >= cper words); every load reads
-    // 16 words at offsets `0, 16, ... < cper` of one of them.
+    // SAFETY: AVX-512F/BW/VL are available (contract). The image block is the `per` words at
+    // `b[k] × per` (8 of 8x32, 16 of 8x64), in the image (contract); the cell block is the
+    // `cper` words at `b[k] × cper`, in the cells (contract), or ZEROS (64 >= cper words);
+    // every load reads 16 words at offsets `0, 16, ... < cper` of one of them.
     unsafe {
         // Key `2j` in lanes 0..8 and `2j + 1` in lanes 8..16 (the hashes' low halves).
         let pick = _mm512_add_epi32(
@@ -64,15 +72,30 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
         let salts = _mm512_broadcast_i64x4(_mm256_loadu_si256(SALTS.as_ptr().cast()));
         let shift = _mm_cvtsi32_si128(S::LAYOUT.lane_shift() as i32);
         let bits = _mm512_srl_epi32(_mm512_mullo_epi32(hv, salts), shift);
-        let t = if IMAGE {
-            let ip = at.image.cast_const();
+        let ip = at.image.cast_const();
+        let t = if !IMAGE {
+            0xFFFF
+        } else if S::LAYOUT.word_bits() == 32 {
             let img = _mm512_inserti64x4::<1>(
                 _mm512_castsi256_si512(_mm256_loadu_si256(ip.add(b[0] * 8).cast())),
                 _mm256_loadu_si256(ip.add(b[1] * 8).cast()),
             );
             _mm512_test_epi32_mask(img, _mm512_sllv_epi32(_mm512_set1_epi32(1), bits))
         } else {
-            0xFFFF
+            // 8x64: a key's image block is one register of 64-bit lanes, tested against its
+            // 8 lane bits widened to 64.
+            let one = _mm512_set1_epi64(1);
+            let low = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(bits));
+            let high = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(bits));
+            let t0 = _mm512_test_epi64_mask(
+                _mm512_loadu_si512(ip.add(b[0] * 16).cast()),
+                _mm512_sllv_epi64(one, low),
+            );
+            let t1 = _mm512_test_epi64_mask(
+                _mm512_loadu_si512(ip.add(b[1] * 16).cast()),
+                _mm512_sllv_epi64(one, high),
+            );
+            u16::from(t0) | u16::from(t1) << 8
         };
         let (zeros, cp) = (ZEROS.0.as_ptr(), at.cells.cast_const());
         let c0 = select_unpredictable(t & 0xFF == 0xFF, cp.wrapping_add(b[0] * cper), zeros);
@@ -84,7 +107,7 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
             _mm512_sll_epi32(lane, _mm_cvtsi32_si128(q.trailing_zeros() as i32)),
             _mm512_srl_epi32(bits, _mm_cvtsi32_si128((32 / C).trailing_zeros() as i32)),
         );
-        let words = if C == 4 {
+        let words = if cper == 32 {
             // 32 words per key: lanes 0..8 from its two registers.
             let k0 = _mm512_permutex2var_epi32(load16(c0, 0), idx, load16(c0, 1));
             let k1 = _mm512_permutex2var_epi32(load16(c1, 0), idx, load16(c1, 1));
@@ -111,14 +134,14 @@ unsafe fn pair_cells<S: Shape, const C: u32, const IMAGE: bool>(
     }
 }
 
-/// The smallest cell of each of the 8 keys of `k` (8x32 blocks from `at`) into `k.out` (0
+/// The smallest cell of each of the 8 keys of `k` (blocks of `S` from `at`) into `k.out` (0
 /// for a key the image does not hold).
 ///
 /// # Safety
-/// AVX-512F/BW/VL are available; `S` is 8x32 and `C` is 4 or 8; the 8 blocks lie in the image
-/// and cells from `at`, readable.
+/// AVX-512F/BW/VL are available; `S` and `C` [`fits`]; the 8 blocks lie in the image and cells
+/// from `at`, readable.
 #[inline(always)]
-pub(super) unsafe fn read8_8x32<S: Shape, const C: u32, const IMAGE: bool>(
+pub(super) unsafe fn read8_eight_lanes<S: Shape, const C: u32, const IMAGE: bool>(
     at: Block,
     k: &mut Eight,
 ) {
