@@ -58,7 +58,7 @@ fn check(labeller: Labeller<'_>, frames: &[Vec<u8>], want: impl Fn(u64) -> Optio
         path: Path::new("rules.blf"),
         labeller,
     };
-    let classifier = Classifier::new(target, false).expect("a flow filter");
+    let classifier = Classifier::new(target, PacketKey::Flow, false).expect("a flow filter");
     let mut scratch = ClassifyScratch::default();
     let mut labelled = 0;
     for chunk in [&frames[..3100], &frames[3100..]] {

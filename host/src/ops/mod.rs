@@ -8,6 +8,7 @@
 //! [`FilterFile::stats`]: crate::FilterFile::stats
 //! [`FilterBuilder`]: crate::FilterBuilder
 
+mod classifier;
 pub mod classify;
 mod label_counts;
 pub mod label_writers;
