@@ -33,7 +33,7 @@
 //! ECP5-85k, counting c4 8x32 with registered banks, medians of seeds 1-3 / 4-6: 178.00 /
 //! 173.13 MHz before (the loop's multiplexer and lane AND, 4 LUT levels, then a fan-out to every
 //! counter bit), 179.28 / 188.25 after (hdl/REPORT.md, "Counting at 180 MHz"); with the decision
-//! in two copies at least 191.61 / 190.69 ("Answer stage and counting fan-out").
+//! in two copies 191.61 / 190.69 ("Answer stage and counting fan-out").
 
 use std::fmt::Write as _;
 
