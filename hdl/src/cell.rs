@@ -46,6 +46,19 @@ pub enum Reduction {
     },
 }
 
+impl Reduction {
+    /// Registers between a write-through design's bank read data and its answer register: a
+    /// retrieval XORs its cells one stage before the check compare (the XOR of four banks and
+    /// the compare in one cycle were registered ECP5's critical path); the others reduce in
+    /// the answer register itself.
+    pub(crate) fn stages_before_answer(self) -> u32 {
+        match self {
+            Reduction::Retrieve { .. } => 1,
+            Reduction::AllNonZero | Reduction::Min => 0,
+        }
+    }
+}
+
 /// The cells of a design: width, ALU and reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CellSpec {

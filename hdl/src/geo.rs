@@ -143,7 +143,8 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
             rmw_stages(bank_read) + write_delay,
         )
     } else {
-        (write_through_stages(bank_read), bank_read)
+        let reduce = cells.reduction.stages_before_answer();
+        (write_through_stages(bank_read) + reduce, bank_read)
     };
     // accept -> front (input register .. address register) -> execute stages -> FIFO write ->
     // m_valid.

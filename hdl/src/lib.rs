@@ -33,6 +33,8 @@ mod bench;
 mod board;
 pub mod cell;
 mod check;
+#[cfg(test)]
+mod cone;
 pub mod counting;
 mod counting_banks;
 mod counting_export;

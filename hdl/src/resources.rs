@@ -186,10 +186,12 @@ fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
             dsps: 0,
         } + tree
     } else {
-        // Per port: valid, lookup flag and tag through R1..Rn and the answer register.
+        // Per port: valid, lookup flag and tag through R1..Rn and the answer register (a
+        // retrieval: one stage more, with its XOR of the cells).
+        let x = u64::from(g.exec_stages - g.bank_read - 1);
         Cost {
             luts: ports * (lanes / 3 + 4),
-            ffs: ports * ((n + 1) * (tw + 2) + lanes),
+            ffs: ports * ((n + 1) * (tw + 2) + lanes + x * (tw + 2 + c)),
             dsps: 0,
         }
     };

@@ -27,10 +27,13 @@
 //!   on the one ahead's own `all_nz` (a counter decrements only then), so both candidates are
 //!   registered in X beside the loop (`x_pa` decremented, `x_qa` not) and the one ahead's
 //!   registered decision `y_dec` picks one: the loop `y_dec` → `x_dec` → `y_dec` is one LUT.
+//! * A counter's decision `x_dec` selects every counter bit's update: it and the registers it
+//!   reads are kept in two copies, each deciding for half of the lanes (`DECISION_COPIES`).
 //!
 //! ECP5-85k, counting c4 8x32 with registered banks, medians of seeds 1-3 / 4-6: 178.00 /
 //! 173.13 MHz before (the loop's multiplexer and lane AND, 4 LUT levels, then a fan-out to every
-//! counter bit), 179.28 / 188.25 after (hdl/REPORT.md, "Counting at 180 MHz").
+//! counter bit), 179.28 / 188.25 after (hdl/REPORT.md, "Counting at 180 MHz"); with the decision
+//! in two copies 191.61 / 190.69 ("Answer stage and counting fan-out").
 
 use std::fmt::Write as _;
 
@@ -154,12 +157,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // The lanes' "not shared with the one ahead" flags are ANDed in groups of four, one register
     // each (an AND of eight such lanes took four LUT levels on ECP5).
     let groups = l.div_ceil(4);
+    // Counters: the decrement decision selects the update of every counter bit, so the
+    // registers it reads are kept in copies, `x_dec[k]` deciding for its share of the lanes.
+    let copies = if counter { DECISION_COPIES } else { 1 };
+    let dec_of = |lane: usize| format!("x_dec[{}]", lane * copies / l);
     if flags {
-        let (cands, yp) = if counter {
-            ("x_pa, x_qa, x_del, y_dec", "y_dec ? x_pa : x_qa")
-        } else {
-            ("x_pa", "x_pa")
-        };
         let _ = writeln!(
             v,
             "    reg [{l1}:0] x_other_nz, {nzs};
@@ -168,27 +170,31 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // groups of four lanes) and x_yp (its lanes shared with the one ahead, after that one's
     // update: registered in X as both candidates, x_pa decremented and x_qa not, that one's
     // y_dec picks).
-    reg x_pre_bank, {cands};
-    reg [{g1}:0] x_pre_fwd;
     wire [{l1}:0] other_next_nz, rd_nz, fwd_any, fwd_nz;
     wire [{l1}:0] nz;
-    wire [{l1}:0] nxt_nz;
-    wire x_yp = {yp};
-    wire all_nz = x_pre_bank & (&x_pre_fwd) & x_yp;",
+    wire [{l1}:0] nxt_nz;",
             nzs = with(&merged[..nz_stages], "_nz"),
-            g1 = groups - 1,
         );
+        if counter {
+            decision_copies(v, groups);
+        } else {
+            let _ = writeln!(
+                v,
+                "    reg x_pre_bank, x_pa;\n    reg [{}:0] x_pre_fwd;\n    wire x_yp = x_pa;\n    wire all_nz = x_pre_bank & (&x_pre_fwd) & x_yp;",
+                groups - 1
+            );
+        }
     }
     let (we, answer, result) = match cells.alu {
         CellAlu::Counter => {
             let _ = writeln!(
                 v,
-                "    wire x_dec = x_del & all_nz;\n    // x_other_ge2: x_other is at least 2 (non-zero after a decrement; a saturated counter is).\n    reg [{l1}:0] x_other_ge2;\n    wire [{l1}:0] dec_nz, keep_nz, other_next_ge2;"
+                "    // x_other_ge2: x_other is at least 2 (non-zero after a decrement; a saturated counter is).\n    reg [{l1}:0] x_other_ge2;\n    wire [{l1}:0] dec_nz, keep_nz, other_next_ge2;"
             );
             (
-                "x_ins | x_dec",
-                "x_ins | ((x_lookup | x_del) & all_nz)",
-                "x_ins | x_dec",
+                "x_ins | x_dec[0]",
+                "x_ins | ((x_lookup | x_del[0]) & all_nz[0])",
+                "x_ins | x_dec[0]",
             )
         }
         CellAlu::Max => ("x_ins", "x_lookup & all_nz", "1'b0"),
@@ -244,7 +250,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 hi("y_cell"),
             );
         }
-        alu_lane(v, cells.alu, flags, lane, c, &d("nxt"));
+        alu_lane(v, cells.alu, flags, lane, c, &d("nxt"), &dec_of(lane));
     }
     // The valid bits and addresses pass f0 -> R1 .. Rn -> X -> Y -> the compared stages after
     // Y; ops and tags go as far as X (tags to Y), the cells from Y through `after_y`.
@@ -295,22 +301,32 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         }
     }
     if flags {
+        // Every copy of a decision register takes the same value.
+        let each = |e: String| match copies {
+            1 => e,
+            k => format!("{{{k}{{{e}}}}}"),
+        };
         let _ = writeln!(
             v,
-            "        x_other_nz <= other_next_nz;\n        y_nz <= nxt_nz;\n        x_pre_bank <= &(fwd_any | rd_nz);"
+            "        x_other_nz <= other_next_nz;\n        y_nz <= nxt_nz;\n        x_pre_bank <= {};",
+            each("&(fwd_any | rd_nz)".into())
         );
-        for grp in 0..groups {
+        for (k, grp) in (0..copies).flat_map(|k| (0..groups).map(move |g| (k, g))) {
             let (lo, hi) = (4 * grp, (4 * grp + 3).min(l - 1));
             let _ = writeln!(
                 v,
-                "        x_pre_fwd[{grp}] <= &(fwd_nz[{hi}:{lo}] | {rn}_f1[{hi}:{lo}]);"
+                "        x_pre_fwd[{}] <= &(fwd_nz[{hi}:{lo}] | {rn}_f1[{hi}:{lo}]);",
+                k * groups + grp
             );
         }
         if counter {
             // The next operation's shared lanes after this one's update, decremented or not.
             let _ = writeln!(
                 v,
-                "        x_pa <= &(dec_nz | ~{rn}_f1);\n        x_qa <= &(keep_nz | ~{rn}_f1);\n        y_dec <= x_dec;\n        x_del <= ({rn}_op == OP_DELETE);\n        x_other_ge2 <= other_next_ge2;"
+                "        x_pa <= {};\n        x_qa <= {};\n        y_dec <= x_dec;\n        x_del <= {};\n        x_other_ge2 <= other_next_ge2;",
+                each(format!("&(dec_nz | ~{rn}_f1)")),
+                each(format!("&(keep_nz | ~{rn}_f1)")),
+                each(format!("({rn}_op == OP_DELETE)")),
             );
         } else {
             let _ = writeln!(v, "        x_pa <= &(nxt_nz | ~{rn}_f1);");
@@ -391,8 +407,46 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     }
 }
 
-/// The ALU of one lane: `nxt` from `cur<lane>` (and the zero flags `nxt_nz` when carried).
-fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt: &str) {
+/// Copies of the counter's decrement decision `x_dec` and of the registers it reads: copy `k`
+/// selects the update of its share of the lanes (ECP5, counting c4 8x32 registered: one
+/// decision's LUT drove all 32 counter bits, 0.9–2.2 ns of routing on that net, the critical
+/// path of seeds 1–5). Synthesis merges flip-flops of the same input (Yosys 0.23, also with
+/// `keep`), but not ones of different initial values, so copy `k` starts at `k mod 2`: two
+/// copies. The start value is never used: an operation's decision registers are written
+/// before it reaches X, and a stage's `y_dec` matters only to an operation that shares a lane
+/// with it, which needs it valid.
+const DECISION_COPIES: usize = 2;
+
+/// Declares the decision registers of `DECISION_COPIES` copies (`x_pre_fwd`: copy `k`'s
+/// groups from bit `k × groups`) and `x_yp`, `all_nz`, `x_dec` of each copy.
+fn decision_copies(v: &mut String, groups: usize) {
+    let k1 = DECISION_COPIES - 1;
+    let init = |per_copy: usize| -> String {
+        let bits: String = (0..DECISION_COPIES)
+            .rev()
+            .flat_map(|k| std::iter::repeat_n(if k % 2 == 1 { '1' } else { '0' }, per_copy))
+            .collect();
+        format!("{}'b{bits}", DECISION_COPIES * per_copy)
+    };
+    let one = init(1);
+    let _ = writeln!(
+        v,
+        "    // Copies of the decrement decision, each for its share of the lanes, started apart so\n    // that synthesis keeps them (the start value is never used).\n    reg [{k1}:0] x_pre_bank = {one}, x_pa = {one}, x_qa = {one}, x_del = {one}, y_dec = {one};\n    reg [{}:0] x_pre_fwd = {};\n    wire [{k1}:0] x_yp, all_nz, x_dec;",
+        DECISION_COPIES * groups - 1,
+        init(groups)
+    );
+    for k in 0..DECISION_COPIES {
+        let fwd = part("x_pre_fwd", k, groups as u32);
+        let _ = writeln!(
+            v,
+            "    assign x_yp[{k}] = y_dec[{k}] ? x_pa[{k}] : x_qa[{k}];\n    assign all_nz[{k}] = x_pre_bank[{k}] & (&{fwd}) & x_yp[{k}];\n    assign x_dec[{k}] = x_del[{k}] & all_nz[{k}];"
+        );
+    }
+}
+
+/// The ALU of one lane: `nxt` from `cur<lane>` (and the zero flags `nxt_nz` when carried); a
+/// counter decrements when `dec` (its copy of the decision).
+fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt: &str, dec: &str) {
     let c1 = c - 1;
     match alu {
         CellAlu::Counter => {
@@ -404,9 +458,9 @@ fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt:
     wire [{c1}:0] inc{lane} = sat{lane} ? cur{lane} : cur{lane} + {c}'d1;
     wire [{c1}:0] dec{lane} = sat{lane} ? cur{lane} : cur{lane} - {c}'d1;
     wire [{c1}:0] keep{lane} = x_ins ? inc{lane} : cur{lane};
-    assign {nxt} = x_dec ? dec{lane} : keep{lane};
+    assign {nxt} = {dec} ? dec{lane} : keep{lane};
     assign keep_nz[{lane}] = x_ins | nz[{lane}];
-    assign nxt_nz[{lane}] = x_dec ? dec_nz[{lane}] : keep_nz[{lane}];"
+    assign nxt_nz[{lane}] = {dec} ? dec_nz[{lane}] : keep_nz[{lane}];"
             );
         }
         CellAlu::Max => {

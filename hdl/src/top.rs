@@ -164,12 +164,14 @@ fn front(v: &mut String, g: &Geo, p: usize) {
 
 /// Write-through lookups of port `p`: the bank read stages (r1: read register, r2: output
 /// register, r3 with registered banks: fabric register), then the reduction of the lanes
-/// registered (w): the AND of the bits, or a retrieval's XOR of the cells and check (the check
-/// bits travel above the tag).
+/// registered (w): the AND of the bits, or a retrieval's XOR of the cells, registered a stage
+/// before (`r<p>_*<n+1>`, `x<p>_cells`), and check (the check bits travel above the tag).
 fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
     let n = g.bank_read;
+    // The last stage before the answer register.
+    let k = n + cfg.cells.reduction.stages_before_answer();
     let each = |name: &str| {
-        (1..=n)
+        (1..=k)
             .map(|i| format!("r{p}_{name}{i}"))
             .collect::<Vec<_>>()
             .join(", ")
@@ -199,7 +201,7 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
     // Each stage's valid, lookup flag and tag from the one before (r<p>_*1 from the front end).
     let (mut resets, mut valids, mut lookups, mut tags) =
         (String::new(), String::new(), String::new(), String::new());
-    for i in 1..=n {
+    for i in 1..=k {
         let (valid, lookup, tag) = if i == 1 {
             (
                 format!("f{p}_valid"),
@@ -225,10 +227,10 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
         if (rst) begin
 {resets}            w{p}_valid <= 1'b0;
         end else begin
-{valids}            w{p}_valid <= r{p}_valid{n};
+{valids}            w{p}_valid <= r{p}_valid{k};
         end
 {lookups}        w{p}_ans <= {ans};
-{tags}        w{p}_tag <= r{p}_tag{n}[{tw1}:0];
+{tags}        w{p}_tag <= r{p}_tag{k}[{tw1}:0];
     end",
         tw1 = g.tw - 1,
     );

@@ -1,101 +1,8 @@
 //! Structure of the generated read-modify-write stage: which registers its critical cones read.
 
-use std::collections::{BTreeMap, BTreeSet};
-
+use crate::cone::register_cone;
 use crate::{generate_pipeline, CellSpec, HdlConfig, KeyMode, PipelineConfig};
 use bloomlanes_core::{CounterBits, Layout};
-
-/// The bits `name[index]` names, one key each (`a[3:1]`: `a[1]`, `a[2]`, `a[3]`).
-fn keys(name: &str, index: Option<&str>) -> Vec<String> {
-    let bounds = index.map(|i| match i.split_once(':') {
-        Some((hi, lo)) => (lo.parse::<u32>().unwrap(), hi.parse::<u32>().unwrap()),
-        None => (i.parse().unwrap(), i.parse().unwrap()),
-    });
-    let whole = bounds.is_none().then(|| name.to_string());
-    let (lo, hi) = bounds.unwrap_or((1, 0));
-    (lo..=hi)
-        .map(|i| format!("{name}[{i}]"))
-        .chain(whole)
-        .collect()
-}
-
-/// The register bits `sig`'s combinational cone reads in `rtl` (`next:r[i]`: the value
-/// register `r[i] <= …` takes): `wire a = …;` and `assign a[i] = …;` are followed, a `reg`
-/// (declared `reg [w-1:0] a, b;`) ends a branch (a whole vector counts its width), upper-case
-/// names (parameters) are constants.
-fn register_cone(rtl: &str, sig: &str) -> BTreeSet<String> {
-    let mut regs = BTreeMap::new();
-    let mut defs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in rtl.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("reg ") {
-            let (width, names) = match rest.strip_prefix('[') {
-                Some(r) => {
-                    let (range, names) = r.split_once(']').unwrap();
-                    (
-                        range.split(':').next().unwrap().parse::<u32>().unwrap() + 1,
-                        names,
-                    )
-                }
-                None => (1, rest),
-            };
-            for n in names.split(';').next().unwrap().split(',') {
-                regs.insert(n.trim().to_string(), width);
-            }
-        } else if let Some((lhs, rhs)) = line.split_once(" <= ") {
-            // A register's next value: `next:<lhs>` (with its index, if any).
-            defs.entry(format!("next:{lhs}"))
-                .or_default()
-                .push(rhs.to_string());
-        } else if let Some((lhs, rhs)) = line.split_once(" = ") {
-            if line.starts_with("assign ") || line.starts_with("wire") {
-                let target = lhs.rsplit(' ').next().unwrap();
-                let (name, index) = match target.split_once('[') {
-                    Some((n, i)) => (n, Some(i.trim_end_matches(']'))),
-                    None => (target, None),
-                };
-                for key in keys(name, index) {
-                    defs.entry(key).or_default().push(rhs.to_string());
-                }
-            }
-        }
-    }
-    let (mut todo, mut seen, mut bits) = (vec![sig.to_string()], BTreeSet::new(), BTreeSet::new());
-    while let Some(s) = todo.pop() {
-        if !seen.insert(s.clone()) {
-            continue;
-        }
-        for rhs in defs.get(&s).into_iter().flatten() {
-            let mut rest = rhs.as_str();
-            while let Some(at) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                rest = &rest[at..];
-                let end = rest
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(rest.len());
-                let (id, after) = rest.split_at(end);
-                let index = after.strip_prefix('[').and_then(|a| a.split_once(']'));
-                rest = index.map_or(after, |(_, a)| a);
-                if id.chars().all(|c| !c.is_ascii_lowercase()) || rest.starts_with('\'') {
-                    continue;
-                }
-                let index = index.map(|(i, _)| i);
-                match (regs.get(id), index) {
-                    (Some(&w), None) => bits.extend((0..w).map(|i| format!("{id}[{i}]"))),
-                    (Some(_), Some(_)) => bits.extend(keys(id, index)),
-                    (None, None) => todo.extend(
-                        defs.keys()
-                            .filter(|k| k.strip_prefix(id).is_some_and(|r| r.starts_with('[')))
-                            .cloned()
-                            .chain([id.to_string()]),
-                    ),
-                    (None, Some(_)) => {
-                        todo.extend(keys(id, index).into_iter().chain([id.to_string()]))
-                    }
-                }
-            }
-        }
-    }
-    bits
-}
 
 /// The RTL of a counting design of 4-bit counters, 8x32 z=64 prehashed.
 fn counting_rtl(registered_banks: bool) -> String {
@@ -107,19 +14,48 @@ fn counting_rtl(registered_banks: bool) -> String {
         .rtl
 }
 
-/// The counter's decrement decision, which every counter bit of the next cycle waits for,
-/// reads at most seven register bits (one ECP5 LUT7, one LUT level): before, it read every
-/// lane's forwarding flag and both zero flags (26 bits, four to five LUT levels on the
-/// loop from Y, the counting design's critical path on ECP5).
+/// Each copy of the counter's decrement decision, which every counter bit of the next cycle
+/// waits for, reads at most seven register bits, all its own copy's (one ECP5 LUT7, one LUT
+/// level): before, it read every lane's forwarding flag and both zero flags (26 bits, four to
+/// five LUT levels on the loop from Y, the counting design's critical path on ECP5).
 #[test]
 fn the_decrement_decision_reads_seven_register_bits() {
     for registered in [false, true] {
-        let cone = register_cone(&counting_rtl(registered), "x_dec");
-        assert!(cone.contains("y_dec[0]"), "{cone:?}");
-        assert!(
-            cone.len() <= 7,
-            "registered {registered}: x_dec reads {cone:?}"
-        );
+        let rtl = counting_rtl(registered);
+        for k in 0..2 {
+            let cone = register_cone(&rtl, &format!("x_dec[{k}]"));
+            assert!(cone.contains(&format!("y_dec[{k}]")), "{cone:?}");
+            assert!(cone.contains(&format!("x_del[{k}]")), "{cone:?}");
+            assert!(
+                cone.len() <= 7,
+                "registered {registered}: x_dec[{k}] reads {cone:?}"
+            );
+        }
+    }
+}
+
+/// The decrement decision selects every counter bit's update; each of its two copies selects
+/// half of them (16 of 32: on ECP5 one decision drove all 32, 0.9–2.2 ns of routing on that
+/// net, the critical path of seeds 1–5), and the copies' registers start apart, so that
+/// synthesis does not merge them again.
+#[test]
+fn each_copy_of_the_decision_selects_half_the_counters() {
+    for registered in [false, true] {
+        let rtl = counting_rtl(registered);
+        let mut selected = [0; 2];
+        for bit in 0..32 {
+            let cone = register_cone(&rtl, &format!("nxt[{bit}]"));
+            let copies: Vec<usize> = (0..2)
+                .filter(|k| cone.contains(&format!("x_del[{k}]")))
+                .collect();
+            assert_eq!(copies.len(), 1, "bit {bit} reads {cone:?}");
+            selected[copies[0]] += 1;
+        }
+        assert_eq!(selected, [16, 16], "registered {registered}");
+        for reg in ["x_pre_bank", "x_pa", "x_qa", "x_del", "y_dec"] {
+            assert!(rtl.contains(&format!(" {reg} = 2'b10")), "{reg}");
+        }
+        assert!(rtl.contains("x_pre_fwd = 4'b1100"));
     }
 }
 
