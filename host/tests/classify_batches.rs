@@ -11,7 +11,7 @@ use std::path::Path;
 
 use bloomlanes_host::bloomlanes_core::retrieval::RetrievalSpec;
 use bloomlanes_host::bloomlanes_core::{xxh64, KeyType, Keys, Layout, Params};
-use bloomlanes_host::input::pcap::{self, IPV6_TUPLE_LEN};
+use bloomlanes_host::input::pcap::{self, PacketKey, IPV6_TUPLE_LEN};
 use bloomlanes_host::kinds::labels::{build_retrieval, build_spatial, Labeller};
 use bloomlanes_host::ops::classify::{Classifier, ClassifyScratch, Target};
 use common::*;
