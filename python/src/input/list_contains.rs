@@ -8,8 +8,6 @@
 //! GIL held, only if no writer holds or awaits the lock (else the general path, which waits
 //! without the GIL); the answers are those of the general path.
 
-use std::sync::RwLockReadGuard;
-
 use bloomlanes_core::{Keys, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
@@ -22,7 +20,6 @@ use crate::device::Backend;
 use crate::errors::Error;
 use crate::filter::{check_keys, PyFilter};
 use crate::ops::Threads;
-use crate::storage::Storage;
 
 impl PyFilter {
     /// Looks `keys` up as described in the module documentation if they are a list or tuple of
@@ -49,7 +46,10 @@ impl PyFilter {
             let seq = TextSeq::of_object(py, keys, hint)?
                 .filter(|s| s.walk.n == n)
                 .ok_or_else(|| Error::type_("the list changed while its keys were read"))?;
-            let Some(g) = try_read(self) else {
+            // Never wait for the lock: this thread holds the GIL, which a writer holding or
+            // awaiting it may be waiting for (`save` takes the GIL to check for Ctrl-C while it
+            // holds the read lock and waits for a file lock).
+            let Some(g) = self.try_read() else {
                 busy = true;
                 return Ok(());
             };
@@ -71,7 +71,7 @@ impl PyFilter {
             let left = workers.into_iter().flat_map(|(_, left)| left).collect();
             let mut others = Vec::new();
             seq.hash_others(py, left, params.seed, |i, h| others.push((i, h)))?;
-            let Some(g) = try_read(self).filter(|g| same_shape(&g.params(), &params)) else {
+            let Some(g) = self.try_read().filter(|g| same_shape(&g.params(), &params)) else {
                 busy = true;
                 return Ok(());
             };
@@ -87,13 +87,6 @@ impl PyFilter {
         }
         Ok(Some(answers))
     }
-}
-
-/// The filter's storage, read-locked, unless a writer holds or awaits the lock: this thread
-/// holds the GIL, which that writer may be waiting for (`save` takes the GIL to check for
-/// Ctrl-C while it holds the read lock and waits for a file lock).
-fn try_read(filter: &PyFilter) -> Option<RwLockReadGuard<'_, Storage>> {
-    filter.try_read()
 }
 
 /// Whether filters of `a` and `b` answer a hash alike (same layout, blocks and seed).
