@@ -23,7 +23,8 @@ fn synth_works_for_every_layout() {
     }
     // Small prehashed designs (the hash adds logic, not memories; 8x32 z=300 is too big for the
     // iCE40 part of the synthesis); 16x64 z=600 needs RAMB36s.
-    for (i, layout) in Layout::ALL.into_iter().enumerate() {
+    let layouts: Vec<(usize, Layout)> = Layout::ALL.into_iter().enumerate().collect();
+    each_in_parallel(&layouts, |&(i, layout)| {
         let mut c = cfg(layout, [300, 100, 9, 600][i], KeyMode::Prehashed, 1 + i % 2);
         assert_eq!(c.ram_style, RamStyle::Block, "block RAM is the default");
         c.top_name = format!("syn_{}", layout.name());
@@ -47,7 +48,7 @@ fn synth_works_for_every_layout() {
             t0.elapsed().as_secs_f64()
         );
         std::fs::remove_dir_all(dir).ok();
-    }
+    });
 }
 
 #[test]

@@ -75,10 +75,11 @@ fn loaded_banks_match(simulator: Simulator, queries: usize, readback: u32, seed:
     if !have(simulator, "loaded banks") {
         return;
     }
-    for (i, c) in configs().iter().enumerate() {
+    let configs: Vec<(usize, HdlConfig)> = configs().into_iter().enumerate().collect();
+    each_in_parallel(&configs, |(i, c)| {
         let keys = (c.blocks as usize * 20).min(20_000);
-        loaded_lookups(simulator, c, keys, queries, readback, seed + i as u64);
-    }
+        loaded_lookups(simulator, c, keys, queries, readback, seed + *i as u64);
+    });
 }
 
 #[test]
@@ -88,7 +89,9 @@ fn verilator_loaded_banks_match_software_filter() {
 
 #[test]
 fn icarus_loaded_banks_match_software_filter() {
-    loaded_banks_match(Simulator::Icarus, 10_000, 128, 400);
+    // Fewer lookups than Verilator's 20,000: Icarus interprets the design (10,000 took 137 s
+    // of the binary's 140 with the variable-length hash).
+    loaded_banks_match(Simulator::Icarus, 4_000, 128, 400);
 }
 
 #[test]

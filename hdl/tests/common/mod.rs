@@ -113,6 +113,31 @@ pub fn random_ops(
     ops
 }
 
+/// Calls `work` on every item of `items`, as many at a time as the machine has cores (the
+/// simulators, Yosys and most of a Verilator build run on one core each; a test that went through
+/// its designs one by one left the other core idle for minutes once the other tests of its binary
+/// had finished). A panic in `work` fails the caller with its message.
+pub fn each_in_parallel<T: Sync>(items: &[T], work: impl Fn(&T) + Sync) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        let run = || loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else { return };
+            work(item);
+        };
+        let helpers: Vec<_> = (1..workers.min(items.len()))
+            .map(|_| s.spawn(run))
+            .collect();
+        run();
+        for h in helpers {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}
+
 /// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
 /// `.ci/run` sets; off, the README's `cargo test --workspace` finishes in minutes and each such
 /// test prints a visible SKIP line.
@@ -275,25 +300,21 @@ pub fn matches<K: Kind>(simulator: Simulator, (picks, (n, fast), load_in): Plan)
         return;
     }
     let m = K::matrix();
-    for &i in picks {
-        let ops = K::ops(&m[i], n, 3 + 2 * i, 500 + i as u64);
-        run_kind::<K>(
-            &m[i],
-            simulator,
-            None,
-            &ops,
-            backpressure(3 + i as u32, fast),
-        );
-    }
-    let start = K::loaded(&m[load_in], 99);
-    let ops = K::ops(&m[load_in], n / 4, 6, 42);
-    run_kind::<K>(
-        &m[load_in],
-        simulator,
-        Some(&start),
-        &ops,
-        backpressure(5, fast / 3),
-    );
+    // The picks from empty banks, then (`None`) the loaded run.
+    let runs: Vec<Option<usize>> = picks.iter().map(|&i| Some(i)).chain([None]).collect();
+    each_in_parallel(&runs, |run| match *run {
+        Some(i) => {
+            let ops = K::ops(&m[i], n, 3 + 2 * i, 500 + i as u64);
+            let params = backpressure(3 + i as u32, fast);
+            run_kind::<K>(&m[i], simulator, None, &ops, params);
+        }
+        None => {
+            let start = K::loaded(&m[load_in], 99);
+            let ops = K::ops(&m[load_in], n / 4, 6, 42);
+            let params = backpressure(5, fast / 3);
+            run_kind::<K>(&m[load_in], simulator, Some(&start), &ops, params);
+        }
+    });
 }
 
 /// [`checked`] for the static design `cfg` against core's filter `start` (banks loaded from
