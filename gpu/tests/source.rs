@@ -129,43 +129,28 @@ fn nvrtc_compiles_every_layout() {
         .unwrap_or_else(|| {
             std::env::temp_dir().join(format!("bloomlanes-cache-{}", std::process::id()))
         });
-    for (layout, module) in every_module() {
-        for target in [Target::Cubin(90), Target::Ptx(90)] {
-            let what = format!("{layout} {module} {target:?}");
-            let c =
-                compile_cached_in(&cache, layout, module, target).unwrap_or_else(|e| panic!("{e}"));
-            let again = compile_cached_in(&cache, layout, module, target).unwrap();
-            assert!(
-                again.image == c.image && again.log.is_empty(),
-                "{what}: a cache hit"
-            );
-            assert!(!c.image.is_empty(), "{what}");
-            if !c.log.is_empty() {
-                eprintln!("{what}: {}", c.log);
-            }
-            // Every entry point of the module's part of the table (static: the key kernels,
-            // partitioning, probes, helpers; window: their twins; cells: every cell operation's
-            // update and slice kernels, the reductions, the kinds' checks) is in the image, and
-            // no other: the cell width is a kernel argument, so these are all the variants.
-            let entries = kernel_entry_points(module);
-            if let Target::Ptx(_) = target {
-                let ptx = String::from_utf8_lossy(&c.image);
-                assert_eq!(ptx.matches(".entry ").count(), entries.len(), "{what}");
-                for entry in &entries {
-                    assert!(ptx.contains(&format!(".entry {entry}(")), "{what}: {entry}");
-                }
-            } else {
-                assert_eq!(&c.image[..4], b"\x7fELF", "{what}: CUBIN is an ELF image");
-                for name in &entries {
-                    let sym = format!("{name}\0");
-                    assert!(
-                        c.image.windows(sym.len()).any(|w| w == sym.as_bytes()),
-                        "{what}: {name} missing from the CUBIN"
-                    );
-                }
-            }
+    let builds: Vec<_> = every_module()
+        .flat_map(|(l, m)| [Target::Cubin(90), Target::Ptx(90)].map(|t| (l, m, t)))
+        .collect();
+    // NVRTC compiles one program per thread: the builds (about 50 s one by one) on every core.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..cores.min(builds.len()))
+            .map(|_| {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(layout, module, target)) = builds.get(i) else {
+                        return;
+                    };
+                    compiles_with_every_entry_point(&cache, layout, module, target);
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }
-    }
+    });
     let all: usize = KernelModule::ALL
         .iter()
         .map(|m| kernel_entry_points(*m).len())
@@ -173,5 +158,47 @@ fn nvrtc_compiles_every_layout() {
     assert!(all >= 64, "{all} entry points");
     if std::env::var_os(KERNEL_CACHE_ENV).is_none() {
         let _ = std::fs::remove_dir_all(&cache);
+    }
+}
+
+/// `module` of `layout` compiles for `target` (a second compile is a cache hit) and its image
+/// holds every entry point of the module's part of the table.
+fn compiles_with_every_entry_point(
+    cache: &std::path::Path,
+    layout: Layout,
+    module: KernelModule,
+    target: Target,
+) {
+    let what = format!("{layout} {module} {target:?}");
+    let c = compile_cached_in(cache, layout, module, target).unwrap_or_else(|e| panic!("{e}"));
+    let again = compile_cached_in(cache, layout, module, target).unwrap();
+    assert!(
+        again.image == c.image && again.log.is_empty(),
+        "{what}: a cache hit"
+    );
+    assert!(!c.image.is_empty(), "{what}");
+    if !c.log.is_empty() {
+        eprintln!("{what}: {}", c.log);
+    }
+    // Every entry point of the module's part of the table (static: the key kernels,
+    // partitioning, probes, helpers; window: their twins; cells: every cell operation's
+    // update and slice kernels, the reductions, the kinds' checks) is in the image, and
+    // no other: the cell width is a kernel argument, so these are all the variants.
+    let entries = kernel_entry_points(module);
+    if let Target::Ptx(_) = target {
+        let ptx = String::from_utf8_lossy(&c.image);
+        assert_eq!(ptx.matches(".entry ").count(), entries.len(), "{what}");
+        for entry in &entries {
+            assert!(ptx.contains(&format!(".entry {entry}(")), "{what}: {entry}");
+        }
+    } else {
+        assert_eq!(&c.image[..4], b"\x7fELF", "{what}: CUBIN is an ELF image");
+        for name in &entries {
+            let sym = format!("{name}\0");
+            assert!(
+                c.image.windows(sym.len()).any(|w| w == sym.as_bytes()),
+                "{what}: {name} missing from the CUBIN"
+            );
+        }
     }
 }
