@@ -12,14 +12,27 @@ venv="$target/python-ci/venv"
 wheels="$target/python-ci/wheels"
 step() { printf '\n--- python: %s (%ss)\n' "$1" "$SECONDS"; }
 
-step "virtual environment and packages from PyPI"
-rm -rf "$venv" "$wheels"
-python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check \
-  maturin numpy pyarrow "dask[distributed,dataframe]" pyspark pytest
-"$venv/bin/python" -c 'import numpy, pyarrow, dask, distributed, pyspark; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "dask", dask.__version__, "pyspark", pyspark.__version__)'
+# `bash python/ci.sh venv` only makes the environment (.ci/run starts it early, while other steps
+# build); `bash python/ci.sh rest` uses that environment for the rest; no argument does both.
+mode="${1:-all}"
+
+if [ "$mode" != rest ]; then
+  step "virtual environment and packages from PyPI"
+  rm -rf "$venv" "$wheels"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    maturin numpy pyarrow "dask[distributed,dataframe]" pyspark pytest
+  "$venv/bin/python" -c 'import numpy, pyarrow, dask, distributed, pyspark; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "dask", dask.__version__, "pyspark", pyspark.__version__)'
+fi
+[ "$mode" = venv ] && exit 0
+[ -x "$venv/bin/maturin" ] || { echo "FAILED: no environment at $venv (run python/ci.sh venv first)"; exit 1; }
+rm -rf "$wheels"
 
 step "maturin build --release (abi3 wheel)"
+# CI's wheel only has to pass the tests: 16 codegen units and line tables instead of the release
+# profile's 4 units and full debug info build it faster (set the variables to override).
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS="${CARGO_PROFILE_RELEASE_CODEGEN_UNITS:-16}"
+export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-line-tables-only}"
 (cd "$here" && "$venv/bin/maturin" build --release --out "$wheels" --interpreter "$venv/bin/python")
 ls -l "$wheels"
 
