@@ -133,23 +133,8 @@ fn nvrtc_compiles_every_layout() {
         .flat_map(|(l, m)| [Target::Cubin(90), Target::Ptx(90)].map(|t| (l, m, t)))
         .collect();
     // NVRTC compiles one program per thread: the builds (about 50 s one by one) on every core.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..cores.min(builds.len()))
-            .map(|_| {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(layout, module, target)) = builds.get(i) else {
-                        return;
-                    };
-                    compiles_with_every_entry_point(&cache, layout, module, target);
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        }
+    bloomlanes_testkit::each_in_parallel(&builds, |&(layout, module, target)| {
+        compiles_with_every_entry_point(&cache, layout, module, target)
     });
     let all: usize = KernelModule::ALL
         .iter()

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 /// The workspace's one visible `SKIP:` line.
-pub use bloomlanes_testkit::skip;
+pub use bloomlanes_testkit::{each_in_parallel, skip};
 
 use std::path::Path;
 use std::process::Command;
@@ -111,31 +111,6 @@ pub fn random_ops(
         }
     }
     ops
-}
-
-/// Calls `work` on every item of `items`, as many at a time as the machine has cores (the
-/// simulators, Yosys and most of a Verilator build run on one core each; a test that went through
-/// its designs one by one left the other core idle for minutes once the other tests of its binary
-/// had finished). A panic in `work` fails the caller with its message.
-pub fn each_in_parallel<T: Sync>(items: &[T], work: impl Fn(&T) + Sync) {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    std::thread::scope(|s| {
-        let run = || loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(item) = items.get(i) else { return };
-            work(item);
-        };
-        let helpers: Vec<_> = (1..workers.min(items.len()))
-            .map(|_| s.spawn(run))
-            .collect();
-        run();
-        for h in helpers {
-            if let Err(panic) = h.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-    });
 }
 
 /// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
