@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use crate::bulk::prefetch_line;
 use crate::kind_entry::{hash_into, CHUNK};
-use crate::Probe;
+use crate::{Probe, SimdPath};
 
 /// Keys whose cells are prefetched ahead of the one being answered (a power of two).
 const AHEAD: usize = 16;
@@ -56,7 +56,7 @@ impl Probe {
         check_outputs(keys.len(), values.len(), found.len());
         // Hashes already made (a classifier's batches): answered in place, nothing copied.
         if let Keys::Hashes(hashes) = keys {
-            return lookup_hashes(table, hashes, values, found);
+            return lookup_hashes(self.path(), table, hashes, values, found);
         }
         let mut hashes = vec![0u64; CHUNK.min(keys.len())];
         for (c, (values, found)) in values
@@ -67,7 +67,7 @@ impl Probe {
             let chunk = keys.slice(c * CHUNK..c * CHUNK + values.len());
             let hashes = &mut hashes[..values.len()];
             hash_into(self, chunk, table.params().seed, hashes);
-            lookup_hashes(table, hashes, values, found);
+            lookup_hashes(self.path(), table, hashes, values, found);
         }
     }
 
@@ -116,10 +116,32 @@ impl Probe {
 
 /// Answers `hashes` into `values` and the bitmap words `found` (bits past the last key
 /// cleared), with the loops over a key's cells unrolled for the table's arity and, for cells
-/// of 8, 16 or 32 bits, each cell read with one load and constant shifts.
-fn lookup_hashes(table: &RetrievalTable, hashes: &[u64], values: &mut [u32], found: &mut [u64]) {
+/// of 8, 16 or 32 bits, each cell read with one load and constant shifts. On the AVX-512 path,
+/// such tables are answered 8 keys at a time in vector lanes (whole groups of 64 keys; the
+/// rest here).
+fn lookup_hashes(
+    path: SimdPath,
+    table: &RetrievalTable,
+    hashes: &[u64],
+    values: &mut [u32],
+    found: &mut [u64],
+) {
     let shape = table.shape();
-    let (t, h, v, f) = (table, hashes, values, found);
+    let done = match (shape.arity, shape.cell_bits()) {
+        (3, 8) => lanes::<3, 8>(path, table, hashes, values, found),
+        (3, 16) => lanes::<3, 16>(path, table, hashes, values, found),
+        (3, 32) => lanes::<3, 32>(path, table, hashes, values, found),
+        (4, 8) => lanes::<4, 8>(path, table, hashes, values, found),
+        (4, 16) => lanes::<4, 16>(path, table, hashes, values, found),
+        (4, 32) => lanes::<4, 32>(path, table, hashes, values, found),
+        _ => 0,
+    };
+    let (t, h, v, f) = (
+        table,
+        &hashes[done..],
+        &mut values[done..],
+        &mut found[done / 64..],
+    );
     match (shape.arity, shape.cell_bits()) {
         (3, 8) => lookup_shaped::<3, 8>(t, h, v, f),
         (3, 16) => lookup_shaped::<3, 16>(t, h, v, f),
@@ -129,6 +151,29 @@ fn lookup_hashes(table: &RetrievalTable, hashes: &[u64], values: &mut [u32], fou
         (_, 16) => lookup_shaped::<4, 16>(t, h, v, f),
         (_, 32) => lookup_shaped::<4, 32>(t, h, v, f),
         (_, _) => lookup_shaped::<4, 0>(t, h, v, f),
+    }
+}
+
+/// The keys [`lookup_hashes`] answers in vector lanes (a multiple of 64 from the start; 0 on
+/// paths without a lane kernel).
+#[inline(always)]
+fn lanes<const A: u32, const W: u32>(
+    path: SimdPath,
+    table: &RetrievalTable,
+    hashes: &[u64],
+    values: &mut [u32],
+    found: &mut [u64],
+) -> usize {
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx512 if path.is_available() => {
+            let (shape, words) = (table.shape(), table.words());
+            // SAFETY: `is_available` checked that this CPU has AVX-512F and DQ.
+            unsafe {
+                crate::arch::x86_64::retrieval::lookup::<A, W>(shape, words, hashes, values, found)
+            }
+        }
+        _ => 0,
     }
 }
 

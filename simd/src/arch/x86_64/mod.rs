@@ -4,6 +4,7 @@
 pub(crate) mod avx2;
 pub(crate) mod avx512;
 pub(crate) mod counters_8x32;
+pub(crate) mod retrieval;
 pub(crate) mod sse2;
 
 /// Whether the AVX2 path hashes `u64` keys 8 at a time, 4 in vector lanes (the 64-bit multiply
