@@ -30,9 +30,36 @@
 use bloomlanes_core::{CellsMut, FilterKind, Keys, SpatialError, SpatialFilter};
 
 use crate::cells::{Classes, Schedule, Write};
-use crate::Probe;
+use crate::{Probe, SimdPath};
 
 impl Probe {
+    /// The found bits of a batch of labels: bit `i % 64` of `found[i / 64]` is set where
+    /// `labels[i] > 0` (bits past the last label cleared): the bitmap a static filter's lookups
+    /// give, from a spatial filter's classes or a counting filter's counts. 16 labels a compare
+    /// on the AVX-512 path.
+    ///
+    /// # Panics
+    /// If `found.len() != labels.len().div_ceil(64)`.
+    pub fn nonzero_bits(&self, labels: &[u32], found: &mut [u64]) {
+        assert_eq!(
+            found.len(),
+            labels.len().div_ceil(64),
+            "one found word per 64 labels"
+        );
+        let done = match self.path() {
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx512 => {
+                // SAFETY: a Probe's path is available on this CPU (only `Probe::new` makes
+                // one), so it has AVX-512F.
+                unsafe { crate::arch::x86_64::avx512::nonzero_bits(labels, found) }
+            }
+            _ => 0,
+        };
+        for (w, chunk) in found[done / 64..].iter_mut().zip(labels[done..].chunks(64)) {
+            *w = (chunk.iter().enumerate()).fold(0, |w, (b, &c)| w | u64::from(c > 0) << b);
+        }
+    }
+
     /// Inserts every key into a spatial filter's cells on the calling thread, key `i` in class
     /// `classes.get(i)`: each of its cells becomes the larger of itself and the class (as the
     /// core's [`CellsMut::spatial_insert_hash`] key by key, whose words it leaves). The
@@ -108,5 +135,33 @@ impl Probe {
             filter.record_inserts(c as u32, k)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Probe, SimdPath};
+
+    #[test]
+    fn nonzero_bits_are_the_labels_above_zero_on_every_path() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for n in [0usize, 1, 15, 63, 64, 65, 130, 1000] {
+            // About half zeros, the rest any value (high bits too).
+            let labels: Vec<u32> = (0..n)
+                .map(|_| {
+                    s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    ((s >> 33) as u32).wrapping_mul(u32::from(s >> 63 == 1))
+                })
+                .collect();
+            let mut want = vec![0u64; n.div_ceil(64)];
+            for (i, &l) in labels.iter().enumerate() {
+                want[i / 64] |= u64::from(l != 0) << (i % 64);
+            }
+            for path in SimdPath::ALL.into_iter().filter(|p| p.is_available()) {
+                let mut found = vec![u64::MAX; n.div_ceil(64)];
+                Probe::new(path).unwrap().nonzero_bits(&labels, &mut found);
+                assert_eq!(found, want, "{path} n = {n}");
+            }
+        }
     }
 }

@@ -159,10 +159,7 @@ impl<'a> Labeller<'a> {
             }
         }
         if !matches!(self, Labeller::Retrieval(_)) {
-            // A word of found bits at a time (a loop the compiler turns into vector compares).
-            for (w, chunk) in out.found.iter_mut().zip(out.values.chunks(64)) {
-                *w = (chunk.iter().enumerate()).fold(0, |w, (b, &c)| w | u64::from(c > 0) << b);
-            }
+            probe.nonzero_bits(&out.values, &mut out.found);
         }
     }
 }

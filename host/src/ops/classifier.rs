@@ -206,12 +206,13 @@ impl<'a> Classifier<'a> {
         };
         // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
         // and its counts, with no branch on the found bit (it follows the traffic, which no
-        // predictor learns).
+        // predictor learns), the matches summed in a register.
+        let mut matched = 0;
         for j in 0..n {
             let hit = (words[j / 64] >> (j % 64)) & 1;
             let i = s.index[j] as usize;
             v.bits[i / 64] |= hit << (i % 64);
-            v.totals.matched += hit;
+            matched += hit;
             if self.flows {
                 let e = v.flows.entry(s.keys[j]).or_default();
                 e.packets += 1;
@@ -223,6 +224,7 @@ impl<'a> Classifier<'a> {
                 (s.tally).add(&mut v.totals.per_label, hit == 1, label, s.sizes[j]);
             }
         }
+        v.totals.matched += matched;
         s.hashes.clear();
         s.index.clear();
         s.keys.clear();

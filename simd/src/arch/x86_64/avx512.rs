@@ -20,6 +20,27 @@ pub(crate) struct Avx512;
 
 crate::vector::isa!(Avx512, __m512i, __m256i, hash_avx512);
 
+/// The found words of the whole groups of 64 `labels` (bit set where a label is not 0), 16
+/// labels a `vptestmd`; returns the labels done (a multiple of 64).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn nonzero_bits(labels: &[u32], found: &mut [u64]) -> usize {
+    let whole = (labels.len() / 64).min(found.len());
+    for (w, group) in found[..whole].iter_mut().zip(labels.chunks_exact(64)) {
+        let mut bits = 0u64;
+        for (q, part) in group.chunks_exact(16).enumerate() {
+            // SAFETY: AVX-512F is available (contract); `part` is 16 u32 (64 bytes), read
+            // unaligned.
+            let v = unsafe { _mm512_loadu_si512(part.as_ptr().cast()) };
+            bits |= u64::from(_mm512_test_epi32_mask(v, v)) << (16 * q);
+        }
+        *w = bits;
+    }
+    whole * 64
+}
+
 /// XXH64 of `u64` keys, 8 at a time in AVX-512 lanes.
 ///
 /// # Safety
