@@ -12,10 +12,20 @@ use bloomlanes_core::retrieval::{Shape, MIX_MUL1, MIX_MUL2};
 /// Keys per group: one word of found bits, 8 vectors of 8 keys.
 const GROUP: usize = 64;
 
+/// Where 8 keys' cells are: each key's mixed hash, and per cell the word index and the shift
+/// of the cell in its word.
+struct Placed {
+    mixed: __m512i,
+    words: [__m512i; 4],
+    shifts: [__m512i; 4],
+}
+
 /// Answers the whole [`GROUP`]s of `hashes` (the first `hashes.len() / 64 * 64` keys) into
 /// `values` and `found` and returns how many keys it answered: 0 when the table's cells are
 /// not 8, 16 or 32 bits (`W`), or its span does not fit the 32-bit placement (never for a
-/// checked [`Shape`]); the caller answers the rest.
+/// checked [`Shape`]); the caller answers the rest. Nothing is prefetched: the gathers keep
+/// 8 × arity reads in flight, which is what a table of a few MiB needs (see the caller for
+/// larger ones).
 ///
 /// Every gather index is clamped to the last word of `words`, so no table, however made,
 /// reads outside it (a well-formed table never needs the clamp: its cells are below
@@ -63,65 +73,76 @@ pub(crate) unsafe fn lookup<const A: u32, const W: u32>(
         _mm_set_epi64x(0, per_log.into()),
         _mm_set_epi64x(0, w_log.into()),
     );
+    // The key's mixed hash and its cells' word indices (clamped) and bit shifts, 8 keys at once.
+    let place = |at: usize| -> Placed {
+        // SAFETY: `hashes[at..at + 8]` is 8 u64 (64 bytes; the slice checks the bounds), read
+        // unaligned; AVX-512F (the contract).
+        let h = unsafe { _mm512_loadu_si512(hashes[at..at + 8].as_ptr().cast()) };
+        // m = fmix64(h + seed)
+        let mut x = _mm512_add_epi64(h, seed);
+        x = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
+        x = _mm512_mullo_epi64(x, mul1);
+        x = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
+        x = _mm512_mullo_epi64(x, mul2);
+        let m = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
+        let m_hi = _mm512_srli_epi64::<32>(m);
+        // start = (m × span) >> 64 with span < 2^32: (m_hi·span + (m_lo·span >> 32)) >> 32.
+        let lo = _mm512_srli_epi64::<32>(_mm512_mul_epu32(m, span_v));
+        let start = _mm512_srli_epi64::<32>(_mm512_add_epi64(_mm512_mul_epu32(m_hi, span_v), lo));
+        // spread = hi64(m × MUL2) ^ lo64(m × MUL2), the high half from four 32×32 products.
+        let ll = _mm512_mul_epu32(m, mul2);
+        let lh = _mm512_mul_epu32(m, mul2_hi);
+        let hl = _mm512_mul_epu32(m_hi, mul2);
+        let hh = _mm512_mul_epu32(m_hi, mul2_hi);
+        let mid = _mm512_add_epi64(
+            _mm512_srli_epi64::<32>(ll),
+            _mm512_add_epi64(_mm512_and_si512(lh, low32), _mm512_and_si512(hl, low32)),
+        );
+        let hi = _mm512_add_epi64(
+            _mm512_add_epi64(hh, _mm512_srli_epi64::<32>(mid)),
+            _mm512_add_epi64(_mm512_srli_epi64::<32>(lh), _mm512_srli_epi64::<32>(hl)),
+        );
+        let r = _mm512_xor_si512(hi, _mm512_mullo_epi64(m, mul2));
+        // Cell 0 is `start`; cell j > 0 is (start + j·L) ^ offset_j.
+        let mut placed = Placed {
+            mixed: m,
+            words: [_mm512_setzero_si512(); 4],
+            shifts: [_mm512_setzero_si512(); 4],
+        };
+        for j in 0..A as usize {
+            let cell = if j == 0 {
+                start
+            } else {
+                let shift = _mm_set_epi64x(0, ((j - 1) * usize::from(shape.segment_bits)) as i64);
+                let offset = _mm512_and_si512(_mm512_srl_epi64(r, shift), seg_mask);
+                let base = _mm512_add_epi64(start, _mm512_set1_epi64((j as u64 * len) as i64));
+                _mm512_xor_si512(base, offset)
+            };
+            placed.words[j] = _mm512_min_epu64(_mm512_srl_epi64(cell, per_log), last_word);
+            placed.shifts[j] = _mm512_sll_epi64(_mm512_and_si512(cell, in_word), w_log);
+        }
+        placed
+    };
     for (g, word) in found[..whole].iter_mut().enumerate() {
         let mut hits = 0u64;
         for v in 0..GROUP / 8 {
             let at = g * GROUP + v * 8;
-            let (h, out) = (&hashes[at..at + 8], &mut values[at..at + 8]);
-            // m = fmix64(h + seed)
-            // SAFETY: `h` is 8 u64 (64 bytes), read unaligned; AVX-512F (the contract).
-            let h = unsafe { _mm512_loadu_si512(h.as_ptr().cast()) };
-            let mut x = _mm512_add_epi64(h, seed);
-            x = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
-            x = _mm512_mullo_epi64(x, mul1);
-            x = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
-            x = _mm512_mullo_epi64(x, mul2);
-            let m = _mm512_xor_si512(x, _mm512_srli_epi64::<33>(x));
-            let m_hi = _mm512_srli_epi64::<32>(m);
-            // start = (m × span) >> 64 with span < 2^32: (m_hi·span + (m_lo·span >> 32)) >> 32.
-            let lo = _mm512_srli_epi64::<32>(_mm512_mul_epu32(m, span_v));
-            let start =
-                _mm512_srli_epi64::<32>(_mm512_add_epi64(_mm512_mul_epu32(m_hi, span_v), lo));
-            // spread = hi64(m × MUL2) ^ lo64(m × MUL2), the high half from four 32×32 products.
-            let ll = _mm512_mul_epu32(m, mul2);
-            let lh = _mm512_mul_epu32(m, mul2_hi);
-            let hl = _mm512_mul_epu32(m_hi, mul2);
-            let hh = _mm512_mul_epu32(m_hi, mul2_hi);
-            let mid = _mm512_add_epi64(
-                _mm512_srli_epi64::<32>(ll),
-                _mm512_add_epi64(_mm512_and_si512(lh, low32), _mm512_and_si512(hl, low32)),
-            );
-            let hi = _mm512_add_epi64(
-                _mm512_add_epi64(hh, _mm512_srli_epi64::<32>(mid)),
-                _mm512_add_epi64(_mm512_srli_epi64::<32>(lh), _mm512_srli_epi64::<32>(hl)),
-            );
-            let r = _mm512_xor_si512(hi, _mm512_mullo_epi64(m, mul2));
-            // The XOR of the key's cells; cell j > 0 is (start + j·L) ^ offset_j.
+            let placed = place(at);
             let mut cells = _mm512_setzero_si512();
-            for j in 0..A {
-                let cell = if j == 0 {
-                    start
-                } else {
-                    let shift =
-                        _mm_set_epi64x(0, i64::from((j - 1) * u32::from(shape.segment_bits)));
-                    let offset = _mm512_and_si512(_mm512_srl_epi64(r, shift), seg_mask);
-                    let base =
-                        _mm512_add_epi64(start, _mm512_set1_epi64((u64::from(j) * len) as i64));
-                    _mm512_xor_si512(base, offset)
-                };
-                let word_at = _mm512_min_epu64(_mm512_srl_epi64(cell, per_log), last_word);
-                // SAFETY: every index is clamped to `words.len() − 1` (`words` is not
-                // empty), so each lane reads a whole u64 of `words`; AVX-512F (the contract).
-                let bits = unsafe { _mm512_i64gather_epi64::<8>(word_at, words.as_ptr().cast()) };
-                let shift = _mm512_sll_epi64(_mm512_and_si512(cell, in_word), w_log);
-                cells = _mm512_xor_si512(cells, _mm512_srlv_epi64(bits, shift));
+            for j in 0..A as usize {
+                // SAFETY: every index was clamped to `words.len() − 1` (`words` is not empty),
+                // so each lane reads a whole u64 of `words`; AVX-512F (the contract).
+                let bits =
+                    unsafe { _mm512_i64gather_epi64::<8>(placed.words[j], words.as_ptr().cast()) };
+                cells = _mm512_xor_si512(cells, _mm512_srlv_epi64(bits, placed.shifts[j]));
             }
             let x = _mm512_and_si512(cells, cell_mask);
             let hit = _mm512_cmpeq_epi64_mask(
                 _mm512_srl_epi64(x, value_shift),
-                _mm512_and_si512(m, check_v),
+                _mm512_and_si512(placed.mixed, check_v),
             );
             let answer = _mm512_maskz_and_epi64(hit, x, value_mask);
+            let out = &mut values[at..at + 8];
             // SAFETY: `out` is 8 u32 (32 bytes), written unaligned; AVX-512F (the contract).
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm512_cvtepi64_epi32(answer)) };
             hits |= u64::from(hit) << (8 * v);
