@@ -206,22 +206,34 @@ impl<'a> Classifier<'a> {
         };
         // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
         // and its counts, with no branch on the found bit (it follows the traffic, which no
-        // predictor learns), the matches summed in a register.
+        // predictor learns). The loops are written per case over plain slices, so that no
+        // store through one can be taken to change another and every base stays in a register.
+        let found = |j: usize| (words[j / 64] >> (j % 64)) & 1;
+        let (index, bits) = (&s.index[..n], &mut v.bits[..]);
         let mut matched = 0;
-        for j in 0..n {
-            let hit = (words[j / 64] >> (j % 64)) & 1;
-            let i = s.index[j] as usize;
-            v.bits[i / 64] |= hit << (i % 64);
-            matched += hit;
-            if self.flows {
+        if self.flows {
+            for (j, &i) in index.iter().enumerate() {
+                let (hit, i) = (found(j), i as usize);
+                bits[i / 64] |= hit << (i % 64);
+                matched += hit;
                 let e = v.flows.entry(s.keys[j]).or_default();
                 e.packets += 1;
                 e.matched = hit == 1;
             }
-            if labelled {
-                let label = s.labels.values[j];
-                v.labels[i] = label & 0u32.wrapping_sub(hit as u32);
-                (s.tally).add(&mut v.totals.per_label, hit == 1, label, s.sizes[j]);
+        } else {
+            for (j, &i) in index.iter().enumerate() {
+                let (hit, i) = (found(j), i as usize);
+                bits[i / 64] |= hit << (i % 64);
+                matched += hit;
+            }
+        }
+        if labelled {
+            let (labels, sizes) = (&s.labels.values[..n], &s.sizes[..n]);
+            let (out, per_label) = (&mut v.labels[..], &mut v.totals.per_label);
+            for (j, &i) in index.iter().enumerate() {
+                let (hit, label) = (found(j), labels[j]);
+                out[i as usize] = label & 0u32.wrapping_sub(hit as u32);
+                s.tally.add(per_label, hit == 1, label, sizes[j]);
             }
         }
         v.totals.matched += matched;
