@@ -1,6 +1,7 @@
-//! `classify --by src|dst`: packets keyed by one address of their IP header, against filters of
-//! key type `ip` built from address text, as tcpdump's `src host` / `dst host` select them. The
-//! expected verdicts come from the addresses this test put in each packet, not from the tool.
+//! `classify --by src|dst|host`: packets keyed by one or either address of their IP header,
+//! against filters of key type `ip` built from address text, as tcpdump's `src host` / `dst
+//! host` / `host` select them. The expected verdicts come from the addresses this test put in
+//! each packet, not from the tool.
 
 mod common;
 
@@ -37,20 +38,32 @@ fn bits(bytes: &[u8], n: usize) -> Vec<bool> {
 #[test]
 fn packets_match_by_source_or_destination_address() {
     let d = tmp();
-    let (cap, addrs) = capture();
-    let cap = write(&d, "c.pcap", cap);
+    let (one, addrs) = capture();
+    // The same packets 20 times over (1,200: past one batch of 512 packets of two keys).
+    let mut twenty = one.clone();
+    for _ in 1..20 {
+        twenty.extend_from_slice(&one[24..]);
+    }
+    let (one, twenty) = (write(&d, "c.pcap", one), write(&d, "c20.pcap", twenty));
     let hosts = ["192.168.1.3", "10.0.0.5", "2001::b", "2001::2"];
     let list = write(&d, "hosts.txt", hosts.join("\n") + "\n");
     let f = at(&d, "hosts.blf");
-    // A false positive among 60 packets at this rate is a one-in-10^8 event.
+    // A false positive among 60 addresses at this rate is a one-in-10^8 event.
     build(&list, &f, "--key-type ip --fpp 0.000000001");
-    for (by, pick) in [("src", 0), ("dst", 1)] {
-        let bm = at(&d, &format!("{by}.bits"));
+    let runs = ["src", "dst", "host"].map(|by| (by, &one, 1)).into_iter();
+    for (by, cap, times) in runs.chain([("host", &twenty, 20)]) {
+        let addrs: Vec<_> = addrs.iter().cycle().take(addrs.len() * times).collect();
+        let bm = at(&d, &format!("{by}{times}.bits"));
         let summary = json(&argv!("classify", &f, &cap, "--by", by, "--bitmap", &bm));
         let got = bits(&std::fs::read(&bm).unwrap(), addrs.len());
+        let held = |a: &String| hosts.contains(&a.as_str());
         let want: Vec<bool> = addrs
             .iter()
-            .map(|a| hosts.contains(&if pick == 0 { &a.0 } else { &a.1 }.as_str()))
+            .map(|(src, dst)| match by {
+                "src" => held(src),
+                "dst" => held(dst),
+                _ => held(src) || held(dst),
+            })
             .collect();
         assert!(want.iter().any(|&w| w) && !want.iter().all(|&w| w), "{by}");
         assert_eq!(got, want, "--by {by}");
@@ -103,6 +116,83 @@ fn classes_of_destination_addresses() {
     }
 }
 
+/// The JSON lines of `classify --json --per-packet --by host`.
+fn per_packet_by_host(filter: &std::path::Path, cap: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = succeeds(bl().args(argv!(
+        "--json",
+        "classify",
+        filter,
+        cap,
+        "--per-packet --by host"
+    )));
+    let lines = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    rows
+}
+
+#[test]
+fn either_address_gives_the_higher_class_or_the_sources_value() {
+    let d = tmp();
+    let (cap, addrs) = capture();
+    let cap = write(&d, "c.pcap", cap);
+    // Sources and destinations with classes and values of their own; 10.0.0.2 → 192.168.1.4
+    // and 2001::2 → 2001::b packets have both ends in the tables.
+    let classes = [
+        ("10.0.0.2", "allow"),
+        ("192.168.1.4", "deny"),
+        ("2001::b", "allow"),
+    ];
+    let classes = classes.into_iter().chain([("2001::2", "deny")]);
+    let classes: Vec<(&str, &str)> = classes.collect();
+    let values = [
+        ("10.0.0.2", 7u32),
+        ("192.168.1.4", 9),
+        ("2001::b", 3),
+        ("2001::2", 5),
+    ];
+    let mut rules = String::from("ip,action,v\n");
+    for (&(a, c), &(_, v)) in classes.iter().zip(&values) {
+        rules += &format!("{a},{c},{v}\n");
+    }
+    let rules = write(&d, "rules.csv", rules);
+    let (sp, rt) = (at(&d, "sp.blf"), at(&d, "rt.blf"));
+    let base = "--key-type ip --fpp 0.000000001 --csv-column ip";
+    let spatial = "--kind spatial --class-column action --classes allow,deny";
+    json(&argv!("build", &rules, "-o", &sp, base, spatial));
+    let retrieval = "--kind retrieval --value-column v --value-bits 8 --check-bits 24";
+    json(&argv!("build", &rules, "-o", &rt, base, retrieval));
+    let class_of = |a: &String| classes.iter().find(|c| c.0 == a).map(|c| c.1);
+    let value_of = |a: &String| values.iter().find(|c| c.0 == a).map(|c| c.1);
+    let (sp_rows, rt_rows) = (per_packet_by_host(&sp, &cap), per_packet_by_host(&rt, &cap));
+    assert_eq!((sp_rows.len(), rt_rows.len()), (addrs.len(), addrs.len()));
+    let mut both = 0;
+    for (i, (src, dst)) in addrs.iter().enumerate() {
+        both += usize::from(class_of(src).is_some() && class_of(dst).is_some());
+        // "deny" ranks above "allow" (--classes order): the higher of the two ends.
+        let rank = |a: &String| match class_of(a) {
+            None => 0,
+            Some("allow") => 1,
+            Some(_) => 2,
+        };
+        let want = [None, Some("allow"), Some("deny")][rank(src).max(rank(dst))];
+        let got = sp_rows[i]["class"].as_str();
+        assert_eq!(got, want, "packet {i} {src} -> {dst}: {}", sp_rows[i]);
+        assert_eq!(sp_rows[i]["match"], want.is_some(), "{}", sp_rows[i]);
+        let want = value_of(src).or(value_of(dst));
+        let got = rt_rows[i]["value"].as_u64();
+        assert_eq!(
+            got,
+            want.map(u64::from),
+            "packet {i} {src} -> {dst}: {}",
+            rt_rows[i]
+        );
+    }
+    assert!(both > 0, "some packets have both ends in the tables");
+}
+
 #[test]
 fn a_filter_of_the_other_packet_key_is_refused() {
     let d = tmp();
@@ -111,7 +201,10 @@ fn a_filter_of_the_other_packet_key_is_refused() {
     let hosts = at(&d, "hosts.blf");
     build(&write(&d, "h.txt", "10.0.0.1\n"), &hosts, "--key-type ip");
     let e = fails(&argv!("classify", &hosts, &cap), 1);
-    says(&e, &["keys are of type ip", "--by src or --by dst"]);
+    says(
+        &e,
+        &["keys are of type ip", "--by src, --by dst or --by host"],
+    );
     let flows = at(&d, "flows.blf");
     let flow = "10.0.0.1:1001>192.168.1.1:80/udp\n";
     build(&write(&d, "f.txt", flow), &flows, "--format flows");

@@ -49,6 +49,8 @@ pub struct ClassifyScratch {
     tally: LabelTally,
     /// The chunk's records: (start, end, frame start, frame end, link type, is a packet).
     pub(super) recs: Vec<Rec>,
+    /// A batch's found bits a packet, when a packet gives two keys (`--by host`).
+    pair_words: Vec<u64>,
 }
 
 const CLASSIFY_BATCH: usize = 1024;
@@ -82,7 +84,7 @@ impl<'a> Classifier<'a> {
         let want = by.key_type();
         if matches!(params.key_type, KeyType::Flow | KeyType::Ip) && params.key_type != want {
             let hint = match params.key_type {
-                KeyType::Ip => "--by src or --by dst",
+                KeyType::Ip => "--by src, --by dst or --by host",
                 _ => "--by flow (the default)",
             };
             return Err(Error::input(
@@ -154,7 +156,11 @@ impl<'a> Classifier<'a> {
             v.totals.packets += 1;
             let keyless = match pcap::flow_key(linktype, frame, &mut key) {
                 Flow::Key(n) => {
-                    scratch.hashes.push(xxh64(self.by.of(&key[..n]), self.seed));
+                    let tuple = &key[..n];
+                    scratch.hashes.push(xxh64(self.by.of(tuple), self.seed));
+                    if let Some(second) = self.by.second(tuple) {
+                        scratch.hashes.push(xxh64(second, self.seed));
+                    }
                     scratch.index.push(i as u32);
                     if labelled {
                         scratch.sizes.push(frame.len() as u32);
@@ -162,7 +168,7 @@ impl<'a> Classifier<'a> {
                     if self.flows {
                         scratch.keys.push(FlowKey::new(&key[..n]));
                     }
-                    if scratch.hashes.len() == CLASSIFY_BATCH {
+                    if scratch.hashes.len() >= CLASSIFY_BATCH {
                         self.flush(scratch, &mut v);
                     }
                     continue;
@@ -185,15 +191,15 @@ impl<'a> Classifier<'a> {
     }
 
     fn flush(&self, s: &mut ClassifyScratch, v: &mut Verdicts) {
-        let n = s.hashes.len();
-        if n == 0 {
+        let (n_keys, n) = (s.hashes.len(), s.index.len());
+        if n_keys == 0 {
             return;
         }
         let keys = Keys::Hashes(&s.hashes);
-        let (words, labelled) = match &self.answers {
+        let (mut words, labelled) = match &self.answers {
             Answers::Bits(_, view) => {
                 s.words.clear();
-                s.words.resize(n.div_ceil(64), 0);
+                s.words.resize(n_keys.div_ceil(64), 0);
                 self.probe.contains_bitmap(*view, keys, &mut s.words);
                 (&s.words, false)
             }
@@ -204,6 +210,13 @@ impl<'a> Classifier<'a> {
                 (&s.labels.found, true)
             }
         };
+        if n_keys != n {
+            // Two keys a packet (source, destination): one answer a packet.
+            let source_first = matches!(self.labeller(), Some(Labeller::Retrieval(_)));
+            let labels = labelled.then_some(&mut s.labels.values);
+            pair_answers(words, labels, source_first, &mut s.pair_words);
+            words = &s.pair_words;
+        }
         // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
         // and its counts, with no branch on the found bit (it follows the traffic, which no
         // predictor learns). The loops are written per case over plain slices, so that no
@@ -241,6 +254,39 @@ impl<'a> Classifier<'a> {
         s.index.clear();
         s.keys.clear();
         s.sizes.clear();
+    }
+}
+
+/// Folds the answers of a batch of packets that give two keys each (`--by host`: keys `2p` and
+/// `2p + 1` are packet `p`'s source and destination) into one a packet: its found bit is set
+/// when either key's is, in `out`; its label (`labels`, folded in place; absent keys have 0) is
+/// the higher of the two, or with `source_first` (a retrieval table's values, which have no
+/// order) the source's when the source was found, else the destination's.
+fn pair_answers(
+    found: &[u64],
+    labels: Option<&mut Vec<u32>>,
+    source_first: bool,
+    out: &mut Vec<u64>,
+) {
+    let bit = |j: usize| (found[j / 64] >> (j % 64)) & 1;
+    let packets = found.len() * 32;
+    out.clear();
+    out.resize(packets.div_ceil(64), 0);
+    for p in 0..packets {
+        out[p / 64] |= (bit(2 * p) | bit(2 * p + 1)) << (p % 64);
+    }
+    if let Some(labels) = labels {
+        let packets = labels.len() / 2;
+        for p in 0..packets {
+            // Reads 2p and 2p + 1 before writing p ≤ 2p: the fold runs in place.
+            let (src, dst) = (labels[2 * p], labels[2 * p + 1]);
+            labels[p] = match source_first {
+                true if bit(2 * p) == 1 => src,
+                true => dst,
+                false => src.max(dst),
+            };
+        }
+        labels.truncate(packets);
     }
 }
 
@@ -291,7 +337,7 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("--by src or --by dst"), "{e}");
+        assert!(e.contains("--by src, --by dst or --by host"), "{e}");
         assert!(Classifier::new(&hosts, PacketKey::Dst, false)
             .unwrap()
             .key_type_note()

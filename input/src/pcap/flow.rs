@@ -28,6 +28,9 @@ pub enum PacketKey {
     Src,
     /// The destination address (key type `ip`).
     Dst,
+    /// Either address (key type `ip`), as tcpdump's `host A`: two keys a packet, its source
+    /// ([`PacketKey::of`]) and its destination ([`PacketKey::second`]).
+    Host,
 }
 
 impl PacketKey {
@@ -35,28 +38,40 @@ impl PacketKey {
     pub const fn key_type(self) -> bloomlanes_core::KeyType {
         match self {
             PacketKey::Flow => bloomlanes_core::KeyType::Flow,
-            PacketKey::Src | PacketKey::Dst => bloomlanes_core::KeyType::Ip,
+            PacketKey::Src | PacketKey::Dst | PacketKey::Host => bloomlanes_core::KeyType::Ip,
         }
     }
 
-    /// Its name on the command line: `flow`, `src` or `dst`.
+    /// Its name on the command line: `flow`, `src`, `dst` or `host`.
     pub const fn name(self) -> &'static str {
         match self {
             PacketKey::Flow => "flow",
             PacketKey::Src => "src",
             PacketKey::Dst => "dst",
+            PacketKey::Host => "host",
         }
     }
 
     /// This part of a packet whose 5-tuple is `tuple` (13 bytes for IPv4, 37 for IPv6, as
-    /// [`flow_key`] writes it: source address, destination address, ports, protocol).
+    /// [`flow_key`] writes it: source address, destination address, ports, protocol); for
+    /// [`PacketKey::Host`], its first key, the source address.
     #[inline]
     pub fn of(self, tuple: &[u8]) -> &[u8] {
         let a = if tuple.len() == IPV4_TUPLE_LEN { 4 } else { 16 };
         match self {
             PacketKey::Flow => tuple,
-            PacketKey::Src => &tuple[..a],
+            PacketKey::Src | PacketKey::Host => &tuple[..a],
             PacketKey::Dst => &tuple[a..2 * a],
+        }
+    }
+
+    /// The second key of a packet whose 5-tuple is `tuple`: its destination address for
+    /// [`PacketKey::Host`]; `None` for the parts that give one key a packet.
+    #[inline]
+    pub fn second(self, tuple: &[u8]) -> Option<&[u8]> {
+        match self {
+            PacketKey::Host => Some(PacketKey::Dst.of(tuple)),
+            _ => None,
         }
     }
 }

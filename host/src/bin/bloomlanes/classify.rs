@@ -53,6 +53,11 @@ pub enum ByArg {
     Src,
     /// Its destination address (filters of key type `ip`).
     Dst,
+    /// Either address, as tcpdump's `host A` (filters of key type `ip`): a packet matches when
+    /// its source or its destination is in the filter. Its class is the higher of the two
+    /// (spatial filter); its value the source's when the source is in the table, else the
+    /// destination's (retrieval table).
+    Host,
 }
 
 impl From<ByArg> for PacketKey {
@@ -61,6 +66,7 @@ impl From<ByArg> for PacketKey {
             ByArg::Flow => PacketKey::Flow,
             ByArg::Src => PacketKey::Src,
             ByArg::Dst => PacketKey::Dst,
+            ByArg::Host => PacketKey::Host,
         }
     }
 }
@@ -83,8 +89,9 @@ pub struct VerdictOutputs {
     /// in the filter).
     #[arg(long, value_name = "FILE")]
     pub bitmap: Option<PathBuf>,
-    /// Which part of each packet is looked up: its 5-tuple, or its source or destination
-    /// address (a filter of key type `ip`, built e.g. with `build --key-type ip hosts.txt`).
+    /// Which part of each packet is looked up: its 5-tuple, or its source, destination or
+    /// either address (a filter of key type `ip`, built e.g. with `build --key-type ip
+    /// hosts.txt`).
     #[arg(long, value_enum, default_value = "flow")]
     pub by: ByArg,
     /// Count packets per flow (--json lists every flow; otherwise the 10 busiest are shown).
