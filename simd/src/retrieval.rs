@@ -123,8 +123,8 @@ impl Probe {
 /// Answers `hashes` into `values` and the bitmap words `found` (bits past the last key
 /// cleared), with the loops over a key's cells unrolled for the table's arity and, for cells
 /// of 8, 16 or 32 bits, each cell read with one load and constant shifts. On the AVX-512 path,
-/// such tables up to [`LANES_MAX_BYTES`] are answered 8 keys at a time in vector lanes (whole
-/// groups of 64 keys; the rest here).
+/// tables up to [`LANES_MAX_BYTES`] are answered 8 keys at a time in vector lanes (whole groups
+/// of 64 keys; the rest here).
 fn lookup_hashes(
     path: SimdPath,
     table: &RetrievalTable,
@@ -137,10 +137,11 @@ fn lookup_hashes(
         (3, 8) => lanes::<3, 8>(path, table, hashes, values, found),
         (3, 16) => lanes::<3, 16>(path, table, hashes, values, found),
         (3, 32) => lanes::<3, 32>(path, table, hashes, values, found),
-        (4, 8) => lanes::<4, 8>(path, table, hashes, values, found),
-        (4, 16) => lanes::<4, 16>(path, table, hashes, values, found),
-        (4, 32) => lanes::<4, 32>(path, table, hashes, values, found),
-        _ => 0,
+        (3, _) => lanes::<3, 0>(path, table, hashes, values, found),
+        (_, 8) => lanes::<4, 8>(path, table, hashes, values, found),
+        (_, 16) => lanes::<4, 16>(path, table, hashes, values, found),
+        (_, 32) => lanes::<4, 32>(path, table, hashes, values, found),
+        (_, _) => lanes::<4, 0>(path, table, hashes, values, found),
     };
     let (t, h, v, f) = (
         table,

@@ -1,7 +1,8 @@
 //! Retrieval-table lookups (`bloomlanes_core::retrieval`) 8 keys at a time in AVX-512 lanes: the
 //! mixing (`fmix64`, two `vpmullq`), the placement (`start = ⌊m × span / 2^64⌋` and the 128-bit
-//! product of `spread`, from `vpmuludq` halves), one gather per cell and the check compare into
-//! a mask register. The scalar loop spends about 70 instructions a key, most of them on the
+//! product of `spread`, from `vpmuludq` halves), one gather per cell (two for cells of other
+//! widths than 8, 16 or 32 bits, which may straddle two words) and the check compare into a
+//! mask register. The scalar loop spends about 70 instructions a key, most of them on the
 //! multiplies; here they are shared by 8 keys. Answers are the core's
 //! ([`bloomlanes_core::retrieval::lookup`]) bit for bit.
 
@@ -12,8 +13,8 @@ use bloomlanes_core::retrieval::{Shape, MIX_MUL1, MIX_MUL2};
 /// Keys per group: one word of found bits, 8 vectors of 8 keys.
 const GROUP: usize = 64;
 
-/// Where 8 keys' cells are: each key's mixed hash, and per cell the word index and the shift
-/// of the cell in its word.
+/// Where 8 keys' cells are: each key's mixed hash, and per cell the index of its (first) word
+/// and the shift of the cell in it.
 struct Placed {
     mixed: __m512i,
     words: [__m512i; 4],
@@ -22,8 +23,8 @@ struct Placed {
 
 /// Answers the whole [`GROUP`]s of `hashes` (the first `hashes.len() / 64 * 64` keys) into
 /// `values` and `found` and returns how many keys it answered: 0 when the table's cells are
-/// not 8, 16 or 32 bits (`W`), or its span does not fit the 32-bit placement (never for a
-/// checked [`Shape`]); the caller answers the rest. Nothing is prefetched: the gathers keep
+/// not `W` bits (8, 16 or 32; `W` = 0 takes any width), or its span does not fit the 32-bit
+/// placement (never for a checked [`Shape`]); the caller answers the rest. Nothing is prefetched: the gathers keep
 /// 8 × arity reads in flight, which is what a table of a few MiB needs (see the caller for
 /// larger ones).
 ///
@@ -42,13 +43,14 @@ pub(crate) unsafe fn lookup<const A: u32, const W: u32>(
     found: &mut [u64],
 ) -> usize {
     let span = u64::from(shape.segment_count) << shape.segment_bits;
-    if !matches!(W, 8 | 16 | 32) || shape.cell_bits() != W || span >> 32 != 0 || words.is_empty() {
+    let width_ok = W == 0 || (matches!(W, 8 | 16 | 32) && shape.cell_bits() == W);
+    if !width_ok || span >> 32 != 0 || words.is_empty() {
         return 0;
     }
     let whole = (hashes.len() / GROUP)
         .min(values.len() / GROUP)
         .min(found.len());
-    let per_log = (64 / W).trailing_zeros(); // cells per word, log2
+    let per_log = (64 / W.max(1)).trailing_zeros(); // cells per word, log2
     let w_log = W.trailing_zeros();
     let len = shape.segment_len();
     let check_mask = if shape.check_bits == 0 {
@@ -65,6 +67,12 @@ pub(crate) unsafe fn lookup<const A: u32, const W: u32>(
     let seg_mask = _mm512_set1_epi64((len - 1) as i64);
     let last_word = _mm512_set1_epi64((words.len() - 1) as i64);
     let in_word = _mm512_set1_epi64(i64::from((1u32 << per_log) - 1));
+    let (cell_bits, low6, sixty_four) = (
+        _mm512_set1_epi64(i64::from(shape.cell_bits())),
+        _mm512_set1_epi64(63),
+        _mm512_set1_epi64(64),
+    );
+    let one = _mm512_set1_epi64(1);
     let cell_mask = _mm512_set1_epi64(shape.cell_mask() as i64);
     let value_mask = _mm512_set1_epi64(i64::from(shape.value_mask()));
     let check_v = _mm512_set1_epi64(check_mask as i64);
@@ -118,8 +126,16 @@ pub(crate) unsafe fn lookup<const A: u32, const W: u32>(
                 let base = _mm512_add_epi64(start, _mm512_set1_epi64((j as u64 * len) as i64));
                 _mm512_xor_si512(base, offset)
             };
-            placed.words[j] = _mm512_min_epu64(_mm512_srl_epi64(cell, per_log), last_word);
-            placed.shifts[j] = _mm512_sll_epi64(_mm512_and_si512(cell, in_word), w_log);
+            let (word, shift) = if W == 0 {
+                // Bit `cell × c` of the array: its word and the bit in it (cell < 2^32, c ≤ 64).
+                let bit = _mm512_mul_epu32(cell, cell_bits);
+                (_mm512_srli_epi64::<6>(bit), _mm512_and_si512(bit, low6))
+            } else {
+                let shift = _mm512_sll_epi64(_mm512_and_si512(cell, in_word), w_log);
+                (_mm512_srl_epi64(cell, per_log), shift)
+            };
+            placed.words[j] = _mm512_min_epu64(word, last_word);
+            placed.shifts[j] = shift;
         }
         placed
     };
@@ -134,7 +150,17 @@ pub(crate) unsafe fn lookup<const A: u32, const W: u32>(
                 // so each lane reads a whole u64 of `words`; AVX-512F (the contract).
                 let bits =
                     unsafe { _mm512_i64gather_epi64::<8>(placed.words[j], words.as_ptr().cast()) };
-                cells = _mm512_xor_si512(cells, _mm512_srlv_epi64(bits, placed.shifts[j]));
+                let mut cell = _mm512_srlv_epi64(bits, placed.shifts[j]);
+                if W == 0 {
+                    // The cell's high bits from the next word (`words` ends in a zero word); a
+                    // shift of 64 (a cell at bit 0 of its word) gives 0.
+                    let next = _mm512_min_epu64(_mm512_add_epi64(placed.words[j], one), last_word);
+                    // SAFETY: as above, the indices are clamped to `words.len() − 1`.
+                    let high = unsafe { _mm512_i64gather_epi64::<8>(next, words.as_ptr().cast()) };
+                    let up = _mm512_sub_epi64(sixty_four, placed.shifts[j]);
+                    cell = _mm512_or_si512(cell, _mm512_sllv_epi64(high, up));
+                }
+                cells = _mm512_xor_si512(cells, cell);
             }
             let x = _mm512_and_si512(cells, cell_mask);
             let hit = _mm512_cmpeq_epi64_mask(
