@@ -116,18 +116,12 @@ impl Arith {
 
     /// The sum of `terms` mod 2^`w`, as a `w`-bit value: a tree of registered two-input adds,
     /// each at most `add_bits` (+ carry) wide.
-    pub fn sum(&self, p: &mut Pipe, terms: Vec<Term>, w: u32) -> V {
-        self.sum_fold(p, terms, w, false)
-    }
-
-    /// [`Arith::sum`], a segment's carry-in folded when `fold` ([`Arith::sum_segs`]); the
-    /// retrieval's sums fold, the other kinds' keep the RTL their figures were measured on.
-    pub fn sum_fold(&self, p: &mut Pipe, mut terms: Vec<Term>, w: u32, fold: bool) -> V {
+    pub fn sum(&self, p: &mut Pipe, mut terms: Vec<Term>, w: u32) -> V {
         terms.retain(|t| t.shift < w);
         assert!(!terms.is_empty(), "empty sum");
         terms.sort_by_key(|t| t.shift);
         let nums: Vec<Segs> = terms.iter().map(|&t| self.segments(p, t, w)).collect();
-        self.sum_segs(p, nums, w, fold)
+        self.sum_segs(p, nums, w, false)
     }
 
     /// The sum of numbers already cut into segments ([`Arith::segments`]), mod 2^`w`: the tree

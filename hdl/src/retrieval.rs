@@ -90,7 +90,7 @@ fn spread_low(p: &mut Pipe, a: Arith, m: V, n: u32) -> V {
         Term::new(lo32(p, lh), 0),
         Term::new(lo32(p, hl), 0),
     ];
-    let mid = a.sum_fold(p, terms, 34, true);
+    let mid = a.sum(p, terms, 34);
     let carry = p.slice(mid, 32, 2);
     let extra = vec![
         Term::new(hi32(p, lh), 0),
@@ -116,7 +116,7 @@ pub(crate) fn index_of(p: &mut Pipe, a: Arith, s: &Shape, hx: V) -> (Vec<V>, Opt
         hx
     } else {
         let k = p.konst(s.seed, 64);
-        a.sum_fold(p, vec![Term::new(hx, 0), Term::new(k, 0)], 64, true)
+        a.sum(p, vec![Term::new(hx, 0), Term::new(k, 0)], 64)
     };
     // mix(x): (x ^ x >> 33) × MIX_MUL1, the same with MIX_MUL2, then x ^ x >> 33 once more.
     let xorshift = |p: &mut Pipe, v: V| {
@@ -336,26 +336,6 @@ mod tests {
                     }
                     assert_eq!(check.map(|c| Pipe::get(&vals, c)), Some(s.check_of(m)));
                 }
-            }
-        }
-    }
-
-    /// No adder of the index pipeline takes a third operand: every segment's carry-in, in the
-    /// paced multiplies and in the retrieval's own sums (the seed, `spread`'s middle terms), is
-    /// folded into a wider add, one ECP5 carry chain (Yosys 0.23 maps `x + y + c` as two).
-    #[test]
-    fn the_index_adders_take_their_carry_in_as_a_low_bit() {
-        for add_bits in [12, 16] {
-            for arity in [3, 4] {
-                let t = table(20_000, 4, 20, arity);
-                let mut p = Pipe::new();
-                let h = p.input("h", 64, "h");
-                let a = Arith {
-                    mul: MulStyle::Lut,
-                    add_bits,
-                };
-                index_of(&mut p, a, t.shape(), h);
-                assert_eq!(p.most_add_operands(), 2, "add {add_bits} arity {arity}");
             }
         }
     }
