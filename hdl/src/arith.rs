@@ -68,8 +68,9 @@ impl Arith {
             .collect()
     }
 
-    /// Segment-wise sum of two numbers, carries registered between segments.
-    fn add_segs(&self, p: &mut Pipe, x: &Segs, y: &Segs, w: u32) -> Segs {
+    /// Segment-wise sum of two numbers, carries registered between segments (`fold`: see
+    /// [`Arith::sum_segs`]).
+    fn add_segs(&self, p: &mut Pipe, x: &Segs, y: &Segs, w: u32, fold: bool) -> Segs {
         let s = self.seg_bits();
         let mut out = Vec::with_capacity(x.len());
         let mut carry: Option<V> = None;
@@ -89,7 +90,17 @@ impl Arith {
                 _ => {
                     // Without a carry-out the segment may be narrower than the segment width.
                     let sw = if last { seg } else { seg + 1 };
-                    let sum = p.reg(Op::Add(ops), sw, "adds");
+                    let sum = if fold && ops.len() == 3 && sw < 64 {
+                        // x + y + c = ({x, 1} + {y, c}) >> 1 (c is the 1-bit carry).
+                        let one = p.konst(1, 1);
+                        let (xw, yw) = (p.width(ops[0]) + 1, p.width(ops[1]) + 1);
+                        let xa = p.wire(Op::Concat(vec![ops[0], one]), xw, "cx");
+                        let ya = p.wire(Op::Concat(vec![ops[1], ops[2]]), yw, "cy");
+                        let wide = p.reg(Op::Add(vec![xa, ya]), sw + 1, "adds");
+                        p.slice(wide, 1, sw)
+                    } else {
+                        p.reg(Op::Add(ops), sw, "adds")
+                    };
                     if last {
                         out.push(Some(sum));
                         carry = None;
@@ -110,18 +121,20 @@ impl Arith {
         assert!(!terms.is_empty(), "empty sum");
         terms.sort_by_key(|t| t.shift);
         let nums: Vec<Segs> = terms.iter().map(|&t| self.segments(p, t, w)).collect();
-        self.sum_segs(p, nums, w)
+        self.sum_segs(p, nums, w, false)
     }
 
     /// The sum of numbers already cut into segments ([`Arith::segments`]), mod 2^`w`: the tree
-    /// of [`Arith::sum`], pairing them in the order given.
-    pub fn sum_segs(&self, p: &mut Pipe, mut nums: Vec<Segs>, w: u32) -> V {
+    /// of [`Arith::sum`], pairing them in the order given. `fold`: a segment's add with a
+    /// carry-in is written as one adder a bit wider (`{x, 1} + {y, c}`, its low bit dropped),
+    /// which Yosys 0.23 maps to one ECP5 carry chain where `x + y + c` is two in series.
+    pub fn sum_segs(&self, p: &mut Pipe, mut nums: Vec<Segs>, w: u32, fold: bool) -> V {
         assert!(!nums.is_empty(), "empty sum");
         while nums.len() > 1 {
             let mut next = Vec::new();
             for pair in nums.chunks(2) {
                 if pair.len() == 2 {
-                    next.push(self.add_segs(p, &pair[0], &pair[1], w));
+                    next.push(self.add_segs(p, &pair[0], &pair[1], w, fold));
                 } else {
                     next.push(pair[0].clone());
                 }

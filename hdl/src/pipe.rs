@@ -450,6 +450,20 @@ impl Pipe {
             .unwrap_or(0)
     }
 
+    /// The most operands of any adder (for tests of how sums are written: a third operand, a
+    /// carry-in, is a second carry chain on ECP5).
+    #[cfg(test)]
+    pub fn most_add_operands(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                Op::Add(ops) => Some(ops.len()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     #[cfg(test)]
     /// The value of `v` in a result of [`Pipe::eval`].
     pub fn get(vals: &[u64], v: V) -> u64 {

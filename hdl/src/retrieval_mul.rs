@@ -4,7 +4,8 @@
 //! product bit above the first segment waits in delay registers (about 1000 flip-flops a 64-bit
 //! product with 16-bit adders, more than its partial products). Here segment `j` of a partial
 //! product is its own table, looked up `j` stages after segment 0 from the multiplicand nibble,
-//! so only the 4 nibble bits wait. Same sum, same tree, same answer, bit for bit.
+//! so only the 4 nibble bits wait. Same sum, same tree, same answer, bit for bit; a segment's
+//! carry-in is folded into one adder a bit wider (one ECP5 carry chain, [`Arith::sum_segs`]).
 
 use crate::arith::{Arith, Segs, Term};
 use crate::pipe::{Op, Pipe, V};
@@ -74,7 +75,7 @@ pub(crate) fn mulc_paced(p: &mut Pipe, a: Arith, x: V, k: u64, w: u32, extra: Ve
     if nums.is_empty() {
         return p.konst(0, w);
     }
-    a.sum_segs(p, nums, w)
+    a.sum_segs(p, nums, w, true)
 }
 
 #[cfg(test)]
@@ -137,6 +138,31 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Every adder of a paced multiply has two operands: a segment's carry-in is folded into a
+    /// wider add (one ECP5 carry chain), not a third operand (Yosys 0.23: two chains in series,
+    /// the registered retrieval's critical path on ECP5); the products stay exact (above).
+    #[test]
+    fn paced_adders_take_the_carry_in_as_a_low_bit() {
+        for add_bits in [5, 12, 16, 32] {
+            let a = Arith {
+                mul: MulStyle::Lut,
+                add_bits,
+            };
+            let mut p = Pipe::new();
+            let x = p.input("x", 64, "x");
+            let e = p.input("e", 32, "e");
+            mulc_paced(
+                &mut p,
+                a,
+                x,
+                0xff51_afd7_ed55_8ccd,
+                64,
+                vec![Term::new(e, 3)],
+            );
+            assert_eq!(p.most_add_operands(), 2, "add {add_bits}");
         }
     }
 }
