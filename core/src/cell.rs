@@ -293,7 +293,7 @@ pub fn first_unprojected(image: &[u32], cells: &[u32], bits: CellBits) -> Option
 
 /// The first cell holding more than `limit`, with its value, if any. Every file of classes is
 /// checked with it on reading, so it skips a word at a time: a word is looked into cell by cell
-/// only when [`AboveTest`] says one of its cells may be above `limit`.
+/// only when a guarded add says one of its cells may be above `limit`.
 pub fn first_above(cells: &[u32], bits: CellBits, limit: u32) -> Option<(u64, u32)> {
     let (c, max, per) = (bits.bits(), bits.max(), bits.per_word());
     if limit >= max {
