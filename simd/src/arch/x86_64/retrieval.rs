@@ -24,9 +24,9 @@ struct Placed {
 /// Answers the whole [`GROUP`]s of `hashes` (the first `hashes.len() / 64 * 64` keys) into
 /// `values` and `found` and returns how many keys it answered: 0 when the table's cells are
 /// not `W` bits (8, 16 or 32; `W` = 0 takes any width), or its span does not fit the 32-bit
-/// placement (never for a checked [`Shape`]); the caller answers the rest. Nothing is prefetched: the gathers keep
-/// 8 × arity reads in flight, which is what a table of a few MiB needs (see the caller for
-/// larger ones).
+/// placement (never for a checked [`Shape`]); the caller answers the rest. Nothing is
+/// prefetched: the gathers keep 8 × arity reads in flight, which is what a table of a few MiB
+/// needs (see the caller for larger ones).
 ///
 /// Every gather index is clamped to the last word of `words`, so no table, however made,
 /// reads outside it (a well-formed table never needs the clamp: its cells are below
