@@ -133,32 +133,36 @@ fn lookup_hashes(
     found: &mut [u64],
 ) {
     let shape = table.shape();
-    let done = match (shape.arity, shape.cell_bits()) {
-        (3, 8) => lanes::<3, 8>(path, table, hashes, values, found),
-        (3, 16) => lanes::<3, 16>(path, table, hashes, values, found),
-        (3, 32) => lanes::<3, 32>(path, table, hashes, values, found),
-        (3, _) => lanes::<3, 0>(path, table, hashes, values, found),
-        (_, 8) => lanes::<4, 8>(path, table, hashes, values, found),
-        (_, 16) => lanes::<4, 16>(path, table, hashes, values, found),
-        (_, 32) => lanes::<4, 32>(path, table, hashes, values, found),
-        (_, _) => lanes::<4, 0>(path, table, hashes, values, found),
-    };
-    let (t, h, v, f) = (
-        table,
+    let (p, t, h, v, f) = (path, table, hashes, values, found);
+    match (shape.arity, shape.cell_bits()) {
+        (3, 8) => lookup_with::<3, 8>(p, t, h, v, f),
+        (3, 16) => lookup_with::<3, 16>(p, t, h, v, f),
+        (3, 32) => lookup_with::<3, 32>(p, t, h, v, f),
+        (3, _) => lookup_with::<3, 0>(p, t, h, v, f),
+        (_, 8) => lookup_with::<4, 8>(p, t, h, v, f),
+        (_, 16) => lookup_with::<4, 16>(p, t, h, v, f),
+        (_, 32) => lookup_with::<4, 32>(p, t, h, v, f),
+        (_, _) => lookup_with::<4, 0>(p, t, h, v, f),
+    }
+}
+
+/// [`lookup_hashes`] for `A` cells per key of `W` bits: the whole groups the lanes answer
+/// ([`lanes`]), then the rest key by key ([`lookup_shaped`]).
+#[inline(always)]
+fn lookup_with<const A: u32, const W: u32>(
+    path: SimdPath,
+    table: &RetrievalTable,
+    hashes: &[u64],
+    values: &mut [u32],
+    found: &mut [u64],
+) {
+    let done = lanes::<A, W>(path, table, hashes, values, found);
+    let (h, v, f) = (
         &hashes[done..],
         &mut values[done..],
         &mut found[done / 64..],
     );
-    match (shape.arity, shape.cell_bits()) {
-        (3, 8) => lookup_shaped::<3, 8>(t, h, v, f),
-        (3, 16) => lookup_shaped::<3, 16>(t, h, v, f),
-        (3, 32) => lookup_shaped::<3, 32>(t, h, v, f),
-        (3, _) => lookup_shaped::<3, 0>(t, h, v, f),
-        (_, 8) => lookup_shaped::<4, 8>(t, h, v, f),
-        (_, 16) => lookup_shaped::<4, 16>(t, h, v, f),
-        (_, 32) => lookup_shaped::<4, 32>(t, h, v, f),
-        (_, _) => lookup_shaped::<4, 0>(t, h, v, f),
-    }
+    lookup_shaped::<A, W>(table, h, v, f);
 }
 
 /// The keys [`lookup_hashes`] answers in vector lanes (a multiple of 64 from the start; 0 on
