@@ -213,13 +213,22 @@ const fn repeat(value: u32, bits: u32) -> u32 {
     out
 }
 
-/// The projection flags of one word of `C`-bit cells, packed into its low `32 / C` bits: each
-/// cell's top bit after adding `2^(C−1) − 1` to its low bits says whether it is positive.
+/// Each cell of `word` above a limit below half the cells' maximum, flagged by its top bit:
+/// `top` holds every cell's top bit and `add` is `half − 1 − limit` in every cell. A cell's low
+/// bits plus `add` carry into its top bit exactly when they exceed the limit, and no sum leaves
+/// its cell; a cell whose own top bit is set is above the limit anyway.
+#[inline(always)]
+const fn cells_above(word: u32, top: u32, add: u32) -> u32 {
+    (((word & !top) + add) | word) & top
+}
+
+/// The projection flags of one word of `C`-bit cells, packed into its low `32 / C` bits: the
+/// cells above 0 ([`cells_above`]).
 #[inline(always)]
 fn positive_cells<const C: u32>(x: u32) -> u32 {
     let max = (1u32 << C) - 1;
     let (low, high) = (repeat(max >> 1, C), repeat(1 << (C - 1), C));
-    let t = ((((x & low) + low) | x) & high) >> (C - 1);
+    let t = cells_above(x, high, low) >> (C - 1);
     // Pack the flags at bits 0, C, 2C, … into bits 0 .. 32/C.
     match C {
         4 => {

@@ -2,7 +2,7 @@
 //! reading (its image is the projection of its cells; a spatial filter's cells hold no class
 //! above its last), each a word at a time where it can be.
 
-use super::{projection_of, projection_word, repeat, CellBits};
+use super::{cells_above, projection_of, projection_word, repeat, CellBits};
 
 /// Calls `f` with the value of every cell of `cells`, in cell order.
 pub fn for_each_cell(cells: &[u32], bits: CellBits, mut f: impl FnMut(u32)) {
@@ -68,9 +68,8 @@ pub fn first_above(cells: &[u32], bits: CellBits, limit: u32) -> Option<(u64, u3
 }
 
 /// Whether a word's cells may hold more than a limit below their maximum, a word at a time:
-/// exact when the limit is below half the maximum (each cell's top bit is a guard: its low
-/// bits plus `half − 1 − limit` carry into it exactly when they exceed the limit, and no sum
-/// leaves its cell), else whether any cell has its top bit set (every cell above the limit has).
+/// exact when the limit is below half the maximum ([`cells_above`]), else whether any cell has
+/// its top bit set (every cell above the limit has).
 struct AboveTest {
     /// Each cell's top bit.
     top: u32,
@@ -92,7 +91,7 @@ impl AboveTest {
     #[inline]
     fn may_exceed(&self, word: u32) -> bool {
         match self.add {
-            Some(add) => (((word & !self.top) + add) | word) & self.top != 0,
+            Some(add) => cells_above(word, self.top, add) != 0,
             None => word & self.top != 0,
         }
     }
