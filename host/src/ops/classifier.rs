@@ -219,25 +219,21 @@ impl<'a> Classifier<'a> {
         }
         // One pass over the found bits: the verdict, and (labelled) the label, 0 when absent,
         // and its counts, with no branch on the found bit (it follows the traffic, which no
-        // predictor learns). The loops are written per case over plain slices, so that no
-        // store through one can be taken to change another and every base stays in a register.
+        // predictor learns). Each loop runs over plain slices, so that no store through one can
+        // be taken to change another and every base stays in a register.
         let found = |j: usize| (words[j / 64] >> (j % 64)) & 1;
         let (index, bits) = (&s.index[..n], &mut v.bits[..]);
         let mut matched = 0;
+        for (j, &i) in index.iter().enumerate() {
+            let (hit, i) = (found(j), i as usize);
+            bits[i / 64] |= hit << (i % 64);
+            matched += hit;
+        }
         if self.flows {
-            for (j, &i) in index.iter().enumerate() {
-                let (hit, i) = (found(j), i as usize);
-                bits[i / 64] |= hit << (i % 64);
-                matched += hit;
-                let e = v.flows.entry(s.keys[j]).or_default();
+            for (j, key) in s.keys[..n].iter().enumerate() {
+                let e = v.flows.entry(*key).or_default();
                 e.packets += 1;
-                e.matched = hit == 1;
-            }
-        } else {
-            for (j, &i) in index.iter().enumerate() {
-                let (hit, i) = (found(j), i as usize);
-                bits[i / 64] |= hit << (i % 64);
-                matched += hit;
+                e.matched = found(j) == 1;
             }
         }
         if labelled {
