@@ -146,8 +146,9 @@ fn lookup_hashes(
     }
 }
 
-/// [`lookup_hashes`] for `A` cells per key of `W` bits: the whole groups the lanes answer
-/// ([`lanes`]), then the rest key by key ([`lookup_shaped`]).
+/// [`lookup_hashes`] for `A` cells per key of `W` bits: on the AVX-512 path, for a table up to
+/// [`LANES_MAX_BYTES`], the whole groups of 64 keys in vector lanes; the rest (every key on
+/// other paths) key by key ([`lookup_shaped`]).
 #[inline(always)]
 fn lookup_with<const A: u32, const W: u32>(
     path: SimdPath,
@@ -156,39 +157,23 @@ fn lookup_with<const A: u32, const W: u32>(
     values: &mut [u32],
     found: &mut [u64],
 ) {
-    let done = lanes::<A, W>(path, table, hashes, values, found);
-    let (h, v, f) = (
-        &hashes[done..],
-        &mut values[done..],
-        &mut found[done / 64..],
-    );
-    lookup_shaped::<A, W>(table, h, v, f);
-}
-
-/// The keys [`lookup_hashes`] answers in vector lanes (a multiple of 64 from the start; 0 on
-/// paths without a lane kernel).
-#[inline(always)]
-fn lanes<const A: u32, const W: u32>(
-    path: SimdPath,
-    table: &RetrievalTable,
-    hashes: &[u64],
-    values: &mut [u32],
-    found: &mut [u64],
-) -> usize {
-    match path {
+    let (shape, words) = (table.shape(), table.words());
+    let done = match path {
         #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx512 if path.is_available() => {
-            let (shape, words) = (table.shape(), table.words());
-            if shape.array_bytes() > LANES_MAX_BYTES {
-                return 0;
-            }
+        SimdPath::Avx512 if path.is_available() && shape.array_bytes() <= LANES_MAX_BYTES => {
             // SAFETY: `is_available` checked that this CPU has AVX-512F and DQ.
             unsafe {
                 crate::arch::x86_64::retrieval::lookup::<A, W>(shape, words, hashes, values, found)
             }
         }
         _ => 0,
-    }
+    };
+    let (h, v, f) = (
+        &hashes[done..],
+        &mut values[done..],
+        &mut found[done / 64..],
+    );
+    lookup_shaped::<A, W>(table, h, v, f);
 }
 
 /// [`lookup_hashes`] for `A` cells per key of `W` bits (8, 16 or 32: a cell never straddles
