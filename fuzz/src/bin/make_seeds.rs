@@ -125,6 +125,17 @@ fn main() {
             std::fs::copy(seed.path(), copies.join(seed.file_name())).unwrap();
         }
     }
+    // A spatial file whose header states a payload of 2^64 − 1 bytes (checksum recomputed):
+    // the stream reader's bound saturates there. The smoke run once failed on a mutant like
+    // it, through the target's own unchecked `needed + 1`.
+    let names = ["deny", "allow"];
+    let mut huge = SpatialFilter::new(Params::new(Layout::L8x32, 1), 4, &names)
+        .unwrap()
+        .to_file_bytes();
+    huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+    let sum = bloomlanes_core::xxh64::xxh64(&huge[..56], 0);
+    huge[56..64].copy_from_slice(&sum.to_le_bytes());
+    std::fs::write(dir.join("filter_stream").join("huge_payload_length"), huge).unwrap();
 
     let files = dir.join("parquet_file");
     std::fs::create_dir_all(&files).unwrap();
