@@ -51,7 +51,8 @@ pub use cells::{CellFilter, CellValue, Classes, Schedule};
 pub use dispatch::{active_path, available_paths, SimdPath, UnknownPath};
 pub use hash_bytes::{xxh64_spans, LANE_KEY_MAX};
 pub use partition::{
-    release_partition_scratch, CacheSizes, PartitionAuto, PartitionMode, Partitioning,
+    release_partition_scratch, set_partition_measurement, CacheSizes, PartitionAuto, PartitionMode,
+    Partitioning,
 };
 pub use ranges::{PAR_INSERT_CHUNK, PAR_INSERT_MIN_BYTES, PAR_INSERT_MIN_KEYS};
 pub use shared::SharedFilter;
@@ -145,12 +146,13 @@ impl Probe {
     /// If `out.len() != keys.len()`.
     pub fn contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
-        if self.partitioned_contains(filter, keys, Out::Bytes(out), false) {
+        let Some(direct) = self.partitioned_contains(filter, keys, Out::Bytes(out), false) else {
             return;
-        }
+        };
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
         // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
         unsafe { (self.fns.contains_bytes)(*filter.params(), filter.words(), keys, out) }
+        direct.done();
     }
 
     /// Looks up every key into a bitmap: bit `i % 64` of `out[i / 64]` is set if key `i` may be
@@ -160,18 +162,19 @@ impl Probe {
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
         chunks::check_bitmap(out, &keys);
-        if self.partitioned_contains(filter, keys, Out::Bits(out), false) {
+        let Some(direct) = self.partitioned_contains(filter, keys, Out::Bits(out), false) else {
             return;
-        }
+        };
         // SAFETY: `self.fns` belongs to an available path (only `Probe::new` builds a Probe);
         // `filter.words()` holds exactly `filter.params().blocks` blocks (FilterRef invariant).
         unsafe { (self.fns.contains_bitmap)(*filter.params(), filter.words(), keys, out) }
+        direct.done();
     }
 
     /// Inserts every key (partitioned by filter region, like [`Probe::contains`], when the
     /// probe's [`Partitioning`] says it pays; same words).
     pub fn insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
-        let Some(mut filter) = self.partitioned_insert(filter, keys) else {
+        let Some((mut filter, direct)) = self.partitioned_insert(filter, keys) else {
             return;
         };
         let params = *filter.params();
@@ -179,6 +182,7 @@ impl Probe {
         // the words hold exactly `params.blocks` blocks (FilterMut invariant) and are
         // exclusively borrowed through `filter` for the call.
         unsafe { (self.fns.insert)(params, filter.words_mut(), keys) }
+        direct.done();
     }
 
     /// [`Probe::contains`] on every core (rayon's current pool), in chunks of 16 Ki keys, or
@@ -188,8 +192,9 @@ impl Probe {
     /// If `out.len() != keys.len()`.
     pub fn par_contains(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u8]) {
         chunks::check_per_key(out.len(), &keys);
-        if !self.partitioned_contains(filter, keys, Out::Bytes(out), true) {
+        if let Some(direct) = self.partitioned_contains(filter, keys, Out::Bytes(out), true) {
             chunks::par_chunks(keys, out, 1, |k, o| self.contains(filter, k, o));
+            direct.done();
         }
     }
 
@@ -200,8 +205,9 @@ impl Probe {
     /// If `out.len() != keys.len().div_ceil(64)`.
     pub fn par_contains_bitmap(&self, filter: FilterRef<'_, u32>, keys: Keys<'_>, out: &mut [u64]) {
         chunks::check_bitmap(out, &keys);
-        if !self.partitioned_contains(filter, keys, Out::Bits(out), true) {
+        if let Some(direct) = self.partitioned_contains(filter, keys, Out::Bits(out), true) {
             chunks::par_chunks(keys, out, 64, |k, o| self.contains_bitmap(filter, k, o));
+            direct.done();
         }
     }
 

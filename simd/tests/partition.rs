@@ -412,3 +412,48 @@ fn concurrent_calls_of_different_shapes() {
     });
     bloomlanes_simd::release_partition_scratch();
 }
+
+/// The automatic mode with its timings (the default): a filter past the rule's floor and
+/// batches of 2^16 keys, so that its calls take both modes (the rule's, the other, then the
+/// one timed faster, and rechecks), answer every call as the direct path does.
+#[test]
+fn measured_auto_answers_as_direct_on_every_call() {
+    let caches = CacheSizes {
+        l2: 4 << 10,
+        llc: 64 << 10,
+    };
+    let auto = Partitioning {
+        mode: PartitionMode::Auto,
+        caches,
+        ..Partitioning::default()
+    };
+    let params = Params::new(Layout::L8x32, (1 << 20) / 32).with_seed(3);
+    let mut state = 5;
+    let base: Vec<u32> = (0..params.u32_len())
+        .map(|_| (splitmix(&mut state) & splitmix(&mut state)) as u32)
+        .collect();
+    let probe = Probe::active();
+    let direct = probe.with_partitioning(Partitioning {
+        mode: PartitionMode::Direct,
+        ..auto
+    });
+    let measured = probe.with_partitioning(auto);
+    let view = FilterRef::new(params, &base).unwrap();
+    let n = 1 << 16;
+    for call in 0..12 {
+        let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut state)).collect();
+        let ks = Keys::U64(&keys);
+        let (mut want, mut got) = (vec![0u8; n], vec![9u8; n]);
+        direct.contains(view, ks, &mut want);
+        measured.contains(view, ks, &mut got);
+        assert_eq!(got, want, "contains, call {call}");
+        let (mut want, mut got) = (vec![0u64; n / 64], vec![u64::MAX; n / 64]);
+        direct.contains_bitmap(view, ks, &mut want);
+        pool(2).install(|| measured.par_contains_bitmap(view, ks, &mut got));
+        assert_eq!(got, want, "par_contains_bitmap, call {call}");
+        let (mut want, mut got) = (base.clone(), base.clone());
+        direct.insert(FilterMut::new(params, &mut want).unwrap(), ks);
+        measured.insert(FilterMut::new(params, &mut got).unwrap(), ks);
+        assert!(got == want, "insert, call {call}");
+    }
+}

@@ -50,10 +50,13 @@
 //! Not a bound on filter bytes per key: the partitioned rate grows with the
 //! batch (its per-call and per-partition costs amortise) and does not fall with the filter, while
 //! the direct rate falls to the random-access rate once the filter is out of the caches' reach.
-//! The defaults come from the sweep of the `partition` benchmark (issue #25).
+//! The defaults come from the sweep of the `partition` benchmark (issue #25). The rule decides
+//! a size class's first calls; from then on each process takes the mode its own timings found
+//! faster for that class (`measure.rs`): the better mode moves with the machine and its load.
 
 mod cells;
 mod gather;
+mod measure;
 mod par_insert;
 mod run;
 mod scatter;
@@ -66,6 +69,8 @@ pub(crate) use run::Out;
 use scatter::PartOf;
 
 pub(crate) use cells::update as cells_update;
+pub use measure::set_partition_measurement;
+use measure::{Op, Timed};
 pub(crate) use par_insert::par_insert;
 
 /// Frees the scratch memory that partitioned operations keep for reuse. They keep the scratch
@@ -83,7 +88,10 @@ pub enum PartitionMode {
     Direct,
     /// Always (for tests and measurements; slow for filters that fit in the caches).
     Partitioned,
-    /// When [`PartitionAuto`] says it pays.
+    /// Where [`PartitionAuto`] says it pays, checked by this process's own timings: of large
+    /// batches (2^16 keys and more) past the rule's floor, each size class is timed both ways
+    /// on its first calls and then takes the mode that was faster, trying the other one call
+    /// in 64 (see [`set_partition_measurement`]).
     #[default]
     Auto,
 }
@@ -155,8 +163,15 @@ fn or_l2s(bytes: u64, l2s: u64, caches: CacheSizes, cap: usize) -> u64 {
 }
 
 impl PartitionAuto {
+    /// Whether a filter of `filter_bytes` is past the rule's floor (so that partitioning may
+    /// pay for a large enough batch).
+    fn past_floor(&self, filter_bytes: u64, caches: CacheSizes) -> bool {
+        filter_bytes > or_l2s(self.min_filter_bytes, 4, caches, caches.llc)
+    }
+
     /// Whether a batch of `keys` keys for a filter of `filter_bytes` bytes is partitioned on a
-    /// machine with `caches`.
+    /// machine with `caches`, by the rule (the automatic mode also checks the rule against its
+    /// own timings: [`PartitionMode::Auto`]).
     pub fn partitions(&self, filter_bytes: u64, caches: CacheSizes, keys: usize) -> bool {
         let least = if filter_bytes <= or_l2s(self.resident_bytes, 16, caches, caches.llc) {
             self.resident_min_keys
@@ -165,7 +180,7 @@ impl PartitionAuto {
         } else {
             self.far_min_keys
         };
-        filter_bytes > or_l2s(self.min_filter_bytes, 4, caches, caches.llc) && keys >= least
+        self.past_floor(filter_bytes, caches) && keys >= least
     }
 }
 
@@ -297,7 +312,20 @@ impl Partitioning {
         }
     }
 
-    /// Whether a lookup or insert of `n` keys into a filter with `params` is partitioned.
+    /// The mode of one lookup or insert call of `n` keys (`parallel`: on every core), timed
+    /// where the automatic mode measures it.
+    fn choose(&self, op: Op, parallel: bool, params: &Params, n: usize) -> Timed {
+        let bytes = params.byte_len();
+        match self.mode {
+            PartitionMode::Auto if self.auto.past_floor(bytes, self.caches) => {
+                Timed::auto(op, parallel, bytes, n, self.partitions(params, n))
+            }
+            _ => Timed::fixed(self.partitions(params, n)),
+        }
+    }
+
+    /// Whether a lookup or insert of `n` keys into a filter with `params` is partitioned, by
+    /// the mode and, in the automatic mode, by the rule alone.
     pub fn partitions(&self, params: &Params, n: usize) -> bool {
         match self.mode {
             PartitionMode::Direct => false,
@@ -356,17 +384,21 @@ impl Probe {
         gather::positions(&bits, 0, out);
     }
 
-    /// The partitioned lookup, if the settings say so for this batch; `false` if not taken.
+    /// The partitioned lookup, if the settings say so for this batch; if not taken, the
+    /// direct lookup's timer, which the caller stops ([`Timed::done`]) after running it.
     pub(crate) fn partitioned_contains(
         &self,
         filter: FilterRef<'_, u32>,
         keys: Keys<'_>,
         out: Out<'_>,
         parallel: bool,
-    ) -> bool {
+    ) -> Option<Timed> {
         let n = keys.len();
-        if !self.partitioning.partitions(filter.params(), n) {
-            return false;
+        let timed = self
+            .partitioning
+            .choose(Op::Lookup, parallel, filter.params(), n);
+        if !timed.partition() {
+            return Some(timed);
         }
         let threads = if parallel {
             rayon::current_num_threads()
@@ -375,22 +407,28 @@ impl Probe {
         };
         let plan = self.partitioning.plan(filter.params(), n, threads, 1);
         run::contains(self, &plan, filter, keys, out, parallel);
-        true
+        timed.done();
+        None
     }
 
-    /// The one-thread partitioned insert, if the settings say so for this batch; gives the
-    /// filter back if not taken.
+    /// The one-thread partitioned insert, if the settings say so for this batch; if not
+    /// taken, gives the filter back with the direct insert's timer (see
+    /// [`Probe::partitioned_contains`]).
     pub(crate) fn partitioned_insert<'f>(
         &self,
         filter: FilterMut<'f, u32>,
         keys: Keys<'_>,
-    ) -> Option<FilterMut<'f, u32>> {
+    ) -> Option<(FilterMut<'f, u32>, Timed)> {
         let n = keys.len();
-        if !self.partitioning.partitions(filter.params(), n) {
-            return Some(filter);
+        let timed = self
+            .partitioning
+            .choose(Op::Insert, false, filter.params(), n);
+        if !timed.partition() {
+            return Some((filter, timed));
         }
         let plan = self.partitioning.plan(filter.params(), n, 1, 1);
         run::insert(self, &plan, filter, keys, false);
+        timed.done();
         None
     }
 }

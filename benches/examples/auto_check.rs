@@ -1,0 +1,55 @@
+//! `auto_check MIB LOG2_BATCH CALLS`: one-thread lookups of fresh random batches into a filter of
+//! MIB MiB (8x32, 4 Mi keys inserted), CALLS calls a mode, the modes taking turns call by call:
+//! direct, partitioned, the automatic rule alone, and the automatic mode with its measurements.
+//! Prints each mode's median and range (M keys/s) and
+//! the mean after each mode's first 4 calls (where the measured mode has settled).
+//!
+//! `cargo run --release -p bloomlanes-benches --example auto_check -- 1024 16 40`
+use std::time::Instant;
+
+use bloomlanes_benches::random;
+use bloomlanes_core::{Filter, Keys, Layout, Params};
+use bloomlanes_simd::{set_partition_measurement, PartitionMode, Partitioning, Probe};
+
+fn main() {
+    let a: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|s| s.parse().expect("MIB LOG2_BATCH CALLS"))
+        .collect();
+    let (mib, log2, calls) = (a[0] as u64, a[1], a[2]);
+    let blocks = (mib << 20) / Layout::L8x32.block_bytes() as u64;
+    let mut f = Filter::new(Params::new(Layout::L8x32, blocks as u32));
+    Probe::active().insert(f.as_view_mut(), Keys::U64(&random(4 << 20, 1)));
+    let n = 1usize << log2;
+    let mut out = vec![0u8; n];
+    let names = ["direct", "partitioned", "auto (rule)", "auto (measured)"];
+    let mut rates = vec![Vec::new(); 4];
+    let mut seed = 100;
+    for _ in 0..calls {
+        for (i, rate) in rates.iter_mut().enumerate() {
+            let mode = [
+                PartitionMode::Direct,
+                PartitionMode::Partitioned,
+                PartitionMode::Auto,
+                PartitionMode::Auto,
+            ][i];
+            set_partition_measurement(i == 3);
+            let p = Probe::active().with_partitioning(Partitioning {
+                mode,
+                ..Default::default()
+            });
+            seed += 1;
+            let batch = random(n, seed);
+            let t = Instant::now();
+            p.contains(f.as_view(), Keys::U64(&batch), &mut out);
+            rate.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
+    }
+    for (name, r) in names.iter().zip(&mut rates) {
+        let all = r.clone();
+        r.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let late: Vec<f64> = all[4..].to_vec();
+        let late_mean = late.iter().sum::<f64>() / late.len() as f64;
+        println!("{mib} MiB, 2^{log2} keys, {name:16}: median {:7.1} [{:.1}-{:.1}], mean after 4 calls {:.1} M keys/s", r[r.len() / 2], r[0], r[r.len() - 1], late_mean);
+    }
+}
