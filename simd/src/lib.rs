@@ -66,6 +66,7 @@ mod bulk;
 mod cache;
 mod dispatch;
 mod hash_bytes;
+mod huge_pages;
 #[cfg(test)]
 mod kernel_tests;
 mod partition;

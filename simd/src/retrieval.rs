@@ -356,7 +356,7 @@ impl Passes for ParallelPasses {
     }
 
     fn pack(&self, shape: &Shape, slots: &[u64]) -> Vec<u64> {
-        let mut words = vec![0u64; shape.words() as usize];
+        let mut words = crate::huge_pages::zeroed_words(shape.words() as usize);
         let per_task = PACK_CELLS / 64 * shape.cell_bits() as usize;
         slots
             .par_chunks(PACK_CELLS)
