@@ -17,6 +17,9 @@ pub(crate) fn zeroed_words(len: usize) -> Vec<u64> {
 }
 
 /// Gives the advice for the 2 MiB-aligned part of `words`.
+///
+/// Filters are not advised: their storage is 64-byte aligned, and the allocator zeroes such
+/// memory by writing it, which maps every page small before any advice could come.
 fn advise(words: &mut [u64]) {
     #[cfg(target_os = "linux")]
     {
