@@ -16,11 +16,12 @@ pub(crate) fn zeroed_words(len: usize) -> Vec<u64> {
     words
 }
 
-/// Gives the advice for the 2 MiB-aligned part of `words`.
-///
-/// Filters are not advised: their storage is 64-byte aligned, and the allocator zeroes such
-/// memory by writing it, which maps every page small before any advice could come.
-fn advise(words: &mut [u64]) {
+/// Asks for huge pages behind the 2 MiB-aligned part of `words` (a table's cells before they
+/// are written, or a filter's words, borrowed exclusively for an insert). Pages not yet written
+/// (a new filter: the core allocates its storage zeroed without writing it) are mapped huge by
+/// their first write; pages already mapped stay as they are until the kernel's background pass
+/// merges them.
+pub(crate) fn advise<T>(words: &mut [T]) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;

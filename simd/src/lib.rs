@@ -174,7 +174,8 @@ impl Probe {
 
     /// Inserts every key (partitioned by filter region, like [`Probe::contains`], when the
     /// probe's [`Partitioning`] says it pays; same words).
-    pub fn insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+    pub fn insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+        huge_pages::advise(filter.words_mut());
         let Some((mut filter, direct)) = self.partitioned_insert(filter, keys) else {
             return;
         };
@@ -225,7 +226,8 @@ impl Probe {
     /// plain vector kernel, the hashes that fall into it (see [`Probe::par_insert_ranges`]; one
     /// range per thread up to 4 threads, 4 per thread beyond), with filters of at most
     /// [`PAR_INSERT_MIN_BYTES`], short batches and one-thread pools on one thread.
-    pub fn par_insert(&self, filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+    pub fn par_insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
+        huge_pages::advise(filter.words_mut());
         let Some(filter) = partition::par_insert(self, filter, keys) else {
             return;
         };
