@@ -57,15 +57,16 @@ impl Reference for CountingFilter {
 impl Reference for SpatialFilter {
     fn apply(&mut self, code: u8, hash: u64, value: u32) -> u32 {
         match code {
-            op::LOOKUP => return self.class_of_hash(hash),
+            op::LOOKUP => self.class_of_hash(hash),
             op::INSERT => {
-                if self.insert_hash(hash, value).is_err() {
+                let named = self.insert_hash(hash, value);
+                if named.is_err() {
                     self.as_view_mut().spatial_insert_hash(hash, value);
                 }
+                0
             }
-            _ => {}
+            _ => 0,
         }
-        0
     }
 }
 
