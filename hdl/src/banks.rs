@@ -1,13 +1,13 @@
 //! Bank files: every lane's bank of cells as a `$readmemh` file (loaded by `LOAD_BANKS = 1`),
 //! one hex cell per line, entry `block × W + bit` first to last, after a `//` comment line.
 //! They are written from anything that holds cells in bank order ([`Cells`]: a static filter's
-//! bits, a counting filter's counters, a spatial model's classes, or cell arrays) and read back
+//! bits, a counting filter's counters, a spatial filter's classes, or cell arrays) and read back
 //! as cell arrays.
 
 use std::path::{Path, PathBuf};
 
 use bloomlanes_core::counting::counter;
-use bloomlanes_core::{CountingFilter, Filter};
+use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
 
 use crate::cell::cell_index;
 use crate::pipeline::PipelineConfig;
@@ -37,6 +37,19 @@ impl Cells for CountingFilter {
         let p = self.params();
         let k = cell_index(p.layout.lanes(), p.layout.word_bits(), lane, entry);
         u64::from(counter(self.counter_words(), self.counter_bits(), k))
+    }
+}
+
+/// A spatial filter's classes, from core's cell packing of its width.
+impl Cells for SpatialFilter {
+    fn cell(&self, lane: usize, entry: u64) -> u64 {
+        let p = self.params();
+        let k = cell_index(p.layout.lanes(), p.layout.word_bits(), lane, entry);
+        u64::from(bloomlanes_core::cell::cell(
+            self.cell_words(),
+            self.cell_bits(),
+            k,
+        ))
     }
 }
 

@@ -1,9 +1,9 @@
 //! Checking a simulation against a software filter: the accepted operations replayed in the
-//! hardware's order on a [`Reference`] (core's `Filter` and `CountingFilter`, or a test's model),
-//! every answer, tag and latency compared, and the bank entries read back compared with the
-//! reference's cells.
+//! hardware's order on a [`Reference`] (core's `Filter`, `CountingFilter` and `SpatialFilter`, or
+//! a test's model), every answer, tag and latency compared, and the bank entries read back
+//! compared with the reference's cells.
 
-use bloomlanes_core::{CountingFilter, Filter};
+use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
 
 use crate::banks::Cells;
 use crate::counting::op as counting_op;
@@ -46,6 +46,27 @@ impl Reference for CountingFilter {
             counting_op::DELETE => self.remove_hash(hash).is_ok(),
             _ => false,
         })
+    }
+}
+
+/// A spatial filter (the spatial pipeline: insert `Max(class)`, lookup `Min`): lookups answer
+/// the key's class (0: absent), inserts write the class they carry and answer 0; the pipeline
+/// has no clear, so other codes change nothing and answer 0. A class beyond the filter's named
+/// ones is written as the hardware writes it, by core's cell update alone (its key is not
+/// counted in any class).
+impl Reference for SpatialFilter {
+    fn apply(&mut self, code: u8, hash: u64, value: u32) -> u32 {
+        match code {
+            op::LOOKUP => self.class_of_hash(hash),
+            op::INSERT => {
+                let named = self.insert_hash(hash, value);
+                if named.is_err() {
+                    self.as_view_mut().spatial_insert_hash(hash, value);
+                }
+                0
+            }
+            _ => 0,
+        }
     }
 }
 

@@ -1,86 +1,31 @@
-//! The spatial pipeline (class cells, insert `Max(class)`, lookup `Min`) against a reference
-//! model written here from core's cell index function and the cell packing: random inserts with
+//! The spatial pipeline (class cells, insert `Max(class)`, lookup `Min`) against core's
+//! `SpatialFilter` of the same shape, the single definition of the kind: random inserts with
 //! random classes, lookups of present and absent keys, often the same key back to back, with
 //! input gaps and output backpressure, in Verilator and Icarus Verilog. Every answer and every
-//! cell of every bank afterwards must equal the model's; the design without forwarding must fail
+//! cell of every bank afterwards must equal the filter's; the design without forwarding must fail
 //! the same stimulus.
 #[macro_use]
 mod common;
 
-use bloomlanes_core::counting::cell;
-use bloomlanes_core::Layout;
+use bloomlanes_core::{Layout, Params, SpatialFilter};
 use bloomlanes_hdl::sim::{self, BenchParams, Checked, Op, Reference, Simulator};
 use bloomlanes_hdl::{
-    generate_pipeline, CellAlu, CellSpec, Cells, HdlConfig, KeyMode, PipelineConfig, Reduction,
+    generate_pipeline, CellAlu, CellSpec, HdlConfig, KeyMode, PipelineConfig, Reduction,
 };
 use common::*;
 
-/// The spatial filter as the lead's core will define it: `c`-bit cells packed little-endian in
-/// 32-bit words (`32 / c` per word, cell `k` at bits `c × (k mod 32/c)` of word `k / (32/c)`),
-/// the key's cells those of `bloomlanes_core::counting::cell`.
-#[derive(Clone, Debug)]
-struct SpatialModel {
-    layout: Layout,
-    blocks: u32,
-    bits: u32,
-    words: Vec<u32>,
-}
+/// Classes named in the reference filters: every class a cell of 4 or 8 bits holds, and the
+/// first 255 of a 16-bit cell (the higher ones the stimulus writes go through core's cell update
+/// alone: see `Reference for SpatialFilter`).
+const NAMED_CLASSES: u32 = 255;
 
-impl SpatialModel {
-    fn new(cfg: &HdlConfig, bits: u32) -> SpatialModel {
-        let cells = u64::from(cfg.blocks) * cfg.layout.block_bits() as u64;
-        SpatialModel {
-            layout: cfg.layout,
-            blocks: cfg.blocks,
-            bits,
-            words: vec![0; (cells * u64::from(bits)).div_ceil(32) as usize],
-        }
-    }
-
-    fn get(&self, k: u64) -> u32 {
-        let per = u64::from(32 / self.bits);
-        let shift = (k % per) as u32 * self.bits;
-        (self.words[(k / per) as usize] >> shift) & ((1u64 << self.bits) - 1) as u32
-    }
-
-    fn set(&mut self, k: u64, v: u32) {
-        let per = u64::from(32 / self.bits);
-        let shift = (k % per) as u32 * self.bits;
-        let mask = (((1u64 << self.bits) - 1) as u32) << shift;
-        let w = &mut self.words[(k / per) as usize];
-        *w = (*w & !mask) | (v << shift & mask);
-    }
-
-    fn key_cells(&self, hash: u64) -> Vec<u64> {
-        (0..self.layout.lanes())
-            .map(|lane| cell(self.layout, self.blocks, hash, lane))
-            .collect()
-    }
-}
-
-impl Cells for SpatialModel {
-    fn cell(&self, lane: usize, entry: u64) -> u64 {
-        let w = u64::from(self.layout.word_bits());
-        let (block, bit) = (entry / w, entry % w);
-        u64::from(self.get((block * self.layout.lanes() as u64 + lane as u64) * w + bit))
-    }
-}
-
-impl Reference for SpatialModel {
-    fn apply(&mut self, code: u8, hash: u64, value: u32) -> u32 {
-        let cells = self.key_cells(hash);
-        match code {
-            0 => cells.iter().map(|&k| self.get(k)).min().unwrap_or(0),
-            1 => {
-                for k in cells {
-                    let v = self.get(k).max(value);
-                    self.set(k, v);
-                }
-                0
-            }
-            _ => 0,
-        }
-    }
+/// An empty spatial filter of core with the design's layout, blocks and cell width: the
+/// reference the RTL is checked against.
+fn reference(cfg: &HdlConfig, bits: u32) -> SpatialFilter {
+    let classes = ((1u32 << bits) - 1).min(NAMED_CLASSES);
+    let names: Vec<String> = (1..=classes).map(|c| format!("c{c}")).collect();
+    SpatialFilter::new(Params::new(cfg.layout, cfg.blocks), bits, &names)
+        .expect("a spatial filter of the design's shape")
 }
 
 fn scfg(layout: Layout, blocks: u32, key: KeyMode, bits: u32) -> PipelineConfig {
@@ -138,7 +83,7 @@ fn spatial_ops(c: &PipelineConfig, n: usize, pool: usize, seed: u64) -> Vec<(Op,
     ops
 }
 
-/// The spatial filter under test: [`matrix`], [`spatial_ops`], [`SpatialModel`].
+/// The spatial filter under test: [`matrix`], [`spatial_ops`], core's [`SpatialFilter`].
 struct Spatial;
 
 impl Kind for Spatial {
@@ -147,7 +92,7 @@ impl Kind for Spatial {
     const VERILATOR: Plan = (&[0, 1, 2, 3, 4], (20_000, 3000), 2);
     const ICARUS: Plan = (&[0, 1, 3], (4_000, 1000), 1);
 
-    type Model = SpatialModel;
+    type Model = SpatialFilter;
     type Stim = (Op, u32);
 
     fn matrix() -> Vec<PipelineConfig> {
@@ -158,12 +103,12 @@ impl Kind for Spatial {
         spatial_ops(c, n, pool, seed)
     }
 
-    fn empty(c: &PipelineConfig) -> SpatialModel {
-        SpatialModel::new(&c.base, c.cells.bits)
+    fn empty(c: &PipelineConfig) -> SpatialFilter {
+        reference(&c.base, c.cells.bits)
     }
 
     /// Random classes in a quarter of the cells.
-    fn loaded(c: &PipelineConfig, seed: u64) -> SpatialModel {
+    fn loaded(c: &PipelineConfig, seed: u64) -> SpatialFilter {
         let mut m = Self::empty(c);
         let mut rng = Rng(seed);
         for _ in 0..c.base.bank_entries() / 4 {
@@ -175,7 +120,7 @@ impl Kind for Spatial {
     }
 
     /// Lookups of absent keys and of classes above 1.
-    fn exercised(ops: &[(Op, u32)], run: &Checked<SpatialModel>) {
+    fn exercised(ops: &[(Op, u32)], run: &Checked<SpatialFilter>) {
         let lookups = ops
             .iter()
             .zip(&run.expected[0])
@@ -220,10 +165,10 @@ fn spatial_forwarding_is_exercised() {
             readback: 64,
             ..BenchParams::default()
         };
-        let empty = SpatialModel::new(&good.base, 8);
-        let log = sim::run_pipeline(&good, s, None::<&SpatialModel>, &ops, p).unwrap();
+        let empty = reference(&good.base, 8);
+        let log = sim::run_pipeline(&good, s, None::<&SpatialFilter>, &ops, p).unwrap();
         sim::check_pipeline(&good, &empty, &ops, &log).unwrap();
-        let log = sim::run_pipeline(&bad, s, None::<&SpatialModel>, &ops, p).unwrap();
+        let log = sim::run_pipeline(&bad, s, None::<&SpatialFilter>, &ops, p).unwrap();
         assert!(
             sim::check_pipeline(&bad, &empty, &ops, &log).is_err(),
             "[{}] the design without forwarding passed",

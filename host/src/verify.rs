@@ -9,6 +9,7 @@ use crate::builder::FilterBuilder;
 use crate::bulk;
 use crate::error::Result;
 use crate::input::KeySet;
+use crate::kinds::verify_labels::LabelSet;
 use crate::kinds::{self, KindSpec};
 use crate::sample::{sample_keys, SplitMix64};
 
@@ -346,12 +347,16 @@ fn simulator_absent() -> Option<String> {
 /// up in a simulation of the generated RTL loaded with the reference filter's bank files.
 ///
 /// `kinds` says which kinds of filter to check: the static filter as above, the others by
-/// `kinds::verify::run` (their properties, and every backend against the core's reference).
+/// `kinds::verify::run` (their properties, and every backend against the core's reference);
+/// `labelled`, spatial filters and retrieval tables of the keys with those labels (e.g.
+/// [`Generated`](kinds::verify_labels::Generated)), by [`kinds::verify_labels`].
 /// `progress` hears of each check before it starts.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     keys: &KeySet,
     layouts: &[Layout],
     kinds: &[KindSpec],
+    labelled: &[LabelSet<'_>],
     fpp: f64,
     seed: u64,
     hdl_keys: usize,
@@ -359,7 +364,8 @@ pub fn run(
 ) -> Result<VerifyReport> {
     let absent = absent_keys(keys.len());
     let engines = backend::available();
-    let mut steps = Steps::new(layouts.len() * kinds.len() * engines.len(), progress);
+    let checks = layouts.len() * (kinds.len() + labelled.len()) * engines.len();
+    let mut steps = Steps::new(checks, progress);
     let mut rows = Vec::new();
     let static_layouts = if kinds.contains(&KindSpec::Static) {
         layouts
@@ -438,8 +444,16 @@ pub fn run(
     rows.extend(kinds::verify::run(
         keys, &absent, layouts, &others, fpp, seed, hdl_keys, &mut steps,
     )?);
+    for &set in labelled {
+        rows.extend(kinds::verify_labels::run(
+            keys, &absent, set, layouts, fpp, seed, &mut steps,
+        )?);
+    }
     steps.finish();
     let mut absent_backends = backend::absent();
+    if !labelled.is_empty() {
+        absent_backends.extend(kinds::verify_labels::gpu_skipped());
+    }
     if hdl_keys > 0 {
         if let Some(why) = simulator_absent() {
             absent_backends.push(("hdl-sim".into(), why));
@@ -468,16 +482,16 @@ pub fn run_labelled(
     let mut steps = Steps::new(layouts.len() * engines, progress);
     let rows = kinds::verify_labels::run(keys, &absent, labels, layouts, fpp, seed, &mut steps)?;
     steps.finish();
-    Ok(VerifyReport {
-        rows,
-        absent: backend::absent(),
-    })
+    let mut absent = backend::absent();
+    absent.extend(kinds::verify_labels::gpu_skipped());
+    Ok(VerifyReport { rows, absent })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::input::{KeyKind, KeySetBuilder};
+    use crate::kinds::verify_labels::{Generated, GENERATED_KINDS};
 
     /// Verify takes the whole key set as a batch (an O(n) check of its offsets) a fixed number
     /// of times, however many keys there are: linear, not once per key.
@@ -492,7 +506,10 @@ mod tests {
             let mut kinds = vec![KindSpec::Static];
             kinds.extend(kinds::verify::kinds_for(n));
             KEY_VIEWS.with(|v| v.set(0));
-            let report = run(&keys, &[Layout::L8x32], &kinds, 0.01, 1, 0, &mut |_| {}).unwrap();
+            let generated = Generated::for_keys(&keys);
+            let labelled = generated.sets(&GENERATED_KINDS);
+            let one = [Layout::L8x32];
+            let report = run(&keys, &one, &kinds, &labelled, 0.01, 1, 0, &mut |_| {}).unwrap();
             assert!(report.ok(), "{:?}", report.rows);
             KEY_VIEWS.with(|v| v.get())
         };
@@ -508,6 +525,7 @@ mod tests {
             &keys,
             &Layout::ALL,
             &[KindSpec::Static],
+            &[],
             0.01,
             42,
             0,

@@ -1,7 +1,8 @@
 //! Filters that answer *which*: `build --kind spatial` (a class per key) and `build --kind
 //! retrieval` (a value per key) from CSV key and label columns or one file per class, `query`
 //! printing classes and values (and `--counts` of counting filters), `stats`' per-class table,
-//! and each bad input refused with its file, line and column, nothing written.
+//! each bad input refused with its file, line and column, nothing written, and `verify` of both
+//! kinds with generated labels.
 
 mod common;
 
@@ -232,4 +233,37 @@ fn a_key_with_two_values_is_named_with_both_lines() {
     let err = refused(&d, &p, "--kind retrieval --value-column v --value-bits 4");
     assert!(err.contains("twice.csv") && err.contains("line 5"), "{err}");
     assert!(err.contains("\"beta\"") && err.contains("line 3"), "{err}");
+}
+
+/// `verify --kind all` (and `--kind spatial|retrieval` without inputs) checks both kinds with
+/// labels generated for its sample keys, on every CPU backend path, and exits 0; the GPU, not
+/// a row of these kinds, is a visible `SKIP:` line.
+#[test]
+fn verify_all_checks_spatial_and_retrieval_with_generated_labels() {
+    let v = json(&argv!("verify --keys 1500 --layout 8x64 --hdl-keys 0"));
+    assert_eq!(v["ok"], true, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    for kind in ["spatial", "retrieval"] {
+        let of_kind: Vec<&serde_json::Value> = rows.iter().filter(|r| r["kind"] == kind).collect();
+        assert!(of_kind.len() >= 2, "{kind}: scalar and a SIMD path: {v}");
+        assert!(of_kind.iter().any(|r| r["backend"] == "scalar"), "{kind}");
+        assert!(of_kind.iter().all(|r| r["identical"] == true), "{kind}");
+    }
+    for kind in ["spatial", "retrieval"] {
+        let o = succeeds(bl().args(argv!(
+            "verify --keys 800 --layout 8x32 --hdl-keys 0 --kind",
+            kind
+        )));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(text.contains("all backends agree"), "{text}");
+        let named: Vec<&str> = text.lines().filter(|l| l.contains(" 8x32 ")).collect();
+        assert!(
+            named.len() >= 2 && named.iter().all(|l| l.contains(kind)),
+            "{text}"
+        );
+        assert!(
+            text.contains("SKIP: gpu"),
+            "the GPU is named as not checked: {text}"
+        );
+    }
 }

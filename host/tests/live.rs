@@ -204,6 +204,75 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
     let _ = IPV6_TUPLE_LEN;
 }
 
+/// `capture -w DIR` with a spatial filter on the veth pair: one capture per class (and `absent`),
+/// as `classify -w DIR` writes them, each holding exactly the packets of its class's flows.
+#[test]
+fn live_capture_writes_one_capture_per_class() {
+    let ns = match Netns::create() {
+        Ok(ns) => ns,
+        Err(why) => {
+            skip(format_args!(
+                "live per-class capture test: cannot create network namespaces ({why})"
+            ));
+            return;
+        }
+    };
+    let d = tmp();
+    // (source port, destination port, packets, class); class "" is not in the filter.
+    let sent = [
+        (40011u16, 5011u16, 7usize, "deny"),
+        (40012, 5012, 5, "allow"),
+        (40013, 5013, 4, "deny"),
+        (40014, 5014, 6, ""),
+    ];
+    let mut rules = String::from("flow\tclass\n");
+    for (sp, dp, _, class) in sent.iter().filter(|r| !r.3.is_empty()) {
+        rules.push_str(&format!(
+            "10.77.0.2:{sp} -> 10.77.0.1:{dp} proto 17\t{class}\n"
+        ));
+    }
+    let f = at(&d, "classes.blf");
+    build(
+        &write(&d, "rules.tsv", rules),
+        &f,
+        "--kind spatial --csv-column flow --class-column class --key-type flow \
+         --classes allow,mirror,deny --fpp 0.000001",
+    );
+    let dir = at(&d, "by_class");
+    let flows: Vec<(u16, u16, usize)> = sent.iter().map(|r| (r.0, r.1, r.2)).collect();
+    let flags = argv!("vA --duration 20s -w", dir);
+    let (o, _) = capture_while_sending(Some(&ns), &f, &flags, || send_from(&ns.b, &flows))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON summary");
+    assert_eq!(v["kind"], "spatial", "{v}");
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(4), "{v}");
+    assert_eq!(v["written"], v["packets"], "every packet is written: {v}");
+    // Each file: the classes' flows' packets, none of another's; `absent` the rest.
+    for class in ["allow", "mirror", "deny", "absent"] {
+        let bytes = std::fs::read(dir.join(format!("{class}.pcap"))).unwrap();
+        let got = pcap::parse(&bytes).unwrap();
+        let mut ports: Vec<u16> = (got.tuples.iter())
+            .filter(|t| t.len() == 13)
+            .map(|t| u16::from_be_bytes([t[8], t[9]]))
+            .filter(|p| sent.iter().any(|r| r.0 == *p))
+            .collect();
+        ports.sort_unstable();
+        let want = match class {
+            "absent" => "",
+            c => c,
+        };
+        let mut expected: Vec<u16> = (sent.iter())
+            .filter(|r| r.3 == want)
+            .flat_map(|r| std::iter::repeat_n(r.0, r.2))
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(ports, expected, "{class}.pcap");
+        if class != "absent" {
+            assert_eq!(got.packets, expected.len() as u64, "{class}.pcap");
+        }
+    }
+}
+
 /// `capture --per-packet` on the loopback interface (root only; a `SKIP:` line otherwise): one
 /// line per packet on standard output, in order, with the shared writer of `classify`.
 #[test]

@@ -47,6 +47,65 @@ impl LabelSet<'_> {
     }
 }
 
+/// The labels `verify` gives keys that come without any (`--kind all`, and `--kind spatial` or
+/// `--kind retrieval` without inputs): three classes (`allow`, `mirror`, `deny`) in 4-bit
+/// cells, and 12-bit values with 8 check bits. Each key's label is taken from its own hash (a
+/// seed of its own), so that a key listed twice gets one label whatever the keys are. These
+/// sets are made here and nowhere else, as [`super::verify::kinds_for`] makes the other kinds'.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    names: Vec<String>,
+    classes: Vec<u16>,
+    values: Vec<u32>,
+}
+
+/// The kinds [`Generated`] gives labels for, by name.
+pub const GENERATED_KINDS: [&str; 2] = ["spatial", "retrieval"];
+
+impl Generated {
+    /// Labels for each of `keys`.
+    pub fn for_keys(keys: &KeySet) -> Generated {
+        const LABEL_SEED: u64 = 0x6c61_6265_6c73_2323;
+        let hashes = hashes_of(key_view(keys), LABEL_SEED);
+        Generated {
+            names: ["allow", "mirror", "deny"].map(String::from).to_vec(),
+            classes: hashes.iter().map(|h| (h % 3) as u16 + 1).collect(),
+            values: hashes.iter().map(|h| (h >> 32) as u32 & 0xfff).collect(),
+        }
+    }
+
+    /// The label sets of the kinds in `kinds` (names of [`GENERATED_KINDS`]), in that order.
+    pub fn sets(&self, kinds: &[&str]) -> Vec<LabelSet<'_>> {
+        let all = [
+            LabelSet::Spatial {
+                names: &self.names,
+                cell_bits: 4,
+                classes: &self.classes,
+            },
+            LabelSet::Retrieval {
+                spec: RetrievalSpec::new(12, 8),
+                values: &self.values,
+            },
+        ];
+        all.into_iter()
+            .filter(|s| kinds.contains(&s.kind()))
+            .collect()
+    }
+}
+
+/// Why the GPU is no row of these kinds when it is present (when it is absent, the report
+/// says so for every kind).
+pub(crate) fn gpu_skipped() -> Option<(String, String)> {
+    backend::gpu_unavailable().is_none().then(|| {
+        (
+            "gpu (spatial, retrieval)".to_string(),
+            "verify compares these kinds on the CPU backends only; the GPU crate's tests compare \
+             its spatial and retrieval kernels with the core"
+                .to_string(),
+        )
+    })
+}
+
 /// A filter of either kind, owned.
 enum Built {
     Spatial(SpatialFilter),
@@ -416,5 +475,84 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(check(&t, table), None);
+    }
+
+    /// The generated labels use every class and many values, give a repeated key one label,
+    /// and check both kinds on every backend.
+    #[test]
+    fn generated_labels_check_both_kinds_on_every_backend() {
+        let mut listed: Vec<u64> = crate::sample::sample_keys(2000);
+        listed.extend_from_within(..100); // repeats: one label each, so a table still builds
+        let keys = KeySet::from_u64(listed);
+        let g = Generated::for_keys(&keys);
+        let sets = g.sets(&GENERATED_KINDS);
+        let kinds: Vec<&str> = sets.iter().map(LabelSet::kind).collect();
+        assert_eq!(kinds, GENERATED_KINDS);
+        assert_eq!(g.sets(&["retrieval"]).len(), 1);
+        let LabelSet::Spatial { classes, .. } = sets[0] else {
+            unreachable!()
+        };
+        for c in 1..=3 {
+            assert!(classes.iter().filter(|&&x| x == c).count() > 500, "{c}");
+        }
+        assert_eq!(classes[..100], classes[2000..]);
+        let LabelSet::Retrieval { values, .. } = sets[1] else {
+            unreachable!()
+        };
+        let distinct: std::collections::BTreeSet<u32> = values.iter().copied().collect();
+        assert!(distinct.len() > 1000, "{}", distinct.len());
+        let absent = absent_keys(1000);
+        for set in sets {
+            let mut hook = |_| {};
+            let mut steps = Steps::new(0, &mut hook);
+            let one = [Layout::L8x64];
+            let rows = run(&keys, &absent, set, &one, 0.01, 9, &mut steps).unwrap();
+            assert!(rows.len() >= 2, "{rows:?}");
+            assert!(rows.iter().all(|r| r.difference.is_none()), "{rows:?}");
+        }
+    }
+
+    /// The comparison of a backend with the reference finds one answer altered in what it is
+    /// compared with (a listed key's class, an absent key's verdict), and names that key.
+    #[test]
+    fn one_altered_answer_is_a_difference() {
+        let keys = sample_keyset(500);
+        let absent = absent_keys(300);
+        let g = Generated::for_keys(&keys);
+        let probe = backend::available()
+            .iter()
+            .find_map(|e| e.simd_probe())
+            .expect("a SIMD path");
+        for set in g.sets(&GENERATED_KINDS) {
+            let shape = FilterBuilder::new().seed(4).params(500).unwrap();
+            let view = key_view(&keys);
+            let hashes = hashes_of(view, 4);
+            let reference = build(shape, set, view, &hashes, None).unwrap();
+            let listed = reference.core_labels(&hashes);
+            let missing = reference.core_labels(&hashes_of(Keys::U64(&absent), 4));
+            let check = |expected: (&Labels, &Labels)| {
+                compare(probe, &reference, shape, set, &keys, &absent, expected).unwrap()
+            };
+            assert_eq!(check((&listed, &missing)), None, "{}", set.kind());
+            for i in [0, 63, 64, 499] {
+                let mut wrong = listed.clone();
+                wrong.values[i] = if wrong.values[i] == 1 { 2 } else { 1 };
+                let d = check((&wrong, &missing));
+                let at = format!("listed key #{i} ");
+                assert!(
+                    matches!(&d, Some(Difference::Failed(m)) if m.contains(&at)),
+                    "{} {i}: {d:?}",
+                    set.kind()
+                );
+            }
+            let mut wrong = missing.clone();
+            wrong.found[0] ^= 1 << 5;
+            let d = check((&listed, &wrong));
+            assert!(
+                matches!(&d, Some(Difference::Failed(m)) if m.contains("absent key #5 ")),
+                "{}: {d:?}",
+                set.kind()
+            );
+        }
     }
 }

@@ -137,7 +137,7 @@ impl LabelFiles {
 
     /// Starts the files: `header` is a classic pcap file's 24-byte header (`None`: pcapng,
     /// whose section and interface blocks come through [`LabelFiles::block`]).
-    pub(super) fn begin(&mut self, header: Option<&[u8]>) -> Result<()> {
+    pub(crate) fn begin(&mut self, header: Option<&[u8]>) -> Result<()> {
         self.ext = if header.is_some() { "pcap" } else { "pcapng" };
         self.preamble = header.unwrap_or_default().to_vec();
         let known: Vec<u32> = self.names.keys().copied().collect();
@@ -185,7 +185,7 @@ impl LabelFiles {
     }
 
     /// Records of packets of `label` (`None`: absent).
-    pub(super) fn packets(&mut self, label: Option<u32>, records: &[u8]) -> Result<()> {
+    pub(crate) fn packets(&mut self, label: Option<u32>, records: &[u8]) -> Result<()> {
         let w = self.open(label)?;
         w.write_all(records).map_err(|e| write_err(w, e))
     }

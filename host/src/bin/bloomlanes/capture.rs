@@ -17,8 +17,9 @@ use serde_json::json;
 
 use crate::classify::{
     flows_json, labels_json, per_packet_lines, print_flows, print_labels, target, totals_json,
-    with_outputs, VerdictOutputs,
+    VerdictOutputs,
 };
+use crate::classify_dir::{files_json, with_verdict_outputs};
 use crate::opened::Opened;
 use crate::output::{emit, say};
 use crate::progress::{human_rate, Bar};
@@ -105,11 +106,12 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
     };
     let mut bar = Bar::new(ctx.progress);
     let mut capture = |mut each: Option<EachPacket<'_>>| {
-        with_outputs(&a.outputs, |o| {
+        with_verdict_outputs(labeller.as_ref(), &a.outputs, |o| {
             let out = LiveOutputs {
                 packets: o.packets,
                 bitmap: o.bitmap,
                 flows: o.flows,
+                by_label: o.by_label,
             };
             let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
             live.run(&classifier, stop, &interrupted, out, each, &mut |p| {
@@ -117,7 +119,7 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
             })
         })
     };
-    let summary = if a.outputs.per_packet {
+    let (summary, written) = if a.outputs.per_packet {
         per_packet_lines(labeller.as_ref(), ctx.json, true, |each| {
             capture(Some(each))
         })?
@@ -135,6 +137,12 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
         v["packets_per_second"] = json!(rate);
         v["kernel_seen"] = json!(summary.kernel_seen);
         v["kernel_dropped"] = json!(summary.kernel_dropped);
+        if let Some(p) = &a.outputs.write {
+            v["write"] = json!(p.display().to_string());
+        }
+        if !written.is_empty() {
+            v["files"] = files_json(&written);
+        }
         if a.outputs.flows {
             v["flows"] = flows_json(t, None);
         }

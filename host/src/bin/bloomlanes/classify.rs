@@ -76,10 +76,10 @@ impl From<ByArg> for PacketKey {
 pub struct VerdictOutputs {
     /// Write the selected packets (see --select) to this capture file, in the input's format
     /// (pcap or pcapng; a live capture writes pcap) with its timestamps, link types and snap
-    /// lengths, through a temporary file renamed into place on success. `classify` against a
-    /// spatial filter or retrieval table: a directory (made if missing) that gets every packet
-    /// in one capture per class or value (`deny.pcap`, `7.pcapng`) and `absent` (--select is
-    /// not used), all put in place only when the run succeeds.
+    /// lengths, through a temporary file renamed into place on success. Against a spatial
+    /// filter or retrieval table: a directory (made if missing) that gets every packet in one
+    /// capture per class or value (`deny.pcap`, `7.pcapng`) and `absent` (--select is not
+    /// used), all put in place only when the run succeeds (`capture`: when it stops).
     #[arg(short, long, value_name = "FILE|DIR")]
     pub write: Option<PathBuf>,
     /// Which packets --write gets.
@@ -475,14 +475,11 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let mut run_all = |each: Option<EachPacket<'_>>| {
         let mut each = each;
-        let mut go = |out: Outputs<'_>| {
+        let go = |out: Outputs<'_>| {
             let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
             classify::classify_each(target, &a.capture, &cfg, out, each, &mut |p| bar.update(p))
         };
-        match (&labeller, &a.outputs.write) {
-            (Some(l), Some(dir)) => classify_dir::with_label_files(dir, l, &a.outputs, go),
-            _ => Ok((with_outputs(&a.outputs, &mut go)?, Vec::new())),
-        }
+        classify_dir::with_verdict_outputs(labeller.as_ref(), &a.outputs, go)
     };
     let (totals, written) = if a.outputs.per_packet {
         per_packet_lines(labeller.as_ref(), ctx.json, false, |each| {
@@ -508,10 +505,7 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
             v["write"] = json!(p.display().to_string());
         }
         if labeller.is_some() && !written.is_empty() {
-            v["files"] = json!(written
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>());
+            v["files"] = classify_dir::files_json(&written);
         }
         if let Some(p) = &a.outputs.bitmap {
             v["bitmap"] = json!(p.display().to_string());

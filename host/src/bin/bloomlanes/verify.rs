@@ -1,13 +1,14 @@
 //! `bloomlanes verify`: the same keys through every backend present, compared bit for bit and
 //! answer for answer with the scalar reference (and the RTL simulation when one is installed);
-//! spatial filters and retrieval tables from the caller's key and label pairs. A bar on
+//! spatial filters and retrieval tables from the caller's key and label pairs, or with labels
+//! generated for the keys (`--kind all`; `--kind spatial|retrieval` without inputs). A bar on
 //! standard error shows which check runs (a terminal only, as every command's bars).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::kinds::verify_labels::LabelSet;
+use bloomlanes_host::kinds::verify_labels::{Generated, LabelSet, GENERATED_KINDS};
 use bloomlanes_host::verify::{Step, VerifyReport};
 use bloomlanes_host::{kinds, verify, Error, KindSpec, Layout, Result};
 use bloomlanes_input::pairs::{self, LabelColumn};
@@ -41,10 +42,12 @@ pub struct VerifyArgs {
     /// Hash seed.
     #[arg(long, default_value = "0", value_parser = crate::args::parse_seed)]
     seed: u64,
-    /// Kind of filter to check: all, static, counting, stable, window or scalable (sample keys
-    /// or the inputs' keys); spatial or retrieval (the inputs' key and label pairs, read as
-    /// `build --kind spatial|retrieval` reads them: each listed key must be answered its own
-    /// class or higher, or exactly its own value, on every backend).
+    /// Kind of filter to check: all, static, counting, stable, window, scalable, spatial or
+    /// retrieval (sample keys or the inputs' keys; spatial and retrieval with labels generated
+    /// from each key's hash: three classes, 12-bit values). With inputs, --kind spatial or
+    /// retrieval reads the inputs' key and label pairs as `build --kind spatial|retrieval`
+    /// reads them. Each listed key must be answered its own class or higher, or exactly its
+    /// own value, on every CPU backend.
     #[arg(long, default_value = "all")]
     kind: String,
     /// Inserted (and as many absent) keys looked up in the RTL simulation, when a Verilog
@@ -100,15 +103,20 @@ fn parse_layouts(s: &str) -> Result<Vec<Layout>> {
     })
 }
 
-fn parse_kinds(s: &str, keys: usize) -> Result<Vec<KindSpec>> {
+/// The kinds `--kind` names: those filled from keys alone, and those that also take labels
+/// (generated: see [`Generated`]).
+fn parse_kinds(s: &str, keys: usize) -> Result<(Vec<KindSpec>, Vec<&'static str>)> {
     let mut all = vec![KindSpec::Static];
     all.extend(kinds::verify::kinds_for(keys));
     if s == "all" {
-        return Ok(all);
+        return Ok((all, GENERATED_KINDS.to_vec()));
+    }
+    if let Some(&labelled) = GENERATED_KINDS.iter().find(|&&k| k == s) {
+        return Ok((Vec::new(), vec![labelled]));
     }
     all.into_iter()
         .find(|k| k.name() == s)
-        .map(|k| vec![k])
+        .map(|k| (vec![k], Vec::new()))
         .ok_or_else(|| {
             Error::usage(format!(
                 "--kind {s:?}: expected all, static, counting, stable, window, scalable, spatial or \
@@ -123,7 +131,8 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     let layouts = parse_layouts(&a.layout)?;
     let mut checks = Checks::new(ctx.progress);
     let hook = &mut |s| checks.update(s);
-    if a.kind == "spatial" || a.kind == "retrieval" {
+    let own_labels = !a.inputs.is_empty() || !a.labels.class.is_empty();
+    if (a.kind == "spatial" || a.kind == "retrieval") && own_labels {
         return run_labelled(ctx, &a, &layouts, hook);
     }
     let keys: KeySet = if a.inputs.is_empty() {
@@ -131,8 +140,12 @@ pub fn run(ctx: &Ctx, a: VerifyArgs) -> Result<ExitCode> {
     } else {
         read_inputs(&a.inputs, &a.input.options())?.0
     };
-    let kinds = parse_kinds(&a.kind, keys.len())?;
-    let report = verify::run(&keys, &layouts, &kinds, a.fpp, a.seed, a.hdl_keys, hook)?;
+    let (kinds, labelled) = parse_kinds(&a.kind, keys.len())?;
+    let generated = Generated::for_keys(&keys);
+    let sets = generated.sets(&labelled);
+    let report = verify::run(
+        &keys, &layouts, &kinds, &sets, a.fpp, a.seed, a.hdl_keys, hook,
+    )?;
     show(ctx, &report, keys.len(), &|_| None)
 }
 
@@ -143,13 +156,6 @@ fn run_labelled(
     layouts: &[Layout],
     hook: verify::StepHook<'_>,
 ) -> Result<ExitCode> {
-    if a.inputs.is_empty() && a.labels.class.is_empty() {
-        return Err(Error::usage(format!(
-            "--kind {} verifies the inputs' keys and labels: give the CSV/TSV input (as for \
-             `build --kind {}`)",
-            a.kind, a.kind
-        )));
-    }
     let opts = a.input.options();
     let spatial;
     let retrieval;
@@ -263,7 +269,7 @@ fn show(
             ));
         }
         for (n, why) in &report.absent {
-            lines.push(format!("  (not checked: {n}: {why})"));
+            lines.push(format!("  SKIP: {n}: {why}"));
         }
         lines.push(if report.ok() {
             "all backends agree".into()

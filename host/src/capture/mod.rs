@@ -10,15 +10,20 @@
 //! interfaces); VLAN tags the kernel strips are not put back.
 
 use std::ffi::CString;
-use std::io::{self, Write};
+use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::bulk::{Progress, Stage as Doing};
 use crate::error::{Error, Result};
 use crate::input::pcap::Timestamp;
-use crate::ops::classify::{Classifier, ClassifyScratch, EachPacket, Select, Totals};
+use crate::ops::classify::{Classifier, ClassifyScratch, EachPacket, Totals};
 use crate::ops::stream::BitWriter;
+
+mod outputs;
+
+use outputs::Frame;
+pub use outputs::{write_pcap_header, LiveOutputs, SNAPLEN};
 
 // Kernel ABI constants (linux/if_packet.h, linux/socket.h).
 const SOL_PACKET: libc::c_int = 263;
@@ -329,9 +334,7 @@ impl LiveCapture {
             flows: out.flows.then(std::collections::HashMap::new),
             ..Totals::default()
         };
-        if let Some((w, _)) = out.packets.as_mut() {
-            write_pcap_header(*w, SNAPLEN).map_err(write_err)?;
-        }
+        out.begin()?;
         let mut bits = BitWriter::default();
         let mut scratch = ClassifyScratch::default();
         let mut block = 0usize;
@@ -366,17 +369,7 @@ impl LiveCapture {
                 &mut scratch,
             );
             classifier.check_unchanged()?;
-            if let Some((w, sel)) = out.packets.as_mut() {
-                for (i, f) in frames[..take].iter().enumerate() {
-                    if v.matched(i) == (*sel == Select::Matching) {
-                        write_record(*w, f).map_err(write_err)?;
-                        totals.written += 1;
-                    }
-                }
-            }
-            if let Some(w) = out.bitmap.as_mut() {
-                bits.write(*w, &v.bits, take).map_err(write_err)?;
-            }
+            totals.written += out.write(&frames[..take], &v, &mut bits)?;
             if let Some(each) = each.as_mut() {
                 for (j, f) in frames[..take].iter().enumerate() {
                     let time = Timestamp {
@@ -405,9 +398,7 @@ impl LiveCapture {
                 break 'outer;
             }
         }
-        if let Some(w) = out.bitmap.as_mut() {
-            bits.finish(*w).map_err(write_err)?;
-        }
+        out.finish(&mut bits)?;
         self.kernel_stats()?;
         progress(Progress::stream(Doing::Classify, totals.packets, 0, 0).finished());
         Ok(LiveSummary {
@@ -443,28 +434,6 @@ pub struct LiveSummary {
     pub kernel_dropped: u64,
     /// Seconds captured.
     pub seconds: f64,
-}
-
-/// Where a live capture's outputs go.
-#[derive(Default)]
-pub struct LiveOutputs<'w> {
-    /// The selected packets, as a pcap file (nanosecond timestamps, Ethernet).
-    pub packets: Option<(&'w mut dyn Write, Select)>,
-    /// One bit per packet.
-    pub bitmap: Option<&'w mut dyn Write>,
-    /// Count packets per flow.
-    pub flows: bool,
-}
-
-/// The snap length written in the pcap header of a live capture (packets are whole up to the
-/// ring's frame room).
-pub const SNAPLEN: u32 = 262_144;
-
-struct Frame<'a> {
-    sec: u32,
-    nsec: u32,
-    len: u32,
-    data: &'a [u8],
 }
 
 /// The packets of a block handed over by the kernel (bounds-checked: a bad offset ends the walk).
@@ -507,32 +476,6 @@ fn block_frames(b: &[u8]) -> Vec<Frame<'_>> {
         at += next as usize;
     }
     out
-}
-
-/// Writes a classic pcap header: nanosecond timestamps, little-endian, Ethernet.
-pub fn write_pcap_header(w: &mut dyn Write, snaplen: u32) -> io::Result<()> {
-    let mut h = Vec::with_capacity(24);
-    h.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&4u16.to_le_bytes());
-    h.extend_from_slice(&[0; 8]);
-    h.extend_from_slice(&snaplen.to_le_bytes());
-    h.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-    w.write_all(&h)
-}
-
-fn write_record(w: &mut dyn Write, f: &Frame<'_>) -> io::Result<()> {
-    let mut h = [0u8; 16];
-    h[0..4].copy_from_slice(&f.sec.to_le_bytes());
-    h[4..8].copy_from_slice(&f.nsec.to_le_bytes());
-    h[8..12].copy_from_slice(&(f.data.len() as u32).to_le_bytes());
-    h[12..16].copy_from_slice(&f.len.to_le_bytes());
-    w.write_all(&h)?;
-    w.write_all(f.data)
-}
-
-fn write_err(e: io::Error) -> Error {
-    Error::io(std::path::Path::new("<output>"), "write", e)
 }
 
 /// Waits for `d`, or until `interrupted` is set.
