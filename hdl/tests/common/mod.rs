@@ -113,6 +113,28 @@ pub fn random_ops(
     ops
 }
 
+/// The kinds whose exports carry the whole kit (README, Makefile, board tops, AXI wrapper,
+/// cocotb, formal), as [`export_kind`] names them.
+pub const KIT_KINDS: [&str; 2] = ["static", "counting"];
+
+/// Exports a design of `c`'s shape of `kind` (static, or counting with 4-bit counters; one
+/// port) with empty banks into `dir`.
+pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::ExportSummary {
+    use bloomlanes_core::CounterBits;
+    use bloomlanes_hdl::CountingConfig;
+    let done = match kind {
+        "static" => bloomlanes_hdl::export(c, None, dir, false),
+        "counting" => {
+            let mut one = c.clone();
+            one.lookup_ports = 1;
+            let cc = CountingConfig::new(one, CounterBits::Four);
+            bloomlanes_hdl::export_counting_kit(&cc, None, dir, false)
+        }
+        k => panic!("no export of a {k} filter"),
+    };
+    done.unwrap_or_else(|e| panic!("{kind} export of {}: {e}", c.top_name))
+}
+
 /// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
 /// `.ci/run` sets; off, the README's `cargo test --workspace` finishes in minutes and each such
 /// test prints a visible SKIP line.
