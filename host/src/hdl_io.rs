@@ -32,19 +32,24 @@ pub fn export(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Resu
 }
 
 /// Writes the counting pipeline of a counting filter (its RTL, test benches, one counter bank
-/// file per lane and a self-checking stimulus) into `dir`, as [`export`] does for a static
-/// filter; returns the files written.
+/// file per lane, a self-checking stimulus and the kit: report, README, Makefile, board tops,
+/// AXI wrapper, cocotb bench, formal harness; with `synth`, synthesis figures when Yosys is
+/// installed) into `dir`, as [`export`] does for a static filter.
 pub fn export_counting(
     cfg: &CountingConfig,
     filter: &CountingFilter,
     dir: &Path,
-) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+    synth: bool,
+) -> Result<ExportSummary> {
+    let mut summary = None;
     let staged_at = export_with(dir, &mut |staging| {
-        files = bloomlanes_hdl::export_counting(cfg, Some(filter), staging)?;
-        Ok(files.clone())
+        let s = bloomlanes_hdl::export_counting_kit(cfg, Some(filter), staging, synth)?;
+        let files = s.files.clone();
+        summary = Some(s);
+        Ok(files)
     })?;
-    Ok(files.iter().map(|p| moved(p, &staged_at, dir)).collect())
+    let summary = summary.ok_or_else(|| Error::usage("the HDL export produced nothing"))?;
+    Ok(relocate(summary, &staged_at, dir))
 }
 
 /// Writes what `generate` makes in a staging folder (it returns the files it wrote, each inside

@@ -265,19 +265,45 @@ fn hdl_design(
 fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
     let (design, warnings) = hdl_design(a, filter.params(), bloomlanes_hdl::CellSpec::STATIC, dir)?;
     let cfg = design.base;
-    let key = cfg.key;
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
+    let head = format!(
+        "wrote the RTL (top module {}, {} port{}) and {} bank files of {} ({}, {}) to {}:",
+        cfg.top_name,
+        cfg.lookup_ports,
+        if cfg.lookup_ports == 1 { "" } else { "s" },
+        filter.layout().lanes(),
+        a.filter.display(),
+        filter.layout(),
+        cfg.key,
+        dir.display()
+    );
+    let fields = json!({"form": "hdl", "ports": cfg.lookup_ports});
+    tell_export(ctx, a, &cfg, dir, &summary, &warnings, fields, head)
+}
+
+/// Says what an HDL export wrote: one JSON object (`form` and the other `fields`, the key
+/// input, top, warnings, files, report and synthesis figures) or `head` and the files.
+#[cfg(feature = "hdl")]
+#[allow(clippy::too_many_arguments)]
+fn tell_export(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    cfg: &bloomlanes_hdl::HdlConfig,
+    dir: &std::path::Path,
+    summary: &bloomlanes_hdl::ExportSummary,
+    warnings: &Warnings,
+    mut fields: serde_json::Value,
+    head: String,
+) -> Result<()> {
     let files: Vec<String> = summary
         .files
         .iter()
         .map(|p| p.display().to_string())
         .collect();
     if ctx.json {
-        emit(&json!({
+        let common = json!({
             "output": dir.display().to_string(),
-            "form": "hdl",
-            "key": key.to_string(),
-            "ports": cfg.lookup_ports,
+            "key": cfg.key.to_string(),
             "top": cfg.top_name,
             "warnings": warnings.json(),
             "files": files,
@@ -287,19 +313,13 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
                 "lutram": f.lutram, "dsp": f.dsp,
             })),
             "synth_skipped": summary.synth_skipped,
-        }))?;
+        });
+        if let (Some(m), serde_json::Value::Object(c)) = (fields.as_object_mut(), common) {
+            m.extend(c);
+        }
+        emit(&fields)?;
     } else {
-        let mut lines = vec![format!(
-            "wrote the RTL (top module {}, {} port{}) and {} bank files of {} ({}, {}) to {}:",
-            cfg.top_name,
-            cfg.lookup_ports,
-            if cfg.lookup_ports == 1 { "" } else { "s" },
-            filter.layout().lanes(),
-            a.filter.display(),
-            filter.layout(),
-            key,
-            dir.display()
-        )];
+        let mut lines = vec![head];
         lines.extend(files.iter().map(|f| format!("  {f}")));
         if let Some(f) = &summary.synth {
             lines.push(format!(
@@ -310,12 +330,16 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
         if let (true, Some(why)) = (a.synth, &summary.synth_skipped) {
             lines.push(format!("synthesis skipped: {why}"));
         }
+        lines.push(format!(
+            "the flow (simulation, formal, cocotb, boards): {}",
+            dir.join("README.md").display()
+        ));
         say(&lines.join("\n"))?;
     }
     Ok(())
 }
 
-/// `export --hdl DIR --counting`: the counting pipeline of a counting filter.
+/// `export --hdl DIR --counting`: the counting pipeline of a counting filter, with the kit.
 #[cfg(feature = "hdl")]
 fn export_counting_hdl(
     ctx: &Ctx,
@@ -332,33 +356,18 @@ fn export_counting_hdl(
     let cells = CellSpec::counting(c.counter_bits());
     let (design, warnings) = hdl_design(a, c.params(), cells, dir)?;
     let cfg = CountingConfig::new(design.base, c.counter_bits());
-    let key = cfg.base.key;
-    let files = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir)?;
-    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    if ctx.json {
-        emit(&json!({
-            "output": dir.display().to_string(),
-            "form": "hdl-counting",
-            "key": key.to_string(),
-            "counter_bits": cfg.counter_bits.bits(),
-            "top": cfg.base.top_name,
-            "warnings": warnings.json(),
-            "files": names,
-        }))?;
-    } else {
-        let mut lines = vec![format!(
-            "wrote the counting pipeline (top module {}, {}-bit counters, {}) and {} counter bank files of {} to {}:",
-            cfg.base.top_name,
-            cfg.counter_bits.bits(),
-            key,
-            c.params().layout.lanes(),
-            a.filter.display(),
-            dir.display()
-        )];
-        lines.extend(names.iter().map(|f| format!("  {f}")));
-        say(&lines.join("\n"))?;
-    }
-    Ok(())
+    let summary = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir, a.synth)?;
+    let head = format!(
+        "wrote the counting pipeline (top module {}, {}-bit counters, {}) and {} counter bank files of {} to {}:",
+        cfg.base.top_name,
+        cfg.counter_bits.bits(),
+        cfg.base.key,
+        c.params().layout.lanes(),
+        a.filter.display(),
+        dir.display()
+    );
+    let fields = json!({"form": "hdl-counting", "counter_bits": cfg.counter_bits.bits()});
+    tell_export(ctx, a, &cfg.base, dir, &summary, &warnings, fields, head)
 }
 
 #[cfg(not(feature = "hdl"))]
