@@ -56,6 +56,7 @@ mod retrieval;
 mod retrieval_mul;
 mod rmw;
 pub mod sim;
+mod spatial_export;
 mod stimulus;
 mod top;
 mod verilog;
@@ -78,6 +79,7 @@ pub use counting_banks::{
 pub use counting_export::{export_counting, export_counting_kit, COUNTING_BENCH_OPS};
 pub use report::{export, ExportSummary, SynthFigures};
 pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
+pub use spatial_export::export_spatial_kit;
 
 /// Largest number of entries of one bank (`z × W`): 2^24 bits, far more than any FPGA's block RAM
 /// per bank; it keeps addresses, bank files and simulations sane.

@@ -46,8 +46,14 @@ fn every_kind_gets_a_kit_wired_to_its_design() {
         let s = export_kind(kind, &c, &dir);
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         let rtl = read(&format!("{t}.v"));
+        // (answer port, answer bits, cell bits, what op 2 does)
+        let (answer, answer_bits, cell_bits, op2) = match kind {
+            "static" => ("m0_hit", 1, 1, "2 clear"),
+            "counting" => ("m0_hit", 1, 4, "2 delete"),
+            _ => ("m0_min", 4, 4, "2 and 3 no-op"),
+        };
         let core = module_ports(&rtl, t);
-        assert!(core.contains(&"m0_hit".to_string()), "{kind}: {core:?}");
+        assert!(core.contains(&answer.to_string()), "{kind}: {core:?}");
         for top in [
             format!("{t}_axis.v"),
             format!("{t}_board.v"),
@@ -70,20 +76,15 @@ fn every_kind_gets_a_kit_wired_to_its_design() {
             );
         }
         let config = read("cocotb/config.json");
-        let mg_bits = if kind == "counting" { 32 } else { 8 };
+        let mg_bits = 8 * cell_bits;
         for want in [
             format!("\"kind\": \"{kind}\""),
-            format!("\"cell_bits\": {}", mg_bits / 8),
-            "\"answer_bits\": 1".to_string(),
+            format!("\"cell_bits\": {cell_bits}"),
+            format!("\"answer_bits\": {answer_bits}"),
         ] {
             assert!(config.contains(&want), "{kind}: no {want} in {config}");
         }
         let axis = read(&format!("{t}_axis.v"));
-        let op2 = if kind == "counting" {
-            "2 delete"
-        } else {
-            "2 clear"
-        };
         assert!(
             axis.contains(op2) && axis.contains(&format!("wire [{}:0] mg_rdata", mg_bits - 1)),
             "{kind}: {axis}"

@@ -115,10 +115,10 @@ pub fn random_ops(
 
 /// The kinds whose exports carry the whole kit (README, Makefile, board tops, AXI wrapper,
 /// cocotb, formal), as [`export_kind`] names them.
-pub const KIT_KINDS: [&str; 2] = ["static", "counting"];
+pub const KIT_KINDS: [&str; 3] = ["static", "counting", "spatial"];
 
-/// Exports a design of `c`'s shape of `kind` (static, or counting with 4-bit counters; one
-/// port) with empty banks into `dir`.
+/// Exports a design of `c`'s shape of `kind` (static; counting with 4-bit counters, one port,
+/// empty banks; spatial with 4-bit classes, one port, 60 keys in 3 classes) into `dir`.
 pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::ExportSummary {
     use bloomlanes_core::CounterBits;
     use bloomlanes_hdl::CountingConfig;
@@ -129,6 +129,18 @@ pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::Exp
             one.lookup_ports = 1;
             let cc = CountingConfig::new(one, CounterBits::Four);
             bloomlanes_hdl::export_counting_kit(&cc, None, dir, false)
+        }
+        "spatial" => {
+            let mut one = c.clone();
+            one.lookup_ports = 1;
+            let params = bloomlanes_core::Params::new(c.layout, c.blocks).with_seed(c.seed);
+            let mut f = bloomlanes_core::SpatialFilter::new(params, 4, &["a", "b", "c"]).unwrap();
+            let mut rng = Rng(7);
+            for i in 0..60u32 {
+                f.insert_hash(rng.next(), 1 + i % 3).unwrap();
+            }
+            let pc = PipelineConfig::spatial(one, 4);
+            bloomlanes_hdl::export_spatial_kit(&pc, &f, dir, false)
         }
         k => panic!("no export of a {k} filter"),
     };
