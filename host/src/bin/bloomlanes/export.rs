@@ -142,13 +142,19 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             f
         }
         Opened::Kind(AnyFilter::Counting(c)) => c.to_static(),
+        // The target group requires one of --hdl, --parquet and --static: here --hdl.
+        Opened::Kind(AnyFilter::Spatial(sp)) if a.parquet.is_none() && a.static_file.is_none() => {
+            let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
+            return export_spatial_hdl(ctx, &a, &sp, dir).map(|()| ExitCode::SUCCESS);
+        }
         Opened::Kind(other) => {
             return Err(Error::KindUnsupported {
                 path: a.filter.clone(),
                 op: "export",
                 kind: other.params().kind.name().to_string(),
                 hint: "it holds several images (generations or stages), not one static filter; \
-                       static, counting and stable filters export",
+                       static, counting and stable filters export, and a spatial filter to --hdl \
+                       alone",
             })
         }
     };
@@ -368,6 +374,51 @@ fn export_counting_hdl(
     );
     let fields = json!({"form": "hdl-counting", "counter_bits": cfg.counter_bits.bits()});
     tell_export(ctx, a, &cfg.base, dir, &summary, &warnings, fields, head)
+}
+
+/// `export --hdl DIR` of a spatial filter: the spatial pipeline (insert a class, look up the
+/// smallest class, one operation per clock) with its class banks and the kit.
+#[cfg(feature = "hdl")]
+fn export_spatial_hdl(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    sp: &bloomlanes_host::bloomlanes_core::SpatialFilter,
+    dir: &std::path::Path,
+) -> Result<()> {
+    if a.ports.is_some_and(|p| p != 1) {
+        return Err(Error::usage(
+            "--ports: the spatial pipeline has one port (insert and lookup)",
+        ));
+    }
+    let bits = sp.cell_bits().bits();
+    let cells = bloomlanes_hdl::CellSpec::spatial(bits);
+    let (design, warnings) = hdl_design(a, sp.params(), cells, dir)?;
+    let summary = bloomlanes_host::hdl_io::export_spatial(&design, sp, dir, a.synth)?;
+    let cfg = &design.base;
+    let head = format!(
+        "wrote the spatial pipeline (top module {}, {bits}-bit classes, {} classes, {}) and {} class bank files of {} to {}:",
+        cfg.top_name,
+        sp.classes(),
+        cfg.key,
+        sp.params().layout.lanes(),
+        a.filter.display(),
+        dir.display()
+    );
+    let fields = json!({"form": "hdl-spatial", "cell_bits": bits, "classes": sp.classes()});
+    tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
+}
+
+#[cfg(not(feature = "hdl"))]
+fn export_spatial_hdl(
+    _: &Ctx,
+    _: &ExportArgs,
+    _: &bloomlanes_host::bloomlanes_core::SpatialFilter,
+    _: &std::path::Path,
+) -> Result<()> {
+    Err(bloomlanes_host::Error::Unsupported {
+        what: "export --hdl",
+        feature: "hdl",
+    })
 }
 
 #[cfg(not(feature = "hdl"))]
