@@ -1,5 +1,6 @@
 //! `bloomlanes export`: the Parquet split-block form, the generated RTL and its bank files, or a
-//! static filter file; a counting or stable filter exports its projection.
+//! static filter file; a counting or stable filter exports its projection (or, `--counting`, its
+//! counting pipeline), a spatial filter its spatial pipeline (`--hdl` only).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
