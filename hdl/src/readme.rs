@@ -9,7 +9,7 @@ use crate::geo::Geo;
 use crate::pins::{core_pins, Pin};
 use crate::pipeline::PipelineConfig;
 use crate::resources::{check_fits, estimate, Device};
-use crate::{bank_file_name, KeyMode, MulStyle};
+use crate::{bank_file_name, HdlError, KeyMode, MulStyle};
 
 /// The boards the kit has pin constraints and Makefile targets for: (device, make target,
 /// constraints file, board).
@@ -146,14 +146,18 @@ pub(crate) fn readme(cfg: &PipelineConfig, g: &Geo) -> String {
         ),
         (
             "Hash",
-            format!(
-                "{} pipeline stage(s), multiplies in {}",
-                g.hash_stages,
-                match b.mul_style {
-                    MulStyle::Dsp => "DSP blocks (--mul-style dsp)",
-                    MulStyle::Lut => "LUTs (--mul-style lut)",
-                }
-            ),
+            if b.key == KeyMode::Prehashed {
+                "none on chip: the host sends XXH64 hashes".to_string()
+            } else {
+                format!(
+                    "{} pipeline stage(s), multiplies in {}",
+                    g.hash_stages,
+                    match b.mul_style {
+                        MulStyle::Dsp => "DSP blocks (--mul-style dsp)",
+                        MulStyle::Lut => "LUTs (--mul-style lut)",
+                    }
+                )
+            },
         ),
     ];
     s.push_str("| | |\n|---|---|\n");
@@ -251,6 +255,7 @@ print the median Fmax over `SEEDS` (default 1 2 3).
         let verdict = match check_fits(cfg, device) {
             Ok(f) if f.warnings.is_empty() => "yes".to_string(),
             Ok(f) => format!("perhaps: {}", f.warnings.join("; ")),
+            Err(HdlError::InvalidConfig(why)) => format!("no: {why}"),
             Err(e) => format!("no: {e}"),
         };
         let _ = writeln!(
