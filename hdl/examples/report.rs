@@ -125,7 +125,7 @@ fn main() {
                         "| {} | {lat} | skipped: {:?} | minimum {} |",
                         describe(c),
                         s.synth_skipped,
-                        bram_minimum(c)
+                        bram_minimum(&bloomlanes_hdl::PipelineConfig::static_filter(c))
                     );
                 }
             }

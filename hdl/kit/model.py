@@ -66,41 +66,92 @@ assert xxh64(b"", 0) == 0xEF46DB3751D8E999, "XXH64 self-check (docs/FORMAT.md se
 
 
 class Filter:
-    """Split-block Bloom filter: lanes x word_bits per block, blocks z, bank view per lane."""
+    """A filter of lanes x word_bits per block and z blocks, as banks: lane i's bank holds the
+    cells of lane i, entry block * W + bit (docs/FORMAT.md section 9). kind "static": 1-bit
+    cells set by an insert; "counting": cell_bits-bit counters, insert + 1 and delete - 1 (a
+    counter at the maximum is saturated and never changes again; a delete is refused unless every
+    counter of the key is positive); "spatial": cell_bits-bit classes, insert max(cell, value),
+    lookup the smallest cell."""
 
-    def __init__(self, lanes: int, word_bits: int, blocks: int, seed: int):
+    def __init__(self, lanes: int, word_bits: int, blocks: int, seed: int, cell_bits: int = 1,
+                 kind: str = "static"):
+        if kind not in ("static", "counting", "spatial"):
+            raise ValueError(f"no model of a {kind} filter")
         self.lanes, self.w, self.z, self.seed = lanes, word_bits, blocks, seed
+        self.bits, self.kind, self.max = cell_bits, kind, (1 << cell_bits) - 1
         self.shift = 32 - (word_bits.bit_length() - 1)
         self.clear()
 
     def clear(self):
         # banks[i][block * W + bit]: lane i's bank, exactly the hardware's memory.
-        self.banks = [bytearray(self.z * self.w) for _ in range(self.lanes)]
+        self.banks = [[0] * (self.z * self.w) for _ in range(self.lanes)]
 
     def positions(self, h: int):
         block = ((h >> 32) * self.z) >> 32
         lo = h & 0xFFFFFFFF
         return [block * self.w + (((lo * SALTS[i]) & 0xFFFFFFFF) >> self.shift) for i in range(self.lanes)]
 
-    def insert_hash(self, h: int):
+    def cells(self, h: int):
+        return [self.banks[i][a] for i, a in enumerate(self.positions(h))]
+
+    def insert_hash(self, h: int, value: int = 1):
         for i, a in enumerate(self.positions(h)):
-            self.banks[i][a] = 1
+            c = self.banks[i][a]
+            if self.kind == "static":
+                c = 1
+            elif self.kind == "counting":
+                c = c + 1 if c < self.max else c
+            else:
+                c = max(c, value)
+            self.banks[i][a] = c
+
+    def delete_hash(self, h: int) -> int:
+        """A counting filter's delete: 1 when done, 0 when refused (nothing changed)."""
+        if not all(self.cells(h)):
+            return 0
+        for i, a in enumerate(self.positions(h)):
+            if self.banks[i][a] != self.max:
+                self.banks[i][a] -= 1
+        return 1
 
     def contains_hash(self, h: int) -> bool:
-        return all(self.banks[i][a] for i, a in enumerate(self.positions(h)))
+        return all(self.cells(h))
+
+    def lookup_hash(self, h: int) -> int:
+        """A lookup's answer: 1 or 0 (membership), or the smallest cell (spatial)."""
+        return min(self.cells(h)) if self.kind == "spatial" else int(self.contains_hash(h))
+
+    def apply(self, op: int, h: int, value: int = 1) -> int:
+        """Applies operation code op (0 lookup, 1 insert, 2 clear / delete / nothing, 3 no-op)
+        and returns the hardware's answer."""
+        if op == 0:
+            return self.lookup_hash(h)
+        if op == 1:
+            self.insert_hash(h, value)
+            return 1 if self.kind == "counting" else 0
+        if op == 2 and self.kind == "static":
+            self.clear()
+        elif op == 2 and self.kind == "counting":
+            return self.delete_hash(h)
+        return 0
 
     def hash_key(self, key: bytes) -> int:
         return xxh64(key, self.seed)
 
     def entry(self, addr: int) -> int:
-        """Bit i = lane i's bank at entry addr (the AXI4-Lite BANK_DATA word)."""
-        return sum(self.banks[i][addr] << i for i in range(self.lanes))
+        """Bits cell_bits*i.. = lane i's cell at entry addr (the AXI4-Lite BANK_DATA word)."""
+        return sum(self.banks[i][addr] << (self.bits * i) for i in range(self.lanes))
+
+    def set_entry(self, addr: int, value: int):
+        """Writes entry addr of every bank from a BANK_DATA word (the inverse of entry)."""
+        for i in range(self.lanes):
+            self.banks[i][addr] = (value >> (self.bits * i)) & self.max
 
     def load_bank_files(self, paths):
-        """Reads $readmemh bank files (one 0/1 digit per line, // comments)."""
+        """Reads $readmemh bank files (one hex cell per line, // comments)."""
         for i, p in enumerate(paths):
-            bits = [int(line.split("//")[0].strip(), 16) for line in open(p)
-                    if line.split("//")[0].strip()]
-            if len(bits) != self.z * self.w:
-                raise ValueError(f"{p}: {len(bits)} entries, expected {self.z * self.w}")
-            self.banks[i][:] = bytes(bits)
+            cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
+                     if line.split("//")[0].strip()]
+            if len(cells) != self.z * self.w:
+                raise ValueError(f"{p}: {len(cells)} entries, expected {self.z * self.w}")
+            self.banks[i][:] = cells

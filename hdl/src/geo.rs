@@ -59,6 +59,8 @@ pub(crate) struct Geo {
     pub check_bits: u32,
     /// Width of the management port's data (`mg_wdata`, `mg_rdata`): one entry of every lane.
     pub mg_bits: u32,
+    /// Whether updates read the cells they write (read-modify-write: counting, spatial).
+    pub reads_cells: bool,
 }
 
 impl Geo {
@@ -66,6 +68,26 @@ impl Geo {
     /// read's cycles, execute and result, and the write's delay): the forwarding window.
     pub(crate) fn forwarding_window(&self) -> u32 {
         self.bank_read + 2 + self.write_delay
+    }
+
+    /// Which ports the banks of replica `r` have, as `(read on port A, read port B)`:
+    /// write-through designs read replica 0's port A for port 0 and one replica's port B for
+    /// each further port; read-modify-write designs write port A and read port B.
+    pub(crate) fn bank_roles(&self, r: usize) -> (bool, bool) {
+        if self.reads_cells {
+            (false, true)
+        } else {
+            (r == 0, Self::b_port(r) < self.ports)
+        }
+    }
+
+    /// The stream port that reads port B of replica `r` (write-through designs).
+    pub(crate) fn b_port(r: usize) -> usize {
+        if r == 0 {
+            1
+        } else {
+            r + 1
+        }
     }
 }
 
@@ -184,6 +206,7 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         check_bits: cfg.retrieval.map_or(0, |s| s.check_bits.into()),
         value_bits,
         mg_bits: s.lanes as u32 * cells.bits,
+        reads_cells: cells.reads_cells(),
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::axis::reg;
 use crate::geo::Geo;
-use crate::{bank_file_name, HdlConfig, KeyMode};
+use crate::{bank_file_name, KeyMode, PipelineConfig};
 
 const MODEL_PY: &str = include_str!("../kit/model.py");
 const TEST_PY: &str = include_str!("../kit/test_filter.py");
@@ -15,7 +15,8 @@ const RUN_PY: &str = include_str!("../kit/run.py");
 /// Random operations per port of the default cocotb run.
 pub const COCOTB_DEFAULT_OPS: u32 = 600;
 
-fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
+fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
+    let cfg = &pc.base;
     let t = &g.top;
     let (mode, bytes) = match cfg.key {
         KeyMode::Prehashed => ("prehashed", 8),
@@ -36,6 +37,9 @@ fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
         ("TIMING", reg::TIMING),
         ("BANK_ADDR", reg::BANK_ADDR),
         ("BANK_DATA", reg::BANK_DATA),
+        ("OP2S", reg::OP2S),
+        ("CELLS", reg::CELLS),
+        ("BANK_HI", reg::BANK_HI),
     ]
     .iter()
     .map(|(n, v)| format!("\"{n}\": {v}"))
@@ -46,6 +50,12 @@ fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
         s,
         "{{
   \"top\": \"{t}\",
+  \"kind\": \"{kind}\",
+  \"cell_bits\": {cb},
+  \"answer_bits\": {ab},
+  \"answer_name\": \"{an}\",
+  \"value_bits\": {vb},
+  \"entry_words\": {ew},
   \"rtl_dir\": \"..\",
   \"rtl_files\": [\"{t}.v\", \"{t}_axis.v\"],
   \"bank_files\": [{banks}],
@@ -65,6 +75,12 @@ fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
 }}
 ",
         banks = banks.join(", "),
+        kind = pc.cells.kind_name(),
+        cb = g.cell_bits,
+        ab = g.ans_bits,
+        an = g.ans_name,
+        vb = g.value_bits,
+        ew = crate::axis::hi_words(g) + 1,
         lanes = g.lanes,
         w = g.w,
         z = g.z,
@@ -79,7 +95,7 @@ fn config_json(cfg: &HdlConfig, g: &Geo) -> String {
 }
 
 /// Files of the kit: (path relative to the export folder, text).
-pub(crate) fn files(cfg: &HdlConfig, g: &Geo) -> Vec<(String, String)> {
+pub(crate) fn files(cfg: &PipelineConfig, g: &Geo) -> Vec<(String, String)> {
     let t = &g.top;
     vec![
         ("cocotb/config.json".into(), config_json(cfg, g)),
@@ -91,7 +107,8 @@ pub(crate) fn files(cfg: &HdlConfig, g: &Geo) -> Vec<(String, String)> {
     ]
 }
 
-/// A formal harness of the answer FIFO (`<top>_port`) in its environment: an answer is written
+/// A formal harness of the answer FIFO (`<top>_port`) in its environment: an answer (of the
+/// design's width: a hit, a counting lookup's or delete's answer, a minimum) is written
 /// `latency - 1` cycles after its operation was accepted, as in the filter.
 fn port_formal(g: &Geo) -> String {
     let t = &g.top;
@@ -107,7 +124,7 @@ module {t}_port_formal (
     input wire rst,
     input wire hold,
     input wire s_valid,
-    input wire w_hit,
+    input wire {ar}w_ans,
     input wire [{tw1}:0] s_tag,
     input wire m_ready
 );
@@ -121,12 +138,13 @@ module {t}_port_formal (
         pipe_t[0] <= s_tag;
         for (i = 1; i < {w}; i = i + 1) pipe_t[i] <= pipe_t[i - 1];
     end
-    wire m_valid, m_hit;
+    wire m_valid;
+    wire {ar}m_ans;
     wire [{tw1}:0] m_tag;
     {t}_port dut (
         .clk(clk), .rst(rst), .hold(hold), .s_fire(s_fire), .s_ready(s_ready),
-        .w_valid(pipe_v[{w1}]), .w_data(w_hit), .w_tag(pipe_t[{w1}]),
-        .m_valid(m_valid), .m_ready(m_ready), .m_data(m_hit), .m_tag(m_tag)
+        .w_valid(pipe_v[{w1}]), .w_data(w_ans), .w_tag(pipe_t[{w1}]),
+        .m_valid(m_valid), .m_ready(m_ready), .m_data(m_ans), .m_tag(m_tag)
     );
     // Operations accepted and not yet answered (a wrap below zero would break the first assert);
     // tags are sequence numbers, so the answers' tags show their order.
@@ -160,7 +178,7 @@ module {t}_port_formal (
             if ($past(m_valid) && !$past(m_ready)) begin
                 assert(m_valid);
                 assert(m_tag == $past(m_tag));
-                assert(m_hit == $past(m_hit));
+                assert(m_ans == $past(m_ans));
             end
             // hold (clear, management access) stops new operations from the next cycle.
             if ($past(hold)) assert(!s_ready);
@@ -171,6 +189,7 @@ module {t}_port_formal (
     end
 endmodule
 ",
+        ar = crate::geo::range(g.ans_bits),
         w = lat - 1,
         w1 = lat - 2,
         w2 = lat.saturating_sub(3),

@@ -9,13 +9,14 @@
 //!
 //! * [`write_bank_files`] writes a software [`Filter`] as one `$readmemh` file per bank, so a
 //!   filter built on the CPU or GPU runs in the FPGA image;
-//! * [`export`] writes the RTL, the test bench, the bank files and a resource report (Yosys, when
-//!   installed) into one folder;
+//! * [`export`] writes the RTL, the test bench, the bank files, a resource report (Yosys, when
+//!   installed) and the flow (README, Makefile, board tops, AXI wrapper, cocotb bench, formal
+//!   harness) into one folder;
 //! * [`generate_counting`] turns a [`CountingConfig`] into a counting-filter pipeline (one
 //!   counter bank per lane; insert, delete and lookup at one per clock with forwarding), whose
 //!   banks [`write_counting_bank_files`] loads from a software counting filter,
 //!   [`counting_sim`] checks against it, and [`export_counting`] writes with a self-checking
-//!   bench;
+//!   bench and the same flow;
 //! * [`simulate_lookups`] runs the generated RTL in Icarus Verilog or Verilator with banks loaded
 //!   from files and returns the answers, which must equal the software filter's.
 #![forbid(unsafe_code)]
@@ -48,12 +49,14 @@ pub mod names;
 mod pins;
 mod pipe;
 pub mod pipeline;
+mod readme;
 pub mod report;
 pub mod resources;
 mod retrieval;
 mod retrieval_mul;
 mod rmw;
 pub mod sim;
+mod spatial_export;
 mod stimulus;
 mod top;
 mod verilog;
@@ -73,9 +76,10 @@ pub use counting_banks::{
     counting_bank_entries, counting_filter_from_banks, read_counting_bank_files,
     write_counting_bank_files,
 };
-pub use counting_export::{export_counting, COUNTING_BENCH_OPS};
+pub use counting_export::{export_counting, export_counting_kit, COUNTING_BENCH_OPS};
 pub use report::{export, ExportSummary, SynthFigures};
 pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
+pub use spatial_export::export_spatial_kit;
 
 /// Largest number of entries of one bank (`z × W`): 2^24 bits, far more than any FPGA's block RAM
 /// per bank; it keeps addresses, bank files and simulations sane.

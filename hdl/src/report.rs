@@ -8,7 +8,7 @@ use std::time::Instant;
 use bloomlanes_core::{Filter, Params};
 
 use crate::sim::{on_path, run_cmd as run};
-use crate::{generate, write_bank_files_for, Design, HdlConfig, HdlError, KeyMode};
+use crate::{write_bank_files_for, Design, HdlConfig, HdlError, KeyMode, PipelineConfig};
 
 /// Bits of one UltraScale+ RAMB36E2 counted by the analytical minimum (36 Kib, parity included).
 pub const RAMB36_BITS: u64 = 36 * 1024;
@@ -81,17 +81,19 @@ pub struct ExportSummary {
     pub synth_skipped: Option<String>,
 }
 
-/// The analytical minimum of UltraScale+ block RAMs for the banks: replicas × L × ceil(z × W / 36 Kib).
-pub fn bram_minimum(cfg: &HdlConfig) -> u64 {
-    cfg.replicas() as u64 * cfg.layout.lanes() as u64 * cfg.bank_entries().div_ceil(RAMB36_BITS)
+/// The analytical minimum of UltraScale+ block RAMs for the banks: replicas × banks per replica
+/// × ceil(cells per bank × cell bits / 36 Kib).
+pub fn bram_minimum(cfg: &PipelineConfig) -> u64 {
+    let (depth, lanes) = cfg.bank_shape();
+    let bits = depth * u64::from(cfg.cells.bits);
+    cfg.base.replicas() as u64 * lanes as u64 * bits.div_ceil(RAMB36_BITS)
 }
 
 /// Whether the iCE40 HX8K run is attempted: prehashed (XXH64's 64-bit multiplies do not fit
 /// its 7680 cells) and the design surely fits ([`crate::check_fits`]: block RAMs, logic).
-pub fn ice40_feasible(cfg: &HdlConfig) -> bool {
-    let design = crate::PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC);
-    cfg.key == KeyMode::Prehashed
-        && crate::check_fits(&design, crate::Device::Ice40Hx8k).is_ok_and(|f| f.warnings.is_empty())
+pub fn ice40_feasible(cfg: &PipelineConfig) -> bool {
+    cfg.base.key == KeyMode::Prehashed
+        && crate::check_fits(cfg, crate::Device::Ice40Hx8k).is_ok_and(|f| f.warnings.is_empty())
 }
 
 /// Cell counts from a Yosys `stat` listing: the design hierarchy totals (or the last module).
@@ -153,7 +155,11 @@ fn yosys_stat(
 
 /// Runs `synth_xilinx -family xcup` (and, if feasible, `synth_ice40` + `nextpnr-ice40 --hx8k`)
 /// on `<top>.v` in `dir`.
-pub fn synthesize(cfg: &HdlConfig, design: &Design, dir: &Path) -> Result<SynthFigures, HdlError> {
+pub fn synthesize(
+    cfg: &PipelineConfig,
+    design: &Design,
+    dir: &Path,
+) -> Result<SynthFigures, HdlError> {
     let top = &design.top_name;
     let t0 = Instant::now();
     let cells = yosys_stat(dir, top, "xcup", "synth_xilinx -family xcup")?;
@@ -235,17 +241,46 @@ fn ice40(design: &Design, dir: &Path) -> Result<Ice40Figures, HdlError> {
 }
 
 /// Writes into `dir`: the RTL (`<top>.v`), the Verilog test bench (`<top>_tb.v`), the Verilator
-/// harness (`<top>_harness.cpp`), one bank file per lane (from `filter`, or empty), and a report
-/// (`<top>_report.md`) with the configuration, latency, read-after-write rule and, when `synth`
-/// is set and Yosys is installed, the UltraScale+ resources against the block RAM minimum and the
-/// iCE40 Fmax for small configurations.
+/// harness (`<top>_harness.cpp`), the kit (board tops, AXI wrapper, Makefile, constraints,
+/// cocotb bench, formal harness, `README.md`), one bank file per lane (from `filter`, or empty),
+/// the bench's stimulus and a report (`<top>_report.md`) with the configuration, latency,
+/// read-after-write rule and, when `synth` is set and Yosys is installed, the UltraScale+
+/// resources against the block RAM minimum and the iCE40 Fmax for small configurations.
 pub fn export(
     cfg: &HdlConfig,
     filter: Option<&Filter>,
     dir: &Path,
     synth: bool,
 ) -> Result<ExportSummary, HdlError> {
-    let design = generate(cfg)?;
+    let pc = PipelineConfig::static_filter(cfg);
+    export_pipeline(&pc, dir, synth, |design, dir| {
+        let empty;
+        let f = match filter {
+            Some(f) => {
+                cfg.check_filter(f)?;
+                f
+            }
+            None => {
+                empty = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
+                &empty
+            }
+        };
+        let mut files = write_bank_files_for(f, dir, &design.top_name)?;
+        files.extend(crate::sim::write_export_bench(cfg, f, dir)?);
+        Ok(files)
+    })
+}
+
+/// Writes the design of `cfg` with its whole kit into `dir` (created if needed): the sources,
+/// the kit files of every kind (`verilog::kit_files`), what `data` writes (the bank files and
+/// the bench's stimulus, which depend on the kind; it returns their paths) and the report.
+pub(crate) fn export_pipeline(
+    cfg: &PipelineConfig,
+    dir: &Path,
+    synth: bool,
+    data: impl FnOnce(&Design, &Path) -> Result<Vec<PathBuf>, HdlError>,
+) -> Result<ExportSummary, HdlError> {
+    let design = crate::generate_pipeline(cfg)?;
     let top = design.top_name.clone();
     let mut files = design.write_sources(dir)?;
     for (rel, text) in crate::verilog::kit_files(cfg) {
@@ -256,19 +291,7 @@ pub fn export(
         std::fs::write(&p, text)?;
         files.push(p);
     }
-    let empty;
-    let f = match filter {
-        Some(f) => {
-            cfg.check_filter(f)?;
-            f
-        }
-        None => {
-            empty = Filter::new(Params::new(cfg.layout, cfg.blocks).with_seed(cfg.seed));
-            &empty
-        }
-    };
-    files.extend(write_bank_files_for(f, dir, &top)?);
-    files.extend(crate::sim::write_export_bench(cfg, f, dir)?);
+    files.extend(data(&design, dir)?);
     let (synth_fig, skipped) = if !synth {
         (None, Some("not requested".to_string()))
     } else if !on_path("yosys") {
@@ -303,21 +326,28 @@ pub fn describe(cfg: &HdlConfig) -> String {
     )
 }
 
-/// The Markdown report of one configuration.
+/// The Markdown report of one design.
 pub fn report_text(
-    cfg: &HdlConfig,
+    cfg: &PipelineConfig,
     design: &Design,
     synth: Option<&SynthFigures>,
     skipped: Option<&str>,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# {}: {}\n", design.top_name, describe(cfg));
+    let (depth, lanes) = cfg.bank_shape();
     let _ = writeln!(
         s,
-        "- Banks: {} lanes × {} replica(s), each {} × 1 bit ({} address bits).",
-        cfg.layout.lanes(),
-        cfg.replicas(),
-        cfg.bank_entries(),
+        "# {}: {} filter, {}\n",
+        design.top_name,
+        cfg.cells.kind_name(),
+        describe(&cfg.base)
+    );
+    let _ = writeln!(s, "- Cells: {}.", cfg.cells);
+    let _ = writeln!(
+        s,
+        "- Banks: {lanes} lanes × {} replica(s), each {depth} × {} bit(s) ({} address bits).",
+        cfg.base.replicas(),
+        cfg.cells.bits,
         design.addr_bits
     );
     let _ = writeln!(
@@ -325,8 +355,13 @@ pub fn report_text(
         "- Latency: {} cycles (accept → answer offered); {} hash stage(s); II = 1 per port; answer FIFO {} entries.",
         design.latency_cycles, design.hash_stages, design.fifo_depth
     );
+    s.push_str(if cfg.cells.reads_cells() {
+        "- Read-after-write: none: every operation sees every operation accepted before it (the read-modify-write forwards the cells in flight).\n"
+    } else {
+        "- Read-after-write: none on port 0 (in order); on ports 1.. a lookup sees an insert accepted in an earlier cycle.\n"
+    });
     s.push_str(
-        "- Read-after-write: none on port 0 (in order); on ports 1.. a lookup sees an insert accepted in an earlier cycle.\n",
+        "- Flow: see README.md (simulation, formal checks, cocotb, synthesis for the boards).\n",
     );
     match (synth, skipped) {
         (Some(f), _) => {

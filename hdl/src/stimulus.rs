@@ -55,7 +55,7 @@ impl SplitMix64 {
 }
 
 /// The generator of an export's stimulus for a design with XXH64 seed `seed`.
-fn bench_rng(seed: u64) -> SplitMix64 {
+pub(crate) fn bench_rng(seed: u64) -> SplitMix64 {
     SplitMix64(0x0123_4567_89ab_cdef ^ seed)
 }
 

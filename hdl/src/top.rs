@@ -90,12 +90,8 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     // Write-through: port 0 reads replica 0's port A, port 1 its port B, ports 2.. one replica's
     // port B each. Read-modify-write: port 0 reads port B (its writes come later, on port A).
     for r in 0..g.replicas {
-        let b_port = if r == 0 { 1 } else { r + 1 };
-        let (read_a, has_b) = if read_b {
-            (false, true)
-        } else {
-            (r == 0, b_port < g.ports)
-        };
+        let b_port = Geo::b_port(r);
+        let (read_a, has_b) = g.bank_roles(r);
         let module = bank_module_name(t, read_a, has_b);
         let pins = bank_pins(read_a, has_b, c, aw);
         for lane in 0..l {

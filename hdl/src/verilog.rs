@@ -10,7 +10,7 @@ use crate::front::{self, Front, LEN_BITS};
 use crate::geo::{bank_module_name, geo, range, shape, Geo};
 use crate::pins::{bank_pins, declare};
 use crate::pipeline::PipelineConfig;
-use crate::{axis, bank_file_name, bench, board, kit, top, Design, HdlConfig, KeyMode, RamStyle};
+use crate::{axis, bank_file_name, bench, board, kit, readme, top, Design, KeyMode, RamStyle};
 
 pub(crate) fn generate(cfg: &PipelineConfig) -> Design {
     let front = front::build(&cfg.base, &shape(cfg));
@@ -39,16 +39,18 @@ pub(crate) fn generate(cfg: &PipelineConfig) -> Design {
     }
 }
 
-/// The files of the build and verification kit, as (path relative to the export folder, text).
-pub(crate) fn kit_files(cfg: &HdlConfig) -> Vec<(String, String)> {
-    let pc = PipelineConfig::new(cfg.clone(), crate::CellSpec::STATIC);
-    let front = front::build(cfg, &shape(&pc));
-    let g = geo(&pc, &front);
+/// The files of the build and verification kit of any design (the board tops, the AXI
+/// wrapper, the Makefile and constraints, the cocotb bench, the formal harness, the README), as
+/// (path relative to the export folder, text).
+pub(crate) fn kit_files(cfg: &PipelineConfig) -> Vec<(String, String)> {
+    let front = front::build(&cfg.base, &shape(cfg));
+    let g = geo(cfg, &front);
     let t = &g.top;
     let mut files = vec![
         (format!("{t}_board.v"), board::board_tops(&g)),
         (format!("{t}_wrap.v"), board::pin_light_top(&g)),
         (format!("{t}_axis.v"), axis::axis_module(cfg, &g)),
+        ("README.md".to_string(), readme::readme(cfg, &g)),
         ("Makefile".to_string(), board::makefile(&g)),
         (
             "fpga/hx8k_breakout.pcf".to_string(),
@@ -381,12 +383,7 @@ fn bank_modules(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     };
     let mut kinds = Vec::new();
     for r in 0..g.replicas {
-        let b_port = if r == 0 { 1 } else { r + 1 };
-        let k = if cfg.cells.reads_cells() {
-            (false, true)
-        } else {
-            (r == 0, b_port < g.ports)
-        };
+        let k = g.bank_roles(r);
         if !kinds.contains(&k) {
             kinds.push(k);
         }

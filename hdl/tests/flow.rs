@@ -360,11 +360,12 @@ fn export_bench_terminates_for_every_seed() {
     }
 }
 
-/// What the static export offers beyond its Verilog bench, on a design with registered banks
-/// (latency 14 instead of 12, a 32-entry answer FIFO): `make formal` (SymbiYosys proof of the
-/// FIFO and its handshakes at the registered design's depth) and the cocotb suite (random
-/// operations under backpressure, the AXI4-Lite register block, bank read-back), each run when
-/// its tools are installed, a visible SKIP line otherwise.
+/// What every export offers beyond its Verilog bench, on designs with registered banks (the
+/// static design's latency 14 instead of 12 with a 32-entry answer FIFO; the counting design's
+/// wider forwarding window): `make formal` (SymbiYosys proof of the FIFO and its handshakes at
+/// the registered design's depth) and the cocotb suite (random operations under backpressure,
+/// deletes and saturated counters of the counting design, the AXI4-Lite register block, bank
+/// read-back), each run when its tools are installed, a visible SKIP line otherwise.
 #[test]
 fn registered_export_passes_formal_and_cocotb() {
     if !full_runs() {
@@ -375,43 +376,53 @@ fn registered_export_passes_formal_and_cocotb() {
     }
     let mut c = cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1);
     c.registered_banks = true;
-    c.top_name = "reg_kit".into();
-    let dir = sim::fresh_dir("regkit").unwrap();
-    let d = export(&c, None, &dir, false).unwrap();
-    assert_eq!(
-        d.design.latency_cycles, 14,
-        "prehashed 8x32 with registered banks"
-    );
-    let sby = ["sby", "yowasp-sby"].into_iter().any(sim::on_path);
-    if sby && sim::on_path("yices-smt2") && sim::on_path("make") {
-        let (ok, out) = run_tool(
-            Command::new("make")
-                .current_dir(&dir)
-                .args(["-s", "formal"]),
-        );
-        assert!(ok && out.contains("DONE (PASS"), "make formal:\n{out}");
-    } else {
-        skip(format_args!(
-            "SKIP: registered_export_passes_formal_and_cocotb (formal): sby (or yowasp-sby), yices-smt2 or make is not installed"
-        ));
+    for kind in KIT_KINDS {
+        c.top_name = format!("reg_{kind}");
+        let dir = sim::fresh_dir("regkit").unwrap();
+        let d = export_kind(kind, &c, &dir);
+        if kind == "static" {
+            assert_eq!(
+                d.design.latency_cycles, 14,
+                "prehashed 8x32 with registered banks"
+            );
+        }
+        let sby = ["sby", "yowasp-sby"].into_iter().any(sim::on_path);
+        if sby && sim::on_path("yices-smt2") && sim::on_path("make") {
+            let (ok, out) = run_tool(
+                Command::new("make")
+                    .current_dir(&dir)
+                    .args(["-s", "formal"]),
+            );
+            assert!(
+                ok && out.contains("DONE (PASS"),
+                "{kind}: make formal:\n{out}"
+            );
+        } else {
+            skip(format_args!(
+                "SKIP: registered_export_passes_formal_and_cocotb ({kind}, formal): sby (or yowasp-sby), yices-smt2 or make is not installed"
+            ));
+        }
+        let cocotb = Command::new("python3")
+            .args(["-c", "import cocotb"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if cocotb && sim::on_path("iverilog") {
+            let (ok, out) = run_tool(
+                Command::new("python3")
+                    .current_dir(dir.join("cocotb"))
+                    .args(["run.py", "--ops", "150"]),
+            );
+            assert!(
+                ok && out.contains("3 passed, 0 failed"),
+                "{kind}: cocotb:\n{out}"
+            );
+        } else {
+            skip(format_args!(
+                "SKIP: registered_export_passes_formal_and_cocotb ({kind}, cocotb): iverilog or the cocotb Python package is not installed"
+            ));
+        }
+        std::fs::remove_dir_all(dir).ok();
     }
-    let cocotb = Command::new("python3")
-        .args(["-c", "import cocotb"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if cocotb && sim::on_path("iverilog") {
-        let (ok, out) = run_tool(
-            Command::new("python3")
-                .current_dir(dir.join("cocotb"))
-                .args(["run.py", "--ops", "150"]),
-        );
-        assert!(ok && out.contains("3 passed, 0 failed"), "cocotb:\n{out}");
-    } else {
-        skip(format_args!(
-            "SKIP: registered_export_passes_formal_and_cocotb (cocotb): iverilog or the cocotb Python package is not installed"
-        ));
-    }
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The kit's Makefile measures the top it names: its `RTL` files are all in the export, every
@@ -422,10 +433,16 @@ fn registered_export_passes_formal_and_cocotb() {
 /// synthesises for ECP5 through the Makefile's own rule; a SKIP line otherwise.
 #[test]
 fn exported_kit_measures_the_top_it_names() {
+    for kind in KIT_KINDS {
+        kit_measures_the_top_it_names(kind);
+    }
+}
+
+fn kit_measures_the_top_it_names(kind: &str) {
     let mut c = cfg(Layout::L8x32, 16, KeyMode::Prehashed, 1);
     c.top_name = "kit_tops".into();
     let dir = sim::fresh_dir("kit_tops").unwrap();
-    export(&c, None, &dir, false).unwrap();
+    export_kind(kind, &c, &dir);
     let mk = std::fs::read_to_string(dir.join("Makefile")).unwrap();
     let words = |var: &str| -> Vec<String> {
         let line = mk.lines().find_map(|l| l.strip_prefix(var));

@@ -212,45 +212,56 @@ fn checker_catches_wrong_answers() {
     assert!(sim::check(&c, &empty, &ops, &bad).is_err());
 }
 
+/// Every kind's export writes the same kit: the RTL, benches, bank files and stimulus, and the
+/// flow (issue 26: a counting export had no report, README, Makefile, board tops, AXI wrapper,
+/// cocotb bench or formal harness).
 #[test]
 fn export_writes_everything() {
-    let dir = sim::fresh_dir("export").unwrap();
-    let mut f = Filter::new(Params::new(Layout::L8x32, 20));
-    f.insert(b"hello");
-    let c = HdlConfig::for_filter(&f, KeyMode::Bytes(5));
-    let s = export(&c, Some(&f), &dir, false).unwrap();
-    for p in &s.files {
-        assert!(p.is_file(), "{}", p.display());
-    }
-    let top = &c.top_name;
-    for name in [
-        format!("{top}.v"),
-        format!("{top}_tb.v"),
-        format!("{top}_axis.v"),
-        format!("{top}_board.v"),
-        format!("{top}_bank07.hex"),
-        "Makefile".to_string(),
-        "bench_cfg.hex".to_string(),
-        "stim_p0.hex".to_string(),
-        "bench_expect_p0.hex".to_string(),
-        "fpga/hx8k_breakout.pcf".to_string(),
-        "fpga/ulx3s.lpf".to_string(),
-        "fpga/fmax.sh".to_string(),
-        "cocotb/run.py".to_string(),
-        "cocotb/model.py".to_string(),
-        "cocotb/test_filter.py".to_string(),
-        "cocotb/config.json".to_string(),
-        format!("formal/{top}_port.sby"),
-    ] {
+    let c = HdlConfig::new(Layout::L8x32, 20, KeyMode::Bytes(5), 0);
+    for kind in KIT_KINDS {
+        let dir = sim::fresh_dir("export").unwrap();
+        let s = export_kind(kind, &c, &dir);
+        for p in &s.files {
+            assert!(p.is_file(), "{}", p.display());
+        }
+        let top = &c.top_name;
+        for name in [
+            format!("{top}.v"),
+            format!("{top}_tb.v"),
+            format!("{top}_harness.cpp"),
+            format!("{top}_axis.v"),
+            format!("{top}_board.v"),
+            format!("{top}_wrap.v"),
+            format!("{top}_bank07.hex"),
+            format!("{top}_report.md"),
+            "README.md".to_string(),
+            "Makefile".to_string(),
+            "bench_cfg.hex".to_string(),
+            "stim_p0.hex".to_string(),
+            "bench_expect_p0.hex".to_string(),
+            "fpga/hx8k_breakout.pcf".to_string(),
+            "fpga/ulx3s.lpf".to_string(),
+            "fpga/fmax.sh".to_string(),
+            "cocotb/run.py".to_string(),
+            "cocotb/model.py".to_string(),
+            "cocotb/test_filter.py".to_string(),
+            "cocotb/config.json".to_string(),
+            format!("formal/{top}_port_formal.sv"),
+            format!("formal/{top}_port.sby"),
+        ] {
+            assert!(
+                s.files.iter().any(|p| p.ends_with(&name)),
+                "the {kind} export did not write {name}"
+            );
+        }
+        let report = std::fs::read_to_string(&s.report).unwrap();
         assert!(
-            s.files.iter().any(|p| p.ends_with(&name)),
-            "export did not write {name}"
+            report.contains("Latency") && report.contains(kind),
+            "{report}"
         );
+        assert!(s.synth.is_none());
+        std::fs::remove_dir_all(dir).ok();
     }
-    let report = std::fs::read_to_string(&s.report).unwrap();
-    assert!(report.contains("Latency"));
-    assert!(s.synth.is_none());
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]

@@ -10,8 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{CountingFilter, Filter};
-use bloomlanes_hdl::{CountingConfig, ExportSummary, HdlConfig, HdlError};
+use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
+use bloomlanes_hdl::{CountingConfig, ExportSummary, HdlConfig, HdlError, PipelineConfig};
 
 use crate::error::{Error, Result};
 use crate::outfile::{self, StagingDir};
@@ -20,31 +20,54 @@ use crate::outfile::{self, StagingDir};
 /// Yosys is installed) into the folder `dir`, which is created if it does not exist (its parent
 /// must). See the [module docs](self) for how a failure leaves nothing behind.
 pub fn export(cfg: &HdlConfig, filter: &Filter, dir: &Path, synth: bool) -> Result<ExportSummary> {
+    export_summary(dir, &mut |staging| {
+        bloomlanes_hdl::export(cfg, Some(filter), staging, synth)
+    })
+}
+
+/// Writes the counting pipeline of a counting filter (its RTL, test benches, one counter bank
+/// file per lane, a self-checking stimulus and the kit: report, README, Makefile, board tops,
+/// AXI wrapper, cocotb bench, formal harness; with `synth`, synthesis figures when Yosys is
+/// installed) into `dir`, as [`export`] does for a static filter.
+pub fn export_counting(
+    cfg: &CountingConfig,
+    filter: &CountingFilter,
+    dir: &Path,
+    synth: bool,
+) -> Result<ExportSummary> {
+    export_summary(dir, &mut |staging| {
+        bloomlanes_hdl::export_counting_kit(cfg, Some(filter), staging, synth)
+    })
+}
+
+/// Writes the spatial pipeline `cfg` of a spatial filter (its class banks, stimulus and kit)
+/// into `dir`, as [`export`] does for a static filter.
+pub fn export_spatial(
+    cfg: &PipelineConfig,
+    filter: &SpatialFilter,
+    dir: &Path,
+    synth: bool,
+) -> Result<ExportSummary> {
+    export_summary(dir, &mut |staging| {
+        bloomlanes_hdl::export_spatial_kit(cfg, filter, staging, synth)
+    })
+}
+
+/// Runs an export that returns its summary in a staging folder ([`export_with`]) and moves the
+/// summary's paths to `dir`.
+fn export_summary(
+    dir: &Path,
+    export: &mut dyn FnMut(&Path) -> std::result::Result<ExportSummary, HdlError>,
+) -> Result<ExportSummary> {
     let mut summary = None;
     let staged_at = export_with(dir, &mut |staging| {
-        let s = bloomlanes_hdl::export(cfg, Some(filter), staging, synth)?;
+        let s = export(staging)?;
         let files = s.files.iter().cloned().chain([s.report.clone()]).collect();
         summary = Some(s);
         Ok(files)
     })?;
     let summary = summary.ok_or_else(|| Error::usage("the HDL export produced nothing"))?;
     Ok(relocate(summary, &staged_at, dir))
-}
-
-/// Writes the counting pipeline of a counting filter (its RTL, test benches, one counter bank
-/// file per lane and a self-checking stimulus) into `dir`, as [`export`] does for a static
-/// filter; returns the files written.
-pub fn export_counting(
-    cfg: &CountingConfig,
-    filter: &CountingFilter,
-    dir: &Path,
-) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let staged_at = export_with(dir, &mut |staging| {
-        files = bloomlanes_hdl::export_counting(cfg, Some(filter), staging)?;
-        Ok(files.clone())
-    })?;
-    Ok(files.iter().map(|p| moved(p, &staged_at, dir)).collect())
 }
 
 /// Writes what `generate` makes in a staging folder (it returns the files it wrote, each inside

@@ -267,3 +267,64 @@ fn verify_all_checks_spatial_and_retrieval_with_generated_labels() {
         );
     }
 }
+
+/// Issue 26: `export --hdl` of a spatial filter writes its pipeline (insert a class, look up the
+/// smallest) with the kit every export has; one port only, and no static form. With Icarus and
+/// make installed, the exported bench (banks loaded from the filter) passes `make sim`.
+#[test]
+fn spatial_filters_export_their_pipeline_with_the_kit() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", RULES);
+    let f = at(&d, "f.blf");
+    build(
+        &rules,
+        &f,
+        "--kind spatial --csv-column ip --class-column action",
+    );
+    let out = at(&d, "rtl");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        out,
+        "--top spat --max-key-bytes 16"
+    ));
+    assert_eq!(v["form"], "hdl-spatial");
+    assert_eq!(
+        (v["cell_bits"].as_u64(), v["classes"].as_u64()),
+        (Some(4), Some(3))
+    );
+    let readme = hdl_kit(&out, "spat", "m0_min");
+    assert!(
+        readme.contains("spatial") && readme.contains("`s0_value`"),
+        "{readme}"
+    );
+    let e = fails(&argv!("export", f, "--hdl", at(&d, "x"), "--ports 2"), 2);
+    assert!(e.contains("one port"), "{e}");
+    let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
+    assert!(e.contains("cannot export a spatial filter"), "{e}");
+    assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
+    let have = |t: &str| {
+        std::process::Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !have("iverilog") || !have("make") {
+        bloomlanes_testkit::skip(format_args!(
+            "spatial_filters_export_their_pipeline_with_the_kit (make sim): iverilog or make is not installed"
+        ));
+        return;
+    }
+    let o = std::process::Command::new("make")
+        .args(["-s", "sim"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && text.contains("PASS: 1000 answers"),
+        "{text}"
+    );
+}

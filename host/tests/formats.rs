@@ -316,6 +316,13 @@ fn hdl_export_writes_rtl_and_banks() {
     assert_eq!(banks, 8, "one bank file per lane: {files:?}");
     assert!(files.iter().any(|f| f.ends_with(".v")));
     assert!(!files.is_empty() && rtl.join("bloomlanes.v").is_file());
+    // The flow beside the RTL (issue 26: the counting export's twin check is in kinds.rs).
+    let readme = hdl_kit(&rtl, "bloomlanes", "m0_hit");
+    assert!(
+        readme.contains("`s0_len`") && readme.contains("static"),
+        "{readme}"
+    );
+    assert_eq!(v["report"], s(&rtl.join("bloomlanes_report.md")));
     // A bad configuration fails and leaves no folder behind.
     let bad = at(&d, "bad");
     let e = fails(

@@ -521,6 +521,24 @@ fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
         .filter(|f| f.as_str().unwrap().contains("cnt_bank"))
         .count();
     assert_eq!(banks, 8, "one counter bank per lane: {files:?}");
+    // Issue 26: the counting export has the static export's flow, for its own ports: op 2 is a
+    // delete, the answer a counting lookup's or delete's, the entries 4 bits a lane.
+    let readme = hdl_kit(&out, "cnt", "m0_hit");
+    assert!(
+        readme.contains("2 delete") && readme.contains("counting") && readme.contains("4 bit(s)"),
+        "{readme}"
+    );
+    let axis = std::fs::read_to_string(out.join("cnt_axis.v")).unwrap();
+    assert!(
+        axis.contains("2 delete") && axis.contains("wire [31:0] mg_rdata"),
+        "{axis}"
+    );
+    let config = std::fs::read_to_string(out.join("cocotb/config.json")).unwrap();
+    assert!(
+        config.contains("\"kind\": \"counting\"") && config.contains("\"cell_bits\": 4"),
+        "{config}"
+    );
+    assert_eq!(v["report"], s(&out.join("cnt_report.md")));
     // The refusals: a static filter, and more than one port.
     let st = at(&d, "s.blf");
     build(&keys, &st, "");

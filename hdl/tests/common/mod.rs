@@ -113,6 +113,40 @@ pub fn random_ops(
     ops
 }
 
+/// The kinds whose exports carry the whole kit (README, Makefile, board tops, AXI wrapper,
+/// cocotb, formal), as [`export_kind`] names them.
+pub const KIT_KINDS: [&str; 3] = ["static", "counting", "spatial"];
+
+/// Exports a design of `c`'s shape of `kind` (static; counting with 4-bit counters, one port,
+/// empty banks; spatial with 4-bit classes, one port, 60 keys in 3 classes) into `dir`.
+pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::ExportSummary {
+    use bloomlanes_core::CounterBits;
+    use bloomlanes_hdl::CountingConfig;
+    let done = match kind {
+        "static" => bloomlanes_hdl::export(c, None, dir, false),
+        "counting" => {
+            let mut one = c.clone();
+            one.lookup_ports = 1;
+            let cc = CountingConfig::new(one, CounterBits::Four);
+            bloomlanes_hdl::export_counting_kit(&cc, None, dir, false)
+        }
+        "spatial" => {
+            let mut one = c.clone();
+            one.lookup_ports = 1;
+            let params = bloomlanes_core::Params::new(c.layout, c.blocks).with_seed(c.seed);
+            let mut f = bloomlanes_core::SpatialFilter::new(params, 4, &["a", "b", "c"]).unwrap();
+            let mut rng = Rng(7);
+            for i in 0..60u32 {
+                f.insert_hash(rng.next(), 1 + i % 3).unwrap();
+            }
+            let pc = PipelineConfig::spatial(one, 4);
+            bloomlanes_hdl::export_spatial_kit(&pc, &f, dir, false)
+        }
+        k => panic!("no export of a {k} filter"),
+    };
+    done.unwrap_or_else(|e| panic!("{kind} export of {}: {e}", c.top_name))
+}
+
 /// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
 /// `.ci/run` sets; off, the README's `cargo test --workspace` finishes in minutes and each such
 /// test prints a visible SKIP line.

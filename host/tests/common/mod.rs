@@ -111,6 +111,67 @@ pub fn fifo(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     p
 }
 
+/// Checks that the HDL export in `dir` (top module `top`) holds the whole kit every kind gets,
+/// besides the RTL and bank files: the report, the README (naming the top's ports, its latency
+/// and the boards), the Makefile, the board tops, the AXI wrapper, the board constraints and the
+/// cocotb and formal benches; `answer` is the answer port (`m0_hit`, ...). Returns the README.
+pub fn hdl_kit(dir: &Path, top: &str, answer: &str) -> String {
+    let kit = [
+        format!("{top}.v"),
+        format!("{top}_tb.v"),
+        format!("{top}_harness.cpp"),
+        format!("{top}_report.md"),
+        "README.md".into(),
+        "Makefile".into(),
+        format!("{top}_board.v"),
+        format!("{top}_wrap.v"),
+        format!("{top}_axis.v"),
+        "fpga/hx8k_breakout.pcf".into(),
+        "fpga/ulx3s.lpf".into(),
+        "fpga/fmax.sh".into(),
+        "cocotb/config.json".into(),
+        "cocotb/model.py".into(),
+        "cocotb/test_filter.py".into(),
+        "cocotb/run.py".into(),
+        format!("formal/{top}_port_formal.sv"),
+        format!("formal/{top}_port.sby"),
+    ];
+    for f in &kit {
+        assert!(
+            dir.join(f).is_file(),
+            "{f} is missing from {}",
+            dir.display()
+        );
+    }
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let rtl = std::fs::read_to_string(dir.join(format!("{top}.v"))).unwrap();
+    for want in [
+        format!("# {top}: "),
+        format!("`{answer}`"),
+        "cycles from acceptance".into(),
+        "make sim".into(),
+        "make formal".into(),
+        "make ecp5".into(),
+    ] {
+        assert!(
+            readme.contains(&want),
+            "README.md lacks {want:?}:\n{readme}"
+        );
+    }
+    assert!(rtl.contains(answer), "{top}.v lacks {answer}");
+    // The README's latency is the design's (as its header states it).
+    let lat = rtl
+        .split("// Latency: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .expect("the RTL header states the latency");
+    assert!(
+        readme.contains(&format!("| {lat} cycles from acceptance")),
+        "README.md does not give latency {lat}:\n{readme}"
+    );
+    readme
+}
+
 /// `n` text keys `prefix0 … prefix{n-1}`, one per line.
 pub fn lines(prefix: &str, n: usize) -> String {
     (0..n).map(|i| format!("{prefix}{i}\n")).collect()

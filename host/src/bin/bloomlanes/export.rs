@@ -1,5 +1,6 @@
 //! `bloomlanes export`: the Parquet split-block form, the generated RTL and its bank files, or a
-//! static filter file; a counting or stable filter exports its projection.
+//! static filter file; a counting or stable filter exports its projection (or, `--counting`, its
+//! counting pipeline), a spatial filter its spatial pipeline (`--hdl` only).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -142,13 +143,19 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             f
         }
         Opened::Kind(AnyFilter::Counting(c)) => c.to_static(),
+        // The target group requires one of --hdl, --parquet and --static: here --hdl.
+        Opened::Kind(AnyFilter::Spatial(sp)) if a.parquet.is_none() && a.static_file.is_none() => {
+            let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
+            return export_spatial_hdl(ctx, &a, &sp, dir).map(|()| ExitCode::SUCCESS);
+        }
         Opened::Kind(other) => {
             return Err(Error::KindUnsupported {
                 path: a.filter.clone(),
                 op: "export",
                 kind: other.params().kind.name().to_string(),
                 hint: "it holds several images (generations or stages), not one static filter; \
-                       static, counting and stable filters export",
+                       static, counting and stable filters export, and a spatial filter to --hdl \
+                       alone",
             })
         }
     };
@@ -265,19 +272,45 @@ fn hdl_design(
 fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
     let (design, warnings) = hdl_design(a, filter.params(), bloomlanes_hdl::CellSpec::STATIC, dir)?;
     let cfg = design.base;
-    let key = cfg.key;
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
+    let head = format!(
+        "wrote the RTL (top module {}, {} port{}) and {} bank files of {} ({}, {}) to {}:",
+        cfg.top_name,
+        cfg.lookup_ports,
+        if cfg.lookup_ports == 1 { "" } else { "s" },
+        filter.layout().lanes(),
+        a.filter.display(),
+        filter.layout(),
+        cfg.key,
+        dir.display()
+    );
+    let fields = json!({"form": "hdl", "ports": cfg.lookup_ports});
+    tell_export(ctx, a, &cfg, dir, &summary, &warnings, fields, head)
+}
+
+/// Says what an HDL export wrote: one JSON object (`form` and the other `fields`, the key
+/// input, top, warnings, files, report and synthesis figures) or `head` and the files.
+#[cfg(feature = "hdl")]
+#[allow(clippy::too_many_arguments)]
+fn tell_export(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    cfg: &bloomlanes_hdl::HdlConfig,
+    dir: &std::path::Path,
+    summary: &bloomlanes_hdl::ExportSummary,
+    warnings: &Warnings,
+    mut fields: serde_json::Value,
+    head: String,
+) -> Result<()> {
     let files: Vec<String> = summary
         .files
         .iter()
         .map(|p| p.display().to_string())
         .collect();
     if ctx.json {
-        emit(&json!({
+        let common = json!({
             "output": dir.display().to_string(),
-            "form": "hdl",
-            "key": key.to_string(),
-            "ports": cfg.lookup_ports,
+            "key": cfg.key.to_string(),
             "top": cfg.top_name,
             "warnings": warnings.json(),
             "files": files,
@@ -287,19 +320,13 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
                 "lutram": f.lutram, "dsp": f.dsp,
             })),
             "synth_skipped": summary.synth_skipped,
-        }))?;
+        });
+        if let (Some(m), serde_json::Value::Object(c)) = (fields.as_object_mut(), common) {
+            m.extend(c);
+        }
+        emit(&fields)?;
     } else {
-        let mut lines = vec![format!(
-            "wrote the RTL (top module {}, {} port{}) and {} bank files of {} ({}, {}) to {}:",
-            cfg.top_name,
-            cfg.lookup_ports,
-            if cfg.lookup_ports == 1 { "" } else { "s" },
-            filter.layout().lanes(),
-            a.filter.display(),
-            filter.layout(),
-            key,
-            dir.display()
-        )];
+        let mut lines = vec![head];
         lines.extend(files.iter().map(|f| format!("  {f}")));
         if let Some(f) = &summary.synth {
             lines.push(format!(
@@ -310,12 +337,16 @@ fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path)
         if let (true, Some(why)) = (a.synth, &summary.synth_skipped) {
             lines.push(format!("synthesis skipped: {why}"));
         }
+        lines.push(format!(
+            "the flow (simulation, formal, cocotb, boards): {}",
+            dir.join("README.md").display()
+        ));
         say(&lines.join("\n"))?;
     }
     Ok(())
 }
 
-/// `export --hdl DIR --counting`: the counting pipeline of a counting filter.
+/// `export --hdl DIR --counting`: the counting pipeline of a counting filter, with the kit.
 #[cfg(feature = "hdl")]
 fn export_counting_hdl(
     ctx: &Ctx,
@@ -332,33 +363,63 @@ fn export_counting_hdl(
     let cells = CellSpec::counting(c.counter_bits());
     let (design, warnings) = hdl_design(a, c.params(), cells, dir)?;
     let cfg = CountingConfig::new(design.base, c.counter_bits());
-    let key = cfg.base.key;
-    let files = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir)?;
-    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    if ctx.json {
-        emit(&json!({
-            "output": dir.display().to_string(),
-            "form": "hdl-counting",
-            "key": key.to_string(),
-            "counter_bits": cfg.counter_bits.bits(),
-            "top": cfg.base.top_name,
-            "warnings": warnings.json(),
-            "files": names,
-        }))?;
-    } else {
-        let mut lines = vec![format!(
-            "wrote the counting pipeline (top module {}, {}-bit counters, {}) and {} counter bank files of {} to {}:",
-            cfg.base.top_name,
-            cfg.counter_bits.bits(),
-            key,
-            c.params().layout.lanes(),
-            a.filter.display(),
-            dir.display()
-        )];
-        lines.extend(names.iter().map(|f| format!("  {f}")));
-        say(&lines.join("\n"))?;
+    let summary = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir, a.synth)?;
+    let head = format!(
+        "wrote the counting pipeline (top module {}, {}-bit counters, {}) and {} counter bank files of {} to {}:",
+        cfg.base.top_name,
+        cfg.counter_bits.bits(),
+        cfg.base.key,
+        c.params().layout.lanes(),
+        a.filter.display(),
+        dir.display()
+    );
+    let fields = json!({"form": "hdl-counting", "counter_bits": cfg.counter_bits.bits()});
+    tell_export(ctx, a, &cfg.base, dir, &summary, &warnings, fields, head)
+}
+
+/// `export --hdl DIR` of a spatial filter: the spatial pipeline (insert a class, look up the
+/// smallest class, one operation per clock) with its class banks and the kit.
+#[cfg(feature = "hdl")]
+fn export_spatial_hdl(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    sp: &bloomlanes_host::bloomlanes_core::SpatialFilter,
+    dir: &std::path::Path,
+) -> Result<()> {
+    if a.ports.is_some_and(|p| p != 1) {
+        return Err(Error::usage(
+            "--ports: the spatial pipeline has one port (insert and lookup)",
+        ));
     }
-    Ok(())
+    let bits = sp.cell_bits().bits();
+    let cells = bloomlanes_hdl::CellSpec::spatial(bits);
+    let (design, warnings) = hdl_design(a, sp.params(), cells, dir)?;
+    let summary = bloomlanes_host::hdl_io::export_spatial(&design, sp, dir, a.synth)?;
+    let cfg = &design.base;
+    let head = format!(
+        "wrote the spatial pipeline (top module {}, {bits}-bit classes, {} classes, {}) and {} class bank files of {} to {}:",
+        cfg.top_name,
+        sp.classes(),
+        cfg.key,
+        sp.params().layout.lanes(),
+        a.filter.display(),
+        dir.display()
+    );
+    let fields = json!({"form": "hdl-spatial", "cell_bits": bits, "classes": sp.classes()});
+    tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
+}
+
+#[cfg(not(feature = "hdl"))]
+fn export_spatial_hdl(
+    _: &Ctx,
+    _: &ExportArgs,
+    _: &bloomlanes_host::bloomlanes_core::SpatialFilter,
+    _: &std::path::Path,
+) -> Result<()> {
+    Err(bloomlanes_host::Error::Unsupported {
+        what: "export --hdl",
+        feature: "hdl",
+    })
 }
 
 #[cfg(not(feature = "hdl"))]
