@@ -7,38 +7,12 @@ use std::path::Path;
 
 use bloomlanes_core::{HashId, SpatialFilter};
 
-use crate::banks::{write_cell_bank_files, Cells};
-use crate::cell::{cell_index, packed_cell, CellAlu};
-use crate::check::Reference;
+use crate::banks::write_cell_bank_files;
+use crate::cell::CellAlu;
 use crate::report::{export_pipeline, ExportSummary};
 use crate::sim::{Key, Op};
 use crate::stimulus::{bench_rng, write_expected, EXPORT_BENCH_OPS};
 use crate::{op, CellSpec, HdlError, PipelineConfig};
-
-/// Lane `lane`'s bank entry `entry`: the class in cell `(block × L + lane) × W + bit`.
-impl Cells for SpatialFilter {
-    fn cell(&self, lane: usize, entry: u64) -> u64 {
-        let p = self.params();
-        let k = cell_index(p.layout.lanes(), p.layout.word_bits(), lane, entry);
-        u64::from(packed_cell(self.cell_words(), self.cell_bits().bits(), k))
-    }
-}
-
-/// A spatial filter: a lookup answers the key's class (its smallest cell, 0 = absent), an
-/// insert of class `value` answers 0; the other codes do nothing.
-impl Reference for SpatialFilter {
-    fn apply(&mut self, code: u8, hash: u64, value: u32) -> u32 {
-        match code {
-            op::LOOKUP => self.class_of_hash(hash),
-            op::INSERT => {
-                // The stimulus inserts classes 1..=n only, which core takes.
-                let _ = self.insert_hash(hash, value);
-                0
-            }
-            _ => 0,
-        }
-    }
-}
 
 /// Checks that `cfg` is the spatial design of `filter`: its cells, layout, blocks and seed,
 /// one port, and XXH64.
