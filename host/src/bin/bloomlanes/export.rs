@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{store, AnyFilter, Error, Filter, Result};
+use bloomlanes_host::{store, AnyFilter, Error, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -269,7 +269,12 @@ fn hdl_design(
 }
 
 #[cfg(feature = "hdl")]
-fn export_hdl(ctx: &Ctx, a: &ExportArgs, filter: &Filter, dir: &std::path::Path) -> Result<()> {
+fn export_hdl(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    filter: &bloomlanes_host::Filter,
+    dir: &std::path::Path,
+) -> Result<()> {
     let (design, warnings) = hdl_design(a, filter.params(), bloomlanes_hdl::CellSpec::STATIC, dir)?;
     let cfg = design.base;
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
@@ -409,13 +414,10 @@ fn export_spatial_hdl(
     tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
 }
 
+/// Without the `hdl` feature every HDL export (static, counting, spatial) is refused, naming
+/// the feature.
 #[cfg(not(feature = "hdl"))]
-fn export_spatial_hdl(
-    _: &Ctx,
-    _: &ExportArgs,
-    _: &bloomlanes_host::bloomlanes_core::SpatialFilter,
-    _: &std::path::Path,
-) -> Result<()> {
+fn hdl_unavailable<F>(_: &Ctx, _: &ExportArgs, _: &F, _: &std::path::Path) -> Result<()> {
     Err(bloomlanes_host::Error::Unsupported {
         what: "export --hdl",
         feature: "hdl",
@@ -423,22 +425,7 @@ fn export_spatial_hdl(
 }
 
 #[cfg(not(feature = "hdl"))]
-fn export_counting_hdl(
-    _: &Ctx,
-    _: &ExportArgs,
-    _: &bloomlanes_host::bloomlanes_core::CountingFilter,
-    _: &std::path::Path,
-) -> Result<()> {
-    Err(bloomlanes_host::Error::Unsupported {
-        what: "export --hdl",
-        feature: "hdl",
-    })
-}
-
-#[cfg(not(feature = "hdl"))]
-fn export_hdl(_: &Ctx, _: &ExportArgs, _: &Filter, _: &std::path::Path) -> Result<()> {
-    Err(bloomlanes_host::Error::Unsupported {
-        what: "export --hdl",
-        feature: "hdl",
-    })
-}
+use self::{
+    hdl_unavailable as export_hdl, hdl_unavailable as export_counting_hdl,
+    hdl_unavailable as export_spatial_hdl,
+};
