@@ -95,6 +95,12 @@ pub(crate) fn axis_module(pc: &PipelineConfig, g: &Geo) -> String {
     };
     let (ab, db) = (g.ans_bits, answer_tdata_bits(g));
     let hw = hi_words(g);
+    // One register line per 32-bit word of a wide bank entry: (register index, high bit, low bit).
+    let per_hi_word = |line: &dyn Fn(u32, u32, u32) -> String| {
+        (0..hw)
+            .map(|i| line(reg::BANK_HI / 4 + i, 32 * i + 31, 32 * i))
+            .collect::<String>()
+    };
     let bank_hi = if hw > 0 {
         format!(
             ", 0x{:02X}..0x{:02X} BANK_HI (entry bits 32 and up)",
@@ -410,22 +416,12 @@ endmodule
         } else {
             String::new()
         },
-        hi_write = (0..hw)
-            .map(|i| format!(
-                "                    6'h{:02x}: begin\n                        wr_hi[{}:{}] <= s_axil_wdata;\n                        s_axil_bvalid <= 1'b1;\n                    end\n",
-                reg::BANK_HI / 4 + i,
-                32 * i + 31,
-                32 * i
-            ))
-            .collect::<String>(),
-        hi_read = (0..hw)
-            .map(|i| format!(
-                "                    6'h{:02x}: s_axil_rdata <= rd_hi[{}:{}];\n",
-                reg::BANK_HI / 4 + i,
-                32 * i + 31,
-                32 * i
-            ))
-            .collect::<String>(),
+        hi_write = per_hi_word(&|addr, hi, lo| format!(
+            "                    6'h{addr:02x}: begin\n                        wr_hi[{hi}:{lo}] <= s_axil_wdata;\n                        s_axil_bvalid <= 1'b1;\n                    end\n"
+        )),
+        hi_read = per_hi_word(&|addr, hi, lo| format!(
+            "                    6'h{addr:02x}: s_axil_rdata <= rd_hi[{hi}:{lo}];\n"
+        )),
         rd_word0 = if g.mg_bits >= 32 {
             "mg_rdata[31:0]".to_string()
         } else {
