@@ -1,8 +1,10 @@
-//! `auto_check MIB LOG2_BATCH CALLS`: one-thread lookups of fresh random batches into a filter of
-//! MIB MiB (8x32, 4 Mi keys inserted), CALLS calls a mode, the modes taking turns call by call:
+//! `auto_check MIB LOG2_BATCH CALLS [OP]`: calls on fresh random batches into a filter of MIB
+//! MiB (8x32, 4 Mi keys inserted), CALLS calls a mode, the modes taking turns call by call:
 //! direct, partitioned, the automatic rule alone, and the automatic mode with its measurements.
-//! Prints each mode's median and range (M keys/s) and
-//! the mean after each mode's first 4 calls (where the measured mode has settled).
+//! OP is `lookup` (one thread, the default) or `par-insert` (inserts on every core: direct is
+//! the block ranges, partitioned the partitioned insert). Prints each mode's median and range
+//! (M keys/s) and the mean after each mode's first 4 calls (where the measured mode has
+//! settled).
 //!
 //! `cargo run --release -p bloomlanes-benches --example auto_check -- 1024 16 40`
 use std::time::Instant;
@@ -12,11 +14,19 @@ use bloomlanes_core::{Filter, Keys, Layout, Params};
 use bloomlanes_simd::{set_partition_measurement, PartitionMode, Partitioning, Probe};
 
 fn main() {
-    let a: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|s| s.parse().expect("MIB LOG2_BATCH CALLS"))
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "MIB LOG2_BATCH CALLS [lookup|par-insert]";
+    let a: Vec<usize> = args
+        .iter()
+        .take(3)
+        .map(|s| s.parse().expect(usage))
         .collect();
     let (mib, log2, calls) = (a[0] as u64, a[1], a[2]);
+    let insert = match args.get(3).map(String::as_str) {
+        None | Some("lookup") => false,
+        Some("par-insert") => true,
+        Some(other) => panic!("{other}: {usage}"),
+    };
     let blocks = (mib << 20) / Layout::L8x32.block_bytes() as u64;
     let mut f = Filter::new(Params::new(Layout::L8x32, blocks as u32));
     Probe::active().insert(f.as_view_mut(), Keys::U64(&random(4 << 20, 1)));
@@ -41,15 +51,20 @@ fn main() {
             seed += 1;
             let batch = random(n, seed);
             let t = Instant::now();
-            p.contains(f.as_view(), Keys::U64(&batch), &mut out);
+            if insert {
+                p.par_insert(f.as_view_mut(), Keys::U64(&batch));
+            } else {
+                p.contains(f.as_view(), Keys::U64(&batch), &mut out);
+            }
             rate.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
         }
     }
+    let op = if insert { "par-insert" } else { "lookup" };
     for (name, r) in names.iter().zip(&mut rates) {
         let all = r.clone();
         r.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let late: Vec<f64> = all[4..].to_vec();
         let late_mean = late.iter().sum::<f64>() / late.len() as f64;
-        println!("{mib} MiB, 2^{log2} keys, {name:16}: median {:7.1} [{:.1}-{:.1}], mean after 4 calls {:.1} M keys/s", r[r.len() / 2], r[0], r[r.len() - 1], late_mean);
+        println!("{op}: {mib} MiB, 2^{log2} keys, {name:16}: median {:7.1} [{:.1}-{:.1}], mean after 4 calls {:.1} M keys/s", r[r.len() / 2], r[0], r[r.len() - 1], late_mean);
     }
 }

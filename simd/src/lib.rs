@@ -220,7 +220,9 @@ impl Probe {
     /// one-thread pools and batches under [`PAR_INSERT_MIN_KEYS`] keys take [`Probe::insert`];
     /// filters that fit in L2 get a private copy per thread when the batch pays for the copies
     /// ([`Probe::par_insert_copies`]); everything else is partitioned by filter region, a few
-    /// partitions per thread, each written by one task only. [`PartitionMode::Partitioned`]
+    /// partitions per thread, each written by one task only, or split into block ranges as in
+    /// the direct mode where this process has timed those faster for calls of the size (see
+    /// [`set_partition_measurement`]). [`PartitionMode::Partitioned`]
     /// always partitions. [`PartitionMode::Direct`] keeps the block-range scheme: the blocks
     /// are split into disjoint ranges (a few per thread) and each range's task inserts, with the
     /// plain vector kernel, the hashes that fall into it (see [`Probe::par_insert_ranges`]; one
@@ -228,7 +230,7 @@ impl Probe {
     /// [`PAR_INSERT_MIN_BYTES`], short batches and one-thread pools on one thread.
     pub fn par_insert(&self, mut filter: FilterMut<'_, u32>, keys: Keys<'_>) {
         huge_pages::advise(filter.words_mut());
-        let Some(filter) = partition::par_insert(self, filter, keys) else {
+        let Some((filter, timed)) = partition::par_insert(self, filter, keys) else {
             return;
         };
         let threads = rayon::current_num_threads();
@@ -241,6 +243,7 @@ impl Probe {
         } else {
             self.par_insert_ranges(filter, keys, threads * RANGES_PER_THREAD);
         }
+        timed.done();
     }
 }
 

@@ -427,7 +427,7 @@ fn measured_auto_answers_as_direct_on_every_call() {
         caches,
         ..Partitioning::default()
     };
-    let params = Params::new(Layout::L8x32, (1 << 20) / 32).with_seed(3);
+    let params = Params::new(Layout::L8x32, (2 << 20) / 32).with_seed(3);
     let mut state = 5;
     let base: Vec<u32> = (0..params.u32_len())
         .map(|_| (splitmix(&mut state) & splitmix(&mut state)) as u32)
@@ -455,5 +455,9 @@ fn measured_auto_answers_as_direct_on_every_call() {
         direct.insert(FilterMut::new(params, &mut want).unwrap(), ks);
         measured.insert(FilterMut::new(params, &mut got).unwrap(), ks);
         assert!(got == want, "insert, call {call}");
+        // All-core inserts: partitioned or block ranges, as timed, the words of one thread's.
+        let mut par = base.clone();
+        pool(2).install(|| measured.par_insert(FilterMut::new(params, &mut par).unwrap(), ks));
+        assert!(par == want, "par_insert, call {call}");
     }
 }

@@ -1,10 +1,13 @@
 //! All-core inserts that scale with the cores, without atomics: small filters get a private
 //! copy per thread, OR'd together at the end; larger ones are partitioned, so that each
-//! partition's blocks are written by one task only.
+//! partition's blocks are written by one task only, or split into block ranges whose tasks
+//! each insert the hashes that fall into them, whichever this process has timed faster for
+//! calls of the size (as lookups and one-thread inserts choose, `measure.rs`).
 
 use bloomlanes_core::{FilterMut, Keys};
 use rayon::prelude::*;
 
+use super::measure::{Op, Timed};
 use super::{run, PartitionMode};
 use crate::{Probe, PAR_INSERT_MIN_KEYS};
 
@@ -56,19 +59,28 @@ pub(crate) fn choose(probe: &Probe, filter_bytes: u64, n: usize, threads: usize)
     }
 }
 
-/// [`Probe::par_insert`] in the partitioning modes; gives the filter back in the direct mode.
+/// [`Probe::par_insert`] in the partitioning modes; gives the filter back where the block
+/// ranges are to insert (the direct mode, or the automatic mode where they have been timed
+/// faster for calls of this size), with the timer the caller stops after inserting.
 pub(crate) fn par_insert<'f>(
     probe: &Probe,
     filter: FilterMut<'f, u32>,
     keys: Keys<'_>,
-) -> Option<FilterMut<'f, u32>> {
+) -> Option<(FilterMut<'f, u32>, Timed)> {
     let threads = rayon::current_num_threads();
     let n = keys.len();
-    match choose(probe, filter.params().byte_len(), n, threads) {
-        ParInsert::Ranges => return Some(filter),
+    let bytes = filter.params().byte_len();
+    match choose(probe, bytes, n, threads) {
+        ParInsert::Ranges => return Some((filter, Timed::fixed(false))),
         ParInsert::OneThread => probe.insert(filter, keys),
         ParInsert::Copies(copies) => probe.par_insert_copies(filter, keys, copies),
         ParInsert::Partitioned => {
+            // The rule partitions; the process's own timings may say the block ranges are
+            // faster here (the "direct" mode of an all-core insert).
+            let timed = Timed::auto(Op::Insert, true, bytes, n, true);
+            if !timed.partition() {
+                return Some((filter, timed));
+            }
             if n > 0 {
                 let plan = probe.partitioning.plan(
                     filter.params(),
@@ -78,6 +90,7 @@ pub(crate) fn par_insert<'f>(
                 );
                 run::insert(probe, &plan, filter, keys, true);
             }
+            timed.done();
         }
     }
     None
