@@ -1,8 +1,9 @@
 //! `auto_check MIB LOG2_BATCH CALLS [OP]`: calls on fresh random batches into a filter of MIB
 //! MiB (8x32, 4 Mi keys inserted), CALLS calls a mode, the modes taking turns call by call:
 //! direct, partitioned, the automatic rule alone, and the automatic mode with its measurements.
-//! OP is `lookup` (one thread, the default) or `par-insert` (inserts on every core: direct is
-//! the block ranges, partitioned the partitioned insert). Prints each mode's median and range
+//! OP is `lookup` (one thread, the default), `par-insert` (inserts on every core: direct is
+//! the block ranges, partitioned the partitioned insert) or `counting` (one-thread inserts into
+//! a counting filter of 4-bit counters whose image is MIB MiB, 5 × MIB MiB in all). Prints each mode's median and range
 //! (M keys/s) and the mean after each mode's first 4 calls (where the measured mode has
 //! settled).
 //!
@@ -10,25 +11,30 @@
 use std::time::Instant;
 
 use bloomlanes_benches::random;
-use bloomlanes_core::{Filter, Keys, Layout, Params};
+use bloomlanes_core::{CounterBits, CountingFilter, Filter, FilterKind, Keys, Layout, Params};
 use bloomlanes_simd::{set_partition_measurement, PartitionMode, Partitioning, Probe};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "MIB LOG2_BATCH CALLS [lookup|par-insert]";
+    let usage = "MIB LOG2_BATCH CALLS [lookup|par-insert|counting]";
     let a: Vec<usize> = args
         .iter()
         .take(3)
         .map(|s| s.parse().expect(usage))
         .collect();
     let (mib, log2, calls) = (a[0] as u64, a[1], a[2]);
-    let insert = match args.get(3).map(String::as_str) {
-        None | Some("lookup") => false,
-        Some("par-insert") => true,
-        Some(other) => panic!("{other}: {usage}"),
-    };
+    let op = args.get(3).map_or("lookup", String::as_str);
+    assert!(
+        matches!(op, "lookup" | "par-insert" | "counting"),
+        "{op}: {usage}"
+    );
     let blocks = (mib << 20) / Layout::L8x32.block_bytes() as u64;
-    let mut f = Filter::new(Params::new(Layout::L8x32, blocks as u32));
+    let params = Params::new(Layout::L8x32, blocks as u32);
+    let mut f = Filter::new(params);
+    let mut counting = CountingFilter::new(params.with_kind(FilterKind::Counting {
+        counter_bits: CounterBits::Four,
+    }))
+    .expect("a counting filter");
     Probe::active().insert(f.as_view_mut(), Keys::U64(&random(4 << 20, 1)));
     let n = 1usize << log2;
     let mut out = vec![0u8; n];
@@ -51,15 +57,14 @@ fn main() {
             seed += 1;
             let batch = random(n, seed);
             let t = Instant::now();
-            if insert {
-                p.par_insert(f.as_view_mut(), Keys::U64(&batch));
-            } else {
-                p.contains(f.as_view(), Keys::U64(&batch), &mut out);
+            match op {
+                "par-insert" => p.par_insert(f.as_view_mut(), Keys::U64(&batch)),
+                "counting" => p.insert_counting(counting.as_view_mut(), Keys::U64(&batch)),
+                _ => p.contains(f.as_view(), Keys::U64(&batch), &mut out),
             }
             rate.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
         }
     }
-    let op = if insert { "par-insert" } else { "lookup" };
     for (name, r) in names.iter().zip(&mut rates) {
         let all = r.clone();
         r.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -192,7 +192,8 @@ fn reference(filter: &mut CellsMut<'_>, w: Write<'_>, keys: Keys<'_>, refused: &
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schedule {
     /// On the calling thread: partitioned by filter region when the probe's
-    /// [`crate::Partitioning`] says it pays, else key after key.
+    /// [`crate::Partitioning`] says it pays (in its automatic mode: its rule, then this
+    /// process's own timings of writes of the size), else key after key.
     OneThread,
     /// On every core (rayon's current pool): partitioned (a few partitions per thread) where
     /// [`Schedule::OneThread`] would be, else over one block range per thread. One-thread pools
@@ -228,11 +229,38 @@ impl Probe {
         let threads = rayon::current_num_threads();
         let all = how == Schedule::AllCores && threads > 1 && n >= crate::PAR_INSERT_MIN_KEYS;
         let auto = matches!(how, Schedule::OneThread | Schedule::AllCores);
+        let timed = auto.then(|| self.partitioning.choose_cells(&p, n, all));
         let partitioned = match how {
             Schedule::Partitioned(par) => Some(par),
-            _ if auto && self.partitioning.partitions_cells(&p, n) => Some(all),
+            _ if timed.as_ref().is_some_and(|t| t.partition()) => Some(all),
             _ => None,
         };
+        let refusals = self.write_cells_as(kf, filter, w, keys, refused, how, partitioned, all);
+        if let Some(timed) = timed {
+            timed.done();
+        }
+        refusals
+    }
+
+    /// [`Probe::write_cells`] once its mode is chosen: partitioned (on every core if
+    /// `Some(true)`), or else over block ranges (forced, or on every core if `all`), or key
+    /// after key.
+    #[allow(clippy::too_many_arguments)]
+    fn write_cells_as(
+        &self,
+        kf: &'static KindFns,
+        mut filter: CellsMut<'_>,
+        w: Write<'_>,
+        keys: Keys<'_>,
+        refused: &mut [u64],
+        how: Schedule,
+        partitioned: Option<bool>,
+        all: bool,
+    ) -> u64 {
+        let p = *filter.params();
+        let n = keys.len();
+        let threads = rayon::current_num_threads();
+        let auto = matches!(how, Schedule::OneThread | Schedule::AllCores);
         if let Some(par) = partitioned {
             let t = if par { threads } else { 1 };
             let min_parts = if auto && !par {

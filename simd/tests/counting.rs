@@ -8,7 +8,7 @@ mod common;
 
 use bloomlanes_core::golden::{unhex, VECTORS};
 use bloomlanes_core::{CounterBits, CountingFilter, CountingMut, FilterKind, Keys, Layout, Params};
-use bloomlanes_simd::{Probe, Schedule};
+use bloomlanes_simd::{CacheSizes, PartitionMode, Partitioning, Probe, Schedule};
 use common::{form, pack, partitioned, paths, pooled_keys as keys, shape, splitmix, Batch, Form};
 use proptest::prelude::*;
 
@@ -277,6 +277,54 @@ fn large_filters_take_the_prefetching_path_and_match() {
             probe.insert_counting(got.as_view_mut(), Keys::U64(&ins));
             assert!(same(&got, &want), "stable {layout} on {}", probe.path());
         }
+    }
+}
+
+/// The automatic mode with its own timings, caches made tiny so that every write lies past the
+/// rule's floor: call after call, partitioned or key after key as timed (the rule's mode, the
+/// other one, then the faster), on one thread and on two, every insert and delete leaves the
+/// core's counters and refusals.
+#[test]
+fn measured_auto_writes_as_the_core_on_every_call() {
+    let auto = Partitioning {
+        mode: PartitionMode::Auto,
+        caches: CacheSizes {
+            l2: 4 << 10,
+            llc: 64 << 10,
+        },
+        ..Partitioning::default()
+    };
+    let probe = Probe::active().with_partitioning(auto);
+    let params = counting_params(Layout::L8x32, (1 << 20) / 32, 11, CounterBits::Four);
+    let mut want = CountingFilter::new(params).unwrap();
+    let mut got = want.clone();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut state = 7;
+    let batch = |state: &mut u64| -> Vec<u64> {
+        (0..1 << 16).map(|_| splitmix(state) % (1 << 18)).collect()
+    };
+    for call in 0..10 {
+        let how = [Schedule::OneThread, Schedule::AllCores][call % 2];
+        let ins = batch(&mut state);
+        ref_insert(&mut want, Keys::U64(&ins));
+        let r = pool.install(|| {
+            probe.counting_with(got.as_view_mut(), Keys::U64(&ins), false, &mut [], how)
+        });
+        assert_eq!(r, Ok(0));
+        assert!(same(&got, &want), "insert, call {call} ({how:?})");
+        let del = batch(&mut state);
+        let want_refused = pack(&ref_remove(&mut want, Keys::U64(&del)));
+        let mut refused = vec![u64::MAX; del.len().div_ceil(64)];
+        let gone = pool.install(|| {
+            probe.counting_with(got.as_view_mut(), Keys::U64(&del), true, &mut refused, how)
+        });
+        assert!(same(&got, &want), "delete, call {call} ({how:?})");
+        assert_eq!(refused, want_refused, "refused, call {call} ({how:?})");
+        let ones = want_refused.iter().map(|w| u64::from(w.count_ones())).sum();
+        assert_eq!(gone, Ok(ones));
     }
 }
 

@@ -29,6 +29,7 @@
 use bloomlanes_core::{CellsMut, Keys, Params};
 use rayon::prelude::*;
 
+use super::measure::{Op, Timed};
 use super::run::{cursors_of, preload, staged, worth_preloading, Scratch, STAGE};
 use super::{PartitionMode, Partitioning, Plan};
 use crate::cell_lanes::DEC;
@@ -71,19 +72,39 @@ fn storage_factor(p: &Params) -> u64 {
 }
 
 impl Partitioning {
-    /// Whether a cell write of `n` keys into a filter with `params` is partitioned.
+    /// Whether a cell write of `n` keys into a filter with `params` is partitioned, by the mode
+    /// and, in the automatic mode, by the rule alone.
     pub(crate) fn partitions_cells(&self, params: &Params, n: usize) -> bool {
         let storage = params.byte_len() * storage_factor(params);
         match self.mode {
             PartitionMode::Direct => false,
             PartitionMode::Partitioned => n > 0,
             PartitionMode::Auto => {
-                storage
-                    > (self.caches.llc as u64 / AUTO_LLC_DIVISOR)
-                        .min(self.caches.l2 as u64 * AUTO_MAX_L2S)
+                self.past_cells_floor(storage)
                     && n >= AUTO_MIN_KEYS
                     && storage <= (n as u64).saturating_mul(AUTO_MAX_BYTES_PER_KEY)
             }
+        }
+    }
+
+    /// Whether image and cells of `storage` bytes lie past the automatic rule's floor, under
+    /// which a cell write is never partitioned.
+    fn past_cells_floor(&self, storage: u64) -> bool {
+        storage
+            > (self.caches.llc as u64 / AUTO_LLC_DIVISOR).min(self.caches.l2 as u64 * AUTO_MAX_L2S)
+    }
+
+    /// The mode of one cell write of `n` keys (`parallel`: on every core), timed where the
+    /// automatic mode measures it: past the rule's floor, this process's timings of calls of
+    /// the size decide, as for the static filter's lookups and inserts (`measure.rs`).
+    pub(crate) fn choose_cells(&self, params: &Params, n: usize, parallel: bool) -> Timed {
+        let rule = self.partitions_cells(params, n);
+        let storage = params.byte_len() * storage_factor(params);
+        match self.mode {
+            PartitionMode::Auto if self.past_cells_floor(storage) => {
+                Timed::auto(Op::CellWrite, parallel, storage, n, rule)
+            }
+            _ => Timed::fixed(rule),
         }
     }
 

@@ -23,10 +23,12 @@ pub const RECHECK: u32 = 64;
 /// times too noisily to choose by).
 pub const MIN_KEYS: usize = 1 << 16;
 
-/// Filter sizes 2^0 … 2^47 bytes, batch sizes 2^16 … 2^32 keys, two operations, two thread counts.
+/// Filter sizes 2^0 … 2^47 bytes, batch sizes 2^16 … 2^32 keys, three operations, two thread
+/// counts.
 const FILTER_LOG2S: usize = 48;
 const KEY_LOG2S: usize = 17;
-const SLOTS: usize = 2 * 2 * FILTER_LOG2S * KEY_LOG2S;
+const OPS: usize = 3;
+const SLOTS: usize = OPS * 2 * FILTER_LOG2S * KEY_LOG2S;
 
 static MEASURE: AtomicBool = AtomicBool::new(true);
 static TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
@@ -40,8 +42,13 @@ pub fn set_partition_measurement(on: bool) {
 /// The operation timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
+    /// A static filter's lookups.
     Lookup,
+    /// A static filter's inserts.
     Insert,
+    /// A cell kind's writes (counting inserts and deletes, spatial inserts), timed by the
+    /// bytes of image and cells together.
+    CellWrite,
 }
 
 /// What one slot has seen: its calls, and each mode's time per key (picoseconds, a running
@@ -118,11 +125,8 @@ impl Timed {
         }
         let f = (filter_bytes.max(1).ilog2() as usize).min(FILTER_LOG2S - 1);
         let k = (keys.ilog2() as usize - MIN_KEYS.ilog2() as usize).min(KEY_LOG2S - 1);
-        let slot = &TABLE[((usize::from(op == Op::Insert) * 2 + usize::from(parallel))
-            * FILTER_LOG2S
-            + f)
-            * KEY_LOG2S
-            + k];
+        let slot =
+            &TABLE[((op as usize * 2 + usize::from(parallel)) * FILTER_LOG2S + f) * KEY_LOG2S + k];
         let call = slot.calls.fetch_add(1, Relaxed);
         let partition = slot.pick(call, rule);
         // The first call of each mode (calls 0 and 1) is not counted.
