@@ -494,7 +494,7 @@ sim: | build
 	$(IVERILOG) -g2005 -o build/sim.vvp -s {t}_tb -P{t}_tb.LOAD_BANKS=1 -P{t}_tb.MAX_OPS={ops} {t}.v {t}_tb.v
 	vvp -n build/sim.vvp
 
-verilator:
+verilator: | build
 	$(VERILATOR) --cc --exe --build -j 2 -O1 --top-module {t} -GLOAD_BANKS=1 -Mdir build/obj -o vsim $(CURDIR)/{t}.v $(CURDIR)/{t}_harness.cpp
 	build/obj/vsim
 
