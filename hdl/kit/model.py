@@ -155,3 +155,109 @@ class Filter:
             if len(cells) != self.z * self.w:
                 raise ValueError(f"{p}: {len(cells)} entries, expected {self.z * self.w}")
             self.banks[i][:] = cells
+
+
+MIX_MUL1 = 0xFF51AFD7ED558CCD
+MIX_MUL2 = 0xC4CEB9FE1A85EC53
+
+
+def mix(x: int) -> int:
+    """MurmurHash3's 64-bit finaliser (docs/FORMAT.md section 9)."""
+    x ^= x >> 33
+    x = (x * MIX_MUL1) & M64
+    x ^= x >> 33
+    x = (x * MIX_MUL2) & M64
+    return x ^ (x >> 33)
+
+
+def spread(m: int) -> int:
+    """The high and low halves of the 128-bit product m * MIX_MUL2, XORed."""
+    p = m * MIX_MUL2
+    return ((p >> 64) ^ p) & M64
+
+
+class Retrieval:
+    """A retrieval table (docs/FORMAT.md section 9) as the hardware's banks: arity a banks of
+    v + f-bit cells; bank b entry row * L + i holds cell ((row * a + b) * L + i). A lookup XORs
+    the key's a cells (one in each bank); the key is found when the bits above the value equal
+    its check bits (m mod 2^f), and the answer is {found, value} (0 when absent). Operations 1 to
+    3 change nothing (the table is static). insert_hash is the bench's own way to make a key
+    present: it sets one of the key's cells that no earlier key fixed so that the XOR holds."""
+
+    def __init__(self, seed: int, arity: int, segment_bits: int, segment_count: int,
+                 rseed: int, value_bits: int, check_bits: int):
+        self.seed, self.a, self.sb, self.segs = seed, arity, segment_bits, segment_count
+        self.rseed, self.v, self.f = rseed, value_bits, check_bits
+        self.L = 1 << segment_bits
+        self.depth = -(-(segment_count + arity - 1) // arity) * self.L
+        self.lanes, self.bits = arity, value_bits + check_bits
+        self.max = (1 << self.bits) - 1
+        self.clear()
+
+    def clear(self):
+        self.banks = [[0] * self.depth for _ in range(self.a)]
+        self.fixed = set()
+
+    def mixed(self, h: int) -> int:
+        return mix((h + self.rseed) & M64)
+
+    def positions(self, h: int):
+        """Bank b's address of the key with hash h, for b = 0 .. a - 1."""
+        m = self.mixed(h)
+        start = (m * (self.segs << self.sb)) >> 64
+        r = spread(m)
+        addrs = [0] * self.a
+        for j in range(self.a):
+            cell = start if j == 0 else (start + j * self.L) ^ ((r >> ((j - 1) * self.sb)) & (self.L - 1))
+            seg = cell >> self.sb
+            addrs[seg % self.a] = (seg // self.a) * self.L + (cell & (self.L - 1))
+        return addrs
+
+    def cells(self, h: int):
+        return [self.banks[b][x] for b, x in enumerate(self.positions(h))]
+
+    def check_of(self, h: int) -> int:
+        return self.mixed(h) & ((1 << self.f) - 1)
+
+    def lookup_hash(self, h: int) -> int:
+        x = 0
+        for c in self.cells(h):
+            x ^= c
+        if x >> self.v != self.check_of(h):
+            return 0
+        return (1 << self.v) | (x & ((1 << self.v) - 1))
+
+    def contains_hash(self, h: int) -> bool:
+        return self.lookup_hash(h) != 0
+
+    def insert_hash(self, h: int, value: int = 0) -> bool:
+        """Makes the key with hash h answer value (False when every cell of it is fixed)."""
+        addrs = self.positions(h)
+        free = [b for b in range(self.a) if (b, addrs[b]) not in self.fixed]
+        if not free:
+            return False
+        want = (self.check_of(h) << self.v) | (value & ((1 << self.v) - 1))
+        x = 0
+        for b in range(self.a):
+            if b != free[0]:
+                x ^= self.banks[b][addrs[b]]
+        self.banks[free[0]][addrs[free[0]]] = want ^ x
+        self.fixed.update((b, addrs[b]) for b in range(self.a))
+        return True
+
+    def apply(self, op: int, h: int, value: int = 0) -> int:
+        return self.lookup_hash(h) if op == 0 else 0
+
+    def hash_key(self, key: bytes) -> int:
+        return xxh64(key, self.seed)
+
+    entry = Filter.entry
+    set_entry = Filter.set_entry
+
+    def load_bank_files(self, paths):
+        for i, p in enumerate(paths):
+            cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
+                     if line.split("//")[0].strip()]
+            if len(cells) != self.depth:
+                raise ValueError(f"{p}: {len(cells)} entries, expected {self.depth}")
+            self.banks[i][:] = cells

@@ -119,7 +119,7 @@ pub(crate) fn axis_module(pc: &PipelineConfig, g: &Geo) -> String {
 // core's m<p>_{ans}), tuser = tag, tlast.
 // One operation per clock per port; answers in order. AXI4-Lite (32-bit registers): see
 // bloomlanes_hdl::axis::reg (0x00 CTRL, 0x04 STATUS, 0x08 LOOKUPS, 0x0C HITS, 0x10 INSERTS,
-// 0x14 INFO, 0x18 BLOCKS, 0x1C TIMING, 0x20 BANK_ADDR, 0x24 BANK_DATA, 0x28 OP2S, 0x2C CELLS{bank_hi}).
+// 0x14 INFO, 0x18 BLOCKS, 0x1C TIMING, 0x20 BANK_ADDR, 0x24 BANK_DATA, 0x28 OP2S, 0x2C CELLS{bank_hi}).{fixed}
 `default_nettype none
 module {t}_axis #(
     parameter LOAD_BANKS = 0
@@ -131,6 +131,13 @@ module {t}_axis #(
         codes = pc.cells.op_codes(),
         ab1 = ab - 1,
         ans = g.ans_name,
+        fixed = if g.fixed_cells {
+            "\n// A retrieval table is static: ops 1 to 3 change nothing and answer 0 (INSERTS and OP2S
+// still count ops 1 and 2); HITS counts lookups found. CTRL bit 0 zeroes every cell: load a
+// table again through BANK_DATA (or start from the bank files with LOAD_BANKS = 1)."
+        } else {
+            ""
+        },
     );
     for p in 0..g.ports {
         let _ = writeln!(

@@ -61,6 +61,8 @@ pub(crate) struct Geo {
     pub mg_bits: u32,
     /// Whether updates read the cells they write (read-modify-write: counting, spatial).
     pub reads_cells: bool,
+    /// Whether the cells are fixed (a retrieval table: lookups only, the cells loaded).
+    pub fixed_cells: bool,
 }
 
 impl Geo {
@@ -207,6 +209,7 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         value_bits,
         mg_bits: s.lanes as u32 * cells.bits,
         reads_cells: cells.reads_cells(),
+        fixed_cells: cells.alu == crate::cell::CellAlu::Fixed,
     }
 }
 

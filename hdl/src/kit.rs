@@ -62,6 +62,8 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
   \"lanes\": {lanes},
   \"word_bits\": {w},
   \"blocks\": {z},
+  \"depth\": {depth},
+  \"retrieval\": {retrieval},
   \"seed\": {seed},
   \"key_mode\": \"{mode}\",
   \"key_bytes\": {bytes},
@@ -84,6 +86,8 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
         lanes = g.lanes,
         w = g.w,
         z = g.z,
+        depth = g.depth,
+        retrieval = retrieval_json(pc),
         seed = cfg.seed,
         tw = g.tw,
         ports = g.ports,
@@ -92,6 +96,18 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
         ops = COCOTB_DEFAULT_OPS,
     );
     s
+}
+
+/// A retrieval table's shape for the cocotb model (`null` for the other kinds): where a key's
+/// cells are (`docs/FORMAT.md` §9) and how wide they are.
+fn retrieval_json(pc: &PipelineConfig) -> String {
+    match &pc.retrieval {
+        Some(r) => format!(
+            "{{\"arity\": {}, \"segment_bits\": {}, \"segment_count\": {}, \"seed\": {}, \"value_bits\": {}, \"check_bits\": {}}}",
+            r.arity, r.segment_bits, r.segment_count, r.seed, r.value_bits, r.check_bits
+        ),
+        None => "null".into(),
+    }
 }
 
 /// Files of the kit: (path relative to the export folder, text).

@@ -53,6 +53,7 @@ mod readme;
 pub mod report;
 pub mod resources;
 mod retrieval;
+mod retrieval_export;
 mod retrieval_mul;
 mod rmw;
 pub mod sim;
@@ -78,6 +79,7 @@ pub use counting_banks::{
 };
 pub use counting_export::{export_counting, export_counting_kit, COUNTING_BENCH_OPS};
 pub use report::{export, ExportSummary, SynthFigures};
+pub use retrieval_export::{export_retrieval_kit, RETRIEVAL_SELFTEST_LOOKUPS};
 pub use sim::{simulate_lookup_hashes, simulate_lookups, simulator_available, Simulator};
 pub use spatial_export::export_spatial_kit;
 

@@ -192,14 +192,22 @@ pub(crate) fn readme(cfg: &PipelineConfig, g: &Geo) -> String {
 fn files(s: &mut String, g: &Geo) {
     let t = &g.top;
     let last_bank = bank_file_name(t, g.lanes - 1);
-    let rows = [
+    let selftest = if g.fixed_cells {
+        "looks up the keys of `{t}_selftest.hex` in the loaded banks, compares every answer with core's on the same line, LED 0 = pass"
+    } else {
+        "inserts keys, looks them up, LED 0 = pass"
+    };
+    let board = format!(
+        "board tops: `{{t}}_selftest` ({selftest}) and `{{t}}_bramref` (the memories alone)"
+    );
+    let mut rows = vec![
         (format!("{t}.v"), "the design: the top module `{t}` and its modules (Verilog-2005)"),
         (format!("{t}_tb.v"), "self-checking Verilog bench: reads the stimulus, random gaps and backpressure, compares every answer"),
         (format!("{t}_harness.cpp"), "the same bench for Verilator (writes `bench_log.txt`)"),
         (format!("{} .. {last_bank}", bank_file_name(t, 0)), "the exported filter's cells, one `$readmemh` file per lane (parameter `LOAD_BANKS = 1`)"),
         ("bench_cfg.hex, stim_p<p>.hex, bench_expect_p<p>.hex".into(), "the bench's stimulus per port and the answers the software filter expects"),
         (format!("{t}_report.md"), "configuration, latency, and synthesis figures when exported with `--synth`"),
-        (format!("{t}_board.v"), "board tops: `{t}_selftest` (inserts keys, looks them up, LED 0 = pass) and `{t}_bramref` (the memories alone)"),
+        (format!("{t}_board.v"), board.as_str()),
         (format!("{t}_wrap.v"), "pin-light top `{t}_wrap`: every core port driven from or read into registers"),
         (format!("{t}_axis.v"), "`{t}_axis`: AXI4-Stream operation and answer streams, AXI4-Lite registers (counters, clear, bank read and load)"),
         ("Makefile".into(), "simulation, lint, formal, cocotb, synthesis and Fmax targets"),
@@ -207,6 +215,12 @@ fn files(s: &mut String, g: &Geo) {
         ("cocotb/".into(), "cocotb bench of `{t}_axis` with a Python model written from docs/FORMAT.md (`config.json` holds this design's parameters)"),
         (format!("formal/{t}_port_formal.sv, formal/{t}_port.sby"), "SymbiYosys proof of the answer FIFO and its stream handshake"),
     ];
+    if g.fixed_cells {
+        rows.push((
+            format!("{t}_selftest.hex"),
+            "the self-test's lookups: `{2'b00, answer, key}` a line (the answer core gives)",
+        ));
+    }
     s.push_str("\n## Files\n\n| File | What it is |\n|---|---|\n");
     for (f, what) in rows {
         let _ = writeln!(s, "| `{f}` | {} |", what.replace("{t}", t));

@@ -355,7 +355,16 @@ pub fn report_text(
         "- Latency: {} cycles (accept → answer offered); {} hash stage(s); II = 1 per port; answer FIFO {} entries.",
         design.latency_cycles, design.hash_stages, design.fifo_depth
     );
-    s.push_str(if cfg.cells.reads_cells() {
+    if let Some(r) = &cfg.retrieval {
+        let _ = writeln!(
+            s,
+            "- Table: arity {}, {} segments of 2^{} cells, {} value bits, {} check bits, construction seed {:#x}; lookups answer {{found, value}} (0 when absent); operations 1 to 3 are no-ops (the cells are loaded from the bank files or the management port).",
+            r.arity, r.segment_count, r.segment_bits, r.value_bits, r.check_bits, r.seed
+        );
+    }
+    s.push_str(if cfg.cells.alu == crate::CellAlu::Fixed {
+        "- Read-after-write: none: no operation writes the cells.\n"
+    } else if cfg.cells.reads_cells() {
         "- Read-after-write: none: every operation sees every operation accepted before it (the read-modify-write forwards the cells in flight).\n"
     } else {
         "- Read-after-write: none on port 0 (in order); on ports 1.. a lookup sees an insert accepted in an earlier cycle.\n"

@@ -232,7 +232,8 @@ fn export_writes_everything() {
             format!("{top}_axis.v"),
             format!("{top}_board.v"),
             format!("{top}_wrap.v"),
-            format!("{top}_bank07.hex"),
+            // The last bank: lane 7 of 8x32, cell 2 of the retrieval table's arity 3.
+            format!("{top}_bank0{}.hex", if kind == "retrieval" { 2 } else { 7 }),
             format!("{top}_report.md"),
             "README.md".to_string(),
             "Makefile".to_string(),
@@ -260,6 +261,16 @@ fn export_writes_everything() {
             "{report}"
         );
         assert!(s.synth.is_none());
+        if kind == "retrieval" {
+            // The lookups-only self-test's answers, and a stimulus that finds built keys.
+            assert!(s
+                .files
+                .iter()
+                .any(|p| p.ends_with(format!("{top}_selftest.hex"))));
+            let expect = std::fs::read_to_string(dir.join("bench_expect_p0.hex")).unwrap();
+            let found = expect.lines().filter(|l| l.starts_with('1')).count();
+            assert!(found > 500, "{found} of 1000 expected answers found");
+        }
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -10,6 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use bloomlanes_core::retrieval::RetrievalTable;
 use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
 use bloomlanes_hdl::{CountingConfig, ExportSummary, HdlConfig, HdlError, PipelineConfig};
 
@@ -50,6 +51,20 @@ pub fn export_spatial(
 ) -> Result<ExportSummary> {
     export_summary(dir, &mut |staging| {
         bloomlanes_hdl::export_spatial_kit(cfg, filter, staging, synth)
+    })
+}
+
+/// Writes the retrieval pipeline `cfg` of a retrieval table (its banks, a stimulus of lookups
+/// whose present keys are random keys the table finds, and the kit) into `dir`, as [`export`]
+/// does for a static filter.
+pub fn export_retrieval(
+    cfg: &PipelineConfig,
+    table: &RetrievalTable,
+    dir: &Path,
+    synth: bool,
+) -> Result<ExportSummary> {
+    export_summary(dir, &mut |staging| {
+        bloomlanes_hdl::export_retrieval_kit(cfg, table, &[], staging, synth)
     })
 }
 

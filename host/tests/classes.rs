@@ -328,3 +328,70 @@ fn spatial_filters_export_their_pipeline_with_the_kit() {
         "{text}"
     );
 }
+
+/// Issue 26: `export --hdl` of a retrieval table writes its pipeline with the whole kit (banks
+/// from the table, the lookups-only self-test's `<top>_selftest.hex`), refuses more ports and
+/// the other targets, and its `make sim` passes: the table keeps no keys, so the stimulus looks
+/// up random keys, those the table finds (one in 16 with 4 check bits) as the present ones.
+#[test]
+fn retrieval_tables_export_their_pipeline_with_the_kit() {
+    let d = tmp();
+    let mut csv = String::from("key,value\n");
+    for i in 0..2000u32 {
+        csv.push_str(&format!("k{i},{}\n", i * 7 % 256));
+    }
+    let pairs = write(&d, "pairs.csv", &csv);
+    let f = at(&d, "r.blf");
+    build(
+        &pairs,
+        &f,
+        "--kind retrieval --csv-column key --value-column value --value-bits 8 --check-bits 4",
+    );
+    let out = at(&d, "rtl");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        out,
+        "--top rt --max-key-bytes 16"
+    ));
+    assert_eq!(v["form"], "hdl-retrieval");
+    assert_eq!(
+        (v["value_bits"].as_u64(), v["check_bits"].as_u64()),
+        (Some(8), Some(4))
+    );
+    let readme = hdl_kit(&out, "rt", "m0_found_value");
+    assert!(
+        readme.contains("retrieval") && readme.contains("rt_selftest.hex"),
+        "{readme}"
+    );
+    assert!(out.join("rt_selftest.hex").is_file());
+    let e = fails(&argv!("export", f, "--hdl", at(&d, "x"), "--ports 2"), 2);
+    assert!(e.contains("one port"), "{e}");
+    let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
+    assert!(e.contains("cannot export a retrieval"), "{e}");
+    assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
+    let have = |t: &str| {
+        std::process::Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !have("iverilog") || !have("make") {
+        bloomlanes_testkit::skip(format_args!(
+            "retrieval_tables_export_their_pipeline_with_the_kit (make sim): iverilog or make is not installed"
+        ));
+        return;
+    }
+    let o = std::process::Command::new("make")
+        .args(["-s", "sim"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && text.contains("PASS: 1000 answers"),
+        "{text}"
+    );
+}

@@ -7,6 +7,7 @@ pub use bloomlanes_testkit::{each_in_parallel, skip};
 use std::path::Path;
 use std::process::Command;
 
+use bloomlanes_core::retrieval::{RetrievalSpec, RetrievalTable};
 use bloomlanes_core::{Filter, Layout, Params};
 use bloomlanes_hdl::sim::{self, BenchParams, Checked, Key, Op, Reference, Simulator, Stim};
 use bloomlanes_hdl::{op, Design, HdlConfig, KeyMode, PipelineConfig};
@@ -115,10 +116,12 @@ pub fn random_ops(
 
 /// The kinds whose exports carry the whole kit (README, Makefile, board tops, AXI wrapper,
 /// cocotb, formal), as [`export_kind`] names them.
-pub const KIT_KINDS: [&str; 3] = ["static", "counting", "spatial"];
+pub const KIT_KINDS: [&str; 4] = ["static", "counting", "spatial", "retrieval"];
 
 /// Exports a design of `c`'s shape of `kind` (static; counting with 4-bit counters, one port,
-/// empty banks; spatial with 4-bit classes, one port, 60 keys in 3 classes) into `dir`.
+/// empty banks; spatial with 4-bit classes, one port, 60 keys in 3 classes; retrieval: a table
+/// of [`KIT_RETRIEVAL_KEYS`] random keys of `c`'s key input with 8-bit values and 4 check bits,
+/// arity 3, one port, the stimulus looking up its built keys) into `dir`.
 pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::ExportSummary {
     use bloomlanes_core::CounterBits;
     use bloomlanes_hdl::CountingConfig;
@@ -142,10 +145,28 @@ pub fn export_kind(kind: &str, c: &HdlConfig, dir: &Path) -> bloomlanes_hdl::Exp
             let pc = PipelineConfig::spatial(one, 4);
             bloomlanes_hdl::export_spatial_kit(&pc, &f, dir, false)
         }
+        "retrieval" => {
+            let mut one = c.clone();
+            one.lookup_ports = 1;
+            let params = bloomlanes_core::Params::new(c.layout, c.blocks).with_seed(c.seed);
+            let mut rng = Rng(11);
+            let keys: Vec<Key> = (0..KIT_RETRIEVAL_KEYS)
+                .map(|_| random_key(&one, &mut rng))
+                .collect();
+            let hashes: Vec<u64> = keys.iter().map(|k| sim::key_hash(&one, k)).collect();
+            let values: Vec<u32> = (0..keys.len()).map(|_| rng.below(256) as u32).collect();
+            let spec = RetrievalSpec::new(8, 4).with_arity(3);
+            let t = RetrievalTable::build(params, spec, &hashes, &values).unwrap();
+            let pc = PipelineConfig::retrieval(one, *t.shape());
+            bloomlanes_hdl::export_retrieval_kit(&pc, &t, &keys, dir, false)
+        }
         k => panic!("no export of a {k} filter"),
     };
     done.unwrap_or_else(|e| panic!("{kind} export of {}: {e}", c.top_name))
 }
+
+/// Keys of the retrieval table [`export_kind`] exports.
+pub const KIT_RETRIEVAL_KEYS: usize = 300;
 
 /// Whether the long HDL runs (simulations, synthesis, lint) are on: `BLOOMLANES_FULL=1`, which
 /// `.ci/run` sets; off, the README's `cargo test --workspace` finishes in minutes and each such

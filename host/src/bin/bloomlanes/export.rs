@@ -1,6 +1,7 @@
 //! `bloomlanes export`: the Parquet split-block form, the generated RTL and its bank files, or a
 //! static filter file; a counting or stable filter exports its projection (or, `--counting`, its
-//! counting pipeline), a spatial filter its spatial pipeline (`--hdl` only).
+//! counting pipeline), a spatial filter its spatial pipeline and a retrieval table its retrieval
+//! pipeline (`--hdl` only).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -148,14 +149,18 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
             return export_spatial_hdl(ctx, &a, &sp, dir).map(|()| ExitCode::SUCCESS);
         }
+        Opened::Kind(AnyFilter::Retrieval(t)) if a.parquet.is_none() && a.static_file.is_none() => {
+            let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
+            return export_retrieval_hdl(ctx, &a, &t, dir).map(|()| ExitCode::SUCCESS);
+        }
         Opened::Kind(other) => {
             return Err(Error::KindUnsupported {
                 path: a.filter.clone(),
                 op: "export",
                 kind: other.params().kind.name().to_string(),
                 hint: "it holds several images (generations or stages), not one static filter; \
-                       static, counting and stable filters export, and a spatial filter to --hdl \
-                       alone",
+                       static, counting and stable filters export, and a spatial filter or a \
+                       retrieval table to --hdl alone",
             })
         }
     };
@@ -206,12 +211,14 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
 /// The design's configuration from the options shared by every HDL export (key input, ports,
 /// top name, multiplies), checked before anything is written: the configuration itself, the
 /// key input against the filter's recorded key type, and the fit on `--board`. Returns the
-/// configuration with its pipeline's cells, and the warnings.
+/// configuration with its pipeline's cells (a retrieval table's, of its `retrieval` shape), and
+/// the warnings.
 #[cfg(feature = "hdl")]
 fn hdl_design(
     a: &ExportArgs,
     params: &bloomlanes_host::bloomlanes_core::Params,
     cells: bloomlanes_hdl::CellSpec,
+    retrieval: Option<bloomlanes_host::bloomlanes_core::retrieval::Shape>,
     dir: &std::path::Path,
 ) -> Result<(bloomlanes_hdl::PipelineConfig, Warnings)> {
     use bloomlanes_hdl::{check_fits, check_key_mode, Device, HdlConfig, KeyKind, KeyMode};
@@ -238,7 +245,10 @@ fn hdl_design(
         };
     }
     cfg.registered_banks = a.registered_banks;
-    let design = bloomlanes_hdl::PipelineConfig::new(cfg, cells);
+    let design = match retrieval {
+        Some(shape) => bloomlanes_hdl::PipelineConfig::retrieval(cfg, shape),
+        None => bloomlanes_hdl::PipelineConfig::new(cfg, cells),
+    };
     design.validate().map_err(hdl_err)?;
     // The design must hash the keys exactly as the filter's builder did: refuse a key input
     // that does not fit the recorded key type (e.g. 8-byte keys for a filter of text lines).
@@ -275,7 +285,13 @@ fn export_hdl(
     filter: &bloomlanes_host::Filter,
     dir: &std::path::Path,
 ) -> Result<()> {
-    let (design, warnings) = hdl_design(a, filter.params(), bloomlanes_hdl::CellSpec::STATIC, dir)?;
+    let (design, warnings) = hdl_design(
+        a,
+        filter.params(),
+        bloomlanes_hdl::CellSpec::STATIC,
+        None,
+        dir,
+    )?;
     let cfg = design.base;
     let summary = bloomlanes_host::hdl_io::export(&cfg, filter, dir, a.synth)?;
     let head = format!(
@@ -366,7 +382,7 @@ fn export_counting_hdl(
         ));
     }
     let cells = CellSpec::counting(c.counter_bits());
-    let (design, warnings) = hdl_design(a, c.params(), cells, dir)?;
+    let (design, warnings) = hdl_design(a, c.params(), cells, None, dir)?;
     let cfg = CountingConfig::new(design.base, c.counter_bits());
     let summary = bloomlanes_host::hdl_io::export_counting(&cfg, c, dir, a.synth)?;
     let head = format!(
@@ -398,7 +414,7 @@ fn export_spatial_hdl(
     }
     let bits = sp.cell_bits().bits();
     let cells = bloomlanes_hdl::CellSpec::spatial(bits);
-    let (design, warnings) = hdl_design(a, sp.params(), cells, dir)?;
+    let (design, warnings) = hdl_design(a, sp.params(), cells, None, dir)?;
     let summary = bloomlanes_host::hdl_io::export_spatial(&design, sp, dir, a.synth)?;
     let cfg = &design.base;
     let head = format!(
@@ -414,8 +430,45 @@ fn export_spatial_hdl(
     tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
 }
 
-/// Without the `hdl` feature every HDL export (static, counting, spatial) is refused, naming
-/// the feature.
+/// `export --hdl DIR` of a retrieval table: the retrieval pipeline (a lookup per clock: one bank
+/// per cell of a key, their XOR and the check bits) with the table's banks and the kit. The
+/// table does not keep its keys, so the stimulus looks up random keys, those the table finds
+/// among them (every key with 0 check bits, one in 2^f with f) as the present ones.
+#[cfg(feature = "hdl")]
+fn export_retrieval_hdl(
+    ctx: &Ctx,
+    a: &ExportArgs,
+    t: &bloomlanes_host::bloomlanes_core::retrieval::RetrievalTable,
+    dir: &std::path::Path,
+) -> Result<()> {
+    if a.ports.is_some_and(|p| p != 1) {
+        return Err(Error::usage(
+            "--ports: the retrieval pipeline has one port (lookups)",
+        ));
+    }
+    let s = *t.shape();
+    let cells = bloomlanes_hdl::CellSpec::retrieval(s.value_bits.into(), s.check_bits.into());
+    let (design, warnings) = hdl_design(a, t.params(), cells, Some(s), dir)?;
+    let summary = bloomlanes_host::hdl_io::export_retrieval(&design, t, dir, a.synth)?;
+    let cfg = &design.base;
+    let head = format!(
+        "wrote the retrieval pipeline (top module {}, {} value and {} check bits, arity {}, {}) and {} bank files of {} to {}:",
+        cfg.top_name,
+        s.value_bits,
+        s.check_bits,
+        s.arity,
+        cfg.key,
+        s.arity,
+        a.filter.display(),
+        dir.display()
+    );
+    let fields = json!({"form": "hdl-retrieval", "value_bits": s.value_bits,
+                        "check_bits": s.check_bits, "arity": s.arity});
+    tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
+}
+
+/// Without the `hdl` feature every HDL export (static, counting, spatial, retrieval) is
+/// refused, naming the feature.
 #[cfg(not(feature = "hdl"))]
 fn hdl_unavailable<F>(_: &Ctx, _: &ExportArgs, _: &F, _: &std::path::Path) -> Result<()> {
     Err(bloomlanes_host::Error::Unsupported {
@@ -427,5 +480,5 @@ fn hdl_unavailable<F>(_: &Ctx, _: &ExportArgs, _: &F, _: &std::path::Path) -> Re
 #[cfg(not(feature = "hdl"))]
 use self::{
     hdl_unavailable as export_hdl, hdl_unavailable as export_counting_hdl,
-    hdl_unavailable as export_spatial_hdl,
+    hdl_unavailable as export_retrieval_hdl, hdl_unavailable as export_spatial_hdl,
 };
