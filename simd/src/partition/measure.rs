@@ -10,9 +10,15 @@
 //! that makes one or two large calls behaves as before.
 //!
 //! The cost: of a slot's first four calls two take the rule's other mode (the first call of
-//! each mode is not counted: it may fault in the partition scratch), and later one call in
-//! [`RECHECK`] takes the slower mode, so that a change (another load, the filter's pages now
-//! cached) is noticed. Answers never depend on the mode.
+//! each mode is not counted: it may fault in the partition scratch), and later the slower mode
+//! is tried again at calls 8, 16 and 32 and then one call in [`RECHECK`], so that a change
+//! (another load, the filter's pages now faulted in or cached) is noticed. Answers never depend
+//! on the mode.
+//!
+//! A mode's figure follows a faster time at once and a slower one by a quarter of the gap: a
+//! call slowed by something else (page faults of a fresh filter: 0.2 against 30 M keys/s in
+//! the first direct calls into a new 1.3 GB counting filter; a neighbour's burst) moves it
+//! little, while a lasting slowdown still shows after a few calls.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
@@ -67,8 +73,8 @@ impl Slot {
     }
 
     /// Whether call number `call` of this slot partitions, where the rule says `rule`: the
-    /// rule, then the other mode, each twice; then the faster, and the slower every
-    /// [`RECHECK`]th call (or whichever has no measurement yet).
+    /// rule, then the other mode, each twice; then the faster, and the slower at calls 8, 16
+    /// and 32 and every [`RECHECK`]th call (or whichever has no measurement yet).
     pub(crate) fn pick(&self, call: u32, rule: bool) -> bool {
         if call < 4 {
             return rule ^ (call % 2 == 1);
@@ -79,17 +85,20 @@ impl Slot {
             return partitioned == 0;
         }
         let faster = partitioned < direct;
-        faster ^ (call % RECHECK == RECHECK - 1)
+        let early = (8..RECHECK).contains(&call) && call.is_power_of_two();
+        let recheck = early || call % RECHECK == RECHECK - 1;
+        faster ^ recheck
     }
 
-    /// Counts a time of `ps_per_key` picoseconds a key for the mode `partitioned` (the mean
-    /// of the last measurement and this one).
+    /// Counts a time of `ps_per_key` picoseconds a key for the mode `partitioned`: a faster
+    /// time than the mode's figure replaces it, a slower one raises it by a quarter of the gap.
     pub(crate) fn record(&self, partitioned: bool, ps_per_key: u32) {
         let cell = &self.ps_per_key[usize::from(partitioned)];
         let old = cell.load(Relaxed);
         let new = match old {
             0 => ps_per_key,
-            _ => ((u64::from(old) + u64::from(ps_per_key)) / 2) as u32,
+            _ if ps_per_key <= old => ps_per_key,
+            _ => ((3 * u64::from(old) + u64::from(ps_per_key)) / 4) as u32,
         };
         cell.store(new.max(1), Relaxed);
     }
@@ -162,20 +171,30 @@ mod tests {
         slot.record(true, 5_000);
         assert!(!slot.pick(4, true), "direct has no figure yet");
         slot.record(false, 2_000);
-        // Direct is faster: taken, except every RECHECK-th call.
+        // Direct is faster: taken, except at calls 8, 16, 32 and every RECHECK-th call.
         for call in 4..4 * RECHECK {
-            let expect_partition = call % RECHECK == RECHECK - 1;
+            let expect_partition = [8, 16, 32].contains(&call) || call % RECHECK == RECHECK - 1;
             assert_eq!(slot.pick(call, true), expect_partition, "call {call}");
         }
-        // Partitioned becomes faster: mean of 5000 and 1000 is 3000, then 2000, then 1500.
-        for _ in 0..3 {
-            slot.record(true, 1_000);
-        }
+        // A slow call moves direct's figure by a quarter of the gap: 2000 → 3000 after 6000.
+        slot.record(false, 6_000);
+        assert!(
+            !slot.pick(10, true),
+            "direct still faster after one slow call"
+        );
+        // Partitioned becomes faster at once with a faster time: 1000 replaces 5000.
+        slot.record(true, 1_000);
         assert!(slot.pick(10, false));
         assert!(
             !slot.pick(RECHECK - 1, false),
             "the recheck takes the slower"
         );
+        // A lasting slowdown of partitioned shows after a few calls: 1000 → 2500 → 3625 →
+        // 4468 → 5101, past direct's 3000.
+        for _ in 0..4 {
+            slot.record(true, 7_000);
+        }
+        assert!(!slot.pick(10, true), "direct (3000) faster again");
     }
 
     #[test]
