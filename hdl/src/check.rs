@@ -321,19 +321,7 @@ pub fn simulate_lookups(
 ) -> Result<Vec<bool>, HdlError> {
     let keys = keys
         .iter()
-        .map(|k| match cfg.key {
-            KeyMode::Bytes(n) if k.len() == n => Ok(Key::Bytes(k.clone())),
-            KeyMode::Bytes(n) => Err(HdlError::Mismatch(format!(
-                "a {}-byte key for a design with {n}-byte keys",
-                k.len()
-            ))),
-            KeyMode::VarBytes(n) if k.len() <= n => Ok(Key::Bytes(k.clone())),
-            KeyMode::VarBytes(n) => Err(HdlError::Mismatch(format!(
-                "a {}-byte key for a design with keys of at most {n} bytes",
-                k.len()
-            ))),
-            KeyMode::Prehashed => Ok(Key::Hash(bloomlanes_core::xxh64(k, cfg.seed))),
-        })
+        .map(|k| Key::from_key_bytes(cfg, k))
         .collect::<Result<Vec<_>, _>>()?;
     lookups_in(cfg, filter, keys)
 }

@@ -86,6 +86,29 @@ pub enum Key {
     Hash(u64),
 }
 
+impl Key {
+    /// The key whose hashed bytes are `k` (a software filter's key: an integer's little-endian
+    /// bytes, a string's bytes) as the design `cfg` takes it: the bytes for a design that
+    /// hashes on chip ([`KeyMode::Bytes`] of their length, [`KeyMode::VarBytes`] of at least
+    /// it), their XXH64 under `cfg`'s seed for a [`KeyMode::Prehashed`] one. A key the design
+    /// cannot take (another width, too long) is a [`HdlError::Mismatch`].
+    pub fn from_key_bytes(cfg: &HdlConfig, k: &[u8]) -> Result<Key, HdlError> {
+        match cfg.key {
+            KeyMode::Bytes(n) if k.len() == n => Ok(Key::Bytes(k.to_vec())),
+            KeyMode::Bytes(n) => Err(HdlError::Mismatch(format!(
+                "a {}-byte key for a design with {n}-byte keys",
+                k.len()
+            ))),
+            KeyMode::VarBytes(n) if k.len() <= n => Ok(Key::Bytes(k.to_vec())),
+            KeyMode::VarBytes(n) => Err(HdlError::Mismatch(format!(
+                "a {}-byte key for a design with keys of at most {n} bytes",
+                k.len()
+            ))),
+            KeyMode::Prehashed => Ok(Key::Hash(xxh64(k, cfg.seed))),
+        }
+    }
+}
+
 /// One operation of a stimulus.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Op {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::retrieval::RetrievalTable;
 use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
+use bloomlanes_hdl::sim::Key;
 use bloomlanes_hdl::{CountingConfig, ExportSummary, HdlConfig, HdlError, PipelineConfig};
 
 use crate::error::{Error, Result};
@@ -55,16 +56,18 @@ pub fn export_spatial(
 }
 
 /// Writes the retrieval pipeline `cfg` of a retrieval table (its banks, a stimulus of lookups
-/// whose present keys are random keys the table finds, and the kit) into `dir`, as [`export`]
-/// does for a static filter.
+/// and the kit) into `dir`, as [`export`] does for a static filter. The stimulus's present
+/// lookups are `keys` (keys the table was built from, as the design takes them: see
+/// [`Key::from_key_bytes`]); when `keys` is empty, random keys the table finds.
 pub fn export_retrieval(
     cfg: &PipelineConfig,
     table: &RetrievalTable,
+    keys: &[Key],
     dir: &Path,
     synth: bool,
 ) -> Result<ExportSummary> {
     export_summary(dir, &mut |staging| {
-        bloomlanes_hdl::export_retrieval_kit(cfg, table, &[], staging, synth)
+        bloomlanes_hdl::export_retrieval_kit(cfg, table, keys, staging, synth)
     })
 }
 

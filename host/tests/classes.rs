@@ -304,29 +304,7 @@ fn spatial_filters_export_their_pipeline_with_the_kit() {
     let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
     assert!(e.contains("cannot export a spatial filter"), "{e}");
     assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
-    let have = |t: &str| {
-        std::process::Command::new(t)
-            .arg("--version")
-            .output()
-            .is_ok()
-    };
-    if !have("iverilog") || !have("make") {
-        bloomlanes_testkit::skip(format_args!(
-            "spatial_filters_export_their_pipeline_with_the_kit (make sim): iverilog or make is not installed"
-        ));
-        return;
-    }
-    let o = std::process::Command::new("make")
-        .args(["-s", "sim"])
-        .current_dir(&out)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(
-        o.status.success() && text.contains("PASS: 1000 answers"),
-        "{text}"
-    );
+    make_sim_passes(&out, "spatial_filters_export_their_pipeline_with_the_kit");
 }
 
 /// Issue 26: `export --hdl` of a retrieval table writes its pipeline with the whole kit (banks
@@ -371,6 +349,12 @@ fn retrieval_tables_export_their_pipeline_with_the_kit() {
     let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
     assert!(e.contains("cannot export a retrieval"), "{e}");
     assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
+    make_sim_passes(&out, "retrieval_tables_export_their_pipeline_with_the_kit");
+}
+
+/// Runs `make sim` in the export `dir`, which must pass all 1000 answers; skipped (said so,
+/// for `test`) when iverilog or make is not installed.
+fn make_sim_passes(dir: &std::path::Path, test: &str) {
     let have = |t: &str| {
         std::process::Command::new(t)
             .arg("--version")
@@ -379,13 +363,13 @@ fn retrieval_tables_export_their_pipeline_with_the_kit() {
     };
     if !have("iverilog") || !have("make") {
         bloomlanes_testkit::skip(format_args!(
-            "retrieval_tables_export_their_pipeline_with_the_kit (make sim): iverilog or make is not installed"
+            "{test} (make sim): iverilog or make is not installed"
         ));
         return;
     }
     let o = std::process::Command::new("make")
         .args(["-s", "sim"])
-        .current_dir(&out)
+        .current_dir(dir)
         .output()
         .unwrap();
     let text =
@@ -393,5 +377,184 @@ fn retrieval_tables_export_their_pipeline_with_the_kit() {
     assert!(
         o.status.success() && text.contains("PASS: 1000 answers"),
         "{text}"
+    );
+}
+
+/// The lines of a retrieval export's `<top>_selftest.hex` for a design of keys of at most
+/// `max` bytes and `value_bits`-bit values: each line's key (`{2'b00, answer, length, key}`,
+/// key byte i in bits 8i to 8i+7) and core's answer (`1 << value_bits | value` when found).
+fn selftest_lines(path: &std::path::Path, max: usize, value_bits: usize) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let field = |bits: &[bool], lo: usize, n: usize| {
+        (0..n).fold(0u32, |x, j| x | u32::from(bits[lo + j]) << j)
+    };
+    text.lines()
+        .map(|line| {
+            // Bit i of the word, least significant first.
+            let bits: Vec<bool> = line
+                .chars()
+                .rev()
+                .flat_map(|c| {
+                    let d = c.to_digit(16).expect("hex");
+                    (0..4).map(move |j| d >> j & 1 == 1)
+                })
+                .collect();
+            let len = field(&bits, 8 * max, 7) as usize;
+            let key: Vec<u8> = (0..len).map(|i| field(&bits, 8 * i, 8) as u8).collect();
+            let answer = field(&bits, 8 * max + 7, value_bits + 1);
+            (String::from_utf8_lossy(&key).into_owned(), answer)
+        })
+        .collect()
+}
+
+/// Issue 26 follow-up: with many check bits a random key is almost never found, so without its
+/// keys a retrieval table's exported stimulus looked up absent keys only; `export --keys` gives
+/// it the keys the table was built from (the same CSV), the summary says how many the table
+/// holds, the self-test looks them up expecting their built values, and `make sim` passes.
+#[test]
+fn retrieval_export_looks_up_the_keys_given_with_their_values() {
+    let d = tmp();
+    let mut csv = String::from("key,value\n");
+    for i in 0..2000u32 {
+        // Keys of 10 bytes: no random key of the stimulus's finds one (k1 to k9 would be found
+        // among random 2-byte keys).
+        csv.push_str(&format!("key-{i:06},{}\n", i * 7 % 256));
+    }
+    let pairs = write(&d, "pairs.csv", &csv);
+    let f = at(&d, "r.blf");
+    build(
+        &pairs,
+        &f,
+        "--kind retrieval --csv-column key --value-column value --value-bits 8 --check-bits 24",
+    );
+    let out = at(&d, "rtl");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        out,
+        "--top rt --max-key-bytes 16 --keys",
+        pairs,
+        "--csv-column key"
+    ));
+    assert_eq!(v["check_bits"].as_u64(), Some(24));
+    let keys = &v["keys"];
+    assert_eq!(
+        (keys["keys"].as_u64(), keys["found"].as_u64()),
+        (Some(2000), Some(2000)),
+        "{v}"
+    );
+    assert_eq!(keys["complete"], true);
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
+    let lines = selftest_lines(&out.join("rt_selftest.hex"), 16, 8);
+    assert_eq!(lines.len(), 64);
+    let found: Vec<&(String, u32)> = lines.iter().filter(|(_, a)| *a != 0).collect();
+    assert!(
+        found.len() >= 20,
+        "{} of 64 lookups found: {lines:?}",
+        found.len()
+    );
+    let mut distinct = std::collections::BTreeSet::new();
+    for (key, answer) in found {
+        let i: u32 = key
+            .strip_prefix("key-")
+            .and_then(|n| n.parse().ok())
+            .expect(key);
+        assert_eq!(*answer, 1 << 8 | (i * 7 % 256), "{key}");
+        distinct.insert(i);
+    }
+    assert!(distinct.len() >= 10, "{distinct:?}");
+    // Without --keys the stimulus finds none of them (random keys, one in 2^24 found).
+    let bare = at(&d, "bare");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        bare,
+        "--top rt --max-key-bytes 16"
+    ));
+    assert!(v["keys"].is_null(), "{v}");
+    let lines = selftest_lines(&bare.join("rt_selftest.hex"), 16, 8);
+    assert!(lines.iter().all(|(_, a)| *a == 0), "{lines:?}");
+    // The people's summary says how many of the keys the table holds.
+    let o = succeeds(bl().args(argv!(
+        "export",
+        f,
+        "--hdl",
+        at(&d, "rtl2"),
+        "--max-key-bytes 16 --keys",
+        pairs
+    )));
+    let text = String::from_utf8_lossy(&o.stdout);
+    says(
+        &text,
+        &[
+            "2000 keys read from",
+            "pairs.csv",
+            "of which the table holds 2000",
+        ],
+    );
+    make_sim_passes(
+        &out,
+        "retrieval_export_looks_up_the_keys_given_with_their_values",
+    );
+}
+
+/// `export --keys` refuses a key file of another type than the table's naming the file (and
+/// writes nothing), `--keys` for a kind whose stimulus inserts its own keys, and the key file's
+/// reading options without `--keys`; keys the table does not hold are looked up, with a warning
+/// when it holds none of them.
+#[test]
+fn retrieval_export_keys_of_another_type_are_refused_naming_the_file() {
+    let d = tmp();
+    let pairs = write(&d, "pairs.csv", "key,value\nalpha,1\nbeta,2\ngamma,3\n");
+    let f = at(&d, "r.blf");
+    build(
+        &pairs,
+        &f,
+        "--kind retrieval --csv-column key --value-column value --value-bits 4 --check-bits 16",
+    );
+    let numbers = write(&d, "numbers.txt", "1\n2\n3\n");
+    let rtl = at(&d, "rtl");
+    let e = fails(
+        &argv!(
+            "export",
+            f,
+            "--hdl",
+            rtl,
+            "--max-key-bytes 8 --keys",
+            numbers,
+            "--key-type u64"
+        ),
+        2,
+    );
+    says(&e, &["numbers.txt", "u64", "bytes"]);
+    assert!(!rtl.exists(), "nothing written");
+    let e = fails(&argv!("export", f, "--hdl", rtl, "--csv-column key"), 2);
+    says(&e, &["--csv-column", "--keys"]);
+    let e = fails(
+        &argv!("export", f, "--static", at(&d, "s.blf"), "--keys", pairs),
+        2,
+    );
+    says(&e, &["--keys", "--hdl"]);
+    let keys = write(&d, "keys.txt", "alpha\n");
+    let st = at(&d, "s.blf");
+    build(&keys, &st, "");
+    let e = fails(&argv!("export", st, "--hdl", rtl, "--keys", keys), 2);
+    says(&e, &["--keys", "static", "retrieval"]);
+    let other = write(&d, "other.txt", "delta\nepsilon\n");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        rtl,
+        "--max-key-bytes 8 --keys",
+        other
+    ));
+    assert_eq!(v["keys"]["found"].as_u64(), Some(0), "{v}");
+    let w = v["warnings"].to_string();
+    assert!(
+        w.contains("none of the 2 keys") && w.contains("other.txt"),
+        "{w}"
     );
 }

@@ -1,7 +1,7 @@
 //! `bloomlanes export`: the Parquet split-block form, the generated RTL and its bank files, or a
 //! static filter file; a counting or stable filter exports its projection (or, `--counting`, its
 //! counting pipeline), a spatial filter its spatial pipeline and a retrieval table its retrieval
-//! pipeline (`--hdl` only).
+//! pipeline (`--hdl` only; `--keys` gives the keys it was built from, read in `export_keys`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +11,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::args::OpenArgs;
+use crate::inputs::InputArgs;
 use crate::opened::Opened;
 use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
@@ -85,6 +86,16 @@ pub struct ExportArgs {
     /// instead of the lookup design of its projection.
     #[arg(long, requires = "hdl")]
     counting: bool,
+    /// With --hdl, for a retrieval table: the keys it was built from (or some of them; read with
+    /// --format, the CSV options and --key-type as `query` reads keys, the first 1 Mi at most),
+    /// looked up as the present keys of the stimulus and self-test; the table file keeps no
+    /// keys, so without it they are random keys the table happens to find (none with many check
+    /// bits). Keys of another type than the table's are refused. The other kinds' stimuli insert
+    /// the keys they look up and take no --keys.
+    #[arg(long, requires = "hdl", value_name = "FILE")]
+    keys: Option<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
     #[command(flatten)]
     open: OpenArgs,
 }
@@ -103,12 +114,18 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             ("--mul-style", a.mul_style.is_some()),
             ("--registered-banks", a.registered_banks),
             ("--counting", a.counting),
+            ("--keys", a.keys.is_some()),
         ];
         if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
             return Err(bloomlanes_host::Error::usage(format!(
                 "{name} applies to --hdl only"
             )));
         }
+    }
+    if let (None, Some(name)) = (&a.keys, a.input.first_given()) {
+        return Err(Error::usage(format!(
+            "{name} applies to --keys only (how its key file is read)"
+        )));
     }
     if let Some(out) = &a.parquet {
         check_output(out)?;
@@ -117,6 +134,15 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
         check_output(out)?;
     }
     let opened = Opened::open(&a.filter, a.open.verify())?;
+    if a.keys.is_some() && !matches!(opened, Opened::Kind(AnyFilter::Retrieval(_))) {
+        return Err(Error::usage(format!(
+            "--keys: {} is a {} filter; only a retrieval table's export takes the keys it was \
+             built from (its file keeps none); the stimuli of static, counting and spatial \
+             designs insert the keys they look up",
+            a.filter.display(),
+            opened.params().kind.name()
+        )));
+    }
     if a.counting {
         return match (opened, &a.hdl) {
             (Opened::Kind(AnyFilter::Counting(c)), Some(dir))
@@ -432,8 +458,11 @@ fn export_spatial_hdl(
 
 /// `export --hdl DIR` of a retrieval table: the retrieval pipeline (a lookup per clock: one bank
 /// per cell of a key, their XOR and the check bits) with the table's banks and the kit. The
-/// table does not keep its keys, so the stimulus looks up random keys, those the table finds
-/// among them (every key with 0 check bits, one in 2^f with f) as the present ones.
+/// table does not keep its keys: with `--keys FILE` the stimulus and self-test look up the keys
+/// of FILE (the table's built keys; read as `query` reads keys, of the table's key type, at
+/// most [`crate::export_keys::KEYS_READ_LIMIT`]) as the present ones, and the summary says how many
+/// the table holds (a warning when none); without it, random keys the table finds (every key
+/// with 0 check bits, one in 2^f with f: none to speak of with many check bits).
 #[cfg(feature = "hdl")]
 fn export_retrieval_hdl(
     ctx: &Ctx,
@@ -448,11 +477,22 @@ fn export_retrieval_hdl(
     }
     let s = *t.shape();
     let cells = bloomlanes_hdl::CellSpec::retrieval(s.value_bits.into(), s.check_bits.into());
-    let (design, warnings) = hdl_design(a, t.params(), cells, Some(s), dir)?;
-    let summary = bloomlanes_host::hdl_io::export_retrieval(&design, t, dir, a.synth)?;
+    let (design, mut warnings) = hdl_design(a, t.params(), cells, Some(s), dir)?;
+    let keys = match &a.keys {
+        Some(path) => Some(crate::export_keys::read_design_keys(
+            path,
+            &a.input,
+            t,
+            &design.base,
+            &mut warnings,
+        )?),
+        None => None,
+    };
+    let given = keys.as_ref().map_or(&[][..], |k| &k.keys[..]);
+    let summary = bloomlanes_host::hdl_io::export_retrieval(&design, t, given, dir, a.synth)?;
     let cfg = &design.base;
-    let head = format!(
-        "wrote the retrieval pipeline (top module {}, {} value and {} check bits, arity {}, {}) and {} bank files of {} to {}:",
+    let mut head = format!(
+        "wrote the retrieval pipeline (top module {}, {} value and {} check bits, arity {}, {}) and {} bank files of {} to {}",
         cfg.top_name,
         s.value_bits,
         s.check_bits,
@@ -462,8 +502,13 @@ fn export_retrieval_hdl(
         a.filter.display(),
         dir.display()
     );
+    head = match &keys {
+        Some(k) => format!("{head}; {}:", k.describe()),
+        None => format!("{head}:"),
+    };
     let fields = json!({"form": "hdl-retrieval", "value_bits": s.value_bits,
-                        "check_bits": s.check_bits, "arity": s.arity});
+                        "check_bits": s.check_bits, "arity": s.arity,
+                        "keys": keys.as_ref().map(|k| k.json())});
     tell_export(ctx, a, cfg, dir, &summary, &warnings, fields, head)
 }
 

@@ -132,6 +132,23 @@ pub fn parse_key_type(s: &str) -> std::result::Result<KeyType, String> {
 }
 
 impl InputArgs {
+    /// The first option given on the command line (`--format` other than auto, the CSV
+    /// options, `--threads`, `--key-type`), for a command that reads keys only with another
+    /// option to refuse them without it.
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            ("--format", self.format != InputFormat::Auto),
+            ("--csv-column", self.csv_column.is_some()),
+            ("--no-header", self.no_header),
+            ("--delimiter", self.delimiter.is_some()),
+            ("--threads", self.threads.is_some()),
+            ("--chunk-bytes", self.chunk_bytes.is_some()),
+            ("--key-type", self.key_type.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
+
     /// The library's reading options.
     pub fn options(&self) -> InputOptions {
         InputOptions {

@@ -19,6 +19,8 @@ mod classify_dir;
 mod dedup;
 mod delete;
 mod export;
+#[cfg(feature = "hdl")]
+mod export_keys;
 mod import;
 mod inputs;
 mod insert;
@@ -103,6 +105,7 @@ enum Command {
     /// Import a Parquet bloom filter: from a column chunk of a .parquet file, or a bare Parquet filter.
     Import(import::ImportArgs),
     /// Export a filter: the Parquet split-block form, or HDL bank files plus the generated RTL.
+    #[command(after_long_help = inputs::FORMATS_POINTER)]
     Export(export::ExportArgs),
     /// Bloom filters inside .parquet files: add them to a file, or ask which row groups of a
     /// dataset may hold given keys.
