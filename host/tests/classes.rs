@@ -281,30 +281,65 @@ fn spatial_filters_export_their_pipeline_with_the_kit() {
         &f,
         "--kind spatial --csv-column ip --class-column action",
     );
-    let out = at(&d, "rtl");
-    let v = json(&argv!(
-        "export",
-        f,
-        "--hdl",
-        out,
-        "--top spat --max-key-bytes 16"
-    ));
+    let (v, readme) = exports_its_kit(&d, &f, "spat", "m0_min", "spatial filter");
     assert_eq!(v["form"], "hdl-spatial");
     assert_eq!(
         (v["cell_bits"].as_u64(), v["classes"].as_u64()),
         (Some(4), Some(3))
     );
-    let readme = hdl_kit(&out, "spat", "m0_min");
-    assert!(
-        readme.contains("spatial") && readme.contains("`s0_value`"),
-        "{readme}"
+    assert!(readme.contains("`s0_value`"), "{readme}");
+    make_sim_passes(
+        &at(&d, "rtl"),
+        "spatial_filters_export_their_pipeline_with_the_kit",
     );
-    let e = fails(&argv!("export", f, "--hdl", at(&d, "x"), "--ports 2"), 2);
+}
+
+/// `d/pairs.csv` of 2000 keys `key(i)` with 8-bit values `7i mod 256`, and the retrieval table
+/// `d/r.blf` built from it with `check_bits` check bits: `(csv, table)`.
+fn retrieval_table(
+    d: &tempfile::TempDir,
+    key: impl Fn(u32) -> String,
+    check_bits: u32,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let mut csv = String::from("key,value\n");
+    for i in 0..2000u32 {
+        csv.push_str(&format!("{},{}\n", key(i), i * 7 % 256));
+    }
+    let pairs = write(d, "pairs.csv", &csv);
+    let f = at(d, "r.blf");
+    let kind = "--kind retrieval --csv-column key --value-column value --value-bits 8";
+    build(&pairs, &f, &format!("{kind} --check-bits {check_bits}"));
+    (pairs, f)
+}
+
+/// The checks every cell kind's `export --hdl` passes: the export of `f` into `d/rtl` with top
+/// `top` (keys up to 16 bytes) writes the kit, whose README names the kind and the answer port
+/// `answer`; `--ports 2` and `--static` are refused naming the kind (`what`) and write nothing.
+/// Returns the export's JSON and the README.
+fn exports_its_kit(
+    d: &tempfile::TempDir,
+    f: &std::path::Path,
+    top: &str,
+    answer: &str,
+    what: &str,
+) -> (serde_json::Value, String) {
+    let out = at(d, "rtl");
+    let v = json(&argv!(
+        "export",
+        f,
+        "--hdl",
+        out,
+        format!("--top {top} --max-key-bytes 16").as_str()
+    ));
+    let readme = hdl_kit(&out, top, answer);
+    let kind = what.split(' ').next().expect("a kind");
+    assert!(readme.contains(kind), "{readme}");
+    let e = fails(&argv!("export", f, "--hdl", at(d, "x"), "--ports 2"), 2);
     assert!(e.contains("one port"), "{e}");
-    let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
-    assert!(e.contains("cannot export a spatial filter"), "{e}");
-    assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
-    make_sim_passes(&out, "spatial_filters_export_their_pipeline_with_the_kit");
+    let e = fails(&["export", s(f), "--static", s(&at(d, "y.blf"))], 2);
+    assert!(e.contains(&format!("cannot export a {what}")), "{e}");
+    assert!(!at(d, "x").exists() && !at(d, "y.blf").exists());
+    (v, readme)
 }
 
 /// Issue 26: `export --hdl` of a retrieval table writes its pipeline with the whole kit (banks
@@ -314,41 +349,16 @@ fn spatial_filters_export_their_pipeline_with_the_kit() {
 #[test]
 fn retrieval_tables_export_their_pipeline_with_the_kit() {
     let d = tmp();
-    let mut csv = String::from("key,value\n");
-    for i in 0..2000u32 {
-        csv.push_str(&format!("k{i},{}\n", i * 7 % 256));
-    }
-    let pairs = write(&d, "pairs.csv", &csv);
-    let f = at(&d, "r.blf");
-    build(
-        &pairs,
-        &f,
-        "--kind retrieval --csv-column key --value-column value --value-bits 8 --check-bits 4",
-    );
-    let out = at(&d, "rtl");
-    let v = json(&argv!(
-        "export",
-        f,
-        "--hdl",
-        out,
-        "--top rt --max-key-bytes 16"
-    ));
+    let (_, f) = retrieval_table(&d, |i| format!("k{i}"), 4);
+    let (v, readme) = exports_its_kit(&d, &f, "rt", "m0_found_value", "retrieval");
     assert_eq!(v["form"], "hdl-retrieval");
     assert_eq!(
         (v["value_bits"].as_u64(), v["check_bits"].as_u64()),
         (Some(8), Some(4))
     );
-    let readme = hdl_kit(&out, "rt", "m0_found_value");
-    assert!(
-        readme.contains("retrieval") && readme.contains("rt_selftest.hex"),
-        "{readme}"
-    );
+    assert!(readme.contains("rt_selftest.hex"), "{readme}");
+    let out = at(&d, "rtl");
     assert!(out.join("rt_selftest.hex").is_file());
-    let e = fails(&argv!("export", f, "--hdl", at(&d, "x"), "--ports 2"), 2);
-    assert!(e.contains("one port"), "{e}");
-    let e = fails(&["export", s(&f), "--static", s(&at(&d, "y.blf"))], 2);
-    assert!(e.contains("cannot export a retrieval"), "{e}");
-    assert!(!at(&d, "x").exists() && !at(&d, "y.blf").exists());
     make_sim_passes(&out, "retrieval_tables_export_their_pipeline_with_the_kit");
 }
 
@@ -414,19 +424,9 @@ fn selftest_lines(path: &std::path::Path, max: usize, value_bits: usize) -> Vec<
 #[test]
 fn retrieval_export_looks_up_the_keys_given_with_their_values() {
     let d = tmp();
-    let mut csv = String::from("key,value\n");
-    for i in 0..2000u32 {
-        // Keys of 10 bytes: no random key of the stimulus's finds one (k1 to k9 would be found
-        // among random 2-byte keys).
-        csv.push_str(&format!("key-{i:06},{}\n", i * 7 % 256));
-    }
-    let pairs = write(&d, "pairs.csv", &csv);
-    let f = at(&d, "r.blf");
-    build(
-        &pairs,
-        &f,
-        "--kind retrieval --csv-column key --value-column value --value-bits 8 --check-bits 24",
-    );
+    // Keys of 10 bytes: no random key of the stimulus's finds one (k1 to k9 would be found
+    // among random 2-byte keys).
+    let (pairs, f) = retrieval_table(&d, |i| format!("key-{i:06}"), 24);
     let out = at(&d, "rtl");
     let v = json(&argv!(
         "export",
