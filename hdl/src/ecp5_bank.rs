@@ -6,12 +6,13 @@
 //!
 //! A bank of `depth` cells of `c ≤ 18` bits is a grid of tiles ([`tiles`]): one tile deep and
 //! cut side by side where it fits in 16 Ki entries (each tile a slice of the cell bits, so the
-//! read needs no pick), else a column of tiles of the narrowest DP16KD width that holds a cell
-//! (1, 2, 4, 9 or 18 bits: 16 Ki, 8 Ki, 4 Ki, 2 Ki or 1 Ki entries) whose high address bits
-//! pick the tile: the write enables are decoded from them, and the read data of the tile
-//! picked two cycles before (the read and the output register) goes through a multiplexer into
-//! the fabric register `<port>_dout`. Three cycles (two for plain banks) either way, like the
-//! inferred bank.
+//! read needs no pick), else rows of such slices (DP16KD widths 1, 2, 4, 9 or 18 bits: 16 Ki,
+//! 8 Ki, 4 Ki, 2 Ki or 1 Ki entries; the fewest tiles, then the fewest rows) whose high
+//! address bits pick the row: the write enables are decoded from them, and the read data of
+//! the row picked two cycles before (the read and the output register) goes through a
+//! multiplexer into the fabric register `<port>_dout`. Three cycles from the address at the
+//! memory (two for plain banks) either way, like the inferred bank; registered banks register
+//! every address at the memory first (`<name>_m`, in `verilog.rs`).
 //!
 //! The tiles are emitted under `` `ifdef BLOOMLANES_ECP5_EBR `` (the export's ECP5 flow
 //! defines it) and only when the bank starts empty (`LOAD == 0`; DP16KD contents come from
@@ -55,16 +56,27 @@ impl Tiles {
 /// from the tiles' output registers straight to the fabric register, with no pick between
 /// tiles far apart on the die (a pick of 5 tiles held the 16384-key retrieval table to
 /// 156–170 MHz, 4.7 ns of its 6.4 ns routing); of those cuts the fewest tiles, then the
-/// narrowest. Deeper banks are a column of the narrowest tile that holds a cell.
+/// narrowest. Deeper banks are a grid: of every width's cut the fewest tiles, then the fewest
+/// rows (the shallowest pick), so a bank of narrow cells is cut into 1-bit tiles side by side,
+/// 16 Ki entries deep each (spatial 8x32, 1024 blocks of 4-bit cells: 32 Ki entries in 2 x 4
+/// tiles of 16 Ki x 1, a pick of two, not a column of eight 4 Ki x 4 tiles, whose 8-way pick
+/// was the critical path on ECP5), while cells of 9 or 18 bits keep their tile width (9 bits
+/// in 1-bit tiles would take 18 tiles for the 10 of 2 Ki x 9).
 pub(crate) fn tiles(c: u32, depth: u64) -> Option<Tiles> {
     let entries = |shift: u32| 1u64 << (14 - shift);
-    let (width, shift) = WIDTHS.into_iter().find(|&(w, _)| w >= c)?;
-    let column = Tiles {
-        width,
-        shift,
-        rows: depth.div_ceil(entries(shift)),
-        cols: 1,
-    };
+    if c > 18 {
+        return None;
+    }
+    let grid = WIDTHS
+        .into_iter()
+        .map(|(width, shift)| Tiles {
+            width,
+            shift,
+            rows: depth.div_ceil(entries(shift)),
+            cols: u64::from(c.div_ceil(width)),
+        })
+        .min_by_key(|t| (t.count(), t.rows, t.width))
+        .expect("five widths");
     let one_deep = WIDTHS
         .into_iter()
         .filter(|&(_, shift)| entries(shift) >= depth)
@@ -75,7 +87,7 @@ pub(crate) fn tiles(c: u32, depth: u64) -> Option<Tiles> {
             cols: u64::from(c.div_ceil(width)),
         })
         .min_by_key(|t| (t.cols, t.width));
-    Some(one_deep.unwrap_or(column))
+    Some(one_deep.unwrap_or(grid))
 }
 
 /// The tiles the generator instantiates for a bank of `depth` cells of `c` bits (`registered`:
@@ -207,6 +219,30 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
             let _ = writeln!(v, "        always @(posedge clk) {pick}");
         }
     }
+    debug_assert!(
+        sel_bits == 0 || registered(g),
+        "only registered banks have rows"
+    );
+    if sel_bits > 0 {
+        // The row write enables, decoded from the bank's inputs into one register per row (a
+        // tile's WE pin then reads a register, not a LUT after one): only registered banks are
+        // cut into rows, so these registers stand where `a_we_m` and `a_addr_m` would.
+        // ECP5, spatial c=4 z=1024 (32 tiles a row over the die): the decode LUT → WEA was the
+        // critical path, 5.1–5.9 ns of routing.
+        let mut decode = String::new();
+        for r in 0..t.rows {
+            let _ = write!(
+                decode,
+                "\n            a_we_row[{r}] <= a_we & (a_addr[{}:{tile_bits}] == {sel_bits}'d{r});",
+                g.aw - 1
+            );
+        }
+        let _ = writeln!(
+            v,
+            "        reg [{}:0] a_we_row;\n        always @(posedge clk) begin{decode}\n        end",
+            t.rows - 1
+        );
+    }
     let pins = |p: &str, name: &str, expr: &dyn Fn(u32) -> String| -> String {
         (0..18)
             .map(|i| format!(".{}{}{i}({})", name, p.to_uppercase(), expr(i)))
@@ -222,7 +258,7 @@ pub(crate) fn open(v: &mut String, g: &Geo, read_a: bool, has_b: bool) {
                 let we = match (writes, sel_bits) {
                     (false, _) => "1'b0".to_string(),
                     (true, 0) => we_m.to_string(),
-                    (true, _) => format!("{we_m} & (a_sel == {sel_bits}'d{r})"),
+                    (true, _) => format!("a_we_row[{r}]"),
                 };
                 let up = p.to_uppercase();
                 let addr = |i: u32| {
@@ -298,8 +334,14 @@ mod tests {
         assert_eq!(cut(1, 2048), (1, 1, 1));
         assert_eq!(cut(18, 1024), (1, 1, 18));
         assert_eq!(cut(4, 4096), (1, 1, 4));
-        // Deeper than 16 Ki entries: a column of the narrowest tile.
+        // Deeper than 16 Ki entries: the fewest tiles, then the shallowest pick. The spatial
+        // 8x32 z = 1024 banks of 4-bit cells: 2 deep x 4 wide of 16 Ki x 1 (a column of eight
+        // 4 Ki x 4 before); 8-bit counters likewise 2 x 8; 9-bit cells stay 2 Ki x 9.
         assert_eq!(cut(1, 32_768), (2, 1, 1));
+        assert_eq!(cut(4, 32_768), (2, 4, 1));
+        assert_eq!(cut(8, 32_768), (2, 8, 1));
+        // Where 1-bit tiles would take more tiles (40 000 x 2: six), the column stays.
+        assert_eq!(cut(2, 40_000), (5, 1, 2));
         assert_eq!(cut(9, 20_000), (10, 1, 9));
         assert_eq!(tiles(19, 100), None);
         for c in 1..=18 {
@@ -307,7 +349,11 @@ mod tests {
                 let t = tiles(c, depth).unwrap();
                 let entries = 1u64 << (14 - t.shift);
                 assert!(t.rows * entries >= depth && t.cols * u64::from(t.width) >= u64::from(c));
-                assert!(t.rows == 1 || t.cols == 1, "{c} x {depth}: {t:?}");
+                // A deep bank never takes more tiles than the column of the narrowest width
+                // that holds a cell.
+                let (_, shift) = WIDTHS.into_iter().find(|&(w, _)| w >= c).unwrap();
+                let column = depth.div_ceil(1 << (14 - shift));
+                assert!(t.rows == 1 || t.count() <= column, "{c} x {depth}: {t:?}");
             }
         }
     }

@@ -31,17 +31,17 @@ pub(crate) struct Geo {
     pub bank_stages: u32,
     /// Cycles from a bank's address to its read data (`rd<p>`): 2 (the block RAM's read and
     /// output register), or with registered banks 3 (read, the memory's output register, a
-    /// fabric register) plus 1 where the read addresses are registered too ([`Geo::read_in`]).
+    /// fabric register) plus 1 for the read address's register at the memory: every registered
+    /// bank registers its read address like its write port (`<name>_m`), so that in a design
+    /// that reads port B (counting, spatial) the address multiplexer's fan-out to every tile of
+    /// a deep bank ends in a register (ECP5, spatial 8x32 z = 1024: 5.4–6.9 ns of routing on
+    /// that net); one cycle of latency, no wider forwarding window
+    /// ([`Geo::forwarding_window`]).
     pub bank_read: u32,
     /// Registers in front of the banks' write port (address, enable, data): 1 with registered
     /// banks (the clear, management and update multiplexers and the tile write decode then
     /// end in a register next to the memory), else 0.
     pub write_delay: u32,
-    /// Whether the read addresses pass the same register as the writes (registered banks of a
-    /// write-through design, whose port 0 reads and writes port A: every port keeps its order
-    /// with the writes). A read-modify-write design reads port B unregistered and widens its
-    /// forwarding window by the write's delay instead.
-    pub read_in: bool,
     pub latency: u32,
     pub fifo_depth: u32,
     pub fifo_bits: u32,
@@ -67,9 +67,16 @@ pub(crate) struct Geo {
 
 impl Geo {
     /// How many operations ahead a read-modify-write's bank read misses the writes of (the
-    /// read's cycles, execute and result, and the write's delay): the forwarding window.
+    /// read's cycles at the memory, execute and result, and the write's delay): the forwarding
+    /// window. The read address's register at the memory (registered banks) delays the read
+    /// and every stage after it alike, so it widens no window: 4, or 6 with registered banks.
     pub(crate) fn forwarding_window(&self) -> u32 {
-        self.bank_read + 2 + self.write_delay
+        let address = if self.write_delay > 0 {
+            READ_ADDRESS_REGISTER
+        } else {
+            0
+        };
+        self.bank_read - address + 2 + self.write_delay
     }
 
     /// Which ports the banks of replica `r` have, as `(read on port A, read port B)`:
@@ -104,8 +111,10 @@ pub(crate) fn ceil_log2(x: u64) -> u32 {
 /// Cycles of a bank read (address to read data): the block RAM's read and output register.
 pub(crate) const BANK_READ: u32 = 2;
 /// The same with registered banks: one fabric register more behind the memory's own (plus the
-/// input register where the read addresses are registered, [`Geo::read_in`]).
+/// read address's register at the memory, [`READ_ADDRESS_REGISTER`]).
 pub(crate) const REGISTERED_BANK_READ: u32 = 3;
+/// The register of a registered bank's read address at the memory (`<p>_addr_m`).
+pub(crate) const READ_ADDRESS_REGISTER: u32 = 1;
 
 /// Stages from the bank address register to the answer register when updates only write: the
 /// bank read, then the reduction register.
@@ -150,9 +159,8 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
     let var_len = matches!(b.key, KeyMode::VarBytes(_));
     let cells = cfg.cells;
     let write_delay = u32::from(b.registered_banks);
-    let read_in = b.registered_banks && !cells.reads_cells();
     let bank_read = if b.registered_banks {
-        REGISTERED_BANK_READ + u32::from(read_in)
+        REGISTERED_BANK_READ + READ_ADDRESS_REGISTER
     } else {
         BANK_READ
     };
@@ -193,7 +201,6 @@ pub(crate) fn geo(cfg: &PipelineConfig, front: &Front) -> Geo {
         bank_stages,
         bank_read,
         write_delay,
-        read_in,
         latency,
         fifo_depth: 1 << fifo_bits,
         fifo_bits,

@@ -301,12 +301,14 @@ pub struct HdlConfig {
     /// Widest adder in one pipeline stage (8 to 64 bits); wider sums are split into segments
     /// with a registered carry. Smaller is faster and costs latency and flip-flops.
     pub adder_bits: u32,
-    /// Registered banks: a bank read takes three cycles instead of two (the block RAM's read,
-    /// its output register, a fabric register), so that no logic follows the memory's own
-    /// clock-to-out. The output register is the one the memory has where it has one (ECP5
-    /// DP16KD `REGMODE = "OUTREG"`, Xilinx `DOA_REG`/`DOB_REG`), a fabric register behind
-    /// iCE40's SB_RAM40_4K, which has none. Costs one cycle of latency (and, for
-    /// read-modify-write designs, one more level of forwarding); false by default.
+    /// Registered banks: a bank read takes four cycles instead of two (the read address
+    /// registered next to the memory like the write port's inputs, the block RAM's read, its
+    /// output register, a fabric register), so that no logic follows the memory's own
+    /// clock-to-out and none precedes its inputs. The output register is the one the memory
+    /// has where it has one (ECP5 DP16KD `REGMODE = "OUTREG"`, Xilinx `DOA_REG`/`DOB_REG`), a
+    /// fabric register behind iCE40's SB_RAM40_4K, which has none. Costs two cycles of
+    /// latency (and, for read-modify-write designs, two more levels of forwarding, for the
+    /// output and write registers); false by default.
     pub registered_banks: bool,
 }
 

@@ -204,7 +204,7 @@ fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
 }
 
 /// The flip-flops registered banks add to the banks themselves: every bank's write port
-/// registers (enable, address, cell), port B's address where the reads are registered too,
+/// registers (enable, address, cell), port B's read address register,
 /// and behind every bank read the second output register (on iCE40 a fabric register of a
 /// cell; on ECP5 the DP16KD's own, so only the two tile-select registers of a bank of several
 /// DP16KD). Nothing for plain banks.
@@ -233,7 +233,7 @@ fn bank_registers(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
     };
     Cost {
         luts: 0,
-        ffs: banks * (1 + aw + c) + if g.read_in { b_reads * aw } else { 0 } + reads * per_read,
+        ffs: banks * (1 + aw + c) + b_reads * aw + reads * per_read,
         dsps: 0,
     }
 }

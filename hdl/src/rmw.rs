@@ -5,6 +5,10 @@
 //!   with the cells of the operations two, three and four ahead (whose writes the read did not
 //!   see) when those hit the same entry (forwarding; the flags are compared in R1 from
 //!   registered addresses), and registered.
+//!   With registered banks the read takes four cycles (R1 the read address registered at the
+//!   memory, then the read, the memory's output register and a fabric register) and the write
+//!   one more; the address register delays the read and every stage after it alike, so R4
+//!   merges the two to six ahead.
 //! * X (execute): that value, or the cells of the operation one ahead (still in Y), are the
 //!   key's current cells; the ALU computes the new cells and the reduction the answer.
 //! * Y (result): the new cells, written into the banks at the end of the cycle. A membership
@@ -101,15 +105,16 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // one-cycle loop), and R2 merges those of the two, three and four ahead (in Y, Z, W; flags
     // r2_m2..4 compared in R1) into x_other."
     } else {
-        "    // ---- read-modify-write, registered banks. R1: bank read; R2: the memory's output
-    // register; R3: the fabric register, the banks' read data (rd0) is valid; X: execute; Y:
-    // result, registered at the banks' write port (one cycle) and written at the end of the
-    // next cycle; Z, W, V, U: the cells of Y one to four cycles before. The bank data R3 sees
-    // lacks the writes of the six operations ahead: X takes the one ahead's cells from Y
-    // (x_fw_y, as r3_f1: the only one-cycle loop), and R3 merges those of the two to six ahead
-    // (in Y, Z, W, V, U; flags r3_m2..6) into x_other. The flags are compared in R1 (r2_p1..6,
-    // against the stage ahead a cycle later), so R2 merges the zero flags of the three to six
-    // ahead into r3_far."
+        "    // ---- read-modify-write, registered banks. R1: the read address registered at the
+    // memory; R2: bank read; R3: the memory's output register; R4: the fabric register, the
+    // banks' read data (rd0) is valid; X: execute; Y: result, registered at the banks' write
+    // port (one cycle) and written at the end of the next cycle; Z, W, V, U: the cells of Y one
+    // to four cycles before. The bank data R4 sees lacks the writes of the six operations
+    // ahead (the read at the memory, in R1, to the write there, one cycle after Y): X takes
+    // the one ahead's cells from Y (x_fw_y, as r4_f1: the only one-cycle loop), and R4 merges
+    // those of the two to six ahead (in Y, Z, W, V, U; flags r4_m2..6) into x_other. The flags
+    // are compared in R2 (r3_p1..6, against the stage ahead a cycle later), so R3 merges the
+    // zero flags of the three to six ahead into r4_far."
     };
     let _ = writeln!(
         v,

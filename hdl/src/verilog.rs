@@ -469,8 +469,8 @@ pub(crate) fn at_memory(g: &Geo) -> [&'static str; 4] {
 
 /// With registered banks, the registers between a bank's inputs and the memory (`<name>_m`):
 /// the write port always (its clear, management and update multiplexers then end next to the
-/// memory), the read address of port B only where the reads are registered too
-/// ([`Geo::read_in`]; otherwise `b_addr_m` is `b_addr`). Nothing without registered banks.
+/// memory), and the read address of port B (its multiplexer's fan-out to every tile of a deep
+/// bank then ends in a register, [`Geo::bank_read`]). Nothing without registered banks.
 fn bank_inputs(g: &Geo, read_a: bool, has_b: bool) -> String {
     if g.write_delay == 0 {
         return String::new();
@@ -491,14 +491,10 @@ fn bank_inputs(g: &Geo, read_a: bool, has_b: bool) -> String {
 "
     );
     if has_b {
-        if g.read_in {
-            let _ = writeln!(
-                s,
-                "    reg {a}b_addr_m;  // port B's read address, registered like port A's\n    always @(posedge clk) b_addr_m <= b_addr;"
-            );
-        } else {
-            let _ = writeln!(s, "    wire {a}b_addr_m = b_addr;");
-        }
+        let _ = writeln!(
+            s,
+            "    reg {a}b_addr_m;  // port B's read address, registered like port A's\n    always @(posedge clk) b_addr_m <= b_addr;"
+        );
     }
     s
 }

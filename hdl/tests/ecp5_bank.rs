@@ -12,8 +12,8 @@ mod common;
 use std::fmt::Write as _;
 
 use bloomlanes_core::retrieval::Shape;
-use bloomlanes_core::{CounterBits, Layout};
-use bloomlanes_hdl::sim::{self, Simulator};
+use bloomlanes_core::{CounterBits, Layout, Params, SpatialFilter};
+use bloomlanes_hdl::sim::{self, BenchParams, Op, Simulator};
 use bloomlanes_hdl::{generate_pipeline, CellSpec, KeyMode, PipelineConfig};
 use common::*;
 
@@ -163,6 +163,7 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
     let counting5 = named(Layout::L8x32, 300, 1, "ebr_c8x5");
     let spatial = named(Layout::L8x32, 40, 1, "ebr_s16");
     let one = named(Layout::L8x32, 1024, 1, "ebr_1p");
+    let grid = named(Layout::L8x32, 1024, 1, "ebr_s4");
     let three = named(Layout::L8x64, 300, 3, "ebr_3p");
     let mut table = named(Layout::L8x32, 1, 1, "ebr_r8");
     let (segment_bits, segment_count) = Shape::sized(16_384, 4, 0).unwrap();
@@ -185,6 +186,9 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
         PipelineConfig::new(counting5, CellSpec::counting(CounterBits::Eight)),
         // 16-bit classes, 1280 entries: two 2 Ki x 9 tiles side by side, 7 bits of one unused.
         PipelineConfig::spatial(spatial, 16),
+        // 4-bit classes, 32 Ki entries: a grid of 2 deep x 4 wide 16 Ki x 1 tiles (a pick of
+        // two; a column of eight 4 Ki x 4 before), port B's read address registered.
+        PipelineConfig::spatial(grid, 4),
         // The 16384-key retrieval table's 16-bit cells, 5120 a bank: eight 8 Ki x 2 tiles side
         // by side (a column of five 1 Ki x 18 tiles before, read through a 5-tile pick).
         PipelineConfig::retrieval(table.clone(), shape),
@@ -226,6 +230,12 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
             } else {
                 3
             };
+            if registered && header.contains("b_addr") {
+                assert!(body.contains("b_addr_m <= b_addr"), "{module}");
+            }
+            if d.top_name == "ebr_s4" {
+                assert!(body.contains("2 x 4 DP16KD tile(s) of 16384 x 1"), "{body}");
+            }
             let shape = (c.cells.bits, d.addr_bits, depth);
             let bench = bank_bench(module, header, shape, lag, 4000);
             std::fs::write(dir.join("tb.v"), &bench).unwrap();
@@ -244,6 +254,116 @@ fn ecp5_tiles_answer_like_the_inferred_bank() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 8, "bank modules checked");
+    assert_eq!(checked, 9, "bank modules checked");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// The registered spatial pipeline of the ECP5 measurements (8x32, 1024 blocks, 4-bit classes:
+/// banks of 2 x 4 tiles of 16 Ki x 1, port B's read address registered at the memory, a
+/// forwarding window of six) runs on the behavioural DP16KD tiles and answers like core's
+/// `SpatialFilter` at one operation per clock: for distance d = 1..=8 a fresh key inserted
+/// twice (the second class higher), each looked up d operations later (read-after-write at
+/// every distance of the window and past it), then random inserts and lookups on three keys,
+/// mostly back to back on one key; then the first 2048 entries read back. Without forwarding
+/// the same stimulus fails.
+#[test]
+fn ecp5_tiles_run_the_registered_spatial_pipeline() {
+    if !have(
+        Simulator::Icarus,
+        "registered spatial pipeline on DP16KD tiles",
+    ) {
+        return;
+    }
+    let mut base = cfg(Layout::L8x32, 1024, KeyMode::Prehashed, 1);
+    base.top_name = "ebr_pipe_s4".into();
+    base.registered_banks = true;
+    let good = PipelineConfig::spatial(base, 4);
+    let mut rng = Rng(23);
+    let mut ops = Vec::new();
+    let push = |ops: &mut Vec<_>, code: u8, key: &sim::Key, class: u32| {
+        let tag = ops.len() as u32;
+        ops.push((
+            Op {
+                code,
+                tag,
+                key: key.clone(),
+            },
+            class,
+        ));
+    };
+    for d in 1..=8 {
+        for _ in 0..3 {
+            let (k, other) = (
+                random_key(&good.base, &mut rng),
+                random_key(&good.base, &mut rng),
+            );
+            for class in [3, 9 + rng.below(7) as u32] {
+                push(&mut ops, 1, &k, class);
+                for _ in 1..d {
+                    push(&mut ops, 0, &other, 0);
+                }
+                push(&mut ops, 0, &k, 0);
+            }
+        }
+    }
+    let keys: Vec<_> = (0..3).map(|_| random_key(&good.base, &mut rng)).collect();
+    while ops.len() < 1500 {
+        let key = &keys[rng.below(3) as usize];
+        for _ in 0..1 + rng.below(10) {
+            let code = rng.below(2) as u8;
+            let class = if code == 1 {
+                1 + rng.below(15) as u32
+            } else {
+                0
+            };
+            push(&mut ops, code, key, class);
+        }
+    }
+    let names: Vec<String> = (1..=15).map(|c| format!("c{c}")).collect();
+    let empty = SpatialFilter::new(Params::new(Layout::L8x32, 1024), 4, &names).unwrap();
+    let model = dp16kd_model();
+    let params = BenchParams {
+        fast_ops: ops.len() as u32,
+        readback: 2048,
+        ..BenchParams::default()
+    };
+    let mut bad = good.clone();
+    bad.forwarding = false;
+    for (c, forwarding) in [(&good, true), (&bad, false)] {
+        let d = generate_pipeline(c).unwrap();
+        assert!(d.rtl.contains("2 x 4 DP16KD tile(s) of 16384 x 1"));
+        assert!(d.rtl.contains("b_addr_m <= b_addr"));
+        let dir = sim::fresh_dir("ecp5_pipe").unwrap();
+        let stim = [ops.clone()];
+        sim::write_run_files(c, &d, None::<&SpatialFilter>, &stim, params, &dir).unwrap();
+        std::fs::write(dir.join("dp16kd.v"), &model).unwrap();
+        let top = &d.top_name;
+        let options = [
+            "-DBLOOMLANES_ECP5_EBR".to_string(),
+            format!("-P{top}_tb.MAX_OPS={}", ops.len()),
+            format!("-P{top}_tb.LOAD_BANKS=0"),
+        ];
+        let (v, tb) = (format!("{top}.v"), format!("{top}_tb.v"));
+        let (ok, out) = icarus(&dir, &format!("{top}_tb"), &options, &[&v, &tb, "dp16kd.v"]);
+        assert!(ok, "{top}: {out}");
+        let text = std::fs::read_to_string(dir.join("bench_log.txt")).unwrap();
+        let log = sim::parse_log(&text, 1).unwrap();
+        assert_eq!(log.readback.len(), 2048);
+        let checked = sim::check_pipeline(c, &empty, &stim, &log);
+        if forwarding {
+            let (stats, _, _) = checked.unwrap();
+            // One operation per clock, each answered the documented latency later.
+            let acc = &log.accepted[0];
+            assert_eq!(acc[acc.len() - 1] - acc[0], acc.len() as u64 - 1);
+            assert_eq!(stats.min_latency, u64::from(d.latency_cycles));
+            assert_eq!(stats.max_latency, u64::from(d.latency_cycles));
+            eprintln!(
+                "{top} on DP16KD tiles: {} ops, {} answers not 0, latency {}",
+                stats.ops, stats.hits, stats.min_latency
+            );
+        } else {
+            assert!(checked.is_err(), "the design without forwarding passed");
+        }
+        std::fs::remove_dir_all(dir).ok();
+    }
 }

@@ -200,11 +200,12 @@ fn distance_ops(c: &CountingConfig) -> (Vec<Op>, Vec<usize>) {
 }
 
 /// The forwarding window is exactly the operations whose writes the bank read misses: four, or
-/// six with registered banks (a read of three cycles, a write one cycle late). A design without
-/// forwarding answers wrongly at distances 1 to 4 (1 to 6) and in the back-to-back pattern, and
-/// correctly from distance 5 (7) on (the bank write is then visible); the real design answers
-/// everything correctly (with registered banks and a window one shorter, distance 6 would be
-/// answered wrongly).
+/// six with registered banks (a read of three cycles at the memory, a write one cycle late; the
+/// read address's register at the memory delays the read and every stage after it alike). A
+/// design without forwarding answers wrongly at distances 1 to 4 (1 to 6) and in the
+/// back-to-back pattern, and correctly from distance 5 (7) on (the bank write is then
+/// visible); the real design answers everything correctly (with registered banks and a window
+/// one shorter, distance 6 would be answered wrongly).
 #[test]
 fn forwarding_is_what_makes_back_to_back_operations_correct() {
     let sims: Vec<Simulator> = [Simulator::Icarus, Simulator::Verilator]

@@ -60,13 +60,13 @@ fn each_copy_of_the_decision_selects_half_the_counters() {
 }
 
 /// With registered banks, the flag of four lanes not shared with the one ahead
-/// (`x_pre_fwd`, registered in R3) reads 16 register bits: per lane the one-ahead and
-/// two-ahead flags, Y's zero flag and the merged flag of the three to six ahead (`r3_far`,
-/// registered in R2). Before, it read every forwarded stage's flag and zero flag (44 bits,
+/// (`x_pre_fwd`, registered in R4) reads 16 register bits: per lane the one-ahead and
+/// two-ahead flags, Y's zero flag and the merged flag of the three to six ahead (`r4_far`,
+/// registered in R3). Before, it read every forwarded stage's flag and zero flag (44 bits,
 /// three LUT levels: the critical path of every seed once the loop was shortened).
 #[test]
 fn registered_forwarded_flags_are_merged_a_stage_early() {
     let cone = register_cone(&counting_rtl(true), "next:x_pre_fwd[0]");
-    assert!(cone.contains("r3_far[0]"), "{cone:?}");
+    assert!(cone.contains("r4_far[0]"), "{cone:?}");
     assert!(cone.len() <= 16, "x_pre_fwd[0] reads {cone:?}");
 }

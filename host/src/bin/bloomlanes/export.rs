@@ -74,11 +74,11 @@ pub struct ExportArgs {
     /// few or no multipliers such as iCE40).
     #[arg(long, requires = "hdl", value_name = "STYLE")]
     mul_style: Option<MulStyleArg>,
-    /// With --hdl: registered banks for a faster clock: writes registered beside the memory,
-    /// reads through the block RAM's output register and a fabric register (DP16KD tiles with
-    /// REGMODE OUTREG in the ECP5 flow); static and retrieval designs read in four cycles,
-    /// counting and spatial designs in three with a wider forwarding window (latency in the
-    /// export's report).
+    /// With --hdl: registered banks for a faster clock: writes and read addresses registered
+    /// beside the memory, reads through the block RAM's output register and a fabric register
+    /// (DP16KD tiles with REGMODE OUTREG in the ECP5 flow); every design reads in four cycles,
+    /// counting and spatial designs with a wider forwarding window (latency in the export's
+    /// report).
     #[arg(long, requires = "hdl")]
     registered_banks: bool,
     /// With --hdl, for a counting filter: the counting pipeline (insert, delete and lookup at one
