@@ -235,33 +235,7 @@ impl Probe {
             _ if timed.as_ref().is_some_and(|t| t.partition()) => Some(all),
             _ => None,
         };
-        let refusals = self.write_cells_as(kf, filter, w, keys, refused, how, partitioned, all);
-        if let Some(timed) = timed {
-            timed.done();
-        }
-        refusals
-    }
-
-    /// [`Probe::write_cells`] once its mode is chosen: partitioned (on every core if
-    /// `Some(true)`), or else over block ranges (forced, or on every core if `all`), or key
-    /// after key.
-    #[allow(clippy::too_many_arguments)]
-    fn write_cells_as(
-        &self,
-        kf: &'static KindFns,
-        mut filter: CellsMut<'_>,
-        w: Write<'_>,
-        keys: Keys<'_>,
-        refused: &mut [u64],
-        how: Schedule,
-        partitioned: Option<bool>,
-        all: bool,
-    ) -> u64 {
-        let p = *filter.params();
-        let n = keys.len();
-        let threads = rayon::current_num_threads();
-        let auto = matches!(how, Schedule::OneThread | Schedule::AllCores);
-        if let Some(par) = partitioned {
+        let refusals = if let Some(par) = partitioned {
             let t = if par { threads } else { 1 };
             let min_parts = if auto && !par {
                 1
@@ -269,13 +243,31 @@ impl Probe {
                 t * PARTS_PER_THREAD
             };
             let plan = self.partitioning.cells_plan(&p, n, t, min_parts);
-            return crate::partition::cells_update(self, kf, w, &plan, filter, keys, refused, par);
+            crate::partition::cells_update(self, kf, w, &plan, filter, keys, refused, par)
+        } else {
+            match how {
+                Schedule::Ranges(r) => self.write_ranges(kf, w, filter, keys, r, refused),
+                _ if all => self.write_ranges(kf, w, filter, keys, threads, refused),
+                _ => self.write_key_by_key(kf, w, filter, keys, refused),
+            }
+        };
+        if let Some(timed) = timed {
+            timed.done();
         }
-        match how {
-            Schedule::Ranges(r) => return self.write_ranges(kf, w, filter, keys, r, refused),
-            _ if all => return self.write_ranges(kf, w, filter, keys, threads, refused),
-            _ => {}
-        }
+        refusals
+    }
+
+    /// The cell write on the calling thread, key after key in chunks of hashes.
+    fn write_key_by_key(
+        &self,
+        kf: &'static KindFns,
+        w: Write<'_>,
+        mut filter: CellsMut<'_>,
+        keys: Keys<'_>,
+        refused: &mut [u64],
+    ) -> u64 {
+        let p = *filter.params();
+        let n = keys.len();
         let (image, cells) = filter.parts_mut();
         let (mut buf, mut vbuf, mut no) = (vec![0u64; CHUNK.min(n)], Vec::new(), Vec::new());
         let mut count = 0;
