@@ -75,9 +75,13 @@ pub(crate) fn par_insert<'f>(
         ParInsert::OneThread => probe.insert(filter, keys),
         ParInsert::Copies(copies) => probe.par_insert_copies(filter, keys, copies),
         ParInsert::Partitioned => {
-            // The rule partitions; the process's own timings may say the block ranges are
-            // faster here (the "direct" mode of an all-core insert).
-            let timed = Timed::auto(Op::Insert, true, bytes, n, true);
+            // The rule partitions; in the automatic mode the process's own timings may say
+            // the block ranges are faster here (the "direct" mode of an all-core insert). The
+            // forced partitioned mode always partitions.
+            let timed = match probe.partitioning.mode {
+                PartitionMode::Auto => Timed::auto(Op::Insert, true, bytes, n, true),
+                _ => Timed::fixed(true),
+            };
             if !timed.partition() {
                 return Some((filter, timed));
             }
