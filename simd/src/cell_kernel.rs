@@ -14,11 +14,8 @@ use bloomlanes_core::counting::stable_cells;
 use bloomlanes_core::{block_index, cell, CellBits, CellUpdate, Params};
 
 use crate::cell_lanes::{Block, CellIsa, Key, DEC, INC, MAX};
+use crate::prefetch::Prefetch;
 use crate::shape::{with_shape, Shape};
-
-/// Storage up to this size (image and counters together) is left to the hardware prefetcher,
-/// as in the static bulk path: it sits in L2.
-pub(crate) const PREFETCH_MIN_BYTES: usize = 512 << 10;
 
 /// Entries of the prefetch ring of [`update`] (a power of two).
 const RING: usize = 128;
@@ -27,30 +24,6 @@ const RING: usize = 128;
 const LAG: usize = 32;
 /// Keys scanned (range-tested and compacted into the ring) at a time.
 const GROUP: usize = 32;
-
-/// Prefetches into L1 every cache line of the `bytes` bytes from `p` (a hint: it never faults,
-/// and the address arithmetic wraps rather than assuming anything about `p`).
-#[inline(always)]
-pub(crate) fn prefetch_bytes(p: *const u32, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let skew = (p as usize) & 63;
-        let start = p.cast::<u8>().wrapping_sub(skew);
-        let mut off = 0;
-        while off < bytes + skew {
-            // SAFETY: a prefetch is a hint; it never faults and needs no more than SSE, which
-            // every x86_64 CPU has.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    start.wrapping_add(off).cast::<i8>(),
-                )
-            };
-            off += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
-}
 
 /// The keys of one kernel call: their hashes, the operation's values (one, or one per key)
 /// and where refused deletes go (their positions in `hashes`).
@@ -161,6 +134,7 @@ unsafe fn dense<
     sub: u32,
     at: Block,
     batch: Batch<'_>,
+    pf: Prefetch,
 ) {
     let Batch {
         hashes,
@@ -217,8 +191,8 @@ unsafe fn dense<
                 if let Some(&a) = hashes.get(i + LAG) {
                     let b = local(a) as usize;
                     // A hint: never faults, and the address arithmetic wraps.
-                    prefetch_bytes(ip.wrapping_add(b * per), per * 4);
-                    prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
+                    pf.bytes(ip.wrapping_add(b * per), per * 4);
+                    pf.bytes(cp.wrapping_add(b * cper), cper * 4);
                 }
             }
             if b < sub {
@@ -252,7 +226,7 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     assert!(image.len() == sub * per && cells.len() == sub * cper);
     let sub = sub as u32;
     let (ip, cp) = (image.as_mut_ptr(), cells.as_mut_ptr());
-    let pf = (image.len() + cells.len()) * 4 > PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed((image.len() + cells.len()) as u64 * 4);
     let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
     // Dense batches (the whole filter, or a partition's own keys; judged by the first keys, a
     // hint only: every key's range is still tested) skip the ring: one predictable range test
@@ -265,11 +239,13 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
         // SAFETY: `ip`/`cp` are the exclusively borrowed image and cells of `sub` blocks; the
         // CPU supports I (caller).
         unsafe {
-            match (pf, OP == MAX && batch.values.len() == 1) {
-                (true, false) => dense::<I, S, C, OP, true, false>(blocks, first, sub, at, batch),
-                (false, false) => dense::<I, S, C, OP, false, false>(blocks, first, sub, at, batch),
-                (true, true) => dense::<I, S, C, OP, true, true>(blocks, first, sub, at, batch),
-                (false, true) => dense::<I, S, C, OP, false, true>(blocks, first, sub, at, batch),
+            let (on, one) = (pf.is_on(), OP == MAX && batch.values.len() == 1);
+            let (b, f, s) = (blocks, first, sub);
+            match (on, one) {
+                (true, false) => dense::<I, S, C, OP, true, false>(b, f, s, at, batch, pf),
+                (false, false) => dense::<I, S, C, OP, false, false>(b, f, s, at, batch, pf),
+                (true, true) => dense::<I, S, C, OP, true, true>(b, f, s, at, batch, pf),
+                (false, true) => dense::<I, S, C, OP, false, true>(b, f, s, at, batch, pf),
             }
         }
         return;
@@ -296,11 +272,11 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
             ring_i[head % RING] = (g * GROUP + j) as u32;
             head += usize::from(b < sub);
         }
-        if pf {
+        if pf.is_on() {
             for e in from..head {
                 let b = ring_b[e % RING] as usize;
-                prefetch_bytes(ip.wrapping_add(b * per), per * 4);
-                prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
+                pf.bytes(ip.wrapping_add(b * per), per * 4);
+                pf.bytes(cp.wrapping_add(b * cper), cper * 4);
             }
         }
         // Apply the entries `LAG` behind the newest; after the last group, all of them.
@@ -403,11 +379,15 @@ unsafe fn stable_shaped<I: CellIsa, S: Shape, const C: u32>(
     assert!(image.len() == blocks * per && cells.len() == blocks * cper);
     let bits = CellBits::from_bits(C).expect("a cell width");
     let cell_count = p.bit_len();
-    let pf = (image.len() + cells.len()) * 4 > PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed((image.len() + cells.len()) as u64 * 4);
     // The cells of the next `ahead` keys, computed (and prefetched) `ahead` keys before their
     // decays: slot `i % slots` holds key `i`'s `P` cells.
     let d = decrements as usize;
-    let ahead = if pf { (64 / (d + 1)).clamp(1, 16) } else { 0 };
+    let ahead = if pf.is_on() {
+        (64 / (d + 1)).clamp(1, 16)
+    } else {
+        0
+    };
     let slots = ahead + 1;
     let mut ring = vec![0u64; slots * d];
     let (ip, cp) = (image.as_mut_ptr(), cells.as_mut_ptr());
@@ -417,15 +397,13 @@ unsafe fn stable_shaped<I: CellIsa, S: Shape, const C: u32>(
         let slot = &mut ring[(j % slots) * d..(j % slots + 1) * d];
         for (s, k) in slot.iter_mut().zip(stable_cells(h, cell_count, decrements)) {
             *s = k;
-            if pf {
-                prefetch_bytes(cp.wrapping_add((k / per_word) as usize), 4);
-                prefetch_bytes(ip.wrapping_add((k / 32) as usize), 4);
-            }
+            pf.bytes(cp.wrapping_add((k / per_word) as usize), 4);
+            pf.bytes(ip.wrapping_add((k / 32) as usize), 4);
         }
-        if pf {
+        if pf.is_on() {
             let b = block_index(h, p.blocks) as usize;
-            prefetch_bytes(ip.wrapping_add(b * per), per * 4);
-            prefetch_bytes(cp.wrapping_add(b * cper), cper * 4);
+            pf.bytes(ip.wrapping_add(b * per), per * 4);
+            pf.bytes(cp.wrapping_add(b * cper), cper * 4);
         }
     };
     for j in 0..ahead.min(hashes.len()) {

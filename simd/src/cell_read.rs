@@ -5,13 +5,17 @@
 
 use bloomlanes_core::{block_index, cell, CellBits, Params};
 
-use crate::cell_kernel::prefetch_bytes;
 use crate::cell_lanes::{Block, CellIsa, Eight};
+use crate::prefetch::Prefetch;
 use crate::shape::{with_shape, Shape};
 
 /// Prefetch distance of [`min`], in keys: the image block of the key `2 × READ_AHEAD` ahead is
 /// prefetched, and the cells of the key `READ_AHEAD` ahead if its image block holds it.
 const READ_AHEAD: usize = 16;
+
+/// Where [`min`]'s prefetches go: a stream, one key at a time (see [`Prefetch`]); the reads
+/// prefetch only for storage beyond L2.
+const TARGET: Prefetch = Prefetch::L1;
 
 /// Prefetches the `bytes` bytes of cells at `cells` if `present`, else the line at `image`
 /// again (absent keys read no cells): the same number of hints either way, so that the choice
@@ -26,7 +30,7 @@ fn prefetch_cells(present: bool, cells: *const u32, bytes: usize, image: *const 
         } else {
             image.cast()
         };
-        prefetch_bytes(at.cast(), 1);
+        TARGET.line(at);
     }
 }
 
@@ -65,7 +69,7 @@ unsafe fn min_shaped<I: CellIsa, S: Shape, const C: u32, const PF: bool>(
         if PF {
             for a in i + 2 * READ_AHEAD..(i + 2 * READ_AHEAD + n).min(hashes.len()) {
                 // A hint: never faults, and the address arithmetic wraps.
-                prefetch_bytes(ip.wrapping_add(block(a) * per), per * 4);
+                TARGET.bytes(ip.wrapping_add(block(a) * per), per * 4);
             }
             for &a in hashes.iter().skip(i + READ_AHEAD).take(n) {
                 let b = block_index(a, blocks) as usize;

@@ -71,6 +71,7 @@ mod huge_pages;
 mod kernel_tests;
 mod partition;
 mod portable;
+mod prefetch;
 mod ranges;
 mod scalar;
 mod shape;

@@ -25,14 +25,12 @@ use bloomlanes_core::retrieval::{
 use bloomlanes_core::{Keys, Params};
 use rayon::prelude::*;
 
-use crate::bulk::prefetch_line;
 use crate::kind_entry::{hash_into, CHUNK};
+use crate::prefetch::Prefetch;
 use crate::{Probe, SimdPath};
 
 /// Keys whose cells are prefetched ahead of the one being answered (a power of two).
 const AHEAD: usize = 16;
-/// Tables up to this size sit in L2, where prefetching costs more than it hides.
-const PREFETCH_MIN_BYTES: u64 = 512 << 10;
 /// Tables up to this size are answered in vector lanes on the AVX-512 path; larger ones key by
 /// key with prefetching. Measured (2-core Xeon VM, 2 MiB of L2 a core, 64 Ki present keys a
 /// call, M keys/s, key by key → lanes): 4-wise 16-bit cells, 0.43 MB 128 → 256, 2.1 MB 108 →
@@ -190,7 +188,7 @@ fn lookup_shaped<const A: u32, const W: u32>(
     let shape = table.shape();
     let words = table.words();
     let bits = shape.cell_bits();
-    let prefetch = shape.array_bytes() > PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed(shape.array_bytes());
     let place = |h: u64| {
         let m = shape.mixed(h);
         (m, shape.cells_for(m, A))
@@ -205,10 +203,10 @@ fn lookup_shaped<const A: u32, const W: u32>(
         }
     };
     let mut ring = [(0u64, Cells::default()); AHEAD];
-    if prefetch {
+    if pf.is_on() {
         for (i, &h) in hashes.iter().take(AHEAD).enumerate() {
             ring[i] = place(h);
-            touch_cells(shape, words, &ring[i].1[..A as usize]);
+            touch_cells(pf, shape, words, &ring[i].1[..A as usize]);
         }
     }
     let chunks = values.chunks_mut(64).zip(found.iter_mut());
@@ -216,11 +214,11 @@ fn lookup_shaped<const A: u32, const W: u32>(
         let mut hits = 0u64;
         for (k, v) in values.iter_mut().enumerate() {
             let i = c * 64 + k;
-            let (m, cells) = if prefetch {
+            let (m, cells) = if pf.is_on() {
                 let here = ring[i % AHEAD];
                 if let Some(&h) = hashes.get(i + AHEAD) {
                     ring[i % AHEAD] = place(h);
-                    touch_cells(shape, words, &ring[i % AHEAD].1[..A as usize]);
+                    touch_cells(pf, shape, words, &ring[i % AHEAD].1[..A as usize]);
                 }
                 here
             } else {
@@ -238,11 +236,11 @@ fn lookup_shaped<const A: u32, const W: u32>(
 /// Prefetches the word of each cell in `cells` (a cell's second word, if any, is the next one:
 /// one line in 8, and the hardware's adjacent-line prefetcher covers it).
 #[inline(always)]
-fn touch_cells(shape: &Shape, words: &[u64], cells: &[u32]) {
+fn touch_cells(pf: Prefetch, shape: &Shape, words: &[u64], cells: &[u32]) {
     for &c in cells {
         let w = (u64::from(c) * u64::from(shape.cell_bits())) >> 6;
         // `wrapping_add` keeps this safe for any index; the prefetch only hints an address.
-        prefetch_line(words.as_ptr().wrapping_add(w as usize).cast::<u32>());
+        pf.line(words.as_ptr().wrapping_add(w as usize));
     }
 }
 
@@ -253,19 +251,21 @@ pub struct ParallelPasses;
 
 /// Prefetches the keys and slots the build will touch [`BUILD_AHEAD`] steps later (keys
 /// twice as far ahead).
-struct PrefetchSlots;
+struct PrefetchSlots(Prefetch);
 
 impl Lookahead for PrefetchSlots {
     const DISTANCE: usize = BUILD_AHEAD;
     #[inline(always)]
     fn touch<T>(&self, at: *const T) {
-        prefetch_line(at.cast::<u32>());
+        self.0.line(at);
     }
 }
 
 /// Whether the build is small enough to stay on one thread (and in L2, without prefetching).
 fn small(shape: &Shape, keys: usize) -> bool {
-    rayon::current_num_threads() == 1 || keys < 1 << 16 || shape.cells() * 8 <= PREFETCH_MIN_BYTES
+    rayon::current_num_threads() == 1
+        || keys < 1 << 16
+        || !Prefetch::streamed(shape.cells() * 8).is_on()
 }
 
 impl Passes for ParallelPasses {
@@ -342,17 +342,17 @@ impl Passes for ParallelPasses {
     }
 
     fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
-        if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
-            return build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead);
+        match Prefetch::streamed(shape.cells() * 8) {
+            Prefetch::Off => build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead),
+            pf => build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots(pf)),
         }
-        build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots)
     }
 
     fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
-        if shape.cells() * 8 <= PREFETCH_MIN_BYTES {
-            return build::assign(shape, sorted, order, slots, &build::NoLookahead);
+        match Prefetch::streamed(shape.cells() * 8) {
+            Prefetch::Off => build::assign(shape, sorted, order, slots, &build::NoLookahead),
+            pf => build::assign(shape, sorted, order, slots, &PrefetchSlots(pf)),
         }
-        build::assign(shape, sorted, order, slots, &PrefetchSlots);
     }
 
     fn pack(&self, shape: &Shape, slots: &[u64]) -> Vec<u64> {

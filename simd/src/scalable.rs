@@ -18,8 +18,8 @@
 
 use bloomlanes_core::{block_index, block_mask, Filter, Keys, Params, ScalableFilter, SizingError};
 
-use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
 use crate::kind_entry::{hash_into, kind_fns, CHUNK};
+use crate::prefetch::Prefetch;
 use crate::shape::{with_shape, Shape};
 use crate::vector::{self, Isa};
 use crate::{chunks, Probe};
@@ -148,17 +148,17 @@ fn test_and_set<S: Shape>(
         words.len() >= blocks as usize * per,
         "a stage of {blocks} blocks"
     );
-    let far = words.len() * 4 >= PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed(words.len() as u64 * 4);
     let mut added = 0;
     for (i, &hash) in hashes.iter().enumerate() {
         if added == room {
             return (i, added);
         }
-        if far {
+        if pf.is_on() {
             if let Some(&ahead) = hashes.get(i + LAG) {
                 let b = block_index(ahead, blocks) as usize;
                 // A hint: never faults, and the address arithmetic wraps.
-                prefetch_bytes(words.as_ptr().wrapping_add(b * per), per * 4);
+                pf.bytes(words.as_ptr().wrapping_add(b * per), per * 4);
             }
         }
         let b = block_index(hash, blocks) as usize;

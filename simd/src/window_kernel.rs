@@ -6,7 +6,7 @@
 
 use bloomlanes_core::{block_index, Params};
 
-use crate::cell_kernel::{prefetch_bytes, PREFETCH_MIN_BYTES};
+use crate::prefetch::Prefetch;
 use crate::shape::{with_shape, Shape};
 use crate::vector::{self, on_vector, Isa, OnVector, Vector};
 
@@ -78,12 +78,12 @@ unsafe fn contains_gens<I: Isa, S: Shape, const G: usize>(
     assert_eq!(words.len(), blocks as usize * stride);
     assert_eq!(out.len(), hashes.len());
     let w = words.as_ptr();
-    let pf = words.len() * 4 > PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed(words.len() as u64 * 4);
     let at = |h: u64| block_index(h, blocks) as usize * stride;
     for (i, (o, &h)) in out.iter_mut().zip(hashes).enumerate() {
-        if pf {
+        if pf.is_on() {
             if let Some(&a) = hashes.get(i + AHEAD) {
-                prefetch_bytes(w.wrapping_add(at(a)), stride * 4);
+                pf.bytes(w.wrapping_add(at(a)), stride * 4);
             }
         }
         // SAFETY: the key's block index is below `blocks`, so its `gens` copies
@@ -160,12 +160,12 @@ unsafe fn set_shaped<I: Isa, S: Shape>(
     assert!(current < gens);
     assert_eq!(words.len(), blocks as usize * gens * per);
     let w = words.as_mut_ptr();
-    let pf = words.len() * 4 > PREFETCH_MIN_BYTES;
+    let pf = Prefetch::streamed(words.len() as u64 * 4);
     let at = |h: u64| (block_index(h, blocks) as usize * gens + current) * per;
     for (i, &h) in hashes.iter().enumerate() {
-        if pf {
+        if pf.is_on() {
             if let Some(&a) = hashes.get(i + AHEAD) {
-                prefetch_bytes(w.wrapping_add(at(a)), per * 4);
+                pf.bytes(w.wrapping_add(at(a)), per * 4);
             }
         }
         // SAFETY: block index `< blocks` and `current < gens` (asserted), so the block
