@@ -414,8 +414,9 @@ fn concurrent_calls_of_different_shapes() {
 }
 
 /// The automatic mode with its timings (the default): a filter past the rule's floor and
-/// batches of 2^16 keys, so that its calls take both modes (the rule's, the other, then the
-/// one timed faster, and rechecks), answer every call as the direct path does.
+/// batches of 2^16 keys, so that its calls take every mode (the rule's, the others, then the
+/// one timed fastest, and rechecks; all-core inserts also one thread), answer every call as
+/// the direct path does.
 #[test]
 fn measured_auto_answers_as_direct_on_every_call() {
     let caches = CacheSizes {
@@ -455,7 +456,8 @@ fn measured_auto_answers_as_direct_on_every_call() {
         direct.insert(FilterMut::new(params, &mut want).unwrap(), ks);
         measured.insert(FilterMut::new(params, &mut got).unwrap(), ks);
         assert!(got == want, "insert, call {call}");
-        // All-core inserts: partitioned or block ranges, as timed, the words of one thread's.
+        // All-core inserts: partitioned, block ranges or one thread, as timed, the words of
+        // one thread's.
         let mut par = base.clone();
         pool(2).install(|| measured.par_insert(FilterMut::new(params, &mut par).unwrap(), ks));
         assert!(par == want, "par_insert, call {call}");

@@ -1,6 +1,8 @@
 //! The automatic mode's check of its own rule: each process times the batches it runs, per kind
 //! of call (lookup or insert, one thread or all), filter size and batch size (powers of two),
-//! and takes the mode that has been faster there, trying the other one again now and then.
+//! and takes the mode that has been fastest there, trying the others again now and then. The
+//! modes are direct and partitioned, and for all-core inserts also one thread: on 2 cores the
+//! two-thread inserts of a filter in L3 can be slower than one thread's.
 //!
 //! Why: the rule ([`super::PartitionAuto`]) was measured on one machine in one state, and the
 //! better mode moves with the machine and its load. On a 2-core Xeon VM whose L3 the other guests
@@ -9,9 +11,9 @@
 //! batches (BENCHMARKS.md, 2026-11-29). The rule still decides a slot's first calls, so a process
 //! that makes one or two large calls behaves as before.
 //!
-//! The cost: of a slot's first four calls two take the rule's other mode (the first call of
-//! each mode is not counted: it may fault in the partition scratch), and later the slower mode
-//! is tried again at calls 8, 16 and 32 and then one call in [`RECHECK`], so that a change
+//! The cost: a slot's first calls take each mode in turn, twice round (the first call of each
+//! mode is not counted: it may fault in the partition scratch), and later the slower modes are
+//! tried again, in turn, at calls 8, 16 and 32 and then one call in [`RECHECK`], so that a change
 //! (another load, the filter's pages now faulted in or cached) is noticed. Answers never depend
 //! on the mode.
 //!
@@ -57,43 +59,71 @@ pub(crate) enum Op {
     CellWrite,
 }
 
+/// A way to run a call that the automatic mode times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Probe the filter directly (all-core inserts: the block ranges).
+    Direct = 0,
+    /// Partition the batch by filter region first.
+    Partitioned = 1,
+    /// All-core inserts only: on the calling thread.
+    OneThread = 2,
+}
+
+impl Mode {
+    /// Every mode, by index; a call chooses among the first two or all three.
+    const ALL: [Mode; 3] = [Mode::Direct, Mode::Partitioned, Mode::OneThread];
+
+    /// Direct or partitioned.
+    pub(crate) fn partitioned(partition: bool) -> Mode {
+        Mode::ALL[usize::from(partition)]
+    }
+}
+
 /// What one slot has seen: its calls, and each mode's time per key (picoseconds, a running
-/// mean; 0 = not measured yet). Index 0: direct, 1: partitioned.
+/// mean; 0 = not measured yet), indexed by [`Mode`].
 pub(crate) struct Slot {
     calls: AtomicU32,
-    ps_per_key: [AtomicU32; 2],
+    ps_per_key: [AtomicU32; 3],
 }
 
 impl Slot {
     const fn new() -> Slot {
         Slot {
             calls: AtomicU32::new(0),
-            ps_per_key: [AtomicU32::new(0), AtomicU32::new(0)],
+            ps_per_key: [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)],
         }
     }
 
-    /// Whether call number `call` of this slot partitions, where the rule says `rule`: the
-    /// rule, then the other mode, each twice; then the faster, and the slower at calls 8, 16
-    /// and 32 and every [`RECHECK`]th call (or whichever has no measurement yet).
-    pub(crate) fn pick(&self, call: u32, rule: bool) -> bool {
-        if call < 4 {
-            return rule ^ (call % 2 == 1);
+    /// The mode of call number `call` of this slot, among the first `modes` (2 or 3) of
+    /// [`Mode::ALL`], where the rule says `rule`: each mode in turn from the rule on, twice
+    /// round; then a mode not measured yet (the rule first); then the fastest, and at calls 8,
+    /// 16 and 32 and every [`RECHECK`]th call the others in turn.
+    pub(crate) fn pick(&self, call: u32, rule: Mode, modes: usize) -> Mode {
+        let m = modes as u32;
+        if call < 2 * m {
+            return Mode::ALL[((rule as u32 + call) % m) as usize];
         }
-        let direct = self.ps_per_key[0].load(Relaxed);
-        let partitioned = self.ps_per_key[1].load(Relaxed);
-        if direct == 0 || partitioned == 0 {
-            return partitioned == 0;
+        let figure = |i: usize| self.ps_per_key[i].load(Relaxed);
+        if figure(rule as usize) == 0 {
+            return rule;
         }
-        let faster = partitioned < direct;
+        if let Some(i) = (0..modes).find(|&i| figure(i) == 0) {
+            return Mode::ALL[i];
+        }
+        let fastest = (0..modes).min_by_key(|&i| figure(i)).unwrap_or(0);
         let early = (8..RECHECK).contains(&call) && call.is_power_of_two();
-        let recheck = early || call % RECHECK == RECHECK - 1;
-        faster ^ recheck
+        if !early && call % RECHECK != RECHECK - 1 {
+            return Mode::ALL[fastest];
+        }
+        let turn = if early { call.ilog2() } else { call / RECHECK } as usize;
+        Mode::ALL[(fastest + 1 + turn % (modes - 1)) % modes]
     }
 
-    /// Counts a time of `ps_per_key` picoseconds a key for the mode `partitioned`: a faster
-    /// time than the mode's figure replaces it, a slower one raises it by a quarter of the gap.
-    pub(crate) fn record(&self, partitioned: bool, ps_per_key: u32) {
-        let cell = &self.ps_per_key[usize::from(partitioned)];
+    /// Counts a time of `ps_per_key` picoseconds a key for `mode`: a faster time than the
+    /// mode's figure replaces it, a slower one raises it by a quarter of the gap.
+    pub(crate) fn record(&self, mode: Mode, ps_per_key: u32) {
+        let cell = &self.ps_per_key[mode as usize];
         let old = cell.load(Relaxed);
         let new = match old {
             0 => ps_per_key,
@@ -107,21 +137,24 @@ impl Slot {
 /// A call's choice of mode, and its timer where the call is measured: the caller runs the
 /// chosen mode, then calls [`Timed::done`].
 pub(crate) struct Timed {
-    partition: bool,
+    mode: Mode,
     clock: Option<(&'static Slot, Instant, usize)>,
 }
 
 impl Timed {
-    /// A choice that is not measured.
+    /// A choice between direct and partitioned that is not measured.
     pub(crate) fn fixed(partition: bool) -> Timed {
-        Timed {
-            partition,
-            clock: None,
-        }
+        Timed::fixed_mode(Mode::partitioned(partition))
     }
 
-    /// The automatic choice for a batch of `keys` keys and a filter of `filter_bytes` where the
-    /// rule says `rule` and partitioning is a candidate (the filter is past the rule's floor).
+    /// A choice that is not measured.
+    pub(crate) fn fixed_mode(mode: Mode) -> Timed {
+        Timed { mode, clock: None }
+    }
+
+    /// The automatic choice between direct and partitioned for a batch of `keys` keys and a
+    /// filter of `filter_bytes` where the rule says `rule` and partitioning is a candidate (the
+    /// filter is past the rule's floor).
     pub(crate) fn auto(
         op: Op,
         parallel: bool,
@@ -129,30 +162,49 @@ impl Timed {
         keys: usize,
         rule: bool,
     ) -> Timed {
+        Timed::auto_among(op, parallel, filter_bytes, keys, Mode::partitioned(rule), 2)
+    }
+
+    /// The automatic choice among the first `modes` (2 or 3) modes of [`Mode::ALL`], where the
+    /// rule says `rule`, as [`Timed::auto`].
+    pub(crate) fn auto_among(
+        op: Op,
+        parallel: bool,
+        filter_bytes: u64,
+        keys: usize,
+        rule: Mode,
+        modes: usize,
+    ) -> Timed {
+        debug_assert!((2..=3).contains(&modes) && (rule as usize) < modes);
         if keys < MIN_KEYS || !MEASURE.load(Relaxed) {
-            return Timed::fixed(rule);
+            return Timed::fixed_mode(rule);
         }
         let f = (filter_bytes.max(1).ilog2() as usize).min(FILTER_LOG2S - 1);
         let k = (keys.ilog2() as usize - MIN_KEYS.ilog2() as usize).min(KEY_LOG2S - 1);
         let slot =
             &TABLE[((op as usize * 2 + usize::from(parallel)) * FILTER_LOG2S + f) * KEY_LOG2S + k];
         let call = slot.calls.fetch_add(1, Relaxed);
-        let partition = slot.pick(call, rule);
-        // The first call of each mode (calls 0 and 1) is not counted.
-        let clock = (call >= 2).then(|| (slot, Instant::now(), keys));
-        Timed { partition, clock }
+        let mode = slot.pick(call, rule, modes);
+        // The first call of each mode (the first `modes` calls) is not counted.
+        let clock = (call >= modes as u32).then(|| (slot, Instant::now(), keys));
+        Timed { mode, clock }
     }
 
     /// Whether to partition.
     pub(crate) fn partition(&self) -> bool {
-        self.partition
+        self.mode == Mode::Partitioned
+    }
+
+    /// The mode to run.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// Counts the call's time, if it is measured.
     pub(crate) fn done(self) {
         if let Some((slot, start, keys)) = self.clock {
             let ps = start.elapsed().as_nanos() * 1000 / keys as u128;
-            slot.record(self.partition, ps.clamp(1, u128::from(u32::MAX)) as u32);
+            slot.record(self.mode, ps.clamp(1, u128::from(u32::MAX)) as u32);
         }
     }
 }
@@ -160,41 +212,78 @@ impl Timed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Mode::{Direct, OneThread, Partitioned};
 
     #[test]
     fn the_rule_then_the_other_mode_then_the_faster() {
         let slot = Slot::new();
-        let first: Vec<bool> = (0..4).map(|c| slot.pick(c, true)).collect();
-        assert_eq!(first, [true, false, true, false]);
-        // Unmeasured: the mode without a figure is measured first.
-        assert!(slot.pick(4, true));
-        slot.record(true, 5_000);
-        assert!(!slot.pick(4, true), "direct has no figure yet");
-        slot.record(false, 2_000);
+        let first: Vec<Mode> = (0..4).map(|c| slot.pick(c, Partitioned, 2)).collect();
+        assert_eq!(first, [Partitioned, Direct, Partitioned, Direct]);
+        // Unmeasured: the rule's mode is measured first, then the other.
+        assert_eq!(slot.pick(4, Partitioned, 2), Partitioned);
+        slot.record(Partitioned, 5_000);
+        assert_eq!(
+            slot.pick(4, Partitioned, 2),
+            Direct,
+            "direct has no figure yet"
+        );
+        slot.record(Direct, 2_000);
         // Direct is faster: taken, except at calls 8, 16, 32 and every RECHECK-th call.
         for call in 4..4 * RECHECK {
-            let expect_partition = [8, 16, 32].contains(&call) || call % RECHECK == RECHECK - 1;
-            assert_eq!(slot.pick(call, true), expect_partition, "call {call}");
+            let recheck = [8, 16, 32].contains(&call) || call % RECHECK == RECHECK - 1;
+            let want = if recheck { Partitioned } else { Direct };
+            assert_eq!(slot.pick(call, Partitioned, 2), want, "call {call}");
         }
         // A slow call moves direct's figure by a quarter of the gap: 2000 → 3000 after 6000.
-        slot.record(false, 6_000);
-        assert!(
-            !slot.pick(10, true),
-            "direct still faster after one slow call"
-        );
+        slot.record(Direct, 6_000);
+        assert_eq!(slot.pick(10, Partitioned, 2), Direct, "still faster");
         // Partitioned becomes faster at once with a faster time: 1000 replaces 5000.
-        slot.record(true, 1_000);
-        assert!(slot.pick(10, false));
-        assert!(
-            !slot.pick(RECHECK - 1, false),
-            "the recheck takes the slower"
-        );
+        slot.record(Partitioned, 1_000);
+        assert_eq!(slot.pick(10, Direct, 2), Partitioned);
+        assert_eq!(slot.pick(RECHECK - 1, Direct, 2), Direct, "the recheck");
         // A lasting slowdown of partitioned shows after a few calls: 1000 → 2500 → 3625 →
         // 4468 → 5101, past direct's 3000.
         for _ in 0..4 {
-            slot.record(true, 7_000);
+            slot.record(Partitioned, 7_000);
         }
-        assert!(!slot.pick(10, true), "direct (3000) faster again");
+        assert_eq!(
+            slot.pick(10, Partitioned, 2),
+            Direct,
+            "direct (3000) faster again"
+        );
+    }
+
+    #[test]
+    fn three_modes_take_turns_then_the_fastest_and_recheck_both_others() {
+        let slot = Slot::new();
+        let first: Vec<Mode> = (0..6).map(|c| slot.pick(c, Partitioned, 3)).collect();
+        assert_eq!(
+            first,
+            [
+                Partitioned,
+                OneThread,
+                Direct,
+                Partitioned,
+                OneThread,
+                Direct
+            ]
+        );
+        slot.record(Partitioned, 3_000);
+        slot.record(Direct, 4_000);
+        assert_eq!(slot.pick(6, Partitioned, 3), OneThread, "not measured yet");
+        slot.record(OneThread, 2_000);
+        assert_eq!(slot.pick(7, Partitioned, 3), OneThread, "the fastest");
+        // The rechecks take the two slower modes in turn, each of them now and then.
+        let rechecks: Vec<Mode> = [8, 16, 32, RECHECK - 1, 2 * RECHECK - 1]
+            .iter()
+            .map(|&c| slot.pick(c, Partitioned, 3))
+            .collect();
+        assert!(rechecks.iter().all(|&m| m != OneThread), "{rechecks:?}");
+        assert!(rechecks.contains(&Direct) && rechecks.contains(&Partitioned));
+        // Between the rechecks, the fastest.
+        for call in [9, 10, 33, RECHECK] {
+            assert_eq!(slot.pick(call, Partitioned, 3), OneThread, "call {call}");
+        }
     }
 
     #[test]
