@@ -13,10 +13,11 @@
 //!   them, while a burst into L2 waits in L2's larger miss queue, and the later load finds its
 //!   line one L2 hit away.
 //!
-//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Prefetching into L2"): static lookups and
-//! inserts one thread, 64 MiB, 1.3–2.7× (8x32 to 16x64); prehashed keys 1.6–1.7× from 2 MiB on;
-//! at 1 MiB −3 % to +9 %. The streamed kernels lost 1–8 % with L2 as their target (spatial
-//! lookups and inserts at 16 MiB, retrieval lookups at 10 M keys), so they keep L1.
+//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Bursts of prefetches into L2"), one
+//! thread, L2 against L1 as the bursts' target: static lookups and inserts at 64 MiB 1.3–2.7×
+//! (8x32 to 16x64); prehashed keys 1.5–1.7× from 2 MiB on; at 1 MiB only −3 % to +9 %, so
+//! bursts keep L1 up to there. The streamed kernels lost 1–8 % with L2 as their target
+//! (spatial lookups and inserts at 16 MiB, retrieval lookups at 10 M keys), so they keep L1.
 
 /// Memory up to this size is left to the hardware (it sits in L2).
 pub(crate) const MIN_BYTES: usize = 512 << 10;
