@@ -92,7 +92,7 @@ impl BlockPrefetch {
     fn choose(layout: Layout, blocks: u32, words: *const u32) -> BlockPrefetch {
         let bytes = layout.block_bytes();
         BlockPrefetch {
-            target: Prefetch::burst(u64::from(blocks) * bytes as u64),
+            target: Prefetch::for_bytes(u64::from(blocks) * bytes as u64),
             aligned: (words as usize).is_multiple_of(bytes.min(64)),
         }
     }

@@ -226,7 +226,7 @@ unsafe fn update_shaped<I: CellIsa, S: Shape, const C: u32, const OP: u8>(
     assert!(image.len() == sub * per && cells.len() == sub * cper);
     let sub = sub as u32;
     let (ip, cp) = (image.as_mut_ptr(), cells.as_mut_ptr());
-    let pf = Prefetch::streamed((image.len() + cells.len()) as u64 * 4);
+    let pf = Prefetch::for_bytes((image.len() + cells.len()) as u64 * 4);
     let local = |h: u64| block_index(h, blocks).wrapping_sub(first);
     // Dense batches (the whole filter, or a partition's own keys; judged by the first keys, a
     // hint only: every key's range is still tested) skip the ring: one predictable range test
@@ -379,7 +379,7 @@ unsafe fn stable_shaped<I: CellIsa, S: Shape, const C: u32>(
     assert!(image.len() == blocks * per && cells.len() == blocks * cper);
     let bits = CellBits::from_bits(C).expect("a cell width");
     let cell_count = p.bit_len();
-    let pf = Prefetch::streamed((image.len() + cells.len()) as u64 * 4);
+    let pf = Prefetch::for_bytes((image.len() + cells.len()) as u64 * 4);
     // The cells of the next `ahead` keys, computed (and prefetched) `ahead` keys before their
     // decays: slot `i % slots` holds key `i`'s `P` cells.
     let d = decrements as usize;

@@ -13,9 +13,9 @@ use crate::shape::{with_shape, Shape};
 /// prefetched, and the cells of the key `READ_AHEAD` ahead if its image block holds it.
 const READ_AHEAD: usize = 16;
 
-/// Where [`min`]'s prefetches go: a stream, one key at a time (see [`Prefetch`]); the reads
-/// prefetch only for storage beyond L2.
-const TARGET: Prefetch = Prefetch::L1;
+/// Where [`min`]'s prefetches go: the reads prefetch only for storage beyond L2, whose lines
+/// come from L3 or memory (see [`Prefetch`]).
+const TARGET: Prefetch = Prefetch::L2;
 
 /// Prefetches the `bytes` bytes of cells at `cells` if `present`, else the line at `image`
 /// again (absent keys read no cells): the same number of hints either way, so that the choice

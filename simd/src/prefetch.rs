@@ -1,30 +1,27 @@
 //! Software prefetches, decided once per call from the size of the memory a kernel probes at
-//! random and from how the kernel issues them: none, into L1, or into L2.
+//! random: none, into L1, or into L2.
 //!
 //! - Up to [`MIN_BYTES`] the memory lives in L2, where a prefetch costs more issue slots than
 //!   the latency it hides: none.
-//! - A kernel that prefetches a steady stream, one key at a time a fixed number of keys ahead
-//!   (the cell kinds, retrieval tables, window and scalable filters), prefetches into L1
-//!   (`prefetcht0`): its few lines in flight fit L1's miss buffers, and the later load hits L1.
-//! - A kernel that prefetches in bursts, a whole group of keys at once (the static bulk path's
-//!   32), prefetches into L1 up to [`BURST_L1_MAX_BYTES`], where the lines come from L2 quickly,
-//!   and into L2 (`prefetcht1`) beyond, where they come from L3 or memory: a burst into L1 holds
-//!   all of L1's miss buffers (about 24 on Zen 4) for the whole trip and the loop stalls on
-//!   them, while a burst into L2 waits in L2's larger miss queue, and the later load finds its
-//!   line one L2 hit away.
+//! - Up to [`L1_MAX_BYTES`] the lines come from L2, quickly: into L1 (`prefetcht0`).
+//! - Beyond, the lines come from L3 or memory, a long trip: into L2 (`prefetcht1`). A prefetch
+//!   into L1 holds one of L1's few miss buffers (about 24 on Zen 4) for the whole trip, so a
+//!   kernel with more lines in flight than that (a group of 32 static keys prefetched at once;
+//!   16 retrieval keys ahead, 4 lines each) stalls on them; a prefetch into L2 waits in L2's
+//!   larger miss queue, and the later load finds its line one L2 hit away.
 //!
-//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Bursts of prefetches into L2"), one
-//! thread, L2 against L1 as the bursts' target: static lookups and inserts at 64 MiB 1.3–2.7×
-//! (8x32 to 16x64); prehashed keys 1.5–1.7× from 2 MiB on; at 1 MiB only −3 % to +9 %, so
-//! bursts keep L1 up to there. The streamed kernels lost 1–8 % with L2 as their target
-//! (spatial lookups and inserts at 16 MiB, retrieval lookups at 10 M keys), so they keep L1.
+//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Prefetches into L2"), one thread, fresh
+//! keys each call, L2 against L1 as the target: static lookups and inserts at 64 MiB 1.3–2.7×,
+//! prehashed keys 1.5–1.7× from 2 MiB on; retrieval lookups 1.8–2.2× at 43 and 430 MB;
+//! spatial lookups of present keys 1.3–1.6× at 256 MiB, inserts 1.0–1.15×. At 1 MiB L2 gave
+//! only −3 % to +9 %, so L1 stays the target up to there. Repeating one batch of 64 Ki keys (the
+//! criterion benches' way, whose lines then sit in L3) L1 was 1–8 % ahead at 16 MiB.
 
 /// Memory up to this size is left to the hardware (it sits in L2).
 pub(crate) const MIN_BYTES: usize = 512 << 10;
 
-/// Memory up to this size (and over [`MIN_BYTES`]) is prefetched in bursts into L1; larger
-/// into L2.
-pub(crate) const BURST_L1_MAX_BYTES: usize = 1 << 20;
+/// Memory up to this size (and over [`MIN_BYTES`]) is prefetched into L1; larger into L2.
+pub(crate) const L1_MAX_BYTES: usize = 1 << 20;
 
 /// Whether and where a kernel prefetches the lines it is about to touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,21 +35,14 @@ pub(crate) enum Prefetch {
 }
 
 impl Prefetch {
-    /// The prefetch of a kernel that streams one key at a time into `bytes` bytes of memory.
-    pub(crate) fn streamed(bytes: u64) -> Prefetch {
+    /// The prefetch for random accesses into `bytes` bytes of memory.
+    pub(crate) fn for_bytes(bytes: u64) -> Prefetch {
         if bytes <= MIN_BYTES as u64 {
             Prefetch::Off
-        } else {
+        } else if bytes <= L1_MAX_BYTES as u64 {
             Prefetch::L1
-        }
-    }
-
-    /// The prefetch of a kernel that prefetches a group of keys at once into `bytes` bytes of
-    /// memory.
-    pub(crate) fn burst(bytes: u64) -> Prefetch {
-        match Prefetch::streamed(bytes) {
-            Prefetch::L1 if bytes > BURST_L1_MAX_BYTES as u64 => Prefetch::L2,
-            pf => pf,
+        } else {
+            Prefetch::L2
         }
     }
 
@@ -104,17 +94,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_target_follows_the_size_and_the_kernel() {
-        let (min, l1) = (MIN_BYTES as u64, BURST_L1_MAX_BYTES as u64);
-        for pf in [Prefetch::streamed, Prefetch::burst] {
-            assert_eq!(pf(0), Prefetch::Off);
-            assert_eq!(pf(min), Prefetch::Off);
-            assert_eq!(pf(min + 1), Prefetch::L1);
-            assert_eq!(pf(l1), Prefetch::L1);
-        }
-        assert_eq!(Prefetch::streamed(l1 + 1), Prefetch::L1);
-        assert_eq!(Prefetch::burst(l1 + 1), Prefetch::L2);
-        assert_eq!(Prefetch::burst(u64::MAX), Prefetch::L2);
+    fn the_target_follows_the_size() {
+        let (min, l1) = (MIN_BYTES as u64, L1_MAX_BYTES as u64);
+        assert_eq!(Prefetch::for_bytes(0), Prefetch::Off);
+        assert_eq!(Prefetch::for_bytes(min), Prefetch::Off);
+        assert_eq!(Prefetch::for_bytes(min + 1), Prefetch::L1);
+        assert_eq!(Prefetch::for_bytes(l1), Prefetch::L1);
+        assert_eq!(Prefetch::for_bytes(l1 + 1), Prefetch::L2);
+        assert_eq!(Prefetch::for_bytes(u64::MAX), Prefetch::L2);
         assert!(!Prefetch::Off.is_on() && Prefetch::L1.is_on() && Prefetch::L2.is_on());
     }
 

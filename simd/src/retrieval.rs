@@ -188,7 +188,7 @@ fn lookup_shaped<const A: u32, const W: u32>(
     let shape = table.shape();
     let words = table.words();
     let bits = shape.cell_bits();
-    let pf = Prefetch::streamed(shape.array_bytes());
+    let pf = Prefetch::for_bytes(shape.array_bytes());
     let place = |h: u64| {
         let m = shape.mixed(h);
         (m, shape.cells_for(m, A))
@@ -265,7 +265,7 @@ impl Lookahead for PrefetchSlots {
 fn small(shape: &Shape, keys: usize) -> bool {
     rayon::current_num_threads() == 1
         || keys < 1 << 16
-        || !Prefetch::streamed(shape.cells() * 8).is_on()
+        || !Prefetch::for_bytes(shape.cells() * 8).is_on()
 }
 
 impl Passes for ParallelPasses {
@@ -342,14 +342,14 @@ impl Passes for ParallelPasses {
     }
 
     fn peel(&self, shape: &Shape, sorted: &Sorted, slots: &mut [u64]) -> Vec<u32> {
-        match Prefetch::streamed(shape.cells() * 8) {
+        match Prefetch::for_bytes(shape.cells() * 8) {
             Prefetch::Off => build::peel_scan(shape, &sorted.mixed, slots, &build::NoLookahead),
             pf => build::peel_scan(shape, &sorted.mixed, slots, &PrefetchSlots(pf)),
         }
     }
 
     fn assign(&self, shape: &Shape, sorted: &Sorted, order: &[u32], slots: &mut [u64]) {
-        match Prefetch::streamed(shape.cells() * 8) {
+        match Prefetch::for_bytes(shape.cells() * 8) {
             Prefetch::Off => build::assign(shape, sorted, order, slots, &build::NoLookahead),
             pf => build::assign(shape, sorted, order, slots, &PrefetchSlots(pf)),
         }

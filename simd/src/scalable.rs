@@ -148,7 +148,7 @@ fn test_and_set<S: Shape>(
         words.len() >= blocks as usize * per,
         "a stage of {blocks} blocks"
     );
-    let pf = Prefetch::streamed(words.len() as u64 * 4);
+    let pf = Prefetch::for_bytes(words.len() as u64 * 4);
     let mut added = 0;
     for (i, &hash) in hashes.iter().enumerate() {
         if added == room {

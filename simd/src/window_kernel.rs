@@ -78,7 +78,7 @@ unsafe fn contains_gens<I: Isa, S: Shape, const G: usize>(
     assert_eq!(words.len(), blocks as usize * stride);
     assert_eq!(out.len(), hashes.len());
     let w = words.as_ptr();
-    let pf = Prefetch::streamed(words.len() as u64 * 4);
+    let pf = Prefetch::for_bytes(words.len() as u64 * 4);
     let at = |h: u64| block_index(h, blocks) as usize * stride;
     for (i, (o, &h)) in out.iter_mut().zip(hashes).enumerate() {
         if pf.is_on() {
@@ -160,7 +160,7 @@ unsafe fn set_shaped<I: Isa, S: Shape>(
     assert!(current < gens);
     assert_eq!(words.len(), blocks as usize * gens * per);
     let w = words.as_mut_ptr();
-    let pf = Prefetch::streamed(words.len() as u64 * 4);
+    let pf = Prefetch::for_bytes(words.len() as u64 * 4);
     let at = |h: u64| (block_index(h, blocks) as usize * gens + current) * per;
     for (i, &h) in hashes.iter().enumerate() {
         if pf.is_on() {
