@@ -16,7 +16,9 @@ use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{key_type_name, numpy_filled, parse_key_type, parse_layout, stats_dict};
+use crate::convert::{
+    numpy_filled, parse_key_type, parse_layout, repr_key_count, repr_key_type, stats_dict,
+};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
 use crate::kinds::{self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held};
@@ -345,8 +347,8 @@ PyCountingFilter {
             p.blocks,
             f.counter_bits().bits(),
             p.seed,
-            key_type_name(p.key_type).map_or("None".into(), |k| format!("'{k}'")),
-            f.key_count().map_or("None".into(), |k| k.to_string()),
+            repr_key_type(p.key_type),
+            repr_key_count(f.key_count()),
         )
     }
 }

@@ -8,7 +8,10 @@ use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{numpy_filled, numpy_u32s, parse_key_type, parse_layout, stats_dict};
+use crate::convert::{
+    numpy_filled, numpy_u32s, parse_key_type, parse_layout, repr_key_count, repr_key_type,
+    stats_dict,
+};
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
@@ -294,8 +297,8 @@ PySpatialFilter {
             p.blocks,
             f.cell_bits().bits(),
             p.seed,
-            if p.key_type == KeyType::Any { "None".to_string() } else { format!("'{}'", p.key_type) },
-            f.key_count().map_or("None".into(), |k| k.to_string()),
+            repr_key_type(p.key_type),
+            repr_key_count(f.key_count()),
         )
     }
 }
