@@ -9,8 +9,6 @@
 //! false positive) cannot be told from a present one: deleting it decrements counters of present
 //! keys. Files are the CLI's counting and stable filter files, byte for byte.
 
-use std::sync::{RwLockReadGuard, RwLockWriteGuard};
-
 use bloomlanes_core::{math, CounterBits, CountingFilter, FilterKind, KeyType, Keys, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
@@ -21,7 +19,9 @@ use crate::convert::{
 };
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held};
+use crate::kinds::{
+    self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held, HeldClass,
+};
 use crate::ops::{self, BackendKeys};
 
 /// Refused keys a message names (as the CLI's `delete`).
@@ -76,20 +76,6 @@ struct Refused {
 }
 
 impl PyCountingFilter {
-    fn wrap(f: CountingFilter, learn: bool) -> PyCountingFilter {
-        PyCountingFilter {
-            held: Held::new(f, learn),
-        }
-    }
-
-    fn read(&self) -> RwLockReadGuard<'_, CountingFilter> {
-        self.held.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, CountingFilter> {
-        self.held.write()
-    }
-
     fn extract<'py>(&self, keys: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> {
         extract(keys, self.read().params().key_type)
     }

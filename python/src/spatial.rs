@@ -1,8 +1,6 @@
 //! `bloomlanes.SpatialFilter`: which class a key belongs to (core's [`SpatialFilter`]; the SIMD
 //! backend's max-inserts and min-reads of cells on every core).
 
-use std::sync::{RwLockReadGuard, RwLockWriteGuard};
-
 use bloomlanes_core::{KeyType, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
@@ -15,7 +13,7 @@ use crate::convert::{
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held};
+use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held, HeldClass};
 use crate::ops;
 
 /// A spatial Bloom filter (see `bloomlanes/_native.pyi`).
@@ -35,21 +33,6 @@ fn cell_bits_for(classes: usize) -> u32 {
 }
 
 impl PySpatialFilter {
-    fn wrap(f: SpatialFilter, learn: bool) -> PySpatialFilter {
-        PySpatialFilter {
-            held: Held::new(f, learn),
-            gpu: Default::default(),
-        }
-    }
-
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, SpatialFilter> {
-        self.held.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, SpatialFilter> {
-        self.held.write()
-    }
-
     /// Checks the keys' type; a filter made without one and still empty takes theirs.
     pub(crate) fn check_or_learn(&self, f: &mut SpatialFilter, keys: KeyType) -> Result<(), Error> {
         refuse_float_keys(keys, "SpatialFilter")?;
