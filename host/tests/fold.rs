@@ -86,13 +86,7 @@ fn import_merge_folds_row_groups_of_different_sizes() {
     // Like DuckDB: full row groups, then a last one with fewer rows (and a smaller filter).
     parquet_of(&plain, &[3000, 3000, 1000]);
     let with = at(&d, "with.parquet");
-    let v = json(&argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        with,
-        "--column n --fpp 0.01"
-    ));
+    let v = add_filters(&plain, &with, "--column n --fpp 0.01");
     let bytes: Vec<u64> = v["filters"]
         .as_array()
         .unwrap()
@@ -101,12 +95,7 @@ fn import_merge_folds_row_groups_of_different_sizes() {
         .collect();
     assert!(bytes[0] == bytes[1] && bytes[2] < bytes[0], "{v}");
     let merged = at(&d, "all.blf");
-    let v = json(&argv!(
-        "import",
-        with,
-        "--column n --row-group all --merge -o",
-        merged
-    ));
+    let v = import_merged_n(&with, &merged);
     let small = bytes[2] / 32;
     assert_eq!(v["blocks"], small, "{v}");
     let folded = v["folded"].as_array().unwrap();

@@ -228,6 +228,23 @@ pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
     json(&argv!("build", input, "-o", filter, flags))
 }
 
+/// `bloomlanes --json parquet add-filters PLAIN -o OUT FLAGS…` (flags split at spaces), which
+/// must succeed.
+pub fn add_filters(plain: &Path, out: &Path, flags: &str) -> serde_json::Value {
+    json(&argv!("parquet add-filters", plain, "-o", out, flags))
+}
+
+/// `bloomlanes --json import PARQUET --column n --row-group all --merge -o FILTER`: the filters of
+/// column `n` in every row group of `parquet`, merged into one filter (must succeed).
+pub fn import_merged_n(parquet: &Path, filter: &Path) -> serde_json::Value {
+    json(&argv!(
+        "import",
+        parquet,
+        "--column n --row-group all --merge -o",
+        filter
+    ))
+}
+
 /// A fresh temporary directory, the key file `keys_name` in it holding `keys`, and the filter
 /// `filter_name` built from that file with `bloomlanes build … FLAGS` (which must succeed):
 /// `(directory, key file, filter)`; the directory is removed when it is dropped.
