@@ -507,11 +507,11 @@ fn retrieval_export_looks_up_the_keys_given_with_their_values() {
 #[test]
 fn retrieval_export_keys_of_another_type_are_refused_naming_the_file() {
     let d = tmp();
-    let pairs = write(&d, "pairs.csv", "key,value\nalpha,1\nbeta,2\ngamma,3\n");
-    let f = at(&d, "r.blf");
-    build(
-        &pairs,
-        &f,
+    let (pairs, f) = write_and_build(
+        &d,
+        "pairs.csv",
+        "key,value\nalpha,1\nbeta,2\ngamma,3\n",
+        "r.blf",
         "--kind retrieval --csv-column key --value-column value --value-bits 4 --check-bits 16",
     );
     let numbers = write(&d, "numbers.txt", "1\n2\n3\n");
@@ -537,9 +537,7 @@ fn retrieval_export_keys_of_another_type_are_refused_naming_the_file() {
         2,
     );
     says(&e, &["--keys", "--hdl"]);
-    let keys = write(&d, "keys.txt", "alpha\n");
-    let st = at(&d, "s.blf");
-    build(&keys, &st, "");
+    let (keys, st) = write_and_build(&d, "keys.txt", "alpha\n", "s.blf", "");
     let e = fails(&argv!("export", st, "--hdl", rtl, "--keys", keys), 2);
     says(&e, &["--keys", "static", "retrieval"]);
     let other = write(&d, "other.txt", "delta\nepsilon\n");

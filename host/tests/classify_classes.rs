@@ -131,9 +131,13 @@ fn per_label(v: &serde_json::Value, field: &str) -> BTreeMap<String, (u64, u64)>
 fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let rules = write(&d, "rules.tsv", rules(&["deny", "allow", "mirror"]));
-    let f = at(&d, "s.blf");
-    build(&rules, &f, "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny");
+    let (_, f) = write_and_build(
+        &d,
+        "rules.tsv",
+        rules(&["deny", "allow", "mirror"]),
+        "s.blf",
+        "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny",
+    );
     let want = expected(&d, &f, "class", &fr);
     assert!(want.len() >= 4, "every class and absent appear: {want:?}");
     for (name, bytes) in [("c.pcap", pcap_file(&fr)), ("c.pcapng", pcapng_file(&fr))] {
@@ -162,11 +166,11 @@ fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
 fn retrieval_values_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let rules = write(&d, "values.tsv", rules(&["7", "200", "31", "4"]));
-    let f = at(&d, "r.blf");
-    build(
-        &rules,
-        &f,
+    let (_, f) = write_and_build(
+        &d,
+        "values.tsv",
+        rules(&["7", "200", "31", "4"]),
+        "r.blf",
         "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
     );
     let want = expected(&d, &f, "value", &fr);
@@ -185,18 +189,18 @@ fn retrieval_values_per_packet_equal_query_on_the_same_flows() {
 #[test]
 fn a_labelled_filter_of_another_key_type_is_refused() {
     let d = tmp();
-    let rules = write(&d, "ips.csv", "id,action\n1,deny\n2,allow\n");
-    let sp = at(&d, "s.blf");
-    build(
-        &rules,
-        &sp,
+    let (_, sp) = write_and_build(
+        &d,
+        "ips.csv",
+        "id,action\n1,deny\n2,allow\n",
+        "s.blf",
         "--kind spatial --csv-column id --class-column action --key-type u64",
     );
-    let vals = write(&d, "vals.csv", "k,v\n1,3\n2,4\n");
-    let r = at(&d, "r.blf");
-    build(
-        &vals,
-        &r,
+    let (_, r) = write_and_build(
+        &d,
+        "vals.csv",
+        "k,v\n1,3\n2,4\n",
+        "r.blf",
         "--kind retrieval --csv-column k --value-column v --value-bits 4 --key-type u64",
     );
     let cap = write(&d, "c.pcap", pcap_file(&frames()));

@@ -172,9 +172,7 @@ fn binary_u64_and_decimal_keys_agree() {
     let d = tmp();
     let keys: Vec<u64> = (0..4000u64).map(|i| i * 7919 + 13).collect();
     let bin: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-    let file = write(&d, "keys.u64", &bin);
-    let f = at(&d, "ints.blf");
-    build(&file, &f, "--bits-per-key 12");
+    let (_, f) = write_and_build(&d, "keys.u64", &bin, "ints.blf", "--bits-per-key 12");
     let dec: String = keys.iter().map(|k| format!("{k}\n")).collect();
     let q = write(&d, "q.txt", dec);
     let v = json(&["query", s(&f), s(&q), "--format", "decimal", "--count"]);

@@ -157,9 +157,13 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
         .iter()
         .map(|(s, d, _)| format!("10.77.0.2:{s}>10.77.0.1:{d}/udp\n"))
         .collect();
-    let flow_file = write(&d, "flows.txt", flows);
-    let f = at(&d, "live.blf");
-    build(&flow_file, &f, "--format flows --fpp 0.000001");
+    let (_, f) = write_and_build(
+        &d,
+        "flows.txt",
+        flows,
+        "live.blf",
+        "--format flows --fpp 0.000001",
+    );
     let out = at(&d, "live.pcap");
     let bits = at(&d, "live.bits");
     let mut all = inside.to_vec();

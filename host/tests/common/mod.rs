@@ -255,10 +255,23 @@ pub fn built(
     flags: &str,
 ) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tmp();
-    let keys = write(&dir, keys_name, keys);
-    let filter = at(&dir, filter_name);
-    build(&keys, &filter, flags);
+    let (keys, filter) = write_and_build(&dir, keys_name, keys, filter_name, flags);
     (dir, keys, filter)
+}
+
+/// The key file `keys_name` holding `keys` written in `dir`, and the filter `filter_name` built
+/// there from it with `bloomlanes build … FLAGS` (which must succeed): `(key file, filter)`.
+pub fn write_and_build(
+    dir: &tempfile::TempDir,
+    keys_name: &str,
+    keys: impl AsRef<[u8]>,
+    filter_name: &str,
+    flags: &str,
+) -> (PathBuf, PathBuf) {
+    let keys = write(dir, keys_name, keys);
+    let filter = at(dir, filter_name);
+    build(&keys, &filter, flags);
+    (keys, filter)
 }
 
 /// The `parquet` crate's reader of the `.parquet` file `path`, set to read bloom filters (what
