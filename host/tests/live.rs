@@ -138,16 +138,22 @@ fn capture_while_sending(
     Ok((o, rest))
 }
 
+/// A fresh pair of network namespaces for the live test `test`, or `None` after a visible SKIP
+/// line saying why there is none.
+fn netns_or_skip(test: &str) -> Option<Netns> {
+    Netns::create()
+        .map_err(|why| {
+            skip(format_args!(
+                "{test}: cannot create network namespaces ({why})"
+            ))
+        })
+        .ok()
+}
+
 #[test]
 fn live_capture_on_a_veth_pair_classifies_every_packet() {
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            skip(format_args!(
-                "live capture test: cannot create network namespaces ({why})"
-            ));
-            return;
-        }
+    let Some(ns) = netns_or_skip("live capture test") else {
+        return;
     };
     let d = tmp();
     // In the filter: flows 40001>5001 and 40003>5003; not: 40002>5002 and 40004>5004.
@@ -212,14 +218,8 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
 /// as `classify -w DIR` writes them, each holding exactly the packets of its class's flows.
 #[test]
 fn live_capture_writes_one_capture_per_class() {
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            skip(format_args!(
-                "live per-class capture test: cannot create network namespaces ({why})"
-            ));
-            return;
-        }
+    let Some(ns) = netns_or_skip("live per-class capture test") else {
+        return;
     };
     let d = tmp();
     // (source port, destination port, packets, class); class "" is not in the filter.
