@@ -192,19 +192,14 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     };
     if let Some(out) = &a.static_file {
         store::save_filter(out, &filter)?;
-        if ctx.json {
-            emit(
-                &json!({"output": out.display().to_string(), "form": "static",
-                         "bytes": filter.byte_len()}),
-            )?;
-        } else {
-            say(&format!(
-                "wrote {} as a static filter to {} ({} bytes of bits)",
-                a.filter.display(),
-                out.display(),
-                filter.byte_len()
-            ))?;
-        }
+        tell_written(
+            ctx,
+            out,
+            "static",
+            json!({"bytes": filter.byte_len()}),
+            format!("{} as a static filter", a.filter.display()),
+            format!("{} bytes of bits", filter.byte_len()),
+        )?;
     }
     if let Some(out) = &a.parquet {
         let bytes = bloomlanes_parquet::export(&filter)?;
@@ -213,25 +208,40 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             warnings.warn(format!("{}: {w}", a.filter.display()));
         }
         store::write_atomic(out, &bytes)?;
-        if ctx.json {
-            emit(
-                &json!({"output": out.display().to_string(), "form": "parquet",
-                         "bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
-                         "warnings": warnings.json()}),
-            )?;
-        } else {
-            say(&format!(
-                "wrote the Parquet bloom filter of {} to {} ({} bytes)",
-                a.filter.display(),
-                out.display(),
-                bytes.len()
-            ))?;
-        }
+        tell_written(
+            ctx,
+            out,
+            "parquet",
+            json!({"bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
+                   "warnings": warnings.json()}),
+            format!("the Parquet bloom filter of {}", a.filter.display()),
+            format!("{} bytes", bytes.len()),
+        )?;
     }
     if let Some(dir) = &a.hdl {
         export_hdl(ctx, &a, &filter, dir)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reports the file `out` that `export` wrote in the form `form` (`static`, `parquet`): with
+/// `--json`, `{"output": out, "form": form}` and `fields`; otherwise `wrote WHAT to OUT (SIZE)`.
+fn tell_written(
+    ctx: &Ctx,
+    out: &std::path::Path,
+    form: &str,
+    fields: serde_json::Value,
+    what: String,
+    size: String,
+) -> Result<()> {
+    if !ctx.json {
+        return say(&format!("wrote {what} to {} ({size})", out.display()));
+    }
+    let mut v = json!({"output": out.display().to_string(), "form": form});
+    if let (Some(m), serde_json::Value::Object(f)) = (v.as_object_mut(), fields) {
+        m.extend(f);
+    }
+    emit(&v)
 }
 
 /// The design's configuration from the options shared by every HDL export (key input, ports,
