@@ -403,6 +403,16 @@ fn tell_export(
     Ok(())
 }
 
+/// Refuses `--ports` other than 1 for a pipeline with one port; `why` says which and what the
+/// port does.
+#[cfg(feature = "hdl")]
+fn one_port_only(a: &ExportArgs, why: &str) -> Result<()> {
+    match a.ports {
+        Some(p) if p != 1 => Err(Error::usage(format!("--ports: {why}"))),
+        _ => Ok(()),
+    }
+}
+
 /// `export --hdl DIR --counting`: the counting pipeline of a counting filter, with the kit.
 #[cfg(feature = "hdl")]
 fn export_counting_hdl(
@@ -412,11 +422,10 @@ fn export_counting_hdl(
     dir: &std::path::Path,
 ) -> Result<()> {
     use bloomlanes_hdl::{CellSpec, CountingConfig};
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the counting pipeline has one port (insert, delete and lookup)",
-        ));
-    }
+    one_port_only(
+        a,
+        "the counting pipeline has one port (insert, delete and lookup)",
+    )?;
     let cells = CellSpec::counting(c.counter_bits());
     let (design, warnings) = hdl_design(a, c.params(), cells, None, dir)?;
     let cfg = CountingConfig::new(design.base, c.counter_bits());
@@ -443,11 +452,7 @@ fn export_spatial_hdl(
     sp: &bloomlanes_host::bloomlanes_core::SpatialFilter,
     dir: &std::path::Path,
 ) -> Result<()> {
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the spatial pipeline has one port (insert and lookup)",
-        ));
-    }
+    one_port_only(a, "the spatial pipeline has one port (insert and lookup)")?;
     let bits = sp.cell_bits().bits();
     let cells = bloomlanes_hdl::CellSpec::spatial(bits);
     let (design, warnings) = hdl_design(a, sp.params(), cells, None, dir)?;
@@ -480,11 +485,7 @@ fn export_retrieval_hdl(
     t: &bloomlanes_host::bloomlanes_core::retrieval::RetrievalTable,
     dir: &std::path::Path,
 ) -> Result<()> {
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the retrieval pipeline has one port (lookups)",
-        ));
-    }
+    one_port_only(a, "the retrieval pipeline has one port (lookups)")?;
     let s = *t.shape();
     let cells = bloomlanes_hdl::CellSpec::retrieval(s.value_bits.into(), s.check_bits.into());
     let (design, mut warnings) = hdl_design(a, t.params(), cells, Some(s), dir)?;
