@@ -119,10 +119,7 @@ fn deleting_from_kinds_without_deletions_is_refused_naming_the_kind() {
         ("window", vec!["--window-keys", "100"]),
         ("scalable", vec![]),
     ] {
-        let f = at(&d, &format!("{kind}.blf"));
-        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
-        args.extend(extra);
-        json(&args);
+        let f = build_kind(&d, &keys, kind, &extra);
         let before = std::fs::read(&f).unwrap();
         let err = fails(&["delete", s(&f), s(&keys)], 2);
         assert!(
@@ -326,10 +323,7 @@ fn query_answers_alike_on_every_backend_for_every_kind() {
         ("window", vec!["--window-keys", "3000"]),
         ("scalable", vec!["--capacity", "500"]),
     ] {
-        let f = at(&d, &format!("{kind}.blf"));
-        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
-        args.extend(extra);
-        json(&args);
+        let f = build_kind(&d, &keys, kind, &extra);
         let mut maps = Vec::new();
         for backend in ["scalar", "simd"] {
             let b = at(&d, &format!("{kind}-{backend}.bits"));

@@ -228,6 +228,16 @@ pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
     json(&argv!("build", input, "-o", filter, flags))
 }
 
+/// The filter `KIND.blf` in `dir`, built from `keys` with `bloomlanes build … --kind KIND
+/// FLAGS…` (which must succeed).
+pub fn build_kind(dir: &tempfile::TempDir, keys: &Path, kind: &str, flags: &[&str]) -> PathBuf {
+    let filter = at(dir, &format!("{kind}.blf"));
+    let mut args = vec!["build", s(keys), "-o", s(&filter), "--kind", kind];
+    args.extend_from_slice(flags);
+    json(&args);
+    filter
+}
+
 /// `bloomlanes --json parquet add-filters PLAIN -o OUT FLAGS…` (flags split at spaces), which
 /// must succeed.
 pub fn add_filters(plain: &Path, out: &Path, flags: &str) -> serde_json::Value {
