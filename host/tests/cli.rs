@@ -18,7 +18,7 @@ fn build_query_stats_from_text_lines() {
     let probe = write(
         &d,
         "probe.txt",
-        format!("{}{}", lines("user", 5000), lines("nobody", 5000)),
+        lines("user", 5000) + &lines("nobody", 5000),
     );
     let out = bl()
         .args(["query", s(&filter), s(&probe)])
@@ -80,7 +80,7 @@ fn build_query_stats_from_text_lines() {
 fn bitmap_output_and_every_backend_agree() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 3000));
-    let probe = write(&d, "p.txt", format!("{}{}", lines("k", 10), lines("zz", 6)));
+    let probe = write(&d, "p.txt", lines("k", 10) + &lines("zz", 6));
     let mut bitmaps = Vec::new();
     for backend in ["scalar", "simd", "auto"] {
         let f = at(&d, &format!("{backend}.blf"));
@@ -348,11 +348,7 @@ fn gpu_request_without_gpu() {
 fn merge_union_intersection_and_incompatible() {
     let d = tmp();
     let a = write(&d, "a.txt", lines("a", 2000));
-    let b = write(
-        &d,
-        "b.txt",
-        format!("{}{}", lines("b", 2000), lines("a", 100)),
-    );
+    let b = write(&d, "b.txt", lines("b", 2000) + &lines("a", 100));
     let (fa, fb) = (at(&d, "a.blf"), at(&d, "b.blf"));
     for (k, f) in [(&a, &fa), (&b, &fb)] {
         bl().args(argv!("build", k, "-o", f, "--capacity 5000 --layout 8x32"))
@@ -364,11 +360,7 @@ fn merge_union_intersection_and_incompatible() {
         .assert()
         .success()
         .stdout(predicates::str::contains("union"));
-    let all = write(
-        &d,
-        "all.txt",
-        format!("{}{}", lines("a", 2000), lines("b", 2000)),
-    );
+    let all = write(&d, "all.txt", lines("a", 2000) + &lines("b", 2000));
     assert_eq!(json(&["query", s(&u), s(&all), "--count"])["matches"], 4000);
     let st = json(&["stats", s(&u)]);
     let est = st["estimated_keys"].as_f64().unwrap();

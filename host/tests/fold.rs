@@ -22,11 +22,7 @@ fn merge_folds_the_larger_filter_into_the_bytes_of_a_one_shot_build() {
     let d = tmp();
     let a = write(&d, "a.txt", lines("a", 2000));
     let b = write(&d, "b.txt", lines("b", 1500));
-    let both = write(
-        &d,
-        "both.txt",
-        format!("{}{}", lines("a", 2000), lines("b", 1500)),
-    );
+    let both = write(&d, "both.txt", lines("a", 2000) + &lines("b", 1500));
     let (fa, fb, one) = (at(&d, "a.blf"), at(&d, "b.blf"), at(&d, "one.blf"));
     assert_eq!(sized(&a, &fa, 10_240)["blocks"], 400);
     assert_eq!(sized(&b, &fb, 2_560)["blocks"], 100);

@@ -64,7 +64,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let mixed = write(
         &d,
         "mixed.txt",
-        format!("{}{}", range_lines("k", 1000..1010), lines("never-", 5)),
+        range_lines("k", 1000..1010) + &lines("never-", 5),
     );
     let out = at(&d, "out.blf");
     let v = json(&["delete", s(&c), s(&mixed), "-o", s(&out)]);
@@ -312,11 +312,7 @@ fn kind_options_are_checked() {
 fn query_answers_alike_on_every_backend_for_every_kind() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 3000));
-    let probe = write(
-        &d,
-        "p.txt",
-        format!("{}{}", lines("k", 3000), lines("absent-", 3000)),
-    );
+    let probe = write(&d, "p.txt", lines("k", 3000) + &lines("absent-", 3000));
     for (kind, extra) in [
         ("counting", vec![]),
         ("stable", vec![]),
