@@ -57,17 +57,30 @@ fn rules(labels: &[&str]) -> String {
     s
 }
 
-/// `s.blf` in `d`: a spatial filter of the flows in `rules.tsv` labelled deny and allow
-/// (alternately, see [`rules`]), built with the extra `flags`.
-fn spatial_of_rules(d: &tempfile::TempDir, flags: &str) -> std::path::PathBuf {
-    let sp = at(d, "s.blf");
-    let rules = write(d, "rules.tsv", rules(&["deny", "allow"]));
-    build(
-        &rules,
-        &sp,
+/// `s.blf` in `d`: a spatial filter of the flows in `rules.tsv` labelled with the classes
+/// `labels` (in turn, see [`rules`]), built with the extra `flags`.
+fn spatial_of_rules(d: &tempfile::TempDir, labels: &[&str], flags: &str) -> std::path::PathBuf {
+    let (_, sp) = write_and_build(
+        d,
+        "rules.tsv",
+        rules(labels),
+        "s.blf",
         &format!("--kind spatial --csv-column flow --class-column label --key-type flow {flags}"),
     );
     sp
+}
+
+/// `r.blf` in `d`: a retrieval table of the flows in `values.tsv` with the 8-bit values
+/// `values` (in turn, see [`rules`]).
+fn retrieval_of_rules(d: &tempfile::TempDir, values: &[&str]) -> std::path::PathBuf {
+    let (_, r) = write_and_build(
+        d,
+        "values.tsv",
+        rules(values),
+        "r.blf",
+        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
+    );
+    r
 }
 
 /// The label `query --json` gives each frame's flow against `filter` (`absent`: none, or the
@@ -131,12 +144,10 @@ fn per_label(v: &serde_json::Value, field: &str) -> BTreeMap<String, (u64, u64)>
 fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let (_, f) = write_and_build(
+    let f = spatial_of_rules(
         &d,
-        "rules.tsv",
-        rules(&["deny", "allow", "mirror"]),
-        "s.blf",
-        "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny",
+        &["deny", "allow", "mirror"],
+        "--classes allow,mirror,deny",
     );
     let want = expected(&d, &f, "class", &fr);
     assert!(want.len() >= 4, "every class and absent appear: {want:?}");
@@ -166,13 +177,7 @@ fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
 fn retrieval_values_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let (_, f) = write_and_build(
-        &d,
-        "values.tsv",
-        rules(&["7", "200", "31", "4"]),
-        "r.blf",
-        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
-    );
+    let f = retrieval_of_rules(&d, &["7", "200", "31", "4"]);
     let want = expected(&d, &f, "value", &fr);
     assert!(
         want.contains_key("200") && want.contains_key("absent"),
@@ -245,14 +250,8 @@ fn read_frames(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
 fn write_dir_gives_each_label_its_own_capture() {
     let d = tmp();
     let fr = frames();
-    let sp = spatial_of_rules(&d, "--classes allow,mirror,deny");
-    let r = at(&d, "r.blf");
-    let r_rules = write(&d, "values.tsv", rules(&["7", "200", "31"]));
-    build(
-        &r_rules,
-        &r,
-        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
-    );
+    let sp = spatial_of_rules(&d, &["deny", "allow"], "--classes allow,mirror,deny");
+    let r = retrieval_of_rules(&d, &["7", "200", "31"]);
     for (f, field) in [(&sp, "class"), (&r, "value")] {
         let labels = labels_of(&d, f, field, &fr);
         let mut names: std::collections::BTreeSet<&str> =
@@ -295,7 +294,7 @@ fn write_dir_gives_each_label_its_own_capture() {
 fn write_dir_is_all_or_nothing() {
     let d = tmp();
     let fr = frames();
-    let sp = spatial_of_rules(&d, "");
+    let sp = spatial_of_rules(&d, &["deny", "allow"], "");
     let mut bad = pcap_file(&fr);
     let at200: usize = 24 + fr[..200].iter().map(|f| 16 + f.len()).sum::<usize>();
     bad[at200 + 8..at200 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
