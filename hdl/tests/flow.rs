@@ -15,10 +15,7 @@ use common::*;
 #[test]
 fn synth_works_for_every_layout() {
     // `export --synth` used to fail for every filter: Yosys mapped the 1-bit banks to LUT RAM.
-    if !on_path("yosys") {
-        skip(format_args!(
-            "synth_works_for_every_layout: yosys is not installed or BLOOMLANES_FULL is unset"
-        ));
+    if !test_may_run("synth_works_for_every_layout", "yosys") {
         return;
     }
     // Small prehashed designs (the hash adds logic, not memories; 8x32 z=300 is too big for the
@@ -53,10 +50,7 @@ fn synth_works_for_every_layout() {
 
 #[test]
 fn exported_bench_checks_itself_and_fails_fast() {
-    if !on_path("iverilog") {
-        skip(format_args!(
-            "exported_bench_checks_itself_and_fails_fast: iverilog is not installed or BLOOMLANES_FULL is unset"
-        ));
+    if !test_may_run("exported_bench_checks_itself_and_fails_fast", "iverilog") {
         return;
     }
     let mut f = Filter::new(Params::new(Layout::L8x32, 40).with_seed(7));
@@ -163,7 +157,7 @@ fn two_filters_live_in_one_design() {
             );
         }
     }
-    if on_path("iverilog") {
+    if test_may_run("two_filters_live_in_one_design (icarus part)", "iverilog") {
         let wrapper = "module both(input wire clk); endmodule\n";
         std::fs::write(dir.join("both.v"), wrapper).unwrap();
         let (ok, out) = run_tool(
@@ -174,10 +168,6 @@ fn two_filters_live_in_one_design() {
                 .arg("both.v"),
         );
         assert!(ok, "{out}");
-    } else {
-        skip(format_args!(
-            "two_filters_live_in_one_design (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
-        ));
     }
     if on_path("yosys") {
         let script = format!("read_verilog {}; hierarchy -check", files.join(" "));
@@ -483,7 +473,10 @@ fn kit_measures_the_top_it_names(kind: &str) {
         !ok && out.contains("TOP must be one of: selftest wrap bramref; not 'wrapp'"),
         "{out}"
     );
-    if on_path("yosys") {
+    if test_may_run(
+        "exported_kit_measures_the_top_it_names (synthesis)",
+        "yosys",
+    ) {
         let json = "build/kit_tops_wrap_ecp5.json";
         let (ok, out) = make(&["-s", json, "TOP=wrap"]);
         assert!(ok, "make {json}:\n{out}");
@@ -492,10 +485,6 @@ fn kit_measures_the_top_it_names(kind: &str) {
             netlist.contains("\"kit_tops_wrap\""),
             "{json} lacks the top"
         );
-    } else {
-        skip(format_args!(
-            "exported_kit_measures_the_top_it_names (synthesis): yosys is not installed or BLOOMLANES_FULL is unset"
-        ));
     }
     std::fs::remove_dir_all(dir).ok();
 }

@@ -72,18 +72,8 @@ fn verilator_lint_is_clean() {
 #[test]
 fn icarus_and_yosys_accept_the_text() {
     let dir = sim::fresh_dir("parse").unwrap();
-    let icarus = on_path("iverilog");
-    let yosys = on_path("yosys");
-    if !icarus {
-        skip(format_args!(
-            "icarus_and_yosys_accept_the_text (icarus part): iverilog is not installed or BLOOMLANES_FULL is unset"
-        ));
-    }
-    if !yosys {
-        skip(format_args!(
-            "icarus_and_yosys_accept_the_text (yosys part): yosys is not installed or BLOOMLANES_FULL is unset"
-        ));
-    }
+    let icarus = test_may_run("icarus_and_yosys_accept_the_text (icarus part)", "iverilog");
+    let yosys = test_may_run("icarus_and_yosys_accept_the_text (yosys part)", "yosys");
     // Yosys's `proc` is slow on the big hashed designs: every third configuration.
     for (i, c) in lint_matrix().into_iter().enumerate() {
         let d = generate(&c).unwrap();

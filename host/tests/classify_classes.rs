@@ -57,17 +57,30 @@ fn rules(labels: &[&str]) -> String {
     s
 }
 
-/// `s.blf` in `d`: a spatial filter of the flows in `rules.tsv` labelled deny and allow
-/// (alternately, see [`rules`]), built with the extra `flags`.
-fn spatial_of_rules(d: &tempfile::TempDir, flags: &str) -> std::path::PathBuf {
-    let sp = at(d, "s.blf");
-    let rules = write(d, "rules.tsv", rules(&["deny", "allow"]));
-    build(
-        &rules,
-        &sp,
+/// `s.blf` in `d`: a spatial filter of the flows in `rules.tsv` labelled with the classes
+/// `labels` (in turn, see [`rules`]), built with the extra `flags`.
+fn spatial_of_rules(d: &tempfile::TempDir, labels: &[&str], flags: &str) -> std::path::PathBuf {
+    let (_, sp) = write_and_build(
+        d,
+        "rules.tsv",
+        rules(labels),
+        "s.blf",
         &format!("--kind spatial --csv-column flow --class-column label --key-type flow {flags}"),
     );
     sp
+}
+
+/// `r.blf` in `d`: a retrieval table of the flows in `values.tsv` with the 8-bit values
+/// `values` (in turn, see [`rules`]).
+fn retrieval_of_rules(d: &tempfile::TempDir, values: &[&str]) -> std::path::PathBuf {
+    let (_, r) = write_and_build(
+        d,
+        "values.tsv",
+        rules(values),
+        "r.blf",
+        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
+    );
+    r
 }
 
 /// The label `query --json` gives each frame's flow against `filter` (`absent`: none, or the
@@ -131,9 +144,11 @@ fn per_label(v: &serde_json::Value, field: &str) -> BTreeMap<String, (u64, u64)>
 fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let rules = write(&d, "rules.tsv", rules(&["deny", "allow", "mirror"]));
-    let f = at(&d, "s.blf");
-    build(&rules, &f, "--kind spatial --csv-column flow --class-column label --key-type flow --classes allow,mirror,deny");
+    let f = spatial_of_rules(
+        &d,
+        &["deny", "allow", "mirror"],
+        "--classes allow,mirror,deny",
+    );
     let want = expected(&d, &f, "class", &fr);
     assert!(want.len() >= 4, "every class and absent appear: {want:?}");
     for (name, bytes) in [("c.pcap", pcap_file(&fr)), ("c.pcapng", pcapng_file(&fr))] {
@@ -162,13 +177,7 @@ fn spatial_classes_per_packet_equal_query_on_the_same_flows() {
 fn retrieval_values_per_packet_equal_query_on_the_same_flows() {
     let d = tmp();
     let fr = frames();
-    let rules = write(&d, "values.tsv", rules(&["7", "200", "31", "4"]));
-    let f = at(&d, "r.blf");
-    build(
-        &rules,
-        &f,
-        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
-    );
+    let f = retrieval_of_rules(&d, &["7", "200", "31", "4"]);
     let want = expected(&d, &f, "value", &fr);
     assert!(
         want.contains_key("200") && want.contains_key("absent"),
@@ -185,18 +194,18 @@ fn retrieval_values_per_packet_equal_query_on_the_same_flows() {
 #[test]
 fn a_labelled_filter_of_another_key_type_is_refused() {
     let d = tmp();
-    let rules = write(&d, "ips.csv", "id,action\n1,deny\n2,allow\n");
-    let sp = at(&d, "s.blf");
-    build(
-        &rules,
-        &sp,
+    let (_, sp) = write_and_build(
+        &d,
+        "ips.csv",
+        "id,action\n1,deny\n2,allow\n",
+        "s.blf",
         "--kind spatial --csv-column id --class-column action --key-type u64",
     );
-    let vals = write(&d, "vals.csv", "k,v\n1,3\n2,4\n");
-    let r = at(&d, "r.blf");
-    build(
-        &vals,
-        &r,
+    let (_, r) = write_and_build(
+        &d,
+        "vals.csv",
+        "k,v\n1,3\n2,4\n",
+        "r.blf",
         "--kind retrieval --csv-column k --value-column v --value-bits 4 --key-type u64",
     );
     let cap = write(&d, "c.pcap", pcap_file(&frames()));
@@ -241,14 +250,8 @@ fn read_frames(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
 fn write_dir_gives_each_label_its_own_capture() {
     let d = tmp();
     let fr = frames();
-    let sp = spatial_of_rules(&d, "--classes allow,mirror,deny");
-    let r = at(&d, "r.blf");
-    let r_rules = write(&d, "values.tsv", rules(&["7", "200", "31"]));
-    build(
-        &r_rules,
-        &r,
-        "--kind retrieval --csv-column flow --value-column label --value-bits 8 --key-type flow",
-    );
+    let sp = spatial_of_rules(&d, &["deny", "allow"], "--classes allow,mirror,deny");
+    let r = retrieval_of_rules(&d, &["7", "200", "31"]);
     for (f, field) in [(&sp, "class"), (&r, "value")] {
         let labels = labels_of(&d, f, field, &fr);
         let mut names: std::collections::BTreeSet<&str> =
@@ -291,7 +294,7 @@ fn write_dir_gives_each_label_its_own_capture() {
 fn write_dir_is_all_or_nothing() {
     let d = tmp();
     let fr = frames();
-    let sp = spatial_of_rules(&d, "");
+    let sp = spatial_of_rules(&d, &["deny", "allow"], "");
     let mut bad = pcap_file(&fr);
     let at200: usize = 24 + fr[..200].iter().map(|f| 16 + f.len()).sum::<usize>();
     bad[at200 + 8..at200 + 12].copy_from_slice(&u32::MAX.to_le_bytes());

@@ -225,11 +225,11 @@ fn per_class_files_of_several_threads_equal_one_threads() {
                 .map(|f| format!("{}\tdeny\n", flow(f))),
         )
         .collect();
-    let rules = write(&d, "rules.tsv", format!("flow\tclass\n{tsv}"));
-    let f = at(&d, "sp.blf");
-    build(
-        &rules,
-        &f,
+    let (_, f) = write_and_build(
+        &d,
+        "rules.tsv",
+        format!("flow\tclass\n{tsv}"),
+        "sp.blf",
         "--kind spatial --classes allow,deny --csv-column flow --class-column class --key-type flow \
          --fpp 0.0001",
     );

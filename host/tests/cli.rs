@@ -18,7 +18,7 @@ fn build_query_stats_from_text_lines() {
     let probe = write(
         &d,
         "probe.txt",
-        format!("{}{}", lines("user", 5000), lines("nobody", 5000)),
+        lines("user", 5000) + &lines("nobody", 5000),
     );
     let out = bl()
         .args(["query", s(&filter), s(&probe)])
@@ -80,7 +80,7 @@ fn build_query_stats_from_text_lines() {
 fn bitmap_output_and_every_backend_agree() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 3000));
-    let probe = write(&d, "p.txt", format!("{}{}", lines("k", 10), lines("zz", 6)));
+    let probe = write(&d, "p.txt", lines("k", 10) + &lines("zz", 6));
     let mut bitmaps = Vec::new();
     for backend in ["scalar", "simd", "auto"] {
         let f = at(&d, &format!("{backend}.blf"));
@@ -172,9 +172,7 @@ fn binary_u64_and_decimal_keys_agree() {
     let d = tmp();
     let keys: Vec<u64> = (0..4000u64).map(|i| i * 7919 + 13).collect();
     let bin: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-    let file = write(&d, "keys.u64", &bin);
-    let f = at(&d, "ints.blf");
-    build(&file, &f, "--bits-per-key 12");
+    let (_, f) = write_and_build(&d, "keys.u64", &bin, "ints.blf", "--bits-per-key 12");
     let dec: String = keys.iter().map(|k| format!("{k}\n")).collect();
     let q = write(&d, "q.txt", dec);
     let v = json(&["query", s(&f), s(&q), "--format", "decimal", "--count"]);
@@ -350,11 +348,7 @@ fn gpu_request_without_gpu() {
 fn merge_union_intersection_and_incompatible() {
     let d = tmp();
     let a = write(&d, "a.txt", lines("a", 2000));
-    let b = write(
-        &d,
-        "b.txt",
-        format!("{}{}", lines("b", 2000), lines("a", 100)),
-    );
+    let b = write(&d, "b.txt", lines("b", 2000) + &lines("a", 100));
     let (fa, fb) = (at(&d, "a.blf"), at(&d, "b.blf"));
     for (k, f) in [(&a, &fa), (&b, &fb)] {
         bl().args(argv!("build", k, "-o", f, "--capacity 5000 --layout 8x32"))
@@ -366,11 +360,7 @@ fn merge_union_intersection_and_incompatible() {
         .assert()
         .success()
         .stdout(predicates::str::contains("union"));
-    let all = write(
-        &d,
-        "all.txt",
-        format!("{}{}", lines("a", 2000), lines("b", 2000)),
-    );
+    let all = write(&d, "all.txt", lines("a", 2000) + &lines("b", 2000));
     assert_eq!(json(&["query", s(&u), s(&all), "--count"])["matches"], 4000);
     let st = json(&["stats", s(&u)]);
     let est = st["estimated_keys"].as_f64().unwrap();

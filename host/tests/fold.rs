@@ -22,11 +22,7 @@ fn merge_folds_the_larger_filter_into_the_bytes_of_a_one_shot_build() {
     let d = tmp();
     let a = write(&d, "a.txt", lines("a", 2000));
     let b = write(&d, "b.txt", lines("b", 1500));
-    let both = write(
-        &d,
-        "both.txt",
-        format!("{}{}", lines("a", 2000), lines("b", 1500)),
-    );
+    let both = write(&d, "both.txt", lines("a", 2000) + &lines("b", 1500));
     let (fa, fb, one) = (at(&d, "a.blf"), at(&d, "b.blf"), at(&d, "one.blf"));
     assert_eq!(sized(&a, &fa, 10_240)["blocks"], 400);
     assert_eq!(sized(&b, &fb, 2_560)["blocks"], 100);
@@ -86,13 +82,7 @@ fn import_merge_folds_row_groups_of_different_sizes() {
     // Like DuckDB: full row groups, then a last one with fewer rows (and a smaller filter).
     parquet_of(&plain, &[3000, 3000, 1000]);
     let with = at(&d, "with.parquet");
-    let v = json(&argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        with,
-        "--column n --fpp 0.01"
-    ));
+    let v = add_filters(&plain, &with, "--column n --fpp 0.01");
     let bytes: Vec<u64> = v["filters"]
         .as_array()
         .unwrap()
@@ -101,12 +91,7 @@ fn import_merge_folds_row_groups_of_different_sizes() {
         .collect();
     assert!(bytes[0] == bytes[1] && bytes[2] < bytes[0], "{v}");
     let merged = at(&d, "all.blf");
-    let v = json(&argv!(
-        "import",
-        with,
-        "--column n --row-group all --merge -o",
-        merged
-    ));
+    let v = import_merged_n(&with, &merged);
     let small = bytes[2] / 32;
     assert_eq!(v["blocks"], small, "{v}");
     let folded = v["folded"].as_array().unwrap();

@@ -282,9 +282,7 @@ fn parquet_bad_inputs() {
     assert!(!out.exists());
 
     // Only 8x32 seed-0 filters have a Parquet form.
-    let keys = write(&d, "k.txt", "a\n");
-    let f = at(&d, "f.blf");
-    build(&keys, &f, "--layout 16x64");
+    let (_, f) = write_and_build(&d, "k.txt", "a\n", "f.blf", "--layout 16x64");
     let e = fails(&["export", s(&f), "--parquet", s(&at(&d, "x.sbbf"))], 1);
     assert!(e.contains("8x32"), "{e}");
     assert!(!at(&d, "x.sbbf").exists());

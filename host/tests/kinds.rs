@@ -64,7 +64,7 @@ fn counting_filters_delete_keys_and_keep_the_rest() {
     let mixed = write(
         &d,
         "mixed.txt",
-        format!("{}{}", range_lines("k", 1000..1010), lines("never-", 5)),
+        range_lines("k", 1000..1010) + &lines("never-", 5),
     );
     let out = at(&d, "out.blf");
     let v = json(&["delete", s(&c), s(&mixed), "-o", s(&out)]);
@@ -119,10 +119,7 @@ fn deleting_from_kinds_without_deletions_is_refused_naming_the_kind() {
         ("window", vec!["--window-keys", "100"]),
         ("scalable", vec![]),
     ] {
-        let f = at(&d, &format!("{kind}.blf"));
-        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
-        args.extend(extra);
-        json(&args);
+        let f = build_kind(&d, &keys, kind, &extra);
         let before = std::fs::read(&f).unwrap();
         let err = fails(&["delete", s(&f), s(&keys)], 2);
         assert!(
@@ -315,21 +312,14 @@ fn kind_options_are_checked() {
 fn query_answers_alike_on_every_backend_for_every_kind() {
     let d = tmp();
     let keys = write(&d, "k.txt", lines("k", 3000));
-    let probe = write(
-        &d,
-        "p.txt",
-        format!("{}{}", lines("k", 3000), lines("absent-", 3000)),
-    );
+    let probe = write(&d, "p.txt", lines("k", 3000) + &lines("absent-", 3000));
     for (kind, extra) in [
         ("counting", vec![]),
         ("stable", vec![]),
         ("window", vec!["--window-keys", "3000"]),
         ("scalable", vec!["--capacity", "500"]),
     ] {
-        let f = at(&d, &format!("{kind}.blf"));
-        let mut args = vec!["build", s(&keys), "-o", s(&f), "--kind", kind];
-        args.extend(extra);
-        json(&args);
+        let f = build_kind(&d, &keys, kind, &extra);
         let mut maps = Vec::new();
         for backend in ["scalar", "simd"] {
             let b = at(&d, &format!("{kind}-{backend}.bits"));

@@ -138,16 +138,22 @@ fn capture_while_sending(
     Ok((o, rest))
 }
 
+/// A fresh pair of network namespaces for the live test `test`, or `None` after a visible SKIP
+/// line saying why there is none.
+fn netns_or_skip(test: &str) -> Option<Netns> {
+    Netns::create()
+        .map_err(|why| {
+            skip(format_args!(
+                "{test}: cannot create network namespaces ({why})"
+            ))
+        })
+        .ok()
+}
+
 #[test]
 fn live_capture_on_a_veth_pair_classifies_every_packet() {
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            skip(format_args!(
-                "live capture test: cannot create network namespaces ({why})"
-            ));
-            return;
-        }
+    let Some(ns) = netns_or_skip("live capture test") else {
+        return;
     };
     let d = tmp();
     // In the filter: flows 40001>5001 and 40003>5003; not: 40002>5002 and 40004>5004.
@@ -157,9 +163,13 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
         .iter()
         .map(|(s, d, _)| format!("10.77.0.2:{s}>10.77.0.1:{d}/udp\n"))
         .collect();
-    let flow_file = write(&d, "flows.txt", flows);
-    let f = at(&d, "live.blf");
-    build(&flow_file, &f, "--format flows --fpp 0.000001");
+    let (_, f) = write_and_build(
+        &d,
+        "flows.txt",
+        flows,
+        "live.blf",
+        "--format flows --fpp 0.000001",
+    );
     let out = at(&d, "live.pcap");
     let bits = at(&d, "live.bits");
     let mut all = inside.to_vec();
@@ -208,14 +218,8 @@ fn live_capture_on_a_veth_pair_classifies_every_packet() {
 /// as `classify -w DIR` writes them, each holding exactly the packets of its class's flows.
 #[test]
 fn live_capture_writes_one_capture_per_class() {
-    let ns = match Netns::create() {
-        Ok(ns) => ns,
-        Err(why) => {
-            skip(format_args!(
-                "live per-class capture test: cannot create network namespaces ({why})"
-            ));
-            return;
-        }
+    let Some(ns) = netns_or_skip("live per-class capture test") else {
+        return;
     };
     let d = tmp();
     // (source port, destination port, packets, class); class "" is not in the filter.

@@ -88,13 +88,11 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let plain = at(&d, "plain.parquet");
     write_file(&plain, false);
     let out = at(&d, "with.parquet");
-    let v = json(&argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        out,
-        "--column n --column x --column s --fpp 0.01 --fpp s=0.001"
-    ));
+    let v = add_filters(
+        &plain,
+        &out,
+        "--column n --column x --column s --fpp 0.01 --fpp s=0.001",
+    );
     assert_eq!(v["filters"].as_array().unwrap().len(), 9);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 0, "{v}");
     for f in v["filters"].as_array().unwrap() {
@@ -206,12 +204,7 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     let e = fails(&["query", s(&g0), s(&q), "--key-type", "i64", "--count"], 2);
     assert!(e.contains("i32") && e.contains("i64"), "{e}");
     let merged = at(&d, "all.blf");
-    let v = json(&argv!(
-        "import",
-        out,
-        "--column n --row-group all --merge -o",
-        merged
-    ));
+    let v = import_merged_n(&out, &merged);
     assert!(v["union_fpr_from_bits"].as_f64().unwrap() > 0.0);
     let all = write(
         &d,
@@ -226,26 +219,18 @@ fn add_filters_writes_what_the_parquet_crate_reads_value_by_value() {
     );
 
     // --no-pow2 sizes exactly and warns that some readers refuse it.
-    let v = json(&argv!(
-        "parquet add-filters",
-        plain,
-        "-o",
-        at(&d, "np.parquet"),
-        "--column n --ndv 1000 --no-pow2"
-    ));
+    let v = add_filters(
+        &plain,
+        &at(&d, "np.parquet"),
+        "--column n --ndv 1000 --no-pow2",
+    );
     assert!(
         v["warnings"][0].as_str().unwrap().contains("power of two"),
         "{v}"
     );
     // Replacing a file's filters: the old ones are replaced, the data still byte for byte.
     let again = at(&d, "again.parquet");
-    let v = json(&argv!(
-        "parquet add-filters",
-        out,
-        "-o",
-        again,
-        "--column n --fpp 0.2"
-    ));
+    let v = add_filters(&out, &again, "--column n --fpp 0.2");
     assert_eq!(v["filters"][0]["replaced"], true);
     let smaller = crate_filter(&again, 0, 0).unwrap();
     assert!((0..ROWS / 3).all(|i| smaller.check(&n32(i))));

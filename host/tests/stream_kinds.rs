@@ -56,19 +56,7 @@ fn streamed_kind_queries_answer_as_the_core_in_input_order() {
         ("scalable", &["--capacity", "300"]),
     ];
     for (kind, extra) in kinds {
-        let f = at(&d, &format!("{kind}.blf"));
-        let mut args = vec![
-            "build",
-            s(&inserted),
-            "-o",
-            s(&f),
-            "--kind",
-            kind,
-            "--fpp",
-            "0.05",
-        ];
-        args.extend_from_slice(extra);
-        json(&args);
+        let f = build_kind(&d, &inserted, kind, &[&["--fpp", "0.05"], extra].concat());
         let filter = load_any(&f).unwrap();
         let want: Vec<bool> = lines
             .iter()
@@ -184,19 +172,7 @@ fn streamed_inserts_keep_the_input_order() {
         ("scalable", &["--capacity", "100"]),
     ];
     for (kind, extra) in kinds {
-        let empty = at(&d, &format!("{kind}.blf"));
-        let mut args = vec![
-            "build",
-            s(&seed_keys),
-            "-o",
-            s(&empty),
-            "--kind",
-            kind,
-            "--fpp",
-            "0.01",
-        ];
-        args.extend_from_slice(extra);
-        json(&args);
+        let empty = build_kind(&d, &seed_keys, kind, &[&["--fpp", "0.01"], extra].concat());
         let mut outs = Vec::new();
         for (chunk, threads) in CHUNKINGS {
             let out = at(&d, &format!("{kind}-{chunk}.blf"));

@@ -148,6 +148,27 @@ unsafe fn stream_error(stream: *mut ArrowArrayStream, code: c_int) -> Error {
     ))
 }
 
+/// Calls the stream's callback `callback` (named `name` in the error when the stream has none),
+/// which fills `out`; a non-zero return is the stream's error.
+///
+/// # Safety
+/// `stream` is a live stream and `callback` one of its own.
+unsafe fn stream_call<T>(
+    stream: *mut ArrowArrayStream,
+    callback: Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut T) -> c_int>,
+    name: &str,
+    out: &mut T,
+) -> Result<(), Error> {
+    let f = callback.ok_or_else(|| Error::value(format!("Arrow stream has no {name} callback")))?;
+    // SAFETY: a live stream and its own callback (caller), with a struct for it to fill.
+    let code = unsafe { f(stream, out) };
+    if code != 0 {
+        // SAFETY: a live stream.
+        return Err(unsafe { stream_error(stream, code) });
+    }
+    Ok(())
+}
+
 /// Reads the schema of a stream.
 ///
 /// # Safety
@@ -156,16 +177,7 @@ pub(crate) unsafe fn stream_schema(stream: *mut ArrowArrayStream) -> Result<Owne
     let mut schema = Box::new(ArrowSchema::empty());
     // SAFETY: a live stream (caller); `get_schema` fills the struct we pass and gives us its
     // ownership on success.
-    let code = unsafe {
-        match (*stream).get_schema {
-            Some(f) => f(stream, &mut *schema),
-            None => return Err(Error::value("Arrow stream has no get_schema callback")),
-        }
-    };
-    if code != 0 {
-        // SAFETY: a live stream.
-        return Err(unsafe { stream_error(stream, code) });
-    }
+    unsafe { stream_call(stream, (*stream).get_schema, "get_schema", &mut *schema) }?;
     Ok(OwnedSchema(schema))
 }
 
@@ -179,16 +191,7 @@ pub(crate) unsafe fn stream_next(
     let mut array = Box::new(ArrowArray::empty());
     // SAFETY: a live stream (caller); `get_next` fills the struct and gives us its ownership,
     // or marks it released (release == NULL) at the end of the stream.
-    let code = unsafe {
-        match (*stream).get_next {
-            Some(f) => f(stream, &mut *array),
-            None => return Err(Error::value("Arrow stream has no get_next callback")),
-        }
-    };
-    if code != 0 {
-        // SAFETY: a live stream.
-        return Err(unsafe { stream_error(stream, code) });
-    }
+    unsafe { stream_call(stream, (*stream).get_next, "get_next", &mut *array) }?;
     if array.release.is_none() {
         return Ok(None);
     }

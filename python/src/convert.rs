@@ -132,6 +132,16 @@ pub(crate) fn key_type_name(kt: KeyType) -> Option<String> {
     (kt != KeyType::Any).then(|| kt.to_string())
 }
 
+/// A key type as a `__repr__` shows it: quoted, or `None` for an unrecorded one.
+pub(crate) fn repr_key_type(kt: KeyType) -> String {
+    key_type_name(kt).map_or("None".into(), |k| format!("'{k}'"))
+}
+
+/// A key count as a `__repr__` shows it: the number, or `None` when not recorded.
+pub(crate) fn repr_key_count(keys: Option<u64>) -> String {
+    keys.map_or("None".into(), |k| k.to_string())
+}
+
 /// The parameters that `Filter.with_params` takes back, as a dict (layout, blocks, seed,
 /// key type).
 pub(crate) fn params_dict<'py>(py: Python<'py>, p: &Params) -> PyResult<Bound<'py, PyDict>> {

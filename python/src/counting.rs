@@ -9,17 +9,19 @@
 //! false positive) cannot be told from a present one: deleting it decrements counters of present
 //! keys. Files are the CLI's counting and stable filter files, byte for byte.
 
-use std::sync::{RwLockReadGuard, RwLockWriteGuard};
-
 use bloomlanes_core::{math, CounterBits, CountingFilter, FilterKind, KeyType, Keys, Params};
 use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{key_type_name, numpy_filled, parse_key_type, parse_layout, stats_dict};
+use crate::convert::{
+    numpy_filled, parse_key_type, parse_layout, repr_key_count, repr_key_type, stats_dict,
+};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held};
+use crate::kinds::{
+    self, check_kind_keys, describe_key, refuse_float_keys, refuse_nulls, Held, HeldClass,
+};
 use crate::ops::{self, BackendKeys};
 
 /// Refused keys a message names (as the CLI's `delete`).
@@ -74,20 +76,6 @@ struct Refused {
 }
 
 impl PyCountingFilter {
-    fn wrap(f: CountingFilter, learn: bool) -> PyCountingFilter {
-        PyCountingFilter {
-            held: Held::new(f, learn),
-        }
-    }
-
-    fn read(&self) -> RwLockReadGuard<'_, CountingFilter> {
-        self.held.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, CountingFilter> {
-        self.held.write()
-    }
-
     fn extract<'py>(&self, keys: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> {
         extract(keys, self.read().params().key_type)
     }
@@ -345,8 +333,8 @@ PyCountingFilter {
             p.blocks,
             f.counter_bits().bits(),
             p.seed,
-            key_type_name(p.key_type).map_or("None".into(), |k| format!("'{k}'")),
-            f.key_count().map_or("None".into(), |k| k.to_string()),
+            repr_key_type(p.key_type),
+            repr_key_count(f.key_count()),
         )
     }
 }

@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::convert::{
     key_type_name, numpy_bitmap, numpy_bools, params_dict, parse_key_type, parse_layout,
-    stats_dict, with_bytes,
+    repr_key_count, repr_key_type, stats_dict, with_bytes,
 };
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
@@ -537,12 +537,8 @@ impl PyFilter {
             p.layout,
             p.blocks,
             p.seed,
-            if p.key_type == KeyType::Any {
-                "None".to_string()
-            } else {
-                format!("'{}'", p.key_type)
-            },
-            g.key_count().map_or("None".into(), |k| k.to_string()),
+            repr_key_type(p.key_type),
+            repr_key_count(g.key_count()),
             p.byte_len(),
             g.path()
                 .map_or(String::new(), |p| format!(", path='{}'", p.display()))

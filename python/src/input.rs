@@ -170,32 +170,15 @@ unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     }
 }
 
-/// The `n` native-endian 64-bit words at `p`, which may be unaligned, copied into an aligned
-/// vector.
+/// The `n` native-endian words (`u32` or `u64`) at `p`, which may be unaligned, copied into an
+/// aligned vector.
 ///
 /// # Safety
-/// `p` must point to `n * 8` readable bytes (any alignment).
-unsafe fn aligned_words64(p: *const u8, n: usize) -> Vec<u64> {
+/// `p` must point to `n * size_of::<T>()` readable bytes (any alignment).
+unsafe fn aligned_words<T: bytemuck::Pod>(p: *const u8, n: usize) -> Vec<T> {
     // SAFETY: the caller's contract; bytes need no alignment.
-    let bytes = unsafe { slice(p, n * 8) };
-    bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
-        .collect()
-}
-
-/// The `n` native-endian 32-bit words at `p`, which may be unaligned, copied into an aligned
-/// vector.
-///
-/// # Safety
-/// `p` must point to `n * 4` readable bytes (any alignment).
-unsafe fn aligned_words32(p: *const u8, n: usize) -> Vec<u32> {
-    // SAFETY: the caller's contract; bytes need no alignment.
-    let bytes = unsafe { slice(p, n * 4) };
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_ne_bytes(c.try_into().expect("4 bytes")))
-        .collect()
+    let bytes = unsafe { slice(p, n * std::mem::size_of::<T>()) };
+    bytemuck::pod_collect_to_vec(bytes)
 }
 
 impl<'py> Input<'py> {
@@ -221,34 +204,34 @@ impl<'py> Input<'py> {
         match &mut raw.values {
             RawValues::U64(p, n) if misaligned(*p) => {
                 // SAFETY: `p` points to `n` u64 values (unaligned), kept alive by this run's owner.
-                let v = unsafe { aligned_words64(p.cast(), *n) };
+                let v = unsafe { aligned_words::<u64>(p.cast(), *n) };
                 *p = v.as_ptr();
                 self.owners.push(Owner::Words64(v));
             }
             RawValues::Days64(p, n) if misaligned(*p) => {
                 // SAFETY: `p` points to `n` 64-bit day counts (unaligned), kept alive by this
                 // run's owner.
-                let v = unsafe { aligned_words64(p.cast(), *n) };
+                let v = unsafe { aligned_words::<u64>(p.cast(), *n) };
                 *p = v.as_ptr().cast();
                 self.owners.push(Owner::Words64(v));
             }
             RawValues::U32(p, n) if misaligned(*p) => {
                 // SAFETY: `p` points to `n` u32 values (unaligned), kept alive by this run's owner.
-                let v = unsafe { aligned_words32(p.cast(), *n) };
+                let v = unsafe { aligned_words::<u32>(p.cast(), *n) };
                 *p = v.as_ptr();
                 self.owners.push(Owner::Words32(v));
             }
             RawValues::Str32(_, o, n) if misaligned(*o) => {
                 // SAFETY: `o` points to `n + 1` i32 offsets (unaligned), kept alive by this
                 // run's owner.
-                let v = unsafe { aligned_words32(o.cast(), *n + 1) };
+                let v = unsafe { aligned_words::<u32>(o.cast(), *n + 1) };
                 *o = v.as_ptr().cast();
                 self.owners.push(Owner::Words32(v));
             }
             RawValues::Str64(_, o, n) if misaligned(*o) => {
                 // SAFETY: `o` points to `n + 1` u64 offsets (unaligned), kept alive by this
                 // run's owner.
-                let v = unsafe { aligned_words64(o.cast(), *n + 1) };
+                let v = unsafe { aligned_words::<u64>(o.cast(), *n + 1) };
                 *o = v.as_ptr();
                 self.owners.push(Owner::Words64(v));
             }

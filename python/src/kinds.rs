@@ -161,6 +161,22 @@ pub(crate) trait HeldClass: Sized {
     fn held(&self) -> &Held<Self::Value>;
     /// A new object over `held` (no device copy yet).
     fn from_held(held: Held<Self::Value>) -> Self;
+
+    /// A new object over `value`, learning its key type from the first keys inserted if
+    /// `learn`.
+    fn wrap(value: Self::Value, learn: bool) -> Self {
+        Self::from_held(Held::new(value, learn))
+    }
+
+    /// The value, to read ([`Held::read`]).
+    fn read(&self) -> RwLockReadGuard<'_, Self::Value> {
+        self.held().read()
+    }
+
+    /// The value, to change ([`Held::write`]).
+    fn write(&self) -> RwLockWriteGuard<'_, Self::Value> {
+        self.held().write()
+    }
 }
 
 /// A kind with cells behind a static image (core's cell pipeline): its parameters and its

@@ -13,7 +13,7 @@ use crate::errors::Error;
 use crate::filter_gpu::gpu_host_keys;
 use crate::gpu_kinds::{self, GpuClasses};
 use crate::input::Part;
-use crate::kinds::check_kind_keys;
+use crate::kinds::{check_kind_keys, HeldClass};
 use crate::retrieval::PyRetrieval;
 use crate::spatial::{ClassArg, PySpatialFilter};
 

@@ -326,37 +326,38 @@ fn float_rule(filter: FilterRef<'_, u32>, part: &Part<'_>, key_type: KeyType, ou
         (KeyType::F64, Values::U64(bits)) => {
             let zero = filter.contains_hash(xxh64_u64(0.0f64.to_bits(), seed))
                 || filter.contains_hash(xxh64_u64((-0.0f64).to_bits(), seed));
-            out.par_chunks_mut(HASH_CHUNK)
-                .zip(bits.par_chunks(HASH_CHUNK))
-                .for_each(|(out, bits)| {
-                    for (o, &b) in out.iter_mut().zip(bits) {
-                        let x = f64::from_bits(b);
-                        if x.is_nan() {
-                            *o = 1;
-                        } else if x == 0.0 {
-                            *o = u8::from(zero);
-                        }
-                    }
-                });
+            apply_float_rule(out, bits, zero, f64::from_bits);
         }
         (KeyType::F32, Values::U32(bits)) => {
             let h = |x: f32| xxh64(&x.to_bits().to_le_bytes(), seed);
             let zero = filter.contains_hash(h(0.0)) || filter.contains_hash(h(-0.0));
-            out.par_chunks_mut(HASH_CHUNK)
-                .zip(bits.par_chunks(HASH_CHUNK))
-                .for_each(|(out, bits)| {
-                    for (o, &b) in out.iter_mut().zip(bits) {
-                        let x = f32::from_bits(b);
-                        if x.is_nan() {
-                            *o = 1;
-                        } else if x == 0.0 {
-                            *o = u8::from(zero);
-                        }
-                    }
-                });
+            // Widening keeps NaN a NaN and zero a zero.
+            apply_float_rule(out, bits, zero, |b| f64::from(f32::from_bits(b)));
         }
         _ => {}
     }
+}
+
+/// [`float_rule`]'s pass over the answers: a NaN key answers 1 and a zero key (either sign)
+/// answers `zero`; `value` reads a key's raw bits as a float.
+fn apply_float_rule<B: Copy + Sync>(
+    out: &mut [u8],
+    bits: &[B],
+    zero: bool,
+    value: impl Fn(B) -> f64 + Sync,
+) {
+    out.par_chunks_mut(HASH_CHUNK)
+        .zip(bits.par_chunks(HASH_CHUNK))
+        .for_each(|(out, bits)| {
+            for (o, &b) in out.iter_mut().zip(bits) {
+                let x = value(b);
+                if x.is_nan() {
+                    *o = 1;
+                } else if x == 0.0 {
+                    *o = u8::from(zero);
+                }
+            }
+        });
 }
 
 /// Whether [`contains_bitmap_direct`] can answer `part` (no nulls, no float rule, a kernel form).

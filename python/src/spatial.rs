@@ -1,18 +1,19 @@
 //! `bloomlanes.SpatialFilter`: which class a key belongs to (core's [`SpatialFilter`]; the SIMD
 //! backend's max-inserts and min-reads of cells on every core).
 
-use std::sync::{RwLockReadGuard, RwLockWriteGuard};
-
 use bloomlanes_core::{KeyType, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::convert::{numpy_filled, numpy_u32s, parse_key_type, parse_layout, stats_dict};
+use crate::convert::{
+    numpy_filled, numpy_u32s, parse_key_type, parse_layout, repr_key_count, repr_key_type,
+    stats_dict,
+};
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
-use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held};
+use crate::kinds::{self, check_kind_keys, refuse_float_keys, refuse_nulls, Held, HeldClass};
 use crate::ops;
 
 /// A spatial Bloom filter (see `bloomlanes/_native.pyi`).
@@ -32,21 +33,6 @@ fn cell_bits_for(classes: usize) -> u32 {
 }
 
 impl PySpatialFilter {
-    fn wrap(f: SpatialFilter, learn: bool) -> PySpatialFilter {
-        PySpatialFilter {
-            held: Held::new(f, learn),
-            gpu: Default::default(),
-        }
-    }
-
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, SpatialFilter> {
-        self.held.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, SpatialFilter> {
-        self.held.write()
-    }
-
     /// Checks the keys' type; a filter made without one and still empty takes theirs.
     pub(crate) fn check_or_learn(&self, f: &mut SpatialFilter, keys: KeyType) -> Result<(), Error> {
         refuse_float_keys(keys, "SpatialFilter")?;
@@ -294,8 +280,8 @@ PySpatialFilter {
             p.blocks,
             f.cell_bits().bits(),
             p.seed,
-            if p.key_type == KeyType::Any { "None".to_string() } else { format!("'{}'", p.key_type) },
-            f.key_count().map_or("None".into(), |k| k.to_string()),
+            repr_key_type(p.key_type),
+            repr_key_count(f.key_count()),
         )
     }
 }

@@ -178,21 +178,35 @@ pub fn full_runs() -> bool {
 /// Whether `tool` may run here: the long runs are on ([`full_runs`]) and it is installed. Off,
 /// says so in a SKIP line.
 pub fn on_path(tool: &str) -> bool {
-    if !full_runs() {
+    long_runs_for(tool) && sim::on_path(tool)
+}
+
+/// Whether the test `test` may run `tool` ([`on_path`]); when not, says so in a SKIP line that
+/// names the test.
+pub fn test_may_run(test: &str, tool: &str) -> bool {
+    let may = on_path(tool);
+    if !may {
         skip(format_args!(
-            "{tool}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+            "{test}: {tool} is not installed or BLOOMLANES_FULL is unset"
         ));
-        return false;
     }
-    sim::on_path(tool)
+    may
+}
+
+/// Whether the long runs are on ([`full_runs`]); off, says so in a SKIP line for `what`.
+fn long_runs_for(what: &str) -> bool {
+    let on = full_runs();
+    if !on {
+        skip(format_args!(
+            "{what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
+        ));
+    }
+    on
 }
 
 /// Returns false (after a visible SKIP line) if `sim` is missing or the long runs are off.
 pub fn have(sim: Simulator, what: &str) -> bool {
-    if !full_runs() {
-        skip(format_args!(
-            "{what}: the long HDL runs are off; set BLOOMLANES_FULL=1 (.ci/run does)"
-        ));
+    if !long_runs_for(what) {
         false
     } else if sim.is_available() {
         true

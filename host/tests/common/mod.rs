@@ -228,6 +228,33 @@ pub fn build(input: &Path, filter: &Path, flags: &str) -> serde_json::Value {
     json(&argv!("build", input, "-o", filter, flags))
 }
 
+/// The filter `KIND.blf` in `dir`, built from `keys` with `bloomlanes build … --kind KIND
+/// FLAGS…` (which must succeed).
+pub fn build_kind(dir: &tempfile::TempDir, keys: &Path, kind: &str, flags: &[&str]) -> PathBuf {
+    let filter = at(dir, &format!("{kind}.blf"));
+    let mut args = vec!["build", s(keys), "-o", s(&filter), "--kind", kind];
+    args.extend_from_slice(flags);
+    json(&args);
+    filter
+}
+
+/// `bloomlanes --json parquet add-filters PLAIN -o OUT FLAGS…` (flags split at spaces), which
+/// must succeed.
+pub fn add_filters(plain: &Path, out: &Path, flags: &str) -> serde_json::Value {
+    json(&argv!("parquet add-filters", plain, "-o", out, flags))
+}
+
+/// `bloomlanes --json import PARQUET --column n --row-group all --merge -o FILTER`: the filters of
+/// column `n` in every row group of `parquet`, merged into one filter (must succeed).
+pub fn import_merged_n(parquet: &Path, filter: &Path) -> serde_json::Value {
+    json(&argv!(
+        "import",
+        parquet,
+        "--column n --row-group all --merge -o",
+        filter
+    ))
+}
+
 /// A fresh temporary directory, the key file `keys_name` in it holding `keys`, and the filter
 /// `filter_name` built from that file with `bloomlanes build … FLAGS` (which must succeed):
 /// `(directory, key file, filter)`; the directory is removed when it is dropped.
@@ -238,10 +265,23 @@ pub fn built(
     flags: &str,
 ) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tmp();
-    let keys = write(&dir, keys_name, keys);
-    let filter = at(&dir, filter_name);
-    build(&keys, &filter, flags);
+    let (keys, filter) = write_and_build(&dir, keys_name, keys, filter_name, flags);
     (dir, keys, filter)
+}
+
+/// The key file `keys_name` holding `keys` written in `dir`, and the filter `filter_name` built
+/// there from it with `bloomlanes build … FLAGS` (which must succeed): `(key file, filter)`.
+pub fn write_and_build(
+    dir: &tempfile::TempDir,
+    keys_name: &str,
+    keys: impl AsRef<[u8]>,
+    filter_name: &str,
+    flags: &str,
+) -> (PathBuf, PathBuf) {
+    let keys = write(dir, keys_name, keys);
+    let filter = at(dir, filter_name);
+    build(&keys, &filter, flags);
+    (keys, filter)
 }
 
 /// The `parquet` crate's reader of the `.parquet` file `path`, set to read bloom filters (what

@@ -565,31 +565,28 @@ pub(super) fn text_key_type(hint: KeyType) -> KeyType {
 
 /// Hashes of text keys with `seed`, for a filter of key type `hint`.
 pub(super) fn hashed<'py>(hint: KeyType, v: Vec<u64>, seed: u64) -> Input<'py> {
-    let mut input = Input::new(text_key_type(hint));
-    input.push(RawPart {
-        values: RawValues::Hashes(v.as_ptr(), v.len(), seed),
-        nulls: None,
-    });
-    input.owners.push(Owner::Words64(v));
-    input
+    let values = RawValues::Hashes(v.as_ptr(), v.len(), seed);
+    owning(text_key_type(hint), values, Owner::Words64(v))
 }
 
 fn owned64<'py>(key_type: KeyType, v: Vec<u64>) -> Input<'py> {
-    let mut input = Input::new(key_type);
-    input.push(RawPart {
-        values: RawValues::U64(v.as_ptr(), v.len()),
-        nulls: None,
-    });
-    input.owners.push(Owner::Words64(v));
-    input
+    let values = RawValues::U64(v.as_ptr(), v.len());
+    owning(key_type, values, Owner::Words64(v))
 }
 
 fn owned32<'py>(key_type: KeyType, v: Vec<u32>) -> Input<'py> {
+    let values = RawValues::U32(v.as_ptr(), v.len());
+    owning(key_type, values, Owner::Words32(v))
+}
+
+/// An input of one run, `values`, whose memory `owner` holds (moving a vector into it keeps
+/// its buffer where `values` points).
+fn owning<'py>(key_type: KeyType, values: RawValues, owner: Owner<'py>) -> Input<'py> {
     let mut input = Input::new(key_type);
     input.push(RawPart {
-        values: RawValues::U32(v.as_ptr(), v.len()),
+        values,
         nulls: None,
     });
-    input.owners.push(Owner::Words32(v));
+    input.owners.push(owner);
     input
 }

@@ -105,7 +105,7 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
         duration: a.duration,
     };
     let mut bar = Bar::new(ctx.progress);
-    let mut capture = |mut each: Option<EachPacket<'_>>| {
+    let capture = |mut each: Option<EachPacket<'_>>| {
         with_verdict_outputs(labeller.as_ref(), &a.outputs, |o| {
             let out = LiveOutputs {
                 packets: o.packets,
@@ -119,13 +119,9 @@ pub fn run(ctx: &Ctx, a: CaptureArgs) -> Result<ExitCode> {
             })
         })
     };
-    let (summary, written) = if a.outputs.per_packet {
-        per_packet_lines(labeller.as_ref(), ctx.json, true, |each| {
-            capture(Some(each))
-        })?
-    } else {
-        capture(None)?
-    };
+    let per_packet = a.outputs.per_packet;
+    let (summary, written) =
+        per_packet_lines(per_packet, labeller.as_ref(), ctx.json, true, capture)?;
     let t = &summary.totals;
     let rate = t.packets as f64 / summary.seconds.max(1e-9);
     if ctx.json {

@@ -422,17 +422,21 @@ impl VerdictOutputs {
 /// packet after this long).
 const LIVE_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Runs `run` with each packet's verdict, handed to the [`EachPacket`] it gets, written to
-/// standard output as one line ([`packet_line`]); `classify` and `capture` share it. `live`:
-/// lines reach standard output within [`LIVE_FLUSH`] of the first waiting one (by the next
-/// packet's), not only when the buffer fills. An error from `run` is the result, even when it
-/// stops the writing.
+/// Runs `run`; with `per_packet` (`--per-packet`), with each packet's verdict, handed to the
+/// [`EachPacket`] it gets, written to standard output as one line ([`packet_line`]), without it
+/// with `None`; `classify` and `capture` share it. `live`: lines reach standard output within
+/// [`LIVE_FLUSH`] of the first waiting one (by the next packet's), not only when the buffer
+/// fills. An error from `run` is the result, even when it stops the writing.
 pub fn per_packet_lines<T>(
+    per_packet: bool,
     labeller: Option<&Labeller<'_>>,
     json: bool,
     live: bool,
-    run: impl FnOnce(EachPacket<'_>) -> Result<T>,
+    run: impl FnOnce(Option<EachPacket<'_>>) -> Result<T>,
 ) -> Result<T> {
+    if !per_packet {
+        return run(None);
+    }
     let mut result = None;
     outfile::write_stdout(|out| {
         let mut flushed = Instant::now();
@@ -445,7 +449,7 @@ pub fn per_packet_lines<T>(
             }
             Ok(())
         };
-        let r = run(&mut line);
+        let r = run(Some(&mut line));
         let failed = r.is_err();
         result = Some(r);
         if failed {
@@ -473,7 +477,7 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
     let cfg = a.input.pipeline()?;
     a.outputs.check_per_packet()?;
     let start = Instant::now();
-    let mut run_all = |each: Option<EachPacket<'_>>| {
+    let run_all = |each: Option<EachPacket<'_>>| {
         let mut each = each;
         let go = |out: Outputs<'_>| {
             let each = each.as_mut().map(|e| &mut **e as EachPacket<'_>);
@@ -481,13 +485,9 @@ pub fn run(ctx: &Ctx, a: ClassifyArgs) -> Result<ExitCode> {
         };
         classify_dir::with_verdict_outputs(labeller.as_ref(), &a.outputs, go)
     };
-    let (totals, written) = if a.outputs.per_packet {
-        per_packet_lines(labeller.as_ref(), ctx.json, false, |each| {
-            run_all(Some(each))
-        })?
-    } else {
-        run_all(None)?
-    };
+    let per_packet = a.outputs.per_packet;
+    let (totals, written) =
+        per_packet_lines(per_packet, labeller.as_ref(), ctx.json, false, run_all)?;
     let seconds = start.elapsed().as_secs_f64();
     for w in &totals.warnings {
         eprintln!("bloomlanes: warning: {w}");

@@ -192,19 +192,14 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
     };
     if let Some(out) = &a.static_file {
         store::save_filter(out, &filter)?;
-        if ctx.json {
-            emit(
-                &json!({"output": out.display().to_string(), "form": "static",
-                         "bytes": filter.byte_len()}),
-            )?;
-        } else {
-            say(&format!(
-                "wrote {} as a static filter to {} ({} bytes of bits)",
-                a.filter.display(),
-                out.display(),
-                filter.byte_len()
-            ))?;
-        }
+        tell_written(
+            ctx,
+            out,
+            "static",
+            json!({"bytes": filter.byte_len()}),
+            format!("{} as a static filter", a.filter.display()),
+            format!("{} bytes of bits", filter.byte_len()),
+        )?;
     }
     if let Some(out) = &a.parquet {
         let bytes = bloomlanes_parquet::export(&filter)?;
@@ -213,25 +208,40 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             warnings.warn(format!("{}: {w}", a.filter.display()));
         }
         store::write_atomic(out, &bytes)?;
-        if ctx.json {
-            emit(
-                &json!({"output": out.display().to_string(), "form": "parquet",
-                         "bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
-                         "warnings": warnings.json()}),
-            )?;
-        } else {
-            say(&format!(
-                "wrote the Parquet bloom filter of {} to {} ({} bytes)",
-                a.filter.display(),
-                out.display(),
-                bytes.len()
-            ))?;
-        }
+        tell_written(
+            ctx,
+            out,
+            "parquet",
+            json!({"bytes": bytes.len(), "bitset_bytes": filter.byte_len(),
+                   "warnings": warnings.json()}),
+            format!("the Parquet bloom filter of {}", a.filter.display()),
+            format!("{} bytes", bytes.len()),
+        )?;
     }
     if let Some(dir) = &a.hdl {
         export_hdl(ctx, &a, &filter, dir)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reports the file `out` that `export` wrote in the form `form` (`static`, `parquet`): with
+/// `--json`, `{"output": out, "form": form}` and `fields`; otherwise `wrote WHAT to OUT (SIZE)`.
+fn tell_written(
+    ctx: &Ctx,
+    out: &std::path::Path,
+    form: &str,
+    fields: serde_json::Value,
+    what: String,
+    size: String,
+) -> Result<()> {
+    if !ctx.json {
+        return say(&format!("wrote {what} to {} ({size})", out.display()));
+    }
+    let mut v = json!({"output": out.display().to_string(), "form": form});
+    if let (Some(m), serde_json::Value::Object(f)) = (v.as_object_mut(), fields) {
+        m.extend(f);
+    }
+    emit(&v)
 }
 
 /// The design's configuration from the options shared by every HDL export (key input, ports,
@@ -393,6 +403,16 @@ fn tell_export(
     Ok(())
 }
 
+/// Refuses `--ports` other than 1 for a pipeline with one port; `why` says which and what the
+/// port does.
+#[cfg(feature = "hdl")]
+fn one_port_only(a: &ExportArgs, why: &str) -> Result<()> {
+    match a.ports {
+        Some(p) if p != 1 => Err(Error::usage(format!("--ports: {why}"))),
+        _ => Ok(()),
+    }
+}
+
 /// `export --hdl DIR --counting`: the counting pipeline of a counting filter, with the kit.
 #[cfg(feature = "hdl")]
 fn export_counting_hdl(
@@ -402,11 +422,10 @@ fn export_counting_hdl(
     dir: &std::path::Path,
 ) -> Result<()> {
     use bloomlanes_hdl::{CellSpec, CountingConfig};
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the counting pipeline has one port (insert, delete and lookup)",
-        ));
-    }
+    one_port_only(
+        a,
+        "the counting pipeline has one port (insert, delete and lookup)",
+    )?;
     let cells = CellSpec::counting(c.counter_bits());
     let (design, warnings) = hdl_design(a, c.params(), cells, None, dir)?;
     let cfg = CountingConfig::new(design.base, c.counter_bits());
@@ -433,11 +452,7 @@ fn export_spatial_hdl(
     sp: &bloomlanes_host::bloomlanes_core::SpatialFilter,
     dir: &std::path::Path,
 ) -> Result<()> {
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the spatial pipeline has one port (insert and lookup)",
-        ));
-    }
+    one_port_only(a, "the spatial pipeline has one port (insert and lookup)")?;
     let bits = sp.cell_bits().bits();
     let cells = bloomlanes_hdl::CellSpec::spatial(bits);
     let (design, warnings) = hdl_design(a, sp.params(), cells, None, dir)?;
@@ -470,11 +485,7 @@ fn export_retrieval_hdl(
     t: &bloomlanes_host::bloomlanes_core::retrieval::RetrievalTable,
     dir: &std::path::Path,
 ) -> Result<()> {
-    if a.ports.is_some_and(|p| p != 1) {
-        return Err(Error::usage(
-            "--ports: the retrieval pipeline has one port (lookups)",
-        ));
-    }
+    one_port_only(a, "the retrieval pipeline has one port (lookups)")?;
     let s = *t.shape();
     let cells = bloomlanes_hdl::CellSpec::retrieval(s.value_bits.into(), s.check_bits.into());
     let (design, mut warnings) = hdl_design(a, t.params(), cells, Some(s), dir)?;
