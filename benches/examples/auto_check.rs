@@ -52,12 +52,14 @@ fn main() {
     let mut seed = 100;
     for _ in 0..calls {
         for (i, rate) in rates.iter_mut().enumerate() {
+            // The fifth, one thread, inserts directly, as the automatic all-core insert's
+            // one-thread mode does.
             let mode = [
                 PartitionMode::Direct,
                 PartitionMode::Partitioned,
                 PartitionMode::Auto,
                 PartitionMode::Auto,
-                PartitionMode::Auto,
+                PartitionMode::Direct,
             ][i];
             set_partition_measurement(i == 3);
             let p = Probe::active().with_partitioning(Partitioning {

@@ -8,14 +8,15 @@
 //! better mode moves with the machine and its load. On a 2-core Xeon VM whose L3 the other guests
 //! shared, partitioning 1 GiB lookups of 2^16 keys and more was up to 2.3× faster than probing
 //! directly; on a quiet 2-core EPYC VM, probing directly was 1.24–1.37× faster for the same
-//! batches (BENCHMARKS.md, 2026-11-29). The rule still decides a slot's first calls, so a process
-//! that makes one or two large calls behaves as before.
+//! batches (BENCHMARKS.md, 2026-11-29). The rule decides a slot's first two calls, so a process
+//! that makes one or two large calls behaves as the rule says.
 //!
-//! The cost: a slot's first calls take each mode in turn, twice round (the first call of each
-//! mode is not counted: it may fault in the partition scratch), and later the slower modes are
-//! tried again, in turn, at calls 8, 16 and 32 and then one call in [`RECHECK`], so that a change
-//! (another load, the filter's pages now faulted in or cached) is noticed. Answers never depend
-//! on the mode.
+//! The cost: a slot's first calls take each mode twice in a row, the rule's first (the first
+//! call of each mode is not counted: it may fault in the partition scratch or the filter's
+//! pages), and later the slower modes are tried again, in turn, at calls 8, 16 and 32 and then
+//! one call in [`RECHECK`], so that a change (another load, the filter's pages now faulted in or
+//! cached) is noticed. Answers never depend on the mode. A process of three calls (a benchmark
+//! of three reps) pays for one call of another mode, not two.
 //!
 //! A mode's figure follows a faster time at once and a slower one by a quarter of the gap: a
 //! call slowed by something else (page faults of a fresh filter: 0.2 against 30 M keys/s in
@@ -96,13 +97,13 @@ impl Slot {
     }
 
     /// The mode of call number `call` of this slot, among the first `modes` (2 or 3) of
-    /// [`Mode::ALL`], where the rule says `rule`: each mode in turn from the rule on, twice
-    /// round; then a mode not measured yet (the rule first); then the fastest, and at calls 8,
-    /// 16 and 32 and every [`RECHECK`]th call the others in turn.
+    /// [`Mode::ALL`], where the rule says `rule`: each mode twice in a row from the rule on
+    /// (see [`Slot::counted`]); then a mode not measured yet (the rule first); then the
+    /// fastest, and at calls 8, 16 and 32 and every [`RECHECK`]th call the others in turn.
     pub(crate) fn pick(&self, call: u32, rule: Mode, modes: usize) -> Mode {
         let m = modes as u32;
         if call < 2 * m {
-            return Mode::ALL[((rule as u32 + call) % m) as usize];
+            return Mode::ALL[((rule as u32 + call / 2) % m) as usize];
         }
         let figure = |i: usize| self.ps_per_key[i].load(Relaxed);
         if figure(rule as usize) == 0 {
@@ -118,6 +119,13 @@ impl Slot {
         }
         let turn = if early { call.ilog2() } else { call / RECHECK } as usize;
         Mode::ALL[(fastest + 1 + turn % (modes - 1)) % modes]
+    }
+
+    /// Whether call number `call` of a slot choosing among `modes` modes is timed: all but
+    /// the first call of each mode in the slot's first calls (the even ones of [`Slot::pick`]'s
+    /// pairs).
+    fn counted(call: u32, modes: usize) -> bool {
+        call >= 2 * modes as u32 || call % 2 == 1
     }
 
     /// Counts a time of `ps_per_key` picoseconds a key for `mode`: a faster time than the
@@ -185,8 +193,7 @@ impl Timed {
             &TABLE[((op as usize * 2 + usize::from(parallel)) * FILTER_LOG2S + f) * KEY_LOG2S + k];
         let call = slot.calls.fetch_add(1, Relaxed);
         let mode = slot.pick(call, rule, modes);
-        // The first call of each mode (the first `modes` calls) is not counted.
-        let clock = (call >= modes as u32).then(|| (slot, Instant::now(), keys));
+        let clock = Slot::counted(call, modes).then(|| (slot, Instant::now(), keys));
         Timed { mode, clock }
     }
 
@@ -218,7 +225,9 @@ mod tests {
     fn the_rule_then_the_other_mode_then_the_faster() {
         let slot = Slot::new();
         let first: Vec<Mode> = (0..4).map(|c| slot.pick(c, Partitioned, 2)).collect();
-        assert_eq!(first, [Partitioned, Direct, Partitioned, Direct]);
+        assert_eq!(first, [Partitioned, Partitioned, Direct, Direct]);
+        let counted: Vec<bool> = (0..5).map(|c| Slot::counted(c, 2)).collect();
+        assert_eq!(counted, [false, true, false, true, true]);
         // Unmeasured: the rule's mode is measured first, then the other.
         assert_eq!(slot.pick(4, Partitioned, 2), Partitioned);
         slot.record(Partitioned, 5_000);
@@ -261,13 +270,15 @@ mod tests {
             first,
             [
                 Partitioned,
-                OneThread,
-                Direct,
                 Partitioned,
                 OneThread,
+                OneThread,
+                Direct,
                 Direct
             ]
         );
+        let counted: Vec<bool> = (0..7).map(|c| Slot::counted(c, 3)).collect();
+        assert_eq!(counted, [false, true, false, true, false, true, true]);
         slot.record(Partitioned, 3_000);
         slot.record(Direct, 4_000);
         assert_eq!(slot.pick(6, Partitioned, 3), OneThread, "not measured yet");
@@ -300,7 +311,11 @@ mod tests {
         };
         slot_calls(Op::Insert);
         let t = Timed::auto(Op::Insert, true, 1 << 40, 1 << 32, true);
-        assert!(!t.partition(), "second call of the slot: the other mode");
+        assert!(t.partition(), "second call of the slot: the rule again");
+        assert!(t.clock.is_some(), "counted: the mode's second call");
+        t.done();
+        let t = Timed::auto(Op::Insert, true, 1 << 40, 1 << 32, true);
+        assert!(!t.partition(), "third call: the other mode");
         assert!(t.clock.is_none(), "not counted: the mode's first call");
     }
 }

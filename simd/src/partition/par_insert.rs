@@ -10,7 +10,7 @@ use bloomlanes_core::{FilterMut, Keys};
 use rayon::prelude::*;
 
 use super::measure::{Mode, Op, Timed};
-use super::{run, PartitionMode};
+use super::{run, PartitionMode, Partitioning};
 use crate::{Probe, PAR_INSERT_MIN_KEYS};
 
 /// Private copies pay while the copies' extra traffic (zeroing one and OR-ing it back, per
@@ -88,7 +88,16 @@ pub(crate) fn par_insert<'f>(
             };
             match timed.mode() {
                 Mode::Direct => return Some((filter, timed)),
-                Mode::OneThread => probe.insert(filter, keys),
+                // One thread, probing directly: the one-thread insert's own timed choice would
+                // try its partitioned mode now and then, and those calls would count against
+                // this mode (a 6 MiB filter: 7.1 against 3.2 ns a key).
+                Mode::OneThread => {
+                    let direct = Partitioning {
+                        mode: PartitionMode::Direct,
+                        ..probe.partitioning
+                    };
+                    probe.with_partitioning(direct).insert(filter, keys);
+                }
                 Mode::Partitioned if n > 0 => {
                     let plan = probe.partitioning.plan(
                         filter.params(),
