@@ -10,7 +10,7 @@
 //!   16 retrieval keys ahead, 4 lines each) stalls on them; a prefetch into L2 waits in L2's
 //!   larger miss queue, and the later load finds its line one L2 hit away.
 //!
-//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Prefetches into L2"), one thread, fresh
+//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Bursts of prefetches into L2"), one thread, fresh
 //! keys each call, L2 against L1 as the target: static lookups and inserts at 64 MiB 1.3–2.7×,
 //! prehashed keys 1.5–1.7× from 2 MiB on; retrieval lookups 1.8–2.2× at 43 and 430 MB;
 //! spatial lookups of present keys 1.3–1.6× at 256 MiB, inserts 1.0–1.15×. At 1 MiB L2 gave
