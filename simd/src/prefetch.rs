@@ -10,12 +10,13 @@
 //!   16 retrieval keys ahead, 4 lines each) stalls on them; a prefetch into L2 waits in L2's
 //!   larger miss queue, and the later load finds its line one L2 hit away.
 //!
-//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Bursts of prefetches into L2"), one thread, fresh
-//! keys each call, L2 against L1 as the target: static lookups and inserts at 64 MiB 1.3–2.7×,
-//! prehashed keys 1.5–1.7× from 2 MiB on; retrieval lookups 1.8–2.2× at 43 and 430 MB;
-//! spatial lookups of present keys 1.3–1.6× at 256 MiB, inserts 1.0–1.15×. At 1 MiB L2 gave
-//! only −3 % to +9 %, so L1 stays the target up to there. Repeating one batch of 64 Ki keys (the
-//! criterion benches' way, whose lines then sit in L3) L1 was 1–8 % ahead at 16 MiB.
+//! Measured on the 2-core Zen 4 VM (BENCHMARKS.md, "Bursts of prefetches into L2"), one
+//! thread, L2 against L1 as the target: static lookups and inserts at 64 MiB 1.3–2.7×,
+//! prehashed keys 1.5–1.7× from 2 MiB on; with fresh keys every call, retrieval lookups
+//! 1.7–2.6× on tables of 43 MB to 1 GB, spatial lookups of present keys 1.25–1.68× at 256 MiB,
+//! inserts 1.02–1.16×. At 1 MiB L2 gave only −3 % to +9 %, so L1 stays the target up to there.
+//! Repeating one batch of 64 Ki keys (the criterion benches' way, whose lines then sit in L3)
+//! L1 was 1–8 % ahead at 16 MiB.
 
 /// Memory up to this size is left to the hardware (it sits in L2).
 pub(crate) const MIN_BYTES: usize = 512 << 10;
