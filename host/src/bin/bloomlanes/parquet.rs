@@ -14,7 +14,9 @@ use bloomlanes_parquet::probe::{expand, Dataset};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::args::{check_fpp, BackendArg};
+#[cfg(feature = "parquet")]
+use crate::args::check_fpp;
+use crate::args::BackendArg;
 use crate::inputs::InputArgs;
 use crate::output::{emit, say, Warnings};
 use crate::Ctx;
@@ -94,6 +96,7 @@ pub fn run(ctx: &Ctx, a: ParquetArgs) -> Result<ExitCode> {
 }
 
 /// The value of a per-column option for `column`: `COLUMN=V` beats a bare `V`.
+#[cfg(feature = "parquet")]
 fn per_column<T: std::str::FromStr>(
     opts: &[String],
     column: &str,
