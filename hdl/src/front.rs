@@ -24,6 +24,8 @@ pub(crate) struct Front {
     pub hash_stage: u32,
     /// What the front end costs.
     pub cost: Cost,
+    /// It has the `o_insert` and `o_clear` outputs ([`Shape::decode_ops`]).
+    pub decodes: bool,
 }
 
 /// Internal state and parameters of a front end under construction.
@@ -37,6 +39,10 @@ pub(crate) struct Shape {
     /// A retrieval table: its banks are addressed by [`crate::retrieval::index_of`] (lanes = `a`,
     /// block bits = row bits, bit bits = σ) and the check bits leave above the tag.
     pub retrieval: Option<bloomlanes_core::retrieval::Shape>,
+    /// The front also decodes the operation (`o_insert`, `o_clear`: valid and of that kind),
+    /// registered at its last stage, so that the bank write enable and the clear's start read
+    /// one register each instead of a compare behind `o_valid` and `o_op` (static designs).
+    pub decode_ops: bool,
 }
 
 /// The hash of the key words (stage-0 inputs `i_key` / `i_len`), registered first.
@@ -130,14 +136,32 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
         .into_iter()
         .map(|parts| p.reg_at(Op::Concat(parts), aw, f, "addr"))
         .collect();
+    // Valid-qualified decodes of the operation: reset like the valid bit (never X after reset),
+    // computed from the input register and carried one bit a stage.
+    let decodes: Vec<V> = if s.decode_ops {
+        let zero = p.konst(0, 1);
+        [crate::op::INSERT, crate::op::CLEAR]
+            .into_iter()
+            .map(|code| {
+                let is = p.wire(Op::Eq(op, u64::from(code)), 1, "is_op");
+                p.reg_reset(Op::Mux(valid, is, zero), 1, "do_op")
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let roots: Vec<V> = [valid, op, tag]
         .into_iter()
+        .chain(decodes.iter().copied())
         .chain(check)
         .chain(addrs.iter().copied())
         .collect();
     let mut outs = String::new();
     let _ = writeln!(outs, "    assign o_valid = {};", p.name_at(valid, f));
     let _ = writeln!(outs, "    assign o_op = {};", p.name_at(op, f));
+    for (name, &d) in ["o_insert", "o_clear"].iter().zip(&decodes) {
+        let _ = writeln!(outs, "    assign {name} = {};", p.name_at(d, f));
+    }
     let tag_out = match check {
         Some(c) => format!("{{{}, {}}}", p.name_at(c, f), p.name_at(tag, f)),
         None => p.name_at(tag, f),
@@ -152,6 +176,7 @@ pub(crate) fn build(cfg: &HdlConfig, s: &Shape) -> Front {
         stages: f,
         hash_stage,
         cost: p.cost(&roots),
+        decodes: s.decode_ops,
     }
 }
 

@@ -150,6 +150,7 @@ pub(crate) fn shape(cfg: &PipelineConfig) -> Shape {
         block_bits,
         blocks: b.blocks,
         retrieval: cfg.retrieval,
+        decode_ops: cfg.op_clears(),
     }
 }
 

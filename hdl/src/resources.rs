@@ -149,14 +149,17 @@ fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
             4 * u64::from(g.fifo_depth).div_ceil(16) * (tw + u64::from(g.ans_bits)).div_ceil(4)
         }
     };
+    // Six counters of fifo_bits + 1 (wp, rp, rp1, acc, cnt, occ_r), five of them counting, and
+    // three flags (s_ready, m_valid_r, one_r), four where the credit has its own stage (room_r).
+    let room = u64::from(crate::verilog::credit_lag(g) == 3);
     let fifo = Cost {
-        luts: 4 * fifo_bits + 12 + fifo_memory,
-        ffs: 4 * (fifo_bits + 1) + 2,
+        luts: 5 * fifo_bits + 15 + room + fifo_memory,
+        ffs: 6 * (fifo_bits + 1) + 3 + room,
         dsps: 0,
     };
     let mgmt = Cost {
         luts: 40 + 2 * aw,
-        ffs: 24 + aw + lanes * c,
+        ffs: 26 + aw + lanes * c,
         dsps: 0,
     };
     let write_port = Cost {
@@ -510,13 +513,14 @@ mod tests {
         // Static 8x32 z=64 (11-bit addresses), one port, on the HX8K: 8 banks' write port
         // registers (enable, address, cell: 13 each), 8 second output registers (1 bit), the
         // lookup's valid, flag and tag (10 bits) through two more stages, and the answer FIFO
-        // of 32 entries instead of 16 (one more bit in each of its four counters).
+        // of 32 entries instead of 16 (one more bit in each of its six counters) with the
+        // credit compare in its own register (room_r: 32 >= latency 14 + 5).
         let plain = design(64, KeyMode::Prehashed, CellSpec::STATIC);
         let (p, r) = (
             estimate(&plain, Device::Ice40Hx8k),
             estimate(&registered(plain), Device::Ice40Hx8k),
         );
-        assert_eq!(r.ffs - p.ffs, 8 * 13 + 8 + 2 * 10 + 4, "{p:?} {r:?}");
+        assert_eq!(r.ffs - p.ffs, 8 * 13 + 8 + 2 * 10 + 6 + 1, "{p:?} {r:?}");
         assert_eq!(r.block_rams, p.block_rams);
         // On ECP5 the second output register is the DP16KD's own; z=1024 (15-bit addresses)
         // is two tiles a bank, whose pick is two registered select bits a bank. The FIFO's
@@ -526,8 +530,12 @@ mod tests {
             estimate(&plain, Device::Ulx3s85f),
             estimate(&registered(plain), Device::Ulx3s85f),
         );
-        assert_eq!(r.ffs - p.ffs, 8 * 17 + 8 * 2 + 2 * 10 + 4, "{p:?} {r:?}");
-        assert_eq!(r.luts - p.luts, 4 + 3 * 4, "{p:?} {r:?}");
+        assert_eq!(
+            r.ffs - p.ffs,
+            8 * 17 + 8 * 2 + 2 * 10 + 6 + 1,
+            "{p:?} {r:?}"
+        );
+        assert_eq!(r.luts - p.luts, 5 + 1 + 3 * 4, "{p:?} {r:?}");
         // A 16x32 counting design of 4-bit counters fits the HX8K plainly; with registered
         // banks (write port registers, a window of six operations instead of four) its
         // estimate passes the part's 7680 logic cells and export warns.

@@ -27,7 +27,8 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         v,
         "    localparam [1:0] OP_LOOKUP = 2'd{}{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
         op::LOOKUP,
-        if cfg.cells.alu == CellAlu::Fixed {
+        // A static design's front decodes inserts itself (`f0_insert`); a retrieval table has none.
+        if cfg.cells.alu == CellAlu::Fixed || cfg.op_clears() {
             String::new()
         } else {
             format!(", OP_INSERT = 2'd{}", op::INSERT)
@@ -37,7 +38,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         g.depth - 1
     );
     for p in 0..g.ports {
-        front(v, g, p);
+        front(v, g, p, cfg.op_clears());
     }
     let read_b = cfg.cells.reads_cells();
     let update = if read_b {
@@ -49,7 +50,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         let we = if cfg.cells.alu == CellAlu::Fixed {
             "1'b0"
         } else {
-            "f0_valid & (f0_op == OP_INSERT)"
+            "f0_insert"
         };
         rmw::Update {
             we: we.into(),
@@ -62,7 +63,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let _ = writeln!(
         v,
         "    // ---- bank write port (port A of every bank): updates, management writes, the clear
-    wire a_we = clearing | (mg_access & mg_we & ~mg_clear) | ({we});",
+    wire a_we = clearing | mg_write | ({we});",
         we = update.we
     );
     for lane in 0..l {
@@ -131,8 +132,9 @@ fn ports(v: &mut String, g: &Geo) {
     );
 }
 
-/// Port `p`'s front end (the insert's value travels beside the tag).
-fn front(v: &mut String, g: &Geo, p: usize) {
+/// Port `p`'s front end (the insert's value travels beside the tag); `decodes`: the front's
+/// `o_insert` and `o_clear` outputs (static designs), which only port 0 uses.
+fn front(v: &mut String, g: &Geo, p: usize, decodes: bool) {
     let ftw = g.tw + if p == 0 { g.value_bits } else { 0 };
     let _ = writeln!(
         v,
@@ -151,9 +153,27 @@ fn front(v: &mut String, g: &Geo, p: usize) {
     } else {
         String::new()
     };
+    let dec_conn = if decodes {
+        let lint = |on: &str| {
+            if p == 0 {
+                String::new()
+            } else {
+                format!("    /* verilator lint_{on} UNUSEDSIGNAL */\n")
+            }
+        };
+        let _ = write!(
+            v,
+            "{}    wire f{p}_insert, f{p}_clear;  // valid and of that operation\n{}",
+            lint("off"),
+            lint("on")
+        );
+        format!(", .o_insert(f{p}_insert), .o_clear(f{p}_clear)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         v,
-        "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag({tag_in}), .i_key(s{p}_key){len_conn},\n        .o_valid(f{p}_valid), .o_op(f{p}_op), .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );",
+        "    {t}_front u_front{p} (\n        .clk(clk), .rst(rst), .i_valid(s{p}_fire), .i_op({op_in}), .i_tag({tag_in}), .i_key(s{p}_key){len_conn},\n        .o_valid(f{p}_valid), .o_op(f{p}_op){dec_conn}, .o_tag(f{p}_tag), .o_addr(f{p}_addr)\n    );",
         t = g.top
     );
 }
@@ -244,7 +264,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let op_clear = cfg.op_clears();
     let (clear_op_start, clear_fire, start_guard, hold_busy) = if op_clear {
         (
-            "(f0_valid & (f0_op == OP_CLEAR)) | ",
+            "f0_clear | ",
             "s0_fire & (s0_op == OP_CLEAR)",
             " & ~busy_next",
             "busy_next | ",
@@ -264,8 +284,12 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     reg [1:0] mg_state;
     reg [{cb1}:0] mg_cnt;  // counts the drain down: as wide as its start, a short carry chain
     reg mg_zero;  // mg_cnt == 0, kept in a register (no wide compare before the FSM)
+    // The access state (2) and a write in it, kept in registers set on the way in: the banks'
+    // write enables and address multiplexers read one flip-flop, not a state decode
+    // (mg_we and mg_clear are held with mg_req).
+    reg mg_access;
+    reg mg_write;
     wire mg_idle = (mg_state == 2'd0);
-    wire mg_access = (mg_state == 2'd2);
     wire clear_fire = {clear_fire};
     wire clear_start = {clear_op_start}(mg_access & mg_clear);
     wire clear_done = clearing & clr_last;
@@ -278,6 +302,8 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             mg_state <= 2'd0;
             mg_cnt <= {cb}'d0;
             mg_zero <= 1'b1;
+            mg_access <= 1'b0;
+            mg_write <= 1'b0;
             mg_ack <= 1'b0;
             busy_q <= 1'b0;
             clearing <= 1'b0;
@@ -285,6 +311,8 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             clr_last <= 1'b0;
         end else begin
             mg_ack <= 1'b0;
+            mg_access <= (mg_state == 2'd1) & mg_zero;
+            mg_write <= (mg_state == 2'd1) & mg_zero & mg_we & ~mg_clear;
             case (mg_state)
                 // The counter loads in every idle cycle, so that its enable does not wait for
                 // mg_start (and the clear's busy logic behind it).

@@ -275,6 +275,11 @@ pub(crate) fn front_module(v: &mut String, g: &Geo, front: &Front) {
     } else {
         String::new()
     };
+    let decode_ports = if front.decodes {
+        "    output wire o_insert,\n    output wire o_clear,\n"
+    } else {
+        ""
+    };
     let _ = writeln!(
         v,
         "// Hash and index pipeline of one port ({} stages: input register, hash, index, address
@@ -288,7 +293,7 @@ module {t}_front (
     input  wire [{}:0] i_key,
 {len_port}    output wire o_valid,
     output wire [1:0] o_op,
-    output wire [{}:0] o_tag,
+{decode_ports}    output wire [{}:0] o_tag,
     output wire [{}:0] o_addr
 );
     // Partial products keep only the bits that reach the result; the rest is unused on purpose.
@@ -308,17 +313,61 @@ module {t}_front (
     v.push_str("    /* verilator lint_on UNUSEDSIGNAL */\nendmodule\n\n");
 }
 
+/// Cycles between the credit's inputs (`acc`, `rp`) and `s_ready`: two registers (`occ_r`,
+/// `s_ready`), or three (`occ_r`, `room_r`, `s_ready`) where the FIFO has an entry to spare
+/// for the extra cycle's operation, so that the compare and `hold` sit in different stages.
+pub(crate) fn credit_lag(g: &Geo) -> u32 {
+    if g.fifo_depth >= g.latency + 5 {
+        3
+    } else {
+        2
+    }
+}
+
 pub(crate) fn port_module(v: &mut String, g: &Geo) {
     let t = &g.top;
     let (tw, dw) = (g.tw, g.ans_bits);
     let fb = g.fifo_bits;
+    let lag = credit_lag(g);
+    // s_ready reads an occupancy `lag` cycles old: the operations accepted in those `lag`
+    // cycles and in s_ready's own cycle may all still be in flight, so it may be at most
+    // depth - lag - 1.
+    let limit = g.fifo_depth - lag - 1;
+    let (room_decl, room_rst, room_upd, ready_upd) = if lag == 3 {
+        (
+            "\n    reg room_r;",
+            "\n            room_r <= 1'b0;",
+            format!("\n            room_r <= (occ_r <= {}'d{limit});", fb + 1),
+            "s_ready <= ~hold & room_r;".to_string(),
+        )
+    } else {
+        (
+            "",
+            "",
+            String::new(),
+            format!("s_ready <= ~hold & (occ_r <= {}'d{limit});", fb + 1),
+        )
+    };
+    let room_text = if lag == 3 {
+        format!(
+            "occ_r <= {limit} in room_r (its own stage, apart from hold's logic) leaves room for the
+// operations accepted in the two cycles occ_r and room_r lag, in this cycle and in the next one"
+        )
+    } else {
+        format!(
+            "occ_r <= {limit} leaves room for the operations accepted in the cycle occ_r lags, in
+// this cycle and in the next one"
+        )
+    };
     let _ = writeln!(
         v,
         "// Answer FIFO of one port ({d} entries) with credit counting: s_ready is a register that stays
 // high while every operation in flight is sure of a FIFO entry, so no stage ever stalls. The
 // credit test reads registers only: acc counts accepted operations, rp dequeued ones, occ_r
-// holds acc - rp one cycle late, and occ_r <= {d}-3 leaves room for the operations accepted in
-// the cycle occ_r lags, in this cycle and in the next one.
+// holds acc - rp one cycle late, and {room_text}.
+// m_valid is a register too (cnt = wp - rp is never 0 while it is high; one_r: cnt == 1), and
+// rp1 holds rp + 1, so a dequeue, and the next read address behind it (synthesis moves rp into
+// a block RAM's read port), is one gate from registers, not a compare and an increment.
 module {t}_port (
     input  wire clk,
     input  wire rst,
@@ -336,10 +385,15 @@ module {t}_port (
     reg [{mw1}:0] mem [0:{d1}];
     reg [{fb}:0] wp;
     reg [{fb}:0] rp;
+    reg [{fb}:0] rp1;
     reg [{fb}:0] acc;
-    wire deq = m_valid & m_ready;
-    reg [{fb}:0] occ_r;
-    assign m_valid = (wp != rp);
+    reg [{fb}:0] cnt;
+    reg m_valid_r;
+    reg one_r;
+    wire deq = m_valid_r & m_ready;
+    wire two = (cnt == {fbp}'d2);
+    reg [{fb}:0] occ_r;{room_decl}
+    assign m_valid = m_valid_r;
     assign m_data = mem[rp[{fb1}:0]][{mw1}:{tw}];
     assign m_tag = mem[rp[{fb1}:0]][{tw1}:0];
     always @(posedge clk) begin
@@ -349,22 +403,33 @@ module {t}_port (
         if (rst) begin
             wp <= {fbp}'d0;
             rp <= {fbp}'d0;
+            rp1 <= {fbp}'d1;
             acc <= {fbp}'d0;
-            occ_r <= {fbp}'d0;
+            cnt <= {fbp}'d0;
+            m_valid_r <= 1'b0;
+            one_r <= 1'b0;
+            occ_r <= {fbp}'d0;{room_rst}
             s_ready <= 1'b0;
         end else begin
             if (w_valid) wp <= wp + {fbp}'d1;
-            if (deq) rp <= rp + {fbp}'d1;
+            if (deq) begin
+                rp <= rp1;
+                rp1 <= rp1 + {fbp}'d1;
+            end
             if (s_fire) acc <= acc + {fbp}'d1;
-            occ_r <= acc - rp;
-            s_ready <= ~hold & (occ_r <= {fbp}'d{d3});
+            // cnt + w_valid - deq: nonzero, and equal to 1, told from the registers and two.
+            if (w_valid & ~deq) cnt <= cnt + {fbp}'d1;
+            if (deq & ~w_valid) cnt <= cnt - {fbp}'d1;
+            m_valid_r <= w_valid | (m_valid_r & ~(one_r & deq));
+            one_r <= w_valid ? (deq ? one_r : ~m_valid_r) : (deq ? two : one_r);
+            occ_r <= acc - rp;{room_upd}
+            {ready_upd}
         end
     end
 endmodule
 ",
         d = g.fifo_depth,
         d1 = g.fifo_depth - 1,
-        d3 = g.fifo_depth - 3,
         dr = range(dw),
         mw1 = tw + dw - 1,
         tw1 = tw - 1,

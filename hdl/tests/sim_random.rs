@@ -87,3 +87,43 @@ fn registered_banks_match_core() {
         });
     }
 }
+
+/// Answer FIFOs held at their credit limit: operations arrive in 19 cycles of 20 and the sink
+/// takes an answer in one cycle of ten, so `s_ready` throttles at the limit for most of the run.
+/// The plain design's credit reads an occupancy two cycles old, the registered designs' three
+/// (`room_r`, where the FIFO has an entry to spare); a limit one entry too high for either lag
+/// loses answers here (an exported registered bench with the limit one higher: 1 of 999
+/// answers wrong at these rates).
+#[test]
+fn full_answer_fifos_lose_no_answer() {
+    if !have(Simulator::Verilator, "full answer FIFOs") {
+        return;
+    }
+    let designs: Vec<(usize, bloomlanes_hdl::HdlConfig)> = [
+        (cfg(Layout::L8x32, 64, KeyMode::Prehashed, 1), false),
+        (cfg(Layout::L8x32, 64, KeyMode::Prehashed, 2), true),
+        (cfg(Layout::L8x32, 7, KeyMode::Bytes(8), 1), true),
+    ]
+    .into_iter()
+    .map(|(mut c, registered)| {
+        if registered {
+            c.registered_banks = true;
+            c.top_name.push_str("_rb");
+        }
+        c.top_name.push_str("_full");
+        c
+    })
+    .enumerate()
+    .collect();
+    each_in_parallel(&designs, |(i, c)| {
+        let ops = random_ops(c, 6_000, 1_500, 200, 400 + *i as u64);
+        let params = BenchParams {
+            fast_ops: 200,
+            valid_pct: 95,
+            ready_pct: 10,
+            seed: 37 + *i as u32,
+            readback: 256,
+        };
+        run_and_check(c, Simulator::Verilator, None, &ops, params);
+    });
+}
