@@ -426,6 +426,21 @@ module {t}_port (
             {ready_upd}
         end
     end
+`ifdef FORMAL
+    // make formal: the registers kept beside the pointers agree with them in every cycle after
+    // a reset, and the FIFO never holds more than {d} entries.
+    reg f_reset_seen = 1'b0;
+    always @(posedge clk) if (rst) f_reset_seen <= 1'b1;
+    always @(*) begin
+        if (f_reset_seen) begin
+            assert(cnt == wp - rp);
+            assert(cnt <= {fbp}'d{d});
+            assert(m_valid_r == (cnt != {fbp}'d0));
+            assert(one_r == (cnt == {fbp}'d1));
+            assert(rp1 == rp + {fbp}'d1);
+        end
+    end
+`endif
 endmodule
 ",
         d = g.fifo_depth,
