@@ -27,8 +27,9 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         v,
         "    localparam [1:0] OP_LOOKUP = 2'd{}{}{};\n    localparam [{}:0] LAST_ADDR = {aw}'d{};\n",
         op::LOOKUP,
-        // A static design's front decodes inserts itself (`f0_insert`); a retrieval table has none.
-        if cfg.cells.alu == CellAlu::Fixed || cfg.op_clears() {
+        // Only the read-modify-write compares ops here: a static design's front decodes its
+        // inserts itself (`f0_insert`), and a retrieval table has none.
+        if !cfg.cells.reads_cells() {
             String::new()
         } else {
             format!(", OP_INSERT = 2'd{}", op::INSERT)

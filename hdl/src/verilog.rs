@@ -333,12 +333,16 @@ pub(crate) fn port_module(v: &mut String, g: &Geo) {
     // cycles and in s_ready's own cycle may all still be in flight, so it may be at most
     // depth - lag - 1.
     let limit = g.fifo_depth - lag - 1;
-    let (room_decl, room_rst, room_upd, ready_upd) = if lag == 3 {
+    let (room_decl, room_rst, room_upd, ready_upd, room_text) = if lag == 3 {
         (
             "\n    reg room_r;",
             "\n            room_r <= 1'b0;",
             format!("\n            room_r <= (occ_r <= {}'d{limit});", fb + 1),
             "s_ready <= ~hold & room_r;".to_string(),
+            format!(
+                "occ_r <= {limit} in room_r (its own stage, apart from hold's logic) leaves room for the
+// operations accepted in the two cycles occ_r and room_r lag, in this cycle and in the next one"
+            ),
         )
     } else {
         (
@@ -346,17 +350,10 @@ pub(crate) fn port_module(v: &mut String, g: &Geo) {
             "",
             String::new(),
             format!("s_ready <= ~hold & (occ_r <= {}'d{limit});", fb + 1),
-        )
-    };
-    let room_text = if lag == 3 {
-        format!(
-            "occ_r <= {limit} in room_r (its own stage, apart from hold's logic) leaves room for the
-// operations accepted in the two cycles occ_r and room_r lag, in this cycle and in the next one"
-        )
-    } else {
-        format!(
-            "occ_r <= {limit} leaves room for the operations accepted in the cycle occ_r lags, in
+            format!(
+                "occ_r <= {limit} leaves room for the operations accepted in the cycle occ_r lags, in
 // this cycle and in the next one"
+            ),
         )
     };
     let _ = writeln!(
