@@ -173,19 +173,23 @@ fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
         // w = 4): n + w - 1 address registers, w cells (the merged ones and x_other), w
         // forwarding compares, the forwarding and current-cell multiplexers, the ALU; per port
         // the op and tag chain (R1..Rn, X, Y).
+        // (4-bit classes travel as 15-bit thermometer codes: `k` bits a cell.)
         let w = u64::from(g.forwarding_window());
+        let k = u64::from(
+            crate::rmw::code::CellCode::of(cfg.cells, g.write_delay > 0).width(g.cell_bits),
+        );
         let tree = if cfg.cells.answer_bits() > 1 {
             Cost {
-                luts: 2 * c * lanes,
-                ffs: (c + tw + 3) * lanes,
+                luts: 2 * k * lanes,
+                ffs: (k + tw + 3) * lanes,
                 dsps: 0,
             }
         } else {
             Cost::default()
         };
         Cost {
-            luts: lanes * (w * (aw / 2 + 1) + (w - 1) * c + 4 * c + aw) + 2 * tw,
-            ffs: lanes * ((n + w - 1) * aw + w * c + 6) + (n + 2) * (tw + 4),
+            luts: lanes * (w * (aw / 2 + 1) + (w - 1) * k + 4 * c + aw) + 2 * tw,
+            ffs: lanes * ((n + w - 1) * aw + w * k + 6) + (n + 2) * (tw + 4),
             dsps: 0,
         } + tree
     } else {

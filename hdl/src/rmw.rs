@@ -8,12 +8,15 @@
 //!   With registered banks the read takes four cycles (R1 the read address registered at the
 //!   memory, then the read, the memory's output register and a fabric register) and the write
 //!   one more; the address register delays the read and every stage after it alike, so R4
-//!   merges the two to six ahead.
+//!   merges the two to six ahead. There each flag is compared in two halves: the upper
+//!   address bits in R1 (`r2_h*`), the lower ones in R2.
 //! * X (execute): that value, or the cells of the operation one ahead (still in Y), are the
 //!   key's current cells; the ALU computes the new cells and the reduction the answer.
 //! * Y (result): the new cells, written into the banks at the end of the cycle. A membership
 //!   answer goes into the FIFO from here; a minimum is a tree of compares after Y, one level
 //!   per stage (lookups do not change the cells, so the new cells are the current ones).
+//! * 4-bit spatial classes behind registered banks travel from the read to the write as
+//!   thermometer codes (`code`): the ALU is an OR, the merge an OR, the minimum an AND.
 //!
 //! The loop from Y back into X is the only one-cycle feedback path. Where the answer or the ALU
 //! needs "every cell non-zero" (membership, the counter's delete), the cells' zero flags travel
@@ -42,8 +45,9 @@
 use std::fmt::Write as _;
 
 use crate::cell::{CellAlu, Reduction};
-use crate::geo::{ceil_log2, part, Geo};
+use crate::geo::{part, Geo};
 use crate::pipeline::PipelineConfig;
+use code::CellCode;
 
 /// How the execute stage writes the banks: the write enable, the lanes' addresses and cells
 /// (`None`: every cell written is the maximum, the write-through set).
@@ -59,9 +63,14 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let cells = cfg.cells;
     let (tw, aw, l, c, vw) = (g.tw, g.aw, g.lanes, g.cell_bits, g.value_bits);
     let flags = cells.reduction == Reduction::AllNonZero || cells.alu == CellAlu::Counter;
-    let (l1, c1) = (l - 1, c - 1);
+    let l1 = l - 1;
     let la1 = l as u32 * aw - 1;
     let lc1 = l as u32 * c - 1;
+    // The cells as X and the forwarding registers carry them (`k` bits: a 4-bit class as a
+    // thermometer code, see `code`).
+    let code = CellCode::of(cells, g.write_delay > 0);
+    let k = code.width(c);
+    let lk1 = l as u32 * k - 1;
     // The bank read takes n cycles (R1..Rn) and a write lands d cycles after Y (the write
     // port's registers); an operation's read misses the writes of the m + 2 operations ahead
     // (m = n + d, the forwarding window). X takes the one ahead's cells from Y; Rn merges those
@@ -96,7 +105,17 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             .join(", ")
     };
     let rr: Vec<&str> = rs.iter().map(String::as_str).collect();
-    let flag_names: Vec<String> = ahead.clone().map(|k| format!("{rn}_m{k}")).collect();
+    // Codes merge by OR: a class only grows, so the newest write is the largest and every
+    // matching stage may be ORed in, without the flags' priority. With a read of three cycles
+    // the three to (m + 2)th ahead are ORed a stage early, into `{rn}_fcell`, and only the
+    // one two ahead (Y) is merged in Rn.
+    let or_merge = code == CellCode::Thermometer;
+    let far_cells = or_merge && early;
+    let flag_names: Vec<String> = ahead
+        .clone()
+        .take(if far_cells { 1 } else { m + 1 })
+        .map(|k| format!("{rn}_m{k}"))
+        .collect();
     let comment = if n == 2 {
         "    // ---- read-modify-write. R1: bank read; R2: the banks' read data (rd0) is valid; X: execute;
     // Y: result, written to the banks at the end of the cycle; Z, W: the cells written one and
@@ -124,10 +143,10 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     reg [{tw1}:0] {tags}, x_tag, y_tag;
     reg [{la1}:0] {addrs};
     reg [{l1}:0] {flags_decl}, {rn}_f1, x_fw_y;{early_decl}
-    reg [{lc1}:0] x_other, {cells_decl};
+    reg [{lk1}:0] x_other, {cells_decl};
     wire [{lc1}:0] rd0;
-    wire [{lc1}:0] other_next;
-    wire [{lc1}:0] nxt;
+    wire [{lk1}:0] other_next;
+    wire [{lk1}:0] nxt;
     reg x_ins; // x_op == OP_INSERT, registered with it (a select of every cell's update)
     wire x_lookup = (x_op == OP_LOOKUP);",
         valids = with(&[&rr[..], &compared[..]].concat(), "_valid"),
@@ -150,8 +169,37 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         cells_decl = with(&merged, "_cell"),
         tw1 = tw - 1,
     );
+    // The lower address bits an early compare leaves to R(n-2).
+    let lo_bits = aw / 2;
+    if early && cfg.forwarding {
+        let h: Vec<String> = (1..m + 3).map(|k| format!("{rp}_h{k}")).collect();
+        let _ = writeln!(
+            v,
+            "    reg [{l1}:0] {}; // upper address bits equal, a stage before the flags",
+            h.join(", ")
+        );
+    }
+    if far_cells {
+        let _ = writeln!(
+            v,
+            "    reg [{lk1}:0] {rn}_fcell; // the codes of the three to (m + 2)th ahead, ORed (no flags {rn}_m3..)"
+        );
+    }
     if vw > 0 {
-        let _ = writeln!(v, "    reg [{}:0] {}, x_val;", vw - 1, with(&rr, "_val"));
+        // X takes the class as it is (`x_val`) or as its code (`x_vth`).
+        let x = if code == CellCode::Thermometer {
+            ""
+        } else {
+            ", x_val"
+        };
+        let _ = writeln!(v, "    reg [{}:0] {}{x};", vw - 1, with(&rr, "_val"));
+        if code == CellCode::Thermometer {
+            let _ = writeln!(
+                v,
+                "    reg [{}:0] x_vth; // the inserted class's code (0 unless an insert)",
+                k - 1
+            );
+        }
     }
     match cells.reduction {
         Reduction::AllNonZero => v.push_str("    reg y_ans;\n"),
@@ -206,7 +254,8 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         CellAlu::SetBit | CellAlu::Fixed => unreachable!("write-through ALUs do not read"),
     };
     for lane in 0..l {
-        let d = |s: &str| part(s, lane, c);
+        let d = |s: &str| part(s, lane, k);
+        let rd = part("rd0", lane, c);
         let merge_of = |sig: &dyn Fn(&str) -> String| -> String {
             ahead
                 .clone()
@@ -214,21 +263,43 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", sig(m)))
                 .collect()
         };
-        let merge = merge_of(&|m| d(&format!("{m}_cell")));
+        let merge = if or_merge {
+            let masked = |st: &str, flag: String| {
+                format!(
+                    "({{{k}{{{flag}[{lane}]}}}} & {}) | ",
+                    d(&format!("{st}_cell"))
+                )
+            };
+            if far_cells {
+                format!(
+                    "{}{} | ",
+                    masked("y", format!("{rn}_m2")),
+                    d(&format!("{rn}_fcell"))
+                )
+            } else {
+                ahead
+                    .clone()
+                    .zip(&merged)
+                    .map(|(a, st)| masked(st, format!("{rn}_m{a}")))
+                    .collect()
+            }
+        } else {
+            merge_of(&|m| d(&format!("{m}_cell")))
+        };
         let _ = writeln!(
             v,
-            "    assign {on} = {merge}{rd};\n    wire [{c1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
+            "    assign {on} = {merge}{rd};\n    wire [{k1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
             on = d("other_next"),
             yc = d("y_cell"),
-            rd = d("rd0"),
+            rd = code.encode(&rd, c),
             xo = d("x_other"),
+            k1 = k - 1,
         );
         if flags && early {
             // The newest of the three to (m + 2)th ahead was merged in R(n-1) (`{rn}_far`).
             let _ = writeln!(
                 v,
                 "    assign rd_nz[{lane}] = |{rd};\n    assign other_next_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_farhit[{lane}] ? {rn}_far[{lane}] : rd_nz[{lane}];\n    assign fwd_any[{lane}] = {rn}_f1[{lane}] | {rn}_m2[{lane}] | {rn}_farhit[{lane}];\n    assign fwd_nz[{lane}] = {rn}_m2[{lane}] ? y_nz[{lane}] : {rn}_far[{lane}];\n    assign nz[{lane}] = x_fw_y[{lane}] ? y_nz[{lane}] : x_other_nz[{lane}];",
-                rd = d("rd0"),
             );
         } else if flags {
             // The merged flag is the forwarded stage's own flag (no OR of its cells).
@@ -241,7 +312,6 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                     .map(|f| format!("{f}[{lane}]"))
                     .collect::<Vec<_>>()
                     .join(" | "),
-                rd = d("rd0"),
             );
         }
         if cells.alu == CellAlu::Counter {
@@ -255,7 +325,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 hi("y_cell"),
             );
         }
-        alu_lane(v, cells.alu, flags, lane, c, &d("nxt"), &dec_of(lane));
+        alu::alu_lane(v, cells.alu, code, flags, lane, c, &d("nxt"), &dec_of(lane));
     }
     // The valid bits and addresses pass f0 -> R1 .. Rn -> X -> Y -> the compared stages after
     // Y; ops and tags go as far as X (tags to Y), the cells from Y through `after_y`.
@@ -301,8 +371,20 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     );
     if vw > 0 {
         let _ = writeln!(v, "        r1_val <= f0_tag[{}:{tw}];", tw + vw - 1);
-        for (prev, st) in rr.iter().zip(rr[1..].iter().chain(&["x"])) {
+        let to_x: &[&str] = if code == CellCode::Thermometer {
+            &[]
+        } else {
+            &["x"]
+        };
+        for (prev, st) in rr.iter().zip(rr[1..].iter().chain(to_x)) {
             let _ = writeln!(v, "        {st}_val <= {prev}_val;");
+        }
+        if code == CellCode::Thermometer {
+            let _ = writeln!(
+                v,
+                "        x_vth <= {{{k}{{{rn}_op == OP_INSERT}}}} & {};",
+                code.encode(&format!("{rn}_val"), c)
+            );
         }
     }
     if flags {
@@ -350,7 +432,30 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         };
         let nearest = if early { rm.as_str() } else { rn.as_str() };
         for (k, st) in (1..).zip([nearest].iter().chain(stages.iter())) {
-            let eq = if cfg.forwarding {
+            let eq = if cfg.forwarding && early {
+                // Split in two cycles: the upper address bits (and the valid bit) a stage
+                // earlier still, between the stages the two operations are in then
+                // (`{rp}_h{k}`), the lower ones here (ECP5, spatial z=64 registered: the
+                // 11-bit compare with its valid bit was three LUT levels and the critical
+                // path once the loop was one).
+                let before = |s: &str| chain[chain.iter().position(|c| *c == s).unwrap() - 1];
+                let (hi, lo) = (
+                    |s: &str| bits(s, lane as u32 * aw + lo_bits, aw - lo_bits),
+                    |s: &str| bits(s, lane as u32 * aw, lo_bits),
+                );
+                let (atp, stp) = (before(at), before(st));
+                let _ = writeln!(
+                    v,
+                    "        {rp}_h{k}[{lane}] <= {stp}_valid & ({} == {});",
+                    hi(&format!("{atp}_addr")),
+                    hi(&format!("{stp}_addr"))
+                );
+                format!(
+                    "{rp}_h{k}[{lane}] & ({} == {})",
+                    lo(&format!("{at}_addr")),
+                    lo(&format!("{st}_addr"))
+                )
+            } else if cfg.forwarding {
                 format!(
                     "{st}_valid & ({} == {})",
                     a(&format!("{at}_addr")),
@@ -365,7 +470,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 format!("{flag}{k}")
             };
             let _ = writeln!(v, "        {name}[{lane}] <= {eq};");
-            if early {
+            if early && !(far_cells && k >= 3) {
                 let copy = if k == 1 {
                     format!("{rn}_f1")
                 } else {
@@ -373,6 +478,23 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 };
                 let _ = writeln!(v, "        {copy}[{lane}] <= {name}[{lane}];");
             }
+        }
+        if far_cells {
+            let far: Vec<String> = (3..m + 3)
+                .zip(&merged)
+                .map(|(a, st)| {
+                    format!(
+                        "({{{k}{{{rm}_p{a}[{lane}]}}}} & {})",
+                        part(&format!("{st}_cell"), lane, k)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                v,
+                "        {} <= {};",
+                part(&format!("{rn}_fcell"), lane, k),
+                far.join(" | ")
+            );
         }
         if early && flags {
             let far: String = (3..m + 3)
@@ -401,14 +523,42 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 v,
                 "        y_lookup <= x_lookup;\n        y_res <= {result};\n    end"
             );
-            min_tree(v, g);
+            min_tree::min_tree(v, g, code);
         }
         Reduction::Retrieve { .. } => unreachable!("a retrieval reads without writing"),
     }
+    let data = match code {
+        CellCode::Binary => "y_cell",
+        CellCode::Thermometer => {
+            // The banks take binary cells: Y's codes decoded on the way to the write port's
+            // registers. (A register of the decode beside Y, from X's next codes, measured
+            // slower: 196.77-202.72 MHz against 221.39-238.32, the inserted class's code then
+            // fanning out to every lane's decode.)
+            let _ = writeln!(v, "    wire [{lc1}:0] y_bin;");
+            for lane in 0..l {
+                let _ = writeln!(
+                    v,
+                    "    assign {} = {};",
+                    part("y_bin", lane, c),
+                    code.decode("y_cell", lane as u32 * k, c)
+                );
+            }
+            "y_bin"
+        }
+    };
     Update {
         we: "y_we".into(),
         addr: "y_addr".into(),
-        data: Some("y_cell".into()),
+        data: Some(data.into()),
+    }
+}
+
+/// Bits `lo .. lo + w` of `sig` as a part select.
+fn bits(sig: &str, lo: u32, w: u32) -> String {
+    if w == 1 {
+        format!("{sig}[{lo}]")
+    } else {
+        format!("{sig}[{}:{lo}]", lo + w - 1)
     }
 }
 
@@ -449,93 +599,8 @@ fn decision_copies(v: &mut String, groups: usize) {
     }
 }
 
-/// The ALU of one lane: `nxt` from `cur<lane>` (and the zero flags `nxt_nz` when carried); a
-/// counter decrements when `dec` (its copy of the decision).
-fn alu_lane(v: &mut String, alu: CellAlu, flags: bool, lane: usize, c: u32, nxt: &str, dec: &str) {
-    let c1 = c - 1;
-    match alu {
-        CellAlu::Counter => {
-            // A saturated counter never changes; a decrement leaves a counter non-zero when it
-            // was saturated or at least 2.
-            let _ = writeln!(
-                v,
-                "    wire sat{lane} = &cur{lane};
-    wire [{c1}:0] inc{lane} = sat{lane} ? cur{lane} : cur{lane} + {c}'d1;
-    wire [{c1}:0] dec{lane} = sat{lane} ? cur{lane} : cur{lane} - {c}'d1;
-    wire [{c1}:0] keep{lane} = x_ins ? inc{lane} : cur{lane};
-    assign {nxt} = {dec} ? dec{lane} : keep{lane};
-    assign keep_nz[{lane}] = x_ins | nz[{lane}];
-    assign nxt_nz[{lane}] = {dec} ? dec_nz[{lane}] : keep_nz[{lane}];"
-            );
-        }
-        CellAlu::Max => {
-            let _ = writeln!(
-                v,
-                "    assign {nxt} = (x_ins & (x_val > cur{lane})) ? x_val : cur{lane};"
-            );
-            if flags {
-                let _ = writeln!(
-                    v,
-                    "    assign nxt_nz[{lane}] = nz[{lane}] | (x_ins & (|x_val));"
-                );
-            }
-        }
-        CellAlu::SetBit | CellAlu::Fixed => unreachable!("write-through ALUs do not read"),
-    }
-}
-
-/// The minimum of the lanes' new cells, one level of compares per stage after Y; the last
-/// level's register is the answer (`w0_ans`: the minimum for a lookup, else the result bit).
-fn min_tree(v: &mut String, g: &Geo) {
-    let (l, c, tw) = (g.lanes, g.cell_bits, g.tw);
-    let levels = ceil_log2(l as u64);
-    let (c1, tw1) = (c - 1, tw - 1);
-    let _ = writeln!(v, "    reg [{c1}:0] w0_ans;");
-    let mut prev: Vec<String> = (0..l).map(|i| part("y_cell", i, c)).collect();
-    let mut at = "y".to_string();
-    for k in 1..=levels {
-        let n = 1 << (levels - k);
-        let last = k == levels;
-        let mut regs = String::new();
-        let _ = writeln!(
-            v,
-            "    // min tree, level {k}\n    reg t{k}_valid;\n    reg [{tw1}:0] t{k}_tag;"
-        );
-        if !last {
-            let _ = writeln!(v, "    reg t{k}_lookup, t{k}_res;");
-            let _ = writeln!(
-                regs,
-                "        t{k}_lookup <= {at}_lookup;\n        t{k}_res <= {at}_res;"
-            );
-        }
-        for i in 0..n {
-            let (a, b) = (&prev[2 * i], &prev[2 * i + 1]);
-            let _ = writeln!(
-                v,
-                "    wire [{c1}:0] t{k}_min{i} = ({b} < {a}) ? {b} : {a};"
-            );
-            if last {
-                let _ = writeln!(
-                    regs,
-                    "        w0_ans <= {at}_lookup ? t{k}_min{i} : {{{c1}'d0, {at}_res}};"
-                );
-            } else {
-                let _ = writeln!(v, "    reg [{c1}:0] t{k}_m{i};");
-                let _ = writeln!(regs, "        t{k}_m{i} <= t{k}_min{i};");
-            }
-        }
-        let _ = writeln!(
-            v,
-            "    always @(posedge clk) begin\n        if (rst) t{k}_valid <= 1'b0;\n        else t{k}_valid <= {at}_valid;\n        t{k}_tag <= {at}_tag;\n{regs}    end"
-        );
-        prev = (0..n).map(|i| format!("t{k}_m{i}")).collect();
-        at = format!("t{k}");
-    }
-    let _ = writeln!(
-        v,
-        "    wire w0_valid = {at}_valid;\n    wire [{tw1}:0] w0_tag = {at}_tag;"
-    );
-}
-
+mod alu;
+pub(crate) mod code;
+mod min_tree;
 #[cfg(test)]
 mod tests;

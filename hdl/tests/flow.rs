@@ -243,7 +243,8 @@ fn key_kind_comes_from_the_recorded_key_type() {
 
 /// The resource estimate against Yosys (`synth_ice40`): the block RAMs exactly, the flip-flops
 /// between 59 and 100 % of the estimate (the bound `check_fits` refuses flip-flops by), the
-/// LUT4s below it; plain and with registered banks.
+/// LUT4s below it; plain and with registered banks, for the static, counting and spatial
+/// designs (4-bit classes behind registered banks travel as 15-bit codes).
 #[test]
 fn resource_estimate_brackets_yosys() {
     use bloomlanes_core::CounterBits;
@@ -254,9 +255,13 @@ fn resource_estimate_brackets_yosys() {
     }
     let dir = sim::fresh_dir("estimate").unwrap();
     let base = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 5);
-    let designs = [CellSpec::STATIC, CellSpec::counting(CounterBits::Four)]
-        .into_iter()
-        .flat_map(|cells| [(cells, false), (cells, true)]);
+    let designs = [
+        CellSpec::STATIC,
+        CellSpec::counting(CounterBits::Four),
+        CellSpec::spatial(4),
+    ]
+    .into_iter()
+    .flat_map(|cells| [(cells, false), (cells, true)]);
     for (cells, registered) in designs {
         let mut c = PipelineConfig::new(base.clone(), cells);
         c.base.registered_banks = registered;

@@ -148,32 +148,38 @@ simulator_tests!(
 );
 
 /// Without forwarding, the same stimulus at full rate gives wrong answers (the stimulus hits the
-/// same cells back to back), in both simulators.
+/// same cells back to back), in both simulators: 8-bit classes behind plain banks, carried as
+/// they are, and 4-bit classes behind registered banks, carried as thermometer codes.
 #[test]
 fn spatial_forwarding_is_exercised() {
     for s in [Simulator::Icarus, Simulator::Verilator] {
         if !have(s, "spatial_forwarding_is_exercised") {
             continue;
         }
-        let good = scfg(Layout::L8x32, 1000, KeyMode::Prehashed, 8);
-        let mut bad = good.clone();
-        bad.forwarding = false;
-        bad.base.top_name = "s8_no_forwarding".into();
-        let ops = vec![spatial_ops(&good, 3000, 3, 12)];
-        let p = BenchParams {
-            fast_ops: 3000,
-            readback: 64,
-            ..BenchParams::default()
-        };
-        let empty = reference(&good.base, 8);
-        let log = sim::run_pipeline(&good, s, None::<&SpatialFilter>, &ops, p).unwrap();
-        sim::check_pipeline(&good, &empty, &ops, &log).unwrap();
-        let log = sim::run_pipeline(&bad, s, None::<&SpatialFilter>, &ops, p).unwrap();
-        assert!(
-            sim::check_pipeline(&bad, &empty, &ops, &log).is_err(),
-            "[{}] the design without forwarding passed",
-            s.name()
-        );
+        for (blocks, bits, registered_banks) in [(1000, 8, false), (64, 4, true)] {
+            let mut good = scfg(Layout::L8x32, blocks, KeyMode::Prehashed, bits);
+            if registered_banks {
+                good = common::registered(good);
+            }
+            let mut bad = good.clone();
+            bad.forwarding = false;
+            bad.base.top_name = format!("s{bits}_no_forwarding");
+            let ops = vec![spatial_ops(&good, 3000, 3, 12)];
+            let p = BenchParams {
+                fast_ops: 3000,
+                readback: 64,
+                ..BenchParams::default()
+            };
+            let empty = reference(&good.base, bits);
+            let log = sim::run_pipeline(&good, s, None::<&SpatialFilter>, &ops, p).unwrap();
+            sim::check_pipeline(&good, &empty, &ops, &log).unwrap();
+            let log = sim::run_pipeline(&bad, s, None::<&SpatialFilter>, &ops, p).unwrap();
+            assert!(
+                sim::check_pipeline(&bad, &empty, &ops, &log).is_err(),
+                "[{}] the {bits}-bit design without forwarding passed",
+                s.name()
+            );
+        }
     }
 }
 

@@ -70,3 +70,58 @@ fn registered_forwarded_flags_are_merged_a_stage_early() {
     assert!(cone.contains("r4_far[0]"), "{cone:?}");
     assert!(cone.len() <= 16, "x_pre_fwd[0] reads {cone:?}");
 }
+
+/// The RTL of a spatial design of 4-bit classes, 8x32 z=64 prehashed.
+fn spatial_rtl(registered_banks: bool) -> String {
+    let mut cfg = HdlConfig::new(Layout::L8x32, 64, KeyMode::Prehashed, 1);
+    cfg.registered_banks = registered_banks;
+    generate_pipeline(&PipelineConfig::new(cfg, CellSpec::spatial(4)))
+        .unwrap()
+        .rtl
+}
+
+/// With 4-bit classes carried as thermometer codes (behind registered banks), the next cells
+/// (the one-cycle loop from Y back into X) are `(x_fw_y ? y_cell : x_other) | x_vth` in each
+/// lane: one LUT4 a bit. The cone reader follows whole vectors through `|`, so the check is
+/// that a lane's next code reads its forwarding flag, its own lane's codes in Y and `x_other`
+/// and the class's code, and nothing else: no class compared (`x_val`) and no insert flag
+/// (`x_ins`), which the binary form reads (a 4-bit compare and two multiplexers, two wide
+/// LUTs: ECP5's critical path on every seed). Behind plain banks the binary form stays (on
+/// iCE40 it measured faster: the codes' registers spread the placement).
+#[test]
+fn the_registered_spatial_loop_is_an_or_of_codes() {
+    assert!(spatial_rtl(false).contains("x_val;"));
+    let rtl = spatial_rtl(true);
+    assert!(!rtl.contains("x_val;"));
+    for bit in [0, 7, 14, 15, 64, 119] {
+        let lane = bit / 15;
+        let cone = register_cone(&rtl, &format!("nxt[{bit}]"));
+        let mut want: std::collections::BTreeSet<String> = (0..15)
+            .flat_map(|j| {
+                let b = lane * 15 + j;
+                [
+                    format!("y_cell[{b}]"),
+                    format!("x_other[{b}]"),
+                    format!("x_vth[{j}]"),
+                ]
+            })
+            .collect();
+        want.insert(format!("x_fw_y[{lane}]"));
+        assert_eq!(cone, want, "nxt[{bit}]");
+    }
+}
+
+/// Behind registered banks the forwarded codes merge by OR (a class only grows, so the newest
+/// write is the largest): `x_other`'s next value reads the bank's read data, the two-ahead flag
+/// and Y's codes, and the codes of the three to six ahead already ORed in R3 (`r4_fcell`), not
+/// the four flags of those stages, whose priority chain was the next critical path.
+#[test]
+fn registered_spatial_codes_merge_by_or() {
+    let rtl = spatial_rtl(true);
+    let cone = register_cone(&rtl, "other_next[16]");
+    for want in ["rd0[4]", "rd0[7]", "r4_m2[1]", "y_cell[16]", "r4_fcell[16]"] {
+        assert!(cone.contains(want), "{want}: {cone:?}");
+    }
+    assert!(!cone.iter().any(|r| r.starts_with("r4_m3")), "{cone:?}");
+    assert!(!rtl.contains("r4_m6"));
+}
