@@ -436,9 +436,12 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 // Split in two cycles: the upper address bits (and the valid bit) a stage
                 // earlier still, between the stages the two operations are in then
                 // (`{rp}_h{k}`), the lower ones here (ECP5, spatial z=64 registered: the
-                // 11-bit compare with its valid bit was three LUT levels and the critical
-                // path once the loop was one).
-                let before = |s: &str| chain[chain.iter().position(|c| *c == s).unwrap() - 1];
+                // 11-bit compare with its valid bit was the critical path once the loop was
+                // one LUT, 4.75-4.98 ns).
+                let before = |s: &str| {
+                    let i = chain.iter().position(|c| *c == s);
+                    chain[i.expect("every compared stage is in the chain") - 1]
+                };
                 let (hi, lo) = (
                     |s: &str| bits(s, lane as u32 * aw + lo_bits, aw - lo_bits),
                     |s: &str| bits(s, lane as u32 * aw, lo_bits),
