@@ -231,7 +231,11 @@ pub(crate) fn bank_module_name(top: &str, read_a: bool, has_b: bool) -> String {
 
 /// Bits `[(i+1)w-1 : iw]` of `sig` (`sig[iw]` when `w` is 1).
 pub(crate) fn part(sig: &str, i: usize, w: u32) -> String {
-    let lo = i as u32 * w;
+    bits(sig, i as u32 * w, w)
+}
+
+/// Bits `[lo+w-1 : lo]` of `sig` (`sig[lo]` when `w` is 1).
+pub(crate) fn bits(sig: &str, lo: u32, w: u32) -> String {
     if w == 1 {
         format!("{sig}[{lo}]")
     } else {

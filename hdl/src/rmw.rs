@@ -45,7 +45,7 @@
 use std::fmt::Write as _;
 
 use crate::cell::{CellAlu, Reduction};
-use crate::geo::{part, Geo};
+use crate::geo::{bits, part, Geo};
 use crate::pipeline::PipelineConfig;
 use code::CellCode;
 
@@ -106,14 +106,17 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     };
     let rr: Vec<&str> = rs.iter().map(String::as_str).collect();
     // Codes merge by OR: a class only grows, so the newest write is the largest and every
-    // matching stage may be ORed in, without the flags' priority. With a read of three cycles
-    // the three to (m + 2)th ahead are ORed a stage early, into `{rn}_fcell`, and only the
-    // one two ahead (Y) is merged in Rn.
-    let or_merge = code == CellCode::Thermometer;
-    let far_cells = or_merge && early;
+    // matching stage may be ORed in, without the flags' priority. Codes travel only behind
+    // registered banks (a read of four cycles), so the three to (m + 2)th ahead are ORed a
+    // stage early, into `{rn}_fcell`, and only the one two ahead (Y) is merged in Rn.
+    let thermo = code == CellCode::Thermometer;
+    debug_assert!(
+        !thermo || early,
+        "thermometer codes only behind registered banks"
+    );
     let flag_names: Vec<String> = ahead
         .clone()
-        .take(if far_cells { 1 } else { m + 1 })
+        .take(if thermo { 1 } else { m + 1 })
         .map(|k| format!("{rn}_m{k}"))
         .collect();
     let comment = if n == 2 {
@@ -179,7 +182,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             h.join(", ")
         );
     }
-    if far_cells {
+    if thermo {
         let _ = writeln!(
             v,
             "    reg [{lk1}:0] {rn}_fcell; // the codes of the three to (m + 2)th ahead, ORed (no flags {rn}_m3..)"
@@ -187,13 +190,9 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     }
     if vw > 0 {
         // X takes the class as it is (`x_val`) or as its code (`x_vth`).
-        let x = if code == CellCode::Thermometer {
-            ""
-        } else {
-            ", x_val"
-        };
+        let x = if thermo { "" } else { ", x_val" };
         let _ = writeln!(v, "    reg [{}:0] {}{x};", vw - 1, with(&rr, "_val"));
-        if code == CellCode::Thermometer {
+        if thermo {
             let _ = writeln!(
                 v,
                 "    reg [{}:0] x_vth; // the inserted class's code (0 unless an insert)",
@@ -212,7 +211,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let groups = l.div_ceil(4);
     // Counters: the decrement decision selects the update of every counter bit, so the
     // registers it reads are kept in copies, `x_dec[k]` deciding for its share of the lanes.
-    let copies = if counter { DECISION_COPIES } else { 1 };
+    let copies = if counter { alu::DECISION_COPIES } else { 1 };
     let dec_of = |lane: usize| format!("x_dec[{}]", lane * copies / l);
     if flags {
         let _ = writeln!(
@@ -229,7 +228,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             nzs = with(&merged[..nz_stages], "_nz"),
         );
         if counter {
-            decision_copies(v, groups);
+            alu::decision_copies(v, groups);
         } else {
             let _ = writeln!(
                 v,
@@ -263,26 +262,12 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", sig(m)))
                 .collect()
         };
-        let merge = if or_merge {
-            let masked = |st: &str, flag: String| {
-                format!(
-                    "({{{k}{{{flag}[{lane}]}}}} & {}) | ",
-                    d(&format!("{st}_cell"))
-                )
-            };
-            if far_cells {
-                format!(
-                    "{}{} | ",
-                    masked("y", format!("{rn}_m2")),
-                    d(&format!("{rn}_fcell"))
-                )
-            } else {
-                ahead
-                    .clone()
-                    .zip(&merged)
-                    .map(|(a, st)| masked(st, format!("{rn}_m{a}")))
-                    .collect()
-            }
+        let merge = if thermo {
+            format!(
+                "{} | {} | ",
+                gated(k, &format!("{rn}_m2[{lane}]"), &d("y_cell")),
+                d(&format!("{rn}_fcell"))
+            )
         } else {
             merge_of(&|m| d(&format!("{m}_cell")))
         };
@@ -371,15 +356,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     );
     if vw > 0 {
         let _ = writeln!(v, "        r1_val <= f0_tag[{}:{tw}];", tw + vw - 1);
-        let to_x: &[&str] = if code == CellCode::Thermometer {
-            &[]
-        } else {
-            &["x"]
-        };
+        let to_x: &[&str] = if thermo { &[] } else { &["x"] };
         for (prev, st) in rr.iter().zip(rr[1..].iter().chain(to_x)) {
             let _ = writeln!(v, "        {st}_val <= {prev}_val;");
         }
-        if code == CellCode::Thermometer {
+        if thermo {
             let _ = writeln!(
                 v,
                 "        x_vth <= {{{k}{{{rn}_op == OP_INSERT}}}} & {};",
@@ -473,7 +454,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 format!("{flag}{k}")
             };
             let _ = writeln!(v, "        {name}[{lane}] <= {eq};");
-            if early && !(far_cells && k >= 3) {
+            if early && !(thermo && k >= 3) {
                 let copy = if k == 1 {
                     format!("{rn}_f1")
                 } else {
@@ -482,13 +463,14 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 let _ = writeln!(v, "        {copy}[{lane}] <= {name}[{lane}];");
             }
         }
-        if far_cells {
+        if thermo {
             let far: Vec<String> = (3..m + 3)
                 .zip(&merged)
                 .map(|(a, st)| {
-                    format!(
-                        "({{{k}{{{rm}_p{a}[{lane}]}}}} & {})",
-                        part(&format!("{st}_cell"), lane, k)
+                    gated(
+                        k,
+                        &format!("{rm}_p{a}[{lane}]"),
+                        &part(&format!("{st}_cell"), lane, k),
                     )
                 })
                 .collect();
@@ -535,7 +517,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         CellCode::Thermometer => {
             // The banks take binary cells: Y's codes decoded on the way to the write port's
             // registers. (A register of the decode beside Y, from X's next codes, measured
-            // slower: 196.77-202.72 MHz against 221.39-238.32, the inserted class's code then
+            // slower: 189.68-202.72 MHz against 221.39-238.32, the inserted class's code then
             // fanning out to every lane's decode.)
             let _ = writeln!(v, "    wire [{lc1}:0] y_bin;");
             for lane in 0..l {
@@ -556,50 +538,10 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     }
 }
 
-/// Bits `lo .. lo + w` of `sig` as a part select.
-fn bits(sig: &str, lo: u32, w: u32) -> String {
-    if w == 1 {
-        format!("{sig}[{lo}]")
-    } else {
-        format!("{sig}[{}:{lo}]", lo + w - 1)
-    }
-}
-
-/// Copies of the counter's decrement decision `x_dec` and of the registers it reads: copy `k`
-/// selects the update of its share of the lanes (ECP5, counting c4 8x32 registered: one
-/// decision's LUT drove all 32 counter bits, 0.9–2.2 ns of routing on that net, the critical
-/// path of seeds 1–5). Synthesis merges flip-flops of the same input (Yosys 0.23, also with
-/// `keep`), but not ones of different initial values, so copy `k` starts at `k mod 2`: two
-/// copies. The start value is never used: an operation's decision registers are written
-/// before it reaches X, and a stage's `y_dec` matters only to an operation that shares a lane
-/// with it, which needs it valid.
-const DECISION_COPIES: usize = 2;
-
-/// Declares the decision registers of `DECISION_COPIES` copies (`x_pre_fwd`: copy `k`'s
-/// groups from bit `k × groups`) and `x_yp`, `all_nz`, `x_dec` of each copy.
-fn decision_copies(v: &mut String, groups: usize) {
-    let k1 = DECISION_COPIES - 1;
-    let init = |per_copy: usize| -> String {
-        let bits: String = (0..DECISION_COPIES)
-            .rev()
-            .flat_map(|k| std::iter::repeat_n(if k % 2 == 1 { '1' } else { '0' }, per_copy))
-            .collect();
-        format!("{}'b{bits}", DECISION_COPIES * per_copy)
-    };
-    let one = init(1);
-    let _ = writeln!(
-        v,
-        "    // Copies of the decrement decision, each for its share of the lanes, started apart so\n    // that synthesis keeps them (the start value is never used).\n    reg [{k1}:0] x_pre_bank = {one}, x_pa = {one}, x_qa = {one}, x_del = {one}, y_dec = {one};\n    reg [{}:0] x_pre_fwd = {};\n    wire [{k1}:0] x_yp, all_nz, x_dec;",
-        DECISION_COPIES * groups - 1,
-        init(groups)
-    );
-    for k in 0..DECISION_COPIES {
-        let fwd = part("x_pre_fwd", k, groups as u32);
-        let _ = writeln!(
-            v,
-            "    assign x_yp[{k}] = y_dec[{k}] ? x_pa[{k}] : x_qa[{k}];\n    assign all_nz[{k}] = x_pre_bank[{k}] & (&{fwd}) & x_yp[{k}];\n    assign x_dec[{k}] = x_del[{k}] & all_nz[{k}];"
-        );
-    }
+/// A code of `k` bits kept where the one-bit `flag` is set, else 0 (a forwarded stage's cell
+/// in the OR merge).
+fn gated(k: u32, flag: &str, cell: &str) -> String {
+    format!("({{{k}{{{flag}}}}} & {cell})")
 }
 
 mod alu;

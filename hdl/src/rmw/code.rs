@@ -66,8 +66,7 @@ impl CellCode {
     /// `floor(n / 2^b)`, the number of its set bits `j` with `j ≡ 2^b − 1 (mod 2^b)`.
     pub(crate) fn decode(self, sig: &str, lo: u32, c: u32) -> String {
         match self {
-            CellCode::Binary if c == 1 => format!("{sig}[{lo}]"),
-            CellCode::Binary => format!("{sig}[{}:{lo}]", lo + c - 1),
+            CellCode::Binary => crate::geo::bits(sig, lo, c),
             CellCode::Thermometer => {
                 let k = self.width(c);
                 let bits: Vec<String> = (0..c)
