@@ -11,6 +11,7 @@ use bloomlanes_core::{CountingFilter, Filter, SpatialFilter};
 
 use crate::cell::cell_index;
 use crate::pipeline::PipelineConfig;
+use crate::rmw::code::CellCode;
 use crate::{CellSpec, HdlConfig, HdlError, KeyMode};
 
 /// Cells in bank order: what a design's banks hold.
@@ -71,7 +72,9 @@ pub fn bank_cells(src: &(impl Cells + ?Sized), lane: usize, depth: u64) -> Vec<u
 }
 
 /// Writes the banks of `src` for the design `cfg` into `dir` (created if needed), one file per
-/// lane named like [`bank_file_name`]; returns the paths.
+/// lane named like [`bank_file_name`], each cell in the banks' form (a spatial design of 4-bit
+/// classes with registered banks: a Gray code, see the header of its Verilog); returns the
+/// paths.
 pub fn write_cell_bank_files(
     cfg: &PipelineConfig,
     src: &(impl Cells + ?Sized),
@@ -80,6 +83,8 @@ pub fn write_cell_bank_files(
     std::fs::create_dir_all(dir)?;
     let (depth, lanes) = cfg.bank_shape();
     let digits = cfg.cells.hex_digits();
+    // A thermometer design's banks hold each class in its Gray form (`rmw::code`).
+    let code = CellCode::of_config(cfg);
     let b = &cfg.base;
     let mut paths = Vec::new();
     for lane in 0..lanes {
@@ -94,7 +99,7 @@ pub fn write_cell_bank_files(
             }
         ));
         for e in 0..depth {
-            text.push_str(&format!("{:0digits$x}\n", src.cell(lane, e)));
+            text.push_str(&format!("{:0digits$x}\n", code.bank_of(src.cell(lane, e))));
         }
         let path = dir.join(bank_file_name(&b.top_name, lane));
         std::fs::write(&path, text)?;
@@ -105,12 +110,14 @@ pub fn write_cell_bank_files(
 
 /// Reads the bank files of `cfg`'s top module from `dir` (as [`write_cell_bank_files`] writes
 /// them, or as a simulator's `$writememh` dumps them: `//` comments and blank lines are skipped)
-/// into cell arrays. A fault (a cell above the maximum, an address directive, too many or too
-/// few entries) names the file and line.
+/// into cell arrays, each entry turned back from the banks' form into its cell. A fault (a cell
+/// above the maximum, an address directive, too many or too few entries) names the file and
+/// line.
 pub fn read_cell_bank_files(cfg: &PipelineConfig, dir: &Path) -> Result<Vec<Vec<u32>>, HdlError> {
     cfg.validate()?;
     let (depth, lanes) = cfg.bank_shape();
     let max = cfg.cells.max();
+    let code = CellCode::of_config(cfg);
     let mut banks = Vec::new();
     for lane in 0..lanes {
         let path = dir.join(bank_file_name(&cfg.base.top_name, lane));
@@ -145,7 +152,7 @@ pub fn read_cell_bank_files(cfg: &PipelineConfig, dir: &Path) -> Result<Vec<Vec<
             if bank.len() as u64 == depth {
                 return Err(bad(format!("more than the bank's {depth} entries")));
             }
-            bank.push(value);
+            bank.push(code.class_of(u64::from(value)) as u32);
         }
         if bank.len() as u64 != depth {
             return Err(HdlError::Mismatch(format!(

@@ -183,14 +183,21 @@ pub(crate) fn readme(cfg: &PipelineConfig, g: &Geo) -> String {
             pin_text(cfg, g, &p)
         );
     }
-    files(&mut s, g);
+    files(&mut s, cfg, g);
     flow(&mut s, cfg, g);
     s
 }
 
 /// The table of the folder's files.
-fn files(s: &mut String, g: &Geo) {
+fn files(s: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let t = &g.top;
+    let cells = match crate::rmw::code::CellCode::of_config(cfg) {
+        crate::rmw::code::CellCode::Binary => "the exported filter's cells",
+        crate::rmw::code::CellCode::Thermometer => {
+            "the exported filter's classes, each in the banks' Gray code (table in the header of `{t}.v`)"
+        }
+    };
+    let cells = format!("{cells}, one `$readmemh` file per lane (parameter `LOAD_BANKS = 1`)");
     let last_bank = bank_file_name(t, g.lanes - 1);
     let selftest = if g.fixed_cells {
         "looks up the keys of `{t}_selftest.hex` in the loaded banks, compares every answer with core's on the same line, LED 0 = pass"
@@ -204,7 +211,7 @@ fn files(s: &mut String, g: &Geo) {
         (format!("{t}.v"), "the design: the top module `{t}` and its modules (Verilog-2005)"),
         (format!("{t}_tb.v"), "self-checking Verilog bench: reads the stimulus, random gaps and backpressure, compares every answer"),
         (format!("{t}_harness.cpp"), "the same bench for Verilator (writes `bench_log.txt`)"),
-        (format!("{} .. {last_bank}", bank_file_name(t, 0)), "the exported filter's cells, one `$readmemh` file per lane (parameter `LOAD_BANKS = 1`)"),
+        (format!("{} .. {last_bank}", bank_file_name(t, 0)), cells.as_str()),
         ("bench_cfg.hex, stim_p<p>.hex, bench_expect_p<p>.hex".into(), "the bench's stimulus per port and the answers the software filter expects"),
         (format!("{t}_report.md"), "configuration, latency, and synthesis figures when exported with `--synth`"),
         (format!("{t}_board.v"), board.as_str()),

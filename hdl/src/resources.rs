@@ -175,9 +175,7 @@ fn back_end(cfg: &PipelineConfig, g: &Geo, family: Family) -> Cost {
         // the op and tag chain (R1..Rn, X, Y).
         // (4-bit classes travel as 15-bit thermometer codes: `k` bits a cell.)
         let w = u64::from(g.forwarding_window());
-        let k = u64::from(
-            crate::rmw::code::CellCode::of(cfg.cells, g.write_delay > 0).width(g.cell_bits),
-        );
+        let k = u64::from(crate::rmw::code::CellCode::of_config(cfg).width(g.cell_bits));
         let tree = if cfg.cells.answer_bits() > 1 {
             Cost {
                 luts: 2 * k * lanes,

@@ -9,7 +9,7 @@
 //!   memory, then the read, the memory's output register and a fabric register) and the write
 //!   one more; the address register delays the read and every stage after it alike, so R4
 //!   merges the two to six ahead. There each flag is compared in two halves: the upper
-//!   address bits in R1 (`r2_h*`), the lower ones in R2.
+//!   address bits in R1, two a LUT4 (`r2_h*`), the lower ones in R2.
 //! * X (execute): that value, or the cells of the operation one ahead (still in Y), are the
 //!   key's current cells; the ALU computes the new cells and the reduction the answer.
 //! * Y (result): the new cells, written into the banks at the end of the cycle. A membership
@@ -68,7 +68,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let lc1 = l as u32 * c - 1;
     // The cells as X and the forwarding registers carry them (`k` bits: a 4-bit class as a
     // thermometer code, see `code`).
-    let code = CellCode::of(cells, g.write_delay > 0);
+    let code = CellCode::of_config(cfg);
     let k = code.width(c);
     let lk1 = l as u32 * k - 1;
     // The bank read takes n cycles (R1..Rn) and a write lands d cycles after Y (the write
@@ -172,13 +172,15 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         cells_decl = with(&merged, "_cell"),
         tw1 = tw - 1,
     );
-    // The lower address bits an early compare leaves to R(n-2).
-    let lo_bits = aw / 2;
+    // The lower address bits an early compare leaves to R(n-2), and the pieces of the upper
+    // ones compared in R(n-3).
+    let (lo_bits, pieces) = early_split(aw);
     if early && cfg.forwarding {
         let h: Vec<String> = (1..m + 3).map(|k| format!("{rp}_h{k}")).collect();
         let _ = writeln!(
             v,
-            "    reg [{l1}:0] {}; // upper address bits equal, a stage before the flags",
+            "    reg [{}:0] {}; // upper address bits equal, two a LUT, a stage before the flags",
+            l as u32 * pieces - 1,
             h.join(", ")
         );
     }
@@ -276,7 +278,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             "    assign {on} = {merge}{rd};\n    wire [{k1}:0] cur{lane} = x_fw_y[{lane}] ? {yc} : {xo};",
             on = d("other_next"),
             yc = d("y_cell"),
-            rd = code.encode(&rd, c),
+            rd = code.code_of_bank(&rd, c),
             xo = d("x_other"),
             k1 = k - 1,
         );
@@ -414,28 +416,41 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         let nearest = if early { rm.as_str() } else { rn.as_str() };
         for (k, st) in (1..).zip([nearest].iter().chain(stages.iter())) {
             let eq = if cfg.forwarding && early {
-                // Split in two cycles: the upper address bits (and the valid bit) a stage
-                // earlier still, between the stages the two operations are in then
-                // (`{rp}_h{k}`), the lower ones here (ECP5, spatial z=64 registered: the
-                // 11-bit compare with its valid bit was the critical path once the loop was
-                // one LUT, 4.75-4.98 ns).
+                // Split in two cycles: the upper address bits a stage earlier still, between
+                // the stages the two operations are in then (`{rp}_h{k}`), two bits a LUT4
+                // and a register (the first with the valid bit); the lower ones and the
+                // pieces here. ECP5, spatial z=64 registered: the 11-bit compare with its
+                // valid bit was the critical path once the loop was one LUT (4.75-4.98 ns),
+                // then the upper 6 bits with the valid bit in one register (two LUT levels,
+                // 4.2-4.5 ns).
                 let before = |s: &str| {
                     let i = chain.iter().position(|c| *c == s);
                     chain[i.expect("every compared stage is in the chain") - 1]
                 };
-                let (hi, lo) = (
-                    |s: &str| bits(s, lane as u32 * aw + lo_bits, aw - lo_bits),
-                    |s: &str| bits(s, lane as u32 * aw, lo_bits),
-                );
+                let lo = |s: &str| bits(s, lane as u32 * aw, lo_bits);
                 let (atp, stp) = (before(at), before(st));
-                let _ = writeln!(
-                    v,
-                    "        {rp}_h{k}[{lane}] <= {stp}_valid & ({} == {});",
-                    hi(&format!("{atp}_addr")),
-                    hi(&format!("{stp}_addr"))
-                );
+                for i in 0..pieces {
+                    let at_bit = lo_bits + 2 * i;
+                    let w = 2.min(aw - at_bit);
+                    let hi = |s: &str| bits(s, lane as u32 * aw + at_bit, w);
+                    // The valid bit in the first piece, a copy a lane: in the flag's stage
+                    // it fanned out to every lane's compare (3.2-3.4 ns of routing).
+                    let valid = if i == 0 {
+                        format!("{stp}_valid & ")
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(
+                        v,
+                        "        {rp}_h{k}[{}] <= {valid}({} == {});",
+                        lane as u32 * pieces + i,
+                        hi(&format!("{atp}_addr")),
+                        hi(&format!("{stp}_addr"))
+                    );
+                }
                 format!(
-                    "{rp}_h{k}[{lane}] & ({} == {})",
+                    "(&{}) & ({} == {})",
+                    bits(&format!("{rp}_h{k}"), lane as u32 * pieces, pieces),
                     lo(&format!("{at}_addr")),
                     lo(&format!("{st}_addr"))
                 )
@@ -515,20 +530,20 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let data = match code {
         CellCode::Binary => "y_cell",
         CellCode::Thermometer => {
-            // The banks take binary cells: Y's codes decoded on the way to the write port's
-            // registers. (A register of the decode beside Y, from X's next codes, measured
-            // slower: 189.68-202.72 MHz against 221.39-238.32, the inserted class's code then
-            // fanning out to every lane's decode.)
-            let _ = writeln!(v, "    wire [{lc1}:0] y_bin;");
+            // The banks take their Gray form: Y's codes turned into it on the way to the
+            // write port's registers. (A register of the binary decode beside Y, from X's
+            // next codes, measured slower: 189.68-202.72 MHz against 221.39-238.32, the
+            // inserted class's code then fanning out to every lane's decode.)
+            let _ = writeln!(v, "    wire [{lc1}:0] y_bank;");
             for lane in 0..l {
                 let _ = writeln!(
                     v,
                     "    assign {} = {};",
-                    part("y_bin", lane, c),
-                    code.decode("y_cell", lane as u32 * k, c)
+                    part("y_bank", lane, c),
+                    code.to_bank("y_cell", lane as u32 * k, c)
                 );
             }
-            "y_bin"
+            "y_bank"
         }
     };
     Update {
@@ -536,6 +551,20 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         addr: "y_addr".into(),
         data: Some(data.into()),
     }
+}
+
+/// How an early forwarding compare of `aw`-bit addresses splits: the lower bits compared in
+/// the flag's own stage, and the number of two-bit pieces of the upper ones compared a stage
+/// before (one LUT4 each, the first with the valid bit: a LUT5). The flag's stage ANDs the
+/// pieces and the lower compare, at most 16 inputs (two LUT4 levels): half the bits low where
+/// that fits.
+fn early_split(aw: u32) -> (u32, u32) {
+    let pieces = |lo: u32| (aw - lo).div_ceil(2);
+    let lo = (0..=aw / 2)
+        .rev()
+        .find(|&lo| 2 * lo + pieces(lo) <= 16)
+        .unwrap_or(0);
+    (lo, pieces(lo).max(1))
 }
 
 /// A code of `k` bits kept where the one-bit `flag` is set, else 0 (a forwarded stage's cell

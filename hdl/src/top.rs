@@ -8,6 +8,7 @@ use crate::cell::CellAlu;
 use crate::geo::{bank_module_name, part, range, Geo};
 use crate::pins::{bank_pins, connect, core_pins, declare};
 use crate::pipeline::PipelineConfig;
+use crate::rmw::code::CellCode;
 use crate::{bank_file_name, op, rmw};
 
 /// The declaration of operation code 2 for `alu` (a max ALU ignores it).
@@ -61,6 +62,8 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     };
     management(v, cfg, g);
     let c = g.cell_bits;
+    // Management writes take the banks' form of a cell (see `rmw::code`).
+    let code = CellCode::of_config(cfg);
     let _ = writeln!(
         v,
         "    // ---- bank write port (port A of every bank): updates, management writes, the clear
@@ -76,7 +79,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
             v,
             "    wire {r}a_din{lane} = clearing ? {c}'d0 : mg_access ? {mw} : {data};\n    wire [{a1}:0] a_addr{lane} = clearing ? clr_addr : mg_access ? mg_addr : {ua};",
             r = range(c),
-            mw = part("mg_wdata", lane, c),
+            mw = code.bank_from_binary(&part("mg_wdata", lane, c), c),
             a1 = aw - 1,
             ua = part(&update.addr, lane, aw),
         );
@@ -260,6 +263,19 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
 /// operation (op 2) starts the same clear when it reaches the banks.
 fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let aw = g.aw;
+    // Bank entries read back as binary cells (a thermometer design's banks hold Gray codes).
+    let code = CellCode::of_config(cfg);
+    let rd_entry = match code {
+        CellCode::Binary => "rd0".to_string(),
+        CellCode::Thermometer => {
+            let c = g.cell_bits;
+            let lanes: Vec<String> = (0..g.lanes)
+                .rev()
+                .map(|lane| code.binary_from_bank(&part("rd0", lane, c), c))
+                .collect();
+            format!("{{{}}}", lanes.join(", "))
+        }
+    };
     let drain = g.front_stages + g.bank_stages;
     let cnt_bits = crate::geo::ceil_log2(u64::from(drain) + 1).max(2);
     let op_clear = cfg.op_clears();
@@ -352,9 +368,10 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
                 clr_last <= (clr_addr == LAST_ADDR - {aw}'d1);
             end
         end
-        if (mg_state == 2'd3 && mg_zero) mg_rdata <= rd0;
+        if (mg_state == 2'd3 && mg_zero) mg_rdata <= {rd_entry};
     end",
         a1 = aw - 1,
+        rd_entry = rd_entry,
         drain = drain,
         read_wait = g.bank_read - 1,
         cb = cnt_bits,

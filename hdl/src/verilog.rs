@@ -247,7 +247,7 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
 //   bank i, every replica) or reads entry mg_addr of every bank into mg_rdata (same packing).
 // Bank contents at start: parameter LOAD_BANKS = 1 makes bank i read {file0} .. (one
 //   $readmemh file per lane: one {digits}-digit hex cell per line, entry block*W + bit) from the
-//   working folder; otherwise every cell starts at 0.
+//   working folder; otherwise every cell starts at 0.{bank_form}
 // Reset: rst (synchronous, active high) empties the pipelines (hold it for 2 cycles or more);
 //   the cells stay.
 ",
@@ -262,8 +262,24 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         c1 = g.cell_bits - 1,
         file0 = bank_file_name(&g.top, 0),
         digits = cfg.cells.hex_digits(),
+        bank_form = bank_form(cfg),
     );
     v.push('\n');
+}
+
+/// The header's note on how the banks hold a cell, where not as the binary cell itself.
+fn bank_form(cfg: &PipelineConfig) -> String {
+    use crate::rmw::code::{CellCode, BANK_GRAY};
+    match CellCode::of_config(cfg) {
+        CellCode::Binary => String::new(),
+        CellCode::Thermometer => {
+            let table: Vec<String> = BANK_GRAY.iter().map(|g| format!("{g:x}")).collect();
+            format!(
+                "\n//   Banks and bank files hold class n as the Gray code G[n] ({}, n = 0 .. 15), one bit\n//   a LUT4 from the pipeline's thermometer codes; the management port reads and writes binary.",
+                table.join(" ")
+            )
+        }
+    }
 }
 
 pub(crate) fn front_module(v: &mut String, g: &Geo, front: &Front) {

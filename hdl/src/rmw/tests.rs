@@ -125,3 +125,85 @@ fn registered_spatial_codes_merge_by_or() {
     assert!(!cone.iter().any(|r| r.starts_with("r4_m3")), "{cone:?}");
     assert!(!rtl.contains("r4_m6"));
 }
+
+/// Behind registered banks a 4-bit class goes into the banks in its Gray form, each bank bit
+/// the XOR of at most four of Y's code bits (one LUT4), every code bit read by exactly one of
+/// them. In binary, bit 0 was the parity of all fifteen: two LUT levels before the management
+/// multiplexer, ECP5's critical path on half the seeds.
+#[test]
+fn registered_spatial_writes_read_four_code_bits_a_bank_bit() {
+    let rtl = spatial_rtl(true);
+    let line = rtl
+        .lines()
+        .find(|l| l.trim_start().starts_with("assign y_bank[7:4] = {"))
+        .expect("lane 1's bank form");
+    let mut read = Vec::new();
+    for element in line.split(" = ").nth(1).unwrap().split(", ") {
+        let bits: Vec<u32> = element
+            .split("y_cell[")
+            .skip(1)
+            .map(|b| b.split(']').next().unwrap().parse().unwrap())
+            .collect();
+        assert!((1..=4).contains(&bits.len()), "{element}");
+        read.extend(bits);
+    }
+    read.sort_unstable();
+    assert_eq!(read, (15..30).collect::<Vec<u32>>(), "{line}");
+}
+
+/// Behind registered banks a forwarding flag's upper address bits are compared a stage
+/// early, two bits a register (one LUT4; the first piece with the valid bit), and the flag's
+/// own stage ANDs the pieces with the lower bits' compare (16 register bits at most, two LUT
+/// levels). Before, the upper compare with its valid bit went into one register (13 bits, two
+/// LUT levels) and the flag's stage read the valid bit of every lane's partner: ECP5's
+/// critical paths on the seeds the write was not.
+#[test]
+fn forwarding_compares_take_two_address_bits_a_register_a_stage_early() {
+    for (kind, rtl) in [
+        ("spatial", spatial_rtl(true)),
+        ("counting", counting_rtl(true)),
+    ] {
+        let flags: Vec<u32> = (1..)
+            .take_while(|k| rtl.contains(&format!("r2_h{k}[0] <=")))
+            .collect();
+        assert!(flags.len() >= 4, "{kind}: {flags:?}");
+        let (lo, pieces) = super::early_split(11);
+        for &k in &flags {
+            for bit in 0..8 * pieces {
+                let cone = register_cone(&rtl, &format!("next:r2_h{k}[{bit}]"));
+                let valid = usize::from(bit % pieces == 0);
+                assert!(cone.len() <= 4 + valid, "{kind} r2_h{k}[{bit}]: {cone:?}");
+                let valids = cone.iter().filter(|r| r.contains("_valid")).count();
+                assert_eq!(valids, valid, "{kind} r2_h{k}[{bit}]: {cone:?}");
+            }
+            for lane in 0..8 {
+                let cone = register_cone(&rtl, &format!("next:r3_p{k}[{lane}]"));
+                assert_eq!(
+                    cone.len() as u32,
+                    2 * lo + pieces,
+                    "{kind} r3_p{k}: {cone:?}"
+                );
+                assert!(
+                    !cone.iter().any(|r| r.contains("_valid")),
+                    "{kind}: {cone:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The split keeps the flag's stage at 16 inputs or fewer (two LUT4 levels) for every address
+/// width, with at most half the bits left to it, and covers every bit.
+#[test]
+fn the_early_split_fits_two_lut_levels() {
+    assert_eq!(super::early_split(11), (5, 3), "z=64");
+    assert_eq!(super::early_split(15), (5, 5), "z=1024");
+    for aw in 1..=30 {
+        let (lo, pieces) = super::early_split(aw);
+        assert!(2 * lo + pieces <= 16 && lo <= aw / 2, "aw {aw}");
+        assert!(
+            lo + 2 * pieces >= aw && lo + 2 * (pieces - 1) < aw,
+            "aw {aw}"
+        );
+    }
+}
