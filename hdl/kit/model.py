@@ -147,11 +147,15 @@ class Filter:
         for i in range(self.lanes):
             self.banks[i][addr] = (value >> (self.bits * i)) & self.max
 
-    def load_bank_files(self, paths):
-        """Reads $readmemh bank files (one hex cell per line, // comments)."""
+    def load_bank_files(self, paths, classes=None):
+        """Reads $readmemh bank files (one hex cell per line, // comments); classes[e] is the
+        cell a bank entry e stands for where the banks hold a code of it (config.json's
+        bank_classes: 4-bit spatial classes behind registered banks are held in a Gray code)."""
         for i, p in enumerate(paths):
             cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
                      if line.split("//")[0].strip()]
+            if classes:
+                cells = [classes[c] for c in cells]
             if len(cells) != self.z * self.w:
                 raise ValueError(f"{p}: {len(cells)} entries, expected {self.z * self.w}")
             self.banks[i][:] = cells
@@ -254,7 +258,9 @@ class Retrieval:
     entry = Filter.entry
     set_entry = Filter.set_entry
 
-    def load_bank_files(self, paths):
+    def load_bank_files(self, paths, classes=None):
+        if classes:
+            raise ValueError("a retrieval table's banks hold its cells as they are")
         for i, p in enumerate(paths):
             cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
                      if line.split("//")[0].strip()]

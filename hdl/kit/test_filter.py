@@ -369,8 +369,13 @@ async def loaded_banks_answer_like_the_files(dut):
         return
     b = Bench(dut)
     rtl = os.path.join(HERE, CFG["rtl_dir"])
-    b.model.load_bank_files([os.path.join(rtl, f) for f in CFG["bank_files"]])
+    b.model.load_bank_files([os.path.join(rtl, f) for f in CFG["bank_files"]],
+                            CFG.get("bank_classes") or None)
     await b.start(clear=False)
+    # The loaded entries that hold cells read back through BANK_DATA as the files' cells (a
+    # design whose banks hold a code of each cell translates on the management port).
+    held = [a for a in range(entries(b)) if b.model.entry(a)]
+    await b.check_entries(held[:64])
     probe = [b.random_key() for _ in range(200)]
     look = [[(LOOKUP, k) for k in probe] for _ in range(b.ports)]
     await b.run_ops(0, 80, 70, ops=look)

@@ -59,6 +59,7 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
   \"rtl_dir\": \"..\",
   \"rtl_files\": [\"{t}.v\", \"{t}_axis.v\"],
   \"bank_files\": [{banks}],
+  \"bank_classes\": [{bank_classes}],
   \"lanes\": {lanes},
   \"word_bits\": {w},
   \"blocks\": {z},
@@ -77,6 +78,7 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
 }}
 ",
         banks = banks.join(", "),
+        bank_classes = bank_classes(pc),
         kind = pc.cells.kind_name(),
         cb = g.cell_bits,
         ab = g.ans_bits,
@@ -96,6 +98,20 @@ fn config_json(pc: &PipelineConfig, g: &Geo) -> String {
         ops = COCOTB_DEFAULT_OPS,
     );
     s
+}
+
+/// The cell each bank entry `0 .. 2^c` stands for, where the banks hold a code of the cells
+/// (`rmw::code`: 4-bit spatial classes behind registered banks); empty where they hold the
+/// cells as they are.
+fn bank_classes(pc: &PipelineConfig) -> String {
+    use crate::rmw::code::CellCode;
+    match CellCode::of_config(pc) {
+        CellCode::Binary => String::new(),
+        code => (0..1u64 << pc.cells.bits)
+            .map(|e| code.class_of(e).to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// A retrieval table's shape for the cocotb model (`null` for the other kinds): where a key's
