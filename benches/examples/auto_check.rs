@@ -1,6 +1,7 @@
 //! `auto_check MIB LOG2_BATCH CALLS [OP]`: calls on fresh random batches into a filter of MIB
 //! MiB (8x32, 4 Mi keys inserted), CALLS calls a mode, the modes taking turns call by call in
-//! a random order each round: direct, partitioned, the automatic rule alone, and the automatic mode with its measurements.
+//! a random order each round: direct, partitioned, the automatic rule alone, and the automatic
+//! mode with its measurements.
 //! OP is `lookup` (one thread, the default), `par-insert` (inserts on every core: direct is
 //! the block ranges, partitioned the partitioned insert, and a fifth mode, one thread, which
 //! the automatic all-core insert may also choose) or `counting` (one-thread inserts into a

@@ -65,6 +65,12 @@ def xxh64(data: bytes, seed: int = 0) -> int:
 assert xxh64(b"", 0) == 0xEF46DB3751D8E999, "XXH64 self-check (docs/FORMAT.md section 2)"
 
 
+def hex_cells(path):
+    """The cells of a $readmemh bank file: one hex cell per line, // comments, blank lines."""
+    with open(path) as f:
+        return [int(line.split("//")[0].strip(), 16) for line in f if line.split("//")[0].strip()]
+
+
 class Filter:
     """A filter of lanes x word_bits per block and z blocks, as banks: lane i's bank holds the
     cells of lane i, entry block * W + bit (docs/FORMAT.md section 9). kind "static": 1-bit
@@ -152,8 +158,7 @@ class Filter:
         cell a bank entry e stands for where the banks hold a code of it (config.json's
         bank_classes: 4-bit spatial classes behind registered banks are held in a Gray code)."""
         for i, p in enumerate(paths):
-            cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
-                     if line.split("//")[0].strip()]
+            cells = hex_cells(p)
             if classes:
                 cells = [classes[c] for c in cells]
             if len(cells) != self.z * self.w:
@@ -262,8 +267,7 @@ class Retrieval:
         if classes:
             raise ValueError("a retrieval table's banks hold its cells as they are")
         for i, p in enumerate(paths):
-            cells = [int(line.split("//")[0].strip(), 16) for line in open(p)
-                     if line.split("//")[0].strip()]
+            cells = hex_cells(p)
             if len(cells) != self.depth:
                 raise ValueError(f"{p}: {len(cells)} entries, expected {self.depth}")
             self.banks[i][:] = cells

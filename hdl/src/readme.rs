@@ -9,6 +9,7 @@ use crate::geo::Geo;
 use crate::pins::{core_pins, Pin};
 use crate::pipeline::PipelineConfig;
 use crate::resources::{check_fits, estimate, Device};
+use crate::rmw::code::CellCode;
 use crate::{bank_file_name, HdlError, KeyMode, MulStyle};
 
 /// The boards the kit has pin constraints and Makefile targets for: (device, make target,
@@ -191,9 +192,9 @@ pub(crate) fn readme(cfg: &PipelineConfig, g: &Geo) -> String {
 /// The table of the folder's files.
 fn files(s: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let t = &g.top;
-    let cells = match crate::rmw::code::CellCode::of_config(cfg) {
-        crate::rmw::code::CellCode::Binary => "the exported filter's cells",
-        crate::rmw::code::CellCode::Thermometer => {
+    let cells = match CellCode::of_config(cfg) {
+        CellCode::Binary => "the exported filter's cells",
+        CellCode::Thermometer => {
             "the exported filter's classes, each in the banks' Gray code (table in the header of `{t}.v`)"
         }
     };

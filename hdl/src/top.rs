@@ -264,18 +264,7 @@ fn lookup_stage(v: &mut String, cfg: &PipelineConfig, g: &Geo, p: usize) {
 fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let aw = g.aw;
     // Bank entries read back as binary cells (a thermometer design's banks hold Gray codes).
-    let code = CellCode::of_config(cfg);
-    let rd_entry = match code {
-        CellCode::Binary => "rd0".to_string(),
-        CellCode::Thermometer => {
-            let c = g.cell_bits;
-            let lanes: Vec<String> = (0..g.lanes)
-                .rev()
-                .map(|lane| code.binary_from_bank(&part("rd0", lane, c), c))
-                .collect();
-            format!("{{{}}}", lanes.join(", "))
-        }
-    };
+    let rd_entry = CellCode::of_config(cfg).binary_from_banks("rd0", g.lanes, g.cell_bits);
     let drain = g.front_stages + g.bank_stages;
     let cnt_bits = crate::geo::ceil_log2(u64::from(drain) + 1).max(2);
     let op_clear = cfg.op_clears();

@@ -262,24 +262,9 @@ fn header(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         c1 = g.cell_bits - 1,
         file0 = bank_file_name(&g.top, 0),
         digits = cfg.cells.hex_digits(),
-        bank_form = bank_form(cfg),
+        bank_form = crate::rmw::code::CellCode::of_config(cfg).header_note(),
     );
     v.push('\n');
-}
-
-/// The header's note on how the banks hold a cell, where not as the binary cell itself.
-fn bank_form(cfg: &PipelineConfig) -> String {
-    use crate::rmw::code::{CellCode, BANK_GRAY};
-    match CellCode::of_config(cfg) {
-        CellCode::Binary => String::new(),
-        CellCode::Thermometer => {
-            let table: Vec<String> = BANK_GRAY.iter().map(|g| format!("{g:x}")).collect();
-            format!(
-                "\n//   Banks and bank files hold class n as the Gray code G[n] ({}, n = 0 .. 15), one bit\n//   a LUT4 from the pipeline's thermometer codes; the management port reads and writes binary.",
-                table.join(" ")
-            )
-        }
-    }
 }
 
 pub(crate) fn front_module(v: &mut String, g: &Geo, front: &Front) {

@@ -32,7 +32,7 @@ use crate::pipeline::PipelineConfig;
 /// Gray code whose bits change 4, 4, 4 and 3 times from class 0 to 15 (bit 0 between classes
 /// 0/1, 2/3, 4/5 and 10/11; see [`transitions`]), with class 0 (an empty cell, a cleared bank)
 /// all zeros.
-pub(crate) const BANK_GRAY: [u8; 16] = [0, 1, 3, 2, 6, 7, 15, 11, 9, 13, 5, 4, 12, 14, 10, 8];
+const BANK_GRAY: [u8; 16] = [0, 1, 3, 2, 6, 7, 15, 11, 9, 13, 5, 4, 12, 14, 10, 8];
 
 /// The code bits `j` (class above `j`) where bit `b` of the bank form changes between class
 /// `j` and `j + 1`: the bank bit is their XOR.
@@ -148,6 +148,32 @@ impl CellCode {
     /// reads), one LUT4 a bit.
     pub(crate) fn binary_from_bank(self, x: &str, c: u32) -> String {
         self.bank_lut(x, c, |g| self.class_of(g))
+    }
+
+    /// A Verilog expression of the binary cells of the `lanes` bank entries of `c` bits each
+    /// packed in `sig` (lane 0 lowest): the management port's read data.
+    pub(crate) fn binary_from_banks(self, sig: &str, lanes: usize, c: u32) -> String {
+        match self {
+            CellCode::Binary => sig.to_string(),
+            CellCode::Thermometer => concat(
+                (0..lanes).map(|lane| self.binary_from_bank(&crate::geo::part(sig, lane, c), c)),
+            ),
+        }
+    }
+
+    /// The Verilog header's note on how the banks hold a cell (empty where they hold it as it
+    /// is), continuing its paragraph on the bank contents.
+    pub(crate) fn header_note(self) -> String {
+        match self {
+            CellCode::Binary => String::new(),
+            CellCode::Thermometer => {
+                let table: Vec<String> = BANK_GRAY.iter().map(|g| format!("{g:x}")).collect();
+                format!(
+                    "\n//   Banks and bank files hold class n as the Gray code G[n] ({}, n = 0 .. 15), one bit\n//   a LUT4 from the pipeline's thermometer codes; the management port reads and writes binary.",
+                    table.join(" ")
+                )
+            }
+        }
     }
 
     /// `x` (Binary), or the `bits`-bit function `f` of the 4-bit bank entry `x`, one LUT4 a
