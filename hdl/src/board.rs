@@ -467,8 +467,11 @@ build:
 build/%_ice40.json: $(RTL) | build
 	$(YOSYS) -q -l build/$*_ice40_synth.log -p "read_verilog $(RTL); synth_ice40 -top $* -json $@"
 
-build/%_ecp5.json: $(RTL) | build
-	$(YOSYS) -q -l build/$*_ecp5_synth.log -p "read_verilog -D{ebr} $(RTL); synth_ecp5 -top $* -json $@"
+# The ECP5-85k floorplan, where the export wrote one (fpga/ecp5_floorplan.ys: each lane's tiles
+# together, a copy of the block address per lane); FLOORPLAN= places freely. Not for bramref.
+FLOORPLAN ?= $(wildcard fpga/ecp5_floorplan.ys)
+build/%_ecp5.json: $(RTL) $(FLOORPLAN) | build
+	$(YOSYS) -q -l build/$*_ecp5_synth.log -p "read_verilog -D{ebr} $(RTL); $(if $(and $(FLOORPLAN),$(if $(findstring bramref,$*),,x)),hierarchy -top $*; proc; flatten; script $(FLOORPLAN);) synth_ecp5 -top $* -json $@"
 
 build/%_ice40.asc: build/%_ice40.json fpga/hx8k_breakout.pcf
 	$(NEXTPNR_ICE40) --hx8k --package ct256 --pcf fpga/hx8k_breakout.pcf --json $< --asc $@ --freq 12 --seed $(SEED) --log build/$*_ice40_pnr.log -q

@@ -109,6 +109,16 @@ pub(crate) fn applies(g: &Geo) -> bool {
     generated(g.cell_bits, g.depth, registered(g)).is_some()
 }
 
+/// The registered DP16KD tiles of a bank of `g` (`None` for plain banks or cells wider than 18
+/// bits): what the ECP5 floorplan places.
+pub(crate) fn registered_tiles(g: &Geo) -> Option<Tiles> {
+    if registered(g) {
+        generated(g.cell_bits, g.depth, true)
+    } else {
+        None
+    }
+}
+
 /// Whether `g`'s banks are registered (the tiles' output registers on).
 fn registered(g: &Geo) -> bool {
     g.bank_read > crate::geo::BANK_READ

@@ -41,6 +41,7 @@ mod counting_banks;
 mod counting_export;
 pub mod counting_sim;
 mod ecp5_bank;
+mod ecp5_floorplan;
 mod front;
 mod geo;
 mod hash;

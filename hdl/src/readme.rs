@@ -219,7 +219,7 @@ fn files(s: &mut String, cfg: &PipelineConfig, g: &Geo) {
         (format!("{t}_wrap.v"), "pin-light top `{t}_wrap`: every core port driven from or read into registers"),
         (format!("{t}_axis.v"), "`{t}_axis`: AXI4-Stream operation and answer streams, AXI4-Lite registers (counters, clear, bank read and load)"),
         ("Makefile".into(), "simulation, lint, formal, cocotb, synthesis and Fmax targets"),
-        ("fpga/".into(), "pin constraints of the boards below and `fmax.sh` (median Fmax over seeds)"),
+        ("fpga/".into(), fpga_row(cfg, g)),
         ("cocotb/".into(), "cocotb bench of `{t}_axis` with a Python model written from docs/FORMAT.md (`config.json` holds this design's parameters)"),
         (format!("formal/{t}_port_formal.sv, formal/{t}_port.sby"), "SymbiYosys proof of the answer FIFO and its stream handshake"),
     ];
@@ -232,6 +232,17 @@ fn files(s: &mut String, cfg: &PipelineConfig, g: &Geo) {
     s.push_str("\n## Files\n\n| File | What it is |\n|---|---|\n");
     for (f, what) in rows {
         let _ = writeln!(s, "| `{f}` | {} |", what.replace("{t}", t));
+    }
+}
+
+/// The `fpga/` row of the file table: with the ECP5 floorplan where the export writes one.
+fn fpga_row(cfg: &PipelineConfig, g: &Geo) -> &'static str {
+    if crate::ecp5_floorplan::sites(g, cfg.cells.alu).is_some() {
+        "pin constraints of the boards below, `fmax.sh` (median Fmax over seeds) and \
+         `ecp5_floorplan.ys`: the ECP5-85k synthesis pins each lane's DP16KD tiles together \
+         and keeps a copy of the block address per lane (`make ... FLOORPLAN=` places freely)"
+    } else {
+        "pin constraints of the boards below and `fmax.sh` (median Fmax over seeds)"
     }
 }
 

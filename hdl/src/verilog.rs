@@ -10,7 +10,9 @@ use crate::front::{self, Front, LEN_BITS};
 use crate::geo::{bank_module_name, geo, range, shape, Geo};
 use crate::pins::{bank_pins, declare};
 use crate::pipeline::PipelineConfig;
-use crate::{axis, bank_file_name, bench, board, kit, readme, top, Design, KeyMode, RamStyle};
+use crate::{
+    axis, bank_file_name, bench, board, ecp5_floorplan, kit, readme, top, Design, KeyMode, RamStyle,
+};
 
 pub(crate) fn generate(cfg: &PipelineConfig) -> Design {
     let front = front::build(&cfg.base, &shape(cfg));
@@ -59,6 +61,9 @@ pub(crate) fn kit_files(cfg: &PipelineConfig) -> Vec<(String, String)> {
         ("fpga/ulx3s.lpf".to_string(), board::lpf_ulx3s()),
         ("fpga/fmax.sh".to_string(), board::fmax_script()),
     ];
+    if let Some(script) = ecp5_floorplan::script(&g, cfg.cells.alu) {
+        files.push((ecp5_floorplan::PATH.to_string(), script));
+    }
     files.extend(kit::files(cfg, &g));
     files
 }

@@ -10,6 +10,7 @@
 mod common;
 
 use std::fmt::Write as _;
+use std::process::Command;
 
 use bloomlanes_core::retrieval::Shape;
 use bloomlanes_core::{CounterBits, Layout, Params, SpatialFilter};
@@ -366,4 +367,59 @@ fn ecp5_tiles_run_the_registered_spatial_pipeline() {
         }
         std::fs::remove_dir_all(dir).ok();
     }
+}
+
+/// A spatial design of 1024 blocks behind registered banks (8 tiles a lane) gets the ECP5-85k
+/// floorplan: the export writes `fpga/ecp5_floorplan.ys`, the Makefile's ECP5 synthesis runs it
+/// (and not with `FLOORPLAN=`, nor for the memory-only reference), and with Yosys the netlist
+/// has every DP16KD pinned to its own site and each lane its own copy of the block address
+/// (before, Yosys merged the lanes' copies into one register driving all 64 tiles).
+#[test]
+fn a_floorplan_pins_the_tiles_and_keeps_a_block_address_per_lane() {
+    let mut c = cfg(Layout::L8x32, 1024, KeyMode::Prehashed, 1);
+    c.registered_banks = true;
+    c.top_name = "fp".into();
+    let dir = sim::fresh_dir("ecp5_floorplan").unwrap();
+    export_kind("spatial", &c, &dir);
+    let script = std::fs::read_to_string(dir.join("fpga/ecp5_floorplan.ys"))
+        .expect("a floorplan for 8 tiles a lane");
+    assert_eq!(script.matches("setattr -set BEL").count(), 64);
+    if !sim::on_path("make") {
+        skip(format_args!(
+            "a_floorplan_pins_the_tiles...: make is not installed"
+        ));
+        std::fs::remove_dir_all(dir).ok();
+        return;
+    }
+    let make = |args: &[&str]| run_tool(Command::new("make").current_dir(&dir).args(args));
+    let json = "build/fp_wrap_ecp5.json";
+    let (ok, out) = make(&["-n", json, "TOP=wrap"]);
+    assert!(
+        ok && out.contains("flatten; script fpga/ecp5_floorplan.ys; synth_ecp5"),
+        "{out}"
+    );
+    let (ok, out) = make(&["-n", json, "TOP=wrap", "FLOORPLAN="]);
+    assert!(ok && !out.contains("ecp5_floorplan"), "{out}");
+    let (ok, out) = make(&["-n", "build/fp_bramref_ecp5.json"]);
+    assert!(ok && !out.contains("ecp5_floorplan"), "{out}");
+    if test_may_run("a_floorplan_pins_the_tiles... (synthesis)", "yosys") {
+        let (ok, out) = make(&["-s", json, "TOP=wrap"]);
+        assert!(ok, "make {json}:\n{out}");
+        let netlist = std::fs::read_to_string(dir.join(json)).unwrap();
+        let bels: std::collections::BTreeSet<&str> = netlist
+            .split("\"BEL\": \"")
+            .skip(1)
+            .map(|s| &s[..s.find('"').unwrap()])
+            .collect();
+        assert_eq!(bels.len(), 64, "{bels:?}");
+        assert_eq!(netlist.matches("\"type\": \"DP16KD\"").count(), 64);
+        // Every lane keeps the 14 tile address bits of its read address's register (merged,
+        // lanes other than one kept only their 5 cell bits).
+        for lane in 0..8 {
+            let prefix = format!("\"u_core.u_bank_r0_l{lane}.b_addr_m_TRELLIS_FF_Q");
+            let n = netlist.matches(&prefix).count();
+            assert!(n >= 14, "lane {lane}: {n} flip-flops of b_addr_m");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
 }
