@@ -6,8 +6,10 @@
 //! lane 0's eight tiles from X4 to X35, the write data crossing the die to reach them), and
 //! Yosys merges the lanes' copies of the block address (equal in every lane) into one register
 //! that drives every tile. The script
-//! - marks every register of a lane's address (`*addr*`) and its early compare pieces
-//!   (`r2_h*`) `keep`, so each lane keeps its own copy from the front to its tiles;
+//! - marks every register of a lane's address (`*addr*`), its early compare pieces (`r2_h*`)
+//!   and its copies of the management and clear registers (`*_cp<lane>`, which the top module
+//!   writes for floorplanned designs) `keep`, so each lane keeps its own copy from the front
+//!   to its tiles;
 //! - pins each bank's tiles with nextpnr's `BEL` attribute into whole EBR groups of the
 //!   85k's rows Y22 and Y46 (Y70 and Y82 as well where two rows do not hold them), the tiles
 //!   of a cell bit side by side.
@@ -90,8 +92,9 @@ pub(crate) fn script(g: &Geo, alu: CellAlu) -> Option<String> {
 # die, and the lanes' copies of the block address (equal in every lane) are merged into one
 # register that drives every tile.
 #
-# Each lane's own copy of its address registers and its early compare pieces:
-select -set lane_regs w:*addr* w:*r2_h* %u %ci1 t:$dff %i
+# Each lane's own copy of its address registers, its early compare pieces and the management
+# and clear registers its multiplexers read (`*_cp<lane>`):
+select -set lane_regs w:*addr* w:*r2_h* w:*_cp* %u %u %ci1 t:$dff %i
 setattr -set keep 1 @lane_regs
 #
 # Each bank's tiles in whole EBR groups, a cell bit's tiles side by side (nextpnr's BEL):
@@ -200,10 +203,19 @@ mod tests {
             assert_eq!(n, 64 * cells.bits as usize / 4);
             assert!(script.contains("setattr -set keep 1 @lane_regs"));
             // The registers the keep selection names exist.
-            for reg in ["r2_h1", "x_addr", "b_addr_m"] {
+            for reg in [
+                "r2_h1",
+                "x_addr",
+                "b_addr_m",
+                "mg_access_cp7",
+                "clr_addr_cp7",
+            ] {
                 assert!(rtl.contains(reg), "{reg}");
             }
         }
+        // The registered 8-bit, 1000-block design of `sim_spatial`'s matrix is floorplanned,
+        // so its simulations run the lane copies of `top.rs`.
+        assert!(kit(CellSpec::spatial(8), 1000, true).is_some());
         // None for 64 blocks (one tile a lane), plain banks, static designs.
         assert!(kit(CellSpec::spatial(4), 64, true).is_none());
         assert!(kit(CellSpec::spatial(4), 1024, false).is_none());

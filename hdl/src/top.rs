@@ -66,27 +66,54 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     let code = CellCode::of_config(cfg);
     let _ = writeln!(
         v,
-        "    // ---- bank write port (port A of every bank): updates, management writes, the clear
-    wire a_we = clearing | mg_write | ({we});",
-        we = update.we
+        "    // ---- bank write port (port A of every bank): updates, management writes, the clear"
     );
+    let copies = lane_copies(cfg, g);
+    if copies {
+        lane_copy_registers(v, l, aw, c);
+    } else {
+        let _ = writeln!(v, "    wire a_we = clearing | mg_write | ({});", update.we);
+    }
     for lane in 0..l {
         let data = match &update.data {
             Some(d) => part(d, lane, c),
             None => format!("{c}'d{}", cfg.cells.max()),
         };
+        // The lane's copies of the management and clear registers, or the shared ones.
+        let (clearing, access, clr_addr, mg_addr, mg_wdata) = if copies {
+            let _ = writeln!(
+                v,
+                "    wire a_we{lane} = clearing_cp{lane} | mg_write_cp{lane} | ({});",
+                update.we
+            );
+            (
+                format!("clearing_cp{lane}"),
+                format!("mg_access_cp{lane}"),
+                format!("clr_addr_cp{lane}"),
+                format!("mg_addr_cp{lane}"),
+                format!("mg_wdata_cp{lane}"),
+            )
+        } else {
+            (
+                "clearing".into(),
+                "mg_access".into(),
+                "clr_addr".into(),
+                "mg_addr".into(),
+                part("mg_wdata", lane, c),
+            )
+        };
         let _ = writeln!(
             v,
-            "    wire {r}a_din{lane} = clearing ? {c}'d0 : mg_access ? {mw} : {data};\n    wire [{a1}:0] a_addr{lane} = clearing ? clr_addr : mg_access ? mg_addr : {ua};",
+            "    wire {r}a_din{lane} = {clearing} ? {c}'d0 : {access} ? {mw} : {data};\n    wire [{a1}:0] a_addr{lane} = {clearing} ? {clr_addr} : {access} ? {mg_addr} : {ua};",
             r = range(c),
-            mw = code.bank_from_binary(&part("mg_wdata", lane, c), c),
+            mw = code.bank_from_binary(&mg_wdata, c),
             a1 = aw - 1,
             ua = part(&update.addr, lane, aw),
         );
         if read_b {
             let _ = writeln!(
                 v,
-                "    wire [{}:0] b_addr{lane} = mg_access ? mg_addr : {};",
+                "    wire [{}:0] b_addr{lane} = {access} ? {mg_addr} : {};",
                 aw - 1,
                 part("f0_addr", lane, aw)
             );
@@ -102,6 +129,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         for lane in 0..l {
             let conns = connect(&pins, |p| match p.role {
                 "a_din" | "a_addr" => format!("{}{lane}", p.name),
+                "a_we" if copies => format!("a_we{lane}"),
                 "a_dout" => part("rd0", lane, c),
                 "b_addr" if read_b => format!("b_addr{lane}"),
                 "b_addr" => part(&format!("f{b_port}_addr"), lane, aw),
@@ -266,7 +294,9 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
     // Bank entries read back as binary cells (a thermometer design's banks hold Gray codes).
     let rd_entry = CellCode::of_config(cfg).binary_from_banks("rd0", g.lanes, g.cell_bits);
     let drain = g.front_stages + g.bank_stages;
-    let cnt_bits = crate::geo::ceil_log2(u64::from(drain) + 1).max(2);
+    // With lane copies the banks see a management access a cycle later: its read data too.
+    let read_wait = g.bank_read - 1 + u32::from(lane_copies(cfg, g));
+    let cnt_bits = crate::geo::ceil_log2(u64::from(drain.max(read_wait)) + 1).max(2);
     let op_clear = cfg.op_clears();
     let (clear_op_start, clear_fire, start_guard, hold_busy) = if op_clear {
         (
@@ -362,8 +392,51 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         a1 = aw - 1,
         rd_entry = rd_entry,
         drain = drain,
-        read_wait = g.bank_read - 1,
+        read_wait = read_wait,
         cb = cnt_bits,
         cb1 = cnt_bits - 1,
     );
+}
+
+/// Whether each lane's bank multiplexers read their own registered copies of the management
+/// and clear registers (`*_cp<lane>`, [`lane_copy_registers`]): where the ECP5 floorplan
+/// spreads the lanes' tiles over the die ([`crate::ecp5_floorplan`], which keeps the copies
+/// apart). One `mg_access` drove every lane's multiplexers there, and the management state
+/// machine, whose logic it shares, was pulled across the die with it.
+fn lane_copies(cfg: &PipelineConfig, g: &Geo) -> bool {
+    crate::ecp5_floorplan::sites(g, cfg.cells.alu).is_some()
+}
+
+/// Each lane's copies of `mg_access`, `mg_write`, `clearing`, `clr_addr`, `mg_addr` and its
+/// part of `mg_wdata`, a cycle behind them: a register each with no logic before it (no reset
+/// either: each is its register's value a cycle later), so the one long route from a shared
+/// register or input to a lane ends in a flip-flop beside the lane's tiles. The banks then see a
+/// management access or a clear a cycle later, which the management state machine's read
+/// wait allows for; the ports are held until the access is over and an operation takes the
+/// front's stages to reach the banks, so none meets the late copies.
+fn lane_copy_registers(v: &mut String, lanes: usize, aw: u32, c: u32) {
+    let _ = writeln!(
+        v,
+        "    // Each lane's copies of the management and clear registers, a cycle behind them (the
+    // ECP5 floorplan keeps them apart; another flow may merge them back)."
+    );
+    for l in 0..lanes {
+        let _ = writeln!(
+            v,
+            "    reg mg_access_cp{l}, mg_write_cp{l}, clearing_cp{l};
+    reg [{a1}:0] clr_addr_cp{l}, mg_addr_cp{l};
+    reg {r}mg_wdata_cp{l};
+    always @(posedge clk) begin
+        mg_access_cp{l} <= mg_access;
+        mg_write_cp{l} <= mg_write;
+        clearing_cp{l} <= clearing;
+        clr_addr_cp{l} <= clr_addr;
+        mg_addr_cp{l} <= mg_addr;
+        mg_wdata_cp{l} <= {wd};
+    end",
+            a1 = aw - 1,
+            r = range(c),
+            wd = part("mg_wdata", l, c),
+        );
+    }
 }
