@@ -474,3 +474,121 @@ fn bench_runs_every_backend() {
         .success()
         .stdout(predicates::str::contains("keys/s"));
 }
+
+// ---- issue #11 regressions in the input and listing code -------------------------------------
+
+/// #1: listing every key (text, JSON, absent) is linear; here its output is checked in full.
+#[test]
+fn listing_prints_every_key_in_input_order() {
+    let d = tmp();
+    let text: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+    let q = write(&d, "q", &text);
+    let f = at(&d, "q.blf");
+    // Lines that are all numbers are hashed as text only when told (--key-type bytes).
+    build(&q, &f, "--key-type bytes");
+    let out = bl()
+        .args(["query", s(&f), s(&q), "--chunk-bytes", "4093"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    let v = json(&["query", s(&f), s(&q)]);
+    let keys = v["matching_keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 200_000);
+    assert_eq!(
+        (keys[0].as_str(), keys[199_999].as_str()),
+        (Some("1"), Some("200000"))
+    );
+    assert_eq!(v["matches"], 200_000);
+    let v = json(&["query", s(&f), s(&q), "--absent"]);
+    assert_eq!(v["absent_keys"].as_array().unwrap().len(), 0);
+    // The bitmap of the same answers: every bit set, 25 000 bytes.
+    let bits = at(&d, "bits");
+    bl().args(["query", s(&f), s(&q), "--bitmap", s(&bits)])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&bits).unwrap(), vec![0xff; 25_000]);
+}
+
+/// #7: a filter path or an input that never ends (`/dev/zero`) is read only within a bound.
+#[test]
+fn endless_inputs_are_read_within_a_bound() {
+    let d = tmp();
+    let e = fails(&["stats", "/dev/zero"], 1);
+    says(&e, &["/dev/zero", "character device"]);
+    let out = at(&d, "o.blf");
+    let e = fails(&["build", "/dev/zero", "-o", s(&out), "--capacity", "9"], 1);
+    assert!(e.contains("/dev/zero") && e.contains("cannot tell"), "{e}");
+    let e = fails(
+        &argv!("build /dev/zero --format lines -o", out, "--capacity 9"),
+        1,
+    );
+    says(&e, &["/dev/zero", "longer than 64 MiB"]);
+    assert!(!out.exists());
+}
+
+/// #8: a bad decimal line is echoed cut short, however long it is.
+#[test]
+fn decimal_errors_echo_a_bounded_part_of_the_line() {
+    let d = tmp();
+    let mut line = vec![b'9'; 1_000_000];
+    line.extend_from_slice(b"x\n");
+    let p = write(&d, "long.txt", &line);
+    let out = at(&d, "o.blf");
+    let e = fails(&["build", s(&p), "--format", "decimal", "-o", s(&out)], 1);
+    assert!(e.len() < 400, "{} bytes of stderr", e.len());
+    says(&e, &["long.txt", "line 1", "(1000001 bytes)"]);
+    // The reproducer: one 100 MB line.
+    let big = write(&d, "big.txt", vec![b'1'; 100_000_000]);
+    let e = fails(
+        &argv!("build", big, "--format decimal -o", out, "--capacity 1"),
+        1,
+    );
+    assert!(e.len() < 400, "{} bytes of stderr", e.len());
+    assert!(e.contains("big.txt"), "{e}");
+}
+
+/// Blank lines before a CSV header are skipped as a CSV reader skips them, whatever the chunk
+/// size (found by fuzzing: with 1-byte chunks the blank line was taken for the header), and
+/// lines keep their numbers in messages.
+#[test]
+fn blank_lines_before_a_csv_header() {
+    let d = tmp();
+    let p = write(&d, "b.csv", "\n\r\nid,name\n1,a\n2,b\n");
+    let out = at(&d, "o.blf");
+    for chunk in ["1", "3", "1048576"] {
+        let v = json(&[
+            "build",
+            s(&p),
+            "--csv-column",
+            "name",
+            "-o",
+            s(&out),
+            "--chunk-bytes",
+            chunk,
+        ]);
+        assert_eq!(v["keys"], 2, "chunk {chunk}: {v}");
+    }
+    let bad = write(&d, "bad.csv", "\n\nid,name\n1,a\n2,b,c\n");
+    let e = fails(
+        &["build", s(&bad), "--csv-column", "name", "-o", s(&out)],
+        1,
+    );
+    assert!(e.contains("bad.csv") && e.contains("line 5"), "{e}");
+}
+
+/// #9: an unterminated CSV quote is an error naming where it opened.
+#[test]
+fn unterminated_csv_quote_is_an_error() {
+    let d = tmp();
+    let p = write(&d, "u.csv", "id,name\n1,\"unterminated\n2,b\n");
+    let out = at(&d, "o.blf");
+    let e = fails(&["build", s(&p), "--csv-column", "name", "-o", s(&out)], 1);
+    assert!(
+        e.contains("u.csv")
+            && e.contains("line 2 (byte offset 10)")
+            && e.contains("unterminated quote"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}

@@ -1,7 +1,6 @@
 //! End-to-end tests of the filter kinds in the `bloomlanes` binary: `build --kind`, `stats`,
-//! `query`, `insert`, `delete`, `export` and `verify --kind` (`dedup`: `dedup.rs`).
-
-use bloomlanes_testkit::skip;
+//! `query`, `insert`, `delete`, `export` and `verify --kind` (`dedup`: `dedup.rs`; the counting
+//! RTL: `hdl_export.rs`).
 
 mod common;
 
@@ -472,100 +471,6 @@ fn float_keys_follow_the_probe_rule_in_every_kind() {
         let v = json(&["query", s(&f), s(&q)]);
         assert_eq!(v["matches"], 4, "{kind:?}: {v}");
     }
-}
-
-#[test]
-fn verify_runs_the_counting_filter_in_the_counting_rtl() {
-    if bloomlanes_hdl::simulator_available().is_none() {
-        skip(format_args!(
-            "verify_runs_the_counting_filter_in_the_counting_rtl: no Verilog simulator"
-        ));
-        return;
-    }
-    let v = json(&argv!(
-        "verify --keys 2000 --layout 8x32 --kind counting --hdl-keys 40"
-    ));
-    assert_eq!(v["ok"], true, "{v}");
-    let rows = v["rows"].as_array().unwrap();
-    let hdl: Vec<_> = rows
-        .iter()
-        .filter(|r| r["backend"].as_str().unwrap().starts_with("hdl-sim"))
-        .collect();
-    assert_eq!(hdl.len(), 1, "one counting RTL row: {rows:?}");
-    assert_eq!(hdl[0]["kind"], "counting");
-    assert_eq!(hdl[0]["identical"], true);
-    // 40 + 40 lookups, 20 + 10 deletes, 40 lookups again, 10 inserts.
-    assert_eq!(hdl[0]["probes"], 160);
-}
-
-#[test]
-fn export_hdl_counting_writes_a_pipeline_whose_bench_passes() {
-    let (d, keys, c) = built("k.txt", lines("key-", 2000), "c.blf", "--kind counting");
-    let out = at(&d, "rtl");
-    let v = json(&argv!("export", c, "--hdl", out, "--counting --top cnt"));
-    assert_eq!(v["form"], "hdl-counting");
-    assert_eq!(v["counter_bits"], 4);
-    let files = v["files"].as_array().unwrap();
-    let banks = files
-        .iter()
-        .filter(|f| f.as_str().unwrap().contains("cnt_bank"))
-        .count();
-    assert_eq!(banks, 8, "one counter bank per lane: {files:?}");
-    // Issue 26: the counting export has the static export's flow, for its own ports: op 2 is a
-    // delete, the answer a counting lookup's or delete's, the entries 4 bits a lane.
-    let readme = hdl_kit(&out, "cnt", "m0_hit");
-    assert!(
-        readme.contains("2 delete") && readme.contains("counting") && readme.contains("4 bit(s)"),
-        "{readme}"
-    );
-    let axis = std::fs::read_to_string(out.join("cnt_axis.v")).unwrap();
-    assert!(
-        axis.contains("2 delete") && axis.contains("wire [31:0] mg_rdata"),
-        "{axis}"
-    );
-    let config = std::fs::read_to_string(out.join("cocotb/config.json")).unwrap();
-    assert!(
-        config.contains("\"kind\": \"counting\"") && config.contains("\"cell_bits\": 4"),
-        "{config}"
-    );
-    assert_eq!(v["report"], s(&out.join("cnt_report.md")));
-    // The refusals: a static filter, and more than one port.
-    let st = at(&d, "s.blf");
-    build(&keys, &st, "");
-    let e = fails(
-        &["export", s(&st), "--hdl", s(&at(&d, "x")), "--counting"],
-        2,
-    );
-    assert!(e.contains("counting") && e.contains("static"), "{e}");
-    let e = fails(
-        &argv!("export", c, "--hdl", at(&d, "y"), "--counting --ports 2"),
-        2,
-    );
-    assert!(e.contains("one port"), "{e}");
-    assert!(
-        !at(&d, "x").exists() && !at(&d, "y").exists(),
-        "nothing written on refusal"
-    );
-    // The exported self-checking bench, banks loaded from the filter, in Icarus when installed.
-    let have = |t: &str| std::process::Command::new(t).arg("-V").output().is_ok();
-    if !have("iverilog") {
-        skip(format_args!(
-            "export_hdl_counting_writes_a_pipeline_whose_bench_passes: no iverilog"
-        ));
-        return;
-    }
-    let run = |cmd: &mut std::process::Command| {
-        let o = cmd.current_dir(&out).output().unwrap();
-        let text =
-            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-        (o.status.success(), text)
-    };
-    let (ok, text) = run(std::process::Command::new("iverilog").args(argv!(
-        "-g2005 -s cnt_tb -Pcnt_tb.LOAD_BANKS=1 -o sim.vvp cnt.v cnt_tb.v"
-    )));
-    assert!(ok, "{text}");
-    let (ok, text) = run(std::process::Command::new("vvp").args(["-n", "sim.vvp"]));
-    assert!(ok && text.contains("PASS:"), "{text}");
 }
 
 /// `insert` and `delete` report alike: the text line names the keys, the inputs, the output and
