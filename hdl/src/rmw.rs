@@ -174,7 +174,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     );
     // The lower address bits an early compare leaves to R(n-2), and the pieces of the upper
     // ones compared in R(n-3).
-    let (lo_bits, pieces) = early_split(aw);
+    let (lo_bits, pieces) = if crate::ecp5_floorplan::sites(g, cells.alu).is_some() {
+        early_split_within(aw, 9)
+    } else {
+        early_split(aw)
+    };
     if early && cfg.forwarding {
         let h: Vec<String> = (1..m + 3).map(|k| format!("{rp}_h{k}")).collect();
         let _ = writeln!(
@@ -559,10 +563,15 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
 /// pieces and the lower compare, at most 16 inputs (two LUT4 levels): half the bits low where
 /// that fits.
 fn early_split(aw: u32) -> (u32, u32) {
+    early_split_within(aw, 16)
+}
+
+/// [`early_split`] with the flag's stage reading at most `inputs` bits.
+fn early_split_within(aw: u32, inputs: u32) -> (u32, u32) {
     let pieces = |lo: u32| (aw - lo).div_ceil(2);
     let lo = (0..=aw / 2)
         .rev()
-        .find(|&lo| 2 * lo + pieces(lo) <= 16)
+        .find(|&lo| 2 * lo + pieces(lo) <= inputs)
         .unwrap_or(0);
     (lo, pieces(lo).max(1))
 }
