@@ -44,6 +44,8 @@
 
 use std::fmt::Write as _;
 
+use split::{early_split, early_split_within};
+
 use crate::cell::{CellAlu, Reduction};
 use crate::geo::{bits, part, Geo};
 use crate::pipeline::PipelineConfig;
@@ -138,10 +140,19 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // are compared in R2 (r3_p1..6, against the stage ahead a cycle later), so R3 merges the
     // zero flags of the three to six ahead into r4_far."
     };
+    // Floorplanned designs: a copy of y_we a lane (`y_we_cp<lane>`, kept apart by the
+    // floorplan), which the lane's bank write enable reads; one y_we drove every lane's row
+    // enables across the die (3.07 ns of routing, an ECP5 seed's critical path).
+    let lanes_we = if crate::ecp5_floorplan::sites(g, cells.alu).is_some() {
+        l
+    } else {
+        0
+    };
+    let we_copies: String = (0..lanes_we).map(|i| format!(", y_we_cp{i}")).collect();
     let _ = writeln!(
         v,
         "{comment}
-    reg {valids}, y_we;
+    reg {valids}, y_we{we_copies};
     reg [1:0] {ops}, x_op;
     reg [{tw1}:0] {tags}, x_tag, y_tag;
     reg [{la1}:0] {addrs};
@@ -350,13 +361,19 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             let _ = writeln!(regs, "        {st}_nz <= {prev}_nz;");
         }
     }
+    let we_copies_reset: String = (0..lanes_we)
+        .map(|i| format!("\n            y_we_cp{i} <= 1'b0;"))
+        .collect();
+    let we_copies_set: String = (0..lanes_we)
+        .map(|i| format!("\n            y_we_cp{i} <= x_valid & ({we});"))
+        .collect();
     let _ = write!(
         v,
         "    always @(posedge clk) begin
         if (rst) begin
-{resets}            y_we <= 1'b0;
+{resets}            y_we <= 1'b0;{we_copies_reset}
         end else begin
-{valids}            y_we <= x_valid & ({we});
+{valids}            y_we <= x_valid & ({we});{we_copies_set}
         end
 {regs}"
     );
@@ -557,25 +574,6 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     }
 }
 
-/// How an early forwarding compare of `aw`-bit addresses splits: the lower bits compared in
-/// the flag's own stage, and the number of two-bit pieces of the upper ones compared a stage
-/// before (one LUT4 each, the first with the valid bit: a LUT5). The flag's stage ANDs the
-/// pieces and the lower compare, at most 16 inputs (two LUT4 levels): half the bits low where
-/// that fits.
-fn early_split(aw: u32) -> (u32, u32) {
-    early_split_within(aw, 16)
-}
-
-/// [`early_split`] with the flag's stage reading at most `inputs` bits.
-fn early_split_within(aw: u32, inputs: u32) -> (u32, u32) {
-    let pieces = |lo: u32| (aw - lo).div_ceil(2);
-    let lo = (0..=aw / 2)
-        .rev()
-        .find(|&lo| 2 * lo + pieces(lo) <= inputs)
-        .unwrap_or(0);
-    (lo, pieces(lo).max(1))
-}
-
 /// A code of `k` bits kept where the one-bit `flag` is set, else 0 (a forwarded stage's cell
 /// in the OR merge).
 fn gated(k: u32, flag: &str, cell: &str) -> String {
@@ -585,5 +583,6 @@ fn gated(k: u32, flag: &str, cell: &str) -> String {
 mod alu;
 pub(crate) mod code;
 mod min_tree;
+mod split;
 #[cfg(test)]
 mod tests;

@@ -81,9 +81,10 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         };
         // The lane's copies of the management and clear registers, or the shared ones.
         let (clearing, access, clr_addr, mg_addr, mg_wdata) = if copies {
+            // The update's write enable: the lane's copy (`rmw`) of a read-modify-write's.
             let _ = writeln!(
                 v,
-                "    wire a_we{lane} = clearing_cp{lane} | mg_write_cp{lane} | ({});",
+                "    wire a_we{lane} = clearing_cp{lane} | mg_write_cp{lane} | ({}_cp{lane});",
                 update.we
             );
             (

@@ -212,7 +212,8 @@ fn the_early_split_fits_two_lut_levels() {
 /// ECP5 die) compares all but one address bit a stage early, so that each flag's stage reads
 /// 9 register bits (one bit pair and seven pieces), not 15: with 15 the compare was the
 /// critical path of a seed (three LUT levels), and the split raised ECP5's medians from
-/// 224.87 / 229.36 to 229.52 / 232.02 MHz. Other designs keep [`super::early_split`].
+/// 224.87 / 229.36 to 229.52 / 232.02 MHz. Other designs keep [`super::early_split`]. Each
+/// lane also gets its own copy of `y_we` (`y_we_cp<lane>`), which its write enable reads.
 #[test]
 fn floorplanned_flags_read_nine_register_bits() {
     let mut cfg = HdlConfig::new(Layout::L8x32, 1024, KeyMode::Prehashed, 1);
@@ -226,5 +227,10 @@ fn floorplanned_flags_read_nine_register_bits() {
             let cone = register_cone(&rtl, &format!("next:r3_p{k}[{lane}]"));
             assert_eq!(cone.len(), 9, "r3_p{k}[{lane}]: {cone:?}");
         }
+    }
+    for lane in 0..8 {
+        let we =
+            format!("wire a_we{lane} = clearing_cp{lane} | mg_write_cp{lane} | (y_we_cp{lane});");
+        assert!(rtl.contains(&we), "{we}");
     }
 }
