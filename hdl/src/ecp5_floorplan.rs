@@ -48,6 +48,12 @@ pub(crate) fn sites(g: &Geo, alu: CellAlu) -> Option<Vec<(usize, usize, u64, Str
     layout(g.lanes, g.replicas, ecp5_bank::registered_tiles(g)?)
 }
 
+/// Whether `g` gets a floorplan ([`sites`]), and with it the lane copies that the top module
+/// and the read-modify-write stage write for floorplanned designs.
+pub(crate) fn applies(g: &Geo, alu: CellAlu) -> bool {
+    sites(g, alu).is_some()
+}
+
 /// The sites of `lanes · replicas` banks of `t` tiles each, bank `lane · replicas + r` after
 /// bank `lane · replicas + r - 1`: each bank in whole EBR groups, half the banks in row Y22 and
 /// half in Y46 where that holds them, else a quarter in each row. Tile `row · cols + col` of a

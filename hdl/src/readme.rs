@@ -237,7 +237,7 @@ fn files(s: &mut String, cfg: &PipelineConfig, g: &Geo) {
 
 /// The `fpga/` row of the file table: with the ECP5 floorplan where the export writes one.
 fn fpga_row(cfg: &PipelineConfig, g: &Geo) -> &'static str {
-    if crate::ecp5_floorplan::sites(g, cfg.cells.alu).is_some() {
+    if crate::ecp5_floorplan::applies(g, cfg.cells.alu) {
         "pin constraints of the boards below, `fmax.sh` (median Fmax over seeds) and \
          `ecp5_floorplan.ys`: the ECP5-85k synthesis pins each lane's DP16KD tiles together \
          and keeps a copy of the block address per lane (`make ... FLOORPLAN=` places freely)"

@@ -140,19 +140,20 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     // are compared in R2 (r3_p1..6, against the stage ahead a cycle later), so R3 merges the
     // zero flags of the three to six ahead into r4_far."
     };
-    // Floorplanned designs: a copy of y_we a lane (`y_we_cp<lane>`, kept apart by the
+    // Floorplanned designs: y_we as a copy a lane (`y_we_cp<lane>`, kept apart by the
     // floorplan), which the lane's bank write enable reads; one y_we drove every lane's row
     // enables across the die (3.07 ns of routing, an ECP5 seed's critical path).
-    let lanes_we = if crate::ecp5_floorplan::sites(g, cells.alu).is_some() {
-        l
+    let floorplanned = crate::ecp5_floorplan::applies(g, cells.alu);
+    let we_regs: Vec<String> = if floorplanned {
+        (0..l).map(|i| format!("y_we_cp{i}")).collect()
     } else {
-        0
+        vec!["y_we".into()]
     };
-    let we_copies: String = (0..lanes_we).map(|i| format!(", y_we_cp{i}")).collect();
+    let we_decl = we_regs.join(", ");
     let _ = writeln!(
         v,
         "{comment}
-    reg {valids}, y_we{we_copies};
+    reg {valids}, {we_decl};
     reg [1:0] {ops}, x_op;
     reg [{tw1}:0] {tags}, x_tag, y_tag;
     reg [{la1}:0] {addrs};
@@ -185,7 +186,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     );
     // The lower address bits an early compare leaves to R(n-2), and the pieces of the upper
     // ones compared in R(n-3).
-    let (lo_bits, pieces) = if crate::ecp5_floorplan::sites(g, cells.alu).is_some() {
+    let (lo_bits, pieces) = if floorplanned {
         early_split_within(aw, 9)
     } else {
         early_split(aw)
@@ -361,19 +362,21 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             let _ = writeln!(regs, "        {st}_nz <= {prev}_nz;");
         }
     }
-    let we_copies_reset: String = (0..lanes_we)
-        .map(|i| format!("\n            y_we_cp{i} <= 1'b0;"))
-        .collect();
-    let we_copies_set: String = (0..lanes_we)
-        .map(|i| format!("\n            y_we_cp{i} <= x_valid & ({we});"))
-        .collect();
+    let each_we = |value: &str| -> String {
+        let lines: Vec<String> = we_regs
+            .iter()
+            .map(|r| format!("            {r} <= {value};"))
+            .collect();
+        lines.join("\n")
+    };
+    let (we_reset, we_set) = (each_we("1'b0"), each_we(&format!("x_valid & ({we})")));
     let _ = write!(
         v,
         "    always @(posedge clk) begin
         if (rst) begin
-{resets}            y_we <= 1'b0;{we_copies_reset}
+{resets}{we_reset}
         end else begin
-{valids}            y_we <= x_valid & ({we});{we_copies_set}
+{valids}{we_set}
         end
 {regs}"
     );

@@ -81,7 +81,7 @@ pub(crate) fn top_module(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
         };
         // The lane's copies of the management and clear registers, or the shared ones.
         let (clearing, access, clr_addr, mg_addr, mg_wdata) = if copies {
-            // The update's write enable: the lane's copy (`rmw`) of a read-modify-write's.
+            // The update's write enable: the lane's copy of it (`rmw` writes no shared one).
             let _ = writeln!(
                 v,
                 "    wire a_we{lane} = clearing_cp{lane} | mg_write_cp{lane} | ({}_cp{lane});",
@@ -405,7 +405,7 @@ fn management(v: &mut String, cfg: &PipelineConfig, g: &Geo) {
 /// apart). One `mg_access` drove every lane's multiplexers there, and the management state
 /// machine, whose logic it shares, was pulled across the die with it.
 fn lane_copies(cfg: &PipelineConfig, g: &Geo) -> bool {
-    crate::ecp5_floorplan::sites(g, cfg.cells.alu).is_some()
+    crate::ecp5_floorplan::applies(g, cfg.cells.alu)
 }
 
 /// Each lane's copies of `mg_access`, `mg_write`, `clearing`, `clr_addr`, `mg_addr` and its
