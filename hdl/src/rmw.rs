@@ -50,6 +50,7 @@ use crate::cell::{CellAlu, Reduction};
 use crate::geo::{bits, part, Geo};
 use crate::pipeline::PipelineConfig;
 use code::CellCode;
+use stages::Stages;
 
 /// How the execute stage writes the banks: the write enable, the lanes' addresses and cells
 /// (`None`: every cell written is the maximum, the write-through set).
@@ -73,31 +74,12 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let code = CellCode::of_config(cfg);
     let k = code.width(c);
     let lk1 = l as u32 * k - 1;
-    // The bank read takes n cycles (R1..Rn) and a write lands d cycles after Y (the write
-    // port's registers); an operation's read misses the writes of the m + 2 operations ahead
-    // (m = n + d, the forwarding window). X takes the one ahead's cells from Y; Rn merges those
-    // of the 2nd to (m + 2)th ahead, which are then in Y and the m stages after it (`after_y`),
-    // with flags compared in R(n-1) against the addresses of X, Y and the m - 1 stages after Y.
     let n = g.bank_read as usize;
     let m = g.forwarding_window() as usize - 2;
-    let rs: Vec<String> = (1..=n).map(|i| format!("r{i}")).collect();
-    let (rn, rm) = (&rs[n - 1], &rs[n - 2]);
-    let after_y = &["z", "w", "v", "u"][..m];
-    // With a read of three cycles or more, the flags are compared one stage earlier still, in
-    // R(n-2) against the stage that will be ahead a cycle later (`{rm}_p1..`), so that R(n-1)
-    // can merge the zero flags of the three to (m + 2)th ahead (`{rn}_far`) into a register;
-    // the addresses then go one stage less far.
-    let early = n >= 3;
-    let rp = if early { rs[n - 3].as_str() } else { "" };
-    let far_stages = if early { m - 2 } else { m - 1 };
-    // The stages whose zero flags are merged: Y and after_y (early: but the last).
-    let nz_stages = if early { m } else { m + 1 };
-    let compared: Vec<&str> = ["x", "y"]
-        .iter()
-        .chain(&after_y[..far_stages])
-        .copied()
-        .collect();
-    let merged: Vec<&str> = ["y"].iter().chain(after_y).copied().collect();
+    let thermo = code == CellCode::Thermometer;
+    let pipe = Stages::new(n, m, thermo, cfg.forwarding);
+    let (rn, rm, rp, early) = (pipe.rn, pipe.rm, pipe.rp, pipe.early);
+    let (compared, merged) = (&pipe.compared[..], &pipe.merged[..]);
     let ahead = 2..m + 3;
     let with = |names: &[&str], suffix: &str| {
         names
@@ -106,12 +88,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let rr: Vec<&str> = rs.iter().map(String::as_str).collect();
+    let rr = pipe.reads;
     // Codes merge by OR: a class only grows, so the newest write is the largest and every
     // matching stage may be ORed in, without the flags' priority. Codes travel only behind
     // registered banks (a read of four cycles), so the three to (m + 2)th ahead are ORed a
     // stage early, into `{rn}_fcell`, and only the one two ahead (Y) is merged in Rn.
-    let thermo = code == CellCode::Thermometer;
     debug_assert!(
         !thermo || early,
         "thermometer codes only behind registered banks"
@@ -150,6 +131,13 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         vec!["y_we".into()]
     };
     let we_decl = we_regs.join(", ");
+    // The lower address bits an early compare leaves to R(n-2), and the pieces of the upper
+    // ones compared in R(n-3).
+    let (lo_bits, pieces) = if floorplanned {
+        early_split_within(aw, 9)
+    } else {
+        early_split(aw)
+    };
     let _ = writeln!(
         v,
         "{comment}
@@ -164,10 +152,10 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     wire [{lk1}:0] nxt;
     reg x_ins; // x_op == OP_INSERT, registered with it (a select of every cell's update)
     wire x_lookup = (x_op == OP_LOOKUP);",
-        valids = with(&[&rr[..], &compared[..]].concat(), "_valid"),
-        ops = with(&rr, "_op"),
-        tags = with(&rr, "_tag"),
-        addrs = with(&[&rr[..], &compared[..]].concat(), "_addr"),
+        valids = pipe.valid_names(),
+        ops = with(rr, "_op"),
+        tags = with(rr, "_tag"),
+        addrs = with(pipe.addressed(), "_addr"),
         flags_decl = flag_names.join(", "),
         early_decl = if early {
             let p: Vec<String> = (1..m + 3).map(|k| format!("{rm}_p{k}")).collect();
@@ -181,16 +169,9 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
             String::new()
         },
         rn = rn,
-        cells_decl = with(&merged, "_cell"),
+        cells_decl = with(&merged[..pipe.kept_cells], "_cell"),
         tw1 = tw - 1,
     );
-    // The lower address bits an early compare leaves to R(n-2), and the pieces of the upper
-    // ones compared in R(n-3).
-    let (lo_bits, pieces) = if floorplanned {
-        early_split_within(aw, 9)
-    } else {
-        early_split(aw)
-    };
     if early && cfg.forwarding {
         let h: Vec<String> = (1..m + 3).map(|k| format!("{rp}_h{k}")).collect();
         let _ = writeln!(
@@ -209,7 +190,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     if vw > 0 {
         // X takes the class as it is (`x_val`) or as its code (`x_vth`).
         let x = if thermo { "" } else { ", x_val" };
-        let _ = writeln!(v, "    reg [{}:0] {}{x};", vw - 1, with(&rr, "_val"));
+        let _ = writeln!(v, "    reg [{}:0] {}{x};", vw - 1, with(rr, "_val"));
         if thermo {
             let _ = writeln!(
                 v,
@@ -243,7 +224,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     wire [{l1}:0] other_next_nz, rd_nz, fwd_any, fwd_nz;
     wire [{l1}:0] nz;
     wire [{l1}:0] nxt_nz;",
-            nzs = with(&merged[..nz_stages], "_nz"),
+            nzs = with(&merged[..pipe.nz_stages], "_nz"),
         );
         if counter {
             alu::decision_copies(v, groups);
@@ -276,7 +257,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         let merge_of = |sig: &dyn Fn(&str) -> String| -> String {
             ahead
                 .clone()
-                .zip(&merged)
+                .zip(merged)
                 .map(|(k, m)| format!("{rn}_m{k}[{lane}] ? {} : ", sig(m)))
                 .collect()
         };
@@ -332,36 +313,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     }
     // The valid bits and addresses pass f0 -> R1 .. Rn -> X -> Y -> the compared stages after
     // Y; ops and tags go as far as X (tags to Y), the cells from Y through `after_y`.
-    let chain: Vec<&str> = ["f0"].iter().chain(&rr).chain(&compared).copied().collect();
-    let (mut resets, mut valids, mut regs) = (String::new(), String::new(), String::new());
-    for (prev, st) in chain.iter().zip(&chain[1..]) {
-        let _ = writeln!(resets, "            {st}_valid <= 1'b0;");
-        let _ = writeln!(valids, "            {st}_valid <= {prev}_valid;");
-    }
-    for (i, st) in rr.iter().chain(&["x"]).enumerate() {
-        let prev = chain[i];
-        let tag = if i == 0 {
-            format!("f0_tag[{}:0]", tw - 1)
-        } else {
-            format!("{prev}_tag")
-        };
-        let _ = writeln!(
-            regs,
-            "        {st}_op <= {prev}_op;\n        {st}_tag <= {tag};\n        {st}_addr <= {prev}_addr;"
-        );
-    }
-    let _ = writeln!(regs, "        x_ins <= ({rn}_op == OP_INSERT);");
-    regs.push_str("        x_other <= other_next;\n        y_tag <= x_tag;\n        y_addr <= x_addr;\n        y_cell <= nxt;\n");
-    for (k, st) in after_y.iter().enumerate() {
-        let prev = merged[k];
-        if k < far_stages {
-            let _ = writeln!(regs, "        {st}_addr <= {prev}_addr;");
-        }
-        let _ = writeln!(regs, "        {st}_cell <= {prev}_cell;");
-        if flags && k + 1 < nz_stages {
-            let _ = writeln!(regs, "        {st}_nz <= {prev}_nz;");
-        }
-    }
+    let [resets, valids, regs] = pipe.registers(v, l, aw, lo_bits, tw, flags);
     let each_we = |value: &str| -> String {
         let lines: Vec<String> = we_regs
             .iter()
@@ -431,13 +383,13 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         let off = "1'b0 /* forwarding removed (test design) */";
         // Distance k: the stage ahead when compared in R(n-1), or (early) the one before it,
         // which a cycle later is that stage, compared in R(n-2).
-        let one_ahead: Vec<&str> = [rn.as_str()].iter().chain(&compared).copied().collect();
+        let one_ahead: Vec<&str> = [rn].iter().chain(compared).copied().collect();
         let (at, stages, flag) = if early {
-            (rp, &one_ahead, format!("{rm}_p"))
+            (rp, &one_ahead[..], format!("{rm}_p"))
         } else {
-            (rm.as_str(), &compared, format!("{rn}_m"))
+            (rm, compared, format!("{rn}_m"))
         };
-        let nearest = if early { rm.as_str() } else { rn.as_str() };
+        let nearest = if early { rm } else { rn };
         for (k, st) in (1..).zip([nearest].iter().chain(stages.iter())) {
             let eq = if cfg.forwarding && early {
                 // Split in two cycles: the upper address bits a stage earlier still, between
@@ -447,12 +399,12 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 // valid bit was the critical path once the loop was one LUT (4.75-4.98 ns),
                 // then the upper 6 bits with the valid bit in one register (two LUT levels,
                 // 4.2-4.5 ns).
-                let before = |s: &str| {
-                    let i = chain.iter().position(|c| *c == s);
-                    chain[i.expect("every compared stage is in the chain") - 1]
+                let lo = |s: &str| {
+                    let narrowed = pipe.narrow && s == compared[compared.len() - 1];
+                    let w = if narrowed { lo_bits } else { aw };
+                    bits(&format!("{s}_addr"), lane as u32 * w, lo_bits)
                 };
-                let lo = |s: &str| bits(s, lane as u32 * aw, lo_bits);
-                let (atp, stp) = (before(at), before(st));
+                let (atp, stp) = (pipe.before(at), pipe.before(st));
                 for i in 0..pieces {
                     let at_bit = lo_bits + 2 * i;
                     let w = 2.min(aw - at_bit);
@@ -475,8 +427,8 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 format!(
                     "(&{}) & ({} == {})",
                     bits(&format!("{rp}_h{k}"), lane as u32 * pieces, pieces),
-                    lo(&format!("{at}_addr")),
-                    lo(&format!("{st}_addr"))
+                    lo(at),
+                    lo(st)
                 )
             } else if cfg.forwarding {
                 format!(
@@ -504,7 +456,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         }
         if thermo {
             let far: Vec<String> = (3..m + 3)
-                .zip(&merged)
+                .zip(merged)
                 .map(|(a, st)| {
                     gated(
                         k,
@@ -522,7 +474,7 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         }
         if early && flags {
             let far: String = (3..m + 3)
-                .zip(&merged)
+                .zip(merged)
                 .map(|(k, st)| format!("{rm}_p{k}[{lane}] ? {st}_nz[{lane}] : "))
                 .collect();
             let hit: Vec<String> = (3..m + 3).map(|k| format!("{rm}_p{k}[{lane}]")).collect();
@@ -587,5 +539,6 @@ mod alu;
 pub(crate) mod code;
 mod min_tree;
 mod split;
+mod stages;
 #[cfg(test)]
 mod tests;

@@ -249,9 +249,15 @@ fn forwarding_is_what_makes_back_to_back_operations_correct() {
 
 #[test]
 fn counting_rtl_is_lint_clean_and_synthesizable() {
+    // Each design behind plain banks, then behind registered ones.
     let designs: Vec<_> = matrix()
-        .iter()
-        .map(|c| generate_counting(c).unwrap())
+        .into_iter()
+        .chain(matrix().into_iter().map(|mut c| {
+            c.base.registered_banks = true;
+            c.base.top_name.push_str("_rb");
+            c
+        }))
+        .map(|c| generate_counting(&c).unwrap())
         .collect();
     assert!(designs.iter().all(|d| d.rtl.contains("forwarding")));
     // The smallest design first: its counter banks must be memories, not flip-flops.

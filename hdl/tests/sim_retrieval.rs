@@ -195,7 +195,9 @@ fn retrieval_pipelines_are_lint_clean_and_refuse_bad_shapes() {
     let cs = cases();
     let rtl: Vec<_> = cs
         .iter()
-        .map(|c| generate_pipeline(&c.cfg).unwrap())
+        .map(|c| c.cfg.clone())
+        .chain(cs.iter().map(|c| registered(c.cfg.clone())))
+        .map(|c| generate_pipeline(&c).unwrap())
         .collect();
     lint_and_synthesize(&rtl);
     let mut two_ports = cs[0].cfg.clone();

@@ -183,12 +183,17 @@ fn spatial_forwarding_is_exercised() {
     }
 }
 
-/// Every ALU and reduction the generator takes is lint-clean (the spatial designs, a counting
-/// design answering its minimum, a max design answering membership), the banks are block RAM,
-/// and combinations it cannot build are refused.
+/// Every ALU and reduction the generator takes is lint-clean (the spatial designs, behind plain
+/// and registered banks, a counting design answering its minimum, a max design answering
+/// membership), the banks are block RAM, and combinations it cannot build are refused.
 #[test]
 fn cell_pipelines_are_lint_clean_and_synthesizable() {
     let mut designs = matrix();
+    // Registered banks: 4-bit classes as thermometer codes, one tile a lane and floorplanned
+    // (several DP16KD a lane), and 8-bit classes floorplanned.
+    designs.extend([(64, 4), (1000, 4), (1000, 8)].map(|(blocks, bits)| {
+        common::registered(scfg(Layout::L8x32, blocks, KeyMode::Prehashed, bits))
+    }));
     let others = [
         (
             Layout::L16x64,
