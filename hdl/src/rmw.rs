@@ -77,6 +77,8 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
     let n = g.bank_read as usize;
     let m = g.forwarding_window() as usize - 2;
     let thermo = code == CellCode::Thermometer;
+    // Binary classes: the max's compare a cycle ahead of the loop (`alu`).
+    let lookahead = cells.alu == CellAlu::Max && !thermo;
     let pipe = Stages::new(n, m, thermo, cfg.forwarding);
     let (rn, rm, rp, early) = (pipe.rn, pipe.rm, pipe.rp, pipe.early);
     let (compared, merged) = (&pipe.compared[..], &pipe.merged[..]);
@@ -193,6 +195,14 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         // X takes the class as it is (`x_val`) or as its code (`x_vth`).
         let x = if thermo { "" } else { ", x_val" };
         let _ = writeln!(v, "    reg [{}:0] {}{x};", vw - 1, with(rr, "_val"));
+        if lookahead {
+            let _ = writeln!(
+                v,
+                "    reg [{l1}:0] y_g, x_f; // the decision of the one in Y; the class behind above X's cell\n    reg x_gt_pval; // the class behind above X's\n    reg [{}:0] {}; // x_val, a copy a lane",
+                vw - 1,
+                (0..l).map(|i| format!("x_val_cp{i}")).collect::<Vec<_>>().join(", ")
+            );
+        }
         if thermo {
             let _ = writeln!(
                 v,
@@ -339,6 +349,15 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
         let to_x: &[&str] = if thermo { &[] } else { &["x"] };
         for (prev, st) in rr.iter().zip(rr[1..].iter().chain(to_x)) {
             let _ = writeln!(v, "        {st}_val <= {prev}_val;");
+        }
+        if lookahead {
+            let _ = writeln!(v, "        x_gt_pval <= ({rn}_val > x_val);");
+            for lane in 0..l {
+                let _ = writeln!(
+                    v,
+                    "        y_g[{lane}] <= g{lane};\n        x_f[{lane}] <= ({rn}_val > cur{lane});\n        x_val_cp{lane} <= {rn}_val;"
+                );
+            }
         }
         if thermo {
             let _ = writeln!(

@@ -45,9 +45,16 @@ pub(super) fn alu_lane(
             }
         }
         CellAlu::Max => {
+            // max(cell, class) without a compare in the loop from Y: where the cell comes
+            // from Y (`x_fw_y`), "the class is above it" is known a cycle ahead, from the one
+            // ahead's decision `y_g`: above its class (`x_gt_pval`) if it raised the cell,
+            // else above the cell it found (`x_f`), both registered while it was in X. The
+            // loop is then Y -> one multiplexer -> Y; the compares end in registers.
             let _ = writeln!(
                 v,
-                "    assign {nxt} = (x_ins & (x_val > cur{lane})) ? x_val : cur{lane};"
+                "    wire g{lane} = x_ins & (x_fw_y[{lane}] ? (y_g[{lane}] ? x_gt_pval : x_f[{lane}]) : (x_val_cp{lane} > {other}));
+    assign {nxt} = g{lane} ? x_val_cp{lane} : cur{lane};",
+                other = part("x_other", lane, c),
             );
             if flags {
                 let _ = writeln!(
