@@ -421,8 +421,11 @@ pub(crate) fn execute(v: &mut String, cfg: &PipelineConfig, g: &Geo) -> Update {
                 // then the upper 6 bits with the valid bit in one register (two LUT levels,
                 // 4.2-4.5 ns).
                 let lo = |s: &str| {
-                    let narrowed = pipe.narrow && s == compared[compared.len() - 1];
-                    let w = if narrowed { lo_bits } else { aw };
+                    let w = if pipe.narrow_stage() == Some(s) {
+                        lo_bits
+                    } else {
+                        aw
+                    };
                     bits(&format!("{s}_addr"), lane as u32 * w, lo_bits)
                 };
                 let (atp, stp) = (pipe.before(at), pipe.before(st));

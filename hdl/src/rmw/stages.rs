@@ -97,6 +97,11 @@ impl Stages {
         self.chain[i.expect("every compared stage is in the chain") - 1]
     }
 
+    /// The stage that keeps only each lane's lower address bits (`narrow`), if any.
+    pub fn narrow_stage(&self) -> Option<&'static str> {
+        self.narrow.then(|| self.compared[self.compared.len() - 1])
+    }
+
     /// The stages after f0 with an address register (full width; a narrow last one apart).
     pub fn addressed(&self) -> &[&'static str] {
         &self.chain[1..self.chain.len() - usize::from(self.narrow)]
@@ -132,12 +137,11 @@ impl Stages {
             let _ = writeln!(resets, "            {st}_valid <= 1'b0;");
             let _ = writeln!(valids, "            {st}_valid <= {prev}_valid;");
         }
-        if self.narrow {
+        if let Some(st) = self.narrow_stage() {
             let _ = writeln!(
                 v,
-                "    reg [{}:0] {}_addr; // the lower address bits, {lo_bits} a lane",
+                "    reg [{}:0] {st}_addr; // the lower address bits, {lo_bits} a lane",
                 l as u32 * lo_bits - 1,
-                self.compared[self.compared.len() - 1]
             );
         }
         for (i, st) in self.reads.iter().chain(&["x"]).enumerate() {
