@@ -36,16 +36,29 @@ pub enum NameError {
     TooLong,
     /// The name holds a control character or a comma (commas separate names on the command line).
     BadCharacter,
+    /// The name begins or ends with white space ("deny " would show as a second "deny").
+    Padded,
 }
 
 messages!(NameError {
     Empty => "a class name is empty",
     TooLong => "a class name is longer than 255 bytes",
     BadCharacter => "a class name holds a control character or a comma",
+    Padded => "a class name begins or ends with white space",
 });
 
-/// Checks that `name` can name a class.
+/// Checks that `name` can name a new class. A file's class table is read with one rule less:
+/// names written before writers refused white space around them ([`NameError::Padded`]) still
+/// open.
 pub fn check_name(name: &str) -> Result<(), NameError> {
+    if name.trim() != name {
+        return Err(NameError::Padded);
+    }
+    check_stored_name(name)
+}
+
+/// [`check_name`] without the white-space rule: what a reader accepts.
+pub fn check_stored_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
         return Err(NameError::Empty);
     }
@@ -95,7 +108,8 @@ impl<'a> ClassTable<'a> {
         let mut at = 0usize;
         for i in 0..classes {
             let name = table.name_at(&mut at)?;
-            check_name(name).map_err(|_| bad("a class name is empty or holds a bad character"))?;
+            check_stored_name(name)
+                .map_err(|_| bad("a class name is empty or holds a bad character"))?;
             let mut other_at = 0usize;
             for _ in 0..i {
                 if table.name_at(&mut other_at)? == name {

@@ -14,7 +14,7 @@ use crate::kind_meta;
 use crate::math::{self, SizingError};
 use crate::params::{MergeError, Params};
 use crate::reference::FilterRef;
-use crate::spatial::{check_name, ClassTable, NameError};
+use crate::spatial::{check_name, check_stored_name, ClassTable, NameError};
 use crate::stats::Stats;
 use crate::write_file::{FileParts, WriteFile};
 
@@ -133,6 +133,27 @@ impl SpatialFilter {
         cell_bits: u32,
         names: &[S],
     ) -> Result<SpatialFilter, SpatialError> {
+        SpatialFilter::empty(shape, cell_bits, names, check_name)
+    }
+
+    /// [`SpatialFilter::new`] with the names checked as a file's class table is read (a name
+    /// with white space around it, which earlier writers let through, is kept): for a filter
+    /// remade from one that was read, e.g. a device copy coming back.
+    pub fn with_stored_names<S: AsRef<str>>(
+        shape: Params,
+        cell_bits: u32,
+        names: &[S],
+    ) -> Result<SpatialFilter, SpatialError> {
+        SpatialFilter::empty(shape, cell_bits, names, check_stored_name)
+    }
+
+    /// An empty filter whose names pass `check`.
+    fn empty<S: AsRef<str>>(
+        shape: Params,
+        cell_bits: u32,
+        names: &[S],
+        check: fn(&str) -> Result<(), NameError>,
+    ) -> Result<SpatialFilter, SpatialError> {
         let bits = match CellBits::from_bits(cell_bits) {
             Some(b @ (CellBits::Four | CellBits::Eight | CellBits::Sixteen)) => b,
             _ => return Err(SpatialError::CellBits(cell_bits)),
@@ -145,7 +166,7 @@ impl SpatialFilter {
         }
         let mut owned: Vec<String> = Vec::with_capacity(names.len());
         for name in names.iter().map(AsRef::as_ref) {
-            check_name(name).map_err(|error| SpatialError::Name {
+            check(name).map_err(|error| SpatialError::Name {
                 name: name.to_string(),
                 error,
             })?;

@@ -80,6 +80,28 @@ fn construction_refuses_what_the_cells_cannot_hold() {
 }
 
 #[test]
+fn names_padded_with_white_space_are_refused_but_still_read() {
+    let p = shape(Layout::L8x32, 8);
+    for padded in ["deny ", " deny", "deny\u{a0}", "\tdeny"] {
+        let err = SpatialFilter::new(p, 4, &["allow", padded]).expect_err(padded);
+        assert!(err.to_string().contains("white space"), "{padded:?}: {err}");
+    }
+    // A file an earlier writer made with "deny " (the name's space written over "denyX").
+    let mut bytes = SpatialFilter::new(p, 4, &["allow", "denyX"])
+        .unwrap()
+        .to_file_bytes();
+    let at = bytes.windows(5).position(|w| w == b"denyX").unwrap();
+    bytes[at + 4] = b' ';
+    rechecksum(&mut bytes);
+    let back = SpatialFilter::from_file_bytes(&bytes).expect("a padded stored name reads");
+    assert_eq!(back.class_names(), ["allow", "deny "]);
+    // Remade from what was read (a device copy coming back, a key type learnt): kept.
+    let again = SpatialFilter::with_stored_names(p, 4, back.class_names()).unwrap();
+    assert_eq!(again.class_names(), back.class_names());
+    assert!(SpatialFilter::with_stored_names(p, 4, &["a,b"]).is_err());
+}
+
+#[test]
 fn files_round_trip_with_their_names_and_counts() {
     let mut f =
         SpatialFilter::new(shape(Layout::L16x64, 33), 16, &["deny", "mirror", "allow"]).unwrap();

@@ -113,7 +113,7 @@ impl GpuSpatialFilter {
     pub fn download(&self) -> Result<SpatialFilter, GpuError> {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
         let bits = self.cells.cell_bits().bits();
-        let mut f = SpatialFilter::new(*self.cells.params(), bits, &names)
+        let mut f = SpatialFilter::with_stored_names(*self.cells.params(), bits, &names)
             .map_err(|e| GpuError::Spatial(e.to_string()))?;
         {
             let mut view = f.as_view_mut();

@@ -43,8 +43,12 @@ impl PySpatialFilter {
             && self.held.take_learning()
         {
             let names = f.class_names().to_vec();
-            *f = SpatialFilter::new(p.with_key_type(keys), f.cell_bits().bits(), &names)
-                .map_err(|e| Error::value(e.to_string()))?;
+            *f = SpatialFilter::with_stored_names(
+                p.with_key_type(keys),
+                f.cell_bits().bits(),
+                &names,
+            )
+            .map_err(|e| Error::value(e.to_string()))?;
         }
         check_kind_keys(f.params(), keys, "SpatialFilter")
     }

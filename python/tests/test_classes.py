@@ -159,6 +159,7 @@ def test_spatial_files_pickle_bytes(tmp_path):
 
 @pytest.mark.parametrize("args,kwargs,err,msg", [
     ((["a"] * 2, 10), {}, ValueError, "given twice"),
+    ((["allow", "deny "], 10), {}, ValueError, "white space"),
     (([], 10), {}, ValueError, "classes"),
     ((["c%d" % i for i in range(16)], 10), dict(cell_bits=4), ValueError, "do not fit"),
     ((["a"], 10), dict(cell_bits=5), ValueError, "4, 8 or 16"),

@@ -246,6 +246,17 @@ impl Probe {
         }
         timed.done();
     }
+
+    /// Hashes every key with `seed` as this probe's bulk operations do (integer keys in
+    /// vector lanes): `out[i]` is key `i`'s hash, the core's [`Keys::hash`]. For callers that
+    /// need the hashes themselves, e.g. to find repeated keys.
+    ///
+    /// # Panics
+    /// If `out.len() != keys.len()`.
+    pub fn hash_keys(&self, keys: Keys<'_>, seed: u64, out: &mut [u64]) {
+        assert_eq!(out.len(), keys.len(), "one hash per key");
+        kind_entry::hash_into(self, keys, seed, out)
+    }
 }
 
 /// Hooks for the benchmarks; not a stable API.

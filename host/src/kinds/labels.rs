@@ -8,6 +8,9 @@ use bloomlanes_core::retrieval::{RetrievalError, RetrievalSpec, RetrievalTable};
 use bloomlanes_core::{
     AnyFilter, CountingFilter, KeyType, Keys, Params, SpatialError, SpatialFilter,
 };
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use bloomlanes_simd::{Classes, Probe, Schedule};
 
 use crate::error::{Error, Result};
@@ -42,6 +45,122 @@ pub fn build_spatial(
         Schedule::AllCores,
     )?;
     Ok(f)
+}
+
+/// Keys of a spatial build listed in more than one class ([`class_conflicts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassConflicts {
+    /// Distinct keys listed with two or more classes.
+    pub keys: u64,
+    /// One of them: the index of its first listing in its lowest class, and of a listing in
+    /// its highest class (the class the filter reports).
+    pub example: Option<(usize, usize)>,
+}
+
+/// The keys of `keys` that `classes` lists in more than one class, once `f` holds them all. A
+/// spatial filter keeps the highest class of such a key (as a rule table with priorities
+/// would), so its other listings are never reported: a rule table with two actions for one
+/// key is usually a mistake worth a warning.
+///
+/// Cheap when there are none: one batch of lookups finds the keys reported above their class
+/// (listed higher elsewhere, or emersion); only when some are does a second pass hash every key
+/// to find the other listings of those, and compares the keys themselves, not only hashes.
+///
+/// # Panics
+/// If `classes.len() != keys.len()`.
+pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> ClassConflicts {
+    assert_eq!(classes.len(), keys.len(), "one class per key");
+    let probe = Probe::active();
+    let mut got = vec![0u32; keys.len()];
+    probe.par_min_cells(f, keys, &mut got);
+    let seed = f.params().seed;
+    // Listings seen of each key reported above its class: (class, first index) pairs.
+    let mut seen: HashMap<u64, Vec<(u16, usize)>, BuildHasherDefault<HashIsKey>> = got
+        .iter()
+        .zip(classes)
+        .enumerate()
+        .filter(|(_, (&g, &c))| g != u32::from(c))
+        .map(|(i, _)| (keys.hash(i, seed), Vec::new()))
+        .collect();
+    if seen.is_empty() {
+        return ClassConflicts::default();
+    }
+    let mut hashes = vec![0u64; HASH_CHUNK.min(keys.len())];
+    for start in (0..keys.len()).step_by(HASH_CHUNK) {
+        let end = (start + HASH_CHUNK).min(keys.len());
+        let hashes = &mut hashes[..end - start];
+        probe.hash_keys(keys.slice(start..end), seed, hashes);
+        for (i, &h) in (start..end).zip(hashes.iter()) {
+            if let Some(listed) = seen.get_mut(&h) {
+                // A hash shared by two different keys is told apart by the keys' own bytes.
+                let c = classes[i];
+                if !listed.iter().any(|&(d, j)| d == c && same_key(keys, i, j)) {
+                    listed.push((c, i));
+                }
+            }
+        }
+    }
+    let mut out = ClassConflicts::default();
+    for listed in seen.values() {
+        let mut done = vec![false; listed.len()];
+        for a in 0..listed.len() {
+            if done[a] {
+                continue;
+            }
+            // Every class the key of `listed[a]` is listed in, each with its first listing.
+            let same: Vec<(u16, usize)> = (a..listed.len())
+                .filter(|&b| same_key(keys, listed[a].1, listed[b].1))
+                .map(|b| {
+                    done[b] = true;
+                    listed[b]
+                })
+                .collect();
+            let low = *same.iter().min().expect("holds listed[a]");
+            let high = *same.iter().max().expect("holds listed[a]");
+            if low.0 != high.0 {
+                out.keys += 1;
+                let earliest = same.iter().map(|&(_, i)| i).min().expect("non-empty");
+                if out.example.is_none_or(|(i, j)| earliest < i.min(j)) {
+                    out.example = Some((low.1, high.1));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Keys hashed at a time by [`class_conflicts`]'s second pass (a buffer that stays in L1).
+const HASH_CHUNK: usize = 4096;
+
+/// The hasher of a map keyed by key hashes: XXH64 is already uniform, so the map takes the
+/// hash as it is (a general-purpose hasher would cost more than the rest of the pass).
+#[derive(Default)]
+struct HashIsKey(u64);
+
+impl Hasher for HashIsKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the map's keys are `u64`); any other input still hashes.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// Whether keys `i` and `j` of `keys` are the same key.
+fn same_key(keys: Keys<'_>, i: usize, j: usize) -> bool {
+    match keys {
+        Keys::U64(v) | Keys::Hashes(v) => v[i] == v[j],
+        Keys::Records(r) => r.get(i) == r.get(j),
+        Keys::Strings(s) => s.get(i) == s.get(j),
+    }
 }
 
 /// A retrieval table mapping key `i` to `values[i]`, built by the SIMD crate's passes on every
@@ -161,5 +280,52 @@ impl<'a> Labeller<'a> {
         if !matches!(self, Labeller::Retrieval(_)) {
             probe.nonzero_bits(&out.values, &mut out.found);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloomlanes_core::Layout;
+
+    fn filter_of(keys: &[u64], classes: &[u16]) -> SpatialFilter {
+        let shape = Params::new(Layout::L8x32, 64);
+        let names = ["allow", "mirror", "deny"].map(String::from);
+        build_spatial(shape, 4, &names, Keys::U64(keys), classes).unwrap()
+    }
+
+    #[test]
+    fn a_key_in_two_classes_is_counted_once_with_its_lowest_and_highest_listing() {
+        // Key 1 in classes 1 and 3, key 2 twice in class 1, key 4 twice in class 2, key 5
+        // first high then low.
+        let keys = [1u64, 2, 3, 1, 2, 4, 4, 5, 5, 1];
+        let classes = [1u16, 1, 2, 3, 1, 2, 2, 3, 1, 2];
+        let f = filter_of(&keys, &classes);
+        let c = class_conflicts(&f, Keys::U64(&keys), &classes);
+        assert_eq!(c.keys, 2, "keys 1 and 5");
+        assert_eq!(c.example, Some((0, 3)), "key 1: class 1 at 0, class 3 at 3");
+        let (keys, classes) = ([5u64, 5, 6], [3u16, 1, 1]);
+        let f = filter_of(&keys, &classes);
+        let c = class_conflicts(&f, Keys::U64(&keys), &classes);
+        assert_eq!((c.keys, c.example), (1, Some((1, 0))));
+    }
+
+    #[test]
+    fn distinct_keys_are_never_a_conflict() {
+        let keys: Vec<u64> = (0..5000).collect();
+        let classes: Vec<u16> = (0..5000).map(|k| (k % 3 + 1) as u16).collect();
+        let f = filter_of(&keys, &classes);
+        let mut got = vec![0u32; keys.len()];
+        Probe::active().min_cells(&f, Keys::U64(&keys), &mut got);
+        let emerged = got
+            .iter()
+            .zip(&classes)
+            .filter(|(g, c)| **g != u32::from(**c));
+        assert!(
+            emerged.count() > 100,
+            "a crowded filter: emersion to tell apart"
+        );
+        let c = class_conflicts(&f, Keys::U64(&keys), &classes);
+        assert_eq!(c, ClassConflicts::default());
     }
 }

@@ -19,22 +19,24 @@ use serde_json::json;
 
 use crate::inputs::{describe_inputs, inputs_json};
 use crate::kind::kind_json;
-use crate::output::{emit, say};
+use crate::output::{emit, say, Warnings};
 use crate::Ctx;
 
 /// The options of the labelled kinds (spatial filters and retrieval tables).
 #[derive(Args, Debug)]
 pub struct LabelArgs {
     /// Spatial filters: the CSV column holding each key's class name (a header name or a
-    /// 0-based index; the key is --csv-column).
+    /// 0-based index; the key is --csv-column). Spaces around a name are ignored; a key
+    /// listed in two classes is kept in the higher one, with a warning naming both lines.
     #[arg(long, value_name = "NAME|INDEX", conflicts_with = "class")]
     pub class_column: Option<String>,
     /// Spatial filters: the classes numbered from 1 in the order given, lowest priority
     /// first, as Python's `SpatialFilter([...])` numbers its list: `--classes
     /// allow,mirror,deny` makes allow class 1, mirror 2 and deny 3, and the higher number wins
     /// where keys of two classes share a cell, so a key may be reported in a higher class than
-    /// its own (emersion), never a lower one. A class not listed is an error [default: the
-    /// order in which the classes first appear, first = class 1].
+    /// its own (emersion), never a lower one. A class not listed is an error; spaces around
+    /// names are ignored [default: the order in which the classes first appear, first =
+    /// class 1].
     #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
     pub classes: Option<Vec<String>>,
     /// Spatial filters: one input per class, `NAME=FILE` (repeated; numbered from 1 in the
@@ -72,9 +74,12 @@ impl ClassNames {
     /// The class number of `field`, from 1 (a new name joins at the end unless the classes
     /// are fixed).
     fn number(&mut self, field: &[u8]) -> std::result::Result<u16, String> {
+        // Spaces around a name are the file's or the command line's, not the name's: "deny "
+        // in a hand-edited CSV is class deny.
         let name = std::str::from_utf8(field)
-            .map_err(|_| "the class name is not UTF-8 text".to_string())?;
-        if name.trim().is_empty() {
+            .map_err(|_| "the class name is not UTF-8 text".to_string())?
+            .trim();
+        if name.is_empty() {
             return Err("the class name is empty".into());
         }
         if let Some(i) = self.order.iter().position(|n| n == name) {
@@ -136,14 +141,15 @@ pub fn run(
     output: &Path,
 ) -> Result<ExitCode> {
     let start = Instant::now();
+    let mut warnings = Warnings::default();
     let (filter, summaries) = if spatial {
-        build_spatial(la, inputs, opts, &builder)?
+        build_spatial(la, inputs, opts, &builder, &mut warnings)?
     } else {
         build_retrieval(la, inputs, opts, &builder)?
     };
     let seconds = start.elapsed().as_secs_f64();
     store::save_any(output, &filter)?;
-    report(ctx, output, &filter, &summaries, seconds)
+    report(ctx, output, &filter, &summaries, seconds, &warnings)
 }
 
 fn only(v: bool, flag: &str, kind: &str) -> Result<()> {
@@ -273,6 +279,7 @@ fn build_spatial(
     inputs: &[PathBuf],
     opts: &InputOptions,
     builder: &FilterBuilder,
+    warnings: &mut Warnings,
 ) -> Result<(AnyFilter, Vec<InputSummary>)> {
     let read = read_spatial(la, inputs, opts)?;
     // Sized for the distinct keys as a static build of the same keys is (issue #27: the same
@@ -290,7 +297,67 @@ fn build_spatial(
         &read.classes,
     )
     .map_err(|e| Error::usage(e.to_string()))?;
+    let conflicts = labels::class_conflicts(&f, read.keys.keys(), &read.classes);
+    if let Some((low, high)) = conflicts.example {
+        warnings.warn(conflict_warning(
+            la,
+            inputs,
+            opts,
+            &read,
+            conflicts.keys,
+            low,
+            high,
+        ));
+    }
     Ok((AnyFilter::Spatial(f), read.summaries))
+}
+
+/// The warning for `keys` keys listed in two or more classes, naming one: listed at `low` in
+/// its lowest class and at `high` in its highest (the one reported).
+fn conflict_warning(
+    la: &LabelArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    read: &SpatialInput,
+    keys: u64,
+    low: usize,
+    high: usize,
+) -> String {
+    let name = |i: usize| &read.names[usize::from(read.classes[i]) - 1];
+    let place = |i: usize| match &la.class_column {
+        Some(column) => {
+            let column = LabelColumn {
+                name: column,
+                flag: "--class-column",
+            };
+            pairs::locate(inputs, opts, column, i)
+                .map(|(path, line)| format!(" ({}: line {line})", path.display()))
+                .unwrap_or_default()
+        }
+        // One input per class: the class's file.
+        None => la
+            .class
+            .iter()
+            .find_map(|spec| spec.split_once('=').filter(|(n, _)| n.trim() == name(i)))
+            .map(|(_, file)| format!(" ({file})"))
+            .unwrap_or_default(),
+    };
+    let others = match keys {
+        1 => String::new(),
+        2 => " (and 1 other key)".to_string(),
+        n => format!(" (and {} other keys)", n - 1),
+    };
+    format!(
+        "key {:?} is listed in class {}{} and in class {}{}{others}: the filter reports it as \
+         {}, the higher-numbered class, never as {}",
+        read.keys.display(low),
+        name(low),
+        place(low),
+        name(high),
+        place(high),
+        name(high),
+        name(low),
+    )
 }
 
 /// Reads the keys and values of `build --kind retrieval`, with the table's widths.
@@ -402,6 +469,7 @@ fn report(
     filter: &AnyFilter,
     summaries: &[InputSummary],
     seconds: f64,
+    warnings: &Warnings,
 ) -> Result<ExitCode> {
     let p = *filter.params();
     let keys: u64 = summaries.iter().map(|s| s.keys).sum();
@@ -417,6 +485,7 @@ fn report(
             "key_type": p.key_type.to_string(),
             "seconds": seconds,
             "labels": crate::stats::label_figures(filter),
+            "warnings": warnings.json(),
         }))
         .map(|()| ExitCode::SUCCESS);
     }
