@@ -140,7 +140,9 @@ pub fn insert(
             }),
         },
         AnyFilter::Spatial(_) => Err(Error::usage(
-            "a spatial filter takes each key with its class: build it with --kind spatial",
+            "a spatial filter takes each key with its class: insert with classes (`bloomlanes \
+             insert --class NAME` or `--class-column C`; the SIMD crate's \
+             `insert_spatial_filter`)",
         )),
         AnyFilter::Retrieval(_) => Err(Error::usage(
             "a retrieval table is built once from its keys and values; it takes no inserts",

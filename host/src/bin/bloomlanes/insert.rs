@@ -8,7 +8,7 @@ use std::time::Instant;
 use bloomlanes_host::kinds::{self, ops};
 use bloomlanes_host::ops::stream::insert_streamed;
 use bloomlanes_host::store::lock::WriteLock;
-use bloomlanes_host::{backend, store, AnyFilter, KeyType, Result, Stage};
+use bloomlanes_host::{backend, store, AnyFilter, Error, KeyType, Result, Stage};
 use bloomlanes_input::InputSummary;
 use clap::Args;
 use serde_json::{json, Map, Value};
@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::args::BackendArg;
 use crate::build::now_nanos;
 use crate::inputs::{describe_inputs, inputs_json, InputArgs};
+use crate::insert_classes::{self, ClassArgs};
 use crate::kind::kind_json;
 use crate::opened::Opened;
 use crate::output::{check_output, emit, say, Warnings};
@@ -73,6 +74,8 @@ pub struct InsertArgs {
     /// others take the core's per-key path for the kinds other than static).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    #[command(flatten)]
+    classes: ClassArgs,
 }
 
 /// A changed filter, written: what the reports of `insert` and `delete` share.
@@ -130,16 +133,45 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let engine = backend::select(a.backend.into(), 0)?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
-    let (summaries, key_type) = insert_streamed(
-        &*engine,
-        &mut filter,
-        &e.inputs,
-        &e.input.options(),
-        now_nanos(),
-        &mut |p| bar.update(p),
-    )?;
+    let (summaries, key_type, conflict) = match (&mut filter, a.classes.given()) {
+        (AnyFilter::Spatial(f), true) => {
+            let opts = e.input.options();
+            let r = insert_classes::insert(&*engine, f, &a.classes, &e.inputs, &opts, &mut bar)?;
+            (r.summaries, r.key_type, r.conflict)
+        }
+        (AnyFilter::Spatial(f), false) => {
+            return Err(Error::usage(format!(
+                "{} is a spatial filter: each key goes in with its class, --class NAME (every \
+                 key of the inputs) or --class-column C (a CSV column beside --csv-column); its \
+                 classes: {}",
+                e.filter.display(),
+                f.class_names().join(", ")
+            )))
+        }
+        (f, true) => {
+            return Err(Error::usage(format!(
+                "--class and --class-column are for spatial filters; {} is a {} filter",
+                e.filter.display(),
+                f.params().kind.name()
+            )))
+        }
+        (f, false) => {
+            let (s, k) = insert_streamed(
+                &*engine,
+                f,
+                &e.inputs,
+                &e.input.options(),
+                now_nanos(),
+                &mut |p| bar.update(p),
+            )?;
+            (s, k, None)
+        }
+    };
     let inserted: u64 = summaries.iter().map(|s| s.keys).sum();
-    let warnings = e.key_type_warnings(&filter, key_type)?;
+    let mut warnings = e.key_type_warnings(&filter, key_type)?;
+    if let Some(c) = conflict {
+        warnings.warn(c);
+    }
     let seconds = start.elapsed().as_secs_f64();
     let saved = save(e, &output, &filter, &summaries)?;
     let recorded = filter.stats().recorded_keys;

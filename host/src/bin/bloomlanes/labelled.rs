@@ -342,21 +342,26 @@ fn conflict_warning(
             .map(|(_, file)| format!(" ({file})"))
             .unwrap_or_default(),
     };
+    two_classes(
+        &read.keys.display(low),
+        keys,
+        (name(low), place(low)),
+        (name(high), place(high)),
+    )
+}
+
+/// The warning for `keys` keys listed in two or more classes, naming one, `key`, with its
+/// lowest and highest class and where each listing is (" (FILE: line N)", or empty).
+pub fn two_classes(key: &str, keys: u64, low: (&str, String), high: (&str, String)) -> String {
     let others = match keys {
-        1 => String::new(),
+        0 | 1 => String::new(),
         2 => " (and 1 other key)".to_string(),
         n => format!(" (and {} other keys)", n - 1),
     };
     format!(
-        "key {:?} is listed in class {}{} and in class {}{}{others}: the filter reports it as \
+        "key {key:?} is listed in class {}{} and in class {}{}{others}: the filter reports it as \
          {}, the higher-numbered class, never as {}",
-        read.keys.display(low),
-        name(low),
-        place(low),
-        name(high),
-        place(high),
-        name(high),
-        name(low),
+        low.0, low.1, high.0, high.1, high.0, low.0,
     )
 }
 

@@ -24,6 +24,7 @@ mod export_keys;
 mod import;
 mod inputs;
 mod insert;
+mod insert_classes;
 mod kind;
 mod labelled;
 mod merge;

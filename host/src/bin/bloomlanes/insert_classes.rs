@@ -1,0 +1,169 @@
+//! `bloomlanes insert` into a spatial filter: every key comes with one of the filter's classes,
+//! all of an input's keys in one (`--class NAME`, streamed) or each from a CSV column beside
+//! the key (`--class-column C`), so a rule table grows without a rebuild.
+
+use std::path::PathBuf;
+
+use bloomlanes_host::bloomlanes_core::{Keys, SpatialError, SpatialFilter};
+use bloomlanes_host::kinds::labels;
+use bloomlanes_host::ops::stream::stream_hashes;
+use bloomlanes_host::{Backend, Error, KeyType, Result};
+use bloomlanes_input::pairs::{self, LabelColumn};
+use bloomlanes_input::{InputOptions, InputSummary};
+use bloomlanes_simd::{Classes, Schedule};
+use clap::Args;
+
+use crate::progress::Bar;
+
+/// The options of `insert` that spatial filters take.
+#[derive(Args, Debug)]
+pub struct ClassArgs {
+    /// Spatial filters: the class of every key of the inputs (one of the filter's classes).
+    #[arg(long, value_name = "NAME", conflicts_with = "class_column")]
+    pub class: Option<String>,
+    /// Spatial filters: the CSV column holding each key's class name (a header name or a
+    /// 0-based index; the key is --csv-column). Spaces around a name are ignored.
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub class_column: Option<String>,
+}
+
+impl ClassArgs {
+    /// Whether a class was given.
+    pub fn given(&self) -> bool {
+        self.class.is_some() || self.class_column.is_some()
+    }
+}
+
+/// What a spatial insert read: each input's summary, the keys' type, and the warning for keys
+/// listed in two classes, if any.
+pub struct Inserted {
+    /// What each input gave.
+    pub summaries: Vec<InputSummary>,
+    /// The type the keys were read as.
+    pub key_type: KeyType,
+    /// Keys of the inputs listed in two of the classes.
+    pub conflict: Option<String>,
+}
+
+/// The class number of `name` (spaces around it ignored) in `f`, or the error that lists the
+/// filter's classes.
+fn class_number(f: &SpatialFilter, name: &[u8]) -> std::result::Result<u16, String> {
+    let name = std::str::from_utf8(name)
+        .map_err(|_| "the class name is not UTF-8 text".to_string())?
+        .trim();
+    if name.is_empty() {
+        return Err("the class name is empty".into());
+    }
+    f.class_number(name).ok_or_else(|| {
+        format!(
+            "class {name:?} is not one of the filter's classes ({})",
+            f.class_names().join(", ")
+        )
+    })
+}
+
+/// Inserts the keys of `inputs` into `f` with their classes (`c`): on the SIMD engine's bulk
+/// path when `engine` has one, else key by key through the core.
+pub fn insert(
+    engine: &dyn Backend,
+    f: &mut SpatialFilter,
+    c: &ClassArgs,
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    bar: &mut Bar,
+) -> Result<Inserted> {
+    let mut opts = opts.clone();
+    opts.filter_key_type.get_or_insert(f.params().key_type);
+    if let Some(name) = &c.class {
+        let class =
+            class_number(f, name.as_bytes()).map_err(|e| Error::usage(format!("--class: {e}")))?;
+        let seed = f.params().seed;
+        let (summaries, key_type) = stream_hashes(
+            inputs,
+            &opts,
+            seed,
+            f.params().key_type,
+            &mut |hashes| {
+                add(
+                    engine,
+                    f,
+                    Keys::Hashes(hashes),
+                    Classes::One(u32::from(class)),
+                )
+            },
+            &mut |p| bar.update(p),
+        )?;
+        return Ok(Inserted {
+            summaries,
+            key_type,
+            conflict: None,
+        });
+    }
+    let column = c.class_column.as_deref().expect("a class was given");
+    let flag = "--class-column";
+    // CSV fields are parsed as the filter's key type unless --key-type says otherwise.
+    opts.key_type.get_or_insert(f.params().key_type);
+    let read = pairs::read_pairs(
+        inputs,
+        &opts,
+        LabelColumn { name: column, flag },
+        &mut |field| class_number(f, field).map(u32::from),
+    )?;
+    let classes: Vec<u16> = read.labels.iter().map(|&c| c as u16).collect();
+    add(engine, f, read.keys.keys(), Classes::U16(&classes))?;
+    let found = labels::class_conflicts(f, read.keys.keys(), &classes);
+    let conflict = found.example.map(|(low, high)| {
+        let place = |i| {
+            pairs::locate(inputs, &opts, LabelColumn { name: column, flag }, i)
+                .map(|(path, line)| format!(" ({}: line {line})", path.display()))
+                .unwrap_or_default()
+        };
+        let name = |i: usize| f.class_name(u32::from(classes[i])).unwrap_or("?");
+        crate::labelled::two_classes(
+            &read.keys.display(low),
+            found.keys,
+            (name(low), place(low)),
+            (name(high), place(high)),
+        )
+    });
+    Ok(Inserted {
+        summaries: read.summaries,
+        key_type: read.keys.key_type(),
+        conflict,
+    })
+}
+
+/// Inserts one batch.
+fn add(
+    engine: &dyn Backend,
+    f: &mut SpatialFilter,
+    keys: Keys<'_>,
+    classes: Classes<'_>,
+) -> Result<()> {
+    let bad = |e: SpatialError| Error::usage(e.to_string());
+    match engine.simd_probe() {
+        Some((probe, par)) => {
+            let how = if par {
+                Schedule::AllCores
+            } else {
+                Schedule::OneThread
+            };
+            probe
+                .insert_spatial_filter(f, keys, classes, how)
+                .map_err(bad)
+        }
+        None => {
+            let seed = f.params().seed;
+            for i in 0..keys.len() {
+                let class = match classes {
+                    Classes::One(c) => c,
+                    Classes::U8(v) => u32::from(v[i]),
+                    Classes::U16(v) => u32::from(v[i]),
+                    Classes::U32(v) => v[i],
+                };
+                f.insert_hash(keys.hash(i, seed), class).map_err(bad)?;
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Rule tables as people write and grow them: spaces around a class name are the file's, not
+//! the name's; a key listed in two classes is built (the higher class wins, as a table with
+//! priorities would have it) with a warning that names the key and both places; `insert` adds
+//! keys with their classes to a spatial filter (a whole input in one class, or a class column),
+//! refuses what the filter does not hold without touching the file, and two inserts at once
+//! both land.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+
+#[test]
+fn spaces_around_class_names_are_not_part_of_the_names() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", "k,c\r\na,deny \r\nb, deny\r\nc,allow\r\n");
+    let f = at(&d, "f.blf");
+    // The list as typed after a comma-space habit: "allow, deny" (one argument).
+    let classes = std::path::Path::new("allow, deny");
+    let b = json(&argv!(
+        "build",
+        &rules,
+        "-o",
+        &f,
+        "--kind spatial --class-column c --classes",
+        classes
+    ));
+    let table = b["labels"]["classes"].as_array().unwrap();
+    let names: Vec<&str> = table.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["allow", "deny"], "one class deny, not two");
+    let keys: Vec<u64> = table.iter().map(|c| c["keys"].as_u64().unwrap()).collect();
+    assert_eq!(keys, [1, 2]);
+    assert_eq!(b["warnings"], serde_json::json!([]));
+    let q = write(&d, "q.txt", "a\nb\n");
+    let v = json(&argv!("query", &f, &q));
+    for a in v["answers"].as_array().unwrap() {
+        assert_eq!(a["class"], "deny", "{a}");
+    }
+}
+
+#[test]
+fn a_key_in_two_classes_is_built_with_a_warning_naming_both_lines() {
+    let d = tmp();
+    let rules = write(
+        &d,
+        "rules.csv",
+        "k,c\nalpha,allow\nbeta,deny\nalpha,deny\ngamma,allow\ngamma,allow\ndelta,deny\ndelta,allow\n",
+    );
+    let f = at(&d, "f.blf");
+    let out = bl()
+        .args(argv!(
+            "--json",
+            "build",
+            &rules,
+            "-o",
+            &f,
+            "--kind spatial --class-column c"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Classes by first appearance: allow 1, deny 2. alpha and delta are listed in both,
+    // gamma twice in one (not a conflict); alpha comes first.
+    says(
+        &err,
+        &[
+            "warning",
+            "\"alpha\"",
+            "class allow (",
+            "rules.csv: line 2",
+            "class deny (",
+            "line 4",
+        ],
+    );
+    says(&err, &["and 1 other key", "reports it as deny"]);
+    assert!(!err.contains("gamma"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["warnings"].as_array().unwrap().len(), 1, "{report}");
+    let q = write(&d, "q.txt", "alpha\ndelta\n");
+    let v = json(&argv!("query", &f, &q));
+    for a in v["answers"].as_array().unwrap() {
+        assert_eq!(a["class"], "deny", "the higher class wins: {a}");
+    }
+}
+
+#[test]
+fn per_class_files_that_share_a_key_are_named() {
+    let d = tmp();
+    let deny = write(&d, "deny.txt", "k1\nk2\n");
+    let mirror = write(&d, "mirror.txt", "k3\nk2\n");
+    let f = at(&d, "f.blf");
+    let out = bl()
+        .args(argv!(
+            "build",
+            "-o",
+            &f,
+            "--kind spatial --class",
+            PathBuf::from(format!("deny={}", deny.display())),
+            "--class",
+            PathBuf::from(format!("mirror={}", mirror.display()))
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    says(
+        &err,
+        &[
+            "\"k2\"",
+            "class deny (",
+            "deny.txt)",
+            "class mirror (",
+            "mirror.txt)",
+        ],
+    );
+}
+
+/// Emersion (a key whose cells all hold higher classes) is no conflict: a crowded filter
+/// reports many keys above their class and the build warns of none.
+#[test]
+fn emersion_is_not_taken_for_a_key_in_two_classes() {
+    let d = tmp();
+    let mut csv = String::from("k,c\n");
+    let classes = ["allow", "mirror", "deny"];
+    for i in 0..6000 {
+        csv.push_str(&format!("key{i},{}\n", classes[i % 3]));
+    }
+    let rules = write(&d, "rules.csv", &csv);
+    let f = at(&d, "f.blf");
+    let b = build(&rules, &f, "--kind spatial --class-column c --fpp 0.3");
+    assert_eq!(b["warnings"], serde_json::json!([]));
+    let keys = write(
+        &d,
+        "keys.txt",
+        (0..6000).map(|i| format!("key{i}\n")).collect::<String>(),
+    );
+    let v = json(&argv!("query", &f, &keys));
+    let above = v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| a["class"] != classes[i % 3])
+        .count();
+    assert!(
+        above > 10,
+        "only {above} keys emerged: the test shows nothing"
+    );
+}
+
+/// The file's bytes, to show that a refused insert left it as it was.
+fn bytes(p: &std::path::Path) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+#[test]
+fn insert_adds_keys_with_their_classes() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", "k,c\na,allow\nb,deny\n");
+    let f = at(&d, "f.blf");
+    build(
+        &rules,
+        &f,
+        "--kind spatial --class-column c --classes allow,mirror,deny --fpp 0.001",
+    );
+    let more = write(
+        &d,
+        "more.csv",
+        "k,c\nc, mirror\nd,deny\ne,allow\ne,mirror\n",
+    );
+    let out = bl()
+        .args(argv!(
+            "--json",
+            "insert",
+            &f,
+            &more,
+            "--class-column c --csv-column k"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    says(
+        &String::from_utf8_lossy(&out.stderr),
+        &[
+            "\"e\"",
+            "class allow (",
+            "more.csv: line 4",
+            "class mirror (",
+            "line 5",
+        ],
+    );
+    let mirror = write(&d, "mirror.txt", "f\ng\n");
+    json(&argv!("insert", &f, &mirror, "--class mirror"));
+    let q = write(&d, "q.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    let v = json(&argv!("query", &f, &q));
+    let got: Vec<&str> = v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        ["allow", "deny", "mirror", "deny", "mirror", "mirror", "mirror"]
+    );
+    let s = json(&argv!("stats", &f));
+    let keys: Vec<u64> = s["figures"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["keys"].as_u64().unwrap())
+        .collect();
+    assert_eq!(keys, [2, 4, 2], "allow a, e; mirror c, e, f, g; deny b, d");
+}
+
+#[test]
+fn insert_refuses_what_the_filter_does_not_hold_and_leaves_it() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", "k,c\na,allow\nb,deny\n");
+    let f = at(&d, "f.blf");
+    build(&rules, &f, "--kind spatial --class-column c");
+    let before = bytes(&f);
+    let keys = write(&d, "keys.txt", "x\ny\n");
+    let err = fails(&argv!("insert", &f, &keys), 2);
+    says(
+        &err,
+        &[
+            "spatial filter",
+            "--class NAME",
+            "--class-column",
+            "allow, deny",
+        ],
+    );
+    let err = fails(&argv!("insert", &f, &keys, "--class mirror"), 2);
+    says(&err, &["\"mirror\"", "allow, deny"]);
+    let more = write(&d, "more.csv", "k,c\nx,allow\ny,mirror\n");
+    let err = fails(
+        &argv!("insert", &f, &more, "--class-column c --csv-column k"),
+        1,
+    );
+    says(&err, &["more.csv", "line 3", "\"mirror\"", "allow, deny"]);
+    assert_eq!(bytes(&f), before, "a refused insert changed the filter");
+    let plain = at(&d, "plain.blf");
+    json(&argv!("build", &keys, "-o", &plain));
+    let err = fails(&argv!("insert", &plain, &keys, "--class allow"), 2);
+    says(&err, &["spatial filters", "static"]);
+}
+
+#[test]
+fn two_inserts_at_once_both_land() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", "k,c\nseed,allow\n");
+    let f = at(&d, "f.blf");
+    build(
+        &rules,
+        &f,
+        "--kind spatial --class-column c --classes allow,deny --capacity 20000",
+    );
+    let a = write(&d, "a.txt", lines("allow-", 5000));
+    let b = write(&d, "b.txt", lines("deny-", 5000));
+    let spawn = |keys: &std::path::Path, class: &str| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("bloomlanes"))
+            .args(argv!("-q", "insert", &f, keys, "--class", class))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut p, mut q) = (spawn(&a, "allow"), spawn(&b, "deny"));
+    assert!(p.wait().unwrap().success() && q.wait().unwrap().success());
+    let s = json(&argv!("stats", &f));
+    let keys: Vec<u64> = s["figures"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["keys"].as_u64().unwrap())
+        .collect();
+    assert_eq!(keys, [5001, 5000], "an insert was lost");
+    let v = json(&argv!("query", &f, &b));
+    assert!(v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["class"] == "deny"));
+    let v = json(&argv!("query", &f, &a));
+    assert!(v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| !a["class"].is_null()));
+}
