@@ -120,6 +120,22 @@ impl CellStore {
         Ok(out)
     }
 
+    /// Merges `other` (same parameters; see [`Params::check_compatible`]) into this storage:
+    /// the image by OR, the cells by the kind's combine ([`CellMerge`]: the larger class, the
+    /// sum of counters stuck at their maximum), the key counts added (unknown if either is).
+    pub(crate) fn union_with(&mut self, other: &CellStore) -> Result<(), MergeError> {
+        self.params.check_compatible(&other.params)?;
+        let merge = CellMerge::of(self.params.kind).ok_or(MergeError::Unmergeable(self.params.kind))?;
+        for (x, y) in self.image.as_mut_slice().iter_mut().zip(other.image_words()) {
+            *x |= y;
+        }
+        let bits = self.bits();
+        merge.merge_into(self.cells.as_mut_slice(), other.cell_words(), bits);
+        self.params.key_type = self.params.merged_key_type(&other.params);
+        self.keys = fold::merged_key_count(self.keys, other.keys);
+        Ok(())
+    }
+
     /// The parts of the file: the kind metadata `meta`, then the image and the cells.
     pub(crate) fn file_parts(&self, meta: Vec<u8>) -> FileParts<'_> {
         let arrays = alloc::vec![self.image.as_slice(), self.cells.as_slice()];

@@ -231,6 +231,30 @@ impl CountingFilter {
         })
     }
 
+    /// Merges `other` into this counting filter: each counter the sum of both, stuck at its
+    /// maximum (the filter of both multisets of keys, as inserting every key of both gives);
+    /// the same parameters are needed. A stable filter does not merge
+    /// ([`MergeError::Unmergeable`]): its random decrements have no sum.
+    pub fn union_with(&mut self, other: &CountingFilter) -> Result<(), MergeError> {
+        self.store.union_with(&other.store)
+    }
+
+    /// [`CountingFilter::union_with`] of filters whose block counts divide one another, each
+    /// folded to the smaller block count first ([`CountingFilter::folded`]).
+    pub fn union_folding(&self, other: &CountingFilter) -> Result<CountingFilter, MergeError> {
+        let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
+        let at_size = |f: &CountingFilter| {
+            if f.params().blocks == blocks {
+                Ok(f.clone())
+            } else {
+                f.folded(blocks)
+            }
+        };
+        let mut out = at_size(self)?;
+        out.union_with(&at_size(other)?)?;
+        Ok(out)
+    }
+
     /// The whole file: header, kind metadata, image, counters.
     pub fn to_file_bytes(&self) -> Vec<u8> {
         self.file_parts().to_bytes()

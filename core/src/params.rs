@@ -106,6 +106,11 @@ pub enum MergeError {
     Kind(FilterKind, FilterKind),
     /// Block counts differ and this kind does not fold (see [`crate::fold`]).
     Unfoldable(FilterKind),
+    /// This kind does not merge cell by cell (stable, window, scalable, retrieval).
+    Unmergeable(FilterKind),
+    /// Spatial filters whose classes differ (names or order): a cell's number would mean a
+    /// different class in each.
+    Classes,
 }
 
 impl fmt::Display for MergeError {
@@ -124,6 +129,16 @@ impl fmt::Display for MergeError {
                 "incompatible filters: block counts differ and a {} filter does not fold to fewer \
                  blocks (only static, counting and spatial filters do)",
                 k.name()
+            ),
+            MergeError::Unmergeable(k) => write!(
+                f,
+                "a {} filter does not merge (only static, counting and spatial filters do)",
+                k.name()
+            ),
+            MergeError::Classes => write!(
+                f,
+                "incompatible spatial filters: their classes differ (the same names in the same \
+                 order are needed: a cell holds a class number)"
             ),
         }
     }

@@ -384,6 +384,42 @@ impl SpatialFilter {
         })
     }
 
+    /// Merges `other` into this filter: the filter of both key sets, byte for byte what
+    /// inserting all their keys into one gives (each cell the larger class). Both must have
+    /// the same parameters (layout, blocks, seed, hash, key type, cells) and the same classes
+    /// in the same order; the per-class key counts add.
+    pub fn union_with(&mut self, other: &SpatialFilter) -> Result<(), MergeError> {
+        if self.names != other.names {
+            // Checked first: the kinds (which count the classes) may already differ.
+            return Err(MergeError::Classes);
+        }
+        self.store.union_with(&other.store)?;
+        for (k, o) in self.class_keys.iter_mut().zip(&other.class_keys) {
+            *k = k.saturating_add(*o);
+        }
+        Ok(())
+    }
+
+    /// [`SpatialFilter::union_with`] of filters whose block counts divide one another: each is
+    /// folded to the smaller block count first ([`SpatialFilter::folded`]), which gives the
+    /// bytes of building both at that size.
+    pub fn union_folding(&self, other: &SpatialFilter) -> Result<SpatialFilter, MergeError> {
+        if self.names != other.names {
+            return Err(MergeError::Classes);
+        }
+        let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
+        let at_size = |f: &SpatialFilter| {
+            if f.params().blocks == blocks {
+                Ok(f.clone())
+            } else {
+                f.folded(blocks)
+            }
+        };
+        let mut out = at_size(self)?;
+        out.union_with(&at_size(other)?)?;
+        Ok(out)
+    }
+
     /// The whole file: header, kind metadata with the class table, image, cells.
     pub fn to_file_bytes(&self) -> Vec<u8> {
         self.file_parts().to_bytes()

@@ -18,7 +18,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bloomlanes_core::{BatchError, FormatError, MergeError, Params, SizingError};
+use bloomlanes_core::{BatchError, FilterKind, FormatError, MergeError, Params, SizingError};
 
 pub use bloomlanes_input::{BoxedSource, Location};
 
@@ -289,14 +289,35 @@ impl fmt::Display for Error {
                 first,
                 other,
                 source,
-            } => write!(
-                f,
-                "cannot merge {} with {}: {source} (filters merge only when layout, hash and seed \
-                 match and one block count is a multiple of the other; build them with the same \
-                 --layout, --capacity/--fpp or --bits-per-key and --seed)",
-                first.display(),
-                other.display()
-            ),
+            } => {
+                let hint = match source {
+                    MergeError::Classes => {
+                        " (build both with the same --classes list; `bloomlanes stats` shows a \
+                         filter's classes)"
+                    }
+                    MergeError::Unmergeable(FilterKind::Stable { .. }) => {
+                        " (its projection does: `bloomlanes export --static OUT.blf FILE` writes \
+                         it as a static filter)"
+                    }
+                    MergeError::Unmergeable(_) => "",
+                    MergeError::Kind(..) => {
+                        " (filters merge only with filters of their own kind; `bloomlanes \
+                         export --static OUT.blf FILE` writes a counting, stable or spatial \
+                         filter's projection as a static filter, which merges with static ones)"
+                    }
+                    _ => {
+                        " (filters merge only when layout, hash and seed match and one block \
+                         count is a multiple of the other; build them with the same --layout, \
+                         --capacity/--fpp or --bits-per-key and --seed)"
+                    }
+                };
+                write!(
+                    f,
+                    "cannot merge {} with {}: {source}{hint}",
+                    first.display(),
+                    other.display()
+                )
+            }
             Error::Parquet { source } => write!(f, "{source}"),
             Error::KeyType {
                 path,

@@ -99,9 +99,12 @@ fn labels_of(
     let absent = || "absent".to_string();
     (flows.iter())
         .map(|f| match f {
-            Some(_) => answers.next().unwrap()[field]
-                .as_str()
-                .map_or_else(absent, String::from),
+            // A class by name, a value as a number, null when absent.
+            Some(_) => match &answers.next().unwrap()[field] {
+                serde_json::Value::Null => absent(),
+                serde_json::Value::String(name) => name.clone(),
+                value => value.to_string(),
+            },
             None => absent(),
         })
         .collect()

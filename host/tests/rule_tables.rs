@@ -298,3 +298,115 @@ fn two_inserts_at_once_both_land() {
         .iter()
         .all(|a| !a["class"].is_null()));
 }
+
+/// `rules-N.csv` with keys `from..to` in the classes by `class(i)`, and the rows themselves.
+fn rules(d: &tempfile::TempDir, name: &str, rows: &[(u32, &str)]) -> (std::path::PathBuf, String) {
+    let body: String = rows.iter().map(|(k, c)| format!("key{k},{c}\n")).collect();
+    (write(d, name, format!("k,c\n{body}")), body)
+}
+
+#[test]
+fn spatial_filters_merge_into_the_filter_of_all_their_rules() {
+    let d = tmp();
+    let classes = ["allow", "mirror", "deny"];
+    // Two sites' rules; keys 300..400 are in both, in other classes.
+    let a_rows: Vec<(u32, &str)> = (0..400).map(|k| (k, classes[k as usize % 3])).collect();
+    let b_rows: Vec<(u32, &str)> = (300..700)
+        .map(|k| (k, classes[(k as usize + 1) % 3]))
+        .collect();
+    let (a_csv, a_body) = rules(&d, "a.csv", &a_rows);
+    let (b_csv, b_body) = rules(&d, "b.csv", &b_rows);
+    let all_csv = write(&d, "all.csv", format!("k,c\n{a_body}{b_body}"));
+    let flags =
+        "--kind spatial --class-column c --classes allow,mirror,deny --capacity 700 --layout 8x32";
+    let (a, b, all, m) = (
+        at(&d, "a.blf"),
+        at(&d, "b.blf"),
+        at(&d, "all.blf"),
+        at(&d, "m.blf"),
+    );
+    build(&a_csv, &a, flags);
+    build(&b_csv, &b, flags);
+    build(&all_csv, &all, flags);
+    let v = json(&argv!("merge", &a, &b, "-o", &m));
+    assert_eq!(v["kind"]["name"], "spatial", "{v}");
+    assert_eq!(
+        bytes(&m),
+        bytes(&all),
+        "the union is the one-shot build, byte for byte"
+    );
+    // A spatial filter's projection exports as the static filter of its keys.
+    let (st, plain) = (at(&d, "st.blf"), at(&d, "plain.blf"));
+    json(&argv!("export", &m, "--static", &st));
+    let keys = write(
+        &d,
+        "keys.txt",
+        (0..700).map(|k| format!("key{k}\n")).collect::<String>(),
+    );
+    json(&argv!(
+        "build",
+        &keys,
+        "-o",
+        &plain,
+        "--capacity 700 --layout 8x32"
+    ));
+    let q = |f: &std::path::Path| json(&argv!("query", f, &keys, "--count"))["matches"].clone();
+    assert_eq!(q(&st), 700);
+    assert_eq!(q(&st), q(&plain));
+    json(&argv!("export", &m, "--parquet", &at(&d, "m.parquet.bin")));
+}
+
+#[test]
+fn spatial_merges_that_cannot_be_answered_are_refused_and_write_nothing() {
+    let d = tmp();
+    let (x_csv, _) = rules(&d, "x.csv", &[(1, "allow"), (2, "deny")]);
+    let (y_csv, _) = rules(&d, "y.csv", &[(3, "deny"), (4, "allow")]);
+    let (x, y, m) = (at(&d, "x.blf"), at(&d, "y.blf"), at(&d, "m.blf"));
+    // Classes by first appearance: allow, deny in x; deny, allow in y.
+    build(&x_csv, &x, "--kind spatial --class-column c --capacity 10");
+    build(&y_csv, &y, "--kind spatial --class-column c --capacity 10");
+    let err = fails(&argv!("merge", &x, &y, "-o", &m), 1);
+    says(&err, &["x.blf", "y.blf", "classes differ", "--classes"]);
+    let err = fails(&argv!("merge", &x, &x, "-o", &m, "--op intersection"), 2);
+    says(&err, &["union only"]);
+    let keys = write(&d, "keys.txt", "key1\n");
+    let plain = at(&d, "plain.blf");
+    json(&argv!("build", &keys, "-o", &plain, "--capacity 10"));
+    let err = fails(&argv!("merge", &plain, &x, "-o", &m), 1);
+    says(&err, &["static", "spatial", "export --static"]);
+    assert!(!m.exists(), "a refused merge wrote its output");
+}
+
+#[test]
+fn counting_filters_merge_by_adding_their_counts() {
+    let d = tmp();
+    let (p, q) = (
+        write(&d, "p.txt", "a\nb\nb\n"),
+        write(&d, "q.txt", "b\nc\n"),
+    );
+    let (cp, cq, m) = (at(&d, "p.blf"), at(&d, "q.blf"), at(&d, "m.blf"));
+    json(&argv!(
+        "build",
+        &p,
+        "-o",
+        &cp,
+        "--kind counting --capacity 100"
+    ));
+    json(&argv!(
+        "build",
+        &q,
+        "-o",
+        &cq,
+        "--kind counting --capacity 100"
+    ));
+    json(&argv!("merge", &cp, &cq, "-o", &m));
+    let keys = write(&d, "keys.txt", "a\nb\nc\n");
+    let v = json(&argv!("query", &m, &keys, "--counts"));
+    let counts: Vec<u64> = v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [1, 3, 1]);
+}

@@ -277,6 +277,13 @@ class _CellFilter:
     def __copy__(self) -> Self: ...
     def __deepcopy__(self, memo: Any) -> Self: ...
     def __reduce__(self) -> Tuple[Any, Tuple[bytes, bool]]: ...
+    def __or__(self, other: Self) -> Self:
+        """The union: the filter of both key sets, byte for byte the filter one would get by
+        inserting every key of both (``SpatialFilter``: each key in its highest class, so both
+        need the same classes in the same order; ``CountingFilter``: counts added, stuck at the
+        counters' maximum; a stable filter does not merge). The larger is folded to the
+        smaller's block count first, as ``Filter.__or__`` does; incompatible filters raise
+        ``IncompatibleFiltersError``. Shards of one build merge this way."""
     def __eq__(self, other: object) -> bool: ...
 
 class SpatialFilter(_CellFilter):

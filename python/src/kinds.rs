@@ -186,6 +186,10 @@ pub(crate) trait CellKind {
     fn params(&self) -> &Params;
     /// The projection as a static filter view.
     fn projection(&self) -> bloomlanes_core::FilterRef<'_, u32>;
+    /// The union with `other` (the core's `union_folding`: the larger folded first).
+    fn union_folding(&self, other: &Self) -> Result<Self, bloomlanes_core::MergeError>
+    where
+        Self: Sized;
 }
 
 /// [`CellKind`] for the core's types, by their own methods of those names.
@@ -197,6 +201,9 @@ macro_rules! cell_kinds {
             }
             fn projection(&self) -> bloomlanes_core::FilterRef<'_, u32> {
                 <$t>::projection(self)
+            }
+            fn union_folding(&self, other: &Self) -> Result<Self, bloomlanes_core::MergeError> {
+                <$t>::union_folding(self, other)
             }
         }
     )*};
@@ -374,6 +381,24 @@ macro_rules! held_class {
                 Ok(<$class as $crate::kinds::HeldClass>::from_held(held))
             }
 
+            /// The union `self | other`: the filter of both key sets (spatial: each key in
+            /// its highest class, the same classes in the same order needed; counting: counts
+            /// added), the larger folded to the smaller block count first.
+            fn __or__(
+                &self,
+                other: &pyo3::Bound<'_, pyo3::PyAny>,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                let py = other.py();
+                let Ok(o) = other.cast::<$class>() else {
+                    return Ok(py.NotImplemented());
+                };
+                let o: &$class = o.get();
+                let merged = py.detach(|| $crate::kinds::union_of(self, o))?;
+                let learn = merged.params().key_type == bloomlanes_core::KeyType::Any;
+                let out = <$class as $crate::kinds::HeldClass>::wrap(merged, learn);
+                Ok(pyo3::Py::new(py, out)?.into_any())
+            }
+
             /// Whether both have the same parameters, key counts and cells.
             fn __eq__(&self, other: &pyo3::Bound<'_, pyo3::PyAny>) -> bool {
                 match other.cast::<$class>() {
@@ -386,6 +411,23 @@ macro_rules! held_class {
     };
 }
 pub(crate) use held_class;
+
+/// The union of two objects' values, read in address order (two threads merging one pair
+/// both ways never wait on each other behind a waiting writer); `a | a` reads once.
+pub(crate) fn union_of<C: HeldClass>(a: &C, b: &C) -> Result<C::Value, Error> {
+    if std::ptr::eq(a, b) {
+        let g = a.read();
+        return Ok(g.union_folding(&g)?);
+    }
+    let (ga, gb) = if (a as *const C) < (b as *const C) {
+        let ga = a.read();
+        (ga, b.read())
+    } else {
+        let gb = b.read();
+        (a.read(), gb)
+    };
+    Ok(ga.union_folding(&gb)?)
+}
 
 /// Writes `value`'s file to `path` under `path`'s write lock (see the module).
 pub(crate) fn save<T: WholeFile>(

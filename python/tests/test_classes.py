@@ -307,3 +307,26 @@ def test_retrieval_bad_input():
     with pytest.raises(KeyTypeError):
         bloomlanes.Retrieval.build(np.arange(3, dtype=np.int32), [1, 2, 3], key_type="u64")
 
+
+
+def test_spatial_union_is_the_filter_of_both_shards():
+    keys = np.arange(6_000, dtype=np.uint64)
+    cls = (keys % 3 + 1).astype(np.int64)
+    # Two shards, one at twice the blocks (folded first), sharing keys 2000..3999.
+    a = bloomlanes.SpatialFilter(CLASSES, blocks=128, layout="8x32", key_type="u64")
+    b = bloomlanes.SpatialFilter(CLASSES, blocks=64, layout="8x32")
+    a.insert(keys[:4000], cls[:4000])
+    b.insert(keys[2000:], cls[2000:])
+    u = a | b
+    assert (u.classify(keys) >= cls).all()
+    assert u.keys_per_class == [x + y for x, y in zip(a.keys_per_class, b.keys_per_class)]
+    assert u.key_type == "u64" and u.params["blocks"] == 64
+    # Byte for byte the one-shot build of both shards' keys at the smaller size.
+    one = bloomlanes.SpatialFilter(CLASSES, blocks=64, layout="8x32", key_type="u64")
+    one.insert(np.concatenate([keys[:4000], keys[2000:]]), np.concatenate([cls[:4000], cls[2000:]]))
+    assert u == one and u.to_bytes() == one.to_bytes()
+    with pytest.raises(bloomlanes.IncompatibleFiltersError, match="classes differ"):
+        a | bloomlanes.SpatialFilter(CLASSES[::-1], blocks=64, layout="8x32")
+    assert (b | b).keys_per_class == [2 * k for k in b.keys_per_class]
+    with pytest.raises(TypeError):
+        a | one.to_filter()

@@ -270,3 +270,20 @@ def test_cli_same_stable_files(cli, tmp_path):
                                      kind="stable", decrements=cli_filter.decrements)
     ours.insert(keys)
     assert ours.to_bytes() == (tmp_path / "cli.blf").read_bytes()
+
+
+def test_counting_union_adds_counts():
+    a = bloomlanes.CountingFilter(blocks=32, layout="8x32", key_type="u64")
+    b = bloomlanes.CountingFilter(blocks=16, layout="8x32")
+    a.insert(u64(500))
+    a.insert(u64(100))
+    b.insert(u64(300, start=400))
+    u = a | b
+    one = bloomlanes.CountingFilter(blocks=16, layout="8x32", key_type="u64")
+    for part in (u64(500), u64(100), u64(300, start=400)):
+        one.insert(part)
+    assert u == one and u.key_count == 900
+    assert (u.count(u64(100)) >= 2).all()
+    stable = bloomlanes.CountingFilter(blocks=16, layout="8x32", kind="stable", decrements=2)
+    with pytest.raises(bloomlanes.IncompatibleFiltersError, match="does not merge"):
+        stable | stable

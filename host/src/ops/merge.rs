@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use bloomlanes_core::fold;
-use bloomlanes_core::{Filter, MergeError};
+use bloomlanes_core::{AnyFilter, Filter, MergeError};
 
 use crate::error::{Error, Result};
 use crate::store::FilterFile;
@@ -107,4 +107,64 @@ pub fn merge(files: &[FilterFile], op: MergeOp) -> Result<Merged> {
         inputs,
         folds,
     })
+}
+
+/// Merges spatial or counting filters (at least two, all of one kind; `files` pairs each with
+/// its path; a static filter or another kind among them is refused) by union, the larger ones folded to the smallest block count first: each cell the
+/// larger class (spatial; the same classes in the same order are needed) or the sum of
+/// counters stuck at their maximum (counting), the bytes of inserting every key of every
+/// input into one filter. Returns the merged filter and the inputs that were folded.
+///
+/// # Errors
+/// [`Error::Usage`] for an intersection or fewer than two filters, [`Error::Merge`] for
+/// filters that do not merge (another kind, other classes or parameters, a stable filter).
+pub fn merge_cells(files: &[(PathBuf, AnyFilter)], op: MergeOp) -> Result<(AnyFilter, Vec<Fold>)> {
+    let ((first_path, first), rest) = files
+        .split_first()
+        .filter(|(_, rest)| !rest.is_empty())
+        .ok_or_else(|| Error::usage("merge needs at least two filters"))?;
+    let kind = first.params().kind.name();
+    if op == MergeOp::Intersection {
+        return Err(Error::usage(format!(
+            "{} is a {kind} filter: {kind} filters merge by union only (an intersection of \
+             classes or counts has no filter that answers it)",
+            first_path.display()
+        )));
+    }
+    let refuse = |other: &PathBuf, source: MergeError| Error::Merge {
+        first: first_path.clone(),
+        other: other.clone(),
+        source,
+    };
+    let mut acc = first.clone();
+    for (path, f) in rest {
+        acc = match (&acc, f) {
+            (AnyFilter::Spatial(a), AnyFilter::Spatial(b)) => {
+                a.union_folding(b).map(AnyFilter::Spatial)
+            }
+            (AnyFilter::Counting(a), AnyFilter::Counting(b)) => {
+                a.union_folding(b).map(AnyFilter::Counting)
+            }
+            (a, b) => Err(match (a, b) {
+                (AnyFilter::Static(_) | AnyFilter::Spatial(_), _)
+                | (AnyFilter::Counting(_), AnyFilter::Static(_) | AnyFilter::Spatial(_)) => {
+                    MergeError::Kind(a.params().kind, b.params().kind)
+                }
+                (AnyFilter::Counting(_), _) => MergeError::Unmergeable(b.params().kind),
+                _ => MergeError::Unmergeable(a.params().kind),
+            }),
+        }
+        .map_err(|e| refuse(path, e))?;
+    }
+    let blocks = acc.params().blocks;
+    let folds = files
+        .iter()
+        .filter(|(_, f)| f.params().blocks != blocks)
+        .map(|(path, f)| Fold {
+            path: path.clone(),
+            from: f.params().blocks,
+            to: blocks,
+        })
+        .collect();
+    Ok((acc, folds))
 }

@@ -20,7 +20,7 @@ mod stream_ordered;
 mod stream_query;
 
 pub use classify::{classify, Select};
-pub use merge::{merge, Fold, MergeOp, Merged};
+pub use merge::{merge, merge_cells, Fold, MergeOp, Merged};
 pub use query::{
     apply_float_probes, apply_float_probes_any, check_hashable, check_key_type, key_type_note,
     query, query_with_progress, QueryResult,

@@ -175,6 +175,8 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
             let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
             return export_spatial_hdl(ctx, &a, &sp, dir).map(|()| ExitCode::SUCCESS);
         }
+        // --static or --parquet: its projection, the static filter of all its keys.
+        Opened::Kind(AnyFilter::Spatial(sp)) => sp.to_static(),
         Opened::Kind(AnyFilter::Retrieval(t)) if a.parquet.is_none() && a.static_file.is_none() => {
             let dir = a.hdl.as_deref().unwrap_or(std::path::Path::new("."));
             return export_retrieval_hdl(ctx, &a, &t, dir).map(|()| ExitCode::SUCCESS);
@@ -184,9 +186,9 @@ pub fn run(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
                 path: a.filter.clone(),
                 op: "export",
                 kind: other.params().kind.name().to_string(),
-                hint: "it holds several images (generations or stages), not one static filter; \
-                       static, counting and stable filters export, and a spatial filter or a \
-                       retrieval table to --hdl alone",
+                hint: "it holds no single static image (a window or scalable filter holds \
+                       several, a retrieval table none); static, counting, stable and spatial \
+                       filters export, and a retrieval table to --hdl alone",
             })
         }
     };

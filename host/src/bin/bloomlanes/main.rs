@@ -28,6 +28,7 @@ mod insert_classes;
 mod kind;
 mod labelled;
 mod merge;
+mod merge_cells;
 mod opened;
 mod output;
 mod parquet;

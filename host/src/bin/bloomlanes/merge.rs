@@ -3,12 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{ops, store, MergeOp, Result};
+use bloomlanes_host::{ops, store, AnyFilter, MergeOp, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use crate::args::OpenArgs;
-use crate::opened::{open_static, STATIC_HINT};
+use crate::merge_cells;
+use crate::opened::Opened;
 use crate::output::{check_output, emit, say, Warnings};
 use crate::Ctx;
 
@@ -27,7 +28,9 @@ pub struct MergeArgs {
     /// Filter files (at least two; all with the same layout, hash and seed, and block counts
     /// that are multiples of the smallest: larger filters are folded to it, which gives the
     /// bytes of a build at that size). The merged key count is the sum of the recorded counts,
-    /// unknown if one input has none.
+    /// unknown if one input has none. Spatial filters (the same classes in the same order)
+    /// merge by union into the filter of all their keys, each key in its highest class;
+    /// counting filters by union into the sum of their counts.
     #[arg(required = true, num_args = 2..)]
     filters: Vec<PathBuf>,
     /// The merged filter file to write ("-": standard output; the report then goes to standard
@@ -46,15 +49,34 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
     check_output(&a.output)?;
     // Held from the reads to the write: `merge a.blf b.blf -o a.blf` is a read-modify-write.
     let _lock = store::lock::lock_output(&a.output)?;
-    let files = a
-        .filters
-        .iter()
-        .map(|p| open_static(p, a.open.verify(), "merge", STATIC_HINT))
-        .collect::<Result<Vec<_>>>()?;
     let op = match a.op {
         OpArg::Union => MergeOp::Union,
         OpArg::Intersection => MergeOp::Intersection,
     };
+    let opened = a
+        .filters
+        .iter()
+        .map(|p| Opened::open(p, a.open.verify()))
+        .collect::<Result<Vec<_>>>()?;
+    if opened.iter().any(|o| matches!(o, Opened::Kind(_))) {
+        // Spatial and counting filters merge cell by cell; any other mix is refused there,
+        // naming both files and kinds.
+        let filters = opened
+            .into_iter()
+            .map(|o| match o {
+                Opened::Static(f) => AnyFilter::Static(f.to_filter()),
+                Opened::Kind(f) => f,
+            })
+            .collect();
+        return merge_cells::run(ctx, &a.filters, &a.output, op, filters);
+    }
+    let files: Vec<_> = opened
+        .into_iter()
+        .map(|o| match o {
+            Opened::Static(f) => f,
+            Opened::Kind(_) => unreachable!("every input is static here"),
+        })
+        .collect();
     let ops::Merged {
         filter: merged,
         inputs,

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use bloomlanes_host::bloomlanes_core::{FormatError, HashId};
+use bloomlanes_host::bloomlanes_core::HashId;
 use bloomlanes_host::store::{self, Verify};
 use bloomlanes_host::{AnyFilter, Error, FilterFile, Params, Result};
 
@@ -14,32 +14,6 @@ pub enum Opened {
     /// A counting, stable, window or scalable filter, in memory.
     Kind(AnyFilter),
 }
-
-/// Opens a filter file that `op` (`"merge"`, `"classify packets with"` …) takes only as a
-/// static filter; one of another kind is refused by naming its kind and `hint`.
-pub fn open_static(
-    path: &Path,
-    verify: Verify,
-    op: &'static str,
-    hint: &'static str,
-) -> Result<FilterFile> {
-    FilterFile::open_with(path, verify).map_err(|e| match e {
-        Error::Format {
-            source: FormatError::WrongKind { found, .. },
-            ..
-        } if store::is_other_kind(&e) => Error::KindUnsupported {
-            path: path.to_path_buf(),
-            op,
-            kind: found.to_string(),
-            hint,
-        },
-        e => e,
-    })
-}
-
-/// What a command that takes static filters says to the owner of a counting or stable one.
-pub const STATIC_HINT: &str = "it takes static filters (`bloomlanes export --static OUT.blf \
-                               FILE` writes a counting or stable filter's projection as one)";
 
 impl Opened {
     /// Opens `path`: a static filter as [`FilterFile::open_with`] does, any other kind with

@@ -330,8 +330,15 @@ fn run_labels(ctx: &Ctx, a: &QueryArgs, l: Labeller<'_>) -> Result<ExitCode> {
             "warnings": warnings.json(),
         });
         if !a.count {
+            // A class by its name; a value or count as a number, as `classify --per-packet`
+            // gives it (so that `jq 'select(.value == 7)'` reads both).
+            let answer = |i: usize| match (labels.get(i), &l) {
+                (None, _) => serde_json::Value::Null,
+                (Some(v), Labeller::Spatial(_)) => l.show(v).into(),
+                (Some(v), _) => v.into(),
+            };
             v["answers"] = (0..keys.len())
-                .map(|i| json!({"key": keys.display(i), field: shown(i)}))
+                .map(|i| json!({"key": keys.display(i), field: answer(i)}))
                 .collect();
         }
         emit(&v)?;
