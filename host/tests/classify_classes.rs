@@ -338,3 +338,64 @@ fn write_dir_is_all_or_nothing() {
 fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
 }
+
+/// `classify -w DIR` of a table of many values holds four descriptors a file: under a soft
+/// limit of 128 open files (where 150 files would stop part way) the tool raises its own soft
+/// limit to the hard one and writes every file; where the hard limit is too low it says so,
+/// naming the limit, and writes nothing.
+#[cfg(unix)]
+#[test]
+fn many_label_files_fit_under_a_low_soft_limit_of_open_files() {
+    let d = tmp();
+    let flow = |i: u16| ([10, 0, (i >> 8) as u8, i as u8], 1000 + i);
+    let frames: Vec<Vec<u8>> = (0..150u16)
+        .map(|i| {
+            let (src, port) = flow(i);
+            eth(0x0800, 0, &ipv4(17, src, [10, 9, 9, 9], port, 53, 4))
+        })
+        .collect();
+    let cap = write(&d, "c.pcap", pcap_file(&frames));
+    let mut tsv = String::from("flow\tvalue\n");
+    for i in 0..150u16 {
+        let (s, port) = flow(i);
+        let text = format!(
+            "{}.{}.{}.{}:{port} -> 10.9.9.9:53 proto 17",
+            s[0], s[1], s[2], s[3]
+        );
+        tsv.push_str(&format!("{text}\t{}\n", i + 1));
+    }
+    let (_, table) = write_and_build(
+        &d,
+        "values.tsv",
+        tsv,
+        "r.blf",
+        "--kind retrieval --csv-column flow --value-column value --value-bits 8 --key-type flow",
+    );
+    let run = |limits: &str, out: &std::path::Path| {
+        let script = format!("{limits} && exec \"$0\" classify \"$1\" \"$2\" -w \"$3\"",);
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .arg(assert_cmd::cargo::cargo_bin("bloomlanes"))
+            .args([&table, &cap, &out.to_path_buf()])
+            .output()
+            .unwrap()
+    };
+    let out = at(&d, "by_value");
+    let done = run("ulimit -S -n 128", &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        151,
+        "150 values and absent"
+    );
+    let capped = at(&d, "capped");
+    let refused = run("ulimit -n 128", &capped);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    says(&err, &["capped", "limit of open files", "128", "ulimit -n"]);
+    assert!(!capped.exists(), "a refused run left {}", capped.display());
+}

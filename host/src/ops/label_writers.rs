@@ -21,6 +21,48 @@ pub const ABSENT: &str = "absent";
 /// Buffer of each file.
 const BUFFER: usize = 64 << 10;
 
+/// Descriptors each open file holds ([`AtomicFile`]): its temporary file and its folder, and
+/// its write lock's file and folder.
+const DESCRIPTORS_PER_FILE: u64 = 4;
+
+/// Descriptors left for everything else (the input, the bitmap, the tool's own).
+const OTHER_DESCRIPTORS: u64 = 64;
+
+/// Raises this process's soft limit of open descriptors, up to its hard limit, so that
+/// [`MAX_LABEL_FILES`] files fit (a soft limit of 256 or 512 would stop a run part way, with
+/// nothing written). Returns the soft limit now in force, `None` where it cannot be read.
+fn make_room_for_files() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let want = MAX_LABEL_FILES as u64 * DESCRIPTORS_PER_FILE + OTHER_DESCRIPTORS;
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` writes one `rlimit` through the pointer, which points at a live,
+        // writable local of that type.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return None;
+        }
+        let cur = lim.rlim_cur as u64;
+        if cur >= want || lim.rlim_cur == libc::RLIM_INFINITY {
+            return Some(cur);
+        }
+        let raised = libc::rlimit {
+            rlim_cur: (want as libc::rlim_t).min(lim.rlim_max),
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `setrlimit` only reads the `rlimit` behind the pointer (a live local); a soft
+        // limit at most the hard one is always allowed, and a refusal leaves the limit as it was.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(raised.rlim_cur as u64);
+        }
+        Some(cur)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// pcapng block types kept for files opened later: a section header starts anew.
 const SHB: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
 
@@ -93,6 +135,8 @@ pub struct LabelFiles {
     files: BTreeMap<Option<u32>, BufWriter<AtomicFile>>,
     /// `dir` was made here: removed again unless committed.
     made_dir: bool,
+    /// The soft limit of open descriptors, for the message when a file cannot be opened.
+    descriptors: Option<u64>,
 }
 
 impl LabelFiles {
@@ -132,6 +176,7 @@ impl LabelFiles {
             preamble: Vec::new(),
             files: BTreeMap::new(),
             made_dir,
+            descriptors: make_room_for_files(),
         })
     }
 
@@ -162,12 +207,35 @@ impl LabelFiles {
                 Some(l) => self.names.get(&l).cloned().unwrap_or_else(|| l.to_string()),
             };
             let path = self.dir.join(format!("{name}.{}", self.ext));
-            let mut w = BufWriter::with_capacity(BUFFER, AtomicFile::create(&path)?);
+            let file = AtomicFile::create(&path).map_err(|e| self.explain_limit(e))?;
+            let mut w = BufWriter::with_capacity(BUFFER, file);
             w.write_all(&self.preamble)
                 .map_err(|e| Error::io(&path, "write", e))?;
             self.files.insert(label, w);
         }
         Ok(self.files.get_mut(&label).expect("just opened"))
+    }
+
+    /// `e`, or, when it is the limit of open descriptors, an error that says so and how many
+    /// files were open.
+    fn explain_limit(&self, e: Error) -> Error {
+        let emfile = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<io::Error>())
+            .and_then(io::Error::raw_os_error)
+            == Some(libc_emfile());
+        if !emfile {
+            return e;
+        }
+        let limit = self
+            .descriptors
+            .map_or_else(|| "unknown".to_string(), |n| n.to_string());
+        let msg = format!(
+            "-w: {} files open (each holds {DESCRIPTORS_PER_FILE} descriptors) reach this \
+             process's limit of open files ({limit}, `ulimit -n`; its hard limit is below what \
+             {MAX_LABEL_FILES} files need): raise it, or count the labels with --json instead",
+            self.files.len()
+        );
+        Error::input(&self.dir, None, msg)
     }
 
     /// A pcapng block that is not a packet: to every file, and kept for files opened later when
@@ -221,5 +289,17 @@ impl Drop for LabelFiles {
         if self.made_dir {
             let _ = std::fs::remove_dir(&self.dir);
         }
+    }
+}
+
+/// `EMFILE`, the error of a process at its limit of open descriptors.
+fn libc_emfile() -> i32 {
+    #[cfg(unix)]
+    {
+        libc::EMFILE
+    }
+    #[cfg(not(unix))]
+    {
+        24
     }
 }
