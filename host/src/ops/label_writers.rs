@@ -31,6 +31,8 @@ const OTHER_DESCRIPTORS: u64 = 64;
 /// Raises this process's soft limit of open descriptors, up to its hard limit, so that
 /// [`MAX_LABEL_FILES`] files fit (a soft limit of 256 or 512 would stop a run part way, with
 /// nothing written). Returns the soft limit now in force, `None` where it cannot be read.
+// `rlim_t` is `u64` on Linux, not on every Unix: the casts stay.
+#[allow(clippy::unnecessary_cast)]
 fn make_room_for_files() -> Option<u64> {
     #[cfg(unix)]
     {
