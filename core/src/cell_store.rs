@@ -125,7 +125,8 @@ impl CellStore {
     /// sum of counters stuck at their maximum), the key counts added (unknown if either is).
     pub(crate) fn union_with(&mut self, other: &CellStore) -> Result<(), MergeError> {
         self.params.check_compatible(&other.params)?;
-        let merge = CellMerge::of(self.params.kind).ok_or(MergeError::Unmergeable(self.params.kind))?;
+        let kind = self.params.kind;
+        let merge = CellMerge::of(kind).ok_or(MergeError::Unmergeable(kind))?;
         for (x, y) in self.image.as_mut_slice().iter_mut().zip(other.image_words()) {
             *x |= y;
         }

@@ -243,15 +243,16 @@ impl CountingFilter {
     /// folded to the smaller block count first ([`CountingFilter::folded`]).
     pub fn union_folding(&self, other: &CountingFilter) -> Result<CountingFilter, MergeError> {
         let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
-        let at_size = |f: &CountingFilter| {
-            if f.params().blocks == blocks {
-                Ok(f.clone())
-            } else {
-                f.folded(blocks)
-            }
+        let mut out = if self.params().blocks == blocks {
+            self.clone()
+        } else {
+            self.folded(blocks)?
         };
-        let mut out = at_size(self)?;
-        out.union_with(&at_size(other)?)?;
+        if other.params().blocks == blocks {
+            out.union_with(other)?;
+        } else {
+            out.union_with(&other.folded(blocks)?)?;
+        }
         Ok(out)
     }
 

@@ -408,15 +408,16 @@ impl SpatialFilter {
             return Err(MergeError::Classes);
         }
         let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
-        let at_size = |f: &SpatialFilter| {
-            if f.params().blocks == blocks {
-                Ok(f.clone())
-            } else {
-                f.folded(blocks)
-            }
+        let mut out = if self.params().blocks == blocks {
+            self.clone()
+        } else {
+            self.folded(blocks)?
         };
-        let mut out = at_size(self)?;
-        out.union_with(&at_size(other)?)?;
+        if other.params().blocks == blocks {
+            out.union_with(other)?;
+        } else {
+            out.union_with(&other.folded(blocks)?)?;
+        }
         Ok(out)
     }
 

@@ -260,6 +260,18 @@ impl From<BatchError> for Error {
     }
 }
 
+/// Whether a filter of `kind` is one static image (a static filter) or has one behind its
+/// cells (`export --static` writes it).
+fn has_projection(kind: FilterKind) -> bool {
+    matches!(
+        kind,
+        FilterKind::Static
+            | FilterKind::Counting { .. }
+            | FilterKind::Stable { .. }
+            | FilterKind::Spatial { .. }
+    )
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -300,11 +312,15 @@ impl fmt::Display for Error {
                          it as a static filter)"
                     }
                     MergeError::Unmergeable(_) => "",
-                    MergeError::Kind(..) => {
+                    MergeError::Kind(a, b) if a.name() == b.name() => {
+                        " (build both with the same --counter-bits, or --cell-bits and classes)"
+                    }
+                    MergeError::Kind(a, b) if has_projection(*a) && has_projection(*b) => {
                         " (filters merge only with filters of their own kind; `bloomlanes \
                          export --static OUT.blf FILE` writes a counting, stable or spatial \
                          filter's projection as a static filter, which merges with static ones)"
                     }
+                    MergeError::Kind(..) => " (filters merge only with filters of their own kind)",
                     _ => {
                         " (filters merge only when layout, hash and seed match and one block \
                          count is a multiple of the other; build them with the same --layout, \

@@ -299,7 +299,8 @@ fn two_inserts_at_once_both_land() {
         .all(|a| !a["class"].is_null()));
 }
 
-/// `rules-N.csv` with keys `from..to` in the classes by `class(i)`, and the rows themselves.
+/// `name` in `d`: a CSV of `key{k},{class}` rows under the header `k,c`; returns its path and
+/// its rows without the header.
 fn rules(d: &tempfile::TempDir, name: &str, rows: &[(u32, &str)]) -> (std::path::PathBuf, String) {
     let body: String = rows.iter().map(|(k, c)| format!("key{k},{c}\n")).collect();
     (write(d, name, format!("k,c\n{body}")), body)
@@ -409,4 +410,129 @@ fn counting_filters_merge_by_adding_their_counts() {
         .map(|a| a["count"].as_u64().unwrap())
         .collect();
     assert_eq!(counts, [1, 3, 1]);
+}
+
+#[test]
+fn insert_reads_a_class_column_as_the_filter_s_key_type() {
+    let d = tmp();
+    let rules = write(&d, "rules.csv", "ip,c\n10.0.0.1,allow\n");
+    let f = at(&d, "f.blf");
+    build(
+        &rules,
+        &f,
+        "--kind spatial --csv-column ip --class-column c --key-type ip --classes allow,deny",
+    );
+    // No --key-type: the filter's (ip), so "10.0.0.2 " is the address, spaces and all.
+    let more = write(&d, "more.csv", "ip,c\n10.0.0.2 ,deny\n2001:db8::1,deny\n");
+    json(&argv!(
+        "insert",
+        &f,
+        &more,
+        "--csv-column ip --class-column c"
+    ));
+    let q = write(&d, "q.txt", "10.0.0.1\n10.0.0.2\n2001:DB8::1\n");
+    let v = json(&argv!("query", &f, &q));
+    let got: Vec<&str> = v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, ["allow", "deny", "deny"]);
+    let bad = write(&d, "bad.csv", "ip,c\nnot-an-address,deny\n");
+    let err = fails(
+        &argv!("insert", &f, &bad, "--csv-column ip --class-column c"),
+        1,
+    );
+    says(&err, &["bad.csv", "line 2", "not an ip key"]);
+}
+
+#[test]
+fn per_class_files_of_one_class_are_named_by_the_file_a_key_came_from() {
+    let d = tmp();
+    let (a, b, c) = (
+        write(&d, "deny-a.txt", "k1\n"),
+        write(&d, "deny-b.txt", "k2\n"),
+        write(&d, "allow.txt", "k2\n"),
+    );
+    let spec = |name: &str, p: &std::path::Path| PathBuf::from(format!("{name}={}", p.display()));
+    let out = bl()
+        .args(argv!(
+            "build -o",
+            &at(&d, "f.blf"),
+            "--kind spatial --class",
+            &spec("deny", &a),
+            "--class",
+            &spec("deny", &b),
+            "--class",
+            &spec("allow", &c)
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    says(
+        &err,
+        &[
+            "\"k2\"",
+            "class allow (",
+            "allow.txt)",
+            "class deny (",
+            "deny-b.txt)",
+        ],
+    );
+    assert!(!err.contains("deny-a.txt"), "{err}");
+}
+
+#[test]
+fn three_spatial_filters_of_different_sizes_merge_into_a_build_at_the_smallest() {
+    let d = tmp();
+    let classes = ["allow", "deny"];
+    let rows = |from: u32, to: u32| -> Vec<(u32, &str)> {
+        (from..to).map(|k| (k, classes[k as usize % 2])).collect()
+    };
+    let flags =
+        "--kind spatial --class-column c --classes allow,deny --layout 8x32 --bits-per-key 10 --pow2";
+    let mut all = String::from("k,c\n");
+    let mut inputs = Vec::new();
+    for (i, (from, to, capacity)) in [(0, 300, 1200), (300, 600, 600), (600, 900, 300)]
+        .into_iter()
+        .enumerate()
+    {
+        let (csv, body) = rules(&d, &format!("r{i}.csv"), &rows(from, to));
+        all.push_str(&body);
+        let f = at(&d, &format!("r{i}.blf"));
+        build(&csv, &f, &format!("{flags} --capacity {capacity}"));
+        inputs.push(f);
+    }
+    let (one, m) = (at(&d, "one.blf"), at(&d, "m.blf"));
+    build(
+        &write(&d, "all.csv", all),
+        &one,
+        &format!("{flags} --capacity 300"),
+    );
+    let v = json(&argv!(
+        "merge", &inputs[0], &inputs[1], &inputs[2], "-o", &m
+    ));
+    assert_eq!(v["folded"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(
+        bytes(&m),
+        bytes(&one),
+        "folded and merged: the build at the smallest size"
+    );
+    // An intersection that mixes kinds is refused for the kinds, not for the operation.
+    let keys = write(&d, "keys.txt", "key1\n");
+    let plain = at(&d, "plain.blf");
+    json(&argv!(
+        "build",
+        &keys,
+        "-o",
+        &plain,
+        "--capacity 300 --layout 8x32"
+    ));
+    let err = fails(
+        &argv!("merge", &inputs[2], &plain, "-o", &m, "--op intersection"),
+        1,
+    );
+    says(&err, &["r2.blf", "plain.blf", "spatial", "static"]);
 }

@@ -21,7 +21,8 @@ class FormatError(ValueError):
     """A corrupt, truncated or foreign filter file or Parquet bloom filter."""
 
 class IncompatibleFiltersError(ValueError):
-    """Filters with different layout, block count, seed, hash or key type combined."""
+    """Filters with different layout, block count, seed, hash or key type combined, spatial
+    filters of other classes (names and order), or stable filters (which do not merge)."""
 
 class KeyTypeError(TypeError):
     """Keys of another type than the filter's (they would hash other bytes)."""

@@ -4,7 +4,7 @@
 //! | exception | base | raised for |
 //! |---|---|---|
 //! | `FormatError` | `ValueError` | a corrupt, truncated or foreign `.blf` file or Parquet bloom filter |
-//! | `IncompatibleFiltersError` | `ValueError` | `|`, `&` or a merge of filters with different parameters |
+//! | `IncompatibleFiltersError` | `ValueError` | `|`, `&` or a merge of filters with different parameters, class tables or kinds, or of stable filters |
 //! | `KeyTypeError` | `TypeError` | keys whose type differs from the filter's key type |
 //! | `ValueError` | | bad sizing, bad arguments, malformed key batches, malformed input files (with the file, line and byte offset) |
 //! | `TypeError` | | inputs that are not keys (unsupported dtypes, objects) |
@@ -31,8 +31,8 @@ create_exception!(
     bloomlanes,
     IncompatibleFiltersError,
     PyValueError,
-    "Two filters that cannot be combined: different layout, block count, seed, hash or key type \
-     (a ValueError)."
+    "Two filters that cannot be combined: different layout, block count, seed, hash or key type, \
+     spatial filters of other classes, or stable filters, which do not merge (a ValueError)."
 );
 create_exception!(
     bloomlanes,

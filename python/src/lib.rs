@@ -2,7 +2,8 @@
 //! CPython >= 3.9). The Python package `bloomlanes` (python/bloomlanes) re-exports it; its
 //! typed interface is `bloomlanes/_native.pyi`.
 //!
-//! - `filter`: the `Filter` class; `setops`: `|` and `&`; `storage`: owned or memory-mapped
+//! - `filter`: the `Filter` class; `setops`: its `|` and `&` (the cell kinds' `|` is in
+//!   `kinds`); `storage`: owned or memory-mapped
 //!   bits; `convert`: arguments from Python;
 //! - `spatial`: `SpatialFilter`; `retrieval`: `Retrieval`; `counting`: `CountingFilter`;
 //!   `kinds`: what they share (files under the locks, bytes, key checks);

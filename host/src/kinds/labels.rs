@@ -101,6 +101,8 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
         }
     }
     let mut out = ClassConflicts::default();
+    // The example is the conflicting key listed earliest.
+    let mut example_at = usize::MAX;
     for listed in seen.values() {
         let mut done = vec![false; listed.len()];
         for a in 0..listed.len() {
@@ -120,7 +122,8 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
             if low.0 != high.0 {
                 out.keys += 1;
                 let earliest = same.iter().map(|&(_, i)| i).min().expect("non-empty");
-                if out.example.is_none_or(|(i, j)| earliest < i.min(j)) {
+                if earliest < example_at {
+                    example_at = earliest;
                     out.example = Some((low.1, high.1));
                 }
             }
@@ -304,6 +307,11 @@ mod tests {
         let c = class_conflicts(&f, Keys::U64(&keys), &classes);
         assert_eq!(c.keys, 2, "keys 1 and 5");
         assert_eq!(c.example, Some((0, 3)), "key 1: class 1 at 0, class 3 at 3");
+        // The example is the key listed first: key 8 (middle class first) before key 7.
+        let (keys, classes) = ([8u64, 7, 7, 8, 8], [2u16, 1, 3, 1, 3]);
+        let f = filter_of(&keys, &classes);
+        let c = class_conflicts(&f, Keys::U64(&keys), &classes);
+        assert_eq!((c.keys, c.example), (2, Some((3, 4))));
         let (keys, classes) = ([5u64, 5, 6], [3u16, 1, 1]);
         let f = filter_of(&keys, &classes);
         let c = class_conflicts(&f, Keys::U64(&keys), &classes);

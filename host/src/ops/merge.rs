@@ -109,54 +109,44 @@ pub fn merge(files: &[FilterFile], op: MergeOp) -> Result<Merged> {
     })
 }
 
-/// Merges spatial or counting filters (at least two, all of one kind; `files` pairs each with
-/// its path; a static filter or another kind among them is refused) by union, the larger ones folded to the smallest block count first: each cell the
-/// larger class (spatial; the same classes in the same order are needed) or the sum of
-/// counters stuck at their maximum (counting), the bytes of inserting every key of every
+/// Merges spatial or counting filters (at least two, all of one kind, each with its path) by
+/// union, in place into the first, the larger ones folded to the smallest block count first:
+/// each cell the larger class (spatial; the same classes in the same order are needed) or the
+/// sum of counters stuck at their maximum (counting), the bytes of inserting every key of every
 /// input into one filter. Returns the merged filter and the inputs that were folded.
 ///
 /// # Errors
-/// [`Error::Usage`] for an intersection or fewer than two filters, [`Error::Merge`] for
-/// filters that do not merge (another kind, other classes or parameters, a stable filter).
-pub fn merge_cells(files: &[(PathBuf, AnyFilter)], op: MergeOp) -> Result<(AnyFilter, Vec<Fold>)> {
-    let ((first_path, first), rest) = files
-        .split_first()
-        .filter(|(_, rest)| !rest.is_empty())
-        .ok_or_else(|| Error::usage("merge needs at least two filters"))?;
-    let kind = first.params().kind.name();
-    if op == MergeOp::Intersection {
-        return Err(Error::usage(format!(
-            "{} is a {kind} filter: {kind} filters merge by union only (an intersection of \
-             classes or counts has no filter that answers it)",
-            first_path.display()
-        )));
+/// [`Error::Merge`] for filters that do not merge with the first (another kind or width, other
+/// classes or parameters, a stable filter), checked before anything else; then
+/// [`Error::Usage`] for an intersection, or fewer than two filters.
+pub fn merge_cells(
+    files: Vec<(PathBuf, AnyFilter)>,
+    op: MergeOp,
+) -> Result<(AnyFilter, Vec<Fold>)> {
+    if files.len() < 2 {
+        return Err(Error::usage("merge needs at least two filters"));
     }
+    let first_path = files[0].0.clone();
     let refuse = |other: &PathBuf, source: MergeError| Error::Merge {
         first: first_path.clone(),
         other: other.clone(),
         source,
     };
-    let mut acc = first.clone();
-    for (path, f) in rest {
-        acc = match (&acc, f) {
-            (AnyFilter::Spatial(a), AnyFilter::Spatial(b)) => {
-                a.union_folding(b).map(AnyFilter::Spatial)
-            }
-            (AnyFilter::Counting(a), AnyFilter::Counting(b)) => {
-                a.union_folding(b).map(AnyFilter::Counting)
-            }
-            (a, b) => Err(match (a, b) {
-                (AnyFilter::Static(_) | AnyFilter::Spatial(_), _)
-                | (AnyFilter::Counting(_), AnyFilter::Static(_) | AnyFilter::Spatial(_)) => {
-                    MergeError::Kind(a.params().kind, b.params().kind)
-                }
-                (AnyFilter::Counting(_), _) => MergeError::Unmergeable(b.params().kind),
-                _ => MergeError::Unmergeable(a.params().kind),
-            }),
-        }
-        .map_err(|e| refuse(path, e))?;
+    let first = &files[0].1;
+    let mut blocks = first.params().blocks;
+    for (path, f) in &files[1..] {
+        blocks = mergeable(first, f)
+            .map_err(|e| refuse(path, e))?
+            .min(blocks);
     }
-    let blocks = acc.params().blocks;
+    if op == MergeOp::Intersection {
+        let kind = first.params().kind.name();
+        return Err(Error::usage(format!(
+            "{} and the others are {kind} filters, which merge by union only (an intersection \
+             of classes or counts has no filter that answers it)",
+            files[0].0.display()
+        )));
+    }
     let folds = files
         .iter()
         .filter(|(_, f)| f.params().blocks != blocks)
@@ -166,5 +156,54 @@ pub fn merge_cells(files: &[(PathBuf, AnyFilter)], op: MergeOp) -> Result<(AnyFi
             to: blocks,
         })
         .collect();
+    let mut files = files.into_iter();
+    let (_, mut acc) = files.next().expect("two or more");
+    if acc.params().blocks != blocks {
+        acc = folded(&acc, blocks).map_err(|e| refuse(&first_path, e))?;
+    }
+    for (path, f) in files {
+        let f = if f.params().blocks == blocks {
+            f
+        } else {
+            folded(&f, blocks).map_err(|e| refuse(&path, e))?
+        };
+        match (&mut acc, &f) {
+            (AnyFilter::Spatial(a), AnyFilter::Spatial(b)) => a.union_with(b),
+            (AnyFilter::Counting(a), AnyFilter::Counting(b)) => a.union_with(b),
+            _ => unreachable!("checked by `mergeable`"),
+        }
+        .map_err(|e| refuse(&path, e))?;
+    }
     Ok((acc, folds))
+}
+
+/// Whether `b` merges with `a` (both spatial with the same classes, or both counting, with
+/// parameters that pass [`fold::check_mergeable`]): the block count they merge at.
+fn mergeable(a: &AnyFilter, b: &AnyFilter) -> std::result::Result<u32, MergeError> {
+    let (pa, pb) = (a.params(), b.params());
+    match (a, b) {
+        (AnyFilter::Spatial(x), AnyFilter::Spatial(y)) if x.class_names() != y.class_names() => {
+            Err(MergeError::Classes)
+        }
+        (AnyFilter::Spatial(_), AnyFilter::Spatial(_))
+        | (AnyFilter::Counting(_), AnyFilter::Counting(_)) => {
+            if bloomlanes_core::fold::CellMerge::of(pa.kind).is_none() {
+                return Err(MergeError::Unmergeable(pa.kind));
+            }
+            fold::check_mergeable(pa, pb)
+        }
+        (AnyFilter::Spatial(_) | AnyFilter::Counting(_), _) => {
+            Err(MergeError::Kind(pa.kind, pb.kind))
+        }
+        _ => Err(MergeError::Unmergeable(pa.kind)),
+    }
+}
+
+/// A spatial or counting filter folded to `blocks` blocks.
+fn folded(f: &AnyFilter, blocks: u32) -> std::result::Result<AnyFilter, MergeError> {
+    match f {
+        AnyFilter::Spatial(s) => s.folded(blocks).map(AnyFilter::Spatial),
+        AnyFilter::Counting(c) => c.folded(blocks).map(AnyFilter::Counting),
+        other => Err(MergeError::Unmergeable(other.params().kind)),
+    }
 }

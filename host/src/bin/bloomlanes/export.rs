@@ -31,13 +31,14 @@ pub enum MulStyleArg {
 pub struct ExportArgs {
     /// The filter file.
     filter: PathBuf,
-    /// Write the Parquet split-block form (layout 8x32, seed 0 only); "-": standard output (the
-    /// report then goes to standard error).
+    /// Write the Parquet split-block form (layout 8x32, seed 0 only; of a counting, stable or
+    /// spatial filter, its projection); "-": standard output (the report then goes to standard
+    /// error).
     #[arg(long, value_name = "FILE")]
     parquet: Option<PathBuf>,
-    /// Write the filter as a static filter file: for a counting or stable filter its projection
-    /// (a bit is set where its counter is positive), byte-identical to a static filter of the
-    /// keys present.
+    /// Write the filter as a static filter file: for a counting, stable or spatial filter its
+    /// projection (a bit is set where its counter or class is positive), byte-identical to a
+    /// static filter of the keys present.
     #[arg(long = "static", value_name = "FILE")]
     static_file: Option<PathBuf>,
     /// Write HDL bank files and the generated RTL into this directory.

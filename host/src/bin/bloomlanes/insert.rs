@@ -136,8 +136,10 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let (summaries, key_type, conflict) = match (&mut filter, a.classes.given()) {
         (AnyFilter::Spatial(f), true) => {
             let opts = e.input.options();
-            let r = insert_classes::insert(&*engine, f, &a.classes, &e.inputs, &opts, &mut bar)?;
-            (r.summaries, r.key_type, r.conflict)
+            let r = insert_classes::insert(
+                &*engine, f, &e.filter, &a.classes, &e.inputs, &opts, &mut bar,
+            )?;
+            (r.summaries, r.key_type, r.conflict_warning)
         }
         (AnyFilter::Spatial(f), false) => {
             return Err(Error::usage(format!(

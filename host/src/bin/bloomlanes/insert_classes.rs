@@ -2,7 +2,7 @@
 //! all of an input's keys in one (`--class NAME`, streamed) or each from a CSV column beside
 //! the key (`--class-column C`), so a rule table grows without a rebuild.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bloomlanes_host::bloomlanes_core::{Keys, SpatialError, SpatialFilter};
 use bloomlanes_host::kinds::labels;
@@ -41,48 +41,54 @@ pub struct Inserted {
     pub summaries: Vec<InputSummary>,
     /// The type the keys were read as.
     pub key_type: KeyType,
-    /// Keys of the inputs listed in two of the classes.
-    pub conflict: Option<String>,
+    /// The warning for keys of the inputs listed in two of the classes.
+    pub conflict_warning: Option<String>,
 }
 
-/// The class number of `name` (spaces around it ignored) in `f`, or the error that lists the
-/// filter's classes.
+/// The class number of `name` in `f` (spaces around it ignored; a stored name that has them,
+/// which earlier writers let through, is found by its trimmed form when only one has it), or
+/// the error that lists the filter's classes.
 fn class_number(f: &SpatialFilter, name: &[u8]) -> std::result::Result<u16, String> {
-    let name = std::str::from_utf8(name)
-        .map_err(|_| "the class name is not UTF-8 text".to_string())?
-        .trim();
-    if name.is_empty() {
-        return Err("the class name is empty".into());
+    let name = crate::labelled::class_field(name)?;
+    if let Some(c) = f.class_number(name) {
+        return Ok(c);
     }
-    f.class_number(name).ok_or_else(|| {
-        format!(
+    let mut trimmed = (1u16..)
+        .zip(f.class_names())
+        .filter(|(_, n)| n.trim() == name);
+    match (trimmed.next(), trimmed.next()) {
+        (Some((c, _)), None) => Ok(c),
+        _ => Err(format!(
             "class {name:?} is not one of the filter's classes ({})",
             f.class_names().join(", ")
-        )
-    })
+        )),
+    }
 }
 
-/// Inserts the keys of `inputs` into `f` with their classes (`c`): on the SIMD engine's bulk
-/// path when `engine` has one, else key by key through the core.
+/// Inserts the keys of `inputs` into `f` (read from `filter`, which errors name) with their
+/// classes (`classes`): on the SIMD engine's bulk path when `engine` has one, else key by key
+/// through the core.
 pub fn insert(
     engine: &dyn Backend,
     f: &mut SpatialFilter,
-    c: &ClassArgs,
+    filter: &Path,
+    classes: &ClassArgs,
     inputs: &[PathBuf],
     opts: &InputOptions,
     bar: &mut Bar,
 ) -> Result<Inserted> {
     let mut opts = opts.clone();
-    opts.filter_key_type.get_or_insert(f.params().key_type);
-    if let Some(name) = &c.class {
-        let class =
-            class_number(f, name.as_bytes()).map_err(|e| Error::usage(format!("--class: {e}")))?;
+    let key_type = f.params().key_type;
+    opts.filter_key_type.get_or_insert(key_type);
+    if let Some(name) = &classes.class {
+        let class = class_number(f, name.as_bytes())
+            .map_err(|e| Error::usage(format!("--class: {e} in {}", filter.display())))?;
         let seed = f.params().seed;
         let (summaries, key_type) = stream_hashes(
             inputs,
             &opts,
             seed,
-            f.params().key_type,
+            key_type,
             &mut |hashes| {
                 add(
                     engine,
@@ -96,30 +102,29 @@ pub fn insert(
         return Ok(Inserted {
             summaries,
             key_type,
-            conflict: None,
+            conflict_warning: None,
         });
     }
-    let column = c.class_column.as_deref().expect("a class was given");
+    let column = classes.class_column.as_deref().expect("a class was given");
     let flag = "--class-column";
-    // CSV fields are parsed as the filter's key type unless --key-type says otherwise.
-    opts.key_type.get_or_insert(f.params().key_type);
+    // CSV fields are parsed as the filter's key type unless --key-type says otherwise (a
+    // filter that recorded none reads them as bytes).
+    if key_type != KeyType::Any {
+        opts.key_type.get_or_insert(key_type);
+    }
     let read = pairs::read_pairs(
         inputs,
         &opts,
         LabelColumn { name: column, flag },
         &mut |field| class_number(f, field).map(u32::from),
     )?;
-    let classes: Vec<u16> = read.labels.iter().map(|&c| c as u16).collect();
-    add(engine, f, read.keys.keys(), Classes::U16(&classes))?;
-    let found = labels::class_conflicts(f, read.keys.keys(), &classes);
-    let conflict = found.example.map(|(low, high)| {
-        let place = |i| {
-            pairs::locate(inputs, &opts, LabelColumn { name: column, flag }, i)
-                .map(|(path, line)| format!(" ({}: line {line})", path.display()))
-                .unwrap_or_default()
-        };
-        let name = |i: usize| f.class_name(u32::from(classes[i])).unwrap_or("?");
-        crate::labelled::two_classes(
+    let labels: Vec<u16> = read.labels.iter().map(|&c| c as u16).collect();
+    add(engine, f, read.keys.keys(), Classes::U16(&labels))?;
+    let found = labels::class_conflicts(f, read.keys.keys(), &labels);
+    let conflict_warning = found.example.map(|(low, high)| {
+        let place = |i| crate::labelled::record_place(inputs, &opts, column, i);
+        let name = |i: usize| f.class_name(u32::from(labels[i])).unwrap_or("?");
+        crate::labelled::two_classes_warning(
             &read.keys.display(low),
             found.keys,
             (name(low), place(low)),
@@ -129,7 +134,7 @@ pub fn insert(
     Ok(Inserted {
         summaries: read.summaries,
         key_type: read.keys.key_type(),
-        conflict,
+        conflict_warning,
     })
 }
 

@@ -74,14 +74,7 @@ impl ClassNames {
     /// The class number of `field`, from 1 (a new name joins at the end unless the classes
     /// are fixed).
     fn number(&mut self, field: &[u8]) -> std::result::Result<u16, String> {
-        // Spaces around a name are the file's or the command line's, not the name's: "deny "
-        // in a hand-edited CSV is class deny.
-        let name = std::str::from_utf8(field)
-            .map_err(|_| "the class name is not UTF-8 text".to_string())?
-            .trim();
-        if name.is_empty() {
-            return Err("the class name is empty".into());
-        }
+        let name = class_field(field)?;
         if let Some(i) = self.order.iter().position(|n| n == name) {
             return Ok(i as u16 + 1);
         }
@@ -106,6 +99,31 @@ impl ClassNames {
         self.order.push(name.to_string());
         Ok(self.order.len() as u16)
     }
+}
+
+/// The class name a field or argument gives: its UTF-8 text without the spaces around it
+/// (they are the file's or the command line's, not the name's: "deny " in a hand-edited CSV is
+/// class deny), never empty.
+pub fn class_field(field: &[u8]) -> std::result::Result<&str, String> {
+    let name = std::str::from_utf8(field)
+        .map_err(|_| "the class name is not UTF-8 text".to_string())?
+        .trim();
+    if name.is_empty() {
+        return Err("the class name is empty".into());
+    }
+    Ok(name)
+}
+
+/// Where record `i` of a CSV read with `column` as its label column is: " (FILE: line N)", or
+/// empty where it cannot be told (standard input).
+pub fn record_place(inputs: &[PathBuf], opts: &InputOptions, column: &str, i: usize) -> String {
+    let column = LabelColumn {
+        name: column,
+        flag: "--class-column",
+    };
+    pairs::locate(inputs, opts, column, i)
+        .map(|(path, line)| format!(" ({}: line {line})", path.display()))
+        .unwrap_or_default()
 }
 
 /// Parses a value of at most `bits` bits.
@@ -325,24 +343,23 @@ fn conflict_warning(
 ) -> String {
     let name = |i: usize| &read.names[usize::from(read.classes[i]) - 1];
     let place = |i: usize| match &la.class_column {
-        Some(column) => {
-            let column = LabelColumn {
-                name: column,
-                flag: "--class-column",
-            };
-            pairs::locate(inputs, opts, column, i)
-                .map(|(path, line)| format!(" ({}: line {line})", path.display()))
+        Some(column) => record_place(inputs, opts, column, i),
+        // One input per class: the input the record came from (the --class options in order).
+        None => {
+            let mut end = 0u64;
+            read.summaries
+                .iter()
+                .zip(&la.class)
+                .find(|(s, _)| {
+                    end += s.keys;
+                    i as u64 >= end - s.keys && (i as u64) < end
+                })
+                .and_then(|(_, spec)| spec.split_once('='))
+                .map(|(_, file)| format!(" ({file})"))
                 .unwrap_or_default()
         }
-        // One input per class: the class's file.
-        None => la
-            .class
-            .iter()
-            .find_map(|spec| spec.split_once('=').filter(|(n, _)| n.trim() == name(i)))
-            .map(|(_, file)| format!(" ({file})"))
-            .unwrap_or_default(),
     };
-    two_classes(
+    two_classes_warning(
         &read.keys.display(low),
         keys,
         (name(low), place(low)),
@@ -352,7 +369,12 @@ fn conflict_warning(
 
 /// The warning for `keys` keys listed in two or more classes, naming one, `key`, with its
 /// lowest and highest class and where each listing is (" (FILE: line N)", or empty).
-pub fn two_classes(key: &str, keys: u64, low: (&str, String), high: (&str, String)) -> String {
+pub fn two_classes_warning(
+    key: &str,
+    keys: u64,
+    low: (&str, String),
+    high: (&str, String),
+) -> String {
     let others = match keys {
         0 | 1 => String::new(),
         2 => " (and 1 other key)".to_string(),

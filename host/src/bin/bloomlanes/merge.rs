@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bloomlanes_host::{ops, store, AnyFilter, MergeOp, Result};
+use bloomlanes_host::bloomlanes_core::MergeError;
+use bloomlanes_host::{ops, store, Error, MergeOp, Result};
 use clap::{Args, ValueEnum};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::args::OpenArgs;
 use crate::merge_cells;
@@ -58,17 +59,24 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| Opened::open(p, a.open.verify()))
         .collect::<Result<Vec<_>>>()?;
-    if opened.iter().any(|o| matches!(o, Opened::Kind(_))) {
-        // Spatial and counting filters merge cell by cell; any other mix is refused there,
-        // naming both files and kinds.
-        let filters = opened
-            .into_iter()
-            .map(|o| match o {
-                Opened::Static(f) => AnyFilter::Static(f.to_filter()),
-                Opened::Kind(f) => f,
-            })
-            .collect();
-        return merge_cells::run(ctx, &a.filters, &a.output, op, filters);
+    if let Some(k) = opened.iter().position(|o| matches!(o, Opened::Kind(_))) {
+        // Spatial and counting filters merge cell by cell, with filters of their own kind only:
+        // a static one among them is refused before it is read whole.
+        let kind = opened[k].params().kind;
+        let mut filters = Vec::with_capacity(opened.len());
+        for (path, o) in a.filters.iter().zip(opened) {
+            match o {
+                Opened::Kind(f) => filters.push((path.clone(), f)),
+                Opened::Static(f) => {
+                    return Err(Error::Merge {
+                        first: a.filters[k].clone(),
+                        other: path.clone(),
+                        source: MergeError::Kind(kind, f.params().kind),
+                    })
+                }
+            }
+        }
+        return merge_cells::run(ctx, &a.output, op, filters);
     }
     let files: Vec<_> = opened
         .into_iter()
@@ -116,11 +124,7 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             "layout": merged.layout().name(),
             "blocks": merged.blocks(),
             "key_count": merged.key_count(),
-            "folded": folds.iter().map(|f| json!({
-                "input": f.path.display().to_string(),
-                "from_blocks": f.from,
-                "to_blocks": f.to,
-            })).collect::<Vec<_>>(),
+            "folded": folds_json(&folds),
             "fill_ratio": merged.fill_ratio(),
             "fpr_from_bits": fpr,
             "input_fpr_from_bits": input_fpr,
@@ -140,17 +144,7 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             ),
             _ => "the size of an intersection of more than two filters is not estimated".into(),
         };
-        let folded: String = folds
-            .iter()
-            .map(|f| {
-                format!(
-                    " (folded {} {} → {} blocks)",
-                    f.path.display(),
-                    f.from,
-                    f.to
-                )
-            })
-            .collect();
+        let folded = folds_text(&folds);
         let keys = match merged.key_count() {
             Some(n) => format!("{n} keys recorded"),
             None => "key count not recorded (an input has none, or an intersection)".into(),
@@ -185,4 +179,33 @@ fn estimate_sd(f: &bloomlanes_host::Filter) -> f64 {
     let k = f.layout().lanes() as f64;
     let t = k * n / m;
     (m * (t.exp_m1() - t)).max(0.0).sqrt() / k
+}
+
+/// The folded inputs, as the JSON report's `folded`.
+pub fn folds_json(folds: &[ops::Fold]) -> Value {
+    folds
+        .iter()
+        .map(|f| {
+            json!({
+                "input": f.path.display().to_string(),
+                "from_blocks": f.from,
+                "to_blocks": f.to,
+            })
+        })
+        .collect()
+}
+
+/// The folded inputs, for people: ` (folded FILE FROM → TO blocks)` each.
+pub fn folds_text(folds: &[ops::Fold]) -> String {
+    folds
+        .iter()
+        .map(|f| {
+            format!(
+                " (folded {} {} → {} blocks)",
+                f.path.display(),
+                f.from,
+                f.to
+            )
+        })
+        .collect()
 }

@@ -8,63 +8,66 @@ use bloomlanes_host::{kinds, ops, store, AnyFilter, MergeOp, Result};
 use serde_json::json;
 
 use crate::kind::kind_json;
-use crate::output::{emit, say};
+use crate::output::{emit, say, Warnings};
 use crate::Ctx;
 
-/// Merges `filters` (read from `paths`) by `op` into `output`, and reports.
+/// Merges `files` (each filter with its path) by `op` into `output`, and reports.
 pub fn run(
     ctx: &Ctx,
-    paths: &[PathBuf],
     output: &Path,
     op: MergeOp,
-    filters: Vec<AnyFilter>,
+    files: Vec<(PathBuf, AnyFilter)>,
 ) -> Result<ExitCode> {
-    let files: Vec<(PathBuf, AnyFilter)> = paths.iter().cloned().zip(filters).collect();
-    let (merged, folds) = ops::merge_cells(&files, op)?;
+    let paths: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let input_fpr: Vec<f64> = files.iter().map(|(_, f)| kinds::expected_fpr(f)).collect();
+    let (merged, folds) = ops::merge_cells(files, op)?;
     store::save_any(output, &merged)?;
     let p = *merged.params();
     let fpr = kinds::expected_fpr(&merged);
     let keys = merged.stats().recorded_keys;
+    let mut warnings = Warnings::default();
+    let worst_input = input_fpr.iter().copied().fold(0.0, f64::max);
+    if fpr > 3.0 * worst_input && fpr > 0.001 {
+        warnings.warn(format!(
+            "the union's false-positive rate is {fpr:.3e} (from its cells), against at most \
+             {worst_input:.3e} for the inputs: the merged filter holds more keys than its size \
+             suits; build the inputs with --capacity for the union's keys"
+        ));
+    }
     if ctx.json {
         return emit(&json!({
             "output": output.display().to_string(),
             "op": op.name(),
-            "inputs": paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "inputs": paths,
             "kind": kind_json(p.kind),
             "layout": p.layout.name(),
             "blocks": p.blocks,
             "key_count": keys,
-            "folded": folds.iter().map(|f| json!({
-                "input": f.path.display().to_string(),
-                "from_blocks": f.from,
-                "to_blocks": f.to,
-            })).collect::<Vec<_>>(),
-            "expected_fpr": fpr,
+            "folded": crate::merge::folds_json(&folds),
+            "fill_ratio": merged.stats().fill_ratio,
+            "fpr_from_bits": fpr,
+            "input_fpr_from_bits": input_fpr,
             "labels": crate::stats::label_figures(&merged),
+            "warnings": warnings.json(),
         }))
         .map(|()| ExitCode::SUCCESS);
     }
-    let folded: String = folds
-        .iter()
-        .map(|f| {
-            format!(
-                " (folded {} {} → {} blocks)",
-                f.path.display(),
-                f.from,
-                f.to
-            )
-        })
-        .collect();
     say(&format!(
-        "merged {} {} filters ({}){folded} into {}: layout {}, {} blocks, {} keys recorded, \
-         expected false-positive rate {fpr:.3e}",
-        files.len(),
+        "merged {} {} filters ({}){} into {}: layout {}, {} blocks, {} keys recorded, \
+         false-positive rate {fpr:.3e} (inputs: {})",
+        paths.len(),
         p.kind.name(),
         op.name(),
+        crate::merge::folds_text(&folds),
         output.display(),
         p.layout,
         p.blocks,
         keys.map_or("unknown".into(), |k| k.to_string()),
+        input_fpr
+            .iter()
+            .map(|r| format!("{r:.3e}"))
+            .collect::<Vec<_>>()
+            .join(", "),
     ))?;
     let lines = crate::stats::label_lines(&merged);
     if !lines.is_empty() {
