@@ -14,7 +14,7 @@
 //! | `date` | `YYYY-MM-DD` (proleptic Gregorian) | days since 1970-01-01 as 4 little-endian bytes |
 //! | `timestamp-ms/us/ns` | an integer in the unit, or RFC 3339 `YYYY-MM-DDTHH:MM:SS[.f](Z\|±HH:MM)` (a space may replace `T`; no offset means UTC) | the count of units since the epoch, 8 little-endian bytes |
 //! | `fixed:N` | `2N` hex digits (`-` separators and a `0x` prefix allowed; a UUID in canonical text for `fixed:16`) | the `N` bytes (a UUID big-endian, as Parquet stores it) |
-//! | `flow` | `a.b.c.d:port -> e.f.g.h:port proto N`, `[v6]:port -> [v6]:port proto N`, or 26/74 hex digits | the 13- or 37-byte 5-tuple |
+//! | `flow` | `a.b.c.d:port -> e.f.g.h:port proto N`, `[v6]:port -> [v6]:port proto N`, the `--format flows` form `a.b.c.d:port>e.f.g.h:port/tcp` (a protocol name or number), or 26/74 hex digits | the 13- or 37-byte 5-tuple |
 //!
 //! Floats are hashed as their raw bits, as every Parquet writer does; `0.0` and `-0.0` are
 //! different keys on insert, and a lookup applies the core's
@@ -100,6 +100,7 @@ pub fn parse_into(ty: KeyType, text: &[u8], out: &mut Vec<u8>) -> Result<(), Par
         }
         KeyType::Ip => {
             let t = std::str::from_utf8(trim(text)).map_err(|_| e("not UTF-8 text".into()))?;
+            let t = one_address(t).map_err(e)?;
             match t.parse::<std::net::IpAddr>() {
                 Ok(std::net::IpAddr::V4(a)) => out.extend_from_slice(&a.octets()),
                 Ok(std::net::IpAddr::V6(a)) => out.extend_from_slice(&a.octets()),
@@ -282,46 +283,56 @@ fn parse_hex(t: &[u8], n: usize, out: &mut Vec<u8>) -> Result<(), String> {
 }
 
 /// A 5-tuple in the form [`display`] writes, or its bytes in hex.
+/// The address of `t`, which may be written as a prefix of one address (`10.0.0.1/32`,
+/// `2001:db8::1/128`, as route tables write hosts); any wider prefix is refused, saying how
+/// many addresses it holds: a filter matches whole addresses, not prefixes.
+fn one_address(t: &str) -> Result<&str, String> {
+    let Some((addr, len)) = t.split_once('/') else {
+        return Ok(t);
+    };
+    let Ok(ip) = addr.parse::<std::net::IpAddr>() else {
+        return Ok(t);
+    };
+    let bits: u32 = if ip.is_ipv4() { 32 } else { 128 };
+    match len.parse::<u32>() {
+        Ok(n) if n == bits => Ok(addr),
+        Ok(n) if n < bits => {
+            let count = match bits - n {
+                m @ 0..=63 => format!("{}", 1u64 << m),
+                m => format!("2^{m}"),
+            };
+            Err(format!(
+                "{t:?} is a prefix of {count} addresses, not one address: a filter matches \
+                 whole addresses (exact match), so list the addresses a rule covers, one per row"
+            ))
+        }
+        _ => Err(format!(
+            "{t:?}: /{len} is not a prefix length of an IPv{} address",
+            if ip.is_ipv4() { 4 } else { 6 }
+        )),
+    }
+}
+
 fn parse_flow(t: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let s = std::str::from_utf8(t).map_err(|_| "not UTF-8 text".to_string())?;
-    if !s.contains("->") {
+    if !s.contains('>') {
         return match s.len() {
             26 => parse_hex(t, 13, out),
             74 => parse_hex(t, 37, out),
-            _ => Err("expected SRC:PORT -> DST:PORT proto N, or 13 or 37 bytes in hex".into()),
+            _ => Err(
+                "expected SRC:PORT -> DST:PORT proto N (or SRC:PORT>DST:PORT/PROTO), or 13 or \
+                 37 bytes in hex"
+                    .into(),
+            ),
         };
     }
-    let (src, rest) = s.split_once("->").ok_or("expected ->")?;
-    let (dst, proto) = rest
-        .trim()
-        .split_once(" proto ")
-        .ok_or("expected \" proto N\" at the end")?;
-    let proto: u8 = proto
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad protocol number {proto:?}"))?;
-    let (sa, sp) = sock(src.trim())?;
-    let (da, dp) = sock(dst.trim())?;
-    match (sa, da) {
-        (std::net::IpAddr::V4(a), std::net::IpAddr::V4(b)) => {
-            out.extend_from_slice(&a.octets());
-            out.extend_from_slice(&b.octets());
-        }
-        (std::net::IpAddr::V6(a), std::net::IpAddr::V6(b)) => {
-            out.extend_from_slice(&a.octets());
-            out.extend_from_slice(&b.octets());
-        }
-        _ => return Err("source and destination are not of the same IP version".into()),
-    }
-    out.extend_from_slice(&sp.to_be_bytes());
-    out.extend_from_slice(&dp.to_be_bytes());
-    out.push(proto);
+    // Both text forms (`10.0.0.1:1234 -> 10.0.0.2:80 proto 6` and, as `--format flows` reads
+    // them, `10.0.0.1:1234>10.0.0.2:80/tcp`): one parser, so a flow is one key whichever form a
+    // rule table writes it in.
+    let mut key = [0u8; crate::pcap::IPV6_TUPLE_LEN];
+    let n = crate::pcap::parse_flow_text(t, &mut key)?;
+    out.extend_from_slice(&key[..n]);
     Ok(())
-}
-
-fn sock(s: &str) -> Result<(std::net::IpAddr, u16), String> {
-    let a: std::net::SocketAddr = s.parse().map_err(|_| format!("bad address:port {s:?}"))?;
-    Ok((a.ip(), a.port()))
 }
 
 /// Writes the hashed bytes of a key of type `ty` back as text (the inverse of [`parse`]; bytes
@@ -512,6 +523,17 @@ mod tests {
         let f6 = p("flow", "[::1]:1 -> [::2]:2 proto 6").unwrap();
         assert_eq!(f6.len(), 37);
         assert!(p("flow", "10.0.0.1:1 -> [::2]:2 proto 6").is_err());
+        // The `--format flows` form, protocol by name or number, is the same key.
+        assert_eq!(p("flow", "10.0.0.1:1234>10.0.0.2:53/udp").unwrap(), f);
+        assert_eq!(p("flow", " 10.0.0.1:1234 > 10.0.0.2:53/17 ").unwrap(), f);
+        assert_eq!(p("flow", "[::1]:1>[::2]:2/tcp").unwrap(), f6);
+        for bad in [
+            "10.0.0.1:1234>10.0.0.2:53",
+            "10.0.0.1:1234>10.0.0.2:53/nope",
+            "a>b/tcp",
+        ] {
+            assert!(p("flow", bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -523,9 +545,22 @@ mod tests {
         assert_eq!(display(KeyType::Ip, &v6), "2001:db8::1");
         // A mapped address is what an IPv6 header carries: 16 bytes, not the IPv4 address.
         assert_eq!(p("ip", "::ffff:10.0.0.1").unwrap().len(), 16);
-        for bad in ["10.0.0", "10.0.0.256", "10.0.0.1:80", "host", ""] {
+        for bad in ["10.0.0", "10.0.0.256", "10.0.0.1:80", "host", "", "host/24"] {
             let e = p("ip", bad).unwrap_err().to_string();
             assert!(e.contains("not an IP address"), "{bad}: {e}");
+        }
+        // A host route is its address; a wider prefix is no key, and says how wide it is.
+        assert_eq!(p("ip", "10.0.0.1/32").unwrap(), [10, 0, 0, 1]);
+        assert_eq!(p("ip", "2001:db8::1/128").unwrap(), v6);
+        for (prefix, what) in [
+            ("10.0.0.0/24", "prefix of 256 addresses"),
+            ("0.0.0.0/0", "prefix of 4294967296 addresses"),
+            ("2001:db8::/32", "prefix of 2^96 addresses"),
+            ("10.0.0.1/33", "not a prefix length of an IPv4"),
+            ("10.0.0.1/x", "not a prefix length"),
+        ] {
+            let e = p("ip", prefix).unwrap_err().to_string();
+            assert!(e.contains(what), "{prefix}: {e}");
         }
         // The address part of a flow key (source: bytes 0..4) is the ip key of that address.
         let f = p("flow", "10.0.0.1:1234 -> 10.0.0.2:53 proto 17").unwrap();

@@ -42,7 +42,7 @@ or 0x hex, range-checked; f32/f64 decimal or exponent, inf, -inf, nan (the quiet
 distinct on insert; a lookup of 0.0 or -0.0 finds either, and NaN is always \"may be present\"); \
 date YYYY-MM-DD (days since 1970-01-01); timestamp-ms/us/ns an integer in the unit or RFC 3339 \
 (2024-01-02T03:04:05.123Z, +HH:MM offsets; none means UTC); fixed:N 2N hex digits, uuid the \
-canonical 8-4-4-4-12 text (16 big-endian bytes); flow SRC:PORT -> DST:PORT proto N; ip an IPv4 or IPv6 address (its 4 or 16 header \
+canonical 8-4-4-4-12 text (16 big-endian bytes); flow SRC:PORT -> DST:PORT proto N or SRC:PORT>DST:PORT/PROTO (a protocol name such as tcp, or its number); ip an IPv4 or IPv6 address (its 4 or 16 header \
 bytes: `classify --by src|dst` keys packets by one address). The filter \
 records the key type; `query` refuses keys of another byte form and warns about another type \
 with the same bytes (u64 vs i64). --format auto refuses to guess: a compressed or binary file is \
