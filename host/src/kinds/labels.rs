@@ -85,19 +85,31 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
     if seen.is_empty() {
         return ClassConflicts::default();
     }
-    let mut hashes = vec![0u64; HASH_CHUNK.min(keys.len())];
-    for start in (0..keys.len()).step_by(HASH_CHUNK) {
-        let end = (start + HASH_CHUNK).min(keys.len());
-        let hashes = &mut hashes[..end - start];
-        probe.hash_keys(keys.slice(start..end), seed, hashes);
-        for (i, &h) in (start..end).zip(hashes.iter()) {
-            if let Some(listed) = seen.get_mut(&h) {
-                // A hash shared by two different keys is told apart by the keys' own bytes.
-                let c = classes[i];
-                if !listed.iter().any(|&(d, j)| d == c && same_key(keys, i, j)) {
-                    listed.push((c, i));
-                }
-            }
+    // Every listing of those keys: the keys hashed again, a range per core, in input order.
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let per = keys.len().div_ceil(threads).max(HASH_CHUNK);
+    let matches: Vec<Vec<usize>> = std::thread::scope(|scope| {
+        let seen = &seen;
+        let tasks: Vec<_> = (0..keys.len())
+            .step_by(per)
+            .map(|from| {
+                let to = (from + per).min(keys.len());
+                scope.spawn(move || listings_in(probe, keys, seed, from..to, seen))
+            })
+            .collect();
+        tasks
+            .into_iter()
+            .map(|t| t.join().expect("a hashing task panicked"))
+            .collect()
+    });
+    for i in matches.into_iter().flatten() {
+        let listed = seen
+            .get_mut(&keys.hash(i, seed))
+            .expect("a listing of a key seen");
+        // A hash shared by two different keys is told apart by the keys' own bytes.
+        let c = classes[i];
+        if !listed.iter().any(|&(d, j)| d == c && same_key(keys, i, j)) {
+            listed.push((c, i));
         }
     }
     let mut out = ClassConflicts::default();
@@ -128,6 +140,30 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
                 }
             }
         }
+    }
+    out
+}
+
+/// The indices in `range` of the keys whose hash is one of `seen`'s, in order.
+fn listings_in<V>(
+    probe: Probe,
+    keys: Keys<'_>,
+    seed: u64,
+    range: std::ops::Range<usize>,
+    seen: &HashMap<u64, V, BuildHasherDefault<HashIsKey>>,
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut hashes = vec![0u64; HASH_CHUNK.min(range.len())];
+    for start in range.clone().step_by(HASH_CHUNK) {
+        let end = (start + HASH_CHUNK).min(range.end);
+        let hashes = &mut hashes[..end - start];
+        probe.hash_keys(keys.slice(start..end), seed, hashes);
+        out.extend(
+            (start..end)
+                .zip(hashes.iter())
+                .filter(|(_, h)| seen.contains_key(h))
+                .map(|(i, _)| i),
+        );
     }
     out
 }
