@@ -242,18 +242,7 @@ impl CountingFilter {
     /// [`CountingFilter::union_with`] of filters whose block counts divide one another, each
     /// folded to the smaller block count first ([`CountingFilter::folded`]).
     pub fn union_folding(&self, other: &CountingFilter) -> Result<CountingFilter, MergeError> {
-        let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
-        let mut out = if self.params().blocks == blocks {
-            self.clone()
-        } else {
-            self.folded(blocks)?
-        };
-        if other.params().blocks == blocks {
-            out.union_with(other)?;
-        } else {
-            out.union_with(&other.folded(blocks)?)?;
-        }
-        Ok(out)
+        crate::fold::union_folding(self, other)
     }
 
     /// The whole file: header, kind metadata, image, counters.
@@ -268,5 +257,17 @@ impl CountingFilter {
         Ok(CountingFilter {
             store: CellStore::from_payload(&header, payload)?,
         })
+    }
+}
+
+impl crate::fold::Foldable for CountingFilter {
+    fn fold_params(&self) -> &Params {
+        self.params()
+    }
+    fn fold_to(&self, blocks: u32) -> Result<CountingFilter, MergeError> {
+        self.folded(blocks)
+    }
+    fn merge_in(&mut self, other: &CountingFilter) -> Result<(), MergeError> {
+        self.union_with(other)
     }
 }

@@ -192,6 +192,7 @@ impl Filter {
         for (x, y) in self.words_mut().iter_mut().zip(other.words()) {
             *x |= y;
         }
+        self.params.key_type = self.params.merged_key_type(&other.params);
         self.keys = fold::merged_key_count(self.keys, other.keys);
         Ok(())
     }
@@ -208,18 +209,7 @@ impl Filter {
     /// The union of filters whose block counts divide one another: each is folded to the
     /// smallest block count ([`Filter::folded`]), then ORed ([`Filter::union_with`]).
     pub fn union_folding(&self, other: &Filter) -> Result<Filter, MergeError> {
-        let blocks = fold::check_mergeable(&self.params, &other.params)?;
-        let fold_to = |f: &Filter| {
-            if f.blocks() == blocks {
-                Ok(f.clone())
-            } else {
-                f.folded(blocks)
-            }
-        };
-        let mut out = fold_to(self)?;
-        out.params.key_type = self.params.merged_key_type(&other.params);
-        out.union_with(&fold_to(other)?)?;
-        Ok(out)
+        fold::union_folding(self, other)
     }
 
     /// ANDs `other` into `self`: answers "maybe" only where both filters do, so it contains
@@ -315,5 +305,17 @@ impl Filter {
         let filter = Filter::from_image(bitset, header)
             .map_err(|_| ParquetError::BadLength(bitset.len() as i64))?;
         Ok((filter, used))
+    }
+}
+
+impl fold::Foldable for Filter {
+    fn fold_params(&self) -> &Params {
+        &self.params
+    }
+    fn fold_to(&self, blocks: u32) -> Result<Filter, MergeError> {
+        self.folded(blocks)
+    }
+    fn merge_in(&mut self, other: &Filter) -> Result<(), MergeError> {
+        self.union_with(other)
     }
 }

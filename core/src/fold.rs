@@ -92,6 +92,35 @@ impl CellMerge {
     }
 }
 
+/// A filter that merges cell by cell and folds (static, counting, spatial): what
+/// [`union_folding`] needs of it.
+pub(crate) trait Foldable: Clone {
+    /// The parameters.
+    fn fold_params(&self) -> &Params;
+    /// This filter folded into `blocks` blocks.
+    fn fold_to(&self, blocks: u32) -> Result<Self, MergeError>;
+    /// Merges `other`, of the same parameters, into this filter.
+    fn merge_in(&mut self, other: &Self) -> Result<(), MergeError>;
+}
+
+/// The union of `a` and `b`, whose block counts divide one another: each folded to the smaller
+/// block count (only when it differs), then merged cell by cell; the key type recorded is the
+/// one either records ([`Params::merged_key_type`]).
+pub(crate) fn union_folding<T: Foldable>(a: &T, b: &T) -> Result<T, MergeError> {
+    let blocks = check_mergeable(a.fold_params(), b.fold_params())?;
+    let mut out = if a.fold_params().blocks == blocks {
+        a.clone()
+    } else {
+        a.fold_to(blocks)?
+    };
+    if b.fold_params().blocks == blocks {
+        out.merge_in(b)?;
+    } else {
+        out.merge_in(&b.fold_to(blocks)?)?;
+    }
+    Ok(out)
+}
+
 /// The factor `f` with `from = f × to`, if `to` (at least 1) divides `from`.
 pub const fn fold_factor(from: u32, to: u32) -> Option<u32> {
     if to == 0 || from < to || !from.is_multiple_of(to) {

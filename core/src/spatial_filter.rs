@@ -407,18 +407,7 @@ impl SpatialFilter {
         if self.names != other.names {
             return Err(MergeError::Classes);
         }
-        let blocks = crate::fold::check_mergeable(self.params(), other.params())?;
-        let mut out = if self.params().blocks == blocks {
-            self.clone()
-        } else {
-            self.folded(blocks)?
-        };
-        if other.params().blocks == blocks {
-            out.union_with(other)?;
-        } else {
-            out.union_with(&other.folded(blocks)?)?;
-        }
-        Ok(out)
+        crate::fold::union_folding(self, other)
     }
 
     /// The whole file: header, kind metadata with the class table, image, cells.
@@ -448,5 +437,17 @@ impl SpatialFilter {
             names: table.names().map(ToString::to_string).collect(),
             class_keys,
         })
+    }
+}
+
+impl crate::fold::Foldable for SpatialFilter {
+    fn fold_params(&self) -> &Params {
+        self.params()
+    }
+    fn fold_to(&self, blocks: u32) -> Result<SpatialFilter, MergeError> {
+        self.folded(blocks)
+    }
+    fn merge_in(&mut self, other: &SpatialFilter) -> Result<(), MergeError> {
+        self.union_with(other)
     }
 }

@@ -158,11 +158,7 @@ pub fn run(ctx: &Ctx, a: MergeArgs) -> Result<ExitCode> {
             merged.layout(),
             merged.blocks(),
             merged.fill_ratio(),
-            input_fpr
-                .iter()
-                .map(|r| format!("{r:.3e}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            rates_text(&input_fpr),
         ))?;
     }
     Ok(ExitCode::SUCCESS)
@@ -208,4 +204,13 @@ pub fn folds_text(folds: &[ops::Fold]) -> String {
             )
         })
         .collect()
+}
+
+/// Rates for people: `1.234e-3, 5.678e-4`.
+pub fn rates_text(rates: &[f64]) -> String {
+    rates
+        .iter()
+        .map(|r| format!("{r:.3e}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

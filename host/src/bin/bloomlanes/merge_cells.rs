@@ -63,11 +63,7 @@ pub fn run(
         p.layout,
         p.blocks,
         keys.map_or("unknown".into(), |k| k.to_string()),
-        input_fpr
-            .iter()
-            .map(|r| format!("{r:.3e}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        crate::merge::rates_text(&input_fpr),
     ))?;
     let lines = crate::stats::label_lines(&merged);
     if !lines.is_empty() {
