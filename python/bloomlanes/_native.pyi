@@ -44,8 +44,10 @@ class Filter:
     rate (or ``bits_per_key=b`` bits per key). ``layout=None`` picks, for a rate, the layout
     that meets it in the fewest bits (8x32 for ``bits_per_key``). ``key_type`` is one of
     ``bytes``, ``u64``, ``i64``, ``u32``, ``i32``, ``f32``, ``f64``, ``date``, ``timestamp-ms``,
-    ``timestamp-us``, ``timestamp-ns``, ``fixed:N`` (``uuid`` = ``fixed:16``); ``None`` records
-    the type of the first keys inserted. Every key type hashes the bytes of its Parquet plain
+    ``timestamp-us``, ``timestamp-ns``, ``fixed:N`` (``uuid`` = ``fixed:16``), ``ip`` or
+    ``flow``; ``None`` records the type of the first keys inserted. ``ip`` and ``flow`` keys
+    are given as text (``"10.0.0.1"``, ``"10.0.0.1:1234 -> 10.0.0.2:53 proto 17"`` or
+    ``"10.0.0.1:1234>10.0.0.2:53/udp"``), parsed as ``bloomlanes query`` parses them. Every key type hashes the bytes of its Parquet plain
     encoding (docs/FORMAT.md section 2), so the filter matches Parquet writers' filters.
 
     Keys whose type differs from the filter's raise :class:`KeyTypeError`. Float lookups find

@@ -26,6 +26,7 @@ mod list_insert;
 pub(crate) use calibrate::_list_walk;
 pub(crate) use list_insert::_list_inserts_in_one_pass;
 mod numpy;
+mod text_keys;
 
 use crate::ops::Threads;
 use direct::Hashing;
@@ -338,8 +339,21 @@ pub(crate) fn extract_for<'py>(
     extract_with(obj, params.key_type, hashing)
 }
 
-/// [`extract`], hashing text items as `hashing` says when given.
+/// [`extract`], hashing text items as `hashing` says when given; text keys for a filter of keys
+/// given as text (`ip`, `flow`) are parsed as its type instead ([`text_keys`]).
 fn extract_with<'py>(
+    obj: &Bound<'py, PyAny>,
+    hint: KeyType,
+    hashing: Option<Hashing<'_>>,
+) -> Result<Input<'py>, Error> {
+    if text_keys::parsed_from_text(hint) {
+        return extract_raw(obj, hint, None)?.parse_text_as(hint);
+    }
+    extract_raw(obj, hint, hashing)
+}
+
+/// The keys of `obj` as they come (see [`extract_with`]).
+fn extract_raw<'py>(
     obj: &Bound<'py, PyAny>,
     hint: KeyType,
     hashing: Option<Hashing<'_>>,

@@ -330,3 +330,24 @@ def test_spatial_union_is_the_filter_of_both_shards():
     assert (b | b).keys_per_class == [2 * k for k in b.keys_per_class]
     with pytest.raises(TypeError):
         a | one.to_filter()
+
+
+def test_address_and_flow_keys_are_given_as_text(tmp_path):
+    """A filter of `ip` or `flow` keys (no numpy or Arrow type carries them) reads text keys as
+    `bloomlanes query` does: the address or flow they write, in either flow form."""
+    f = bloomlanes.SpatialFilter(["allow", "deny"], 1000, 0.01, key_type="ip")
+    f.insert(["10.0.0.1", "2001:db8::1"], "deny")
+    f.insert(pa.array(["10.0.0.2"]), "allow")
+    assert list(f.classify(["10.0.0.1", "2001:DB8::1", "10.0.0.2", "10.0.0.9"]))[:3] == [2, 2, 1]
+    assert list(f.classify(pa.array(["10.0.0.1", None], pa.large_string()))) == [2, 0]
+    assert f.key_type == "ip"
+    with pytest.raises(ValueError, match="key 1.*not an ip key"):
+        f.classify(["10.0.0.1", "nope"])
+    with pytest.raises(ValueError, match="prefix of 256 addresses"):
+        f.insert(["10.0.0.0/24"], "deny")
+    f.save(tmp_path / "ips.blf")
+    assert bloomlanes.SpatialFilter.load(tmp_path / "ips.blf").classify(["10.0.0.1"])[0] == 2
+    g = bloomlanes.Filter(1000, 0.01, key_type="flow")
+    g.insert(["10.0.0.1:1234 -> 10.0.0.2:53 proto 17"])
+    assert g.contains(["10.0.0.1:1234>10.0.0.2:53/udp", "10.0.0.1:1234>10.0.0.2:53/tcp"]).tolist()[0]
+    assert "10.0.0.1:1234>10.0.0.2:53/udp" in g

@@ -115,6 +115,10 @@ impl<'a, 'py> TextSeq<'a, 'py> {
             Source::Tuple(seq) => (seq, false),
             _ => return Ok(None),
         };
+        // Text that is parsed into keys (`ip`, `flow`) is not hashed as it is.
+        if super::text_keys::parsed_from_text(hint) {
+            return Ok(None);
+        }
         let first = |i| sequence_item(seq, is_list, i);
         // SAFETY: (`kind_of`) a live item, the GIL held.
         if !seq.len().is_ok_and(|n| n > 0) || unsafe { kind_of(py, first(0)?)? } != Kind::Text {
