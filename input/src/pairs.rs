@@ -222,22 +222,35 @@ pub fn locate(
     column: LabelColumn<'_>,
     index: usize,
 ) -> Option<(PathBuf, u64)> {
+    locate_all(paths, opts, column, &[index]).pop().flatten()
+}
+
+/// [`locate`] of every record of `indices`, in one read that stops after the last of them:
+/// the places in the order of `indices`.
+pub fn locate_all(
+    paths: &[PathBuf],
+    opts: &InputOptions,
+    column: LabelColumn<'_>,
+    indices: &[usize],
+) -> Vec<Option<(PathBuf, u64)>> {
+    let mut found = vec![None; indices.len()];
+    let Some(&last) = indices.iter().max() else {
+        return found;
+    };
     if paths.iter().any(|p| p.as_os_str() == "-") {
-        return None;
+        return found;
     }
     let mut seen = 0usize;
-    let mut found = None;
     let _ = walk(paths, opts, column, &mut Vec::new(), &mut |r| {
-        if seen == index {
+        for (slot, _) in found.iter_mut().zip(indices).filter(|(_, &i)| i == seen) {
             let line = match r.at {
                 Location::LineByte(l, _) | Location::Line(l) => l,
                 Location::Byte(_) => 0,
             };
-            found = Some((r.path.to_path_buf(), line));
-            return Ok(false);
+            *slot = Some((r.path.to_path_buf(), line));
         }
         seen += 1;
-        Ok(true)
+        Ok(seen <= last)
     });
     found
 }

@@ -122,13 +122,13 @@ pub fn insert(
     add(engine, f, read.keys.keys(), Classes::U16(&labels))?;
     let found = labels::class_conflicts(f, read.keys.keys(), &labels);
     let conflict_warning = found.example.map(|(low, high)| {
-        let place = |i| crate::labelled::record_place(inputs, &opts, column, i);
+        let (low_at, high_at) = crate::labelled::record_places(inputs, &opts, column, (low, high));
         let name = |i: usize| f.class_name(u32::from(labels[i])).unwrap_or("?");
         crate::labelled::two_classes_warning(
             &read.keys.display(low),
             found.keys,
-            (name(low), place(low)),
-            (name(high), place(high)),
+            (name(low), low_at),
+            (name(high), high_at),
         )
     });
     Ok(Inserted {

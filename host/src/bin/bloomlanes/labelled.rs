@@ -114,16 +114,26 @@ pub fn class_field(field: &[u8]) -> std::result::Result<&str, String> {
     Ok(name)
 }
 
-/// Where record `i` of a CSV read with `column` as its label column is: " (FILE: line N)", or
-/// empty where it cannot be told (standard input).
-pub fn record_place(inputs: &[PathBuf], opts: &InputOptions, column: &str, i: usize) -> String {
+/// Where records `i` and `j` of a CSV read with `column` as its label column are, found in
+/// one read: " (FILE: line N)" each, or empty where it cannot be told (standard input).
+pub fn record_places(
+    inputs: &[PathBuf],
+    opts: &InputOptions,
+    column: &str,
+    (i, j): (usize, usize),
+) -> (String, String) {
     let column = LabelColumn {
         name: column,
         flag: "--class-column",
     };
-    pairs::locate(inputs, opts, column, i)
-        .map(|(path, line)| format!(" ({}: line {line})", path.display()))
-        .unwrap_or_default()
+    let mut places = pairs::locate_all(inputs, opts, column, &[i, j])
+        .into_iter()
+        .map(|p| {
+            p.map(|(path, line)| format!(" ({}: line {line})", path.display()))
+                .unwrap_or_default()
+        });
+    let first = places.next().unwrap_or_default();
+    (first, places.next().unwrap_or_default())
 }
 
 /// Parses a value of at most `bits` bits.
@@ -342,28 +352,29 @@ fn conflict_warning(
     high: usize,
 ) -> String {
     let name = |i: usize| &read.names[usize::from(read.classes[i]) - 1];
-    let place = |i: usize| match &la.class_column {
-        Some(column) => record_place(inputs, opts, column, i),
-        // One input per class: the input the record came from (the --class options in order).
-        None => {
-            let mut end = 0u64;
-            read.summaries
-                .iter()
-                .zip(&la.class)
-                .find(|(s, _)| {
-                    end += s.keys;
-                    i as u64 >= end - s.keys && (i as u64) < end
-                })
-                .and_then(|(_, spec)| spec.split_once('='))
-                .map(|(_, file)| format!(" ({file})"))
-                .unwrap_or_default()
-        }
+    // One input per class: the input a record came from (the --class options in order).
+    let file_of = |i: usize| {
+        let mut end = 0u64;
+        read.summaries
+            .iter()
+            .zip(&la.class)
+            .find(|(s, _)| {
+                end += s.keys;
+                (i as u64) < end
+            })
+            .and_then(|(_, spec)| spec.split_once('='))
+            .map(|(_, file)| format!(" ({file})"))
+            .unwrap_or_default()
+    };
+    let (low_at, high_at) = match &la.class_column {
+        Some(column) => record_places(inputs, opts, column, (low, high)),
+        None => (file_of(low), file_of(high)),
     };
     two_classes_warning(
         &read.keys.display(low),
         keys,
-        (name(low), place(low)),
-        (name(high), place(high)),
+        (name(low), low_at),
+        (name(high), high_at),
     )
 }
 
@@ -467,7 +478,8 @@ fn conflict(
 ) -> Error {
     let key = read.keys.display(index);
     let (v, w) = (read.labels[index], read.labels[first]);
-    let place = |i| pairs::locate(inputs, opts, column, i);
+    let mut places = pairs::locate_all(inputs, opts, column, &[index, first]).into_iter();
+    let (here, there) = (places.next().flatten(), places.next().flatten());
     let what = |earlier: String| {
         format!(
             "{}: key {key:?} has value {v} here but value {w} {earlier}: a retrieval table maps \
@@ -475,7 +487,7 @@ fn conflict(
             column.flag
         )
     };
-    match (place(index), place(first)) {
+    match (here, there) {
         (Some((path, line)), Some((p0, l0))) => Error::input(
             &path,
             Some(Location::Line(line)),
