@@ -412,20 +412,32 @@ macro_rules! held_class {
 }
 pub(crate) use held_class;
 
-/// The union of two objects' values, read in address order (two threads merging one pair
-/// both ways never wait on each other behind a waiting writer); `a | a` reads once.
+/// `a` locked by `mine` and `b` by `theirs`, the two locks taken in address order, so that
+/// two calls on the same pair (`a | b` and a concurrent `b |= a`) never each hold the lock the
+/// other waits for.
+pub(crate) fn lock_pair<'a, T, A, B>(
+    a: &'a T,
+    b: &'a T,
+    mine: impl FnOnce(&'a T) -> A,
+    theirs: impl FnOnce(&'a T) -> B,
+) -> (A, B) {
+    if (a as *const T) < (b as *const T) {
+        let x = mine(a);
+        (x, theirs(b))
+    } else {
+        let y = theirs(b);
+        (mine(a), y)
+    }
+}
+
+/// The union of two objects' values, read in address order ([`lock_pair`]); `a | a` reads
+/// once.
 pub(crate) fn union_of<C: HeldClass>(a: &C, b: &C) -> Result<C::Value, Error> {
     if std::ptr::eq(a, b) {
         let g = a.read();
         return Ok(g.union_folding(&g)?);
     }
-    let (ga, gb) = if (a as *const C) < (b as *const C) {
-        let ga = a.read();
-        (ga, b.read())
-    } else {
-        let gb = b.read();
-        (a.read(), gb)
-    };
+    let (ga, gb) = lock_pair(a, b, HeldClass::read, HeldClass::read);
     Ok(ga.union_folding(&gb)?)
 }
 

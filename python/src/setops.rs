@@ -7,28 +7,11 @@ use rayon::prelude::*;
 
 use crate::errors::Error;
 use crate::filter::PyFilter;
+use crate::kinds::lock_pair;
 use crate::ops;
 use crate::storage::{try_filter, Storage};
 
 impl PyFilter {
-    /// `self` locked by `mine` and `other` by `theirs`, the two locks taken in address order,
-    /// so that two calls on the same pair (`a | b` and a concurrent `b |= a`) never each hold
-    /// the lock the other waits for.
-    fn lock_pair<'a, A, B>(
-        &'a self,
-        other: &'a PyFilter,
-        mine: impl FnOnce(&'a PyFilter) -> A,
-        theirs: impl FnOnce(&'a PyFilter) -> B,
-    ) -> (A, B) {
-        if (self as *const PyFilter) < (other as *const PyFilter) {
-            let a = mine(self);
-            (a, theirs(other))
-        } else {
-            let b = theirs(other);
-            (mine(self), b)
-        }
-    }
-
     /// `self | other` (`or`) or `self & other` of Python's operators: a new `Filter`, or
     /// `NotImplemented` where `other` is not one (Python then tries `other`'s own operator).
     pub(crate) fn combine_any(&self, other: &Bound<'_, PyAny>, or: bool) -> PyResult<Py<PyAny>> {
@@ -45,7 +28,7 @@ impl PyFilter {
 
     /// A new filter: `self | other` (`or`) or `self & other`.
     pub(crate) fn combine(&self, other: &PyFilter, or: bool) -> Result<PyFilter, Error> {
-        let (a, b) = self.lock_pair(other, |a| a.read(), |b| b.read());
+        let (a, b) = lock_pair(self, other, |a| a.read(), |b| b.read());
         let (pa, pb) = (a.params(), b.params());
         // Block counts may differ by a factor: the larger filter is folded to the smaller's
         // count first, which gives the bytes of a build at that size (bloomlanes_core::fold).
@@ -90,7 +73,7 @@ impl PyFilter {
         if std::ptr::eq(self, other) {
             return Ok(()); // x | x == x & x == x
         }
-        let (mut a, b) = self.lock_pair(other, |a| a.write(), |b| b.read());
+        let (mut a, b) = lock_pair(self, other, |a| a.write(), |b| b.read());
         let (pa, pb) = (a.params(), b.params());
         pa.check_compatible(&pb)?;
         if pa.key_type == KeyType::Any && pb.key_type != KeyType::Any {

@@ -62,35 +62,26 @@ impl<'py> Input<'py> {
     }
 }
 
-/// The bytes of text key `i` of `values`, or `None` if its offsets are out of range.
-fn text_of<'a>(values: &Values<'a>, i: usize) -> Option<&'a [u8]> {
-    let (from, to) = match values {
-        Values::Str32(_, o) => (
-            usize::try_from(*o.get(i)?).ok()?,
-            usize::try_from(*o.get(i + 1)?).ok()?,
-        ),
-        Values::Str64(_, o) => (
-            usize::try_from(*o.get(i)?).ok()?,
-            usize::try_from(*o.get(i + 1)?).ok()?,
-        ),
-        _ => return None,
-    };
-    match values {
-        Values::Str32(d, _) | Values::Str64(d, _) => d.get(from..to),
-        _ => None,
-    }
-}
-
 /// The bytes of key `i` of `values` read as text: a string's bytes, or a fixed-width record's
 /// without the NUL padding numpy's `S` arrays give short strings; `None` for other forms or
 /// offsets out of range.
 fn text_at<'a>(values: &Values<'a>, i: usize) -> Option<&'a [u8]> {
-    match values {
-        Values::Records(d, w) => {
-            let r = d.get(i * w..(i + 1) * w)?;
-            let end = r.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-            Some(&r[..end])
+    let range = match *values {
+        Values::Str32(_, o) => {
+            usize::try_from(*o.get(i)?).ok()?..usize::try_from(*o.get(i + 1)?).ok()?
         }
-        _ => text_of(values, i),
+        Values::Str64(_, o) => {
+            usize::try_from(*o.get(i)?).ok()?..usize::try_from(*o.get(i + 1)?).ok()?
+        }
+        Values::Records(_, w) => i * w..(i + 1) * w,
+        _ => return None,
+    };
+    match *values {
+        Values::Str32(d, _) | Values::Str64(d, _) => d.get(range),
+        Values::Records(d, _) => {
+            let r = d.get(range)?;
+            Some(&r[..r.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1)])
+        }
+        _ => None,
     }
 }
