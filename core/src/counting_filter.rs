@@ -259,15 +259,3 @@ impl CountingFilter {
         })
     }
 }
-
-impl crate::fold::Foldable for CountingFilter {
-    fn fold_params(&self) -> &Params {
-        self.params()
-    }
-    fn fold_to(&self, blocks: u32) -> Result<CountingFilter, MergeError> {
-        self.folded(blocks)
-    }
-    fn merge_in(&mut self, other: &CountingFilter) -> Result<(), MergeError> {
-        self.union_with(other)
-    }
-}

@@ -307,15 +307,3 @@ impl Filter {
         Ok((filter, used))
     }
 }
-
-impl fold::Foldable for Filter {
-    fn fold_params(&self) -> &Params {
-        &self.params
-    }
-    fn fold_to(&self, blocks: u32) -> Result<Filter, MergeError> {
-        self.folded(blocks)
-    }
-    fn merge_in(&mut self, other: &Filter) -> Result<(), MergeError> {
-        self.union_with(other)
-    }
-}

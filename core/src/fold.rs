@@ -103,6 +103,28 @@ pub(crate) trait Foldable: Clone {
     fn merge_in(&mut self, other: &Self) -> Result<(), MergeError>;
 }
 
+/// [`Foldable`] for each filter type by its own `params`, `folded` and `union_with`.
+macro_rules! foldable {
+    ($($t:ty),*) => {$(
+        impl Foldable for $t {
+            fn fold_params(&self) -> &Params {
+                <$t>::params(self)
+            }
+            fn fold_to(&self, blocks: u32) -> Result<$t, MergeError> {
+                <$t>::folded(self, blocks)
+            }
+            fn merge_in(&mut self, other: &$t) -> Result<(), MergeError> {
+                <$t>::union_with(self, other)
+            }
+        }
+    )*};
+}
+foldable!(
+    Filter,
+    crate::counting_filter::CountingFilter,
+    crate::spatial_filter::SpatialFilter
+);
+
 /// The union of `a` and `b`, whose block counts divide one another: each folded to the smaller
 /// block count (only when it differs), then merged cell by cell; the key type recorded is the
 /// one either records ([`Params::merged_key_type`]).

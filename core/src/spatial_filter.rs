@@ -439,15 +439,3 @@ impl SpatialFilter {
         })
     }
 }
-
-impl crate::fold::Foldable for SpatialFilter {
-    fn fold_params(&self) -> &Params {
-        self.params()
-    }
-    fn fold_to(&self, blocks: u32) -> Result<SpatialFilter, MergeError> {
-        self.folded(blocks)
-    }
-    fn merge_in(&mut self, other: &SpatialFilter) -> Result<(), MergeError> {
-        self.union_with(other)
-    }
-}

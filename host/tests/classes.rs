@@ -151,13 +151,7 @@ fn counts_of_a_counting_filter() {
     let f = at(&d, "c.blf");
     build(&keys, &f, "--kind counting");
     let q = write(&d, "q.txt", "a\nb\nzzz-not-there\n");
-    let v = json(&argv!("query", &f, &q, "--counts"));
-    let counts: Vec<_> = v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["count"].clone())
-        .collect();
+    let counts = answers(&f, &q, "--counts", "count");
     assert!(counts[0].as_u64().unwrap() >= 3, "a count is a JSON number");
     assert!(counts[1].as_u64().unwrap() >= 1);
     let plain = at(&d, "static.blf");

@@ -26,17 +26,17 @@ fn spaces_around_class_names_are_not_part_of_the_names() {
         "--kind spatial --class-column c --classes",
         classes
     ));
-    let table = b["labels"]["classes"].as_array().unwrap();
-    let names: Vec<&str> = table.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = b["labels"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["allow", "deny"], "one class deny, not two");
-    let keys: Vec<u64> = table.iter().map(|c| c["keys"].as_u64().unwrap()).collect();
-    assert_eq!(keys, [1, 2]);
+    assert_eq!(class_keys(&b["labels"]), [1, 2]);
     assert_eq!(b["warnings"], serde_json::json!([]));
     let q = write(&d, "q.txt", "a\nb\n");
-    let v = json(&argv!("query", &f, &q));
-    for a in v["answers"].as_array().unwrap() {
-        assert_eq!(a["class"], "deny", "{a}");
-    }
+    assert_eq!(answers(&f, &q, "", "class"), ["deny", "deny"]);
 }
 
 #[test]
@@ -48,22 +48,14 @@ fn a_key_in_two_classes_is_built_with_a_warning_naming_both_lines() {
         "k,c\nalpha,allow\nbeta,deny\nalpha,deny\ngamma,allow\ngamma,allow\ndelta,deny\ndelta,allow\n",
     );
     let f = at(&d, "f.blf");
-    let out = bl()
-        .args(argv!(
-            "--json",
-            "build",
-            &rules,
-            "-o",
-            &f,
-            "--kind spatial --class-column c"
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(argv!(
+        "--json",
+        "build",
+        &rules,
+        "-o",
+        &f,
+        "--kind spatial --class-column c"
+    )));
     let err = String::from_utf8_lossy(&out.stderr);
     // Classes by first appearance: allow 1, deny 2. alpha and delta are listed in both,
     // gamma twice in one (not a conflict); alpha comes first.
@@ -83,10 +75,11 @@ fn a_key_in_two_classes_is_built_with_a_warning_naming_both_lines() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["warnings"].as_array().unwrap().len(), 1, "{report}");
     let q = write(&d, "q.txt", "alpha\ndelta\n");
-    let v = json(&argv!("query", &f, &q));
-    for a in v["answers"].as_array().unwrap() {
-        assert_eq!(a["class"], "deny", "the higher class wins: {a}");
-    }
+    assert_eq!(
+        answers(&f, &q, "", "class"),
+        ["deny", "deny"],
+        "the higher class wins"
+    );
 }
 
 #[test]
@@ -95,19 +88,15 @@ fn per_class_files_that_share_a_key_are_named() {
     let deny = write(&d, "deny.txt", "k1\nk2\n");
     let mirror = write(&d, "mirror.txt", "k3\nk2\n");
     let f = at(&d, "f.blf");
-    let out = bl()
-        .args(argv!(
-            "build",
-            "-o",
-            &f,
-            "--kind spatial --class",
-            PathBuf::from(format!("deny={}", deny.display())),
-            "--class",
-            PathBuf::from(format!("mirror={}", mirror.display()))
-        ))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = succeeds(bl().args(argv!(
+        "build",
+        "-o",
+        &f,
+        "--kind spatial --class",
+        PathBuf::from(format!("deny={}", deny.display())),
+        "--class",
+        PathBuf::from(format!("mirror={}", mirror.display()))
+    )));
     let err = String::from_utf8_lossy(&out.stderr);
     says(
         &err,
@@ -140,18 +129,26 @@ fn emersion_is_not_taken_for_a_key_in_two_classes() {
         "keys.txt",
         (0..6000).map(|i| format!("key{i}\n")).collect::<String>(),
     );
-    let v = json(&argv!("query", &f, &keys));
-    let above = v["answers"]
-        .as_array()
-        .unwrap()
+    let above = answers(&f, &keys, "", "class")
         .iter()
         .enumerate()
-        .filter(|(i, a)| a["class"] != classes[i % 3])
+        .filter(|(i, a)| **a != classes[i % 3])
         .count();
     assert!(
         above > 10,
         "only {above} keys emerged: the test shows nothing"
     );
+}
+
+/// The keys of each class in a report's per-class table (`figures` of `stats`, `labels` of
+/// `build`), class 1 first.
+fn class_keys(table: &serde_json::Value) -> Vec<u64> {
+    table["classes"]
+        .as_array()
+        .expect("a per-class table")
+        .iter()
+        .map(|c| c["keys"].as_u64().unwrap())
+        .collect()
 }
 
 /// The file's bytes, to show that a refused insert left it as it was.
@@ -174,21 +171,13 @@ fn insert_adds_keys_with_their_classes() {
         "more.csv",
         "k,c\nc, mirror\nd,deny\ne,allow\ne,mirror\n",
     );
-    let out = bl()
-        .args(argv!(
-            "--json",
-            "insert",
-            &f,
-            &more,
-            "--class-column c --csv-column k"
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bl().args(argv!(
+        "--json",
+        "insert",
+        &f,
+        &more,
+        "--class-column c --csv-column k"
+    )));
     says(
         &String::from_utf8_lossy(&out.stderr),
         &[
@@ -202,25 +191,15 @@ fn insert_adds_keys_with_their_classes() {
     let mirror = write(&d, "mirror.txt", "f\ng\n");
     json(&argv!("insert", &f, &mirror, "--class mirror"));
     let q = write(&d, "q.txt", "a\nb\nc\nd\ne\nf\ng\n");
-    let v = json(&argv!("query", &f, &q));
-    let got: Vec<&str> = v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["class"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        got,
+        answers(&f, &q, "", "class"),
         ["allow", "deny", "mirror", "deny", "mirror", "mirror", "mirror"]
     );
-    let s = json(&argv!("stats", &f));
-    let keys: Vec<u64> = s["figures"]["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["keys"].as_u64().unwrap())
-        .collect();
-    assert_eq!(keys, [2, 4, 2], "allow a, e; mirror c, e, f, g; deny b, d");
+    assert_eq!(
+        class_keys(&json(&argv!("stats", &f))["figures"]),
+        [2, 4, 2],
+        "allow a, e; mirror c, e, f, g; deny b, d"
+    );
 }
 
 #[test]
@@ -277,26 +256,13 @@ fn two_inserts_at_once_both_land() {
     };
     let (mut p, mut q) = (spawn(&a, "allow"), spawn(&b, "deny"));
     assert!(p.wait().unwrap().success() && q.wait().unwrap().success());
-    let s = json(&argv!("stats", &f));
-    let keys: Vec<u64> = s["figures"]["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["keys"].as_u64().unwrap())
-        .collect();
-    assert_eq!(keys, [5001, 5000], "an insert was lost");
-    let v = json(&argv!("query", &f, &b));
-    assert!(v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|a| a["class"] == "deny"));
-    let v = json(&argv!("query", &f, &a));
-    assert!(v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|a| !a["class"].is_null()));
+    assert_eq!(
+        class_keys(&json(&argv!("stats", &f))["figures"]),
+        [5001, 5000],
+        "an insert was lost"
+    );
+    assert!(answers(&f, &b, "", "class").iter().all(|c| c == "deny"));
+    assert!(answers(&f, &a, "", "class").iter().all(|c| !c.is_null()));
 }
 
 /// `name` in `d`: a CSV of `key{k},{class}` rows under the header `k,c`; returns its path and
@@ -402,14 +368,7 @@ fn counting_filters_merge_by_adding_their_counts() {
     ));
     json(&argv!("merge", &cp, &cq, "-o", &m));
     let keys = write(&d, "keys.txt", "a\nb\nc\n");
-    let v = json(&argv!("query", &m, &keys, "--counts"));
-    let counts: Vec<u64> = v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["count"].as_u64().unwrap())
-        .collect();
-    assert_eq!(counts, [1, 3, 1]);
+    assert_eq!(answers(&m, &keys, "--counts", "count"), [1, 3, 1]);
 }
 
 #[test]
@@ -431,14 +390,7 @@ fn insert_reads_a_class_column_as_the_filter_s_key_type() {
         "--csv-column ip --class-column c"
     ));
     let q = write(&d, "q.txt", "10.0.0.1\n10.0.0.2\n2001:DB8::1\n");
-    let v = json(&argv!("query", &f, &q));
-    let got: Vec<&str> = v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["class"].as_str().unwrap())
-        .collect();
-    assert_eq!(got, ["allow", "deny", "deny"]);
+    assert_eq!(answers(&f, &q, "", "class"), ["allow", "deny", "deny"]);
     let bad = write(&d, "bad.csv", "ip,c\nnot-an-address,deny\n");
     let err = fails(
         &argv!("insert", &f, &bad, "--csv-column ip --class-column c"),
@@ -456,21 +408,17 @@ fn per_class_files_of_one_class_are_named_by_the_file_a_key_came_from() {
         write(&d, "allow.txt", "k2\n"),
     );
     let spec = |name: &str, p: &std::path::Path| PathBuf::from(format!("{name}={}", p.display()));
-    let out = bl()
-        .args(argv!(
-            "build -o",
-            &at(&d, "f.blf"),
-            "--kind spatial --class",
-            &spec("deny", &a),
-            "--class",
-            &spec("deny", &b),
-            "--class",
-            &spec("allow", &c)
-        ))
-        .output()
-        .unwrap();
+    let out = succeeds(bl().args(argv!(
+        "build -o",
+        &at(&d, "f.blf"),
+        "--kind spatial --class",
+        &spec("deny", &a),
+        "--class",
+        &spec("deny", &b),
+        "--class",
+        &spec("allow", &c)
+    )));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     says(
         &err,
         &[

@@ -50,6 +50,18 @@ pub fn json<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> serde_json::Value 
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// The `field` of each answer of `bloomlanes --json query FILTER KEYS FLAGS…` (flags split at
+/// spaces): a class's name, a value or count as a number, null where a key has none.
+pub fn answers(filter: &Path, keys: &Path, flags: &str, field: &str) -> Vec<serde_json::Value> {
+    let v = json(&argv!("query", filter, keys, flags));
+    v["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a[field].clone())
+        .collect()
+}
+
 /// Runs `cmd`, which must succeed (its standard error is the failure's message).
 pub fn succeeds(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().expect("run");
