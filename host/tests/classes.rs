@@ -75,13 +75,11 @@ fn classes_in_first_appearance_order_and_per_class_files_agree() {
         &by_column,
         "--kind spatial --csv-column ip --class-column action",
     );
-    let names: Vec<&str> = b["labels"]["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["deny", "allow", "mirror"], "first seen = class 1");
+    assert_eq!(
+        per_class(&b["labels"], "name"),
+        ["deny", "allow", "mirror"],
+        "first seen = class 1"
+    );
     let deny = write(&d, "deny.txt", "10.0.0.1\n");
     let allow = write(&d, "allow.txt", "10.0.0.2\n10.0.0.4\n");
     let mirror = write(&d, "mirror.txt", "10.0.0.3\n");

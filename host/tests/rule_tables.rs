@@ -26,14 +26,9 @@ fn spaces_around_class_names_are_not_part_of_the_names() {
         "--kind spatial --class-column c --classes",
         classes
     ));
-    let names: Vec<&str> = b["labels"]["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = per_class(&b["labels"], "name");
     assert_eq!(names, ["allow", "deny"], "one class deny, not two");
-    assert_eq!(class_keys(&b["labels"]), [1, 2]);
+    assert_eq!(per_class(&b["labels"], "keys"), [1, 2]);
     assert_eq!(b["warnings"], serde_json::json!([]));
     let q = write(&d, "q.txt", "a\nb\n");
     assert_eq!(answers(&f, &q, "", "class"), ["deny", "deny"]);
@@ -140,17 +135,6 @@ fn emersion_is_not_taken_for_a_key_in_two_classes() {
     );
 }
 
-/// The keys of each class in a report's per-class table (`figures` of `stats`, `labels` of
-/// `build`), class 1 first.
-fn class_keys(table: &serde_json::Value) -> Vec<u64> {
-    table["classes"]
-        .as_array()
-        .expect("a per-class table")
-        .iter()
-        .map(|c| c["keys"].as_u64().unwrap())
-        .collect()
-}
-
 /// The file's bytes, to show that a refused insert left it as it was.
 fn bytes(p: &std::path::Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
@@ -196,7 +180,7 @@ fn insert_adds_keys_with_their_classes() {
         ["allow", "deny", "mirror", "deny", "mirror", "mirror", "mirror"]
     );
     assert_eq!(
-        class_keys(&json(&argv!("stats", &f))["figures"]),
+        per_class(&json(&argv!("stats", &f))["figures"], "keys"),
         [2, 4, 2],
         "allow a, e; mirror c, e, f, g; deny b, d"
     );
@@ -257,7 +241,7 @@ fn two_inserts_at_once_both_land() {
     let (mut p, mut q) = (spawn(&a, "allow"), spawn(&b, "deny"));
     assert!(p.wait().unwrap().success() && q.wait().unwrap().success());
     assert_eq!(
-        class_keys(&json(&argv!("stats", &f))["figures"]),
+        per_class(&json(&argv!("stats", &f))["figures"], "keys"),
         [5001, 5000],
         "an insert was lost"
     );

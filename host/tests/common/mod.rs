@@ -62,6 +62,17 @@ pub fn answers(filter: &Path, keys: &Path, flags: &str, field: &str) -> Vec<serd
         .collect()
 }
 
+/// The `field` of each row of a report's per-class table (`labels` of `build --json`,
+/// `figures` of `stats --json`), class 1 first.
+pub fn per_class(report: &serde_json::Value, field: &str) -> Vec<serde_json::Value> {
+    report["classes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a per-class table in {report}"))
+        .iter()
+        .map(|c| c[field].clone())
+        .collect()
+}
+
 /// Runs `cmd`, which must succeed (its standard error is the failure's message).
 pub fn succeeds(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().expect("run");
