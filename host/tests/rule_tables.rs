@@ -142,12 +142,10 @@ fn bytes(p: &std::path::Path) -> Vec<u8> {
 
 #[test]
 fn insert_adds_keys_with_their_classes() {
-    let d = tmp();
-    let rules = write(&d, "rules.csv", "k,c\na,allow\nb,deny\n");
-    let f = at(&d, "f.blf");
-    build(
-        &rules,
-        &f,
+    let (d, _, f) = built(
+        "rules.csv",
+        "k,c\na,allow\nb,deny\n",
+        "f.blf",
         "--kind spatial --class-column c --classes allow,mirror,deny --fpp 0.001",
     );
     let more = write(
@@ -188,10 +186,12 @@ fn insert_adds_keys_with_their_classes() {
 
 #[test]
 fn insert_refuses_what_the_filter_does_not_hold_and_leaves_it() {
-    let d = tmp();
-    let rules = write(&d, "rules.csv", "k,c\na,allow\nb,deny\n");
-    let f = at(&d, "f.blf");
-    build(&rules, &f, "--kind spatial --class-column c");
+    let (d, _, f) = built(
+        "rules.csv",
+        "k,c\na,allow\nb,deny\n",
+        "f.blf",
+        "--kind spatial --class-column c",
+    );
     let before = bytes(&f);
     let keys = write(&d, "keys.txt", "x\ny\n");
     let err = fails(&argv!("insert", &f, &keys), 2);
@@ -221,12 +221,10 @@ fn insert_refuses_what_the_filter_does_not_hold_and_leaves_it() {
 
 #[test]
 fn two_inserts_at_once_both_land() {
-    let d = tmp();
-    let rules = write(&d, "rules.csv", "k,c\nseed,allow\n");
-    let f = at(&d, "f.blf");
-    build(
-        &rules,
-        &f,
+    let (d, _, f) = built(
+        "rules.csv",
+        "k,c\nseed,allow\n",
+        "f.blf",
         "--kind spatial --class-column c --classes allow,deny --capacity 20000",
     );
     let a = write(&d, "a.txt", lines("allow-", 5000));
@@ -357,12 +355,10 @@ fn counting_filters_merge_by_adding_their_counts() {
 
 #[test]
 fn insert_reads_a_class_column_as_the_filter_s_key_type() {
-    let d = tmp();
-    let rules = write(&d, "rules.csv", "ip,c\n10.0.0.1,allow\n");
-    let f = at(&d, "f.blf");
-    build(
-        &rules,
-        &f,
+    let (d, _, f) = built(
+        "rules.csv",
+        "ip,c\n10.0.0.1,allow\n",
+        "f.blf",
         "--kind spatial --csv-column ip --class-column c --key-type ip --classes allow,deny",
     );
     // No --key-type: the filter's (ip), so "10.0.0.2 " is the address, spaces and all.
