@@ -1,46 +1,102 @@
 #!/usr/bin/env bash
-# Prepared here: `gpu/device_checks.sh prepare` (carry/gpu), the previous round's stripped
-# gpu_bench in carry/base/ and the cuco-2026 peer's bench_cuco (built with nvcc 13.0 from
-# ../shared/peers/cuco-2026, see its README) in carry/cuco/. On the device:
-#   run(command="bash gpu/device_round.sh", carry=["carry"], timeout_s=590)
-# One device call: every GPU check and benchmark of this round, in priority order, each step
-# time-boxed, every log under $OUT (at most 8 files come back).
-#   tests.log      the five GPU test binaries (integration branch)
-#   bench_kinds.md spatial, static+counting (2 GiB) and retrieval (1 GiB) sections
-#   bench_insert.md every insert path beside auto, 1 MiB .. 64 GiB (issue #25)
-#   peers.md       our static 8x32 at 256M..2G, 2^28 keys, beside cuco-2026 (same run) and the
-#                  previous round's binary (A/B)
-#   cuco.csv, cuco_fpr.csv, cuco.log, device.txt
+# One device call: every GPU check and benchmark of this round and the 16-core host's CPU rows,
+# in priority order, each step time-boxed against one deadline, every log under $OUT (at most 8
+# files come back). Prepared here (gpu/DEVICE_CHECKS.md, section "The round"):
+#   carry/gpu     `gpu/device_checks.sh prepare` (test binaries, gpu_bench, kernel cache)
+#   carry/bin     bloomlanes (stripped, default features), peers + pf_driver (benches/peers)
+#   carry/cuco    ../shared/peers/cuco-2026 (built here on the device's CPU while the GPU tests run)
+#   carry/wheel   the Python wheel (abi3), for the GPU tests of the Python package
+#   carry/py      python/tests and benches/classify/kinds_classify.py
+# On the device:
+#   run(command="bash gpu/device_round.sh", carry=["carry"], timeout_s=570)
+# Files back: device.txt, tests.log, bench_kinds.md, bench_insert.md, peers.md, cpu16.txt,
+# pf.csv, round.log.
 set -uo pipefail
 cd "$(dirname "$0")/../carry"
 here=$PWD
 out=${OUT:-$here/out}; mkdir -p "$out"
+exec > >(tee "$out/round.log") 2>&1
 t0=$(date +%s)
+deadline=$(( t0 + ${ROUND_SECONDS:-530} ))
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+# `box N CMD...`: CMD under a timeout of N seconds or what is left before the deadline.
+box() {
+  local want=$1 left; shift
+  left=$(( deadline - $(date +%s) ))
+  if (( left < 5 )); then echo "SKIPPED (deadline): $*"; return 124; fi
+  timeout $(( want < left ? want : left )) "$@"
+}
 export BLOOMLANES_NVRTC=$(python3 -c 'import glob, nvidia, os; print(next((d for p in nvidia.__path__ for d in [os.path.join(p, "cu13", "lib")] if glob.glob(os.path.join(d, "libnvrtc.so*"))), ""))' 2>/dev/null)
 export BLOOMLANES_KERNEL_CACHE=$here/gpu/kernel-cache
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; lscpu | grep -E "Model name|^CPU\(s\)"; echo "nvrtc: $BLOOMLANES_NVRTC"; } > "$out/device.txt" 2>&1
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv;
+  lscpu | grep -E "Model name|^CPU\(s\)|L2|L3|Flags" | cut -c1-400; free -g | head -2;
+  echo "nvrtc: $BLOOMLANES_NVRTC"; python3 --version; } > "$out/device.txt" 2>&1
 cat "$out/device.txt"
 
-stamp "tests"
-for t in gpu kinds lookup borrowed retrieval; do
+# cuco-2026 builds on one CPU core while the GPU tests run (CUDA 13.0's nvcc, sm_90).
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+( cd cuco && nice "$NVCC" -O3 -std=c++17 -arch=sm_90 --expt-extended-lambda \
+    --expt-relaxed-constexpr -I cuco/include bench_cuco.cu -o bench_cuco > /tmp/cuco_build.log 2>&1;
+  echo "cuco build exit $?" >> /tmp/cuco_build.log ) &
+cuco_build=$!
+
+stamp "GPU tests"
+for t in unit gpu kinds lookup borrowed retrieval; do
   echo "== $t" >> "$out/tests.log"
-  timeout 90 gpu/$t --test-threads=4 >> "$out/tests.log" 2>&1; echo "== $t exit $?" >> "$out/tests.log"
+  box 80 gpu/$t --test-threads=4 >> "$out/tests.log" 2>&1; echo "== $t exit $?" >> "$out/tests.log"
 done
 grep -E "^== |test result|FAILED|panicked|^SKIP" "$out/tests.log"
 
-stamp "spatial, static+counting, retrieval benches"
-timeout 150 gpu/gpu_bench SECTIONS=spatial SPATIAL_SIZES=256M,2G SPATIAL_BITS=4,8 REPS=3 > "$out/bench_kinds.md" 2>&1
-timeout 60 gpu/gpu_bench SECTIONS=static,counting SIZES=2G LAYOUTS=8x32 PART_SWEEP= KEYS_LOG2=28 REPS=3 >> "$out/bench_kinds.md" 2>&1
-timeout 90 gpu/gpu_bench SECTIONS=retrieval REPS=3 >> "$out/bench_kinds.md" 2>&1
-stamp "insert paths"
-timeout 120 gpu/gpu_bench SECTIONS=insert REPS=3 > "$out/bench_insert.md" 2>&1
+stamp "verify: spatial and retrieval on every backend, the GPU included"
+for k in spatial retrieval; do
+  echo "== verify --kind $k" >> "$out/tests.log"
+  box 40 bin/bloomlanes verify --kind $k --keys 1000000 --hdl-keys 0 >> "$out/tests.log" 2>&1
+  echo "== verify $k exit $?" >> "$out/tests.log"
+done
+tail -n 30 "$out/tests.log"
 
-stamp "peers: ours, base, cuco-2026 at 256M..2G, 2^28 keys"
-{ echo "## this branch"; timeout 60 gpu/gpu_bench SECTIONS=static SIZES=256M,512M,1G,2G LAYOUTS=8x32 PART_SWEEP= KEYS_LOG2=28 REPS=5 2>&1;
-  echo "## previous round (main 5d76a1c)"; BLOOMLANES_KERNEL_CACHE= timeout 75 base/gpu_bench SECTIONS=static SIZES=256M,512M,1G,2G LAYOUTS=8x32 PART_SWEEP= KEYS_LOG2=28 REPS=5 2>&1; } > "$out/peers.md"
-( cd cuco && timeout 90 ./bench_cuco --bits /tmp/cuco_bits.bin --fpr "$out/cuco_fpr.csv" --log2n 28 --reps 5 \
-    --sizes 268435456,536870912,1073741824,2147483648 --policies arrow,param_fast,sbf512_k16 \
-    > "$out/cuco.csv" 2> "$out/cuco.log" )
-cat "$out/cuco.csv"
+stamp "spatial and retrieval against static (GPU)"
+box 70 gpu/gpu_bench SECTIONS=spatial SPATIAL_SIZES=256M,2G SPATIAL_BITS=4,8 REPS=3 > "$out/bench_kinds.md" 2>&1
+box 45 gpu/gpu_bench SECTIONS=retrieval REPS=3 >> "$out/bench_kinds.md" 2>&1
+box 40 gpu/gpu_bench SECTIONS=counting COUNTING_SIZES=2G REPS=3 >> "$out/bench_kinds.md" 2>&1
+cat "$out/bench_kinds.md"
+
+stamp "insert and lookup paths beside auto, 1 MiB .. 64 GiB"
+box 110 gpu/gpu_bench SECTIONS=insert REPS=3 > "$out/bench_insert.md" 2>&1
+cat "$out/bench_insert.md"
+
+stamp "peers: ours static at 256M..2G, 2^28 keys, beside cuco-2026"
+box 45 gpu/gpu_bench SECTIONS=static SIZES=256M,512M,1G,2G LAYOUTS=8x32,16x32 PART_SWEEP= KEYS_LOG2=28 REPS=5 > "$out/peers.md" 2>&1
+wait "$cuco_build"
+{ echo '## cuco-2026 build'; tail -n 5 /tmp/cuco_build.log; } >> "$out/peers.md"
+if [[ -x cuco/bench_cuco ]]; then
+  ( cd cuco && box 60 ./bench_cuco --bits /tmp/cuco_bits.bin --fpr /tmp/cuco_fpr.csv --log2n 28 --reps 5 \
+      --sizes 268435456,536870912,1073741824,2147483648 --policies arrow,param_fast,sbf512_k16 \
+      > /tmp/cuco.csv 2> /tmp/cuco.err; echo "bench_cuco exit $?" >> /tmp/cuco.err )
+  cmp -s cuco/sbbf_ref_1024blocks_keys0-9999.bin /tmp/cuco_bits.bin && echo "cuco arrow bytes == Parquet reference" >> /tmp/cuco.err
+  { echo '## cuco.csv'; cat /tmp/cuco.csv; echo '## cuco_fpr.csv'; cat /tmp/cuco_fpr.csv; echo '## cuco stderr'; tail -n 20 /tmp/cuco.err; } >> "$out/peers.md"
+fi
+cat "$out/peers.md"
+
+stamp "Python package on the GPU (CuPy)"
+if python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site wheel/*.whl >> "$out/tests.log" 2>&1; then
+  echo "== python GPU tests" >> "$out/tests.log"
+  ( cd py/tests && PYTHONPATH=/tmp/site box 60 python3 -m pytest -q -p no:cacheprovider test_gpu.py test_gpu_kinds.py ) >> "$out/tests.log" 2>&1
+  echo "== python exit $?" >> "$out/tests.log"
+fi
+tail -n 15 "$out/tests.log"
+stamp "bloomlanes bench: every backend and auto, 4 Mi and 64 Mi keys"
+{ echo "## bench --keys 4194304"; box 30 bin/bloomlanes bench -q --keys 4194304;
+  echo "## bench --keys 67108864"; box 45 bin/bloomlanes bench -q --keys 67108864; } > "$out/cpu16.txt" 2>&1
+
+stamp "16-core host: class verdicts against yes/no verdicts"
+{ echo "## kinds_classify (10 M packets)";
+  box 70 python3 py/kinds_classify.py /tmp/kc --packets 10000000 --rounds 2 --reps 2 "$here/bin/bloomlanes"; } >> "$out/cpu16.txt" 2>&1
+
+stamp "16-core host: bloomlanes against partitioned-filters at 1 GiB"
+box 80 python3 py/peers/run.py --bin bin --out "$out/pf.csv" --sizes 1G --threads 1,16 --rounds 2 \
+  --impls bloomlanes,bloomlanes:partitioned --spatial-keys 0 >> "$out/cpu16.txt" 2>&1
+python3 py/peers/plot.py "$out/pf.csv" --table >> "$out/cpu16.txt" 2>&1
+cat "$out/cpu16.txt"
+
 stamp "done"

@@ -451,9 +451,6 @@ pub fn run(
     }
     steps.finish();
     let mut absent_backends = backend::absent();
-    if !labelled.is_empty() {
-        absent_backends.extend(kinds::verify_labels::gpu_skipped());
-    }
     if hdl_keys > 0 {
         if let Some(why) = simulator_absent() {
             absent_backends.push(("hdl-sim".into(), why));
@@ -482,9 +479,10 @@ pub fn run_labelled(
     let mut steps = Steps::new(layouts.len() * engines, progress);
     let rows = kinds::verify_labels::run(keys, &absent, labels, layouts, fpp, seed, &mut steps)?;
     steps.finish();
-    let mut absent = backend::absent();
-    absent.extend(kinds::verify_labels::gpu_skipped());
-    Ok(VerifyReport { rows, absent })
+    Ok(VerifyReport {
+        rows,
+        absent: backend::absent(),
+    })
 }
 
 #[cfg(test)]

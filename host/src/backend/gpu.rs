@@ -45,6 +45,10 @@ impl Backend for Gpu {
         format!("gpu ({})", self.device)
     }
 
+    fn is_gpu(&self) -> bool {
+        true
+    }
+
     fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
         let mut g = GpuFilter::upload(filter).map_err(gpu_err)?;
         g.insert(keys).map_err(gpu_err)?;

@@ -110,6 +110,12 @@ pub trait Backend {
     fn simd_probe(&self) -> Option<(bloomlanes_simd::Probe, bool)> {
         None
     }
+
+    /// Whether this is the GPU backend, which `verify` also checks on the spatial and retrieval
+    /// kinds through the GPU crate's own types.
+    fn is_gpu(&self) -> bool {
+        false
+    }
 }
 
 /// Checks the answer buffer of [`Querier::contains`].

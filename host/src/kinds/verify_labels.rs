@@ -15,6 +15,9 @@ use crate::input::KeySet;
 use crate::kinds::labels::{Labeller, Labels};
 use crate::verify::{hashes_of, key_view, Difference, Steps, VerifyRow};
 
+#[cfg(feature = "gpu")]
+mod gpu;
+
 /// The labels of the keys to verify with.
 #[derive(Clone, Copy, Debug)]
 pub enum LabelSet<'a> {
@@ -91,19 +94,6 @@ impl Generated {
             .filter(|s| kinds.contains(&s.kind()))
             .collect()
     }
-}
-
-/// Why the GPU is no row of these kinds when it is present (when it is absent, the report
-/// says so for every kind).
-pub(crate) fn gpu_skipped() -> Option<(String, String)> {
-    backend::gpu_unavailable().is_none().then(|| {
-        (
-            "gpu (spatial, retrieval)".to_string(),
-            "verify compares these kinds on the CPU backends only; the GPU crate's tests compare \
-             its spatial and retrieval kernels with the core"
-                .to_string(),
-        )
-    })
 }
 
 /// A filter of either kind, owned.
@@ -250,6 +240,19 @@ fn first_label_difference(
     )))
 }
 
+/// Where a backend's file `b` first differs from the reference's file `a`, if it does.
+fn file_difference(a: &[u8], b: &[u8]) -> Option<Difference> {
+    let at = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.len() != b.len()).then_some(a.len().min(b.len())))?;
+    Some(Difference::Failed(format!(
+        "build: the file differs from the reference's first at byte {at} (of {})",
+        a.len()
+    )))
+}
+
 /// One SIMD backend against the reference: its build must be the reference's file byte for
 /// byte, its answers the reference's for the listed and the absent keys.
 fn compare(
@@ -264,17 +267,8 @@ fn compare(
     let view = key_view(keys);
     let hashes = hashes_of(view, shape.seed);
     let own = build(shape, labels, view, &hashes, Some(probe))?;
-    let (a, b) = (reference.file_bytes(), own.file_bytes());
-    if let Some(at) = a
-        .iter()
-        .zip(&b)
-        .position(|(x, y)| x != y)
-        .or_else(|| (a.len() != b.len()).then_some(a.len().min(b.len())))
-    {
-        return Ok(Some(Difference::Failed(format!(
-            "build: the file differs from the reference's first at byte {at} (of {})",
-            a.len()
-        ))));
+    if let Some(d) = file_difference(&reference.file_bytes(), &own.file_bytes()) {
+        return Ok(Some(d));
     }
     let labeller = reference.labeller();
     let mut got = Labels::default();
@@ -299,8 +293,7 @@ fn compare(
 /// Builds the filter of `labels` over `keys` by the core's reference path on each of `layouts`
 /// (a retrieval table has no layout: the first one names its rows), checks that every listed
 /// key gets its own class or higher (spatial) or its own value (retrieval), that its file reads
-/// back, and compares every SIMD backend with it. Backends without a bulk path of these kinds
-/// (the GPU backend) are not rows.
+/// back, and compares every SIMD backend and the GPU with it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     keys: &KeySet,
@@ -352,6 +345,18 @@ pub(crate) fn run(
         for engine in &engines {
             let difference = match engine.simd_probe() {
                 None if engine.name() == "scalar" => props.clone(),
+                #[cfg(feature = "gpu")]
+                None if engine.is_gpu() => {
+                    steps.start(what(&engine.name()), true);
+                    gpu::compare(
+                        &reference,
+                        labels,
+                        keys,
+                        absent,
+                        (&expected, &expected_absent),
+                    )
+                    .unwrap_or_else(|e| Some(Difference::Failed(e.to_string())))
+                }
                 None => continue,
                 Some(probe) => {
                     steps.start(what(&engine.name()), true);
