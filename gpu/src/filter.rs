@@ -181,18 +181,26 @@ impl GpuFilter {
         // `&mut self` with `&other` makes them distinct buffers.
         unsafe { l.launch(cfg) }
             .map_err(|e| GpuError::cuda("cuLaunchKernel(set operation)", n * 4, e))?;
-        self.keys = None;
         self.image.stream.synchronize()
     }
 
-    /// ORs `other` into `self` on the device: the filter of the union of both key sets.
+    /// ORs `other` into `self` on the device: the filter of the union of both key sets, with
+    /// the key count and key type [`Filter::union_with`] gives (the sum of both counts, unknown
+    /// if either is; a typed side's key type), so the download equals the core's union.
     pub fn union_with(&mut self, other: &GpuFilter) -> Result<(), GpuError> {
-        self.combine(other, Kernel::Union)
+        self.combine(other, Kernel::Union)?;
+        let params = &mut self.image.params;
+        params.key_type = params.merged_key_type(&other.image.params);
+        self.keys = bloomlanes_core::fold::merged_key_count(self.keys, other.keys);
+        Ok(())
     }
 
-    /// ANDs `other` into `self` on the device (contains every key of the intersection).
+    /// ANDs `other` into `self` on the device (contains every key of the intersection); the
+    /// key count becomes unknown, as in [`Filter::intersect_with`].
     pub fn intersect_with(&mut self, other: &GpuFilter) -> Result<(), GpuError> {
-        self.combine(other, Kernel::Intersect)
+        self.combine(other, Kernel::Intersect)?;
+        self.keys = None;
+        Ok(())
     }
 
     // ---- host keys ----------------------------------------------------------------------------
