@@ -475,7 +475,7 @@ impl GpuCellFilter {
             bits: self.bits,
         };
         let hashed = self.hashes.hashed(kernels, seed, stream, args)?;
-        let cells = &self.cells;
+        let (words, cells) = (&image.words, &self.cells);
         if partitioned {
             let parts = image.partitioner.partitions_for_bytes(bytes);
             let by = GroupBy::new(kernels, seed, parts, true);
@@ -484,7 +484,7 @@ impl GpuCellFilter {
                 .for_each_group(by, &hashed, stream, |r, grouped, pos| {
                     let mut call = CellCall::reduce(grouped, out.slice_mut(r));
                     call.pos = pos;
-                    reduce_cells(shape, cells, reduce, call, stream)
+                    reduce_cells(shape, words, cells, reduce, call, stream)
                 });
             match r {
                 // Nothing was queued (the scratch is allocated first): reduce directly.
@@ -492,6 +492,6 @@ impl GpuCellFilter {
                 other => return other,
             }
         }
-        reduce_cells(shape, cells, reduce, CellCall::reduce(hashed, out), stream)
+        reduce_cells(shape, words, cells, reduce, CellCall::reduce(hashed, out), stream)
     }
 }

@@ -203,8 +203,11 @@ pub(crate) enum CellArrays<'a> {
         image: &'a mut CudaSlice<u32>,
         cells: &'a mut CudaSlice<u32>,
     },
-    /// A reduction reads the cells.
-    Read { cells: &'a CudaSlice<u32> },
+    /// A reduction reads the image (first: a clear bit answers 0) and the cells.
+    Read {
+        image: &'a CudaSlice<u32>,
+        cells: &'a CudaSlice<u32>,
+    },
 }
 
 /// The filter a cell kernel runs on: its kernels, parameters and cell width.
@@ -225,13 +228,13 @@ impl CellShape<'_> {
             ));
         }
         let (image, cells) = match arrays {
-            CellArrays::Write { image, cells } => (Some(image.len()), cells.len()),
-            CellArrays::Read { cells } => (None, cells.len()),
+            CellArrays::Write { image, cells } => (image.len(), cells.len()),
+            CellArrays::Read { image, cells } => (image.len(), cells.len()),
         };
         let (want_image, want_cells) = (self.params.u32_len(), cell_words(self.params, self.bits));
-        if image.is_some_and(|i| (i as u64) < want_image) || (cells as u64) < want_cells {
+        if (image as u64) < want_image || (cells as u64) < want_cells {
             return Err(bad_call(format!(
-                "arrays of {image:?} + {cells} words for {want_image} + {want_cells}"
+                "arrays of {image} + {cells} words for {want_image} + {want_cells}"
             )));
         }
         Ok(())
@@ -297,7 +300,7 @@ pub(crate) fn launch_cells(
     let mut l = stream.launch_builder(shape.kernels.get(kernel)?);
     match &mut arrays {
         CellArrays::Write { image, cells } => l.arg(&mut **image).arg(&mut **cells),
-        CellArrays::Read { cells } => l.arg(&null).arg(*cells),
+        CellArrays::Read { image, cells } => l.arg(*image).arg(*cells),
     };
     l.arg(&blocks)
         .arg(&call.keys.keys)
@@ -341,7 +344,7 @@ pub(crate) fn launch_cells(
     // u8* out, u32 out_bytes)` (tested against the source below), pushed here in this order and
     // with these sizes; an absent pointer is a null u64, and the kernels dereference `values`,
     // `pos`, `status` and `stats` only when they are not null or `flags` says so (a reduction
-    // never touches `image`, an update never `out`). Everything the kernel touches is inside its
+    // reads `image` and never writes it, an update never touches `out`). Everything the kernel touches is inside its
     // buffer:
     // - image and cells: for any hash the block is `((h >> 32) × blocks) >> 32 < blocks` and each
     //   cell `k = (block × L + lane) × W + bit < blocks × L × W`; the kernels index image word
@@ -437,6 +440,7 @@ impl CellDev<'_> {
 /// hashes with their positions).
 pub(crate) fn reduce_cells(
     shape: CellShape<'_>,
+    image: &CudaSlice<u32>,
     cells: &CudaSlice<u32>,
     reduce: CellReduce,
     call: CellCall<'_>,
@@ -445,7 +449,7 @@ pub(crate) fn reduce_cells(
     if call.out.is_none() {
         return Err(bad_call("a reduction without answers".into()));
     }
-    let arrays = CellArrays::Read { cells };
+    let arrays = CellArrays::Read { image, cells };
     launch_cells(shape, stream, reduce_kernel(reduce), arrays, call, None)
 }
 

@@ -175,17 +175,22 @@ extern "C" __global__ void __launch_bounds__(BL_THREADS) bl_count_check(const u3
 }
 // ---- Reads: the key's L cells combined (bloomlanes_core::cell::CellReduce), written to
 // out[p] (p as for the operand) as out_bytes = 1, 2 or 4 bytes. The loads of a thread's keys are
-// all issued before the first answer is stored.
+// all issued before the first answer is stored. The image is read first: it is the cells'
+// projection, so a key with a clear bit has a zero cell and both reductions answer 0 without
+// reading the cells (one sector of the image against L cells spread over 4 to 16 sectors of
+// the block's cells), and AllNonZero is the image's answer itself; only Min of a key whose bits
+// are all set reads its cells.
 template <int RED>
-__device__ __forceinline__ u32 bl_cells_reduce_hashed(const u32* __restrict__ cells, u64 blocks, u64 h, u32 lg, u32 max) {
+__device__ __forceinline__ u32 bl_cells_reduce_hashed(const u32* __restrict__ image, const u32* __restrict__ cells, u64 blocks, u64 h, u32 lg, u32 max) {
+  if (!bl_contains_hashed(image, blocks, h)) return 0u;
+  if constexpr (RED == BL_RED_ALL) return 1u;
   u64 cell[BL_LANES];
   bl_cells(h, blocks, cell);
-  u32 acc = RED == BL_RED_MIN ? max : 1u;
+  u32 acc = max;
   #pragma unroll
   for (int l = 0; l < BL_LANES; l++) {
     u32 c = (__ldg(cells + (cell[l] >> (5u - lg))) >> bl_cell_shift(cell[l], lg)) & max;
-    if constexpr (RED == BL_RED_MIN) acc = c < acc ? c : acc;
-    else acc = (acc != 0u && c != 0u) ? 1u : 0u;
+    acc = c < acc ? c : acc;
   }
   return acc;
 }
@@ -194,7 +199,7 @@ __device__ __forceinline__ void bl_cells_reduce(BL_CELL_PARAMS) {
   const u32 lg = bl_cell_lg(cbits), max = bl_cell_max(lg);
   u32 r[BL_KPT];
   u64 base = bl_answers(keys, n, 0u, r, [&](u64 k) {
-    return bl_cells_reduce_hashed<RED>(cells, blocks, bl_key_hash(k, seed, mode), lg, max);
+    return bl_cells_reduce_hashed<RED>(image, cells, blocks, bl_key_hash(k, seed, mode), lg, max);
   });
   #pragma unroll
   for (int j = 0; j < BL_KPT; j++) {
