@@ -6,10 +6,15 @@ __device__ __forceinline__ u64 bl_fmix64(u64 x) {
   x ^= x >> 33; x *= BL_MIX_MUL1; x ^= x >> 33; x *= BL_MIX_MUL2; return x ^ (x >> 33);
 }
 // Cell i (not yet masked to c bits). `<< 1 << (63 - s)` is `<< (64 - s)` without a shift by 64.
+// The second word is read only when the cell runs into it (s + c > 64): otherwise it adds bits
+// at 64 - s >= c and above, which the caller masks off (or none, for c = 64 and s = 0). That
+// saves a load of the next sector for a cell that ends at a sector's last word.
 __device__ __forceinline__ u64 bl_read_cell(const u64* __restrict__ words, u32 c, u32 i) {
   u64 p = (u64)i * c, w = p >> 6;
   u32 s = (u32)(p & 63);
-  return (__ldg(words + w) >> s) | ((__ldg(words + w + 1) << 1) << (63 - s));
+  u64 x = __ldg(words + w) >> s;
+  if (s + c > 64u) x |= (__ldg(words + w + 1) << 1) << (63 - s);
+  return x;
 }
 // The value of the key with hash h, or false when its check bits say it is absent.
 __device__ __forceinline__ bool bl_retrieve(const u64* __restrict__ words, u64 cseed, u32 sigma, u32 segs,

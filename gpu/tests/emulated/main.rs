@@ -11,7 +11,9 @@
 //!   `CellsMut`;
 //! - `radix`: the partition histogram and scan, the one-level scatter, the radix grouping's two
 //!   levels, the grouped bulk insert (its host fallback, atomics) and the slice insert of the
-//!   static image and of a sliding window's generation, against core's `Filter`.
+//!   static image and of a sliding window's generation, against core's `Filter`;
+//! - `retrieval`: the lookup kernel over tables of cells within one word, across two and of 64
+//!   bits, arity 3 and 4, u64 keys and hashes, against the core's `get_hashes`.
 //!
 //! One CTA after another, its threads interleaved only at barriers: one of the device's
 //! interleavings, and the results of these kernels do not depend on the interleaving (ORs and
@@ -25,6 +27,7 @@ mod common;
 
 mod cells;
 mod radix;
+mod retrieval;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -41,6 +41,9 @@ static const std::pair<const char*, BlAdapter> bl_kernels[] = {
     BL_KERNEL(bl_cells_slices_max), BL_KERNEL(bl_cells_reduce_all), BL_KERNEL(bl_cells_reduce_min),
     BL_KERNEL(bl_count_check), BL_KERNEL(bl_check_classes), BL_KERNEL(bl_status_bytes), BL_KERNEL(bl_status_scatter),
 #endif
+#ifdef BL_EMULATE_RETRIEVAL
+    BL_KERNEL(bl_retrieval_get),
+#endif
 };
 
 int main(int argc, char** argv) {
