@@ -52,7 +52,11 @@ impl Backend for Gpu {
     fn insert(&self, filter: &mut Filter, keys: Keys<'_>) -> Result<()> {
         let mut g = GpuFilter::upload(filter).map_err(gpu_err)?;
         g.insert(keys).map_err(gpu_err)?;
-        *filter = g.download().map_err(gpu_err)?;
+        // Back into the filter's own words, whose pages are already mapped: a fresh filter's
+        // zeroed allocation would be faulted in page by page by the copy (the words are the
+        // same either way: the device copy started from them and only gained bits).
+        g.download_words(filter.words_mut()).map_err(gpu_err)?;
+        filter.set_key_count(g.key_count());
         Ok(())
     }
 
