@@ -10,7 +10,8 @@
 # On the device:
 #   run(command="bash gpu/device_round.sh", carry=["carry"], timeout_s=570)
 # Files back: device.txt, tests.log, bench_kinds.md, bench_insert.md, peers.md, cpu16.txt,
-# pf.csv, round.log. ROUND_STEPS picks steps (default all: tests verify kinds insert peers
+# pf.csv, round.log (and bench_cuco, the peer's binary). PEER_SIZES: the peers step's filter
+# sizes (default 256M,512M,1G,2G: 8 to 64 bits per key). ROUND_STEPS picks steps (default all: tests verify kinds insert peers
 # python bench classify pf), e.g. a second call that re-checks a kernel change:
 #   run(command="ROUND_STEPS='tests verify kinds bench' bash gpu/device_round.sh", ...)
 set -uo pipefail
@@ -81,14 +82,17 @@ fi
 
 if want peers; then
 stamp "peers: ours static at 256M..2G, 2^28 keys, beside cuco-2026"
-box 45 gpu/gpu_bench SECTIONS=static SIZES=256M,512M,1G,2G LAYOUTS=8x32,16x32 PART_SWEEP= KEYS_LOG2=28 REPS=5 > "$out/peers.md" 2>&1
+sizes=${PEER_SIZES:-256M,512M,1G,2G}
+bytes=$(python3 -c 'import sys; print(",".join(str(int(s[:-1]) << {"K": 10, "M": 20, "G": 30}[s[-1]]) for s in sys.argv[1].split(",")))' "$sizes")
+box 60 gpu/gpu_bench SECTIONS=static SIZES=$sizes LAYOUTS=8x32,16x32 PART_SWEEP= KEYS_LOG2=28 REPS=5 > "$out/peers.md" 2>&1
 [[ -n $cuco_build ]] && wait "$cuco_build"
 { echo '## cuco-2026 build'; tail -n 5 /tmp/cuco_build.log; } >> "$out/peers.md"
 if [[ -x cuco/bench_cuco ]]; then
   ( cd cuco && box 60 ./bench_cuco --bits /tmp/cuco_bits.bin --fpr /tmp/cuco_fpr.csv --log2n 28 --reps 5 \
-      --sizes 268435456,536870912,1073741824,2147483648 --policies arrow,param_fast,sbf512_k16 \
+      --sizes "$bytes" --policies arrow,param_fast,sbf512_k16 \
       > /tmp/cuco.csv 2> /tmp/cuco.err; echo "bench_cuco exit $?" >> /tmp/cuco.err )
   cmp -s cuco/sbbf_ref_1024blocks_keys0-9999.bin /tmp/cuco_bits.bin && echo "cuco arrow bytes == Parquet reference" >> /tmp/cuco.err
+  cp cuco/bench_cuco "$out/" 2>/dev/null
   { echo '## cuco.csv'; cat /tmp/cuco.csv; echo '## cuco_fpr.csv'; cat /tmp/cuco_fpr.csv; echo '## cuco stderr'; tail -n 20 /tmp/cuco.err; } >> "$out/peers.md"
 fi
 cat "$out/peers.md"

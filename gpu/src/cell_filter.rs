@@ -492,6 +492,13 @@ impl GpuCellFilter {
                 other => return other,
             }
         }
-        reduce_cells(shape, words, cells, reduce, CellCall::reduce(hashed, out), stream)
+        reduce_cells(
+            shape,
+            words,
+            cells,
+            reduce,
+            CellCall::reduce(hashed, out),
+            stream,
+        )
     }
 }

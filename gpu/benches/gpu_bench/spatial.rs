@@ -101,8 +101,16 @@ pub fn spatial(args: &[String], reps: usize, layouts: &[Layout]) -> Result<(), G
                     let ms = time_with(reps, &gs, &mut g, |g| {
                         g.classes_device_async(DeviceKeys::U64(&absent), &mut out, &gs)
                     })?;
-                    let emerged = out.to_host()?.iter().take(1 << 20).filter(|&&c| c > 0).count();
-                    assert!(emerged < 1 << 18, "{emerged} of 2^20 absent keys have a class");
+                    let emerged = out
+                        .to_host()?
+                        .iter()
+                        .take(1 << 20)
+                        .filter(|&&c| c > 0)
+                        .count();
+                    assert!(
+                        emerged < 1 << 18,
+                        "{emerged} of 2^20 absent keys have a class"
+                    );
                     let absent_rate = rate(ms);
                     g.release_scratch();
                     let best = lookups[0].max(lookups[1]);
