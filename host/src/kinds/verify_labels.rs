@@ -275,18 +275,32 @@ fn compare(
     labeller.label(view, probe.1, &mut got);
     let mut got_absent = Labels::default();
     labeller.label(Keys::U64(absent), probe.1, &mut got_absent);
-    Ok(
-        first_label_difference("listed", &|i| keys.display(i), expected.0, &got, labeller).or_else(
-            || {
-                first_label_difference(
-                    "absent",
-                    &|i| absent[i].to_string(),
-                    expected.1,
-                    &got_absent,
-                    labeller,
-                )
-            },
-        ),
+    Ok(answer_difference(
+        labeller,
+        (keys, absent),
+        expected,
+        (&got, &got_absent),
+    ))
+}
+
+/// The first listed key, then the first absent key, whose answer `got` differs from the
+/// reference's `expected`.
+fn answer_difference(
+    labeller: Labeller<'_>,
+    (keys, absent): (&KeySet, &[u64]),
+    expected: (&Labels, &Labels),
+    got: (&Labels, &Labels),
+) -> Option<Difference> {
+    first_label_difference("listed", &|i| keys.display(i), expected.0, got.0, labeller).or_else(
+        || {
+            first_label_difference(
+                "absent",
+                &|i| absent[i].to_string(),
+                expected.1,
+                got.1,
+                labeller,
+            )
+        },
     )
 }
 

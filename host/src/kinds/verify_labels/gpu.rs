@@ -7,7 +7,7 @@
 use bloomlanes_core::Keys;
 use bloomlanes_gpu::{GpuError, GpuRetrieval, GpuSpatialFilter};
 
-use super::{file_difference, first_label_difference, Built, LabelSet};
+use super::{answer_difference, file_difference, Built, LabelSet};
 use crate::error::{Error, Result};
 use crate::input::KeySet;
 use crate::kinds::labels::Labels;
@@ -76,18 +76,10 @@ pub(super) fn compare(
         }
         _ => return Ok(Some(Difference::Failed("labels of another kind".into()))),
     };
-    let labeller = reference.labeller();
-    Ok(
-        first_label_difference("listed", &|i| keys.display(i), expected.0, &got, labeller).or_else(
-            || {
-                first_label_difference(
-                    "absent",
-                    &|i| absent[i].to_string(),
-                    expected.1,
-                    &got_absent,
-                    labeller,
-                )
-            },
-        ),
-    )
+    Ok(answer_difference(
+        reference.labeller(),
+        (keys, absent),
+        expected,
+        (&got, &got_absent),
+    ))
 }
