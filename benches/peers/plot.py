@@ -7,7 +7,9 @@ The plot: throughput (million keys per second, log scale) against filter size (l
 line per implementation, one panel per operation (build = inserts, lookup) and thread count; a
 point is the median over the rounds of each run's median, the bar its range over the rounds.
 --table prints the same figures as Markdown (median and range), the measured false-positive
-rates and bits per key, and each bloomlanes row's ratio to the best partitioned-filters row per size.
+rates and bits per key, and each bloomlanes row's ratio to the best peer row per size
+(partitioned-filters on the CPU, cuCollections on the GPU). Rows with `threads` 0 are GPU runs
+with the keys on the device (gpu_csv.py writes them from a GPU round).
 """
 import argparse
 import csv
@@ -43,6 +45,15 @@ def load(path):
     return series, order, rows
 
 
+def who(threads):
+    """A panel's or table's runner: `threads` CPU threads, or 0 for the GPU (keys on the device)."""
+    return "GPU, keys on the device" if threads == 0 else f"{threads} thread{'s' if threads > 1 else ''}"
+
+
+# The peers a bloomlanes row is compared with, by name prefix.
+PEERS = ("pf-", "cuco-")
+
+
 def med(v):
     return statistics.median(v)
 
@@ -73,7 +84,7 @@ def svg(series, order, title):
         sy = lambda v: y0 + ph - (math.log10(v) - math.log10(lo)) / math.log10(hi / lo) * ph
         what = "inserts (build)" if op == "build" else "lookups (half present)"
         out.append(f'<text x="{x0 + pw / 2}" y="{y0 - 8}" text-anchor="middle" font-size="13">'
-                   f'{what}, {threads} thread{"s" if threads > 1 else ""}</text>')
+                   f'{what}, {who(threads)}</text>')
         out.append(f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>')
         decade = lo
         while decade <= hi * 1.0001:
@@ -121,7 +132,7 @@ def tables(series, order, rows):
         data = series[(op, threads)]
         impls = [i for i in order if i in data]
         sizes = sorted({b for s in data.values() for b in s})
-        print(f"\n{op}, {threads} thread(s): M keys/s, median of the rounds [min–max]\n")
+        print(f"\n{op}, {who(threads)}: M keys/s, median of the rounds [min–max]\n")
         print("| size | " + " | ".join(impls) + " |")
         print("|---|" + "---:|" * len(impls))
         for b in sizes:
@@ -130,25 +141,28 @@ def tables(series, order, rows):
                 v = data[i].get(b)
                 cells.append(f"{med(v):.1f} [{min(v):.1f}–{max(v):.1f}]" if v else "–")
             print(f"| {label(b)} | " + " | ".join(cells) + " |")
-        pf = [i for i in impls if i.startswith("pf-")]
-        for ours in (i for i in impls if i.startswith("bloomlanes") and pf):
+        peers = [i for i in impls if i.startswith(PEERS)]
+        for ours in (i for i in impls if i.startswith("bloomlanes") and peers):
             ratios = []
             for b in sizes:
-                best = max((med(data[i][b]), i) for i in pf if b in data[i])
-                ratios.append(f"{label(b)} {med(data[ours][b]) / best[0]:.2f}× ({best[1]})")
-            print(f"\n{ours} / best partitioned-filters row: " + "; ".join(ratios))
+                rows_b = [(med(data[i][b]), i) for i in peers if b in data[i]]
+                if b in data[ours] and rows_b:
+                    best = max(rows_b)
+                    ratios.append(f"{label(b)} {med(data[ours][b]) / best[0]:.2f}× ({best[1]})")
+            print(f"\n{ours} / best peer row: " + "; ".join(ratios))
     print("\nmeasured false-positive rate (median over rounds and thread counts) and bits per key\n")
     fpr = defaultdict(lambda: defaultdict(list))
     bpk = {}
     for r in rows:
-        if r["op"] == "lookup":
+        if r["op"] == "lookup" and r["fpr_measured"]:
             fpr[r["impl"]][int(r["requested_bytes"])].append(float(r["fpr_measured"]))
-            bpk[r["impl"]] = r["bits_per_key"]
+            bpk.setdefault(r["impl"], set()).add(float(r["bits_per_key"]))
     sizes = sorted({b for s in fpr.values() for b in s})
     print("| implementation | bits/key | " + " | ".join(label(b) for b in sizes) + " |")
     print("|---|---:|" + "---:|" * len(sizes))
-    for impl in order:
-        print(f"| {impl} | {float(bpk[impl]):.2f} | "
+    for impl in (i for i in order if i in bpk):
+        b = bpk[impl]
+        print(f"| {impl} | {min(b):.2f}{'' if len(b) == 1 else f'–{max(b):.2f}'} | "
               + " | ".join(f"{100 * med(fpr[impl][b]):.3f} %" if b in fpr[impl] else "–"
                            for b in sizes) + " |")
     spatial = [r for r in rows if r["op"].startswith("spatial_")]
