@@ -142,6 +142,26 @@ pub(crate) fn repr_key_count(keys: Option<u64>) -> String {
     keys.map_or("None".into(), |k| k.to_string())
 }
 
+/// A cell kind's `__repr__`: `Class(lead, layout=…, blocks=…, width=bits, seed=…, key_type=…,
+/// key_count=…)`, where `lead` names what the kind adds first (its kind, its classes) and `width`
+/// its cell width's name.
+pub(crate) fn cell_repr(
+    class: &str,
+    lead: &str,
+    p: &Params,
+    (width, bits): (&str, u32),
+    key_count: Option<u64>,
+) -> String {
+    format!(
+        "{class}({lead}, layout='{}', blocks={}, {width}={bits}, seed={}, key_type={}, key_count={})",
+        p.layout,
+        p.blocks,
+        p.seed,
+        repr_key_type(p.key_type),
+        repr_key_count(key_count),
+    )
+}
+
 /// The parameters that `Filter.with_params` takes back, as a dict (layout, blocks, seed,
 /// key type).
 pub(crate) fn params_dict<'py>(py: Python<'py>, p: &Params) -> PyResult<Bound<'py, PyDict>> {

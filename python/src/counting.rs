@@ -14,9 +14,7 @@ use bloomlanes_simd::Probe;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{
-    numpy_filled, parse_key_type, parse_layout, repr_key_count, repr_key_type, stats_dict,
-};
+use crate::convert::{cell_repr, numpy_filled, parse_key_type, parse_layout, stats_dict};
 use crate::errors::Error;
 use crate::input::{extract, Input, Part};
 use crate::kinds::{
@@ -326,15 +324,12 @@ PyCountingFilter {
     fn __repr__(&self) -> String {
         let f = self.read();
         let p = f.params();
-        format!(
-            "CountingFilter(kind='{}', layout='{}', blocks={}, counter_bits={}, seed={}, key_type={}, key_count={})",
-            p.kind.name(),
-            p.layout,
-            p.blocks,
-            f.counter_bits().bits(),
-            p.seed,
-            repr_key_type(p.key_type),
-            repr_key_count(f.key_count()),
+        cell_repr(
+            "CountingFilter",
+            &format!("kind='{}'", p.kind.name()),
+            p,
+            ("counter_bits", f.counter_bits().bits()),
+            f.key_count(),
         )
     }
 }

@@ -7,8 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{
-    numpy_filled, numpy_u32s, parse_key_type, parse_layout, repr_key_count, repr_key_type,
-    stats_dict,
+    cell_repr, numpy_filled, numpy_u32s, parse_key_type, parse_layout, stats_dict,
 };
 use crate::device::{device_array, Backend};
 use crate::errors::Error;
@@ -276,16 +275,12 @@ PySpatialFilter {
 
     fn __repr__(&self) -> String {
         let f = self.read();
-        let p = f.params();
-        format!(
-            "SpatialFilter(classes={:?}, layout='{}', blocks={}, cell_bits={}, seed={}, key_type={}, key_count={})",
-            f.class_names(),
-            p.layout,
-            p.blocks,
-            f.cell_bits().bits(),
-            p.seed,
-            repr_key_type(p.key_type),
-            repr_key_count(f.key_count()),
+        cell_repr(
+            "SpatialFilter",
+            &format!("classes={:?}", f.class_names()),
+            f.params(),
+            ("cell_bits", f.cell_bits().bits()),
+            f.key_count(),
         )
     }
 }

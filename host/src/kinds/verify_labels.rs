@@ -253,6 +253,15 @@ fn file_difference(a: &[u8], b: &[u8]) -> Option<Difference> {
     )))
 }
 
+/// What a backend is checked on: the listed keys, as many absent ones, and the reference's
+/// answers for each set.
+#[derive(Clone, Copy)]
+struct Probes<'a> {
+    keys: &'a KeySet,
+    absent: &'a [u64],
+    expected: (&'a Labels, &'a Labels),
+}
+
 /// One SIMD backend against the reference: its build must be the reference's file byte for
 /// byte, its answers the reference's for the listed and the absent keys.
 fn compare(
@@ -260,10 +269,9 @@ fn compare(
     reference: &Built,
     shape: bloomlanes_core::Params,
     labels: LabelSet<'_>,
-    keys: &KeySet,
-    absent: &[u64],
-    expected: (&Labels, &Labels),
+    probes: Probes<'_>,
 ) -> Result<Option<Difference>> {
+    let (keys, absent) = (probes.keys, probes.absent);
     let view = key_view(keys);
     let hashes = hashes_of(view, shape.seed);
     let own = build(shape, labels, view, &hashes, Some(probe))?;
@@ -275,22 +283,21 @@ fn compare(
     labeller.label(view, probe.1, &mut got);
     let mut got_absent = Labels::default();
     labeller.label(Keys::U64(absent), probe.1, &mut got_absent);
-    Ok(answer_difference(
-        labeller,
-        (keys, absent),
-        expected,
-        (&got, &got_absent),
-    ))
+    Ok(answer_difference(labeller, probes, (&got, &got_absent)))
 }
 
 /// The first listed key, then the first absent key, whose answer `got` differs from the
-/// reference's `expected`.
+/// reference's.
 fn answer_difference(
     labeller: Labeller<'_>,
-    (keys, absent): (&KeySet, &[u64]),
-    expected: (&Labels, &Labels),
+    probes: Probes<'_>,
     got: (&Labels, &Labels),
 ) -> Option<Difference> {
+    let Probes {
+        keys,
+        absent,
+        expected,
+    } = probes;
     first_label_difference("listed", &|i| keys.display(i), expected.0, got.0, labeller).or_else(
         || {
             first_label_difference(
@@ -356,34 +363,25 @@ pub(crate) fn run(
                 "its file does not read back: {e}"
             ))),
         };
+        let probes = Probes {
+            keys,
+            absent,
+            expected: (&expected, &expected_absent),
+        };
         for engine in &engines {
             let difference = match engine.simd_probe() {
                 None if engine.name() == "scalar" => props.clone(),
                 #[cfg(feature = "gpu")]
                 None if engine.is_gpu() => {
                     steps.start(what(&engine.name()), true);
-                    gpu::compare(
-                        &reference,
-                        labels,
-                        keys,
-                        absent,
-                        (&expected, &expected_absent),
-                    )
-                    .unwrap_or_else(|e| Some(Difference::Failed(e.to_string())))
+                    gpu::compare(&reference, labels, probes)
+                        .unwrap_or_else(|e| Some(Difference::Failed(e.to_string())))
                 }
                 None => continue,
                 Some(probe) => {
                     steps.start(what(&engine.name()), true);
-                    compare(
-                        probe,
-                        &reference,
-                        shape,
-                        labels,
-                        keys,
-                        absent,
-                        (&expected, &expected_absent),
-                    )
-                    .unwrap_or_else(|e| Some(Difference::Failed(e.to_string())))
+                    compare(probe, &reference, shape, labels, probes)
+                        .unwrap_or_else(|e| Some(Difference::Failed(e.to_string())))
                 }
             };
             rows.push(VerifyRow {
@@ -550,7 +548,12 @@ mod tests {
             let listed = reference.core_labels(&hashes);
             let missing = reference.core_labels(&hashes_of(Keys::U64(&absent), 4));
             let check = |expected: (&Labels, &Labels)| {
-                compare(probe, &reference, shape, set, &keys, &absent, expected).unwrap()
+                let probes = Probes {
+                    keys: &keys,
+                    absent: &absent,
+                    expected,
+                };
+                compare(probe, &reference, shape, set, probes).unwrap()
             };
             assert_eq!(check((&listed, &missing)), None, "{}", set.kind());
             for i in [0, 63, 64, 499] {

@@ -7,9 +7,8 @@
 use bloomlanes_core::Keys;
 use bloomlanes_gpu::{GpuError, GpuRetrieval, GpuSpatialFilter};
 
-use super::{answer_difference, file_difference, Built, LabelSet};
+use super::{answer_difference, file_difference, Built, LabelSet, Probes};
 use crate::error::{Error, Result};
-use crate::input::KeySet;
 use crate::kinds::labels::Labels;
 use crate::verify::{key_view, Difference};
 
@@ -46,11 +45,9 @@ fn retrieval_labels(t: &GpuRetrieval, keys: Keys<'_>) -> Result<Labels> {
 pub(super) fn compare(
     reference: &Built,
     labels: LabelSet<'_>,
-    keys: &KeySet,
-    absent: &[u64],
-    expected: (&Labels, &Labels),
+    probes: Probes<'_>,
 ) -> Result<Option<Difference>> {
-    let view = key_view(keys);
+    let view = key_view(probes.keys);
     let (got, got_absent) = match (reference, labels) {
         (Built::Spatial(f), LabelSet::Spatial { classes, .. }) => {
             let names: Vec<&str> = f.class_names().iter().map(String::as_str).collect();
@@ -64,22 +61,21 @@ pub(super) fn compare(
             }
             (
                 spatial_labels(&mut g, view)?,
-                spatial_labels(&mut g, Keys::U64(absent))?,
+                spatial_labels(&mut g, Keys::U64(probes.absent))?,
             )
         }
         (Built::Retrieval(t), LabelSet::Retrieval { .. }) => {
             let g = GpuRetrieval::upload(t).map_err(gpu_err)?;
             (
                 retrieval_labels(&g, view)?,
-                retrieval_labels(&g, Keys::U64(absent))?,
+                retrieval_labels(&g, Keys::U64(probes.absent))?,
             )
         }
         _ => return Ok(Some(Difference::Failed("labels of another kind".into()))),
     };
     Ok(answer_difference(
         reference.labeller(),
-        (keys, absent),
-        expected,
+        probes,
         (&got, &got_absent),
     ))
 }
