@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: every GPU check and benchmark of this round and the 16-core host's CPU rows,
 # in priority order, each step time-boxed against one deadline, every log under $OUT (at most 8
-# files come back). Prepared here (gpu/DEVICE_CHECKS.md, section "The round"):
+# files come back). Prepared here (gpu/DEVICE_CHECKS.md, section 2b, "The round"):
 #   carry/gpu     `gpu/device_checks.sh prepare` (test binaries, gpu_bench, kernel cache)
 #   carry/bin     bloomlanes (stripped, default features), peers + pf_driver (benches/peers)
 #   carry/cuco    ../shared/peers/cuco-2026 (built here on the device's CPU while the GPU tests run)
