@@ -82,16 +82,23 @@ __device__ __forceinline__ void bl_image_follows(u32* image, u64 k, u32 old, u32
 // new value is written into its own field only, so it never carries into (or borrows from) a
 // neighbour. The L loops are interleaved, so their loads and CASes are in flight together (a
 // key's lanes lie in distinct words; were two in one word, a failed CAS would simply retry).
+// An operation that fills every cell it touches (bl_cell_fills: set, increment, max by a
+// positive class) skips the first load and tries its CAS on a guessed zero word: in a filter
+// past L2 most words a key touches are still zero, and then the CAS is the only round trip to
+// memory; a wrong guess fails the CAS, which returns the word, and the loop goes on from it.
+// The guess never decides "nothing to do" (a zero cell always changes under such an
+// operation), so only values a CAS returned end the loop.
 template <int OP>
 __device__ __forceinline__ void bl_cells_step(u32* cells, const u64 cell[BL_LANES], u32 lg, u32 v, u32 lanes, u32 v_old[BL_LANES]) {
   const u32 max = bl_cell_max(lg);
+  const bool guess_zero = bl_cell_fills<OP>(v);
   u32* w[BL_LANES];
   u32 sh[BL_LANES], old[BL_LANES];
   #pragma unroll
   for (int i = 0; i < BL_LANES; i++) {
     w[i] = bl_cell_word(cells, cell[i], lg);
     sh[i] = bl_cell_shift(cell[i], lg);
-    old[i] = ((lanes >> i) & 1u) ? *(volatile u32*)w[i] : 0u;
+    old[i] = ((lanes >> i) & 1u) && !guess_zero ? *(volatile u32*)w[i] : 0u;
     v_old[i] = 0u;
   }
   u32 pending = lanes;  // BL_LANES <= 16
