@@ -11,7 +11,8 @@
 #   run(command="bash gpu/device_round.sh", carry=["carry"], timeout_s=570)
 # Files back: device.txt, tests.log, bench_kinds.md, bench_insert.md, peers.md, cpu16.txt,
 # pf.csv, round.log (and bench_cuco, the peer's binary). PEER_SIZES: the peers step's filter
-# sizes (default 256M,512M,1G,2G: 8 to 64 bits per key). ROUND_STEPS picks steps (default all: tests verify kinds insert peers
+# sizes (default 256M,512M,1G,2G: 8 to 64 bits per key); KIND_SECTIONS the kinds step's
+# gpu_bench sections (default spatial retrieval counting lookup). ROUND_STEPS picks steps (default all: tests verify kinds insert peers
 # python bench classify pf), e.g. a second call that re-checks a kernel change:
 #   run(command="ROUND_STEPS='tests verify kinds bench' bash gpu/device_round.sh", ...)
 set -uo pipefail
@@ -67,10 +68,12 @@ fi
 
 if want kinds; then
 stamp "spatial and retrieval against static (GPU)"
-box 70 gpu/gpu_bench SECTIONS=spatial SPATIAL_SIZES=256M,2G SPATIAL_BITS=4,8 REPS=3 > "$out/bench_kinds.md" 2>&1
-box 45 gpu/gpu_bench SECTIONS=retrieval REPS=3 >> "$out/bench_kinds.md" 2>&1
-box 40 gpu/gpu_bench SECTIONS=counting COUNTING_SIZES=2G REPS=3 >> "$out/bench_kinds.md" 2>&1
-box 40 gpu/gpu_bench SECTIONS=lookup LOOKUP_SWEEP= LOOKUP_PART_SWEEP= REPS=3 >> "$out/bench_kinds.md" 2>&1
+: > "$out/bench_kinds.md"
+kinds=" ${KIND_SECTIONS:-spatial retrieval counting lookup} "
+[[ $kinds == *" spatial "* ]] && box 70 gpu/gpu_bench SECTIONS=spatial SPATIAL_SIZES=256M,2G SPATIAL_BITS=4,8 REPS=3 >> "$out/bench_kinds.md" 2>&1
+[[ $kinds == *" retrieval "* ]] && box 45 gpu/gpu_bench SECTIONS=retrieval REPS=3 >> "$out/bench_kinds.md" 2>&1
+[[ $kinds == *" counting "* ]] && box 40 gpu/gpu_bench SECTIONS=counting COUNTING_SIZES=2G REPS=3 >> "$out/bench_kinds.md" 2>&1
+[[ $kinds == *" lookup "* ]] && box 40 gpu/gpu_bench SECTIONS=lookup LOOKUP_SWEEP= LOOKUP_PART_SWEEP= REPS=3 >> "$out/bench_kinds.md" 2>&1
 cat "$out/bench_kinds.md"
 fi
 
