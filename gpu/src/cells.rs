@@ -344,8 +344,8 @@ pub(crate) fn launch_cells(
     // u8* out, u32 out_bytes)` (tested against the source below), pushed here in this order and
     // with these sizes; an absent pointer is a null u64, and the kernels dereference `values`,
     // `pos`, `status` and `stats` only when they are not null or `flags` says so (a reduction
-    // reads `image` and never writes it, an update never touches `out`). Everything the kernel touches is inside its
-    // buffer:
+    // reads `image` and never writes it, an update never touches `out`). Everything the kernel
+    // touches is inside its buffer:
     // - image and cells: for any hash the block is `((h >> 32) × blocks) >> 32 < blocks` and each
     //   cell `k = (block × L + lane) × W + bit < blocks × L × W`; the kernels index image word
     //   `k / 32` (and the block's `block_u32s` words) and cell word `k >> (5 − log2 cbits)` with
