@@ -88,7 +88,7 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
     // Every listing of those keys: the keys hashed again, a range per core, in input order.
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let per = keys.len().div_ceil(threads).max(HASH_CHUNK);
-    let matches: Vec<Vec<usize>> = std::thread::scope(|scope| {
+    let matches: Vec<Vec<(usize, u64)>> = std::thread::scope(|scope| {
         let seen = &seen;
         let tasks: Vec<_> = (0..keys.len())
             .step_by(per)
@@ -102,10 +102,8 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
             .map(|t| t.join().expect("a hashing task panicked"))
             .collect()
     });
-    for i in matches.into_iter().flatten() {
-        let listed = seen
-            .get_mut(&keys.hash(i, seed))
-            .expect("a listing of a key seen");
+    for (i, h) in matches.into_iter().flatten() {
+        let listed = seen.get_mut(&h).expect("a listing of a key seen");
         // A hash shared by two different keys is told apart by the keys' own bytes.
         let c = classes[i];
         if !listed.iter().any(|&(d, j)| d == c && same_key(keys, i, j)) {
@@ -144,14 +142,14 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
     out
 }
 
-/// The indices in `range` of the keys whose hash is one of `seen`'s, in order.
+/// The keys in `range` whose hash is one of `seen`'s, in order: each index with its hash.
 fn listings_in<V>(
     probe: Probe,
     keys: Keys<'_>,
     seed: u64,
     range: std::ops::Range<usize>,
     seen: &HashMap<u64, V, BuildHasherDefault<HashIsKey>>,
-) -> Vec<usize> {
+) -> Vec<(usize, u64)> {
     let mut out = Vec::new();
     let mut hashes = vec![0u64; HASH_CHUNK.min(range.len())];
     for start in range.clone().step_by(HASH_CHUNK) {
@@ -162,7 +160,7 @@ fn listings_in<V>(
             (start..end)
                 .zip(hashes.iter())
                 .filter(|(_, h)| seen.contains_key(h))
-                .map(|(i, _)| i),
+                .map(|(i, &h)| (i, h)),
         );
     }
     out
