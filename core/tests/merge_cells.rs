@@ -85,6 +85,7 @@ fn spatial_filters_of_other_classes_or_parameters_are_refused() {
     assert!(matches!(m.union_with(&wider), Err(MergeError::Kind(..))));
     assert!(matches!(m.union_with(&reseeded), Err(MergeError::Seed(..))));
     assert_eq!(a.union_folding(&reordered), Err(MergeError::Classes));
+    assert_eq!(m, a, "a refused union changes nothing");
     let err = MergeError::Classes.to_string();
     assert!(err.contains("classes differ"), "{err}");
 }

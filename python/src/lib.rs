@@ -3,8 +3,7 @@
 //! typed interface is `bloomlanes/_native.pyi`.
 //!
 //! - `filter`: the `Filter` class; `setops`: its `|` and `&` (the cell kinds' `|` is in
-//!   `kinds`); `storage`: owned or memory-mapped
-//!   bits; `convert`: arguments from Python;
+//!   `kinds`); `storage`: owned or memory-mapped bits; `convert`: arguments from Python;
 //! - `spatial`: `SpatialFilter`; `retrieval`: `Retrieval`; `counting`: `CountingFilter`;
 //!   `kinds`: what they share (files under the locks, bytes, key checks);
 //! - `input`: keys from numpy, Arrow and lists without copies; `arrow`: the Arrow C Data

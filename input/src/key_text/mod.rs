@@ -282,7 +282,6 @@ fn parse_hex(t: &[u8], n: usize, out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
-/// A 5-tuple in the form [`display`] writes, or its bytes in hex.
 /// The address of `t`, which may be written as a prefix of one address (`10.0.0.1/32`,
 /// `2001:db8::1/128`, as route tables write hosts); any wider prefix is refused, saying how
 /// many addresses it holds: a filter matches whole addresses, not prefixes.
@@ -313,6 +312,7 @@ fn one_address(t: &str) -> Result<&str, String> {
     }
 }
 
+/// A 5-tuple in the form [`display`] writes (or the `--format flows` form), or its bytes in hex.
 fn parse_flow(t: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let s = std::str::from_utf8(t).map_err(|_| "not UTF-8 text".to_string())?;
     if !s.contains('>') {
