@@ -9,6 +9,7 @@
 use bloomlanes_core::{xxh64, xxh64_u64, KeyType};
 
 use crate::chunk::Chunk;
+use crate::csv_place::place_in;
 use crate::field::{FieldParser, Parsed};
 use crate::lines::{for_each_line, spans_fit, SpanHasher};
 use crate::pcap::{self, Flow, NgBlock, IPV6_TUPLE_LEN};
@@ -315,7 +316,10 @@ pub(crate) fn parse_chunk<S: Stage>(
             let mut rec = ::csv::ByteRecord::new();
             let mut first = chunk.seq == 0 && *header;
             loop {
-                let fault = |line: u64, byte: u64, what: String| {
+                // The crate's position, placed from the bytes (`csv_place`: the crate's own
+                // line is wrong after CRLF endings and blank lines).
+                let fault = |reported: u64, what: String| {
+                    let (line, byte) = place_in(bytes, reported);
                     StageOrFault::Fault(Fault {
                         line: Some(line),
                         byte: chunk.offset + byte,
@@ -326,14 +330,13 @@ pub(crate) fn parse_chunk<S: Stage>(
                     Ok(false) => break,
                     Ok(true) => {}
                     Err(e) => {
-                        let (l, b) = e.position().map_or((1, 0), |p| (p.line(), p.byte()));
-                        return Err(fault(l, b, format!("malformed CSV: {e}")));
+                        let b = e.position().map_or(0, ::csv::Position::byte);
+                        return Err(fault(b, format!("malformed CSV: {e}")));
                     }
                 }
-                let (l, b) = rec.position().map_or((1, 0), |p| (p.line(), p.byte()));
+                let b = rec.position().map_or(0, ::csv::Position::byte);
                 if rec.len() != *fields {
                     return Err(fault(
-                        l,
                         b,
                         format!(
                             "malformed CSV: record has {} fields, but the first record has {fields}",
@@ -348,7 +351,7 @@ pub(crate) fn parse_chunk<S: Stage>(
                     .get(*column)
                     .expect("the column index was checked against the first record");
                 if let Err(what) = feed.field(field.as_ref(), f) {
-                    return Err(fault(l, b, what));
+                    return Err(fault(b, what));
                 }
             }
         }

@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 pub use bloomlanes_core::KeyType;
 
 pub mod chunk;
+mod csv_place;
 pub mod error;
 mod field;
 pub mod hll;

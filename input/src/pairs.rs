@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlanes_core::KeyType;
 
+use crate::csv_place::recorded;
 use crate::plan::{csv_column, csv_delimiter};
 use crate::source::{self, Body};
 use crate::{
@@ -92,13 +93,19 @@ fn walk(
             }
             Body::Stream(r) => r,
         };
+        // Records placed from the bytes (`csv_place`: the crate's own line is wrong after
+        // CRLF endings and blank lines).
+        let (reader, places) = recorded(reader);
         let mut rdr = ::csv::ReaderBuilder::new()
             .has_headers(false)
             .delimiter(delimiter)
             .from_reader(reader);
         let mut rec = ::csv::ByteRecord::new();
         let malformed = |e: ::csv::Error| {
-            let at = e.position().map(|p| Location::LineByte(p.line(), p.byte()));
+            let at = e.position().map(|p| {
+                let (line, byte) = places.place(p.byte());
+                Location::LineByte(line, byte)
+            });
             Error::input(&shown, at, format!("malformed CSV: {e}"))
         };
         let first = rdr.read_byte_record(&mut rec).map_err(malformed)?;
@@ -148,9 +155,10 @@ fn walk(
                 break;
             }
             let p = rec.position().expect("a record read has a position");
+            let (line, byte) = places.place(p.byte());
             let r = Record {
                 path: &shown,
-                at: Location::LineByte(p.line(), p.byte()),
+                at: Location::LineByte(line, byte),
                 key: &rec[key_col],
                 label: &rec[label_col],
                 key_name: &key_name,

@@ -248,7 +248,10 @@ fn csv_plan(input: &Opened, opts: &InputOptions, key_type: Option<KeyType>) -> R
         .from_reader(&head[..]);
     let mut first = ::csv::ByteRecord::new();
     let has_first = rdr.read_byte_record(&mut first).map_err(|e| {
-        let at = e.position().map(|p| Location::LineByte(p.line(), p.byte()));
+        let at = e.position().map(|p| {
+            let (line, byte) = crate::csv_place::place_in(head, p.byte());
+            Location::LineByte(line, byte)
+        });
         Error::input(shown, at, format!("malformed CSV: {e}"))
     })?;
     let fields = if has_first { first.len() } else { 0 };

@@ -1,0 +1,109 @@
+//! A CSV error or warning names the line and byte offset a text editor shows, also for files
+//! with CRLF endings (a Windows or spreadsheet export) and blank lines, where the `csv` crate's
+//! own positions are a line early (input's `csv_place`): read whole, in small chunks, and
+//! streamed from standard input.
+
+mod common;
+
+use common::*;
+
+/// A CSV of `rows` records under a header, with CRLF endings, a blank line every 7 records
+/// and a bad IP address in record `bad`: the text and the bad record's (line, byte offset).
+fn rules(rows: usize, bad: usize) -> (String, (usize, usize)) {
+    let mut text = String::from("ip,action\r\n");
+    let mut place = (0, 0);
+    for i in 0..rows {
+        if i % 7 == 3 {
+            text.push_str("\r\n");
+        }
+        if i == bad {
+            place = (text.matches('\n').count() + 1, text.len());
+            text.push_str("10.0.0.x,deny\r\n");
+        } else {
+            text.push_str(&format!("10.{}.{}.1,allow\r\n", i / 250, i % 250));
+        }
+    }
+    (text, place)
+}
+
+#[test]
+fn a_bad_key_is_placed_on_its_line_in_a_crlf_csv() {
+    let d = tmp();
+    let (text, (line, byte)) = rules(3000, 2400);
+    let csv = write(&d, "rules.csv", &text);
+    let out = at(&d, "rules.blf");
+    let want = format!("line {line} (byte offset {byte})");
+    let build = [
+        "build",
+        "--csv-column",
+        "ip",
+        "--key-type",
+        "ip",
+        "-o",
+        s(&out),
+    ];
+    for chunk in [None, Some("4096")] {
+        let mut args: Vec<&str> = build.to_vec();
+        args.push(s(&csv));
+        if let Some(c) = chunk {
+            args.extend(["--chunk-bytes", c]);
+        }
+        let err = fails(&args, 1);
+        assert!(err.contains(&want), "chunk {chunk:?}: want {want}: {err}");
+        assert!(!out.exists(), "nothing is written");
+    }
+    // The labelled read (a spatial build) places it alike, from a file and streamed.
+    let spatial = [
+        "build",
+        "--kind",
+        "spatial",
+        "--csv-column",
+        "ip",
+        "--class-column",
+        "action",
+        "--key-type",
+        "ip",
+        "-o",
+        s(&out),
+    ];
+    let mut args = spatial.to_vec();
+    args.push(s(&csv));
+    let err = fails(&args, 1);
+    assert!(err.contains(&want), "spatial: want {want}: {err}");
+    let mut args = spatial.to_vec();
+    args.extend(["--format", "csv", "-"]);
+    let run = bl().args(&args).write_stdin(text).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains(&want), "stdin: want {want}: {err}");
+}
+
+#[test]
+fn a_key_in_two_classes_is_placed_on_both_lines() {
+    let d = tmp();
+    let text = "\u{feff}ip,action\r\n10.0.0.1,allow\r\n\r\n10.0.0.2,deny\r\n10.0.0.1,deny\r\n";
+    let csv = write(&d, "rules.csv", text);
+    let out = at(&d, "rules.blf");
+    let run = succeeds(bl().args([
+        "build",
+        "--kind",
+        "spatial",
+        "--csv-column",
+        "ip",
+        "--class-column",
+        "action",
+        "--classes",
+        "allow,deny",
+        "--key-type",
+        "ip",
+        "-o",
+        s(&out),
+        s(&csv),
+    ]));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("rules.csv: line 2) and in class deny (")
+            && err.contains("rules.csv: line 5)"),
+        "{err}"
+    );
+}
