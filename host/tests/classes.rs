@@ -207,6 +207,13 @@ fn a_value_wider_than_value_bits_names_file_line_and_column() {
     let p = write(&d, "wide.csv", "k,v\na,1\nb,255\nc,256\n");
     let err = refused(&d, &p, "--kind retrieval --value-column v --value-bits 8");
     says(&err, &["wide.csv", "line 4", "column \"v\"", "256"]);
+    // A value that is not a number is quoted once, as every other field is.
+    let p = write(&d, "word.csv", "k,v\na,1\nb,x\n");
+    let err = refused(&d, &p, "--kind retrieval --value-column v --value-bits 8");
+    says(
+        &err,
+        &["word.csv", "line 3", "\"x\" is not an unsigned integer"],
+    );
 }
 
 #[test]

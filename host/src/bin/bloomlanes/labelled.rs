@@ -145,7 +145,7 @@ fn parse_value(field: &[u8], bits: u8) -> std::result::Result<u32, String> {
     }
     .map_err(|_| {
         format!(
-            "{:?} is not an unsigned integer value",
+            "{} is not an unsigned integer value",
             bloomlanes_input::shorten(field)
         )
     })?;
