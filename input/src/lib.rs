@@ -82,7 +82,8 @@ pub enum InputFormat {
     /// other text is lines. Binary contents of no known format are an error.
     #[default]
     Auto,
-    /// One key per line (the line's bytes without its `\n` or `\r\n`); empty lines are skipped.
+    /// One key per line (the line's bytes without its `\n` or `\r\n`); empty lines are skipped,
+    /// and so is a UTF-8 byte order mark that starts the input.
     Lines,
     /// One integer per line (decimal, or hex with `0x`), hashed like a binary u64 (key type
     /// `u64` unless `--key-type` says otherwise; with a CSV column: that column's integers).

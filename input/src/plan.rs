@@ -13,6 +13,9 @@ use crate::sniff;
 use crate::source::{self, Opened};
 use crate::{detect, pcap, Error, FieldParser, InputFormat, InputOptions, Location, Result};
 
+/// The UTF-8 byte order mark, which a text input may start with.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// How one input is read: its format, where its records start, its cutter and parser.
 pub(crate) struct Plan {
     /// The format decided.
@@ -66,9 +69,16 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
     let text_type = explicit.or(opts.filter_key_type.filter(|t| *t != KeyType::Any));
     let auto = opts.format == InputFormat::Auto;
     let whole = head.len() < source::SNIFF_BYTES;
+    // A UTF-8 byte order mark (Notepad, PowerShell, spreadsheet exports) is no part of the
+    // first line's key: read into it, "alpha" would be a key no query of alpha finds.
+    let bom = if head.starts_with(UTF8_BOM) {
+        UTF8_BOM.len()
+    } else {
+        0
+    };
     let lines = |field: Option<FieldParser>, key_type: KeyType| Plan {
         format,
-        start: 0,
+        start: bom as u64,
         start_lines: 0,
         cutter: Box::new(LineCutter),
         parser: ChunkParser::Lines {
@@ -92,7 +102,7 @@ pub(crate) fn plan(input: &Opened, opts: &InputOptions) -> Result<Plan> {
                     None | Some(KeyType::Bytes | KeyType::Any) => {
                         let mut plan = lines(None, KeyType::Bytes);
                         if auto && text_type.is_none() {
-                            let (n, numeric) = sniff::all_numeric(head_lines(head));
+                            let (n, numeric) = sniff::all_numeric(head_lines(&head[bom..]));
                             if numeric {
                                 plan.note = Some(sniff::numeric_note(shown, n, "line"));
                             }

@@ -1,7 +1,8 @@
-//! A CSV error or warning names the line and byte offset a text editor shows, also for files
-//! with CRLF endings (a Windows or spreadsheet export) and blank lines, where the `csv` crate's
-//! own positions are a line early (input's `csv_place`): read whole, in small chunks, and
-//! streamed from standard input.
+//! Text as Windows tools and spreadsheets export it: a CSV error or warning names the line and
+//! byte offset an editor shows, also with CRLF endings and blank lines, where the `csv` crate's
+//! own positions are a line early (input's `csv_place`), read whole, in small chunks and
+//! streamed from standard input; and a key list that starts with a UTF-8 byte order mark gives
+//! its first key as written, not with the mark in front of it.
 
 mod common;
 
@@ -104,6 +105,49 @@ fn a_key_in_two_classes_is_placed_on_both_lines() {
     assert!(
         err.contains("rules.csv: line 2) and in class deny (")
             && err.contains("rules.csv: line 5)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_no_part_of_the_first_key() {
+    let d = tmp();
+    let list = write(&d, "keys.txt", "\u{feff}alpha\r\nbeta\r\n");
+    let ips = write(&d, "ips.txt", "\u{feff}10.0.0.1\n10.0.0.2\n");
+    let (f, g) = (at(&d, "keys.blf"), at(&d, "ips.blf"));
+    succeeds(bl().args(["build", s(&list), "-o", s(&f)]));
+    succeeds(bl().args(["build", s(&ips), "-o", s(&g), "--key-type", "ip"]));
+    for (filter, keys) in [(&f, "alpha\nbeta\n"), (&g, "10.0.0.1\n10.0.0.2\n")] {
+        let run = bl()
+            .args(["query", s(filter), "-", "--count"])
+            .write_stdin(keys)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            out.trim_start().starts_with('2'),
+            "{}: {out}",
+            filter.display()
+        );
+    }
+    // The same from standard input, and a bad first key is placed after the mark.
+    let run = bl()
+        .args([
+            "build",
+            "-",
+            "-o",
+            s(&f),
+            "--key-type",
+            "ip",
+            "--capacity",
+            "10",
+        ])
+        .write_stdin("\u{feff}10.0.0.x\n")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("line 1 (byte offset 3)") && err.contains("\"10.0.0.x\""),
         "{err}"
     );
 }
