@@ -151,3 +151,26 @@ fn a_byte_order_mark_is_no_part_of_the_first_key() {
         "{err}"
     );
 }
+
+/// A spreadsheet's `;` export read with the default `,`: the error says which delimiter to give.
+#[test]
+fn a_header_read_as_one_field_names_the_delimiter() {
+    let d = tmp();
+    let csv = write(&d, "rules.csv", "ip;action\r\n10.0.0.1;allow\r\n");
+    let out = at(&d, "rules.blf");
+    let args = [
+        "build",
+        "--csv-column",
+        "ip",
+        "--key-type",
+        "ip",
+        "-o",
+        s(&out),
+        s(&csv),
+    ];
+    let err = fails(&args, 1);
+    assert!(err.contains("give --delimiter ';'"), "{err}");
+    let mut with = args.to_vec();
+    with.extend(["--delimiter", ";"]);
+    succeeds(bl().args(&with));
+}

@@ -330,6 +330,20 @@ pub(crate) fn csv_delimiter(input: &Opened, opts: &InputOptions) -> u8 {
         })
 }
 
+/// A hint for a header read as one field that another delimiter would split (a spreadsheet's
+/// `;` export, a tab-separated file named `.csv`): which `--delimiter` to give.
+fn delimiter_hint(names: &[String]) -> String {
+    let [only] = names else {
+        return String::new();
+    };
+    [(';', "';'"), ('\t', "'\\t'"), ('|', "'|'")]
+        .iter()
+        .find(|(d, _)| only.contains(*d))
+        .map_or(String::new(), |(_, flag)| {
+            format!("; the header is one field: is the delimiter {flag}? give --delimiter {flag}")
+        })
+}
+
 /// The index of CSV column `name` (a header name, or a 0-based index; `None`: 0) given the
 /// first record `first`; `flag` names the option in messages.
 pub(crate) fn csv_column(
@@ -354,8 +368,9 @@ pub(crate) fn csv_column(
                         shown,
                         Some(Location::Line(1)),
                         format!(
-                            "no CSV column named {name:?} (the header has: {})",
-                            names.join(", ")
+                            "no CSV column named {name:?} (the header has: {}){}",
+                            names.join(", "),
+                            delimiter_hint(&names)
                         ),
                     ));
                 }
