@@ -27,6 +27,9 @@ fn rules(rows: usize, bad: usize) -> (String, (usize, usize)) {
     (text, place)
 }
 
+/// The flags of a spatial build from the columns `ip` and `action`.
+const SPATIAL: &str = "--kind spatial --csv-column ip --class-column action --key-type ip";
+
 #[test]
 fn a_bad_key_is_placed_on_its_line_in_a_crlf_csv() {
     let d = tmp();
@@ -34,46 +37,22 @@ fn a_bad_key_is_placed_on_its_line_in_a_crlf_csv() {
     let csv = write(&d, "rules.csv", &text);
     let out = at(&d, "rules.blf");
     let want = format!("line {line} (byte offset {byte})");
-    let build = [
-        "build",
-        "--csv-column",
-        "ip",
-        "--key-type",
-        "ip",
-        "-o",
-        s(&out),
-    ];
-    for chunk in [None, Some("4096")] {
-        let mut args: Vec<&str> = build.to_vec();
-        args.push(s(&csv));
-        if let Some(c) = chunk {
-            args.extend(["--chunk-bytes", c]);
-        }
-        let err = fails(&args, 1);
-        assert!(err.contains(&want), "chunk {chunk:?}: want {want}: {err}");
+    // Read whole, in chunks of 4 KiB (records cut at every boundary), and as a spatial build.
+    for flags in [
+        "--csv-column ip --key-type ip",
+        "--csv-column ip --key-type ip --chunk-bytes 4096",
+        SPATIAL,
+    ] {
+        let err = fails(&argv!("build", &csv, "-o", &out, flags), 1);
+        assert!(err.contains(&want), "{flags}: want {want}: {err}");
         assert!(!out.exists(), "nothing is written");
     }
-    // The labelled read (a spatial build) places it alike, from a file and streamed.
-    let spatial = [
-        "build",
-        "--kind",
-        "spatial",
-        "--csv-column",
-        "ip",
-        "--class-column",
-        "action",
-        "--key-type",
-        "ip",
-        "-o",
-        s(&out),
-    ];
-    let mut args = spatial.to_vec();
-    args.push(s(&csv));
-    let err = fails(&args, 1);
-    assert!(err.contains(&want), "spatial: want {want}: {err}");
-    let mut args = spatial.to_vec();
-    args.extend(["--format", "csv", "-"]);
-    let run = bl().args(&args).write_stdin(text).output().unwrap();
+    // Streamed from standard input.
+    let run = bl()
+        .args(argv!("build - -o", &out, SPATIAL, "--format csv"))
+        .write_stdin(text)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{err}");
     assert!(err.contains(&want), "stdin: want {want}: {err}");
@@ -85,28 +64,20 @@ fn a_key_in_two_classes_is_placed_on_both_lines() {
     let text = "\u{feff}ip,action\r\n10.0.0.1,allow\r\n\r\n10.0.0.2,deny\r\n10.0.0.1,deny\r\n";
     let csv = write(&d, "rules.csv", text);
     let out = at(&d, "rules.blf");
-    let run = succeeds(bl().args([
+    let run = succeeds(bl().args(argv!(
         "build",
-        "--kind",
-        "spatial",
-        "--csv-column",
-        "ip",
-        "--class-column",
-        "action",
-        "--classes",
-        "allow,deny",
-        "--key-type",
-        "ip",
+        &csv,
         "-o",
-        s(&out),
-        s(&csv),
-    ]));
+        &out,
+        SPATIAL,
+        "--classes allow,deny"
+    )));
     let err = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        err.contains("rules.csv: line 2) and in class deny (")
-            && err.contains("rules.csv: line 5)"),
-        "{err}"
+    let (low, high) = (
+        "rules.csv: line 2) and in class deny (",
+        "rules.csv: line 5)",
     );
+    assert!(err.contains(low) && err.contains(high), "{err}");
 }
 
 #[test]
@@ -115,11 +86,11 @@ fn a_byte_order_mark_is_no_part_of_the_first_key() {
     let list = write(&d, "keys.txt", "\u{feff}alpha\r\nbeta\r\n");
     let ips = write(&d, "ips.txt", "\u{feff}10.0.0.1\n10.0.0.2\n");
     let (f, g) = (at(&d, "keys.blf"), at(&d, "ips.blf"));
-    succeeds(bl().args(["build", s(&list), "-o", s(&f)]));
-    succeeds(bl().args(["build", s(&ips), "-o", s(&g), "--key-type", "ip"]));
+    succeeds(bl().args(argv!("build", &list, "-o", &f)));
+    succeeds(bl().args(argv!("build", &ips, "-o", &g, "--key-type ip")));
     for (filter, keys) in [(&f, "alpha\nbeta\n"), (&g, "10.0.0.1\n10.0.0.2\n")] {
         let run = bl()
-            .args(["query", s(filter), "-", "--count"])
+            .args(argv!("query", filter, "- --count"))
             .write_stdin(keys)
             .output()
             .unwrap();
@@ -132,16 +103,7 @@ fn a_byte_order_mark_is_no_part_of_the_first_key() {
     }
     // The same from standard input, and a bad first key is placed after the mark.
     let run = bl()
-        .args([
-            "build",
-            "-",
-            "-o",
-            s(&f),
-            "--key-type",
-            "ip",
-            "--capacity",
-            "10",
-        ])
+        .args(argv!("build - -o", &f, "--key-type ip --capacity 10"))
         .write_stdin("\u{feff}10.0.0.x\n")
         .output()
         .unwrap();
@@ -158,19 +120,8 @@ fn a_header_read_as_one_field_names_the_delimiter() {
     let d = tmp();
     let csv = write(&d, "rules.csv", "ip;action\r\n10.0.0.1;allow\r\n");
     let out = at(&d, "rules.blf");
-    let args = [
-        "build",
-        "--csv-column",
-        "ip",
-        "--key-type",
-        "ip",
-        "-o",
-        s(&out),
-        s(&csv),
-    ];
-    let err = fails(&args, 1);
+    let flags = "--csv-column ip --key-type ip";
+    let err = fails(&argv!("build", &csv, "-o", &out, flags), 1);
     assert!(err.contains("give --delimiter ';'"), "{err}");
-    let mut with = args.to_vec();
-    with.extend(["--delimiter", ";"]);
-    succeeds(bl().args(&with));
+    succeeds(bl().args(argv!("build", &csv, "-o", &out, flags, "--delimiter ;")));
 }
