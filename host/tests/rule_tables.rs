@@ -77,11 +77,12 @@ fn a_key_in_two_classes_is_built_with_a_warning_naming_both_lines() {
     );
 }
 
+/// Named with their lines, counted as an editor counts them (a blank line, CRLF endings).
 #[test]
 fn per_class_files_that_share_a_key_are_named() {
     let d = tmp();
     let deny = write(&d, "deny.txt", "k1\nk2\n");
-    let mirror = write(&d, "mirror.txt", "k3\nk2\n");
+    let mirror = write(&d, "mirror.txt", "k3\r\n\r\nk2\r\n");
     let f = at(&d, "f.blf");
     let out = succeeds(bl().args(argv!(
         "build",
@@ -98,9 +99,9 @@ fn per_class_files_that_share_a_key_are_named() {
         &[
             "\"k2\"",
             "class deny (",
-            "deny.txt)",
+            "deny.txt: line 2)",
             "class mirror (",
-            "mirror.txt)",
+            "mirror.txt: line 3)",
         ],
     );
 }
@@ -404,9 +405,9 @@ fn per_class_files_of_one_class_are_named_by_the_file_a_key_came_from() {
         &[
             "\"k2\"",
             "class allow (",
-            "allow.txt)",
+            "allow.txt: line 1)",
             "class deny (",
-            "deny-b.txt)",
+            "deny-b.txt: line 1)",
         ],
     );
     assert!(!err.contains("deny-a.txt"), "{err}");

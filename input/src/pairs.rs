@@ -20,7 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::io::Read;
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use bloomlanes_core::KeyType;
@@ -261,4 +261,44 @@ pub fn locate_all(
         Ok(seen <= last)
     });
     found
+}
+
+/// The line (1-based) of key `index` (0-based) of a text-lines input as the key reader counts
+/// its keys (a byte order mark at the start dropped, empty lines skipped, `\r\n` endings), found
+/// by reading it again: `None` past the end, or for an input that cannot be read twice.
+pub fn locate_line(path: &Path, index: u64) -> Option<u64> {
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let input = source::open(path).ok()?;
+    let map;
+    let body: Box<dyn Read + '_> = match input.body {
+        Body::Mapped(m) => {
+            map = m;
+            Box::new(&map[..])
+        }
+        Body::Stream(r) => r,
+    };
+    let mut rdr = io::BufReader::new(body);
+    let (mut line, mut keys) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if rdr.read_until(b'\n', &mut buf).ok()? == 0 {
+            return None;
+        }
+        line += 1;
+        let mut text = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        text = text.strip_suffix(b"\r").unwrap_or(text);
+        if line == 1 {
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        }
+        if text.is_empty() {
+            continue;
+        }
+        if keys == index {
+            return Some(line);
+        }
+        keys += 1;
+    }
 }

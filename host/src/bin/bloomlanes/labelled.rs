@@ -352,19 +352,27 @@ fn conflict_warning(
     high: usize,
 ) -> String {
     let name = |i: usize| &read.names[usize::from(read.classes[i]) - 1];
-    // One input per class: the input a record came from (the --class options in order).
+    // One input per class: the input a record came from (the --class options in order), and
+    // for text lines the line, found by reading it again.
     let file_of = |i: usize| {
-        let mut end = 0u64;
-        read.summaries
-            .iter()
-            .zip(&la.class)
-            .find(|(s, _)| {
-                end += s.keys;
-                (i as u64) < end
-            })
-            .and_then(|(_, spec)| spec.split_once('='))
-            .map(|(_, file)| format!(" ({file})"))
-            .unwrap_or_default()
+        let mut before = 0u64;
+        let found = read.summaries.iter().zip(&la.class).find(|(s, _)| {
+            before += s.keys;
+            (i as u64) < before
+        });
+        let Some((summary, (_, file))) =
+            found.and_then(|(s, spec)| Some((s, spec.split_once('=')?)))
+        else {
+            return String::new();
+        };
+        let index = i as u64 - (before - summary.keys);
+        let line = matches!(summary.format, "lines" | "decimal" | "flows")
+            .then(|| pairs::locate_line(Path::new(file), index))
+            .flatten();
+        match line {
+            Some(l) => format!(" ({file}: line {l})"),
+            None => format!(" ({file})"),
+        }
     };
     let (low_at, high_at) = match &la.class_column {
         Some(column) => record_places(inputs, opts, column, (low, high)),
