@@ -264,9 +264,10 @@ pub fn locate_all(
 }
 
 /// The line (1-based) of key `index` (0-based) of a text-lines input as the key reader counts
-/// its keys (a byte order mark at the start dropped, empty lines skipped, `\r\n` endings), found
-/// by reading it again: `None` past the end, or for an input that cannot be read twice.
-pub fn locate_line(path: &Path, index: u64) -> Option<u64> {
+/// its keys (a byte order mark at the start dropped, empty lines skipped, and with `parsed`,
+/// keys parsed from text, lines of only spaces too; `\r\n` endings), found by reading it
+/// again: `None` past the end, or for an input that cannot be read twice.
+pub fn locate_line(path: &Path, index: u64, parsed: bool) -> Option<u64> {
     if path.as_os_str() == "-" {
         return None;
     }
@@ -293,7 +294,7 @@ pub fn locate_line(path: &Path, index: u64) -> Option<u64> {
         if line == 1 {
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
-        if text.is_empty() {
+        if text.is_empty() || (parsed && text.iter().all(u8::is_ascii_whitespace)) {
             continue;
         }
         if keys == index {
