@@ -283,9 +283,16 @@ pub fn locate_line(path: &Path, index: u64, parsed: bool) -> Option<u64> {
     let mut rdr = io::BufReader::new(body);
     let (mut line, mut keys) = (0u64, 0u64);
     let mut buf = Vec::new();
+    let longest = crate::chunk::MAX_RECORD_BYTES as u64 + 1;
     loop {
         buf.clear();
-        if rdr.read_until(b'\n', &mut buf).ok()? == 0 {
+        // No longer than the key reader takes a line (the file may have changed since).
+        let n = rdr
+            .by_ref()
+            .take(longest)
+            .read_until(b'\n', &mut buf)
+            .ok()?;
+        if n == 0 || (n as u64 == longest && buf.last() != Some(&b'\n')) {
             return None;
         }
         line += 1;
