@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use bloomlanes_core::KeyType;
 
 use crate::csv_place::recorded;
+use crate::keys::ChunkParser;
 use crate::plan::{csv_column, csv_delimiter};
 use crate::source::{self, Body};
 use crate::{
@@ -263,15 +264,19 @@ pub fn locate_all(
     found
 }
 
-/// The line (1-based) of key `index` (0-based) of a text-lines input as the key reader counts
-/// its keys (a byte order mark at the start dropped, empty lines skipped, and with `parsed`,
-/// keys parsed from text, lines of only spaces too; `\r\n` endings), found by reading it
-/// again: `None` past the end, or for an input that cannot be read twice.
-pub fn locate_line(path: &Path, index: u64, parsed: bool) -> Option<u64> {
+/// The line (1-based) of key `index` (0-based) of a text-lines input read with `opts`, found
+/// by reading it again with the key reader's own plan (its start past a byte order mark) and
+/// line parser, so that a line counts as a key exactly when the reader made one of it: `None`
+/// past the end, for an input of another format, or for one that cannot be read twice.
+pub fn locate_line(path: &Path, opts: &InputOptions, index: u64) -> Option<u64> {
     if path.as_os_str() == "-" {
         return None;
     }
     let input = source::open(path).ok()?;
+    let plan = crate::plan::plan(&input, opts).ok()?;
+    let ChunkParser::Lines { field, .. } = &plan.parser else {
+        return None;
+    };
     let map;
     let body: Box<dyn Read + '_> = match input.body {
         Body::Mapped(m) => {
@@ -281,8 +286,9 @@ pub fn locate_line(path: &Path, index: u64, parsed: bool) -> Option<u64> {
         Body::Stream(r) => r,
     };
     let mut rdr = io::BufReader::new(body);
-    let (mut line, mut keys) = (0u64, 0u64);
-    let mut buf = Vec::new();
+    io::copy(&mut rdr.by_ref().take(plan.start), &mut io::sink()).ok()?;
+    let (mut line, mut keys) = (plan.start_lines, 0u64);
+    let (mut buf, mut scratch) = (Vec::new(), Vec::new());
     let longest = crate::chunk::MAX_RECORD_BYTES as u64 + 1;
     loop {
         buf.clear();
@@ -298,10 +304,15 @@ pub fn locate_line(path: &Path, index: u64, parsed: bool) -> Option<u64> {
         line += 1;
         let mut text = buf.strip_suffix(b"\n").unwrap_or(&buf);
         text = text.strip_suffix(b"\r").unwrap_or(text);
-        if line == 1 {
-            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-        }
-        if text.is_empty() || (parsed && text.iter().all(u8::is_ascii_whitespace)) {
+        // As the key reader: an empty line, or one its parser finds no key in, is no key.
+        let key = match field {
+            None => !text.is_empty(),
+            Some(p) => {
+                scratch.clear();
+                !matches!(p.parse(text, &mut scratch), Ok(Parsed::Skip))
+            }
+        };
+        if !key {
             continue;
         }
         if keys == index {

@@ -366,13 +366,7 @@ fn conflict_warning(
             return String::new();
         };
         let index = i as u64 - (before - summary.keys);
-        // Keys parsed from text (every format but bytes lines) skip lines of only spaces.
-        let parsed =
-            summary.format != "lines" || summary.key_type != bloomlanes_core::KeyType::Bytes;
-        let line = matches!(summary.format, "lines" | "decimal" | "flows")
-            .then(|| pairs::locate_line(Path::new(file), index, parsed))
-            .flatten();
-        match line {
+        match pairs::locate_line(Path::new(file), opts, index) {
             Some(l) => format!(" ({file}: line {l})"),
             None => format!(" ({file})"),
         }
