@@ -465,3 +465,42 @@ fn three_spatial_filters_of_different_sizes_merge_into_a_build_at_the_smallest()
     );
     says(&err, &["r2.blf", "plain.blf", "spatial", "static"]);
 }
+
+/// A class column of numbers (libSBF's areas, rule ids, tiers) means their numeric order, not
+/// the order rows happen to come in: area 3 is the highest priority even when its rows come
+/// first, so a key listed in areas 3 and 1 is kept in 3 and no key of area 3 is reported in 2.
+/// `--classes` still orders them as given.
+#[test]
+fn numeric_classes_are_ordered_by_number_unless_listed() {
+    let d = tmp();
+    let rules = write(&d, "areas.csv", "k,area\na,3\nb,10\nc,2\na,1\nd,3\n");
+    let f = at(&d, "f.blf");
+    let out = succeeds(bl().args(argv!(
+        "--json build",
+        &rules,
+        "-o",
+        &f,
+        "--kind spatial --class-column area"
+    )));
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(per_class(&b["labels"], "name"), ["1", "2", "3", "10"]);
+    assert_eq!(per_class(&b["labels"], "class"), [1, 2, 3, 4]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    says(
+        &err,
+        &["\"a\"", "class 1 (", "line 5", "class 3 (", "line 2"],
+    );
+    let q = write(&d, "q.txt", "a\nb\nc\nd\n");
+    assert_eq!(answers(&f, &q, "", "class"), ["3", "10", "2", "3"]);
+    // Listed: first appearance is not consulted, the list is.
+    let g = at(&d, "g.blf");
+    let listed = json(&argv!(
+        "build",
+        &rules,
+        "-o",
+        &g,
+        "--kind spatial --class-column area --classes 10,3,2,1"
+    ));
+    assert_eq!(per_class(&listed["labels"], "name"), ["10", "3", "2", "1"]);
+    assert_eq!(answers(&g, &q, "", "class"), ["1", "10", "2", "3"]);
+}

@@ -35,8 +35,9 @@ pub struct LabelArgs {
     /// allow,mirror,deny` makes allow class 1, mirror 2 and deny 3, and the higher number wins
     /// where keys of two classes share a cell, so a key may be reported in a higher class than
     /// its own (emersion), never a lower one. A class not listed is an error; spaces around
-    /// names are ignored [default: the order in which the classes first appear, first =
-    /// class 1].
+    /// names are ignored [default: classes that are all numbers (libSBF's areas, rule ids,
+    /// tiers) in numeric order, the smallest = class 1; other names in the order in which they
+    /// first appear, first = class 1].
     #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
     pub classes: Option<Vec<String>>,
     /// Spatial filters: one input per class, `NAME=FILE` (repeated; numbered from 1 in the
@@ -99,6 +100,33 @@ impl ClassNames {
         self.order.push(name.to_string());
         Ok(self.order.len() as u16)
     }
+}
+
+/// The new number of each class (by its first-met number) when every name is an unsigned
+/// decimal number and first appearance did not already number them in numeric order: a column
+/// of libSBF areas, rule ids or tiers means its numbers' order (area 3 above area 1), whichever
+/// row comes first. `None` leaves the order of first appearance.
+fn numeric_order(names: &[String]) -> Option<Vec<u16>> {
+    let value = |n: &str| -> Option<u64> {
+        let digits = n.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| n.parse().ok()).flatten()
+    };
+    let values = names
+        .iter()
+        .map(|n| value(n))
+        .collect::<Option<Vec<u64>>>()?;
+    let mut by_value: Vec<usize> = (0..names.len()).collect();
+    // Equal numbers written apart ("1", "01") are two names; the shorter comes first.
+    by_value.sort_by_key(|&i| (values[i], names[i].len()));
+    let mut renumber = vec![0u16; names.len()];
+    for (to, &from) in by_value.iter().enumerate() {
+        renumber[from] = to as u16 + 1;
+    }
+    (renumber
+        .iter()
+        .enumerate()
+        .any(|(i, &to)| usize::from(to) != i + 1))
+    .then_some(renumber)
 }
 
 /// The class name a field or argument gives: its UTF-8 text without the spaces around it
@@ -276,11 +304,20 @@ pub fn read_spatial(
         } = pairs::read_pairs(inputs, opts, LabelColumn { name: column, flag }, &mut |f| {
             names.number(f).map(u32::from)
         })?;
-        (
-            keys,
-            labels.into_iter().map(|c| c as u16).collect(),
-            summaries,
-        )
+        let mut classes: Vec<u16> = labels.into_iter().map(|c| c as u16).collect();
+        if !names.fixed {
+            if let Some(renumber) = numeric_order(&names.order) {
+                for c in &mut classes {
+                    *c = renumber[usize::from(*c) - 1];
+                }
+                let mut order = vec![String::new(); names.order.len()];
+                for (name, &to) in names.order.drain(..).zip(&renumber) {
+                    order[usize::from(to) - 1] = name;
+                }
+                names.order = order;
+            }
+        }
+        (keys, classes, summaries)
     };
     let n = names.order.len();
     let cell_bits = match la.cell_bits {
