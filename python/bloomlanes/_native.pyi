@@ -343,9 +343,11 @@ class SpatialFilter(_CellFilter):
         backend: Optional[str] = None,
     ) -> None:
         """Inserts keys: ``classes`` is one class name or number for all of them, or one class
-        number (1-based) per key (a numpy array or list of integers; with device keys also a
-        uint32 device array). An unknown class, a number outside 1..n or a class list of
-        another length is a ``ValueError`` and inserts nothing. ``backend``: ``"auto"``
+        per key: numbers (1-based; a numpy array or list of integers; with device keys also a
+        uint32 device array) or names (a list of str, a numpy str or object array, a pyarrow
+        string array, a pandas column: a rule table's class column as read). An unknown class,
+        a number outside 1..n, a null or a class list of another length is a ``ValueError``
+        naming its index, and inserts nothing. ``backend``: ``"auto"``
         (device keys on the GPU, others on the CPU), ``"cpu"`` (device keys refused) or
         ``"gpu"`` (host keys too; the filter is copied back to the host before it returns)."""
     def classify(

@@ -4,7 +4,7 @@
 use bloomlanes_core::{KeyType, SpatialFilter};
 use bloomlanes_simd::{Classes, Probe, Schedule};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::convert::{
     cell_repr, numpy_filled, numpy_u32s, parse_key_type, parse_layout, stats_dict,
@@ -60,7 +60,7 @@ impl PySpatialFilter {
         n: usize,
     ) -> PyResult<ClassArg> {
         let top = u32::from(f.classes());
-        let range = || {
+        let range = &|| {
             let names: Vec<String> = f
                 .class_names()
                 .iter()
@@ -81,7 +81,10 @@ impl PySpatialFilter {
             }
             return Ok(ClassArg::One(c as u32));
         }
-        let list = numpy_u32s(classes, "classes")?;
+        let list = match class_names_of(f, classes, range)? {
+            Some(list) => list,
+            None => numpy_u32s(classes, "classes")?,
+        };
         if list.len() != n {
             return Err(Error::value(format!(
                 "{} classes for {n} keys: give one class per key, or one class for all",
@@ -113,6 +116,79 @@ impl PySpatialFilter {
     fn extract<'py>(&self, keys: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> {
         extract(keys, self.read().params().key_type)
     }
+}
+
+/// The class numbers of one class name per key (a list of str, a numpy str, bytes or object
+/// array, a pyarrow string array, a pandas column): a rule table's class column as it is read,
+/// without the caller numbering it. `None` when `classes` holds no text (numbers: the caller's
+/// path); a null, an item that is neither text nor a number, or an unknown name is an error
+/// naming its index.
+fn class_names_of(
+    f: &SpatialFilter,
+    classes: &Bound<'_, PyAny>,
+    range: &dyn Fn() -> String,
+) -> PyResult<Option<Vec<u32>>> {
+    let text = |item: &Bound<'_, PyAny>| {
+        item.is_instance_of::<PyString>() || item.is_instance_of::<PyBytes>()
+    };
+    let items = match classes.cast::<PyList>() {
+        // A list as it is (numpy would copy it into an array of fixed-width text first).
+        Ok(list) if list.len() > 0 && text(&list.get_item(0)?) => list.clone(),
+        Ok(_) => return Ok(None),
+        Err(_) => {
+            let np = classes.py().import("numpy")?;
+            let arr = np.call_method1("asarray", (classes,))?;
+            let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+            if !matches!(kind.as_str(), "U" | "S" | "O") {
+                return Ok(None);
+            }
+            let items = arr.call_method0("ravel")?.call_method0("tolist")?;
+            items.cast_into::<PyList>()?
+        }
+    };
+    let numbers: std::collections::HashMap<&str, u32> = f
+        .class_names()
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i as u32 + 1))
+        .collect();
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let bytes_name: String;
+        // Text first: a failed number extraction builds an exception, ten times the lookup.
+        let name: &str = if let Ok(s) = item.cast::<PyString>() {
+            &s.to_cow()?
+        } else if let Ok(b) = item.cast::<PyBytes>() {
+            bytes_name = String::from_utf8_lossy(b.as_bytes()).into_owned();
+            &bytes_name
+        } else if let Ok(c) = item.extract::<u32>() {
+            // A number in an object array (pandas' nullable integers): checked by the caller.
+            out.push(c);
+            continue;
+        } else {
+            let what = if item.is_none() {
+                "null (every key needs a class)".to_string()
+            } else {
+                format!(
+                    "{} ({}), not a class name",
+                    item.repr()?,
+                    item.get_type().name()?
+                )
+            };
+            return Err(Error::value(format!("classes[{i}] is {what}")).into());
+        };
+        match numbers.get(name) {
+            Some(&c) => out.push(c),
+            None => {
+                return Err(Error::value(format!(
+                    "classes[{i}] = {name:?}: no class is called that: {}",
+                    range()
+                ))
+                .into())
+            }
+        }
+    }
+    Ok(Some(out))
 }
 
 /// The classes of an insert.

@@ -104,6 +104,13 @@ def test_spatial_insert_forms_and_order_independence():
     b.insert(keys[order], (np.minimum(keys[order] // 1000, 2) + 1).astype(np.int64))
     assert a == b, "max commutes: any insertion order gives the same cells"
     assert a.to_bytes() == b.to_bytes()
+    # One class name per key, as a rule table's class column is read: the same cells.
+    names = np.array(CLASSES)[np.minimum(keys[order] // 1000, 2)]
+    for column in (names, names.tolist(), names.astype(object), pa.array(names.tolist()),
+                   pa.array(names.tolist()).dictionary_encode(), names.astype("S")):
+        c = bloomlanes.SpatialFilter(CLASSES, blocks=64, layout="8x32", key_type="u64")
+        c.insert(keys[order], column)
+        assert c.to_bytes() == a.to_bytes(), type(column)
 
 
 def test_spatial_string_keys_and_learned_key_type():
@@ -194,6 +201,14 @@ def test_spatial_bad_inserts_change_nothing():
         f.insert(keys[:2], [1, -1])
     with pytest.raises(TypeError, match="unsigned integers"):
         f.insert(keys[:2], np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r'classes\[1\] = "block": no class is called that'):
+        f.insert(keys[:3], ["allow", "block", "deny"])
+    with pytest.raises(ValueError, match=r"classes\[2\] is null"):
+        f.insert(keys[:3], pa.array(["allow", "deny", None]))
+    with pytest.raises(ValueError, match=r"classes\[0\] is 1.5 \(float\), not a class name"):
+        f.insert(keys[:2], np.array([1.5, "deny"], dtype=object))
+    with pytest.raises(ValueError, match="2 classes for 3 keys"):
+        f.insert(keys[:3], ["allow", "deny"])
     with pytest.raises(ValueError, match="null"):
         f.insert(pa.array([1, None], type=pa.uint64()), 1)
     with pytest.raises(KeyTypeError):
