@@ -2,7 +2,9 @@
 //! byte offset an editor shows, also with CRLF endings and blank lines, where the `csv` crate's
 //! own positions are a line early (input's `csv_place`), read whole, in small chunks and
 //! streamed from standard input; and a key list that starts with a UTF-8 byte order mark gives
-//! its first key as written, not with the mark in front of it.
+//! its first key as written, not with the mark in front of it. A file that is not text at all
+//! (a Parquet export of the table, a filter file given as keys) is named for what it is, with
+//! what to do instead, by every reader; nothing is written.
 
 mod common;
 
@@ -124,4 +126,40 @@ fn a_header_read_as_one_field_names_the_delimiter() {
     let err = fails(&argv!("build", &csv, "-o", &out, flags), 1);
     assert!(err.contains("give --delimiter ';'"), "{err}");
     succeeds(bl().args(argv!("build", &csv, "-o", &out, flags, "--delimiter ;")));
+}
+
+/// A Parquet file where a key list goes: the plain, CSV and labelled readers each name it (not
+/// "binary data", not a header of its bytes) and say how to get its columns as CSV; a filter
+/// file given as keys is named too.
+#[test]
+fn a_parquet_or_filter_file_given_as_keys_is_named_for_what_it_is() {
+    let d = tmp();
+    let table = at(&d, "rules.parquet");
+    parquet_of(&table, &[10]);
+    let out = at(&d, "f.blf");
+    for flags in [
+        "",
+        "--csv-column n",
+        "--kind spatial --csv-column n --class-column n",
+        "--kind retrieval --csv-column n --value-column n --value-bits 8",
+    ] {
+        let err = fails(&argv!("build", &table, "-o", &out, flags), 1);
+        says(
+            &err,
+            &["rules.parquet", "is a Parquet file", "COPY (SELECT"],
+        );
+        assert!(
+            !err.contains("binary data") && !err.contains("header"),
+            "{err}"
+        );
+        assert!(!out.exists(), "{flags}: nothing is written");
+    }
+    let keys = write(&d, "keys.txt", "a\nb\n");
+    let filter = at(&d, "g.blf");
+    build(&keys, &filter, "");
+    let err = fails(&argv!("query", &filter, &filter), 2);
+    says(
+        &err,
+        &["g.blf", "is a bloomlanes filter file", "query FILTER KEYS"],
+    );
 }

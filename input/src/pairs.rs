@@ -84,6 +84,8 @@ fn walk(
     for path in paths {
         let input = source::open(path)?;
         let shown = input.shown.clone();
+        // A Parquet file or another container is refused before its bytes become a "header".
+        crate::sniff::refuse_container(&shown, &input.head, "CSV")?;
         let delimiter = csv_delimiter(&input, opts);
         let (compression, map);
         compression = input.compression;

@@ -13,37 +13,51 @@ const SNIFF_BYTES: usize = 64 * 1024;
 /// How many values are looked at to decide that they are all numbers.
 pub(super) const NUMERIC_SAMPLE: usize = 10_000;
 
-/// The compressed or container format named by the first bytes, if any.
-pub(super) fn container_magic(b: &[u8]) -> Option<&'static str> {
-    let magics: [(&[u8], &str); 7] = [
-        (&[0x1f, 0x8b], "gzip-compressed"),
-        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd-compressed"),
-        (&[0xfd, b'7', b'z', b'X', b'Z', 0x00], "xz-compressed"),
-        (&[0x04, 0x22, 0x4d, 0x18], "lz4-compressed"),
-        (b"PK\x03\x04", "a zip archive"),
-        (b"PAR1", "a Parquet file (read its bloom filters with `bloomlanes import` or `bloomlanes parquet probe`)"),
-        (b"BLMLANES", "a bloomlanes filter file"),
+/// What to do with a file of each kind [`container_magic`] names, instead of reading it as text.
+const DECOMPRESS: &str = "decompress it first, e.g. `zcat FILE | bloomlanes … -`";
+const UNZIP: &str = "unpack it first, e.g. `unzip -p FILE | bloomlanes … -`";
+const PARQUET: &str = "to use a column's values as keys, write the columns out as CSV first, \
+    e.g. with DuckDB: `COPY (SELECT key, label FROM 'FILE') TO 'keys.csv'`; its own bloom \
+    filters are read by `bloomlanes import` and `bloomlanes parquet probe`";
+const FILTER: &str = "give it where a command takes its filter, as in `bloomlanes query FILTER \
+    KEYS`, not as keys";
+
+/// The compressed or container format named by the first bytes, if any, with what to do
+/// instead of reading it as text.
+pub(super) fn container_magic(b: &[u8]) -> Option<(&'static str, &'static str)> {
+    let magics: [(&[u8], &str, &str); 7] = [
+        (&[0x1f, 0x8b], "gzip-compressed", DECOMPRESS),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd-compressed", DECOMPRESS),
+        (
+            &[0xfd, b'7', b'z', b'X', b'Z', 0x00],
+            "xz-compressed",
+            DECOMPRESS,
+        ),
+        (&[0x04, 0x22, 0x4d, 0x18], "lz4-compressed", DECOMPRESS),
+        (b"PK\x03\x04", "a zip archive", UNZIP),
+        (b"PAR1", "a Parquet file", PARQUET),
+        (b"BLMLANES", "a bloomlanes filter file", FILTER),
     ];
     if b.len() >= 10
         && b.starts_with(b"BZh")
         && (b'1'..=b'9').contains(&b[3])
         && b[4..10] == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59]
     {
-        return Some("bzip2-compressed");
+        return Some(("bzip2-compressed", DECOMPRESS));
     }
     magics
         .iter()
-        .find(|(m, _)| b.starts_with(m))
-        .map(|&(_, n)| n)
+        .find(|(m, _, _)| b.starts_with(m))
+        .map(|&(_, name, instead)| (name, instead))
 }
 
 /// Refuses a compressed or container file read as text (any text format).
 pub(super) fn refuse_container(path: &Path, bytes: &[u8], as_what: &str) -> Result<()> {
-    if let Some(what) = container_magic(bytes) {
+    if let Some((what, instead)) = container_magic(bytes) {
         return Err(Error::input(
             path,
             Some(Location::Byte(0)),
-            format!("is {what}, not {as_what}; refusing to read it as text (decompress it first, e.g. `zcat FILE | bloomlanes … -`)"),
+            format!("is {what}, not {as_what}, and is not read as text: {instead}"),
         ));
     }
     Ok(())
@@ -111,13 +125,11 @@ mod tests {
 
     #[test]
     fn containers_and_binary_are_named() {
-        assert_eq!(
-            container_magic(&[0x1f, 0x8b, 8, 0]),
-            Some("gzip-compressed")
-        );
-        assert_eq!(container_magic(b"hello"), None);
-        assert_eq!(container_magic(b"BZh91AY&SYxx"), Some("bzip2-compressed"));
-        assert_eq!(container_magic(b"BZh9 is text"), None);
+        let name = |b: &[u8]| container_magic(b).map(|(name, _)| name);
+        assert_eq!(name(&[0x1f, 0x8b, 8, 0]), Some("gzip-compressed"));
+        assert_eq!(name(b"hello"), None);
+        assert_eq!(name(b"BZh91AY&SYxx"), Some("bzip2-compressed"));
+        assert_eq!(name(b"BZh9 is text"), None);
         let p = Path::new("k.dat");
         let e = refuse_binary(p, &42u64.to_le_bytes(), true)
             .unwrap_err()
