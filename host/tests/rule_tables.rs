@@ -504,3 +504,63 @@ fn numeric_classes_are_ordered_by_number_unless_listed() {
     assert_eq!(per_class(&listed["labels"], "name"), ["10", "3", "2", "1"]);
     assert_eq!(answers(&g, &q, "", "class"), ["1", "10", "2", "3"]);
 }
+
+/// `insert` cannot move a key down (a cell never falls): a key given a lower class than it has
+/// stays in its class, and the insert says so, for a whole input (`--class`) and for a class
+/// column, naming the key and both classes. Fresh keys that emersion lifts into a higher class
+/// are counted (`above_class`) but not warned about while emersion explains them.
+#[test]
+fn insert_says_when_keys_stay_in_a_higher_class() {
+    let (d, _, f) = built(
+        "rules.csv",
+        "k,c\na,allow\nb,deny\n",
+        "f.blf",
+        "--kind spatial --class-column c",
+    );
+    let moved = write(&d, "moved.txt", "b\n");
+    let out = succeeds(bl().args(argv!("--json insert", &f, &moved, "--class allow")));
+    let err = String::from_utf8_lossy(&out.stderr);
+    says(
+        &err,
+        &[
+            "1 inserted key answers a higher class",
+            "deny, not allow",
+            "rebuild",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["above_class"]["keys"], 1, "{report}");
+    let column = write(&d, "moved.csv", "k,c\nz,allow\nb,allow\n");
+    let err = stderr_of(&argv!("insert", &f, &column, "--class-column c"));
+    says(&err, &["\"b\" answers deny, not allow"]);
+    let q = write(&d, "q.txt", "b\nz\n");
+    assert_eq!(answers(&f, &q, "", "class"), ["deny", "allow"]);
+    // A crowded filter: fresh keys emerge at the rate stats gives, and that is no warning.
+    let (lo, hi) = (lines("lo", 20_000), lines("hi", 20_000));
+    let (lo, hi) = (write(&d, "lo.txt", lo), write(&d, "hi.txt", hi));
+    let g = at(&d, "g.blf");
+    let flags = "--kind spatial --fpp 0.05 --class";
+    let class = |name: &str, p: &PathBuf| PathBuf::from(format!("{name}={}", p.display()));
+    json(&argv!(
+        "build -o",
+        &g,
+        flags,
+        class("allow", &lo),
+        "--class",
+        class("deny", &hi)
+    ));
+    let fresh = write(&d, "fresh.txt", lines("fresh", 20_000));
+    let r = json(&argv!("insert", &g, &fresh, "--class allow"));
+    assert_eq!(r["warnings"], serde_json::json!([]), "{r}");
+    let (got, expected) = (
+        &r["above_class"]["keys"],
+        &r["above_class"]["expected_from_emersion"],
+    );
+    assert!(got.as_u64().unwrap() > 0, "emersion at 5 %: {r}");
+    assert!(expected.as_f64().unwrap() > 1.0, "{r}");
+}
+
+/// The standard error of a run that succeeds.
+fn stderr_of<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    String::from_utf8_lossy(&succeeds(bl().args(args)).stderr).into_owned()
+}

@@ -55,6 +55,12 @@ pub struct ClassConflicts {
     /// One of them: the index of its first listing in its lowest class, and of a listing in
     /// its highest class (the class the filter reports).
     pub example: Option<(usize, usize)>,
+    /// Listings answered above their class whose key no other listing puts higher: emersion
+    /// (every cell shared with keys of higher classes) or, when `f` held keys before, the key
+    /// already in a higher class, which a spatial filter never lowers.
+    pub above: u64,
+    /// The first of those: its index and the class it is answered.
+    pub above_example: Option<(usize, u32)>,
 }
 
 /// The keys of `keys` that `classes` lists in more than one class, once `f` holds them all. A
@@ -85,6 +91,9 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
     if seen.is_empty() {
         return ClassConflicts::default();
     }
+    let above: Vec<usize> = (0..keys.len())
+        .filter(|&i| got[i] != u32::from(classes[i]))
+        .collect();
     // Every listing of those keys: the keys hashed again, a range per core, in input order.
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let per = keys.len().div_ceil(threads).max(HASH_CHUNK);
@@ -113,7 +122,8 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
     let mut out = ClassConflicts::default();
     // The example is the conflicting key listed earliest.
     let mut example_at = usize::MAX;
-    for listed in seen.values() {
+    let mut conflicting = std::collections::HashSet::new();
+    for (&h, listed) in &seen {
         let mut done = vec![false; listed.len()];
         for a in 0..listed.len() {
             if done[a] {
@@ -130,6 +140,7 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
             let low = *same.iter().min().expect("holds listed[a]");
             let high = *same.iter().max().expect("holds listed[a]");
             if low.0 != high.0 {
+                conflicting.insert(h);
                 out.keys += 1;
                 let earliest = same.iter().map(|&(_, i)| i).min().expect("non-empty");
                 if earliest < example_at {
@@ -137,6 +148,14 @@ pub fn class_conflicts(f: &SpatialFilter, keys: Keys<'_>, classes: &[u16]) -> Cl
                     out.example = Some((low.1, high.1));
                 }
             }
+        }
+    }
+    // Listings of a key listed higher elsewhere are the conflict's (two keys that share a
+    // 64-bit hash are counted as one here: a one-in-2^64 chance a pair).
+    for i in above {
+        if !conflicting.contains(&keys.hash(i, seed)) {
+            out.above += 1;
+            out.above_example.get_or_insert((i, got[i]));
         }
     }
     out

@@ -133,12 +133,14 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     let engine = backend::select(a.backend.into(), 0)?;
     let mut bar = Bar::new(ctx.progress);
     let start = Instant::now();
+    let mut above = None;
     let (summaries, key_type, conflict) = match (&mut filter, a.classes.given()) {
         (AnyFilter::Spatial(f), true) => {
             let opts = e.input.options();
             let r = insert_classes::insert(
                 &*engine, f, &e.filter, &a.classes, &e.inputs, &opts, &mut bar,
             )?;
+            above = Some((r.above.warning(f), r.above));
             (r.summaries, r.key_type, r.conflict_warning)
         }
         (AnyFilter::Spatial(f), false) => {
@@ -174,20 +176,28 @@ pub fn run(ctx: &Ctx, a: InsertArgs) -> Result<ExitCode> {
     if let Some(c) = conflict {
         warnings.warn(c);
     }
+    if let Some(w) = above.as_ref().and_then(|(w, _)| w.clone()) {
+        warnings.warn(w);
+    }
     let seconds = start.elapsed().as_secs_f64();
     let saved = save(e, &output, &filter, &summaries)?;
     let recorded = filter.stats().recorded_keys;
     let fpr = kinds::expected_fpr(&filter);
+    let mut fields = json!({
+        "inserted": inserted,
+        "recorded_keys": recorded,
+        "expected_fpr": fpr,
+        "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
+        "seconds": seconds,
+        "warnings": warnings.json(),
+    });
+    if let Some((_, a)) = &above {
+        // Spatial inserts: keys answered above the class given them (see AboveClass).
+        fields["above_class"] = json!({"keys": a.keys, "expected_from_emersion": a.expected});
+    }
     saved.report(
         ctx,
-        json!({
-            "inserted": inserted,
-            "recorded_keys": recorded,
-            "expected_fpr": fpr,
-            "backend": ops::engine_name(&*engine, &filter, Stage::Insert),
-            "seconds": seconds,
-            "warnings": warnings.json(),
-        }),
+        fields,
         &format!("inserted {inserted} keys"),
         &format!(
             "{} keys recorded, expected false-positive rate {fpr:.3e}",

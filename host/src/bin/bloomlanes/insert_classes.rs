@@ -10,7 +10,7 @@ use bloomlanes_host::ops::stream::stream_hashes;
 use bloomlanes_host::{Backend, Error, KeyType, Result};
 use bloomlanes_input::pairs::{self, LabelColumn};
 use bloomlanes_input::{InputOptions, InputSummary};
-use bloomlanes_simd::{Classes, Schedule};
+use bloomlanes_simd::{Classes, Probe, Schedule};
 use clap::Args;
 
 use crate::progress::Bar;
@@ -18,7 +18,10 @@ use crate::progress::Bar;
 /// The options of `insert` that spatial filters take.
 #[derive(Args, Debug)]
 pub struct ClassArgs {
-    /// Spatial filters: the class of every key of the inputs (one of the filter's classes).
+    /// Spatial filters: the class of every key of the inputs (one of the filter's classes). A
+    /// key already in a higher class stays there (a cell never falls; moving a key down takes
+    /// a rebuild): the insert warns when more keys answer above their class than emersion
+    /// explains, and `--json` counts them (`above_class`).
     #[arg(long, value_name = "NAME", conflicts_with = "class_column")]
     pub class: Option<String>,
     /// Spatial filters: the CSV column holding each key's class name (a header name or a
@@ -43,6 +46,56 @@ pub struct Inserted {
     pub key_type: KeyType,
     /// The warning for keys of the inputs listed in two of the classes.
     pub conflict_warning: Option<String>,
+    /// Keys answered above the class given them.
+    pub above: AboveClass,
+}
+
+/// Inserted keys that the filter answers in a higher class than the one given them, not
+/// because the inputs list them higher too: emersion, or a key that was in a higher class
+/// before (a spatial filter never lowers a cell, so `insert` cannot move a key down).
+#[derive(Debug, Default)]
+pub struct AboveClass {
+    /// How many.
+    pub keys: u64,
+    /// How many emersion explains at the filter's fill after the insert (the per-class rates of
+    /// `stats`, summed over the keys inserted).
+    pub expected: f64,
+    /// The first: the key as shown (when the inputs were read whole), the class given and the
+    /// class answered.
+    pub example: Option<(Option<String>, u16, u32)>,
+}
+
+impl AboveClass {
+    /// The warning, when more keys are above their class than emersion explains (more than
+    /// `expected + 4 sqrt(expected)`: one key where none is expected).
+    pub fn warning(&self, f: &SpatialFilter) -> Option<String> {
+        let (key, given, got) = self.example.as_ref()?;
+        if self.keys as f64 <= self.expected + 4.0 * self.expected.sqrt() {
+            return None;
+        }
+        let name = |c: u32| f.class_name(c).unwrap_or("?").to_string();
+        let which = key.as_ref().map_or("one".to_string(), |k| format!("{k:?}"));
+        Some(format!(
+            "{} inserted key{} answer{} a higher class than the one given ({which} answers {}, \
+             not {}); emersion at this fill explains about {:.1} of them. A key that was in a \
+             higher class before stays there: a spatial filter never lowers a class, so moving \
+             a key to a lower class takes a rebuild without its old listing",
+            self.keys,
+            if self.keys == 1 { "" } else { "s" },
+            if self.keys == 1 { "s" } else { "" },
+            name(*got),
+            name(u32::from(*given)),
+            self.expected
+        ))
+    }
+}
+
+/// The keys `expected` emersion gives among `counts[c - 1]` keys inserted in each class `c`.
+fn expected_emersion(f: &SpatialFilter, counts: impl Iterator<Item = (u16, u64)>) -> f64 {
+    let stats = f.class_stats();
+    counts
+        .map(|(c, n)| n as f64 * stats[usize::from(c) - 1].expected_emersion)
+        .sum()
 }
 
 /// The class number of `name` in `f` (spaces around it ignored; a stored name that has them,
@@ -84,25 +137,34 @@ pub fn insert(
         let class = class_number(f, name.as_bytes())
             .map_err(|e| Error::usage(format!("--class: {e} in {}", filter.display())))?;
         let seed = f.params().seed;
+        let mut above = AboveClass::default();
+        let mut got = Vec::new();
         let (summaries, key_type) = stream_hashes(
             inputs,
             &opts,
             seed,
             key_type,
             &mut |hashes| {
-                add(
-                    engine,
-                    f,
-                    Keys::Hashes(hashes),
-                    Classes::One(u32::from(class)),
-                )
+                let keys = Keys::Hashes(hashes);
+                add(engine, f, keys, Classes::One(u32::from(class)))?;
+                // Exact per batch: a later key of the same class never raises a cell above it.
+                got.resize(hashes.len(), 0u32);
+                Probe::active().par_min_cells(f, keys, &mut got);
+                for &g in got.iter().filter(|&&g| g > u32::from(class)) {
+                    above.keys += 1;
+                    above.example.get_or_insert((None, class, g));
+                }
+                Ok(())
             },
             &mut |p| bar.update(p),
         )?;
+        let inserted = summaries.iter().map(|s| s.keys).sum();
+        above.expected = expected_emersion(f, std::iter::once((class, inserted)));
         return Ok(Inserted {
             summaries,
             key_type,
             conflict_warning: None,
+            above,
         });
     }
     let column = classes.class_column.as_deref().expect("a class was given");
@@ -131,10 +193,22 @@ pub fn insert(
             (name(high), high_at),
         )
     });
+    let mut per_class = vec![0u64; usize::from(f.classes())];
+    for &c in &labels {
+        per_class[usize::from(c) - 1] += 1;
+    }
+    let above = AboveClass {
+        keys: found.above,
+        expected: expected_emersion(f, (1u16..).zip(per_class)),
+        example: found
+            .above_example
+            .map(|(i, got)| (Some(read.keys.display(i)), labels[i], got)),
+    };
     Ok(Inserted {
         summaries: read.summaries,
         key_type: read.keys.key_type(),
         conflict_warning,
+        above,
     })
 }
 
