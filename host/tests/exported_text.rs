@@ -163,3 +163,32 @@ fn a_parquet_or_filter_file_given_as_keys_is_named_for_what_it_is() {
         &["g.blf", "is a bloomlanes filter file", "query FILTER KEYS"],
     );
 }
+
+/// A spreadsheet's header (`"IP Address", Action`) finds its columns by the names a user types
+/// (`--csv-column "ip address" --class-column action`), as SQL engines match column names; a
+/// name two header fields share but for case is refused, listing both.
+#[test]
+fn csv_columns_are_found_by_name_whatever_their_case() {
+    let d = tmp();
+    let csv = write(
+        &d,
+        "fw.csv",
+        "\"IP Address\", Action\r\n\"10.0.0.1\",Deny\r\n\"10.0.0.2\",Allow\r\n",
+    );
+    let f = at(&d, "fw.blf");
+    let key = std::path::Path::new("ip address");
+    let b = json(&argv!(
+        "build",
+        &csv,
+        "-o",
+        &f,
+        "--kind spatial --key-type ip --class-column action --csv-column",
+        key
+    ));
+    assert_eq!(per_class(&b["labels"], "name"), ["Deny", "Allow"]);
+    let q = write(&d, "q.txt", "10.0.0.2\n");
+    assert_eq!(answers(&f, &q, "", "class"), ["Allow"]);
+    let two = write(&d, "two.csv", "ip,IP\n1,2\n");
+    let err = fails(&argv!("build", &two, "-o", &f, "--csv-column Ip"), 1);
+    says(&err, &["no CSV column named \"Ip\"", "ip, IP"]);
+}

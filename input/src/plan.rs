@@ -355,7 +355,11 @@ pub(crate) fn csv_column(
 ) -> Result<usize> {
     Ok(match (name, header) {
         (None, _) => 0,
-        (Some(name), true) => match first.iter().position(|h| h == name.as_bytes()) {
+        (Some(name), true) => match first
+            .iter()
+            .position(|h| h == name.as_bytes())
+            .or_else(|| loose_match(first, name))
+        {
             Some(i) => i,
             None => match name.parse::<usize>() {
                 Ok(i) => i,
@@ -382,6 +386,22 @@ pub(crate) fn csv_column(
             ))
         })?,
     })
+}
+
+/// The one header field that is `name` but for case and the spaces around it (`ip` finds
+/// "IP", `action` finds " Action" in `IP, Action`), as SQL engines match column names; `None`
+/// when none is, or when two are (then only the exact name can choose).
+fn loose_match(header: &::csv::ByteRecord, name: &str) -> Option<usize> {
+    let want = name.trim().to_lowercase();
+    let mut found = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| String::from_utf8_lossy(h).trim().to_lowercase() == want)
+        .map(|(i, _)| i);
+    match (found.next(), found.next()) {
+        (Some(i), None) => Some(i),
+        _ => None,
+    }
 }
 
 /// The warning for a CSV column read as bytes whose every field (in the records of the head

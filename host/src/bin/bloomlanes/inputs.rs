@@ -103,7 +103,8 @@ pub struct InputArgs {
     /// help formats`).
     #[arg(long, value_enum, default_value = "auto", hide_possible_values = true)]
     format: InputFormat,
-    /// CSV column to take keys from: a header name or a 0-based index [default: 0].
+    /// CSV column to take keys from: a header name (its case and the spaces around it count
+    /// only when two fields would match without them) or a 0-based index [default: 0].
     #[arg(long, value_name = "NAME|INDEX")]
     csv_column: Option<String>,
     /// The CSV file has no header row.
