@@ -564,3 +564,22 @@ fn insert_says_when_keys_stay_in_a_higher_class() {
 fn stderr_of<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
     String::from_utf8_lossy(&succeeds(bl().args(args)).stderr).into_owned()
 }
+
+/// "Deny" and "deny" are two classes (names are exact), and the build says so.
+#[test]
+fn class_names_that_differ_only_in_case_are_warned_about() {
+    let d = tmp();
+    let rules = write(&d, "r.csv", "k,c\na,Deny\nb,deny\n");
+    let f = at(&d, "f.blf");
+    let err = stderr_of(&argv!(
+        "build",
+        &rules,
+        "-o",
+        &f,
+        "--kind spatial --class-column c"
+    ));
+    says(
+        &err,
+        &["\"Deny\" and \"deny\" differ only in case", "two classes"],
+    );
+}

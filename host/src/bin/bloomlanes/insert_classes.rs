@@ -102,7 +102,7 @@ fn expected_emersion(f: &SpatialFilter, counts: impl Iterator<Item = (u16, u64)>
 /// which earlier writers let through, is found by its trimmed form when only one has it), or
 /// the error that lists the filter's classes.
 fn class_number(f: &SpatialFilter, name: &[u8]) -> std::result::Result<u16, String> {
-    let name = crate::labelled::class_field(name)?;
+    let name = crate::class_names::class_field(name)?;
     if let Some(c) = f.class_number(name) {
         return Ok(c);
     }

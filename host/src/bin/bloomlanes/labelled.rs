@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bloomlanes_host::bloomlanes_core::retrieval::{RetrievalError, RetrievalSpec};
-use bloomlanes_host::bloomlanes_core::spatial::check_name;
 use bloomlanes_host::bloomlanes_core::AnyFilter;
 use bloomlanes_host::kinds::labels;
 use bloomlanes_host::Location;
@@ -17,6 +16,7 @@ use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySet, KeySetBui
 use clap::Args;
 use serde_json::json;
 
+use crate::class_names::{case_twins, numeric_order, ClassNames};
 use crate::inputs::{describe_inputs, inputs_json};
 use crate::kind::kind_json;
 use crate::output::{emit, say, Warnings};
@@ -60,86 +60,6 @@ pub struct LabelArgs {
     /// "absent" with probability 1 - 2^-F [default: 8].
     #[arg(long, value_name = "F")]
     pub check_bits: Option<u8>,
-}
-
-/// Class names in number order (first = class 1, the lowest priority), with the most a build
-/// may hold.
-struct ClassNames {
-    order: Vec<String>,
-    fixed: bool,
-    most: usize,
-    cells: Option<u32>,
-}
-
-impl ClassNames {
-    /// The class number of `field`, from 1 (a new name joins at the end unless the classes
-    /// are fixed).
-    fn number(&mut self, field: &[u8]) -> std::result::Result<u16, String> {
-        let name = class_field(field)?;
-        if let Some(i) = self.order.iter().position(|n| n == name) {
-            return Ok(i as u16 + 1);
-        }
-        if self.fixed {
-            return Err(format!(
-                "class {name:?} is not one of --classes {}",
-                self.order.join(",")
-            ));
-        }
-        check_name(name).map_err(|e| format!("class name {name:?}: {e}"))?;
-        if self.order.len() == self.most {
-            let cells = self.cells.map_or_else(
-                || "the widest cells (16 bits)".to_string(),
-                |b| format!("{b}-bit cells (--cell-bits {b})"),
-            );
-            return Err(format!(
-                "class {name:?} is class number {}, but {cells} hold at most {} classes",
-                self.most + 1,
-                self.most
-            ));
-        }
-        self.order.push(name.to_string());
-        Ok(self.order.len() as u16)
-    }
-}
-
-/// The new number of each class (by its first-met number) when every name is an unsigned
-/// decimal number and first appearance did not already number them in numeric order: a column
-/// of libSBF areas, rule ids or tiers means its numbers' order (area 3 above area 1), whichever
-/// row comes first. `None` leaves the order of first appearance.
-fn numeric_order(names: &[String]) -> Option<Vec<u16>> {
-    let value = |n: &str| -> Option<u64> {
-        let digits = n.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| n.parse().ok()).flatten()
-    };
-    let values = names
-        .iter()
-        .map(|n| value(n))
-        .collect::<Option<Vec<u64>>>()?;
-    let mut by_value: Vec<usize> = (0..names.len()).collect();
-    // Equal numbers written apart ("1", "01") are two names; the shorter comes first.
-    by_value.sort_by_key(|&i| (values[i], names[i].len()));
-    let mut renumber = vec![0u16; names.len()];
-    for (to, &from) in by_value.iter().enumerate() {
-        renumber[from] = to as u16 + 1;
-    }
-    (renumber
-        .iter()
-        .enumerate()
-        .any(|(i, &to)| usize::from(to) != i + 1))
-    .then_some(renumber)
-}
-
-/// The class name a field or argument gives: its UTF-8 text without the spaces around it
-/// (they are the file's or the command line's, not the name's: "deny " in a hand-edited CSV is
-/// class deny), never empty.
-pub fn class_field(field: &[u8]) -> std::result::Result<&str, String> {
-    let name = std::str::from_utf8(field)
-        .map_err(|_| "the class name is not UTF-8 text".to_string())?
-        .trim();
-    if name.is_empty() {
-        return Err("the class name is empty".into());
-    }
-    Ok(name)
 }
 
 /// Where records `i` and `j` of a CSV read with `column` as its label column are, found in
@@ -362,6 +282,9 @@ fn build_spatial(
         &read.classes,
     )
     .map_err(|e| Error::usage(e.to_string()))?;
+    if let Some(w) = case_twins(&read.names) {
+        warnings.warn(w);
+    }
     let conflicts = labels::class_conflicts(&f, read.keys.keys(), &read.classes);
     if let Some((low, high)) = conflicts.example {
         warnings.warn(conflict_warning(

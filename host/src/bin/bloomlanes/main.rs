@@ -14,6 +14,7 @@ mod bench;
 mod build;
 #[cfg(target_os = "linux")]
 mod capture;
+mod class_names;
 mod classify;
 mod classify_dir;
 mod dedup;
