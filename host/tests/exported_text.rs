@@ -8,6 +8,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 /// A CSV of `rows` records under a header, with CRLF endings, a blank line every 7 records
@@ -158,10 +160,8 @@ fn a_parquet_or_filter_file_given_as_keys_is_named_for_what_it_is() {
     let filter = at(&d, "g.blf");
     build(&keys, &filter, "");
     let err = fails(&argv!("query", &filter, &filter), 2);
-    says(
-        &err,
-        &["g.blf", "is a bloomlanes filter file", "query FILTER KEYS"],
-    );
+    let named = ["g.blf", "is a bloomlanes filter file", "query FILTER KEYS"];
+    says(&err, &named);
 }
 
 /// A spreadsheet's header (`"IP Address", Action`) finds its columns by the names a user types
@@ -170,21 +170,10 @@ fn a_parquet_or_filter_file_given_as_keys_is_named_for_what_it_is() {
 #[test]
 fn csv_columns_are_found_by_name_whatever_their_case() {
     let d = tmp();
-    let csv = write(
-        &d,
-        "fw.csv",
-        "\"IP Address\", Action\r\n\"10.0.0.1\",Deny\r\n\"10.0.0.2\",Allow\r\n",
-    );
-    let f = at(&d, "fw.blf");
-    let key = std::path::Path::new("ip address");
-    let b = json(&argv!(
-        "build",
-        &csv,
-        "-o",
-        &f,
-        "--kind spatial --key-type ip --class-column action --csv-column",
-        key
-    ));
+    let text = "\"IP Address\", Action\r\n\"10.0.0.1\",Deny\r\n10.0.0.2,Allow\r\n";
+    let (csv, f) = (write(&d, "fw.csv", text), at(&d, "fw.blf"));
+    let (by, ip) = (SPATIAL_BY_ACTION, Path::new("ip address"));
+    let b = json(&argv!("build", &csv, "-o", &f, by, ip));
     assert_eq!(per_class(&b["labels"], "name"), ["Deny", "Allow"]);
     let q = write(&d, "q.txt", "10.0.0.2\n");
     assert_eq!(answers(&f, &q, "", "class"), ["Allow"]);
@@ -192,3 +181,6 @@ fn csv_columns_are_found_by_name_whatever_their_case() {
     let err = fails(&argv!("build", &two, "-o", &f, "--csv-column Ip"), 1);
     says(&err, &["no CSV column named \"Ip\"", "ip, IP"]);
 }
+
+/// A spatial build of IP keys with classes in column `action`, the key column named after it.
+const SPATIAL_BY_ACTION: &str = "--kind spatial --key-type ip --class-column action --csv-column";

@@ -11,6 +11,9 @@ use std::path::PathBuf;
 
 use common::*;
 
+/// A spatial build or insert with the classes in CSV column `c`.
+const BY_C: &str = "--kind spatial --class-column c";
+
 #[test]
 fn spaces_around_class_names_are_not_part_of_the_names() {
     let d = tmp();
@@ -474,33 +477,17 @@ fn three_spatial_filters_of_different_sizes_merge_into_a_build_at_the_smallest()
 fn numeric_classes_are_ordered_by_number_unless_listed() {
     let d = tmp();
     let rules = write(&d, "areas.csv", "k,area\na,3\nb,10\nc,2\na,1\nd,3\n");
-    let f = at(&d, "f.blf");
-    let out = succeeds(bl().args(argv!(
-        "--json build",
-        &rules,
-        "-o",
-        &f,
-        "--kind spatial --class-column area"
-    )));
-    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (f, by) = (at(&d, "f.blf"), "--kind spatial --class-column area");
+    let (b, err) = report(&argv!("build", &rules, "-o", &f, by));
     assert_eq!(per_class(&b["labels"], "name"), ["1", "2", "3", "10"]);
     assert_eq!(per_class(&b["labels"], "class"), [1, 2, 3, 4]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    says(
-        &err,
-        &["\"a\"", "class 1 (", "line 5", "class 3 (", "line 2"],
-    );
+    let kept_in_3 = ["\"a\"", "class 1 (", "line 5", "class 3 (", "line 2"];
+    says(&err, &kept_in_3);
     let q = write(&d, "q.txt", "a\nb\nc\nd\n");
     assert_eq!(answers(&f, &q, "", "class"), ["3", "10", "2", "3"]);
     // Listed: first appearance is not consulted, the list is.
     let g = at(&d, "g.blf");
-    let listed = json(&argv!(
-        "build",
-        &rules,
-        "-o",
-        &g,
-        "--kind spatial --class-column area --classes 10,3,2,1"
-    ));
+    let listed = json(&argv!("build", &rules, "-o", &g, by, "--classes 10,3,2,1"));
     assert_eq!(per_class(&listed["labels"], "name"), ["10", "3", "2", "1"]);
     assert_eq!(answers(&g, &q, "", "class"), ["1", "10", "2", "3"]);
 }
@@ -511,15 +498,9 @@ fn numeric_classes_are_ordered_by_number_unless_listed() {
 /// are counted (`above_class`) but not warned about while emersion explains them.
 #[test]
 fn insert_says_when_keys_stay_in_a_higher_class() {
-    let (d, _, f) = built(
-        "rules.csv",
-        "k,c\na,allow\nb,deny\n",
-        "f.blf",
-        "--kind spatial --class-column c",
-    );
+    let (d, _, f) = built("r.csv", "k,c\na,allow\nb,deny\n", "f.blf", BY_C);
     let moved = write(&d, "moved.txt", "b\n");
-    let out = succeeds(bl().args(argv!("--json insert", &f, &moved, "--class allow")));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (r, err) = report(&argv!("insert", &f, &moved, "--class allow"));
     says(
         &err,
         &[
@@ -528,8 +509,7 @@ fn insert_says_when_keys_stay_in_a_higher_class() {
             "rebuild",
         ],
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["above_class"]["keys"], 1, "{report}");
+    assert_eq!(r["above_class"]["keys"], 1, "{r}");
     let column = write(&d, "moved.csv", "k,c\nz,allow\nb,allow\n");
     let err = stderr_of(&argv!("insert", &f, &column, "--class-column c"));
     says(&err, &["\"b\" answers deny, not allow"]);
@@ -570,16 +550,13 @@ fn stderr_of<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String 
 fn class_names_that_differ_only_in_case_are_warned_about() {
     let d = tmp();
     let rules = write(&d, "r.csv", "k,c\na,Deny\nb,deny\n");
-    let f = at(&d, "f.blf");
-    let err = stderr_of(&argv!(
-        "build",
-        &rules,
-        "-o",
-        &f,
-        "--kind spatial --class-column c"
-    ));
-    says(
-        &err,
-        &["\"Deny\" and \"deny\" differ only in case", "two classes"],
-    );
+    let err = stderr_of(&argv!("build", &rules, "-o", &at(&d, "f.blf"), BY_C));
+    says(&err, &["\"Deny\" and \"deny\" differ only in case"]);
+}
+
+/// The JSON report (`--json`) and the standard error of a run that succeeds.
+fn report<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> (serde_json::Value, String) {
+    let out = succeeds(bl().arg("--json").args(args));
+    let json = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    (json, String::from_utf8_lossy(&out.stderr).into_owned())
 }
