@@ -11,8 +11,9 @@ from typing_extensions import Self
 #: float32, float64, datetime64[D|ms|us|ns], fixed-width bytes 'S<n>' / 'V<n>', object arrays of
 #: bytes/str), an object with ``__arrow_c_array__`` or ``__arrow_c_stream__`` (pyarrow Array or
 #: ChunkedArray of integers, floats, date32, timestamp[ms|us|ns], string, large_string, binary,
-#: large_binary, fixed_size_binary), a list, tuple or other iterable of bytes/str/int/float, or
-#: one such scalar.
+#: large_binary, fixed_size_binary; a dictionary-encoded one as its values), a pandas Series
+#: (``category`` too: its values, not its codes), a list, tuple or other iterable of
+#: bytes/str/int/float, or one such scalar.
 Keys = Union[
     npt.ArrayLike, Iterable[Union[bytes, str, int, float]], bytes, str, int, float, Any
 ]

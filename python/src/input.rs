@@ -352,6 +352,28 @@ fn extract_with<'py>(
     extract_raw(obj, hint, hashing)
 }
 
+/// A dictionary-encoded column as its values (a copy): a pandas `category` Series through
+/// numpy, a pyarrow dictionary array or chunked array cast to its value type. `None` for
+/// anything else. A column of IP addresses or names is often categorical, and its keys are the
+/// values, not the codes.
+fn decoded<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Ok(dtype) = obj.getattr("dtype") {
+        if dtype
+            .getattr("name")
+            .is_ok_and(|n| n.eq("category").unwrap_or(false))
+        {
+            let np = obj.py().import("numpy")?;
+            return Ok(Some(np.call_method1("asarray", (obj,))?));
+        }
+    }
+    if let Ok(t) = obj.getattr("type") {
+        if t.hasattr("value_type")? && t.hasattr("index_type")? && obj.hasattr("cast")? {
+            return Ok(Some(obj.call_method1("cast", (t.getattr("value_type")?,))?));
+        }
+    }
+    Ok(None)
+}
+
 /// The keys of `obj` as they come (see [`extract_with`]).
 fn extract_raw<'py>(
     obj: &Bound<'py, PyAny>,
@@ -373,6 +395,9 @@ fn extract_raw<'py>(
     }
     if obj.is_instance_of::<PyTuple>() {
         return from_items(py, Source::Tuple(obj), hint, hashing);
+    }
+    if let Some(values) = decoded(obj).map_err(py_err)? {
+        return extract_raw(&values, hint, hashing);
     }
     if obj.hasattr("__arrow_c_array__").map_err(py_err)? {
         return from_arrow_array(obj);
