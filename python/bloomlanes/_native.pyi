@@ -352,11 +352,18 @@ class SpatialFilter(_CellFilter):
         (device keys on the GPU, others on the CPU), ``"cpu"`` (device keys refused) or
         ``"gpu"`` (host keys too; the filter is copied back to the host before it returns)."""
     def classify(
-        self, keys: Keys, *, backend: Optional[str] = None, out: Optional[Any] = None
+        self,
+        keys: Keys,
+        *,
+        backend: Optional[str] = None,
+        out: Optional[Any] = None,
+        names: bool = False,
     ) -> Any:
         """Each key's class number (numpy uint16; 0: absent). Never below the key's class.
         Device keys answer in a uint16 device array: ``out`` (at least one element per key) or
-        a new CuPy array. ``backend`` as for ``insert``."""
+        a new CuPy array. ``backend`` as for ``insert``. ``names=True``: each key's class name
+        instead, ``None`` for an absent key (a numpy object array, host keys; e.g. a DataFrame
+        column: ``df["action"] = rules.classify(df.ip, names=True)``)."""
     def stats(self) -> Dict[str, Any]:
         """``Filter.stats()``'s fields for the projection, ``cell_bits``, and ``classes``: a
         list of dicts (``class``, ``name``, ``keys``, ``cells`` owned, ``expected_cells``,

@@ -113,6 +113,30 @@ impl PySpatialFilter {
         kinds::min_cells_into(&*self.read(), parts, key_type, "SpatialFilter", out)
     }
 
+    /// [`PySpatialFilter::classify`]'s class numbers.
+    fn class_numbers<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        backend: Backend,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(dev) = device_array(keys)? {
+            return Ok(self.classify_device_array(py, &dev, backend, out)?);
+        }
+        if out.is_some() {
+            return Err(Error::value("out= is for device keys (a device array of classes)").into());
+        }
+        let input = self.extract(keys)?;
+        let parts = input.parts()?;
+        numpy_filled(py, input.len(), "<u2", |out| {
+            if backend == Backend::Gpu {
+                return self.classify_host_on_gpu(py, &parts, input.key_type, out);
+            }
+            py.detach(|| self.classify_into(&parts, input.key_type, out))
+        })
+    }
+
     fn extract<'py>(&self, keys: &Bound<'py, PyAny>) -> Result<Input<'py>, Error> {
         extract(keys, self.read().params().key_type)
     }
@@ -297,30 +321,34 @@ PySpatialFilter {
     }
 
     /// Each key's class number: a numpy uint16 array, 0 for an absent key (device keys: a
-    /// device array, `out` or a new CuPy one).
-    #[pyo3(signature = (keys, *, backend=None, out=None))]
+    /// device array, `out` or a new CuPy one); with `names=True` each key's class name, `None`
+    /// for an absent key (a numpy object array).
+    #[pyo3(signature = (keys, *, backend=None, out=None, names=false))]
     fn classify<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
         backend: Option<&str>,
         out: Option<&Bound<'py, PyAny>>,
+        names: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let backend = Backend::parse(backend)?;
-        if let Some(dev) = device_array(keys)? {
-            return Ok(self.classify_device_array(py, &dev, backend, out)?);
-        }
-        if out.is_some() {
-            return Err(Error::value("out= is for device keys (a device array of classes)").into());
-        }
-        let input = self.extract(keys)?;
-        let parts = input.parts()?;
-        numpy_filled(py, input.len(), "<u2", |out| {
-            if backend == Backend::Gpu {
-                return self.classify_host_on_gpu(py, &parts, input.key_type, out);
+        if names {
+            if out.is_some() || device_array(keys)?.is_some() {
+                return Err(Error::value(
+                    "names=True answers host keys in a numpy array: no out=, no device keys \
+                     (map a device array's class numbers with class_names)",
+                )
+                .into());
             }
-            py.detach(|| self.classify_into(&parts, input.key_type, out))
-        })
+            let numbers = self.class_numbers(py, keys, backend, None)?;
+            let np = py.import("numpy")?;
+            let mut table: Vec<Option<String>> = vec![None];
+            table.extend(self.read().class_names().iter().cloned().map(Some));
+            let table = np.call_method1("array", (table, "object"))?;
+            return table.get_item(numbers);
+        }
+        self.class_numbers(py, keys, backend, out)
     }
 
     /// Statistics of the projection (the fields of `Filter.stats()`), `cell_bits` and

@@ -186,6 +186,20 @@ def test_spatial_wide_cells_by_default():
     assert (f.classify(np.arange(10, dtype=np.uint64)) == 300).all()
 
 
+def test_spatial_classify_names():
+    f, keys, classes = spatial(3_000)
+    absent = np.arange(10**9, 10**9 + 3_000, dtype=np.uint64)
+    both = np.concatenate([keys, absent])
+    numbers = f.classify(both)
+    names = f.classify(both, names=True)
+    assert names.dtype == object and len(names) == len(both)
+    for n, name in zip(numbers, names):
+        assert name == (None if n == 0 else CLASSES[n - 1])
+    assert (numbers[: len(keys)] > 0).all() and (numbers[len(keys):] == 0).any()
+    with pytest.raises(ValueError, match="names=True"):
+        f.classify(keys, names=True, out=np.zeros(len(keys), np.uint16))
+
+
 def test_spatial_bad_inserts_change_nothing():
     f, keys, _ = spatial(1_000)
     before = f.to_bytes()
