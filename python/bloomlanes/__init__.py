@@ -19,7 +19,8 @@
 ``bloomlanes.SpatialFilter`` answers which class a key belongs to (``classify``: 0 absent, never
 below the key's own class), ``bloomlanes.Retrieval`` which value (``get``: exact for every key it
 was built from), and ``bloomlanes.CountingFilter`` deletes keys and counts them (``delete``,
-``count``); all take the same keys, and save, load and pickle like ``Filter``.
+``count``); all take the same keys, and save, load, pickle and (spatial, counting) ``update``
+like ``Filter``.
 
 ``bloomlanes.dask`` builds one filter over a Dask collection or a Parquet dataset across a
 cluster, and ``bloomlanes.spark`` one over a Spark DataFrame's column (``mapInArrow``), both

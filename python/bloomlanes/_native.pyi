@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``bloomlanes._native`` (re-exported by ``bloomlanes``)."""
 
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,14 @@ class FilterUpdate:
     """The context manager of :meth:`Filter.update`."""
 
     def __enter__(self) -> "Filter": ...
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
+
+_K = TypeVar("_K")
+
+class KindUpdate(Generic[_K]):
+    """The context manager of ``SpatialFilter.update`` and ``CountingFilter.update``."""
+
+    def __enter__(self) -> _K: ...
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
 
 class Filter:
@@ -276,6 +284,15 @@ class _CellFilter:
     def save(self, path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> None:
         """Writes the file (the CLI's format of the kind: spatial, counting or stable) under its
         write lock, as ``Filter.save``."""
+    @classmethod
+    def update(
+        cls, path: Union[str, "os.PathLike[str]"], *, wait: bool = True
+    ) -> "KindUpdate[Self]":
+        """A read-modify-write of the file, as ``Filter.update``: ``with
+        SpatialFilter.update("rules.blf") as rules: rules.insert(ips, "deny")`` holds the
+        file's write lock from the load to the save, so no other writer (the CLI's ``insert``
+        or ``delete``, another ``update`` or ``save``) is lost; an exception in the block saves
+        nothing. ``wait=False`` raises ``BlockingIOError`` instead of waiting."""
     def to_bytes(self) -> bytes: ...
     def copy(self) -> Self: ...
     def __copy__(self) -> Self: ...

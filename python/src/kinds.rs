@@ -329,6 +329,14 @@ macro_rules! held_class {
                 $crate::kinds::save(py, &*$crate::kinds::HeldClass::held(self).read(), &path, wait)
             }
 
+            /// A read-modify-write of a file of this kind under its write lock (see
+            /// `kind_update`).
+            #[staticmethod]
+            #[pyo3(signature = (path, *, wait=true))]
+            fn update(path: std::path::PathBuf, wait: bool) -> $crate::kind_update::KindUpdate {
+                $crate::kind_update::KindUpdate::new::<$class>(path, wait)
+            }
+
             /// Reads a file of this kind into memory, under a shared lock; checked whole.
             #[staticmethod]
             #[pyo3(signature = (path, *, wait=true))]

@@ -30,6 +30,7 @@ mod gpu_kinds;
 #[path = "gpu_kinds_off.rs"]
 mod gpu_kinds;
 mod input;
+mod kind_update;
 mod kinds;
 mod kinds_gpu;
 mod ops;
@@ -100,6 +101,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::FileChangedError>(),
     )?;
     m.add_class::<update::Update>()?;
+    m.add_class::<kind_update::KindUpdate>()?;
     if let Ok(n) = std::env::var("BLOOMLANES_THREADS") {
         let n: usize = n.trim().parse().map_err(|_| {
             pyo3::exceptions::PyValueError::new_err(format!(

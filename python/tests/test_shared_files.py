@@ -89,6 +89,54 @@ def test_python_and_cli_writers_exclude_each_other(cli, tmp_path):
     assert losses == 0
 
 
+SPATIAL_UPDATE = """
+import sys, numpy as np, bloomlanes
+start = int(sys.argv[2])
+with bloomlanes.SpatialFilter.update(sys.argv[1]) as f:
+    f.insert(np.arange(start, start + {keys}, dtype=np.uint64), "deny")
+"""
+
+
+def test_spatial_updates_and_cli_inserts_lose_no_keys(cli, tmp_path):
+    """A rule table edited from Python (``SpatialFilter.update``) while another Python process
+    and the CLI's ``insert --class`` write it: every key of all three lands in its class."""
+    path = tmp_path / "rules.blf"
+    keys = np.arange(5 * 10**6, 5 * 10**6 + KEYS, dtype=np.uint64)
+    keys.astype("<u8").tofile(tmp_path / "k.u64")
+    code = SPATIAL_UPDATE.format(keys=KEYS)
+    losses = 0
+    for _ in range(max(TRIALS // 4, 1)):
+        f = bloomlanes.SpatialFilter(["allow", "deny"], 200_000, 0.01, key_type="u64")
+        f.save(path)
+        a, b = python(code, path, 0), python(code, path, 10**6)
+        c = subprocess.Popen([cli, "-q", "insert", str(path), str(tmp_path / "k.u64"),
+                              "--format", "u64", "--class", "allow"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        finished(a), finished(b), finished(c)
+        g = bloomlanes.SpatialFilter.load(path)
+        for start, cls in ((0, 2), (10**6, 2), (5 * 10**6, 1)):
+            got = g.classify(np.arange(start, start + KEYS, dtype=np.uint64))
+            losses += int((got < cls).sum())
+        assert g.keys_per_class == [KEYS, 2 * KEYS]
+        assert sorted(os.listdir(tmp_path)) == ["k.u64", "rules.blf"]
+    print(f"SpatialFilter.update x2 + bloomlanes insert: {losses} keys lost")
+    assert losses == 0
+
+
+def test_kind_update_saves_nothing_on_an_exception(tmp_path):
+    path = tmp_path / "c.blf"
+    bloomlanes.CountingFilter(1000, 0.01, key_type="u64").save(path)
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError):
+        with bloomlanes.CountingFilter.update(path) as f:
+            f.insert(np.arange(10, dtype=np.uint64))
+            raise RuntimeError("abandon")
+    assert path.read_bytes() == before
+    with bloomlanes.CountingFilter.update(path) as f:
+        f.insert(np.arange(10, dtype=np.uint64))
+    assert bloomlanes.CountingFilter.load(path).key_count == 10
+
+
 def test_a_writer_waits_for_the_lock_or_with_wait_false_raises(tmp_path):
     path = tmp_path / "t.blf"
     base_filter(path)
