@@ -375,7 +375,9 @@ pub fn read_retrieval(
     only(la.cell_bits.is_some(), "--cell-bits", "retrieval")?;
     let (Some(name), Some(bits)) = (la.value_column.as_deref(), la.value_bits) else {
         return Err(Error::usage(
-            "--kind retrieval needs --value-column NAME|INDEX and --value-bits V",
+            "--kind retrieval needs --value-column NAME|INDEX and --value-bits V, the bits of \
+             each value, 1 to 32 (8 holds values up to 255, 16 up to 65535; the table's size \
+             and its HDL banks follow from it, so it is not guessed from the data)",
         ));
     };
     let spec = RetrievalSpec::new(bits, la.check_bits.unwrap_or(8));
