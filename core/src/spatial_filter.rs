@@ -1,5 +1,6 @@
 //! Owning spatial Bloom filters (behind `alloc`): which class a key belongs to.
 
+use alloc::collections::BTreeSet;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -165,12 +166,14 @@ impl SpatialFilter {
             });
         }
         let mut owned: Vec<String> = Vec::with_capacity(names.len());
+        // A set, not a scan of the names so far: 65535 names (a file's, too) in n log n.
+        let mut seen = BTreeSet::new();
         for name in names.iter().map(AsRef::as_ref) {
             check(name).map_err(|error| SpatialError::Name {
                 name: name.to_string(),
                 error,
             })?;
-            if owned.iter().any(|n| n == name) {
+            if !seen.insert(name) {
                 return Err(SpatialError::DuplicateName(name.to_string()));
             }
             owned.push(name.to_string());

@@ -183,3 +183,34 @@ fn crafted_class_tables_are_rejected() {
         );
     }
 }
+
+/// The most classes a file holds (65535 in 16-bit cells) round-trip, and a repeated name among
+/// them is found wherever it is, by the constructor and by the file reader (a set of the names,
+/// not a scan: the scan made such a file take minutes to open).
+#[test]
+fn the_widest_class_table_round_trips_and_its_duplicates_are_found() {
+    let many = names(65535);
+    let f = SpatialFilter::new(shape(Layout::L8x32, 1), 16, &many).unwrap();
+    let bytes = f.to_file_bytes();
+    let back = SpatialFilter::from_file_bytes(&bytes).unwrap();
+    assert_eq!(back.class_names(), many.as_slice());
+    let mut twice = many.clone();
+    twice[65534] = twice[0].clone();
+    let err = SpatialFilter::new(shape(Layout::L8x32, 1), 16, &twice).unwrap_err();
+    assert!(
+        err.to_string().contains("\"class-1\" is given twice"),
+        "{err}"
+    );
+    // The file: class-10000 renamed in place to class-65535 (the same length), the last
+    // class's name, so only the repeat is wrong.
+    let (from, to) = (b"class-10000", b"class-65535");
+    let mut crafted = bytes.clone();
+    let at = crafted
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("the name in the table");
+    crafted[at..at + from.len()].copy_from_slice(to);
+    rechecksum(&mut crafted);
+    let err = SpatialFilter::from_file_bytes(&crafted).unwrap_err();
+    assert!(matches!(err, FormatError::Metadata { .. }), "{err:?}");
+}
