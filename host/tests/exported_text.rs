@@ -177,6 +177,22 @@ fn csv_columns_are_found_by_name_whatever_their_case() {
     assert_eq!(per_class(&b["labels"], "name"), ["Deny", "Allow"]);
     let q = write(&d, "q.txt", "10.0.0.2\n");
     assert_eq!(answers(&f, &q, "", "class"), ["Allow"]);
+    // A number is an index: " 0" in the header is not column 0 for `--csv-column 0`.
+    let data = write(&d, "data.csv", "1, 0\n10,1\n11,2\n");
+    let g = at(&d, "g.blf");
+    json(&argv!(
+        "build",
+        &data,
+        "-o",
+        &g,
+        "--csv-column 0 --key-type u64"
+    ));
+    let q = write(&d, "q.txt", "10\n11\n0\n2\n");
+    assert_eq!(
+        matches(&g, &q),
+        2,
+        "column 0's keys 10 and 11, not 0, 1 and 2"
+    );
     let two = write(&d, "two.csv", "ip,IP\n1,2\n");
     let err = fails(&argv!("build", &two, "-o", &f, "--csv-column Ip"), 1);
     says(&err, &["no CSV column named \"Ip\"", "ip, IP"]);

@@ -222,10 +222,11 @@ pub fn detect(path: &Path, head: &[u8], opts: &InputOptions) -> Result<InputForm
     if opts.csv_column.is_some() {
         return Ok(InputFormat::Csv);
     }
-    // A Parquet or filter file is named for what it is, not as "binary data" (a `.u64` file,
-    // above, may start with any bytes).
-    sniff::refuse_container(path, head, "a key list")?;
     if let Some(at) = memchr::memchr(0, head) {
+        // Binary, so refused either way: a Parquet or filter file is named for what it is (a
+        // `.u64` file, above, may start with any bytes; text that happens to start with a
+        // magic number is no container).
+        sniff::refuse_container(path, head, "a key list")?;
         return Err(Error::input(
             path,
             Some(Location::Byte(at as u64)),

@@ -358,8 +358,12 @@ pub(crate) fn csv_column(
         (Some(name), true) => match first
             .iter()
             .position(|h| h == name.as_bytes())
-            .or_else(|| loose_match(first, name))
-        {
+            // A number is an index unless a field is that number exactly.
+            .or_else(|| {
+                name.parse::<usize>()
+                    .is_err()
+                    .then(|| loose_match(first, name))?
+            }) {
             Some(i) => i,
             None => match name.parse::<usize>() {
                 Ok(i) => i,

@@ -353,21 +353,39 @@ fn extract_with<'py>(
 }
 
 /// A dictionary-encoded column as its values (a copy): a pandas `category` Series through
-/// numpy, a pyarrow dictionary array or chunked array cast to its value type. `None` for
-/// anything else. A column of IP addresses or names is often categorical, and its keys are the
-/// values, not the codes.
+/// pyarrow (its nulls kept, its integers exact; without pyarrow through numpy, refused when it
+/// has nulls, which numpy would make NaN), a pyarrow dictionary array or chunked array cast to
+/// its value type. `None` for anything else. A column of IP addresses or names is often
+/// categorical, and its keys are the values, not the codes.
 fn decoded<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = obj.py();
+    let dictionary = |t: &Bound<'py, PyAny>| -> PyResult<bool> {
+        Ok(t.hasattr("value_type")? && t.hasattr("index_type")?)
+    };
     if let Ok(dtype) = obj.getattr("dtype") {
         if dtype
             .getattr("name")
             .is_ok_and(|n| n.eq("category").unwrap_or(false))
         {
-            let np = obj.py().import("numpy")?;
-            return Ok(Some(np.call_method1("asarray", (obj,))?));
+            let Ok(pa) = py.import("pyarrow") else {
+                if obj.call_method0("isna")?.call_method0("any")?.is_truthy()? {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "a categorical Series with nulls is read through pyarrow (pip install \
+                         pyarrow), or drop its nulls first",
+                    ));
+                }
+                return Ok(Some(py.import("numpy")?.call_method1("asarray", (obj,))?));
+            };
+            let arr = pa.call_method1("array", (obj,))?;
+            let t = arr.getattr("type")?;
+            if dictionary(&t)? {
+                return Ok(Some(arr.call_method1("cast", (t.getattr("value_type")?,))?));
+            }
+            return Ok(Some(arr));
         }
     }
     if let Ok(t) = obj.getattr("type") {
-        if t.hasattr("value_type")? && t.hasattr("index_type")? && obj.hasattr("cast")? {
+        if dictionary(&t)? && obj.hasattr("cast")? {
             return Ok(Some(obj.call_method1("cast", (t.getattr("value_type")?,))?));
         }
     }

@@ -81,8 +81,9 @@ impl KindUpdate {
         let lock = interruptible(py, |waiting| {
             WriteLock::acquire(&path, wait, waiting).map_err(lock_error)
         })?;
-        self.lock = Some(lock);
+        // A file that does not load releases the lock at once (`lock` dropped on the error).
         let value = (self.load)(py, &path, wait)?;
+        self.lock = Some(lock);
         self.value = Some(value.clone_ref(py));
         Ok(value)
     }

@@ -190,7 +190,9 @@ fn class_names_of(
             out.push(c);
             continue;
         } else {
-            let what = if item.is_none() {
+            // None, or pandas' NaN for a missing value (a float that is not equal to itself).
+            let missing = item.is_none() || item.ne(&item).unwrap_or(false);
+            let what = if missing {
                 "null (every key needs a class)".to_string()
             } else {
                 format!(

@@ -3,28 +3,53 @@
 //! (`class_field`), put in numeric order when every name is a number (`numeric_order`), and
 //! checked for names that differ only in case (`case_twins`).
 
+use std::collections::HashMap;
+
 use bloomlanes_host::bloomlanes_core::spatial::check_name;
 
 /// Class names in number order (first = class 1, the lowest priority), with the most a build
 /// may hold.
 pub struct ClassNames {
     /// The names, class 1 first.
-    pub order: Vec<String>,
+    order: Vec<String>,
+    /// Each name's number (a class column of 65535 classes is read in one pass).
+    index: HashMap<String, u16>,
     /// Whether the names were listed (`--classes`): a name not among them is an error.
-    pub fixed: bool,
+    fixed: bool,
     /// The most classes the build may hold.
-    pub most: usize,
+    most: usize,
     /// The cell width given, if any (named in the error past `most`).
-    pub cells: Option<u32>,
+    cells: Option<u32>,
 }
 
 impl ClassNames {
+    /// No names yet; at most `most` of them (the classes `cells`-bit cells hold, when given).
+    pub fn new(most: usize, cells: Option<u32>) -> ClassNames {
+        ClassNames {
+            order: Vec::new(),
+            index: HashMap::new(),
+            fixed: false,
+            most,
+            cells,
+        }
+    }
+
+    /// The names so far are all there are (`--classes`): another one is an error.
+    pub fn fix(&mut self) {
+        self.fixed = true;
+    }
+
+    /// The names, class 1 first.
+    pub fn order(&self) -> &[String] {
+        &self.order
+    }
+
     /// The class number of `field`, from 1 (a new name joins at the end unless the classes
     /// are fixed).
     pub fn number(&mut self, field: &[u8]) -> std::result::Result<u16, String> {
         let name = class_field(field)?;
-        if let Some(i) = self.order.iter().position(|n| n == name) {
-            return Ok(i as u16 + 1);
+        if let Some(&c) = self.index.get(name) {
+            return Ok(c);
         }
         if self.fixed {
             return Err(format!(
@@ -45,7 +70,31 @@ impl ClassNames {
             ));
         }
         self.order.push(name.to_string());
-        Ok(self.order.len() as u16)
+        let c = self.order.len() as u16;
+        self.index.insert(name.to_string(), c);
+        Ok(c)
+    }
+
+    /// Unless the names were listed, numbers them in numeric order when every one is a number
+    /// ([`numeric_order`]), and `classes` (numbers as met) with them.
+    pub fn renumber_numeric(&mut self, classes: &mut [u16]) {
+        let Some(renumber) = (!self.fixed).then(|| numeric_order(&self.order)).flatten() else {
+            return;
+        };
+        for c in classes.iter_mut() {
+            *c = renumber[usize::from(*c) - 1];
+        }
+        let mut order = vec![String::new(); self.order.len()];
+        for (name, &to) in self.order.drain(..).zip(&renumber) {
+            self.index.insert(name.clone(), to);
+            order[usize::from(to) - 1] = name;
+        }
+        self.order = order;
+    }
+
+    /// The names, class 1 first.
+    pub fn into_order(self) -> Vec<String> {
+        self.order
     }
 }
 
@@ -53,18 +102,19 @@ impl ClassNames {
 /// decimal number and first appearance did not already number them in numeric order: a column
 /// of libSBF areas, rule ids or tiers means its numbers' order (area 3 above area 1), whichever
 /// row comes first. `None` leaves the order of first appearance.
-pub fn numeric_order(names: &[String]) -> Option<Vec<u16>> {
-    let value = |n: &str| -> Option<u64> {
-        let digits = n.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| n.parse().ok()).flatten()
+fn numeric_order(names: &[String]) -> Option<Vec<u16>> {
+    let numeric = |n: &String| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    if !names.iter().all(numeric) {
+        return None;
+    }
+    // Any number of digits: by value (its digits past leading zeros, shorter first), then
+    // equal numbers written apart ("1", "01", two names) by length.
+    let value = |n: &String| {
+        let digits = n.trim_start_matches('0');
+        (digits.len(), digits.to_string(), n.len())
     };
-    let values = names
-        .iter()
-        .map(|n| value(n))
-        .collect::<Option<Vec<u64>>>()?;
     let mut by_value: Vec<usize> = (0..names.len()).collect();
-    // Equal numbers written apart ("1", "01") are two names; the shorter comes first.
-    by_value.sort_by_key(|&i| (values[i], names[i].len()));
+    by_value.sort_by_key(|&i| value(&names[i]));
     let mut renumber = vec![0u16; names.len()];
     for (to, &from) in by_value.iter().enumerate() {
         renumber[from] = to as u16 + 1;
@@ -92,12 +142,11 @@ pub fn class_field(field: &[u8]) -> std::result::Result<&str, String> {
 /// The warning for class names that differ only in case ("Deny" and "deny": two classes, two
 /// priorities), which a class column typed by hand is prone to.
 pub fn case_twins(names: &[String]) -> Option<String> {
-    let (a, b) = names.iter().enumerate().find_map(|(i, a)| {
-        let b = names[i + 1..]
-            .iter()
-            .find(|b| b.to_lowercase() == a.to_lowercase())?;
-        Some((a, b))
-    })?;
+    // One pass (a build may hold 65535 classes): each name's lower case, first holder kept.
+    let mut seen = HashMap::with_capacity(names.len());
+    let (a, b) = names
+        .iter()
+        .find_map(|b| seen.insert(b.to_lowercase(), b).map(|a| (a, b)))?;
     Some(format!(
         "classes {a:?} and {b:?} differ only in case: they are two classes with two \
          priorities; if they are one class, write them alike"

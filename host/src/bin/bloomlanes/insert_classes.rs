@@ -2,6 +2,7 @@
 //! all of an input's keys in one (`--class NAME`, streamed) or each from a CSV column beside
 //! the key (`--class-column C`), so a rule table grows without a rebuild.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use bloomlanes_host::bloomlanes_core::{Keys, SpatialError, SpatialFilter};
@@ -66,11 +67,12 @@ pub struct AboveClass {
 }
 
 impl AboveClass {
-    /// The warning, when more keys are above their class than emersion explains (more than
-    /// `expected + 4 sqrt(expected)`: one key where none is expected).
+    /// The warning, when more keys are above their class than emersion explains: a count
+    /// that emersion alone (a Poisson count of mean `expected`) reaches less than once in a
+    /// thousand inserts.
     pub fn warning(&self, f: &SpatialFilter) -> Option<String> {
         let (key, given, got) = self.example.as_ref()?;
-        if self.keys as f64 <= self.expected + 4.0 * self.expected.sqrt() {
+        if poisson_at_least(self.keys, self.expected) >= 1e-3 {
             return None;
         }
         let name = |c: u32| f.class_name(c).unwrap_or("?").to_string();
@@ -87,6 +89,45 @@ impl AboveClass {
             name(u32::from(*given)),
             self.expected
         ))
+    }
+}
+
+/// P(X >= n) for a Poisson count X of mean `mean`: summed exactly up to a mean of 50 (the
+/// terms stay above f64's range there), past it the normal approximation with a continuity
+/// correction, close enough for a one-in-a-thousand threshold.
+fn poisson_at_least(n: u64, mean: f64) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    if mean <= 50.0 {
+        // 1 - P(X < n), the terms e^-m m^k / k! built one from the last.
+        let (mut term, mut below) = ((-mean).exp(), 0.0);
+        for k in 0..n.min(1000) {
+            below += term;
+            term *= mean / (k + 1) as f64;
+        }
+        return (1.0 - below).max(0.0);
+    }
+    let z = (n as f64 - 0.5 - mean) / mean.sqrt();
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// The complementary error function (Numerical Recipes' `erfcc`, relative error under 1.2e-7).
+fn erfc(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.5 * x.abs());
+    let poly = -x * x - 1.26551223
+        + t * (1.00002368
+            + t * (0.37409196
+                + t * (0.09678418
+                    + t * (-0.18628806
+                        + t * (0.27886807
+                            + t * (-1.13520398
+                                + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
     }
 }
 
@@ -174,11 +215,24 @@ pub fn insert(
     if key_type != KeyType::Any {
         opts.key_type.get_or_insert(key_type);
     }
+    // Names looked up in a map (a table of 65535 classes), the rest as `class_number` finds
+    // them (a stored name with spaces around it) or refuses them.
+    let numbers: HashMap<String, u16> = (1u16..)
+        .zip(f.class_names())
+        .map(|(c, n)| (n.clone(), c))
+        .collect();
     let read = pairs::read_pairs(
         inputs,
         &opts,
         LabelColumn { name: column, flag },
-        &mut |field| class_number(f, field).map(u32::from),
+        &mut |field| {
+            let known = crate::class_names::class_field(field)
+                .ok()
+                .and_then(|name| numbers.get(name).copied());
+            known
+                .map_or_else(|| class_number(f, field), Ok)
+                .map(u32::from)
+        },
     )?;
     let labels: Vec<u16> = read.labels.iter().map(|&c| c as u16).collect();
     add(engine, f, read.keys.keys(), Classes::U16(&labels))?;
@@ -244,5 +298,26 @@ fn add(
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poisson_at_least;
+
+    #[test]
+    fn poisson_tail() {
+        let close = |a: f64, b: f64, tol: f64| assert!((a - b).abs() <= tol, "{a} vs {b}");
+        close(poisson_at_least(0, 3.0), 1.0, 0.0);
+        close(poisson_at_least(1, 1.0), 1.0 - (-1.0f64).exp(), 1e-12);
+        close(poisson_at_least(3, 2.0), 1.0 - 5.0 * (-2.0f64).exp(), 1e-12);
+        // One key where 0.001 are expected is past the threshold; where 0.055 are, not.
+        assert!(poisson_at_least(1, 1e-3) < 1e-3);
+        assert!(poisson_at_least(1, 0.055) > 1e-3);
+        // The normal branch: P(X >= 100 | 100) = 0.5133, P(X >= 150 | 100) = 1.2e-5.
+        close(poisson_at_least(100, 100.0), 0.5133, 0.02);
+        assert!(poisson_at_least(150, 100.0) < 1e-3);
+        assert!(poisson_at_least(63, 59.9) > 0.2);
+        assert!(poisson_at_least(50_000, 49.9) < 1e-12);
     }
 }

@@ -16,7 +16,7 @@ use bloomlanes_input::{read_input, InputOptions, InputSummary, KeySet, KeySetBui
 use clap::Args;
 use serde_json::json;
 
-use crate::class_names::{case_twins, numeric_order, ClassNames};
+use crate::class_names::{case_twins, ClassNames};
 use crate::inputs::{describe_inputs, inputs_json};
 use crate::kind::kind_json;
 use crate::output::{emit, say, Warnings};
@@ -167,12 +167,7 @@ pub fn read_spatial(
         )));
     }
     let most = la.cell_bits.map_or(65535, |b| (1usize << b) - 1);
-    let mut names = ClassNames {
-        order: Vec::new(),
-        fixed: false,
-        most,
-        cells: la.cell_bits,
-    };
+    let mut names = ClassNames::new(most, la.cell_bits);
     let from_files = !la.class.is_empty();
     if let Some(given) = &la.classes {
         if from_files {
@@ -186,7 +181,7 @@ pub fn read_spatial(
                 .number(n.as_bytes())
                 .map_err(|e| Error::usage(format!("--classes: {e}")))?;
         }
-        names.fixed = true;
+        names.fix();
     }
     let (keys, classes, summaries) = if from_files {
         if !inputs.is_empty() {
@@ -225,21 +220,10 @@ pub fn read_spatial(
             names.number(f).map(u32::from)
         })?;
         let mut classes: Vec<u16> = labels.into_iter().map(|c| c as u16).collect();
-        if !names.fixed {
-            if let Some(renumber) = numeric_order(&names.order) {
-                for c in &mut classes {
-                    *c = renumber[usize::from(*c) - 1];
-                }
-                let mut order = vec![String::new(); names.order.len()];
-                for (name, &to) in names.order.drain(..).zip(&renumber) {
-                    order[usize::from(to) - 1] = name;
-                }
-                names.order = order;
-            }
-        }
+        names.renumber_numeric(&mut classes);
         (keys, classes, summaries)
     };
-    let n = names.order.len();
+    let n = names.order().len();
     let cell_bits = match la.cell_bits {
         Some(b) => b,
         None => labels::cell_bits_for(n).expect("at most 65535 classes were taken"),
@@ -253,7 +237,7 @@ pub fn read_spatial(
     Ok(SpatialInput {
         keys,
         classes,
-        names: names.order,
+        names: names.into_order(),
         cell_bits,
         summaries,
     })
