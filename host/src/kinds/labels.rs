@@ -360,6 +360,8 @@ mod tests {
         let c = class_conflicts(&f, Keys::U64(&keys), &classes);
         assert_eq!(c.keys, 2, "keys 1 and 5");
         assert_eq!(c.example, Some((0, 3)), "key 1: class 1 at 0, class 3 at 3");
+        // Their lower listings are the conflict's, not emersion's (64 blocks: none emerges).
+        assert_eq!((c.above, c.above_example), (0, None));
         // The example is the key listed first: key 8 (middle class first) before key 7.
         let (keys, classes) = ([8u64, 7, 7, 8, 8], [2u16, 1, 3, 1, 3]);
         let f = filter_of(&keys, &classes);
@@ -381,12 +383,14 @@ mod tests {
         let emerged = got
             .iter()
             .zip(&classes)
-            .filter(|(g, c)| **g != u32::from(**c));
-        assert!(
-            emerged.count() > 100,
-            "a crowded filter: emersion to tell apart"
-        );
+            .filter(|(g, c)| **g != u32::from(**c))
+            .count() as u64;
+        assert!(emerged > 100, "a crowded filter: emersion to tell apart");
         let c = class_conflicts(&f, Keys::U64(&keys), &classes);
-        assert_eq!(c, ClassConflicts::default());
+        assert_eq!((c.keys, c.example), (0, None), "no conflict");
+        // Every emerged key is counted above its class, none explained by another listing.
+        assert_eq!(c.above, emerged);
+        let (i, answered) = c.above_example.expect("an example");
+        assert!(answered > u32::from(classes[i]) && answered == got[i]);
     }
 }
