@@ -200,3 +200,24 @@ fn csv_columns_are_found_by_name_whatever_their_case() {
 
 /// A spatial build of IP keys with classes in column `action`, the key column named after it.
 const SPATIAL_BY_ACTION: &str = "--kind spatial --key-type ip --class-column action --csv-column";
+
+/// Only the input's first bytes can be a byte order mark: a later record that starts with
+/// U+FEFF keeps it as its key's bytes in a CSV read in chunks of any size (the `csv` crate drops
+/// those bytes at the start of whatever it is given, and each chunk is given to it alone).
+#[test]
+fn a_mark_inside_a_csv_is_a_key_whatever_the_chunks() {
+    let d = tmp();
+    let csv = write(&d, "marks.csv", "\u{feff}a\nb\n\u{feff}c\n \n\u{feff}\n");
+    let f = at(&d, "f.blf");
+    for chunk in ["1048576", "2", "3", "4", "7"] {
+        let flags = format!("--format csv --no-header --chunk-bytes {chunk}");
+        let b = json(&argv!("build", &csv, "-o", &f, flags.as_str()));
+        assert_eq!(b["inputs"][0]["keys"], 5, "chunks of {chunk}: {b}");
+    }
+    let q = write(&d, "q.txt", "c\n\u{feff}c\n");
+    assert_eq!(
+        matches(&f, &q),
+        1,
+        "the mark is part of the key \\u{{feff}}c"
+    );
+}

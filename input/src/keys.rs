@@ -308,11 +308,16 @@ pub(crate) fn parse_chunk<S: Stage>(
             field,
         } => {
             counts.lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+            // The crate drops a byte order mark that starts its input. Only the input's start
+            // has a mark to drop; a later chunk that starts with those bytes (U+FEFF in a key)
+            // is handed over one byte first, which the crate does not take for a mark.
+            let keep = usize::from(chunk.seq != 0 && bytes.starts_with(b"\xef\xbb\xbf"));
+            let (lead, rest) = bytes.split_at(keep);
             let mut rdr = ::csv::ReaderBuilder::new()
                 .has_headers(false)
                 .delimiter(*delimiter)
                 .flexible(true)
-                .from_reader(bytes);
+                .from_reader(std::io::Read::chain(lead, rest));
             let mut rec = ::csv::ByteRecord::new();
             let mut first = chunk.seq == 0 && *header;
             loop {
