@@ -178,8 +178,7 @@ fn csv_columns_are_found_by_name_whatever_their_case() {
     let q = write(&d, "q.txt", "10.0.0.2\n");
     assert_eq!(answers(&f, &q, "", "class"), ["Allow"]);
     // A number is an index: " 0" in the header is not column 0 for `--csv-column 0`.
-    let data = write(&d, "data.csv", "1, 0\n10,1\n11,2\n");
-    let g = at(&d, "g.blf");
+    let (data, g) = (write(&d, "data.csv", "1, 0\n10,1\n11,2\n"), at(&d, "g.blf"));
     json(&argv!(
         "build",
         &data,
@@ -207,8 +206,8 @@ const SPATIAL_BY_ACTION: &str = "--kind spatial --key-type ip --class-column act
 #[test]
 fn a_mark_inside_a_csv_is_a_key_whatever_the_chunks() {
     let d = tmp();
-    let csv = write(&d, "marks.csv", "\u{feff}a\nb\n\u{feff}c\n \n\u{feff}\n");
-    let f = at(&d, "f.blf");
+    let text = "\u{feff}a\nb\n\u{feff}c\n \n\u{feff}\n";
+    let (csv, f) = (write(&d, "marks.csv", text), at(&d, "f.blf"));
     for chunk in ["1048576", "2", "3", "4", "7"] {
         let flags = format!("--format csv --no-header --chunk-bytes {chunk}");
         let b = json(&argv!("build", &csv, "-o", &f, flags.as_str()));

@@ -32,16 +32,11 @@ class FileChangedError(OSError):
     """A memory-mapped filter file that another program cut short or rewrote in place while it
     was in use: nothing read from it is returned (never a SIGBUS death of the interpreter)."""
 
-class FilterUpdate:
-    """The context manager of :meth:`Filter.update`."""
-
-    def __enter__(self) -> "Filter": ...
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
-
 _K = TypeVar("_K")
 
-class KindUpdate(Generic[_K]):
-    """The context manager of ``SpatialFilter.update`` and ``CountingFilter.update``."""
+class FilterUpdate(Generic[_K]):
+    """The context manager of :meth:`Filter.update`, ``SpatialFilter.update`` and
+    ``CountingFilter.update``."""
 
     def __enter__(self) -> _K: ...
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool: ...
@@ -223,7 +218,9 @@ class Filter:
         file, ``OSError`` for I/O errors, :class:`FileChangedError` (later, from the call that
         reads it) when another program cuts the mapped file short or rewrites it in place."""
     @staticmethod
-    def update(path: Union[str, "os.PathLike[str]"], *, wait: bool = True) -> FilterUpdate:
+    def update(
+        path: Union[str, "os.PathLike[str]"], *, wait: bool = True
+    ) -> "FilterUpdate[Filter]":
         """A read-modify-write of the file at ``path`` that no other writer can come between::
 
             with Filter.update("ids.blf") as f:
@@ -287,7 +284,7 @@ class _CellFilter:
     @classmethod
     def update(
         cls, path: Union[str, "os.PathLike[str]"], *, wait: bool = True
-    ) -> "KindUpdate[Self]":
+    ) -> "FilterUpdate[Self]":
         """A read-modify-write of the file, as ``Filter.update``: ``with
         SpatialFilter.update("rules.blf") as rules: rules.insert(ips, "deny")`` holds the
         file's write lock from the load to the save, so no other writer (the CLI's ``insert``

@@ -416,7 +416,7 @@ impl PyFilter {
     #[staticmethod]
     #[pyo3(name = "update", signature = (path, *, wait=true))]
     fn update_file(path: PathBuf, wait: bool) -> crate::update::Update {
-        crate::update::Update::new(path, wait_of(wait))
+        crate::update::Update::of_filter(path, wait_of(wait))
     }
 
     /// The whole `.blf` file as bytes.

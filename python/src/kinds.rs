@@ -333,8 +333,8 @@ macro_rules! held_class {
             /// `kind_update`).
             #[staticmethod]
             #[pyo3(signature = (path, *, wait=true))]
-            fn update(path: std::path::PathBuf, wait: bool) -> $crate::kind_update::KindUpdate {
-                $crate::kind_update::KindUpdate::new::<$class>(path, wait)
+            fn update(path: std::path::PathBuf, wait: bool) -> $crate::update::Update {
+                $crate::kind_update::update_of::<$class>(path, wait)
             }
 
             /// Reads a file of this kind into memory, under a shared lock; checked whole.

@@ -101,7 +101,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::FileChangedError>(),
     )?;
     m.add_class::<update::Update>()?;
-    m.add_class::<kind_update::KindUpdate>()?;
     if let Ok(n) = std::env::var("BLOOMLANES_THREADS") {
         let n: usize = n.trim().parse().map_err(|_| {
             pyo3::exceptions::PyValueError::new_err(format!(

@@ -7,12 +7,15 @@
 //! # saved here, then the lock is released; an exception inside the block saves nothing
 //! ```
 //!
-//! Also the lock waits of `save`, `load` and `update`: without the GIL, and given up on Ctrl-C.
+//! `SpatialFilter.update` and `CountingFilter.update` are the same context manager with their
+//! kind's load and save (`kind_update`). Also the lock waits of `save`, `load` and `update`:
+//! without the GIL, and given up on Ctrl-C.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bloomlanes_guard::{Wait, WriteLock};
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 use crate::errors::Error;
 use crate::filter::PyFilter;
@@ -55,44 +58,75 @@ where
     }
 }
 
-/// The context manager `Filter.update` returns.
+/// Loads the file at a path (its write lock held) into a new Python object.
+pub(crate) type Load = fn(Python<'_>, &Path, Wait) -> PyResult<Py<PyAny>>;
+/// Writes a Python object's file to a path (its write lock held).
+pub(crate) type Save = fn(Python<'_>, &Bound<'_, PyAny>, &Path) -> PyResult<()>;
+
+/// The context manager `Filter.update`, `SpatialFilter.update` and `CountingFilter.update`
+/// return: one for every kind, which it loads and saves with `load` and `save`.
 #[pyclass(module = "bloomlanes", name = "FilterUpdate")]
 pub(crate) struct Update {
     path: PathBuf,
     wait: Wait,
+    load: Load,
+    save: Save,
     /// Held from `__enter__` to `__exit__`.
     lock: Option<WriteLock>,
-    filter: Option<Py<PyFilter>>,
+    value: Option<Py<PyAny>>,
 }
 
 impl Update {
-    pub(crate) fn new(path: PathBuf, wait: Wait) -> Update {
+    /// The update of `path`, loaded by `load` and saved by `save`.
+    pub(crate) fn new(path: PathBuf, wait: Wait, load: Load, save: Save) -> Update {
         Update {
             path,
             wait,
+            load,
+            save,
             lock: None,
-            filter: None,
+            value: None,
         }
+    }
+}
+
+/// [`Load`] for `Filter`: into memory, not mapped.
+fn load_filter(py: Python<'_>, path: &Path, wait: Wait) -> PyResult<Py<PyAny>> {
+    let storage = interruptible(py, |waiting| {
+        Storage::load(path, false, true, wait, waiting)
+    })?;
+    PyFilter::wrap(storage, false).into_py_any(py)
+}
+
+/// [`Save`] for `Filter`.
+fn save_filter(py: Python<'_>, obj: &Bound<'_, PyAny>, path: &Path) -> PyResult<()> {
+    let f = obj.cast::<PyFilter>()?.get();
+    Ok(py.detach(|| f.read().write_file(path))?)
+}
+
+impl Update {
+    /// `Filter.update(path)`.
+    pub(crate) fn of_filter(path: PathBuf, wait: Wait) -> Update {
+        Update::new(path, wait, load_filter, save_filter)
     }
 }
 
 #[pymethods]
 impl Update {
-    /// Takes the file's write lock and loads the filter into memory (not mapped).
-    fn __enter__(&mut self, py: Python<'_>) -> PyResult<Py<PyFilter>> {
+    /// Takes the file's write lock and loads the file into memory; a file that does not load
+    /// releases the lock at once.
+    fn __enter__(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (path, wait) = (self.path.clone(), self.wait);
-        let (lock, storage) = interruptible(py, |waiting| {
-            let lock = WriteLock::acquire(&path, wait, waiting).map_err(lock_error)?;
-            let storage = Storage::load(&path, false, true, wait, waiting)?;
-            Ok((lock, storage))
+        let lock = interruptible(py, |waiting| {
+            WriteLock::acquire(&path, wait, waiting).map_err(lock_error)
         })?;
+        let value = (self.load)(py, &path, wait)?;
         self.lock = Some(lock);
-        let filter = Py::new(py, PyFilter::wrap(storage, false))?;
-        self.filter = Some(filter.clone_ref(py));
-        Ok(filter)
+        self.value = Some(value.clone_ref(py));
+        Ok(value)
     }
 
-    /// Saves the filter back when the block ended without an exception, then releases the
+    /// Saves the value back when the block ended without an exception, then releases the
     /// lock. Never suppresses the block's exception.
     fn __exit__(
         &mut self,
@@ -102,12 +136,10 @@ impl Update {
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let lock = self.lock.take();
-        let filter = self.filter.take();
-        if let (None, Some(f), Some(_)) = (exc_type, &filter, &lock) {
+        let value = self.value.take();
+        if let (None, Some(v), Some(_)) = (exc_type, &value, &lock) {
             // Written under the lock taken on entry (whichever thread exits).
-            let f = f.get();
-            let path = self.path.clone();
-            py.detach(|| f.read().write_file(&path))?;
+            (self.save)(py, v.bind(py), &self.path)?;
         }
         drop(lock);
         Ok(false)
