@@ -1,6 +1,6 @@
 //! Owning spatial Bloom filters (behind `alloc`): which class a key belongs to.
 
-use alloc::collections::BTreeSet;
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -123,7 +123,15 @@ pub struct SpatialStats {
 pub struct SpatialFilter {
     store: CellStore,
     names: Vec<String>,
+    /// Each name's class number (`names` indexed: a build or insert names a class per key,
+    /// and a filter may hold 65535 of them).
+    numbers: BTreeMap<String, u16>,
     class_keys: Vec<u64>,
+}
+
+/// Each of `names`' class number, from 1.
+fn numbers_of(names: &[String]) -> BTreeMap<String, u16> {
+    (1u16..).zip(names).map(|(c, n)| (n.clone(), c)).collect()
 }
 
 impl SpatialFilter {
@@ -166,14 +174,15 @@ impl SpatialFilter {
             });
         }
         let mut owned: Vec<String> = Vec::with_capacity(names.len());
-        // A set, not a scan of the names so far: 65535 names (a file's, too) in n log n.
-        let mut seen = BTreeSet::new();
+        // The numbers so far find a repeat, not a scan of the names: 65535 names in n log n.
+        let mut numbers = BTreeMap::new();
         for name in names.iter().map(AsRef::as_ref) {
             check(name).map_err(|error| SpatialError::Name {
                 name: name.to_string(),
                 error,
             })?;
-            if !seen.insert(name) {
+            let number = owned.len() as u16 + 1;
+            if numbers.insert(name.to_string(), number).is_some() {
                 return Err(SpatialError::DuplicateName(name.to_string()));
             }
             owned.push(name.to_string());
@@ -186,6 +195,7 @@ impl SpatialFilter {
             store: CellStore::new(shape.with_kind(kind)).expect("a spatial kind has cells"),
             class_keys: vec![0; owned.len()],
             names: owned,
+            numbers,
         })
     }
 
@@ -234,10 +244,7 @@ impl SpatialFilter {
 
     /// The number of the class called `name`, if there is one.
     pub fn class_number(&self, name: &str) -> Option<u16> {
-        self.names
-            .iter()
-            .position(|n| n == name)
-            .map(|i| i as u16 + 1)
+        self.numbers.get(name).copied()
     }
 
     /// Keys inserted per class, class 1 first.
@@ -383,6 +390,7 @@ impl SpatialFilter {
         Ok(SpatialFilter {
             store: self.store.folded(blocks)?,
             names: self.names.clone(),
+            numbers: self.numbers.clone(),
             class_keys: self.class_keys.clone(),
         })
     }
@@ -435,9 +443,11 @@ impl SpatialFilter {
                 return Err(FormatError::CellValue { cell, value });
             }
         }
+        let names: Vec<String> = table.names().map(ToString::to_string).collect();
         Ok(SpatialFilter {
             store,
-            names: table.names().map(ToString::to_string).collect(),
+            numbers: numbers_of(&names),
+            names,
             class_keys,
         })
     }

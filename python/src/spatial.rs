@@ -170,12 +170,6 @@ fn class_names_of(
             items.cast_into::<PyList>()?
         }
     };
-    let numbers: std::collections::HashMap<&str, u32> = f
-        .class_names()
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (name.as_str(), i as u32 + 1))
-        .collect();
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let bytes_name: String;
@@ -203,8 +197,8 @@ fn class_names_of(
             };
             return Err(Error::value(format!("classes[{i}] is {what}")).into());
         };
-        match numbers.get(name) {
-            Some(&c) => out.push(c),
+        match f.class_number(name) {
+            Some(c) => out.push(u32::from(c)),
             None => {
                 return Err(Error::value(format!(
                     "classes[{i}] = {name:?}: no class is called that: {}",

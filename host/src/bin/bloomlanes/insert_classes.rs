@@ -2,7 +2,6 @@
 //! all of an input's keys in one (`--class NAME`, streamed) or each from a CSV column beside
 //! the key (`--class-column C`), so a rule table grows without a rebuild.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use bloomlanes_host::bloomlanes_core::{Keys, SpatialError, SpatialFilter};
@@ -215,24 +214,11 @@ pub fn insert(
     if key_type != KeyType::Any {
         opts.key_type.get_or_insert(key_type);
     }
-    // Names looked up in a map (a table of 65535 classes), the rest as `class_number` finds
-    // them (a stored name with spaces around it) or refuses them.
-    let numbers: HashMap<String, u16> = (1u16..)
-        .zip(f.class_names())
-        .map(|(c, n)| (n.clone(), c))
-        .collect();
     let read = pairs::read_pairs(
         inputs,
         &opts,
         LabelColumn { name: column, flag },
-        &mut |field| {
-            let known = crate::class_names::class_field(field)
-                .ok()
-                .and_then(|name| numbers.get(name).copied());
-            known
-                .map_or_else(|| class_number(f, field), Ok)
-                .map(u32::from)
-        },
+        &mut |field| class_number(f, field).map(u32::from),
     )?;
     let labels: Vec<u16> = read.labels.iter().map(|&c| c as u16).collect();
     add(engine, f, read.keys.keys(), Classes::U16(&labels))?;
