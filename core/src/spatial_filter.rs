@@ -131,7 +131,8 @@ pub struct SpatialFilter {
 
 /// Each of `names`' class number, from 1.
 fn numbers_of(names: &[String]) -> BTreeMap<String, u16> {
-    (1u16..).zip(names).map(|(c, n)| (n.clone(), c)).collect()
+    // `names` first: a range from 1 would step past u16::MAX after the 65535th name.
+    names.iter().zip(1..=u16::MAX).map(|(n, c)| (n.clone(), c)).collect()
 }
 
 impl SpatialFilter {

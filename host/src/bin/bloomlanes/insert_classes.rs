@@ -146,7 +146,7 @@ fn class_number(f: &SpatialFilter, name: &[u8]) -> std::result::Result<u16, Stri
     if let Some(c) = f.class_number(name) {
         return Ok(c);
     }
-    let mut trimmed = (1u16..)
+    let mut trimmed = (1..=u16::MAX)
         .zip(f.class_names())
         .filter(|(_, n)| n.trim() == name);
     match (trimmed.next(), trimmed.next()) {
@@ -239,7 +239,7 @@ pub fn insert(
     }
     let above = AboveClass {
         keys: found.above,
-        expected: expected_emersion(f, (1u16..).zip(per_class)),
+        expected: expected_emersion(f, (1..=u16::MAX).zip(per_class)),
         example: found
             .above_example
             .map(|(i, got)| (Some(read.keys.display(i)), labels[i], got)),
